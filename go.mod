@@ -1,0 +1,3 @@
+module github.com/uid-dispenser/uid-dispenser
+
+go 1.26

@@ -1,0 +1,70 @@
+package uidcore
+
+import (
+	"context"
+	"errors"
+	"math"
+)
+
+// Claim is an instance's right to issue IDs under one worker ID. Assigners
+// outside this package hand claims out (MySQL, JetStream KV); the
+// generators consult the claim before they issue an ID for a second.
+type Claim interface {
+	// WorkerID is the worker ID this claim owns.
+	WorkerID() uint64
+	// After is the last unix second an earlier holder of the worker ID may
+	// have issued IDs for (0 when there was none). The generators issue
+	// only strictly later seconds, so a recycled worker ID never repeats
+	// an earlier holder's IDs.
+	After() int64
+	// Until is the last unix second this claim may issue IDs for. It
+	// returns an error (wrapping ErrClaimLost) once the claim is no longer
+	// valid: the generators then stop issuing IDs. It is called on the hot
+	// path and must be cheap (atomic loads).
+	Until() (int64, error)
+	// Release gives the worker ID back (a no-op for claims that cannot be
+	// reused). The generator built on the claim must be closed first.
+	Release(ctx context.Context) error
+}
+
+// Reserver is implemented by claims whose Until grows on demand (leased
+// claims reserving seconds ahead). A generator that reaches Until calls
+// Reserve with the second it wants so the claim extends its reservation
+// promptly instead of at its next heartbeat.
+type Reserver interface {
+	Reserve(second int64)
+}
+
+// Assigner hands out claims. Implementations live outside uidcore.
+type Assigner interface {
+	Claim(ctx context.Context, layout Layout) (Claim, error)
+}
+
+// ErrClaimLost means the instance no longer holds a valid worker claim
+// (lease expired, taken over, or released): it must not issue IDs.
+var ErrClaimLost = errors.New("uidcore: worker claim lost")
+
+// ErrNotReserved means the second an ID needs is beyond what the claim has
+// reserved so far; it clears when the reservation is extended.
+var ErrNotReserved = errors.New("uidcore: second not reserved by the worker claim")
+
+// StaticClaim is a claim on a fixed worker ID that never expires: for a
+// worker ID configured by hand, for disposable worker IDs that are never
+// reused, and for tests.
+type StaticClaim struct {
+	ID uint64
+	// AfterSecond is returned by After.
+	AfterSecond int64
+}
+
+// WorkerID implements Claim.
+func (c StaticClaim) WorkerID() uint64 { return c.ID }
+
+// After implements Claim.
+func (c StaticClaim) After() int64 { return c.AfterSecond }
+
+// Until implements Claim: a static claim allows every second.
+func (c StaticClaim) Until() (int64, error) { return math.MaxInt64, nil }
+
+// Release implements Claim; there is nothing to give back.
+func (c StaticClaim) Release(context.Context) error { return nil }

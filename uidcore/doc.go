@@ -1,0 +1,46 @@
+// Package uidcore is the ID algorithm of uid-dispenser: the 64-bit layout, a
+// clock-driven generator and a ring-buffer generator padded ahead of demand.
+//
+// It is a Go re-implementation of Baidu's UidGenerator with its known
+// defects fixed, and it imports only the standard library: worker-ID
+// storage, NATS and telemetry live in other packages and reach the
+// generators through the small [Claim] and [Observer] interfaces.
+//
+// # Layout
+//
+// An ID is 1 sign bit (always 0) | delta seconds since the epoch | worker ID
+// | sequence. The three widths are configurable and sum to 63. The default,
+// 31/16/16 from 2026-01-01T00:00:00Z, balances the three needs:
+//
+//	layout (time/worker/seq)  runway       worker IDs  IDs per second per worker
+//	31/16/16 (default)        68 years     65,536      65,536
+//	30/17/16                  34 years     131,072     65,536
+//	32/12/19                  136 years    4,096       524,288
+//	33/14/16                  272 years    16,384      65,536
+//	28/22/13 (UidGenerator)   8.5 years    4,194,304   8,192
+//
+// Every bit given to one field halves or doubles another: more worker bits
+// survive more instance churn (or use leased worker IDs, which recycle),
+// more sequence bits raise the rate a worker sustains without borrowing
+// future seconds, more time bits push the runway end further out.
+// [UidGeneratorLayout] reproduces UidGenerator's defaults so IDs of an
+// existing fleet can be parsed; its time field ran out on 2024-11-20.
+//
+// # Generators
+//
+// [DefaultGenerator] reads the clock on every call, like UidGenerator's
+// DefaultUidGenerator, and is capped at 2^seqBits IDs per second.
+//
+// [CachedGenerator] keeps a ring buffer that a single padding goroutine
+// fills ahead of demand. Padding keeps a logical second that it advances
+// when a second's sequence is used up (borrowing future seconds) and
+// re-syncs to the wall clock whenever the clock is ahead, so IDs stay
+// close to real time at low load and never go backwards when the clock
+// does. How far it may borrow is bounded (CachedOptions.MaxAhead); at the
+// bound padding pauses and takes drain the buffer: back-pressure instead
+// of burning the runway.
+//
+// Neither generator ever returns a negative or wrapped ID: a field that
+// does not fit is an error ([ErrTimeExhausted] when the time field is
+// full).
+package uidcore

@@ -1,0 +1,206 @@
+package uidcore
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Layout describes how an ID's 63 usable bits are split and which instant
+// delta seconds count from.
+type Layout struct {
+	TimeBits   uint      // width of the delta-seconds field
+	WorkerBits uint      // width of the worker-ID field
+	SeqBits    uint      // width of the per-second sequence field
+	Epoch      time.Time // the instant delta seconds count from; only its instant matters, never a time zone
+}
+
+// DefaultEpoch is the epoch of [DefaultLayout].
+var DefaultEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// DefaultLayout is 31 bits of seconds (68 years from 2026), 16 bits of
+// worker ID (65,536 workers) and 16 bits of sequence (65,536 IDs per second
+// per worker).
+func DefaultLayout() Layout {
+	return Layout{TimeBits: 31, WorkerBits: 16, SeqBits: 16, Epoch: DefaultEpoch}
+}
+
+// UidGeneratorLayout reproduces Baidu UidGenerator's defaults: 28/22/13 with
+// the epoch 2016-05-20 00:00 UTC+8 (unix 1463673600). Its time field ran out
+// on 2024-11-20 21:24:15 UTC+8, so it is for parsing existing IDs, not for
+// generating new ones.
+func UidGeneratorLayout() Layout {
+	return Layout{TimeBits: 28, WorkerBits: 22, SeqBits: 13, Epoch: time.Unix(1463673600, 0).UTC()}
+}
+
+// LayoutError says which part of a layout is invalid and why.
+type LayoutError struct {
+	Field  string // "TimeBits", "WorkerBits", "SeqBits", "Epoch" or "Layout" for the sum
+	Reason string
+}
+
+func (e *LayoutError) Error() string {
+	return fmt.Sprintf("uidcore: invalid layout: %s: %s", e.Field, e.Reason)
+}
+
+// Validate reports the first problem of the layout, as a *LayoutError.
+func (l Layout) Validate() error {
+	check := func(field string, bits, lo, hi uint) error {
+		if bits < lo || bits > hi {
+			return &LayoutError{Field: field, Reason: fmt.Sprintf("%d bits is outside %d..%d", bits, lo, hi)}
+		}
+		return nil
+	}
+	// At least 20 bits of time (12 days of runway) and at least one bit of
+	// worker and sequence; anything smaller is a configuration mistake.
+	if err := check("TimeBits", l.TimeBits, 20, 61); err != nil {
+		return err
+	}
+	if err := check("WorkerBits", l.WorkerBits, 1, 42); err != nil {
+		return err
+	}
+	if err := check("SeqBits", l.SeqBits, 1, 42); err != nil {
+		return err
+	}
+	if sum := l.TimeBits + l.WorkerBits + l.SeqBits; sum != 63 {
+		return &LayoutError{Field: "Layout", Reason: fmt.Sprintf("TimeBits+WorkerBits+SeqBits = %d+%d+%d = %d, must be 63 (the sign bit is always 0)", l.TimeBits, l.WorkerBits, l.SeqBits, sum)}
+	}
+	if l.Epoch.IsZero() {
+		return &LayoutError{Field: "Epoch", Reason: "not set"}
+	}
+	if l.Epoch.Unix() < 0 {
+		return &LayoutError{Field: "Epoch", Reason: "before 1970-01-01T00:00:00Z"}
+	}
+	return nil
+}
+
+// String gives the layout as "31/16/16@2026-01-01T00:00:00Z".
+func (l Layout) String() string {
+	return fmt.Sprintf("%d/%d/%d@%s", l.TimeBits, l.WorkerBits, l.SeqBits, l.Epoch.UTC().Format(time.RFC3339))
+}
+
+// MaxDelta is the largest delta-seconds value the time field holds.
+func (l Layout) MaxDelta() uint64 { return 1<<l.TimeBits - 1 }
+
+// MaxWorkerID is the largest worker ID the layout holds.
+func (l Layout) MaxWorkerID() uint64 { return 1<<l.WorkerBits - 1 }
+
+// MaxSequence is the largest sequence within one second.
+func (l Layout) MaxSequence() uint64 { return 1<<l.SeqBits - 1 }
+
+// EpochSecond is the epoch as unix seconds.
+func (l Layout) EpochSecond() int64 { return l.Epoch.Unix() }
+
+// LastSecond is the last unix second the time field can hold.
+func (l Layout) LastSecond() int64 { return l.EpochSecond() + int64(l.MaxDelta()) }
+
+// RunwayEnd is the first instant the layout can no longer express: from
+// then on generation fails with ErrTimeExhausted. Warn operators long before.
+func (l Layout) RunwayEnd() time.Time { return time.Unix(l.LastSecond()+1, 0).UTC() }
+
+// Runway is the time left from now until RunwayEnd.
+func (l Layout) Runway(now time.Time) time.Duration { return l.RunwayEnd().Sub(now) }
+
+// Errors of Compose and the generators. Test with errors.Is.
+var (
+	// ErrTimeExhausted: the second is past the time field's end (or before
+	// the epoch). Never answered with a wrapped or negative ID.
+	ErrTimeExhausted = errors.New("uidcore: time field exhausted")
+	// ErrWorkerRange: the worker ID does not fit the worker field.
+	ErrWorkerRange = errors.New("uidcore: worker ID out of range")
+	// ErrSequenceRange: the sequence does not fit the sequence field.
+	ErrSequenceRange = errors.New("uidcore: sequence out of range")
+)
+
+// ExhaustedError is the ErrTimeExhausted error with the details.
+type ExhaustedError struct {
+	Second    int64     // the unix second that did not fit
+	RunwayEnd time.Time // the layout's runway end
+}
+
+func (e *ExhaustedError) Error() string {
+	if e.Second < 0 || time.Unix(e.Second, 0).Before(e.RunwayEnd) {
+		return fmt.Sprintf("uidcore: time field exhausted: second %s is before the epoch", time.Unix(e.Second, 0).UTC().Format(time.RFC3339))
+	}
+	return fmt.Sprintf("uidcore: time field exhausted: the layout's runway ended at %s", e.RunwayEnd.Format(time.RFC3339))
+}
+
+func (e *ExhaustedError) Unwrap() error { return ErrTimeExhausted }
+
+// shifts returns the bit positions of the time and worker fields.
+func (l Layout) timeShift() uint { return l.WorkerBits + l.SeqBits }
+
+// Compose packs a unix second, worker ID and sequence into an ID. Every
+// field is range-checked: nothing ever overflows into a neighbour or the
+// sign bit.
+func (l Layout) Compose(unixSecond int64, workerID, sequence uint64) (uint64, error) {
+	base, err := l.secondBase(unixSecond, workerID)
+	if err != nil {
+		return 0, err
+	}
+	if sequence > l.MaxSequence() {
+		return 0, fmt.Errorf("%w: %d > %d", ErrSequenceRange, sequence, l.MaxSequence())
+	}
+	return base | sequence, nil
+}
+
+// secondBase is the ID of sequence 0 in the given second for the worker.
+func (l Layout) secondBase(unixSecond int64, workerID uint64) (uint64, error) {
+	delta := unixSecond - l.EpochSecond()
+	if delta < 0 || uint64(delta) > l.MaxDelta() {
+		return 0, &ExhaustedError{Second: unixSecond, RunwayEnd: l.RunwayEnd()}
+	}
+	if workerID > l.MaxWorkerID() {
+		return 0, fmt.Errorf("%w: %d > %d (layout %s)", ErrWorkerRange, workerID, l.MaxWorkerID(), l)
+	}
+	return uint64(delta)<<l.timeShift() | workerID<<l.SeqBits, nil
+}
+
+// Parts is a parsed ID.
+type Parts struct {
+	ID       uint64
+	Time     time.Time // the ID's second, in UTC
+	WorkerID uint64
+	Sequence uint64
+}
+
+// Parse splits an ID into its fields. It does not check that a worker of
+// this layout issued it; an ID with the sign bit set is reported as an error
+// because no valid generator produces one.
+func (l Layout) Parse(id uint64) (Parts, error) {
+	if id>>63 != 0 {
+		return Parts{}, fmt.Errorf("uidcore: ID %d has the sign bit set: not an ID of any valid layout", id)
+	}
+	delta := id >> l.timeShift()
+	return Parts{
+		ID:       id,
+		Time:     time.Unix(l.EpochSecond()+int64(delta), 0).UTC(),
+		WorkerID: id >> l.SeqBits & l.MaxWorkerID(),
+		Sequence: id & l.MaxSequence(),
+	}, nil
+}
+
+// ParsedJSON is the JSON form of Parts, with the keys and string values of
+// UidGenerator's parseUID so tools written for it keep working. The
+// timestamp is "yyyy-MM-dd HH:mm:ss" in UTC.
+type ParsedJSON struct {
+	UID       string `json:"UID"`
+	Timestamp string `json:"timestamp"`
+	WorkerID  string `json:"workerId"`
+	Sequence  string `json:"sequence"`
+}
+
+// JSON returns the UidGenerator-compatible form of p.
+func (p Parts) JSON() ParsedJSON {
+	return ParsedJSON{
+		UID:       strconv.FormatUint(p.ID, 10),
+		Timestamp: p.Time.UTC().Format(time.DateTime),
+		WorkerID:  strconv.FormatUint(p.WorkerID, 10),
+		Sequence:  strconv.FormatUint(p.Sequence, 10),
+	}
+}
+
+// MarshalJSON encodes p as UidGenerator's parseUID does.
+func (p Parts) MarshalJSON() ([]byte, error) { return json.Marshal(p.JSON()) }
