@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Makes sure the servers the tests talk to are running: MariaDB on
+# 127.0.0.1:3306 (root, empty password) and nats-server with JetStream on
+# 127.0.0.1:4222. Installs MariaDB on a Debian machine that lacks it.
+set -euo pipefail
+
+listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+wait_port() {
+	for _ in $(seq 1 60); do listening "$1" && return 0; sleep 0.5; done
+	echo "services: nothing listens on 127.0.0.1:$1 after 30s" >&2
+	return 1
+}
+
+if ! listening 3306; then
+	if ! command -v mariadbd >/dev/null 2>&1 && [ ! -x /usr/sbin/mariadbd ]; then
+		echo "services: installing mariadb-server"
+		DEBIAN_FRONTEND=noninteractive apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mariadb-server >/dev/null
+	fi
+	echo "services: starting MariaDB"
+	mkdir -p /run/mysqld && chown mysql:mysql /run/mysqld 2>/dev/null || true
+	if [ ! -d /var/lib/mysql/mysql ]; then
+		mariadb-install-db --user=mysql --datadir=/var/lib/mysql >/dev/null
+	fi
+	start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd -- --user=mysql
+	wait_port 3306
+	# A fresh install authenticates root by socket; the tests use TCP with an empty password.
+	mariadb -uroot -e "ALTER USER 'root'@'localhost' IDENTIFIED VIA mysql_native_password USING PASSWORD(''); CREATE DATABASE IF NOT EXISTS test;" 2>/dev/null || true
+fi
+
+if ! listening 4222; then
+	if [ -x /usr/sbin/nats-server ]; then
+		echo "services: starting nats-server"
+		mkdir -p /var/lib/nats-server
+		start-stop-daemon --start --oknodo --background --exec /usr/sbin/nats-server -- -a 127.0.0.1 -p 4222 -js -sd /var/lib/nats-server -l /var/log/nats-server.log
+		wait_port 4222
+	else
+		# The tests embed their own nats-server; the machine's is only a convenience.
+		echo "services: no nats-server binary; tests use embedded servers"
+	fi
+fi
+echo "services: MariaDB and NATS ready"
