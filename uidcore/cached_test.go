@@ -1,0 +1,488 @@
+package uidcore
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func newTestCached(t testing.TB, opts CachedOptions) *CachedGenerator {
+	t.Helper()
+	if opts.Claim == nil {
+		opts.Claim = StaticClaim{ID: 1}
+	}
+	g, err := NewCached(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	return g
+}
+
+func TestCachedSequentialTenMillionStrictlyIncreasing(t *testing.T) {
+	g := newTestCached(t, CachedOptions{MaxAhead: NoAheadBound, TakeWait: time.Second})
+	ctx := context.Background()
+	var last uint64
+	for i := range 10_000_000 {
+		id, err := g.Next(ctx)
+		if err != nil {
+			t.Fatalf("take %d: %v", i, err)
+		}
+		if id <= last {
+			t.Fatalf("take %d: ID %d after %d", i, id, last)
+		}
+		last = id
+	}
+}
+
+func TestCachedConcurrentUnique(t *testing.T) {
+	g := newTestCached(t, CachedOptions{MaxAhead: NoAheadBound, TakeWait: time.Second})
+	const workers, each = 8, 1_000_000
+	ids := make([][]uint64, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			ids[w] = make([]uint64, 0, each)
+			for range each {
+				id, err := g.Next(context.Background())
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				ids[w] = append(ids[w], id)
+			}
+		})
+	}
+	wg.Wait()
+	assertUnique(t, slices.Concat(ids...), workers*each)
+}
+
+// The ring is tiny (256 slots) so it wraps thousands of times, and takers
+// without waiting race at the empty edge, where UidGenerator's take can
+// hand one ID to two takers.
+func TestCachedStressAtTheEmptyEdge(t *testing.T) {
+	g := newTestCached(t, CachedOptions{Layout: smallLayout(), BoostPower: -1, MaxAhead: NoAheadBound})
+	const takers = 16
+	deadline := time.Now().Add(2 * time.Second)
+	ids := make([][]uint64, takers)
+	var rejected atomic.Uint64
+	var wg sync.WaitGroup
+	for w := range takers {
+		wg.Go(func() {
+			batch := make([]uint64, 1+w%5*17)
+			for time.Now().Before(deadline) {
+				if w%2 == 0 {
+					id, err := g.Next(context.Background())
+					if err != nil {
+						if !errors.Is(err, ErrBufferEmpty) {
+							t.Errorf("take: %v", err)
+							return
+						}
+						rejected.Add(1)
+						runtime.Gosched() // a real client backs off
+						continue
+					}
+					ids[w] = append(ids[w], id)
+					continue
+				}
+				n, err := g.NextN(context.Background(), batch)
+				ids[w] = append(ids[w], batch[:n]...)
+				if err != nil {
+					if !errors.Is(err, ErrBufferEmpty) {
+						t.Errorf("batch take: %v", err)
+						return
+					}
+					rejected.Add(1)
+					runtime.Gosched()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	all := slices.Concat(ids...)
+	st := g.State()
+	// Every slot a taker claimed reached a taker: none lost, none twice.
+	assertUnique(t, all, int(st.Cursor))
+	if st.Cursor < 50*st.Size {
+		t.Errorf("the ring wrapped only %d times", st.Cursor/st.Size)
+	}
+	if rejected.Load() == 0 || st.TakeRejections == 0 {
+		t.Error("the takers never met the empty edge")
+	}
+	t.Logf("%d IDs, %d laps, %d rejected takes, %d padding rounds", len(all), st.Cursor/st.Size, rejected.Load(), st.PaddingRounds)
+}
+
+func TestCachedNextNSpansTheWrapAndTheRing(t *testing.T) {
+	g := newTestCached(t, CachedOptions{Layout: smallLayout(), BoostPower: 1, MaxAhead: NoAheadBound, TakeWait: time.Second})
+	ctx := context.Background()
+	var got []uint64
+	for _, n := range []int{100, 300, 511, 2000, 1} {
+		dst := make([]uint64, n)
+		k, err := g.NextN(ctx, dst)
+		if err != nil || k != n {
+			t.Fatalf("NextN(%d) = %d, %v", n, k, err)
+		}
+		got = append(got, dst...)
+	}
+	if !slices.IsSorted(got) {
+		t.Error("batches are not increasing")
+	}
+	assertUnique(t, got, 2912)
+}
+
+func TestCachedResyncsAtLowLoad(t *testing.T) {
+	clock := newFakeClock(t0)
+	g := newTestCached(t, CachedOptions{Layout: smallLayout(), Clock: clock})
+	mustNext(t, g.Next)
+	clock.Add(100 * time.Second)
+	// Once the IDs padded at start-up are used, padding must follow the
+	// clock instead of continuing from the last padded second.
+	l := g.Layout()
+	var last uint64
+	for range 2 * g.Size() {
+		id, err := g.Next(context.Background())
+		if err != nil {
+			g.Pad(context.Background())
+			continue
+		}
+		if id <= last {
+			t.Fatalf("ID %d after %d", id, last)
+		}
+		last = id
+		p, _ := l.Parse(id)
+		if p.Time.Unix() > t0.Unix()+7 {
+			if p.Time.Unix() != t0.Unix()+100 || p.Sequence != 0 {
+				t.Fatalf("first ID after the idle time: second %d seq %d, want %d seq 0", p.Time.Unix(), p.Sequence, t0.Unix()+100)
+			}
+			return
+		}
+	}
+	t.Fatal("padding never re-synced to the clock")
+}
+
+func TestCachedResumesMidSecond(t *testing.T) {
+	clock := newFakeClock(t0)
+	// 256 IDs a second, ring of 512: start-up fills t0 and t0+1 exactly.
+	g := newTestCached(t, CachedOptions{Layout: smallLayout(), BoostPower: 1, Clock: clock, PaddingFactor: 100})
+	dst := make([]uint64, 100)
+	if _, err := g.NextN(context.Background(), dst); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Pad(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// The refill continues in t0+2 from sequence 0 and the ring holds
+	// every sequence of t0+1: nothing of a second is thrown away.
+	rest := make([]uint64, 512)
+	if _, err := g.NextN(context.Background(), rest); err != nil {
+		t.Fatal(err)
+	}
+	l := g.Layout()
+	for i, id := range rest {
+		p, _ := l.Parse(id)
+		wantSec := t0.Unix() + int64(100+i)/256
+		if p.Time.Unix() != wantSec || p.Sequence != uint64(100+i)%256 {
+			t.Fatalf("ID %d: second %d seq %d, want %d seq %d", i, p.Time.Unix(), p.Sequence, wantSec, (100+i)%256)
+		}
+	}
+}
+
+func TestCachedAheadBoundGivesBackPressure(t *testing.T) {
+	clock := newFakeClock(t0)
+	g := newTestCached(t, CachedOptions{Layout: smallLayout(), BoostPower: 2, Clock: clock, MaxAhead: 2 * time.Second})
+	ctx := context.Background()
+	// Seconds t0..t0+2 may be filled (3 × 256); the ring holds 1024.
+	n := 0
+	var err error
+	for ; n < 2000; n++ {
+		if _, err = g.Next(ctx); err != nil {
+			break
+		}
+		if n%100 == 0 {
+			g.Pad(ctx)
+		}
+	}
+	if n != 3*256 {
+		t.Errorf("issued %d IDs before back-pressure, want %d", n, 3*256)
+	}
+	if !errors.Is(err, ErrBufferEmpty) {
+		t.Fatalf("at the bound: %v", err)
+	}
+	st := g.State()
+	if st.PutRejections == 0 || st.TakeRejections == 0 || st.SecondsAhead != 3 {
+		t.Errorf("state at the bound: %+v", st)
+	}
+	clock.Add(time.Second)
+	if _, err := g.Pad(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := g.Layout().Parse(mustNext(t, g.Next))
+	if p.Time.Unix() != t0.Unix()+3 {
+		t.Errorf("after the clock moved on: second %d", p.Time.Unix())
+	}
+}
+
+func TestCachedIgnoresTheClockMovingBack(t *testing.T) {
+	clock := newFakeClock(t0)
+	g := newTestCached(t, CachedOptions{Layout: smallLayout(), Clock: clock, MaxAhead: NoAheadBound})
+	ctx := context.Background()
+	last := mustNext(t, g.Next)
+	clock.Add(-time.Hour)
+	for range 5 * g.Size() {
+		id, err := g.Next(ctx)
+		if errors.Is(err, ErrBufferEmpty) {
+			g.Pad(ctx)
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id <= last {
+			t.Fatalf("ID %d after %d with the clock an hour back", id, last)
+		}
+		last = id
+	}
+}
+
+func TestCachedExhaustionNeverGoesNegative(t *testing.T) {
+	l := smallLayout()
+	l.TimeBits, l.WorkerBits = 20, 35
+	clock := newFakeClock(l.RunwayEnd().Add(-2 * time.Second))
+	g := newTestCached(t, CachedOptions{Layout: l, Clock: clock, MaxAhead: NoAheadBound})
+	ctx := context.Background()
+	var issued int
+	var err error
+	for range 4 * g.Size() {
+		var id uint64
+		if id, err = g.Next(ctx); err != nil {
+			g.Pad(ctx)
+			if id, err = g.Next(ctx); err != nil {
+				break
+			}
+		}
+		if int64(id) < 0 {
+			t.Fatalf("negative ID %d", int64(id))
+		}
+		issued++
+	}
+	if issued != 2*256 {
+		t.Errorf("issued %d IDs in the last two seconds, want 512", issued)
+	}
+	if !errors.Is(err, ErrTimeExhausted) || !errors.Is(err, ErrBufferEmpty) {
+		t.Errorf("after the runway: %v, want ErrBufferEmpty wrapping ErrTimeExhausted", err)
+	}
+}
+
+func TestCachedStartsAfterTheClaimAndStopsWhenLost(t *testing.T) {
+	clock := newFakeClock(t0)
+	claim := &lossyClaim{StaticClaim: StaticClaim{ID: 9, AfterSecond: t0.Unix() + 5}, until: t0.Unix() + 6}
+	g := newTestCached(t, CachedOptions{Layout: smallLayout(), Clock: clock, Claim: claim})
+	ctx := context.Background()
+	p, _ := g.Layout().Parse(mustNext(t, g.Next))
+	if p.Time.Unix() != t0.Unix()+6 || p.WorkerID != 9 {
+		t.Errorf("first ID %+v, want second %d", p, t0.Unix()+6)
+	}
+	// Only second t0+6 is reserved: 256 IDs, then the claim must be asked for more.
+	for range 255 {
+		mustNext(t, g.Next)
+	}
+	if _, err := g.Next(ctx); !errors.Is(err, ErrNotReserved) {
+		t.Errorf("beyond the reservation: %v", err)
+	}
+	claim.mu.Lock()
+	asked := len(claim.reserved) > 0 && claim.reserved[0] == t0.Unix()+7
+	claim.mu.Unlock()
+	if !asked {
+		t.Error("the claim was not asked to reserve second t0+7")
+	}
+	claim.set(t0.Unix()+100, false)
+	g.Pad(ctx)
+	mustNext(t, g.Next)
+	claim.set(t0.Unix()+100, true)
+	if _, err := g.Next(ctx); !errors.Is(err, ErrClaimLost) {
+		t.Errorf("lost claim: %v", err)
+	}
+	if n, err := g.NextN(ctx, make([]uint64, 3)); n != 0 || !errors.Is(err, ErrClaimLost) {
+		t.Errorf("lost claim batch: %d, %v", n, err)
+	}
+}
+
+func TestCachedTakeWaitsForPadding(t *testing.T) {
+	g := newTestCached(t, CachedOptions{Layout: smallLayout(), BoostPower: -1, MaxAhead: NoAheadBound, TakeWait: 5 * time.Second})
+	dst := make([]uint64, 10*g.Size())
+	n, err := g.NextN(context.Background(), dst)
+	if err != nil || n != len(dst) {
+		t.Fatalf("NextN through ten refills: %d, %v", n, err)
+	}
+	assertUnique(t, dst, len(dst))
+}
+
+func TestCachedTakeWaitHonoursTheContext(t *testing.T) {
+	clock := newFakeClock(t0)
+	g := newTestCached(t, CachedOptions{Layout: smallLayout(), BoostPower: -1, Clock: clock, MaxAhead: time.Second, TakeWait: time.Minute})
+	for range 512 {
+		mustNext(t, g.Next)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if _, err := g.Next(ctx); !errors.Is(err, ErrBufferEmpty) {
+		t.Errorf("at the bound with a short context: %v", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("waited %v past a 50ms context", d)
+	}
+}
+
+type recordingObserver struct {
+	mu      sync.Mutex
+	events  []string
+	reports []PaddingReport
+}
+
+type ctxKey struct{}
+
+func (o *recordingObserver) add(e string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.events = append(o.events, e)
+}
+
+func (o *recordingObserver) PaddingStarted(ctx context.Context, trigger PaddingTrigger) context.Context {
+	o.add("start:" + string(trigger))
+	return context.WithValue(ctx, ctxKey{}, "padding")
+}
+
+func (o *recordingObserver) PutRejected(ctx context.Context, r PutRejection) {
+	o.add("put-rejected:" + string(r.Reason) + ":" + ctx.Value(ctxKey{}).(string))
+}
+
+func (o *recordingObserver) PaddingFinished(ctx context.Context, r PaddingReport) {
+	o.mu.Lock()
+	o.reports = append(o.reports, r)
+	o.mu.Unlock()
+	o.add("finish:" + ctx.Value(ctxKey{}).(string))
+}
+
+func (o *recordingObserver) TakeRejected(ctx context.Context, r TakeRejection) {
+	v, _ := ctx.Value(ctxKey{}).(string)
+	o.add("take-rejected:" + v)
+}
+
+func TestCachedObserverAndPolicies(t *testing.T) {
+	clock := newFakeClock(t0)
+	obs := &recordingObserver{}
+	errCustom := errors.New("custom")
+	var puts atomic.Int32
+	g := newTestCached(t, CachedOptions{
+		Layout: smallLayout(), BoostPower: 1, Clock: clock, MaxAhead: time.Second, Observer: obs,
+		OnPutReject:  func(context.Context, PutRejection) { puts.Add(1) },
+		OnTakeReject: func(_ context.Context, r TakeRejection) error { return errors.Join(errCustom, r.Err) },
+	})
+	obs.mu.Lock()
+	startup := slices.Clone(obs.events)
+	report := obs.reports[0]
+	obs.mu.Unlock()
+	if !slices.Equal(startup, []string{"start:startup", "finish:padding"}) {
+		t.Errorf("start-up events %v", startup)
+	}
+	if report.Added != 512 || report.FirstSecond != t0.Unix() || report.LastSecond != t0.Unix()+1 || report.SecondsAhead != 1 {
+		t.Errorf("start-up report %+v", report)
+	}
+	ctx := context.WithValue(context.Background(), ctxKey{}, "request")
+	dst := make([]uint64, 512)
+	if _, err := g.NextN(ctx, dst); err != nil {
+		t.Fatal(err)
+	}
+	g.Pad(ctx)
+	_, err := g.Next(ctx)
+	if !errors.Is(err, errCustom) || !errors.Is(err, ErrBufferEmpty) {
+		t.Errorf("take policy result: %v", err)
+	}
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if !slices.Contains(obs.events, "put-rejected:ahead_of_clock_bound:padding") {
+		t.Errorf("no put rejection on the padding context: %v", obs.events)
+	}
+	if !slices.Contains(obs.events, "take-rejected:request") {
+		t.Errorf("no take rejection on the request context: %v", obs.events)
+	}
+	if puts.Load() == 0 {
+		t.Error("put policy not called")
+	}
+}
+
+func TestCachedCloseStopsPaddingAndTakes(t *testing.T) {
+	g, err := NewCached(CachedOptions{Claim: StaticClaim{ID: 1}, Layout: smallLayout(), BoostPower: -1, ScheduleInterval: time.Millisecond, TakeWait: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond)
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	g.Close() // idempotent
+	ctx := context.Background()
+	for range g.Size() {
+		if _, err := g.Next(ctx); err != nil {
+			if !errors.Is(err, ErrClosed) {
+				t.Fatalf("after close: %v", err)
+			}
+			return
+		}
+	}
+	if _, err := g.Next(ctx); !errors.Is(err, ErrClosed) {
+		t.Fatalf("drained after close: %v", err)
+	}
+	if _, err := g.Pad(ctx); !errors.Is(err, ErrClosed) {
+		t.Errorf("pad after close: %v", err)
+	}
+}
+
+func TestCachedScheduledPadding(t *testing.T) {
+	obs := &recordingObserver{}
+	g := newTestCached(t, CachedOptions{Layout: smallLayout(), ScheduleInterval: 5 * time.Millisecond, Observer: obs})
+	mustNext(t, g.Next)
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		obs.mu.Lock()
+		ok := slices.Contains(obs.events, "start:schedule")
+		obs.mu.Unlock()
+		if ok {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Error("no scheduled padding round in 5s")
+}
+
+func TestCachedRingMemory(t *testing.T) {
+	g := newTestCached(t, CachedOptions{})
+	bytes := len(g.slots)*8 + len(g.canTake)*8
+	if g.Size() != 65536<<3 || bytes > 8<<20 {
+		t.Errorf("default ring: %d slots, %d bytes", g.Size(), bytes)
+	}
+	t.Logf("default ring: %d slots in %.2f MiB", g.Size(), float64(bytes)/(1<<20))
+}
+
+func TestCachedOptionsValidation(t *testing.T) {
+	bad := []CachedOptions{
+		{},
+		{Claim: StaticClaim{ID: 1 << 20}},
+		{Claim: StaticClaim{ID: 1}, PaddingFactor: 101},
+		{Claim: StaticClaim{ID: 1}, BoostPower: 25},
+		{Claim: StaticClaim{ID: 1}, TakeWait: -1},
+		{Claim: StaticClaim{ID: 1}, Layout: Layout{TimeBits: 1}},
+	}
+	for i, o := range bad {
+		if g, err := NewCached(o); err == nil {
+			g.Close()
+			t.Errorf("options %d accepted", i)
+		}
+	}
+}
