@@ -3,12 +3,12 @@ GO ?= go
 STATICCHECK_VERSION ?= v0.8.2
 PKGS := ./...
 
-.PHONY: test check lint unit run bench soak services
+.PHONY: test lint unit run bench bench-core services
 
 test: lint unit
 
 lint:
-	@echo "== gofmt"; out=$$(gofmt -l . | grep -v '^bench/' || true); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@echo "== gofmt"; out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@echo "== go vet"; $(GO) vet $(PKGS)
 	@echo "== staticcheck"; $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) $(PKGS)
 
@@ -19,8 +19,12 @@ unit:
 run:
 	$(GO) run ./cmd/dispenser
 
-bench:
+# Core benchmarks side by side with the peers (bench/ is its own module).
+bench-core:
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./uidcore/ | tee bench-uidcore.txt
+	cd bench && $(GO) test -run '^$$' -bench . -benchmem -count 6 . | tee ../bench-peers.txt
+
+bench: bench-core
 
 # Starts MariaDB and nats-server when they are not running (CI and fresh machines).
 services:
