@@ -470,10 +470,14 @@ func (g *CachedGenerator) pad(trigger PaddingTrigger) (PaddingReport, PutRejectR
 				stop = &PutRejection{Reason: RejectSlotBusy, Second: g.nextSecond}
 				return
 			}
-			for m := want; m != 0; m &= m - 1 {
-				g.slots[w<<6+bits.TrailingZeros64(m)] = base | (g.nextSeq + written)
-				written++
+			// The bits of one call are contiguous: fill them as a run.
+			from := w<<6 + bits.TrailingZeros64(want)
+			run := g.slots[from : from+bits.OnesCount64(want)]
+			seq := base | (g.nextSeq + written)
+			for j := range run {
+				run[j] = seq + uint64(j)
 			}
+			written += uint64(len(run))
 			g.canTake[w].Or(want)
 		})
 		if written == 0 {
