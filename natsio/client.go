@@ -1,0 +1,198 @@
+package natsio
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
+)
+
+// ClientOptions configure a Client. Zero values take defaults.
+type ClientOptions struct {
+	SubjectPrefix string // default DefaultSubjectPrefix
+	// AttemptTimeout bounds one request. An instance that dies while it
+	// holds a request never answers it; the client then asks again and
+	// another instance answers. Default 1s. The caller's context bounds
+	// all attempts together.
+	AttemptTimeout time.Duration
+	// MinBackoff and MaxBackoff bound the pause between attempts after no
+	// responders or a 503 (defaults 2ms and 250ms; doubled each time,
+	// with jitter).
+	MinBackoff, MaxBackoff time.Duration
+}
+
+// Client asks dispensers for IDs over NATS. It is safe for concurrent use.
+//
+// It retries, until the context is done, when no dispenser is subscribed
+// (all down or restarting), when one answers 503 (no ID right now) and
+// when an attempt times out. Retrying an ID request is always safe: an ID
+// lost in a dropped reply is never issued again. Error replies come back
+// as *ServiceError; errors.Is(err, ErrBadRequest) tells a malformed
+// request.
+type Client struct {
+	nc                             *nats.Conn
+	opts                           ClientOptions
+	subjNext, subjBatch, subjParse string
+}
+
+// NewClient returns a client that sends requests on nc.
+func NewClient(nc *nats.Conn, opts ClientOptions) *Client {
+	if opts.SubjectPrefix == "" {
+		opts.SubjectPrefix = DefaultSubjectPrefix
+	}
+	if opts.AttemptTimeout <= 0 {
+		opts.AttemptTimeout = time.Second
+	}
+	if opts.MinBackoff <= 0 {
+		opts.MinBackoff = 2 * time.Millisecond
+	}
+	if opts.MaxBackoff < opts.MinBackoff {
+		opts.MaxBackoff = max(250*time.Millisecond, opts.MinBackoff)
+	}
+	return &Client{
+		nc:        nc,
+		opts:      opts,
+		subjNext:  Subject(opts.SubjectPrefix, EndpointNext),
+		subjBatch: Subject(opts.SubjectPrefix, EndpointBatch),
+		subjParse: Subject(opts.SubjectPrefix, EndpointParse),
+	}
+}
+
+// Next returns one new ID.
+func (c *Client) Next(ctx context.Context) (uint64, error) {
+	reply, err := c.request(ctx, &nats.Msg{Subject: c.subjNext})
+	if err != nil {
+		return 0, err
+	}
+	id, err := strconv.ParseUint(string(reply.Data), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("natsio: %s: reply %q is not a decimal ID", c.subjNext, truncate(string(reply.Data), 40))
+	}
+	return id, nil
+}
+
+// Batch returns n new IDs, fetched in one request with binary encoding.
+// n must not exceed the service's largest batch (a 400 otherwise).
+func (c *Client) Batch(ctx context.Context, n int) ([]uint64, error) {
+	return c.AppendBatch(ctx, nil, n)
+}
+
+// AppendBatch is Batch appending to dst.
+func (c *Client) AppendBatch(ctx context.Context, dst []uint64, n int) ([]uint64, error) {
+	if n < 1 {
+		return dst, &ServiceError{Subject: c.subjBatch, Code: CodeBadRequest, Description: fmt.Sprintf("count %d: ask for at least 1 ID", n)}
+	}
+	msg := &nats.Msg{
+		Subject: c.subjBatch,
+		Header:  nats.Header{EncodingHeader: []string{EncodingBinary}},
+		Data:    strconv.AppendInt(nil, int64(n), 10),
+	}
+	reply, err := c.request(ctx, msg)
+	if err != nil {
+		return dst, err
+	}
+	if len(reply.Data) != n*binaryIDWidth {
+		return dst, fmt.Errorf("natsio: %s: asked for %d IDs, the reply holds %d bytes", c.subjBatch, n, len(reply.Data))
+	}
+	return DecodeBinaryIDs(dst, reply.Data)
+}
+
+// Parse asks a dispenser to split id into its fields under the service's
+// layout.
+func (c *Client) Parse(ctx context.Context, id uint64) (uidcore.Parts, error) {
+	reply, err := c.request(ctx, &nats.Msg{Subject: c.subjParse, Data: strconv.AppendUint(nil, id, 10)})
+	if err != nil {
+		return uidcore.Parts{}, err
+	}
+	return decodeParts(reply.Data)
+}
+
+// decodeParts reads UidGenerator's parseUID JSON (all values strings, the
+// timestamp "yyyy-MM-dd HH:mm:ss" in UTC).
+func decodeParts(data []byte) (uidcore.Parts, error) {
+	var j uidcore.ParsedJSON
+	if err := json.Unmarshal(data, &j); err != nil {
+		return uidcore.Parts{}, fmt.Errorf("natsio: parse reply is not the expected JSON: %w", err)
+	}
+	var p uidcore.Parts
+	var errs [4]error
+	p.ID, errs[0] = strconv.ParseUint(j.UID, 10, 64)
+	p.Time, errs[1] = time.ParseInLocation(time.DateTime, j.Timestamp, time.UTC)
+	p.WorkerID, errs[2] = strconv.ParseUint(j.WorkerID, 10, 64)
+	p.Sequence, errs[3] = strconv.ParseUint(j.Sequence, 10, 64)
+	if err := errors.Join(errs[:]...); err != nil {
+		return uidcore.Parts{}, fmt.Errorf("natsio: parse reply %s: %w", truncate(string(data), 120), err)
+	}
+	return p, nil
+}
+
+// request sends msg until a dispenser answers it, the error is final, or
+// ctx is done.
+func (c *Client) request(ctx context.Context, msg *nats.Msg) (*nats.Msg, error) {
+	backoff := c.opts.MinBackoff
+	var last error
+	for attempt := 1; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, c.opts.AttemptTimeout)
+		reply, err := c.nc.RequestMsgWithContext(actx, msg)
+		cancel()
+		if err == nil {
+			err = serviceErrorFromHeaders(msg.Subject, reply.Header.Get(micro.ErrorCodeHeader), reply.Header.Get(micro.ErrorHeader))
+			if err == nil {
+				return reply, nil
+			}
+		}
+		if ctx.Err() != nil {
+			return nil, c.gaveUp(ctx, msg.Subject, attempt, err, last)
+		}
+		if !retryable(err) {
+			if _, isService := err.(*ServiceError); isService {
+				return nil, err
+			}
+			return nil, fmt.Errorf("natsio: %s: %w", msg.Subject, err)
+		}
+		last = err
+		pause := backoff/2 + rand.N(backoff/2+1)
+		backoff = min(2*backoff, c.opts.MaxBackoff)
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, c.gaveUp(ctx, msg.Subject, attempt, nil, last)
+		}
+	}
+}
+
+func (c *Client) gaveUp(ctx context.Context, subject string, attempts int, err, last error) error {
+	if last == nil || (err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled)) {
+		last = err
+	}
+	if last == nil || errors.Is(last, ctx.Err()) {
+		return fmt.Errorf("natsio: %s: %w after %d attempt(s)", subject, ctx.Err(), attempts)
+	}
+	return fmt.Errorf("natsio: %s: %w after %d attempt(s); last error: %w", subject, ctx.Err(), attempts, last)
+}
+
+// retryable tells the errors another attempt may cure: nobody subscribed
+// (instances restarting), no ID right now (503), an attempt that timed out
+// (the instance died holding the request) and a connection that is
+// reconnecting.
+func retryable(err error) bool {
+	switch {
+	case errors.Is(err, nats.ErrNoResponders),
+		errors.Is(err, ErrUnavailable),
+		errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, nats.ErrTimeout),
+		errors.Is(err, nats.ErrConnectionReconnecting):
+		return true
+	}
+	return false
+}

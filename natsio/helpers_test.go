@@ -1,0 +1,130 @@
+package natsio
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"go.uber.org/goleak"
+
+	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// quietLogger discards logs unless UID_TEST_LOG=1.
+func quietLogger() *slog.Logger {
+	if os.Getenv("UID_TEST_LOG") == "1" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// startNATS starts an embedded server; opts may be nil.
+func startNATS(t testing.TB, opts *server.Options) string {
+	t.Helper()
+	return testenv.NATS(t, opts).ClientURL()
+}
+
+// instance is one dispenser as the natsio tests run it: its own
+// connection, a cached generator on a static worker claim, the service.
+type instance struct {
+	conn *Conn
+	gen  *uidcore.CachedGenerator
+	svc  *Service
+}
+
+type instanceOpts struct {
+	cached  uidcore.CachedOptions
+	service ServiceConfig
+}
+
+func startInstance(t testing.TB, url string, worker uint64, o instanceOpts) *instance {
+	t.Helper()
+	conn := connect(t, url)
+	o.cached.Claim = uidcore.StaticClaim{ID: worker}
+	if o.cached.TakeWait == 0 {
+		o.cached.TakeWait = 5 * time.Millisecond
+	}
+	gen, err := uidcore.NewCached(o.cached)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.service.Logger = quietLogger()
+	svc, err := NewService(conn.Conn, gen, o.service)
+	if err != nil {
+		gen.Close()
+		t.Fatal(err)
+	}
+	inst := &instance{conn: conn, gen: gen, svc: svc}
+	t.Cleanup(inst.close)
+	return inst
+}
+
+// close stops abruptly (idempotent): no drain.
+func (i *instance) close() {
+	_ = i.svc.Stop()
+	i.conn.Close()
+	<-i.conn.Closed()
+	i.gen.Close()
+}
+
+// stopGracefully leaves the queue group, answers what was delivered,
+// closes the connection.
+func (i *instance) stopGracefully(t testing.TB) {
+	t.Helper()
+	if err := i.svc.Stop(); err != nil {
+		t.Error(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := i.conn.DrainAndWait(ctx); err != nil {
+		t.Error(err)
+	}
+	i.gen.Close()
+}
+
+func connect(t testing.TB, url string) *Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, err := Connect(ctx, ConnConfig{URL: url, Name: t.Name(), Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		conn.Close()
+		<-conn.Closed()
+	})
+	return conn
+}
+
+// checkDistinct fails the test when ids holds a duplicate; it sorts ids.
+func checkDistinct(t testing.TB, ids []uint64) {
+	t.Helper()
+	slices.Sort(ids)
+	for i := 1; i < len(ids); i++ {
+		if ids[i] == ids[i-1] {
+			t.Fatalf("duplicate ID %d among %d", ids[i], len(ids))
+		}
+	}
+}
+
+// workerShares counts IDs per worker ID under the default layout.
+func workerShares(ids []uint64) map[uint64]int {
+	shares := map[uint64]int{}
+	l := uidcore.DefaultLayout()
+	for _, id := range ids {
+		p, _ := l.Parse(id)
+		shares[p.WorkerID]++
+	}
+	return shares
+}

@@ -1,0 +1,229 @@
+package natsio
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
+)
+
+func TestParseCount(t *testing.T) {
+	for _, tc := range []struct {
+		body    string
+		max     int
+		want    int
+		errPart string // empty: must succeed
+	}{
+		{"1", 10, 1, ""},
+		{"10", 10, 10, ""},
+		{" 7\n", 10, 7, ""},
+		{"+3", 10, 3, ""},
+		{"0", 10, 0, "count is 0"},
+		{"-0", 10, 0, "count is 0"},
+		{"-5", 10, 0, "count -5 is negative"},
+		{"-99999999999999999999999", 10, 0, "is negative"},
+		{"11", 10, 0, "count 11 is too large: at most 10"},
+		{"99999999999999999999999", 10, 0, "too large"},
+		{"abc", 10, 0, `count "abc" is not a decimal number`},
+		{"1e3", 10, 0, "not a decimal number"},
+		{"0x10", 10, 0, "not a decimal number"},
+		{"", 10, 0, "count missing"},
+		{"  \n", 10, 0, "count missing"},
+		{"-", 10, 0, "not a decimal number"},
+		{"\x00\xff", 10, 0, `"\x00\xff" is not a decimal number`},
+		{strings.Repeat("1", 65), 10, 0, "body of 65 bytes is too long"},
+	} {
+		got, err := ParseCount([]byte(tc.body), tc.max)
+		if tc.errPart == "" {
+			if err != nil || got != tc.want {
+				t.Errorf("ParseCount(%q) = %d, %v; want %d", tc.body, got, err, tc.want)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.errPart) || !errors.Is(err, ErrBadRequest) {
+			t.Errorf("ParseCount(%q) = %d, %v; want a bad request containing %q", tc.body, got, err, tc.errPart)
+		}
+	}
+}
+
+func TestParseIDRequest(t *testing.T) {
+	for _, tc := range []struct {
+		body    string
+		want    uint64
+		errPart string
+	}{
+		{"0", 0, ""},
+		{"123456789", 123456789, ""},
+		{" 42 \r\n", 42, ""},
+		{strconv.FormatUint(math.MaxInt64, 10), math.MaxInt64, ""},
+		{strconv.FormatUint(math.MaxInt64+1, 10), 0, "sign bit set"},
+		{"18446744073709551616", 0, "does not fit in 64 bits"},
+		{"-1", 0, "ID -1 is negative"},
+		{"12a", 0, `"12a" is not a decimal number`},
+		{"", 0, "ID missing"},
+		{"\xde\xad\xbe\xef", 0, "not a decimal number"},
+		{strings.Repeat("9", 100), 0, "too long"},
+	} {
+		got, err := ParseIDRequest([]byte(tc.body))
+		if tc.errPart == "" {
+			if err != nil || got != tc.want {
+				t.Errorf("ParseIDRequest(%q) = %d, %v; want %d", tc.body, got, err, tc.want)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.errPart) || !errors.Is(err, ErrBadRequest) {
+			t.Errorf("ParseIDRequest(%q) = %d, %v; want a bad request containing %q", tc.body, got, err, tc.errPart)
+		}
+	}
+}
+
+// checkBadRequest asserts what every parser error must be: a 400 whose
+// description fits one header line.
+func checkBadRequest(t *testing.T, body []byte, err error) {
+	t.Helper()
+	var se *ServiceError
+	if !errors.As(err, &se) || se.Code != CodeBadRequest {
+		t.Fatalf("body %q: error %v is not a 400 *ServiceError", body, err)
+	}
+	if se.Description == "" || strings.ContainsAny(se.Description, "\r\n") || len(se.Description) > 512 {
+		t.Fatalf("body %q: description %q is not one short line", body, se.Description)
+	}
+}
+
+func FuzzParseCount(f *testing.F) {
+	for _, seed := range []string{"1", "100", "0", "-1", "+5", " 12 ", "abc", "", "99999999999999999999", "\x00", "1\n2", "١٢"} {
+		f.Add([]byte(seed))
+	}
+	const max = 1000
+	f.Fuzz(func(t *testing.T, body []byte) {
+		n, err := ParseCount(body, max)
+		if err != nil {
+			checkBadRequest(t, body, err)
+			return
+		}
+		if n < 1 || n > max {
+			t.Fatalf("ParseCount(%q) = %d, outside 1..%d", body, n, max)
+		}
+		want, perr := strconv.ParseUint(strings.TrimPrefix(strings.TrimSpace(string(body)), "+"), 10, 64)
+		if perr != nil || want != uint64(n) {
+			t.Fatalf("ParseCount(%q) = %d; strconv says %d, %v", body, n, want, perr)
+		}
+	})
+}
+
+func FuzzParseIDRequest(f *testing.F) {
+	for _, seed := range []string{"0", "123", "9223372036854775807", "9223372036854775808", "-3", "x", "", "\xff\xfe", " 7 "} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		id, err := ParseIDRequest(body)
+		if err != nil {
+			checkBadRequest(t, body, err)
+			return
+		}
+		if id>>63 != 0 {
+			t.Fatalf("ParseIDRequest(%q) = %d with the sign bit", body, id)
+		}
+		if _, err := uidcore.DefaultLayout().Parse(id); err != nil {
+			t.Fatalf("accepted ID %d does not parse: %v", id, err)
+		}
+	})
+}
+
+func FuzzDecodeBinaryIDs(f *testing.F) {
+	f.Add([]byte{}, uint8(0))
+	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 1}, uint8(3))
+	f.Fuzz(func(t *testing.T, data []byte, _ uint8) {
+		ids, err := DecodeBinaryIDs(nil, data)
+		if len(data)%8 != 0 {
+			if err == nil {
+				t.Fatalf("%d bytes accepted", len(data))
+			}
+			return
+		}
+		if err != nil || len(ids) != len(data)/8 {
+			t.Fatalf("%d bytes: %d IDs, %v", len(data), len(ids), err)
+		}
+		if got := AppendBinaryIDs(nil, ids); string(got) != string(data) {
+			t.Fatal("binary round trip differs")
+		}
+	})
+}
+
+func TestEncodingsRoundTrip(t *testing.T) {
+	ids := []uint64{0, 1, 42, math.MaxInt64, 1 << 40}
+	dec, err := DecodeDecimalIDs(nil, AppendDecimalIDs(nil, ids))
+	if err != nil || fmt.Sprint(dec) != fmt.Sprint(ids) {
+		t.Fatalf("decimal round trip: %v, %v", dec, err)
+	}
+	bin, err := DecodeBinaryIDs(nil, AppendBinaryIDs(nil, ids))
+	if err != nil || fmt.Sprint(bin) != fmt.Sprint(ids) {
+		t.Fatalf("binary round trip: %v, %v", bin, err)
+	}
+	if _, err := DecodeDecimalIDs(nil, []byte("1\nx")); err == nil {
+		t.Fatal("decimal junk accepted")
+	}
+}
+
+func TestMaxBatchFor(t *testing.T) {
+	if got := MaxBatchFor(100_000, 1<<20, true); got != 100_000 {
+		t.Errorf("binary, 1 MiB: %d", got)
+	}
+	if got := MaxBatchFor(100_000, 1<<20, false); got != 52428 {
+		t.Errorf("decimal, 1 MiB: %d", got)
+	}
+	if got := MaxBatchFor(100_000, 800, true); got != 100 {
+		t.Errorf("binary, 800 B: %d", got)
+	}
+}
+
+func TestReplyFor(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		code int
+		part string
+	}{
+		{badRequest("count is 0"), 400, "count is 0"},
+		{fmt.Errorf("%w: %w", uidcore.ErrBufferEmpty, errors.New("ahead of the wall clock")), 503, "buffer empty"},
+		{fmt.Errorf("%w: %w", uidcore.ErrBufferEmpty, uidcore.ErrClaimLost), 503, "worker claim lost"},
+		{fmt.Errorf("%w: %w", uidcore.ErrBufferEmpty, uidcore.ErrNotReserved), 503, "not reserved"},
+		{uidcore.ErrClaimLost, 503, "worker claim lost"},
+		{uidcore.ErrClosed, 503, "shutting down"},
+		{fmt.Errorf("%w: x", uidcore.ErrBufferEmpty), 503, "buffer empty"},
+		{&uidcore.ExhaustedError{Second: 1 << 40}, 500, "time field exhausted"},
+		{errors.New("boom"), 500, "internal error: boom"},
+	} {
+		code, desc := replyFor(tc.err)
+		if code != tc.code || !strings.Contains(desc, tc.part) {
+			t.Errorf("replyFor(%v) = %d %q; want %d containing %q", tc.err, code, desc, tc.code, tc.part)
+		}
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"nats://127.0.0.1:4222":                           "nats://127.0.0.1:4222",
+		"nats://alice:s3cret@host:4222":                   "nats://alice:xxxxx@host:4222",
+		"nats://t0ken@host:4222":                          "nats://xxxxx@host:4222",
+		"nats://a:p1@h1:4222, nats://b:p2@h2:4222":        "nats://a:xxxxx@h1:4222,nats://b:xxxxx@h2:4222",
+		"tls://u:p%20w@host":                              "tls://u:xxxxx@host",
+		"nats://bad url with spaces:pw@host":              "xxxxx@host",
+		"host:4222":                                       "host:4222",
+		"nats://user:pa@ss@host:4222":                     "nats://user:xxxxx@host:4222",
+		"nats://127.0.0.1:4222,nats://u:hunter2@h:4222/x": "nats://127.0.0.1:4222,nats://u:xxxxx@h:4222/x",
+	} {
+		got := RedactURL(in)
+		if got != want {
+			t.Errorf("RedactURL(%q) = %q; want %q", in, got, want)
+		}
+		for _, secret := range []string{"s3cret", "t0ken", "p1", "p2", "hunter2", "pa@ss", "p%20w"} {
+			if strings.Contains(in, secret) && strings.Contains(got, secret) {
+				t.Errorf("RedactURL(%q) = %q leaks %q", in, got, secret)
+			}
+		}
+	}
+}

@@ -1,0 +1,500 @@
+package natsio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
+)
+
+// IDSource is where a Service takes its IDs. *uidcore.CachedGenerator
+// implements it. It is an interface because the dispenser replaces the
+// source while serving: when a leased worker claim is lost for good it
+// claims a new worker ID and builds a new generator (see
+// Service.SetSource).
+type IDSource interface {
+	Next(ctx context.Context) (uint64, error)
+	NextN(ctx context.Context, dst []uint64) (int, error)
+	Layout() uidcore.Layout
+	WorkerID() uint64
+	State() uidcore.State
+}
+
+// ServiceConfig configures a Service. Zero values take defaults.
+type ServiceConfig struct {
+	QueueGroup    string // default DefaultQueueGroup
+	SubjectPrefix string // default DefaultSubjectPrefix
+	MaxBatch      int    // largest batch count, default DefaultMaxBatch; capped by the max payload
+	Description   string
+	Logger        *slog.Logger // default slog.Default()
+
+	// PendingMsgs and PendingBytes bound each endpoint subscription's
+	// client-side queue; past them NATS drops requests and reports a slow
+	// consumer. Defaults: no message limit, 256 MiB.
+	PendingMsgs, PendingBytes int
+
+	// ClaimStatus, when set, reports the health of the worker claim for the
+	// stats ("ok" or its error).
+	ClaimStatus func() error
+}
+
+// Service is the dispenser's NATS micro service: the endpoints next, batch
+// and parse under the subject prefix, in one queue group, with the ring
+// state in the micro stats.
+//
+// A micro service stops when an async error on one of its subscriptions
+// stops it (older micro versions do so on a slow consumer) or when
+// anything else calls its Stop. Service notices and adds the micro service
+// again, unless its connection is closed or Stop was called: the instance
+// never silently stops answering.
+type Service struct {
+	nc          *nats.Conn
+	cfg         ServiceConfig
+	log         *slog.Logger
+	source      atomic.Pointer[sourceBox]
+	endpoints   map[string]*endpointCounters
+	asyncErrors atomic.Uint64
+	restarts    atomic.Uint64
+	idBufs      sync.Pool // *[]uint64 for batch replies
+	replyBufs   sync.Pool // *[]byte for reply bodies
+
+	mu      sync.Mutex
+	svc     micro.Service
+	stopped bool
+	retry   *time.Timer // pending restart after a failed one
+}
+
+// sourceBox lets an interface value live in an atomic.Pointer.
+type sourceBox struct{ src IDSource }
+
+// endpointCounters count an endpoint's replies by outcome.
+type endpointCounters struct {
+	ok, badRequest, unavailable, internal atomic.Uint64
+	ids                                   atomic.Uint64
+}
+
+// handlerFunc serves one request: it appends the reply body to buf and
+// returns it with the number of IDs it hands out, or an error that becomes
+// an error reply.
+type handlerFunc func(ctx context.Context, req micro.Request, buf []byte) (reply []byte, ids int, err error)
+
+// NewService adds the micro service to nc and starts serving src. Set nc's
+// closed and error handlers before (Connect does): micro wraps them.
+func NewService(nc *nats.Conn, src IDSource, cfg ServiceConfig) (*Service, error) {
+	if src == nil {
+		return nil, errors.New("natsio: NewService: nil IDSource")
+	}
+	if cfg.QueueGroup == "" {
+		cfg.QueueGroup = DefaultQueueGroup
+	}
+	if cfg.SubjectPrefix == "" {
+		cfg.SubjectPrefix = DefaultSubjectPrefix
+	}
+	if cfg.MaxBatch == 0 {
+		cfg.MaxBatch = DefaultMaxBatch
+	}
+	if cfg.MaxBatch < 1 {
+		return nil, fmt.Errorf("natsio: MaxBatch %d must be at least 1", cfg.MaxBatch)
+	}
+	if cfg.PendingMsgs == 0 {
+		cfg.PendingMsgs = -1
+	}
+	if cfg.PendingBytes == 0 {
+		cfg.PendingBytes = 256 << 20
+	}
+	if cfg.Description == "" {
+		cfg.Description = "Unique 64-bit IDs: " + cfg.SubjectPrefix + ".next, " + cfg.SubjectPrefix + ".batch, " + cfg.SubjectPrefix + ".parse"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Service{
+		nc:  nc,
+		cfg: cfg,
+		log: cfg.Logger,
+		endpoints: map[string]*endpointCounters{
+			EndpointNext: {}, EndpointBatch: {}, EndpointParse: {},
+		},
+	}
+	s.source.Store(&sourceBox{src})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.start(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// start adds a micro service with the current source's metadata and
+// registers the endpoints. s.mu must be held.
+func (s *Service) start() error {
+	src := s.source.Load().src
+	layout := src.Layout()
+	maxPayload := s.nc.MaxPayload()
+	svc, err := micro.AddService(s.nc, micro.Config{
+		Name:        ServiceName,
+		Version:     ServiceVersion,
+		Description: s.cfg.Description,
+		QueueGroup:  s.cfg.QueueGroup,
+		Metadata: map[string]string{
+			"worker_id": strconv.FormatUint(src.WorkerID(), 10),
+			"layout":    fmt.Sprintf("%d/%d/%d", layout.TimeBits, layout.WorkerBits, layout.SeqBits),
+			"epoch":     layout.Epoch.UTC().Format(time.RFC3339),
+		},
+		StatsHandler: s.statsData,
+		DoneHandler:  s.onDone,
+		ErrorHandler: s.onAsyncError,
+	})
+	if err != nil {
+		return fmt.Errorf("natsio: add micro service: %w", err)
+	}
+	group := svc.AddGroup(s.cfg.SubjectPrefix)
+	limits := micro.WithEndpointPendingLimits(s.cfg.PendingMsgs, s.cfg.PendingBytes)
+	for _, e := range []struct {
+		name string
+		fn   handlerFunc
+		meta map[string]string
+	}{
+		{EndpointNext, s.next, map[string]string{"reply": "one decimal ID"}},
+		{EndpointBatch, s.batch, map[string]string{
+			"reply":            "newline-separated decimal IDs, or 8-byte big-endian IDs with header " + EncodingHeader + ": " + EncodingBinary,
+			"max_batch_binary": strconv.Itoa(MaxBatchFor(s.cfg.MaxBatch, maxPayload, true)),
+			"max_batch_text":   strconv.Itoa(MaxBatchFor(s.cfg.MaxBatch, maxPayload, false)),
+		}},
+		{EndpointParse, s.parse, map[string]string{"reply": "JSON {UID, timestamp, workerId, sequence}"}},
+	} {
+		err := group.AddEndpoint(e.name, s.handle(e.name, e.fn), limits, micro.WithEndpointMetadata(e.meta))
+		if err != nil {
+			_ = svc.Stop()
+			return fmt.Errorf("natsio: add endpoint %s: %w", Subject(s.cfg.SubjectPrefix, e.name), err)
+		}
+	}
+	s.svc = svc
+	return nil
+}
+
+// handle is the one wrapper every endpoint handler passes through: it
+// builds the request context, recovers panics, maps errors to error
+// replies, always answers, and records the outcome and duration.
+func (s *Service) handle(endpoint string, fn handlerFunc) micro.Handler {
+	counters := s.endpoints[endpoint]
+	return micro.HandlerFunc(func(req micro.Request) {
+		start := time.Now()
+		ctx := context.Background()
+		bp := s.replyBuffer()
+		reply, ids, err := s.invoke(ctx, endpoint, fn, req, (*bp)[:0])
+		code := 0
+		if err == nil {
+			if rerr := req.Respond(reply); rerr != nil && !errors.Is(rerr, nats.ErrMsgNoReply) {
+				s.log.Warn("reply failed", "subject", req.Subject(), "err", rerr)
+			}
+			counters.ids.Add(uint64(ids))
+		} else {
+			var description string
+			code, description = replyFor(err)
+			if code == CodeInternal {
+				s.log.Error("request failed", "subject", req.Subject(), "err", err)
+			}
+			if rerr := req.Error(strconv.Itoa(code), headerSafe(description), nil); rerr != nil && !errors.Is(rerr, nats.ErrMsgNoReply) {
+				s.log.Warn("error reply failed", "subject", req.Subject(), "err", rerr)
+			}
+		}
+		// Respond has copied the reply into the connection's buffer.
+		if cap(reply) > cap(*bp) {
+			*bp = reply
+		}
+		s.replyBufs.Put(bp)
+		counters.record(code)
+		if d := time.Since(start); d > time.Second {
+			s.log.Warn("slow request", "subject", req.Subject(), "duration", d)
+		}
+	})
+}
+
+// invoke runs fn and turns a panic into an error, so one bad request never
+// takes the instance down and still gets an answer.
+func (s *Service) invoke(ctx context.Context, endpoint string, fn handlerFunc, req micro.Request, buf []byte) (reply []byte, ids int, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("handler panicked", "endpoint", endpoint, "panic", r, "stack", string(debug.Stack()))
+			reply, ids, err = nil, 0, fmt.Errorf("handler panicked: %v", r)
+		}
+	}()
+	return fn(ctx, req, buf)
+}
+
+func (c *endpointCounters) record(code int) {
+	switch code {
+	case 0:
+		c.ok.Add(1)
+	case CodeBadRequest:
+		c.badRequest.Add(1)
+	case CodeUnavailable:
+		c.unavailable.Add(1)
+	default:
+		c.internal.Add(1)
+	}
+}
+
+// next answers one decimal ID; the body is ignored.
+func (s *Service) next(ctx context.Context, _ micro.Request, buf []byte) ([]byte, int, error) {
+	box := s.source.Load()
+	id, err := box.src.Next(ctx)
+	if err != nil && errors.Is(err, uidcore.ErrClosed) {
+		// The source may just have been replaced (a new worker claim):
+		// take from the new one rather than fail the request.
+		if now := s.source.Load(); now != box {
+			id, err = now.src.Next(ctx)
+		}
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	return strconv.AppendUint(buf, id, 10), 1, nil
+}
+
+// batch answers the number of IDs the body asks for.
+func (s *Service) batch(ctx context.Context, req micro.Request, buf []byte) ([]byte, int, error) {
+	binary := wantsBinary(req.Headers())
+	n, err := ParseCount(req.Data(), MaxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), binary))
+	if err != nil {
+		return nil, 0, err
+	}
+	idp := s.idBuffer(n)
+	defer s.idBufs.Put(idp)
+	ids := (*idp)[:n]
+	box := s.source.Load()
+	got, err := box.src.NextN(ctx, ids)
+	if err != nil && got == 0 && errors.Is(err, uidcore.ErrClosed) {
+		if now := s.source.Load(); now != box {
+			got, err = now.src.NextN(ctx, ids)
+		}
+	}
+	if err != nil {
+		// The got IDs taken before the error are dropped: a partial batch
+		// would be a silent truncation. Dropped IDs are never reissued.
+		return nil, 0, err
+	}
+	if binary {
+		return AppendBinaryIDs(buf, ids), n, nil
+	}
+	return AppendDecimalIDs(buf, ids), n, nil
+}
+
+// parse answers the fields of an ID as UidGenerator's parseUID JSON.
+func (s *Service) parse(_ context.Context, req micro.Request, buf []byte) ([]byte, int, error) {
+	id, err := ParseIDRequest(req.Data())
+	if err != nil {
+		return nil, 0, err
+	}
+	parts, err := s.source.Load().src.Layout().Parse(id)
+	if err != nil {
+		return nil, 0, badRequest("%v", err)
+	}
+	reply, err := parts.MarshalJSON()
+	return append(buf, reply...), 0, err
+}
+
+// wantsBinary reports whether the request asks for binary encoding. Header
+// names are matched case-insensitively because clients in other languages
+// may lower-case them.
+func wantsBinary(h micro.Headers) bool {
+	if v := h.Get(EncodingHeader); v != "" {
+		return strings.EqualFold(v, EncodingBinary)
+	}
+	for k, vs := range h {
+		if strings.EqualFold(k, EncodingHeader) && len(vs) > 0 {
+			return strings.EqualFold(vs[0], EncodingBinary)
+		}
+	}
+	return false
+}
+
+func (s *Service) idBuffer(n int) *[]uint64 {
+	if p, ok := s.idBufs.Get().(*[]uint64); ok && cap(*p) >= n {
+		return p
+	}
+	b := make([]uint64, n)
+	return &b
+}
+
+func (s *Service) replyBuffer() *[]byte {
+	if p, ok := s.replyBufs.Get().(*[]byte); ok {
+		return p
+	}
+	b := make([]byte, 0, 64)
+	return &b
+}
+
+// SetSource replaces the source requests take IDs from; the caller closes
+// the old one afterwards. When the worker ID or layout differ, the micro
+// service is added again so its metadata tells the truth (it gets a new
+// service ID), and the old one is stopped.
+func (s *Service) SetSource(src IDSource) error {
+	if src == nil {
+		return errors.New("natsio: SetSource: nil IDSource")
+	}
+	old := s.source.Swap(&sourceBox{src})
+	if old.src.WorkerID() == src.WorkerID() && old.src.Layout() == src.Layout() {
+		return nil
+	}
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		return nil
+	}
+	prev := s.svc
+	err := s.start()
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return prev.Stop()
+}
+
+// Source returns the current source.
+func (s *Service) Source() IDSource { return s.source.Load().src }
+
+// ID is the micro service instance ID (as `nats micro ls` shows it). It
+// changes when the service is added again.
+func (s *Service) ID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.svc.Info().ID
+}
+
+// Restarts counts how often the micro service was added again after it
+// stopped without Stop being called.
+func (s *Service) Restarts() uint64 { return s.restarts.Load() }
+
+// AsyncErrors counts async errors (such as slow consumers) on the
+// service's subscriptions.
+func (s *Service) AsyncErrors() uint64 { return s.asyncErrors.Load() }
+
+// Stop leaves the queue group: the server sends no new requests here, so
+// peers take the traffic. Requests already delivered are still answered;
+// drain the connection afterwards (Conn.DrainAndWait) to wait for them.
+func (s *Service) Stop() error {
+	s.mu.Lock()
+	s.stopped = true
+	if s.retry != nil {
+		s.retry.Stop()
+	}
+	svc := s.svc
+	s.mu.Unlock()
+	if err := svc.Stop(); err != nil {
+		return fmt.Errorf("natsio: stop service: %w", err)
+	}
+	return nil
+}
+
+// onDone runs when a micro service stops. Unless we stopped it (Stop, or
+// SetSource replacing it) or the connection is closed, it is added again.
+func (s *Service) onDone(svc micro.Service) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped || svc != s.svc {
+		return
+	}
+	if s.nc.IsClosed() {
+		s.log.Error("NATS connection closed: the service no longer answers")
+		return
+	}
+	s.restarts.Add(1)
+	s.log.Warn("micro service stopped unexpectedly; adding it again")
+	s.restartLocked()
+}
+
+func (s *Service) restartLocked() {
+	err := s.start()
+	if err == nil {
+		s.log.Info("micro service added again", "id", s.svc.Info().ID)
+		return
+	}
+	s.log.Error("adding the micro service again failed; retrying in 1s", "err", err)
+	s.retry = time.AfterFunc(time.Second, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if !s.stopped && !s.nc.IsClosed() {
+			s.restartLocked()
+		}
+	})
+}
+
+// onAsyncError logs async errors on the service's subscriptions, such as
+// a slow consumer (requests dropped because the handler fell behind).
+// The micro service keeps running in nats.go >= 1.50; should a version
+// stop it, onDone adds it again.
+func (s *Service) onAsyncError(_ micro.Service, err *micro.NATSError) {
+	n := s.asyncErrors.Add(1)
+	if n&(n-1) == 0 { // log the 1st, 2nd, 4th, 8th... to stay readable under a storm
+		s.log.Warn("async error on a service subscription", "subject", err.Subject, "err", err.Description, "count", n)
+	}
+}
+
+// EndpointData is what the stats of each endpoint carry in their data
+// field (`nats micro stats uid-dispenser`).
+type EndpointData struct {
+	Ring        RingStats `json:"ring"`
+	IDs         uint64    `json:"ids"`          // IDs handed out by this endpoint
+	OK          uint64    `json:"ok"`           // successful replies
+	BadRequest  uint64    `json:"bad_request"`  // 400 replies
+	Unavailable uint64    `json:"unavailable"`  // 503 replies
+	Internal    uint64    `json:"internal"`     // 500 replies
+	AsyncErrors uint64    `json:"async_errors"` // slow consumers etc. on the service's subscriptions
+	Restarts    uint64    `json:"restarts"`     // times the micro service was added again
+}
+
+// RingStats is the ring buffer's state as the stats show it.
+type RingStats struct {
+	WorkerID       uint64 `json:"worker_id"`
+	Size           uint64 `json:"size"`
+	Available      uint64 `json:"available"`
+	LogicalSecond  int64  `json:"logical_second"`
+	SecondsAhead   int64  `json:"seconds_ahead"`
+	PaddingRounds  uint64 `json:"padding_rounds"`
+	PutRejections  uint64 `json:"put_rejections"`
+	TakeRejections uint64 `json:"take_rejections"`
+	Claim          string `json:"claim"` // "ok" or why the worker claim is not usable
+}
+
+func (s *Service) statsData(e *micro.Endpoint) any {
+	st := s.source.Load().src.State()
+	claim := "ok"
+	if s.cfg.ClaimStatus != nil {
+		if err := s.cfg.ClaimStatus(); err != nil {
+			claim = err.Error()
+		}
+	}
+	d := EndpointData{
+		Ring: RingStats{
+			WorkerID:       st.WorkerID,
+			Size:           st.Size,
+			Available:      st.Available,
+			LogicalSecond:  st.LogicalSecond,
+			SecondsAhead:   st.SecondsAhead,
+			PaddingRounds:  st.PaddingRounds,
+			PutRejections:  st.PutRejections,
+			TakeRejections: st.TakeRejections,
+			Claim:          claim,
+		},
+		AsyncErrors: s.asyncErrors.Load(),
+		Restarts:    s.restarts.Load(),
+	}
+	if c := s.endpoints[e.Name]; c != nil {
+		d.IDs, d.OK, d.BadRequest = c.ids.Load(), c.ok.Load(), c.badRequest.Load()
+		d.Unavailable, d.Internal = c.unavailable.Load(), c.internal.Load()
+	}
+	return d
+}

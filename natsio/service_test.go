@@ -1,0 +1,392 @@
+package natsio
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
+)
+
+func TestRawNextWithEmptyBody(t *testing.T) {
+	url := startNATS(t, nil)
+	startInstance(t, url, 7, instanceOpts{})
+	nc := connect(t, url)
+	msg, err := nc.Request("uid.next", nil, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := msg.Header.Get(micro.ErrorCodeHeader); code != "" {
+		t.Fatalf("error reply %s: %s", code, msg.Header.Get(micro.ErrorHeader))
+	}
+	id, err := strconv.ParseUint(string(msg.Data), 10, 64)
+	if err != nil {
+		t.Fatalf("reply %q is not a decimal ID", msg.Data)
+	}
+	parts, _ := uidcore.DefaultLayout().Parse(id)
+	if parts.WorkerID != 7 {
+		t.Fatalf("ID %d has worker %d, want 7", id, parts.WorkerID)
+	}
+	if d := time.Since(parts.Time); d < -time.Minute || d > time.Minute {
+		t.Fatalf("ID time %v is far from now", parts.Time)
+	}
+	// Any body is fine for next.
+	msg, err = nc.Request("uid.next", []byte("whatever\x00"), 2*time.Second)
+	if err != nil || msg.Header.Get(micro.ErrorCodeHeader) != "" {
+		t.Fatalf("next with a body: %v %v", err, msg.Header)
+	}
+}
+
+func TestBatchEncodingsAndParse(t *testing.T) {
+	url := startNATS(t, nil)
+	startInstance(t, url, 3, instanceOpts{})
+	nc := connect(t, url)
+
+	msg, err := nc.Request("uid.batch", []byte("5"), 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := DecodeDecimalIDs(nil, msg.Data)
+	if err != nil || len(text) != 5 || strings.Count(string(msg.Data), "\n") != 4 {
+		t.Fatalf("decimal batch %q: %v, %v", msg.Data, text, err)
+	}
+	bin := &nats.Msg{Subject: "uid.batch", Data: []byte("1000"), Header: nats.Header{}}
+	bin.Header.Set(EncodingHeader, EncodingBinary)
+	msg, err = nc.RequestMsg(bin, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := DecodeBinaryIDs(nil, msg.Data)
+	if err != nil || len(ids) != 1000 {
+		t.Fatalf("binary batch: %d IDs, %v", len(ids), err)
+	}
+	for i := 1; i < len(ids); i++ {
+		if ids[i] <= ids[i-1] {
+			t.Fatalf("batch not increasing at %d: %d after %d", i, ids[i], ids[i-1])
+		}
+	}
+	if ids[0] <= text[4] {
+		t.Fatalf("second batch %d not after first %d", ids[0], text[4])
+	}
+	// A lower-case header name, as other clients may send it.
+	lower := &nats.Msg{Subject: "uid.batch", Data: []byte("2"), Header: nats.Header{"uid-encoding": []string{"BINARY"}}}
+	if msg, err = nc.RequestMsg(lower, 2*time.Second); err != nil || len(msg.Data) != 16 {
+		t.Fatalf("lower-case header: %q, %v", msg.Data, err)
+	}
+
+	msg, err = nc.Request("uid.parse", []byte(strconv.FormatUint(ids[0], 10)), 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := uidcore.DefaultLayout().Parse(ids[0])
+	wantJSON, _ := want.MarshalJSON()
+	if string(msg.Data) != string(wantJSON) {
+		t.Fatalf("parse reply %s, want %s", msg.Data, wantJSON)
+	}
+	var j map[string]string
+	if err := json.Unmarshal(msg.Data, &j); err != nil || j["workerId"] != "3" {
+		t.Fatalf("parse JSON %s: %v", msg.Data, err)
+	}
+}
+
+func TestMonitoringEndpoints(t *testing.T) {
+	url := startNATS(t, nil)
+	inst := startInstance(t, url, 11, instanceOpts{})
+	nc := connect(t, url)
+	if _, err := nc.Request("uid.next", nil, 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+
+	msg, err := nc.Request("$SRV.PING.uid-dispenser", nil, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ping micro.Ping
+	if err := json.Unmarshal(msg.Data, &ping); err != nil || ping.Name != ServiceName || ping.Version != ServiceVersion {
+		t.Fatalf("PING %s: %v", msg.Data, err)
+	}
+	if ping.Metadata["worker_id"] != "11" || ping.Metadata["layout"] != "31/16/16" || ping.Metadata["epoch"] != "2026-01-01T00:00:00Z" {
+		t.Fatalf("PING metadata %v", ping.Metadata)
+	}
+
+	msg, err = nc.Request("$SRV.INFO.uid-dispenser", nil, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info micro.Info
+	if err := json.Unmarshal(msg.Data, &info); err != nil {
+		t.Fatal(err)
+	}
+	subjects := map[string]string{}
+	for _, e := range info.Endpoints {
+		subjects[e.Subject] = e.QueueGroup
+		if e.Name == EndpointBatch && e.Metadata["max_batch_binary"] != "100000" {
+			t.Errorf("batch metadata %v", e.Metadata)
+		}
+	}
+	for _, s := range []string{"uid.next", "uid.batch", "uid.parse"} {
+		if subjects[s] != DefaultQueueGroup {
+			t.Errorf("INFO endpoints %v: %s missing or not in queue group %s", subjects, s, DefaultQueueGroup)
+		}
+	}
+	if info.ID != inst.svc.ID() || info.Metadata["worker_id"] != "11" {
+		t.Errorf("INFO %+v", info)
+	}
+
+	msg, err = nc.Request("$SRV.STATS.uid-dispenser", nil, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stats micro.Stats
+	if err := json.Unmarshal(msg.Data, &stats); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, e := range stats.Endpoints {
+		var d EndpointData
+		if err := json.Unmarshal(e.Data, &d); err != nil {
+			t.Fatalf("stats data %s: %v", e.Data, err)
+		}
+		if d.Ring.WorkerID != 11 || d.Ring.Size != 524288 || d.Ring.Available == 0 || d.Ring.PaddingRounds == 0 || d.Ring.Claim != "ok" {
+			t.Errorf("ring stats %+v", d.Ring)
+		}
+		if e.Name == EndpointNext {
+			found = true
+			if d.OK != 1 || d.IDs != 1 || e.NumRequests != 1 {
+				t.Errorf("next stats %+v / %+v", e, d)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no next endpoint in stats %s", msg.Data)
+	}
+}
+
+// errorReply sends a request and returns the error code and description.
+func errorReply(t *testing.T, nc *Conn, msg *nats.Msg) (string, string) {
+	t.Helper()
+	reply, err := nc.RequestMsg(msg, 5*time.Second)
+	if err != nil {
+		t.Fatalf("%s %q: %v", msg.Subject, truncate(string(msg.Data), 20), err)
+	}
+	return reply.Header.Get(micro.ErrorCodeHeader), reply.Header.Get(micro.ErrorHeader)
+}
+
+func TestBadInputGets400AndServiceKeepsServing(t *testing.T) {
+	url := startNATS(t, &server.Options{MaxPayload: 8 << 20})
+	startInstance(t, url, 1, instanceOpts{})
+	nc := connect(t, url)
+	megabytes := make([]byte, 3<<20)
+	for i := range megabytes {
+		megabytes[i] = byte('0' + i%10)
+	}
+	binary := nats.Header{EncodingHeader: []string{EncodingBinary}}
+	for _, tc := range []struct {
+		subject string
+		body    []byte
+		header  nats.Header
+		want    string
+	}{
+		{"uid.batch", []byte("ten"), nil, `count "ten" is not a decimal number`},
+		{"uid.batch", []byte("0"), nil, "count is 0"},
+		{"uid.batch", []byte("-3"), nil, "count -3 is negative"},
+		{"uid.batch", []byte("100001"), binary, "count 100001 is too large: at most 100000"},
+		{"uid.batch", nil, nil, "count missing"},
+		{"uid.batch", megabytes, nil, "body of 3145728 bytes is too long"},
+		{"uid.parse", []byte("\x00\xffjunk\x7f"), nil, `ID "\x00\xffjunk\x7f" is not a decimal number`},
+		{"uid.parse", []byte("-12"), nil, "ID -12 is negative"},
+		{"uid.parse", []byte("99999999999999999999"), nil, "does not fit in 64 bits"},
+		{"uid.parse", []byte("9223372036854775808"), nil, "sign bit"},
+		{"uid.parse", megabytes, nil, "too long"},
+	} {
+		code, desc := errorReply(t, nc, &nats.Msg{Subject: tc.subject, Data: tc.body, Header: tc.header})
+		if code != "400" || !strings.Contains(desc, tc.want) {
+			t.Errorf("%s %q: got %s %q, want 400 containing %q", tc.subject, truncate(string(tc.body), 20), code, desc, tc.want)
+		}
+		reply, err := nc.Request("uid.next", nil, 2*time.Second)
+		if err != nil || reply.Header.Get(micro.ErrorCodeHeader) != "" {
+			t.Fatalf("after bad input the instance does not serve: %v", err)
+		}
+	}
+}
+
+func TestMaxBatchCappedByMaxPayload(t *testing.T) {
+	url := startNATS(t, &server.Options{MaxPayload: 4000})
+	startInstance(t, url, 1, instanceOpts{})
+	nc := connect(t, url)
+	binary := nats.Header{EncodingHeader: []string{EncodingBinary}}
+	if code, desc := errorReply(t, nc, &nats.Msg{Subject: "uid.batch", Data: []byte("501"), Header: binary}); code != "400" || !strings.Contains(desc, "at most 500") {
+		t.Fatalf("binary over the cap: %s %q", code, desc)
+	}
+	if code, desc := errorReply(t, nc, &nats.Msg{Subject: "uid.batch", Data: []byte("201")}); code != "400" || !strings.Contains(desc, "at most 200") {
+		t.Fatalf("decimal over the cap: %s %q", code, desc)
+	}
+	reply, err := nc.RequestMsg(&nats.Msg{Subject: "uid.batch", Data: []byte("500"), Header: binary}, 2*time.Second)
+	if err != nil || len(reply.Data) != 4000 {
+		t.Fatalf("binary at the cap: %d bytes, %v", len(reply.Data), err)
+	}
+	reply, err = nc.Request("uid.batch", []byte("200"), 2*time.Second)
+	if err != nil || reply.Header.Get(micro.ErrorCodeHeader) != "" || strings.Count(string(reply.Data), "\n") != 199 {
+		t.Fatalf("decimal at the cap: %v %v", err, reply.Header)
+	}
+}
+
+func TestUnavailableSays503AndWhy(t *testing.T) {
+	url := startNATS(t, nil)
+	// 10 sequence bits and no boost: a ring of 1,024 IDs, at most 1 s
+	// ahead of the clock, and no waiting.
+	layout := uidcore.Layout{TimeBits: 43, WorkerBits: 10, SeqBits: 10, Epoch: uidcore.DefaultEpoch}
+	inst := startInstance(t, url, 2, instanceOpts{cached: uidcore.CachedOptions{
+		Layout: layout, BoostPower: -1, MaxAhead: time.Second, TakeWait: time.Nanosecond,
+	}})
+	nc := connect(t, url)
+	var code, desc string
+	for range 20 {
+		if code, desc = errorReply(t, nc, &nats.Msg{Subject: "uid.batch", Data: []byte("1000")}); code != "" {
+			break
+		}
+	}
+	if code != "503" || !strings.Contains(desc, "buffer empty") || !strings.Contains(desc, "ahead of the wall clock") {
+		t.Fatalf("drained ring: %s %q, want 503 buffer empty ... ahead of the wall clock", code, desc)
+	}
+
+	inst.gen.Close()
+	for range 5 { // drain what is left, then the closed generator says so
+		code, desc = errorReply(t, nc, &nats.Msg{Subject: "uid.batch", Data: []byte("1000")})
+	}
+	if code != "503" || !strings.Contains(desc, "shutting down") {
+		t.Fatalf("closed generator: %s %q, want 503 shutting down", code, desc)
+	}
+}
+
+func TestSlowConsumerDoesNotStopTheService(t *testing.T) {
+	url := startNATS(t, nil)
+	// A tiny pending limit makes NATS drop requests and report a slow
+	// consumer under a burst.
+	inst := startInstance(t, url, 1, instanceOpts{service: ServiceConfig{PendingMsgs: 2, PendingBytes: 1 << 20}})
+	nc := connect(t, url)
+	inbox := nats.NewInbox()
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	for i := 0; i < 20000 && inst.svc.AsyncErrors() == 0; i++ {
+		if err := nc.PublishRequest("uid.batch", inbox, []byte("100")); err != nil {
+			t.Fatal(err)
+		}
+		if i%1000 == 999 {
+			nc.Flush()
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for inst.svc.AsyncErrors() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if inst.svc.AsyncErrors() == 0 {
+		t.Fatal("no slow consumer reported; the test did not provoke one")
+	}
+	client := NewClient(nc.Conn, ClientOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := client.Next(ctx); err != nil {
+		t.Fatalf("after a slow consumer the service does not answer: %v", err)
+	}
+}
+
+func TestServiceAddedAgainAfterUnexpectedStop(t *testing.T) {
+	url := startNATS(t, nil)
+	inst := startInstance(t, url, 5, instanceOpts{})
+	nc := connect(t, url)
+	firstID := inst.svc.ID()
+	inst.svc.mu.Lock()
+	micro := inst.svc.svc
+	inst.svc.mu.Unlock()
+	if err := micro.Stop(); err != nil { // as a micro version that stops on async errors would
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for inst.svc.Restarts() == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if inst.svc.Restarts() != 1 || inst.svc.ID() == firstID {
+		t.Fatalf("restarts %d, id %s (was %s)", inst.svc.Restarts(), inst.svc.ID(), firstID)
+	}
+	client := NewClient(nc.Conn, ClientOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := client.Next(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSetSourceToNewWorkerUpdatesMetadata(t *testing.T) {
+	url := startNATS(t, nil)
+	inst := startInstance(t, url, 5, instanceOpts{})
+	nc := connect(t, url)
+	client := NewClient(nc.Conn, ClientOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	replacement, err := uidcore.NewCached(uidcore.CachedOptions{Claim: uidcore.StaticClaim{ID: 6}, TakeWait: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Requests keep flowing while the source is swapped.
+	var wg sync.WaitGroup
+	var ids []uint64
+	var loadErr error
+	stop := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			id, err := client.Next(ctx)
+			if err != nil {
+				loadErr = err
+				return
+			}
+			ids = append(ids, id)
+		}
+	}()
+	time.Sleep(50 * time.Millisecond)
+	old := inst.gen
+	if err := inst.svc.SetSource(replacement); err != nil {
+		t.Fatal(err)
+	}
+	inst.gen = replacement
+	old.Close()
+	time.Sleep(50 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	if loadErr != nil {
+		t.Fatal(loadErr)
+	}
+	shares := workerShares(ids)
+	if shares[5] == 0 || shares[6] == 0 {
+		t.Fatalf("worker shares across the swap: %v", shares)
+	}
+	checkDistinct(t, ids)
+
+	msg, err := nc.Request("$SRV.PING.uid-dispenser", nil, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ping micro.Ping
+	if err := json.Unmarshal(msg.Data, &ping); err != nil || ping.Metadata["worker_id"] != "6" {
+		t.Fatalf("PING after swap %s: %v", msg.Data, err)
+	}
+}
