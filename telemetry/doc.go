@@ -1,0 +1,52 @@
+// Package telemetry sets up OpenTelemetry for a dispenser: the tracer and
+// meter providers with their exporters, the W3C propagators, a Prometheus
+// endpoint with liveness and readiness checks, and an observer that turns
+// what a uidcore.CachedGenerator does into spans, events and metrics.
+//
+// It is the only package of the module that builds providers and
+// exporters. Other packages (natsio) use the OpenTelemetry API only, through
+// the global providers that [Setup] installs.
+//
+// # Configuration
+//
+// Exporters follow the standard OpenTelemetry environment variables, read
+// by go.opentelemetry.io/contrib/exporters/autoexport:
+// OTEL_TRACES_EXPORTER and OTEL_METRICS_EXPORTER (otlp, console, none,
+// and prometheus for metrics), OTEL_EXPORTER_OTLP_ENDPOINT,
+// OTEL_EXPORTER_OTLP_PROTOCOL, OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES,
+// OTEL_TRACES_SAMPLER and the batch processor's OTEL_BSP_* settings. One
+// default differs from the specification: when neither an exporter nor an
+// OTLP endpoint is set, nothing is exported (the specification's default,
+// OTLP to localhost, would log connection errors on every export on a
+// machine without a collector). Setting OTEL_EXPORTER_OTLP_ENDPOINT alone
+// turns OTLP export on.
+//
+// The dispenser's own settings are DISPENSER_METRICS_ADDR (the address of
+// the HTTP server with /metrics, /healthz and /readyz; empty: no server)
+// and DISPENSER_RUNWAY_WARNING (warn when the ID layout's time field runs
+// out sooner than this; default a year); see [ConfigFromEnv].
+//
+// # Names
+//
+// Spans: "uid.padding" for each padding round of a ring buffer, with the
+// events "uid.put.rejected" (on the padding span) and "uid.take.rejected"
+// (on the span of the request that met the empty ring). Metrics of the
+// generator (meter "github.com/uid-dispenser/uid-dispenser/telemetry"):
+//
+//	uid.padding.rounds      counter    trigger, stop (full or the put rejection reason)
+//	uid.padding.duration    histogram  seconds, trigger
+//	uid.padding.ids         counter    IDs put into the ring
+//	uid.put.rejections      counter    reason
+//	uid.take.rejections     counter    reason
+//	uid.generator.issued    counter    IDs taken from the ring
+//	uid.ring.available      gauge      IDs ready to take
+//	uid.ring.fill           gauge      available / ring size (0..1)
+//	uid.clock.ahead         gauge      seconds the logical second runs ahead of the wall clock
+//	uid.runway.remaining    gauge      seconds until the layout's time field is exhausted
+//	uid.runway.warning      gauge      1 while the runway is under the warning threshold
+//	uid.lease.remaining     gauge      seconds left on the worker-ID lease
+//
+// In Prometheus's text format the dots become underscores and counters get
+// a _total suffix, units a _seconds or _ratio suffix (uid_padding_rounds_total,
+// uid_padding_duration_seconds_bucket, ...).
+package telemetry

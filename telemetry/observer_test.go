@@ -1,0 +1,379 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
+)
+
+// waitSpans waits until n padding spans have ended.
+func waitSpans(t *testing.T, p *providers, n int) []sdktrace.ReadOnlySpan {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		spans := p.ended(PaddingSpanName)
+		if len(spans) >= n {
+			return spans
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d padding spans ended, want %d", len(spans), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func findEvent(s sdktrace.ReadOnlySpan, name string) (sdktrace.Event, bool) {
+	for _, e := range s.Events() {
+		if e.Name == name {
+			return e, true
+		}
+	}
+	return sdktrace.Event{}, false
+}
+
+// TestPaddingAndRejectionsAreTraced drives a tiny ring (64 IDs per second,
+// 64 slots, at most 1 s ahead, a clock that stands still) through a
+// start-up round, a threshold round, a round stopped by the ahead bound (a
+// rejected put), a rejected take and a forced round, and checks the spans,
+// events and metrics each leaves.
+func TestPaddingAndRejectionsAreTraced(t *testing.T) {
+	p := newProviders(t)
+	start := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC) // a whole second: the ahead-bound back-off lasts 1 s
+	clk := &fakeClock{now: start}
+	T := start.Unix()
+	layout := tinyLayout()
+	obs, err := NewObserver(ObserverOptions{Layout: layout, WorkerID: 7, Clock: clk, TracerProvider: p.tp, MeterProvider: p.mp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obs.Close()
+	gen, err := uidcore.NewCached(uidcore.CachedOptions{
+		Layout: layout, Claim: uidcore.StaticClaim{ID: 7}, Clock: clk,
+		BoostPower: -1, MaxAhead: time.Second, Observer: obs,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gen.Close()
+	obs.Watch(gen)
+	if gen.Size() != 64 {
+		t.Fatalf("ring size %d, want 64", gen.Size())
+	}
+	ctx := context.Background()
+
+	// Round 1, at start-up: second T, 64 IDs.
+	startup := waitSpans(t, p, 1)[0]
+	checkRound(t, startup, uidcore.TriggerStartup, "full", 64, T, T)
+
+	// Round 2: taking the whole ring triggers padding of second T+1.
+	issued := make(map[uint64]bool)
+	take := func() {
+		t.Helper()
+		ids := make([]uint64, 64)
+		if n, err := gen.NextN(ctx, ids); n != 64 || err != nil {
+			t.Fatalf("NextN = %d, %v; want 64 IDs", n, err)
+		}
+		for _, id := range ids {
+			if issued[id] {
+				t.Fatalf("duplicate ID %d", id)
+			}
+			issued[id] = true
+		}
+	}
+	take()
+	checkRound(t, waitSpans(t, p, 2)[1], uidcore.TriggerThreshold, "full", 64, T+1, T+1)
+
+	// Round 3: second T+2 would be 2 s ahead of the clock: put rejected.
+	take()
+	stopped := waitSpans(t, p, 3)[2]
+	checkRound(t, stopped, uidcore.TriggerThreshold, string(uidcore.RejectAheadBound), 0, 0, 0)
+	ev, ok := findEvent(stopped, PutRejectedEventName)
+	if !ok {
+		t.Fatalf("padding span stopped by the ahead bound has no %s event; events %v", PutRejectedEventName, stopped.Events())
+	}
+	if got := spanAttr(ev.Attributes, ReasonKey).AsString(); got != string(uidcore.RejectAheadBound) {
+		t.Errorf("put rejection reason %q, want %q", got, uidcore.RejectAheadBound)
+	}
+	if got := spanAttr(ev.Attributes, SecondKey).AsInt64(); got != T+2 {
+		t.Errorf("put rejection second %d, want %d", got, T+2)
+	}
+
+	// The ring is empty: a take inside a request span is rejected, and the
+	// rejection is an event on that span.
+	reqCtx, req := p.tp.Tracer("test").Start(ctx, "request")
+	_, err = gen.Next(reqCtx)
+	req.End()
+	if !errors.Is(err, uidcore.ErrBufferEmpty) {
+		t.Fatalf("Next on an empty ring: %v, want ErrBufferEmpty", err)
+	}
+	reqSpan := p.ended("request")[0]
+	ev, ok = findEvent(reqSpan, TakeRejectedEventName)
+	if !ok {
+		t.Fatalf("request span has no %s event; events %v", TakeRejectedEventName, reqSpan.Events())
+	}
+	if got := spanAttr(ev.Attributes, ReasonKey).AsString(); got != "empty" {
+		t.Errorf("take rejection reason %q, want empty", got)
+	}
+	if got := spanAttr(ev.Attributes, WantedKey).AsInt64(); got != 1 {
+		t.Errorf("take rejection wanted %d, want 1", got)
+	}
+
+	// A forced round after the clock moved on fills the ring at the new
+	// second, even while padding backs off.
+	clk.Add(10 * time.Second)
+	rep, err := gen.Pad(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Added != 64 || rep.FirstSecond != T+10 {
+		t.Fatalf("forced round report %+v, want 64 IDs at second %d", rep, T+10)
+	}
+	var forced sdktrace.ReadOnlySpan
+	for _, s := range waitSpans(t, p, 4)[3:] {
+		if spanAttr(s.Attributes(), FirstSecondKey).AsInt64() == T+10 {
+			forced = s
+		}
+	}
+	if forced == nil {
+		t.Fatal("no padding span for the forced round")
+	}
+	checkRound(t, forced, uidcore.TriggerThreshold, "full", 64, T+10, T+10)
+	if got := spanAttr(forced.Attributes(), DurationKey).AsFloat64(); got != rep.Duration.Seconds() {
+		t.Errorf("duration attribute %v, want the report's %v", got, rep.Duration.Seconds())
+	}
+	if got := spanAttr(forced.Attributes(), SecondsAheadKey).AsInt64(); got != rep.SecondsAhead || got != 0 {
+		t.Errorf("seconds ahead %d, want %d (the report's) = 0", got, rep.SecondsAhead)
+	}
+	if got := spanAttr(forced.Attributes(), WorkerIDKey).AsInt64(); got != 7 {
+		t.Errorf("worker ID attribute %d, want 7", got)
+	}
+
+	// The same story in the metrics.
+	rm := p.collect(t)
+	for _, c := range []struct {
+		name  string
+		match []attribute.KeyValue
+		min   float64
+		max   float64
+	}{
+		{"uid.padding.rounds", []attribute.KeyValue{TriggerKey.String("startup")}, 1, 1},
+		{"uid.padding.rounds", []attribute.KeyValue{StopKey.String(string(uidcore.RejectAheadBound))}, 1, math.Inf(1)},
+		{"uid.padding.duration", nil, 4, math.Inf(1)},
+		{"uid.padding.ids", nil, 192, 192},
+		{"uid.put.rejections", []attribute.KeyValue{ReasonKey.String(string(uidcore.RejectAheadBound))}, 1, math.Inf(1)},
+		{"uid.take.rejections", []attribute.KeyValue{ReasonKey.String("empty")}, 1, 1},
+		{"uid.generator.issued", []attribute.KeyValue{WorkerIDKey.Int(7)}, 128, 128},
+		{"uid.ring.available", nil, 64, 64},
+		{"uid.ring.fill", nil, 1, 1},
+		{"uid.clock.ahead", nil, 0, 0},
+		{"uid.runway.warning", nil, 0, 0},
+	} {
+		got, found := metricValue(rm, c.name, c.match...)
+		if !found || got < c.min || got > c.max {
+			t.Errorf("%s%v = %v (found %v), want %v..%v", c.name, c.match, got, found, c.min, c.max)
+		}
+	}
+	runway, _ := metricValue(rm, "uid.runway.remaining")
+	if want := float64(layout.LastSecond() + 1 - clk.Now().Unix()); runway != want {
+		t.Errorf("uid.runway.remaining = %v, want %v", runway, want)
+	}
+	if _, found := metricValue(rm, "uid.lease.remaining"); found {
+		t.Error("uid.lease.remaining reported without a LeaseLeft func")
+	}
+}
+
+func checkRound(t *testing.T, s sdktrace.ReadOnlySpan, trigger uidcore.PaddingTrigger, stop string, added int, first, last int64) {
+	t.Helper()
+	a := s.Attributes()
+	got := fmt.Sprintf("trigger=%s stop=%s added=%d first=%d last=%d",
+		spanAttr(a, TriggerKey).AsString(), spanAttr(a, StopKey).AsString(), spanAttr(a, AddedKey).AsInt64(),
+		spanAttr(a, FirstSecondKey).AsInt64(), spanAttr(a, LastSecondKey).AsInt64())
+	want := fmt.Sprintf("trigger=%s stop=%s added=%d first=%d last=%d", trigger, stop, added, first, last)
+	if got != want {
+		t.Errorf("padding span: %s\nwant:         %s", got, want)
+	}
+	if spanAttr(a, DurationKey).Type() != attribute.FLOAT64 || spanAttr(a, SecondsAheadKey).Type() != attribute.INT64 {
+		t.Errorf("padding span lacks duration or seconds-ahead attributes: %v", a)
+	}
+}
+
+// TestTakeRejectedWhenClaimLost: a take after the claim is lost is an event
+// with reason claim_lost on the request span, and counted so.
+func TestTakeRejectedWhenClaimLost(t *testing.T) {
+	p := newProviders(t)
+	obs, err := NewObserver(ObserverOptions{Layout: tinyLayout(), TracerProvider: p.tp, MeterProvider: p.mp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obs.Close()
+	claim := &losableClaim{}
+	gen, err := uidcore.NewCached(uidcore.CachedOptions{Layout: tinyLayout(), Claim: claim, Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gen.Close()
+	ctx, span := p.tp.Tracer("test").Start(context.Background(), "request")
+	if _, err := gen.Next(ctx); err != nil {
+		t.Fatalf("Next with a valid claim: %v", err)
+	}
+	claim.lost.Store(true)
+	_, err = gen.Next(ctx)
+	span.End()
+	if !errors.Is(err, uidcore.ErrClaimLost) {
+		t.Fatalf("Next after the claim was lost: %v, want ErrClaimLost", err)
+	}
+	ev, ok := findEvent(p.ended("request")[0], TakeRejectedEventName)
+	if !ok || spanAttr(ev.Attributes, ReasonKey).AsString() != "claim_lost" {
+		t.Fatalf("request span events %v, want %s with reason claim_lost", p.ended("request")[0].Events(), TakeRejectedEventName)
+	}
+	if got, _ := metricValue(p.collect(t), "uid.take.rejections", ReasonKey.String("claim_lost")); got != 1 {
+		t.Errorf("uid.take.rejections{claim_lost} = %v, want 1", got)
+	}
+}
+
+// TestPaddingSpanMarksEmptyRingError: a round that leaves the ring empty
+// because the claim is lost ends with an error status.
+func TestPaddingSpanMarksEmptyRingError(t *testing.T) {
+	p := newProviders(t)
+	obs, err := NewObserver(ObserverOptions{Layout: tinyLayout(), TracerProvider: p.tp, MeterProvider: p.mp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obs.Close()
+	claim := &losableClaim{}
+	claim.lost.Store(true)
+	gen, err := uidcore.NewCached(uidcore.CachedOptions{Layout: tinyLayout(), Claim: claim, Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gen.Close()
+	s := waitSpans(t, p, 1)[0]
+	if s.Status().Code != codes.Error || !strings.Contains(s.Status().Description, string(uidcore.RejectNotReserved)) {
+		t.Errorf("status %+v, want an error naming %s", s.Status(), uidcore.RejectNotReserved)
+	}
+	ev, ok := findEvent(s, PutRejectedEventName)
+	if !ok || !strings.Contains(spanAttr(ev.Attributes, "error.message").AsString(), "claim lost") {
+		t.Errorf("events %v, want a put rejection naming the lost claim", s.Events())
+	}
+}
+
+// TestRunwayWarning: under the threshold the observer logs a warning (at
+// most once a day) and raises the gauge; above it, or with the warning
+// off, neither.
+func TestRunwayWarning(t *testing.T) {
+	now := time.Date(2030, 3, 1, 0, 0, 0, 0, time.UTC)
+	// 25 bits of seconds is 388 days; from an epoch 200 days ago, 188 are left.
+	short := uidcore.Layout{TimeBits: 25, WorkerBits: 22, SeqBits: 16, Epoch: now.Add(-200 * 24 * time.Hour)}
+	cases := []struct {
+		name      string
+		layout    uidcore.Layout
+		threshold time.Duration
+		warn      bool
+	}{
+		{"short runway, default threshold", short, 0, true},
+		{"short runway, 100 days threshold", short, 100 * 24 * time.Hour, false},
+		{"short runway, warning off", short, -1, false},
+		{"default layout", uidcore.DefaultLayout(), 0, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := newProviders(t)
+			logger, logs := newTestLogger()
+			clk := &fakeClock{now: now}
+			obs, err := NewObserver(ObserverOptions{Layout: c.layout, Clock: clk, RunwayWarning: c.threshold,
+				TracerProvider: p.tp, MeterProvider: p.mp, Logger: logger})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer obs.Close()
+			rm := p.collect(t)
+			gauge, _ := metricValue(rm, "uid.runway.warning")
+			runway, _ := metricValue(rm, "uid.runway.remaining")
+			if want := c.layout.Runway(now).Seconds(); runway != want {
+				t.Errorf("uid.runway.remaining = %v, want %v", runway, want)
+			}
+			warnings := strings.Count(logs.String(), "runway is running out")
+			if !c.warn {
+				if gauge != 0 || warnings != 0 {
+					t.Errorf("gauge %v, %d warnings; want neither\n%s", gauge, warnings, logs)
+				}
+				return
+			}
+			if gauge != 1 || warnings != 1 {
+				t.Fatalf("gauge %v, %d warnings; want 1 and 1\n%s", gauge, warnings, logs)
+			}
+			if !strings.Contains(logs.String(), "runway_end="+c.layout.RunwayEnd().Format(time.RFC3339)) {
+				t.Errorf("warning does not say when the runway ends:\n%s", logs)
+			}
+			p.collect(t)
+			if n := strings.Count(logs.String(), "runway is running out"); n != 1 {
+				t.Errorf("%d warnings after a second collection within a day, want 1", n)
+			}
+			clk.Add(25 * time.Hour)
+			p.collect(t)
+			if n := strings.Count(logs.String(), "runway is running out"); n != 2 {
+				t.Errorf("%d warnings a day later, want 2", n)
+			}
+		})
+	}
+}
+
+// TestLeaseGaugeAndClose: the lease gauge reports the caller's func, and
+// Close stops the gauges.
+func TestLeaseGaugeAndClose(t *testing.T) {
+	p := newProviders(t)
+	left, ok := 42*time.Second, true
+	obs, err := NewObserver(ObserverOptions{Layout: tinyLayout(), WorkerID: 3, TracerProvider: p.tp, MeterProvider: p.mp,
+		LeaseLeft: func() (time.Duration, bool) { return left, ok }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen, err := uidcore.NewCached(uidcore.CachedOptions{Layout: tinyLayout(), Claim: uidcore.StaticClaim{ID: 3}, Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gen.Close()
+	obs.Watch(gen)
+	if got, _ := metricValue(p.collect(t), "uid.lease.remaining", WorkerIDKey.Int(3)); got != 42 {
+		t.Errorf("uid.lease.remaining = %v, want 42", got)
+	}
+	ok = false
+	if _, found := metricValue(p.collect(t), "uid.lease.remaining"); found {
+		t.Error("uid.lease.remaining reported while LeaseLeft says there is no lease")
+	}
+	if err := obs.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rm := p.collect(t)
+	for _, name := range []string{"uid.ring.available", "uid.runway.remaining"} {
+		if _, found := metricValue(rm, name); found {
+			t.Errorf("%s still reported after Close", name)
+		}
+	}
+}
+
+func TestTakeRejectReason(t *testing.T) {
+	for want, err := range map[string]error{
+		"claim_lost":     fmt.Errorf("%w: %w", uidcore.ErrBufferEmpty, uidcore.ErrClaimLost),
+		"closed":         uidcore.ErrClosed,
+		"time_exhausted": fmt.Errorf("%w: %w", uidcore.ErrBufferEmpty, uidcore.ErrTimeExhausted),
+		"not_reserved":   fmt.Errorf("%w: %w", uidcore.ErrBufferEmpty, uidcore.ErrNotReserved),
+		"canceled":       context.DeadlineExceeded,
+		"empty":          uidcore.ErrBufferEmpty,
+		"other":          errors.New("something else"),
+	} {
+		if got := TakeRejectReason(err); got != want {
+			t.Errorf("TakeRejectReason(%v) = %q, want %q", err, got, want)
+		}
+	}
+}

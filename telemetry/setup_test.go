@@ -1,0 +1,369 @@
+package telemetry
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
+)
+
+// otelEnv are the variables that would change what Setup exports; tests
+// clear them so the machine's environment cannot change their outcome.
+var otelEnv = []string{
+	"OTEL_TRACES_EXPORTER", "OTEL_METRICS_EXPORTER", "OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES",
+	"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+	"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_TRACES_SAMPLER", "OTEL_SDK_DISABLED",
+}
+
+func clearOTelEnv(t *testing.T) {
+	for _, k := range otelEnv {
+		t.Setenv(k, "")
+	}
+}
+
+func setup(t *testing.T, cfg Config) *Telemetry {
+	t.Helper()
+	tel, err := Setup(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("Setup: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := tel.Shutdown(context.Background()); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	})
+	return tel
+}
+
+// httpGet fetches url with a client of its own, closed afterwards so that
+// no keep-alive goroutine outlives the test.
+func httpGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	client := &http.Client{Timeout: 5 * time.Second}
+	defer client.CloseIdleConnections()
+	resp, err := client.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	return resp.StatusCode, string(body)
+}
+
+// promValue sums the samples of a metric in Prometheus text format whose
+// labels contain every one of labels (`name="value"`); found reports
+// whether there was one.
+func promValue(text, name string, labels ...string) (sum float64, found bool) {
+	sc := bufio.NewScanner(strings.NewReader(text))
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
+			continue
+		}
+		ok := true
+		for _, l := range labels {
+			ok = ok && strings.Contains(line, l)
+		}
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err != nil {
+			continue
+		}
+		sum += v
+		found = true
+	}
+	return sum, found
+}
+
+// TestMetricsEndpoint scrapes /metrics over HTTP while a generator hands
+// out IDs and checks the counters move and the resource is labelled.
+func TestMetricsEndpoint(t *testing.T) {
+	clearOTelEnv(t)
+	worker := uint64(5)
+	tel := setup(t, Config{MetricsAddr: "127.0.0.1:0", InstanceID: "test-instance", ServiceVersion: "v9.9.9", WorkerID: &worker})
+	obs, err := tel.NewObserver(ObserverOptions{Layout: tinyLayout(), WorkerID: worker})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obs.Close()
+	gen, err := uidcore.NewCached(uidcore.CachedOptions{Layout: tinyLayout(), Claim: uidcore.StaticClaim{ID: worker}, BoostPower: -1, Observer: obs, TakeWait: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gen.Close()
+	obs.Watch(gen)
+	url := "http://" + tel.MetricsAddr() + "/metrics"
+
+	code, before := httpGet(t, url)
+	if code != http.StatusOK {
+		t.Fatalf("/metrics: %d\n%s", code, before)
+	}
+	issued0, found := promValue(before, "uid_generator_issued_total", `uid_worker_id="5"`)
+	if !found {
+		t.Fatalf("no uid_generator_issued_total in /metrics:\n%s", before)
+	}
+	rounds0, _ := promValue(before, "uid_padding_rounds_total")
+	if startup, _ := promValue(before, "uid_padding_rounds_total", `uid_padding_trigger="startup"`); startup != 1 {
+		t.Errorf("uid_padding_rounds_total{trigger=startup} = %v, want 1", startup)
+	}
+	for _, want := range []string{`service_name="uid-dispenser"`, `service_instance_id="test-instance"`, `service_version="v9.9.9"`, `uid_worker_id="5"`} {
+		if !strings.Contains(before, want) {
+			t.Errorf("/metrics lacks %s in target_info", want)
+		}
+	}
+
+	// 200 IDs from a 64-slot ring: padding must run several times more.
+	seen := make(map[uint64]bool)
+	for range 200 {
+		id, err := gen.Next(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[id] {
+			t.Fatalf("duplicate ID %d", id)
+		}
+		seen[id] = true
+	}
+	_, after := httpGet(t, url)
+	if issued, _ := promValue(after, "uid_generator_issued_total"); issued-issued0 != 200 {
+		t.Errorf("uid_generator_issued_total moved by %v, want 200", issued-issued0)
+	}
+	if rounds, _ := promValue(after, "uid_padding_rounds_total"); rounds <= rounds0 {
+		t.Errorf("uid_padding_rounds_total %v -> %v, want it to grow\n%s", rounds0, rounds, after)
+	}
+	for _, name := range []string{"uid_padding_duration_seconds_count", "uid_ring_available", "uid_ring_fill_ratio", "uid_clock_ahead_seconds", "uid_runway_remaining_seconds", "go_goroutines"} {
+		if _, found := promValue(after, name); !found {
+			t.Errorf("/metrics lacks %s", name)
+		}
+	}
+}
+
+// TestReadyz: /readyz follows the Ready func (here: the claim's state),
+// /healthz stays up.
+func TestReadyz(t *testing.T) {
+	clearOTelEnv(t)
+	claim := &losableClaim{}
+	gen, err := uidcore.NewCached(uidcore.CachedOptions{Layout: tinyLayout(), Claim: claim})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gen.Close()
+	ready := func() error {
+		_, err := claim.Until()
+		return err
+	}
+	tel := setup(t, Config{MetricsAddr: "127.0.0.1:0", Ready: ready})
+	base := "http://" + tel.MetricsAddr()
+
+	if code, body := httpGet(t, base+"/readyz"); code != http.StatusOK || body != "ready\n" {
+		t.Errorf("/readyz with the claim held: %d %q, want 200 ready", code, body)
+	}
+	if _, err := gen.Next(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	claim.lost.Store(true)
+	if _, err := gen.Next(context.Background()); !errors.Is(err, uidcore.ErrClaimLost) {
+		t.Fatalf("Next after the claim was lost: %v", err)
+	}
+	if code, body := httpGet(t, base+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "claim lost") {
+		t.Errorf("/readyz with the claim lost: %d %q, want 503 naming the lost claim", code, body)
+	}
+	if code, body := httpGet(t, base+"/healthz"); code != http.StatusOK || body != "ok\n" {
+		t.Errorf("/healthz: %d %q, want 200 ok", code, body)
+	}
+	claim.lost.Store(false)
+	if code, _ := httpGet(t, base+"/readyz"); code != http.StatusOK {
+		t.Errorf("/readyz after the claim came back: %d, want 200", code)
+	}
+}
+
+func TestReadyzWithoutCheck(t *testing.T) {
+	clearOTelEnv(t)
+	tel := setup(t, Config{MetricsAddr: "127.0.0.1:0"})
+	if code, body := httpGet(t, "http://"+tel.MetricsAddr()+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, errNoReadyCheck.Error()) {
+		t.Errorf("/readyz without a check: %d %q, want 503", code, body)
+	}
+}
+
+func TestServiceNameFromEnv(t *testing.T) {
+	clearOTelEnv(t)
+	t.Setenv("OTEL_SERVICE_NAME", "ids-eu")
+	tel := setup(t, Config{MetricsAddr: "127.0.0.1:0"})
+	_, body := httpGet(t, "http://"+tel.MetricsAddr()+"/metrics")
+	if !strings.Contains(body, `service_name="ids-eu"`) {
+		t.Errorf("OTEL_SERVICE_NAME not on the resource:\n%s", body)
+	}
+}
+
+// TestNothingConfiguredExportsNothing: without OTEL_* variables the
+// providers are no-ops, so nothing is exported (and no collector is
+// dialled), yet a caller's trace context still passes through.
+func TestNothingConfiguredExportsNothing(t *testing.T) {
+	clearOTelEnv(t)
+	tel := setup(t, Config{})
+	_, span := tel.TracerProvider().Tracer("test").Start(context.Background(), "probe")
+	if span.IsRecording() {
+		t.Error("span recorded with no exporter configured")
+	}
+	span.End()
+	if tel.MetricsAddr() != "" {
+		t.Errorf("metrics server at %s without DISPENSER_METRICS_ADDR", tel.MetricsAddr())
+	}
+	// And in a process of its own: nothing printed at all.
+	stdout, stderr := runChild(t, "TestChildQuiet")
+	if strings.TrimSpace(stdout) != "PASS" || stderr != "" {
+		t.Errorf("child printed:\nstdout: %s\nstderr: %s", stdout, stderr)
+	}
+}
+
+func TestChildQuiet(t *testing.T) {
+	if os.Getenv(childEnv) == "" {
+		t.Skip("run by TestNothingConfiguredExportsNothing")
+	}
+	tel, err := Setup(context.Background(), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	emitProbe(t)
+	if err := tel.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestConsoleExporter: OTEL_TRACES_EXPORTER=console and
+// OTEL_METRICS_EXPORTER=console print spans and metrics to stdout, flushed
+// by Shutdown (the batch processor would otherwise wait 5 s).
+func TestConsoleExporter(t *testing.T) {
+	stdout, stderr := runChild(t, "TestChildConsole", "OTEL_TRACES_EXPORTER=console", "OTEL_METRICS_EXPORTER=console")
+	for _, want := range []string{`"Name":"console-probe"`, `"uid-dispenser"`, `"probe.attr"`, `"Name":"uid.probe"`} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("console output lacks %s\nstdout: %s\nstderr: %s", want, stdout, stderr)
+		}
+	}
+}
+
+func TestChildConsole(t *testing.T) {
+	if os.Getenv(childEnv) == "" {
+		t.Skip("run by TestConsoleExporter")
+	}
+	tel, err := Setup(context.Background(), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	emitProbe(t)
+	if err := tel.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// emitProbe makes a span and a metric through the global providers.
+func emitProbe(t *testing.T) {
+	_, span := otel.Tracer("probe").Start(context.Background(), "console-probe")
+	span.SetAttributes(attributeProbe)
+	span.End()
+	c, err := otel.Meter("probe").Int64Counter("uid.probe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Add(context.Background(), 3, metric.WithAttributes(attributeProbe))
+}
+
+// TestOTLPEndpointAloneTurnsOTLPOn: OTEL_EXPORTER_OTLP_ENDPOINT without an
+// exporter selects OTLP (over HTTP by default), and Shutdown flushes the
+// buffered span and metrics to it.
+func TestOTLPEndpointAloneTurnsOTLPOn(t *testing.T) {
+	clearOTelEnv(t)
+	var mu sync.Mutex
+	paths := map[string]int{}
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		paths[r.URL.Path]++
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer collector.Close()
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.URL)
+	tel, err := Setup(context.Background(), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	emitProbe(t)
+	if err := tel.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if paths["/v1/traces"] == 0 || paths["/v1/metrics"] == 0 {
+		t.Errorf("collector got %v, want /v1/traces and /v1/metrics", paths)
+	}
+}
+
+func TestSetupErrors(t *testing.T) {
+	clearOTelEnv(t)
+	t.Run("unknown exporter", func(t *testing.T) {
+		t.Setenv("OTEL_TRACES_EXPORTER", "carrier-pigeon")
+		if _, err := Setup(context.Background(), Config{}); err == nil || !strings.Contains(err.Error(), "OTEL_TRACES_EXPORTER") {
+			t.Errorf("Setup with an unknown exporter: %v, want an error naming OTEL_TRACES_EXPORTER", err)
+		}
+	})
+	t.Run("metrics address in use", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		_, err = Setup(context.Background(), Config{MetricsAddr: ln.Addr().String()})
+		if err == nil || !strings.Contains(err.Error(), MetricsAddrEnv) {
+			t.Errorf("Setup on a busy address: %v, want an error naming %s", err, MetricsAddrEnv)
+		}
+	})
+}
+
+const childEnv = "TELEMETRY_TEST_CHILD"
+
+// runChild runs one test of this binary in a process of its own, with the
+// OTEL_* variables cleared and env added, and returns what it printed.
+func runChild(t *testing.T, test string, env ...string) (stdout, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^"+test+"$", "-test.count=1")
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "OTEL_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, childEnv+"=1")
+	cmd.Env = append(cmd.Env, env...)
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("child %s: %v\nstdout: %s\nstderr: %s", test, err, out.String(), errOut.String())
+	}
+	return out.String(), errOut.String()
+}
+
+var attributeProbe = attribute.String("probe.attr", "x")
