@@ -77,6 +77,15 @@ func (i *instance) close() {
 	i.gen.Close()
 }
 
+// crash closes the connection without leaving the queue group or
+// draining: requests delivered and not yet answered are lost, as when the
+// process dies.
+func (i *instance) crash() {
+	i.conn.Close()
+	<-i.conn.Closed()
+	i.gen.Close()
+}
+
 // stopGracefully leaves the queue group, answers what was delivered,
 // closes the connection.
 func (i *instance) stopGracefully(t testing.TB) {

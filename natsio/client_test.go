@@ -1,0 +1,430 @@
+package natsio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
+)
+
+// loadResult is what the clients of a load run collected.
+type loadResult struct {
+	mu         sync.Mutex
+	ids        []uint64
+	errs       []error
+	maxLatency time.Duration
+	calls      atomic.Int64
+}
+
+func (r *loadResult) add(ids []uint64, err error, latency time.Duration) {
+	r.calls.Add(1)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ids = append(r.ids, ids...)
+	if err != nil {
+		r.errs = append(r.errs, err)
+	}
+	r.maxLatency = max(r.maxLatency, latency)
+}
+
+// runClients runs n clients that each loop until stop is closed or they
+// have taken perClient IDs (0: no limit), mixing next and batch calls,
+// every call bounded by callTimeout.
+func runClients(t *testing.T, url string, n, perClient int, batch int, callTimeout time.Duration, opts ClientOptions, stop <-chan struct{}) *loadResult {
+	t.Helper()
+	res := &loadResult{}
+	var wg sync.WaitGroup
+	for c := range n {
+		conn := connect(t, url)
+		client := NewClient(conn.Conn, opts)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			taken := 0
+			for i := 0; perClient == 0 || taken < perClient; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+				start := time.Now()
+				var ids []uint64
+				var err error
+				if (i+c)%4 == 0 {
+					var id uint64
+					if id, err = client.Next(ctx); err == nil {
+						ids = []uint64{id}
+					}
+				} else {
+					ids, err = client.Batch(ctx, batch)
+				}
+				cancel()
+				res.add(ids, err, time.Since(start))
+				taken += len(ids)
+			}
+		}()
+	}
+	wg.Wait()
+	return res
+}
+
+func TestThreeInstancesSixteenClientsMillionIDs(t *testing.T) {
+	url := startNATS(t, nil)
+	for w := range uint64(3) {
+		startInstance(t, url, w+1, instanceOpts{})
+	}
+	const clients, perClient = 16, 62_500 // 1,000,000 IDs
+	res := runClients(t, url, clients, perClient, 5000, 10*time.Second, ClientOptions{}, nil)
+	if len(res.errs) > 0 {
+		t.Fatalf("%d errors, first: %v", len(res.errs), res.errs[0])
+	}
+	if len(res.ids) < 1_000_000 {
+		t.Fatalf("only %d IDs", len(res.ids))
+	}
+	checkDistinct(t, res.ids)
+	shares := workerShares(res.ids)
+	for w := range uint64(3) {
+		if shares[w+1] == 0 {
+			t.Errorf("instance with worker %d served nothing: %v", w+1, shares)
+		}
+	}
+	if len(shares) != 3 {
+		t.Errorf("IDs from unexpected workers: %v", shares)
+	}
+	t.Logf("%d IDs in %d calls; per worker %v", len(res.ids), res.calls.Load(), shares)
+}
+
+func TestAbruptStopDuringLoad(t *testing.T) {
+	url := startNATS(t, nil)
+	var victims []*instance
+	for w := range uint64(3) {
+		victims = append(victims, startInstance(t, url, w+1, instanceOpts{}))
+	}
+	stop := make(chan struct{})
+	const callTimeout = 2 * time.Second
+	var res *loadResult
+	done := make(chan struct{})
+	go func() {
+		// A short attempt timeout: a request held by the dead instance is
+		// asked again well within the call's deadline.
+		res = runClients(t, url, 16, 0, 500, callTimeout, ClientOptions{AttemptTimeout: 250 * time.Millisecond}, stop)
+		close(done)
+	}()
+	time.Sleep(300 * time.Millisecond)
+	victims[1].crash()
+	time.Sleep(700 * time.Millisecond)
+	close(stop)
+	<-done
+	if len(res.errs) > 0 {
+		t.Fatalf("%d of %d calls failed, first: %v", len(res.errs), res.calls.Load(), res.errs[0])
+	}
+	if res.maxLatency > callTimeout+100*time.Millisecond {
+		t.Fatalf("a call took %v, past its %v deadline", res.maxLatency, callTimeout)
+	}
+	checkDistinct(t, res.ids)
+	if shares := workerShares(res.ids); shares[1] == 0 || shares[3] == 0 {
+		t.Fatalf("survivors did not serve: %v", shares)
+	}
+	t.Logf("%d IDs in %d calls, slowest %v", len(res.ids), res.calls.Load(), res.maxLatency)
+}
+
+func TestGracefulStopDuringLoadLosesNoRequest(t *testing.T) {
+	url := startNATS(t, nil)
+	var instances []*instance
+	for w := range uint64(3) {
+		instances = append(instances, startInstance(t, url, w+1, instanceOpts{}))
+	}
+	stop := make(chan struct{})
+	var res *loadResult
+	done := make(chan struct{})
+	go func() {
+		// One attempt only and a long one: a request lost by the stopping
+		// instance would show as an error or a call of 5 s.
+		res = runClients(t, url, 16, 0, 500, 5*time.Second, ClientOptions{AttemptTimeout: 5 * time.Second}, stop)
+		close(done)
+	}()
+	time.Sleep(300 * time.Millisecond)
+	servedBefore := instances[1].svc.endpoints[EndpointBatch].ok.Load()
+	instances[1].stopGracefully(t)
+	time.Sleep(500 * time.Millisecond)
+	close(stop)
+	<-done
+	if len(res.errs) > 0 {
+		t.Fatalf("%d of %d calls failed, first: %v", len(res.errs), res.calls.Load(), res.errs[0])
+	}
+	if res.maxLatency > 2*time.Second {
+		t.Fatalf("a call took %v: a request was lost and waited for its timeout", res.maxLatency)
+	}
+	if servedBefore == 0 {
+		t.Fatal("the stopped instance served nothing before its stop; the test proves nothing")
+	}
+	checkDistinct(t, res.ids)
+	t.Logf("%d IDs in %d calls, slowest %v", len(res.ids), res.calls.Load(), res.maxLatency)
+}
+
+func TestClientRetriesUntilAServiceAppears(t *testing.T) {
+	url := startNATS(t, nil)
+	nc := connect(t, url)
+	client := NewClient(nc.Conn, ClientOptions{})
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		startInstance(t, url, 9, instanceOpts{})
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	id, err := client.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := uidcore.DefaultLayout().Parse(id); p.WorkerID != 9 || time.Since(start) < 250*time.Millisecond {
+		t.Fatalf("id %d (worker %d) after %v", id, p.WorkerID, time.Since(start))
+	}
+}
+
+func TestClientGivesUpAtTheDeadline(t *testing.T) {
+	url := startNATS(t, nil)
+	nc := connect(t, url)
+	client := NewClient(nc.Conn, ClientOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := client.Next(ctx)
+	took := time.Since(start)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "no responders") {
+		t.Fatalf("err = %v; want the deadline and the last error (no responders)", err)
+	}
+	if took > 400*time.Millisecond {
+		t.Fatalf("gave up after %v, deadline 300ms", took)
+	}
+}
+
+func TestClientTypedErrorsAndParse(t *testing.T) {
+	url := startNATS(t, nil)
+	startInstance(t, url, 4, instanceOpts{})
+	nc := connect(t, url)
+	client := NewClient(nc.Conn, ClientOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+
+	_, err := client.Batch(ctx, DefaultMaxBatch+1)
+	var se *ServiceError
+	if !errors.Is(err, ErrBadRequest) || !errors.As(err, &se) || se.Code != 400 || !strings.Contains(se.Description, "too large") || se.Subject != "uid.batch" {
+		t.Fatalf("oversized batch: %v", err)
+	}
+	if _, err := client.Batch(ctx, 0); !errors.Is(err, ErrBadRequest) {
+		t.Fatalf("zero batch: %v", err)
+	}
+	ids, err := client.Batch(ctx, DefaultMaxBatch)
+	if err != nil || len(ids) != DefaultMaxBatch {
+		t.Fatalf("full batch: %d, %v", len(ids), err)
+	}
+	parts, err := client.Parse(ctx, ids[7])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := uidcore.DefaultLayout().Parse(ids[7])
+	if parts != want {
+		t.Fatalf("Parse = %+v, want %+v", parts, want)
+	}
+	if _, err := client.Parse(ctx, 1<<63); !errors.Is(err, ErrBadRequest) {
+		t.Fatalf("sign-bit ID: %v", err)
+	}
+}
+
+func TestClientRetries503(t *testing.T) {
+	url := startNATS(t, nil)
+	// A ring of 1,024 IDs at most 1 s ahead: batches of 1,000 drain it
+	// and get 503s until padding catches up with the clock.
+	layout := uidcore.Layout{TimeBits: 43, WorkerBits: 10, SeqBits: 10, Epoch: uidcore.DefaultEpoch}
+	startInstance(t, url, 2, instanceOpts{cached: uidcore.CachedOptions{Layout: layout, BoostPower: -1, MaxAhead: time.Second, TakeWait: time.Nanosecond}})
+	nc := connect(t, url)
+	client := NewClient(nc.Conn, ClientOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var all []uint64
+	for range 5 {
+		ids, err := client.Batch(ctx, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, ids...)
+	}
+	checkDistinct(t, all)
+	p0, _ := layout.Parse(all[0])
+	p1, _ := layout.Parse(all[len(all)-1])
+	if p1.Time.Sub(p0.Time) < 2*time.Second {
+		t.Fatalf("5,000 IDs of a 1,024-per-second worker span %v: no 503 was met and retried", p1.Time.Sub(p0.Time))
+	}
+}
+
+func TestPrefetcherConcurrentDistinct(t *testing.T) {
+	url := startNATS(t, nil)
+	startInstance(t, url, 1, instanceOpts{})
+	startInstance(t, url, 2, instanceOpts{})
+	nc := connect(t, url)
+	p := NewPrefetcher(NewClient(nc.Conn, ClientOptions{}), PrefetchOptions{BatchSize: 1000, LowWater: 3000})
+	defer p.Close()
+	const goroutines, each = 8, 25_000
+	results := make([][]uint64, goroutines)
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines)
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			for range each {
+				id, err := p.Next(ctx)
+				if err != nil {
+					errs <- err
+					return
+				}
+				results[g] = append(results[g], id)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	var all []uint64
+	for _, r := range results {
+		all = append(all, r...)
+	}
+	if len(all) != goroutines*each {
+		t.Fatalf("%d IDs", len(all))
+	}
+	checkDistinct(t, all)
+	if avail := p.Available(); avail > 3000+1000 {
+		t.Fatalf("reserve %d exceeds LowWater+BatchSize", avail)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Next(context.Background()); !errors.Is(err, ErrPrefetcherClosed) {
+		t.Fatalf("Next after Close: %v", err)
+	}
+}
+
+func TestPrefetcherReportsBadBatchSize(t *testing.T) {
+	url := startNATS(t, nil)
+	startInstance(t, url, 1, instanceOpts{service: ServiceConfig{MaxBatch: 100}})
+	nc := connect(t, url)
+	p := NewPrefetcher(NewClient(nc.Conn, ClientOptions{}), PrefetchOptions{BatchSize: 101})
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := p.Next(ctx)
+	if !errors.Is(err, ErrBadRequest) || ctx.Err() != nil {
+		t.Fatalf("Next = %v; want the 400 at once", err)
+	}
+}
+
+func TestPrefetcherWaitsWithinDeadlineWithoutService(t *testing.T) {
+	url := startNATS(t, nil)
+	nc := connect(t, url)
+	p := NewPrefetcher(NewClient(nc.Conn, ClientOptions{}), PrefetchOptions{FetchTimeout: 100 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := p.Next(ctx)
+	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 600*time.Millisecond {
+		t.Fatalf("Next = %v after %v", err, time.Since(start))
+	}
+	if !strings.Contains(err.Error(), "last refill") {
+		t.Errorf("error %q does not say why the refill failed", err)
+	}
+	p.Close() // goleak (TestMain) checks the fetcher is gone
+}
+
+func TestConnectFailsFastWithClearMessage(t *testing.T) {
+	// A port nobody listens on.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadURL := "nats://127.0.0.1:" + fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
+	l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err = Connect(ctx, ConnConfig{URL: deadURL, Logger: quietLogger()})
+	if err == nil || !strings.Contains(err.Error(), deadURL) || time.Since(start) > 3*time.Second {
+		t.Fatalf("dead URL: %v after %v", err, time.Since(start))
+	}
+
+	url := startNATS(t, &server.Options{Username: "alice", Password: "right-password"})
+	start = time.Now()
+	_, err = Connect(ctx, ConnConfig{URL: url, User: "alice", Password: "wrong-password", Logger: quietLogger()})
+	if err == nil || !strings.Contains(strings.ToLower(err.Error()), "authorization violation") || time.Since(start) > 3*time.Second {
+		t.Fatalf("wrong password: %v after %v", err, time.Since(start))
+	}
+	withSecret := strings.Replace(url, "nats://", "nats://alice:wrong-password@", 1)
+	_, err = Connect(ctx, ConnConfig{URL: withSecret, Logger: quietLogger()})
+	if err == nil || strings.Contains(err.Error(), "wrong-password") || !strings.Contains(err.Error(), "alice:xxxxx@") {
+		t.Fatalf("password in URL: %v", err)
+	}
+	conn, err := Connect(ctx, ConnConfig{URL: url, User: "alice", Password: "right-password", Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	if _, err := Connect(ctx, ConnConfig{URL: url, TLSCertFile: "x.pem", Logger: quietLogger()}); err == nil || !strings.Contains(err.Error(), "key file") {
+		t.Fatalf("cert without key: %v", err)
+	}
+}
+
+func TestConnectWithToken(t *testing.T) {
+	url := startNATS(t, &server.Options{Authorization: "s3cret-token"})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := Connect(ctx, ConnConfig{URL: url, Token: "nope", Logger: quietLogger()}); err == nil || strings.Contains(err.Error(), "nope") {
+		t.Fatalf("wrong token: %v", err)
+	}
+	conn, err := Connect(ctx, ConnConfig{URL: url, Token: "s3cret-token", Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+}
+
+func TestLocalServerStartsOnceThenReuses(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	ctx := context.Background()
+	cfg := EmbeddedConfig{Addr: addr, StoreDir: t.TempDir(), Logger: quietLogger()}
+	url, emb, err := LocalServer(ctx, cfg)
+	if err != nil || emb == nil {
+		t.Fatalf("first LocalServer: %v, embedded %v", err, emb)
+	}
+	defer emb.Shutdown()
+	url2, emb2, err := LocalServer(ctx, cfg)
+	if err != nil || emb2 != nil || url2 != "nats://"+addr {
+		t.Fatalf("second LocalServer: %s %v %v; want the running one", url2, emb2, err)
+	}
+	if _, err := StartEmbedded(cfg); !errors.Is(err, ErrAddrInUse) {
+		t.Fatalf("StartEmbedded on a used address: %v", err)
+	}
+	// JetStream is on: the KV assigner needs it.
+	conn := connect(t, url)
+	if _, err := conn.Request("$JS.API.INFO", nil, 2*time.Second); err != nil {
+		t.Fatalf("JetStream: %v", err)
+	}
+}
