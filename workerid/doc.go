@@ -1,0 +1,38 @@
+// Package workerid assigns worker IDs to dispenser instances: the part of
+// an ID that keeps two instances from ever issuing the same ID.
+//
+// Two modes, on two stores (MySQL here, a JetStream KV bucket in natsio):
+//
+//   - Disposable: every start takes a fresh worker ID that is never used
+//     again, as Baidu UidGenerator does with its WORKER_NODE table. Simple
+//     and compatible with a fleet of UidGenerator instances sharing the
+//     table, but worker IDs run out under container churn; an ID beyond
+//     the layout's range is refused, never wrapped.
+//   - Leased: an instance leases the lowest worker ID that is free or
+//     whose lease has expired, renews the lease in the background and
+//     reserves, in the store, the seconds it may issue IDs for. A later
+//     owner of the same worker ID starts strictly after the reserved
+//     second, so two owners of one worker ID can never issue the same ID:
+//     not after a restart, not after the clock moves back, not when an old
+//     owner is paused or cut off and keeps running.
+//
+// The lease machinery ([Lease], [LeaseAssigner]) is written once against the
+// small [LeaseStore] interface; the MySQL and KV stores only implement its
+// three atomic operations.
+//
+// # Fencing
+//
+// A [Lease] is valid while its local deadline has not passed: the time the
+// last successful renewal was sent plus the lease TTL, measured on the
+// monotonic clock. Past it, Until returns an error wrapping
+// [uidcore.ErrClaimLost] and the generators stop; a later successful
+// renewal (the store came back and nobody took the worker ID) resumes the
+// lease. When the store says the owner token no longer matches, the lease
+// is lost for good: [Lease.Done] is closed and the instance must claim a
+// new worker ID and build a new generator.
+//
+// Uniqueness does not depend on the lease timing: a zombie owner can
+// only issue seconds it reserved before it was replaced, and the new owner
+// starts after them. The lease only decides when a worker ID may be
+// recycled.
+package workerid

@@ -1,0 +1,538 @@
+package workerid
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
+)
+
+// Errors callers branch on. Test with errors.Is.
+var (
+	// ErrWorkerIDsExhausted: every worker ID of the layout is taken (leased)
+	// or the store handed out one beyond the layout's range (disposable).
+	ErrWorkerIDsExhausted = errors.New("workerid: no free worker ID in the layout's range")
+	// ErrLeaseTaken: the store says the lease's owner token no longer
+	// matches: another instance owns the worker ID now. A Lease that sees
+	// it is lost for good.
+	ErrLeaseTaken = errors.New("workerid: the worker ID's lease has another owner")
+	// ErrLeaseExpired: the lease was not renewed before its local deadline.
+	// A later successful renewal clears it.
+	ErrLeaseExpired = errors.New("workerid: lease not renewed before its deadline")
+	// ErrReleased: the lease was given back with Release.
+	ErrReleased = errors.New("workerid: lease released")
+	// ErrStoreUnavailable: the store could not be reached within the
+	// start-up deadline.
+	ErrStoreUnavailable = errors.New("workerid: worker-ID store unavailable")
+)
+
+// LeaseStore keeps worker-ID leases. Each method is one atomic operation
+// on the store; the Lease machinery does the rest. Implementations: the
+// MySQL WORKER_LEASE table here, a JetStream KV bucket in natsio.
+type LeaseStore interface {
+	// Acquire takes the lowest worker ID in 0..req.MaxWorkerID whose lease
+	// is free (released or never used) or expired, atomically: two
+	// concurrent calls never get the same one. The lease is recorded with
+	// req.Token as its owner and an expiry req.TTL from now; the reserved
+	// second is left as the previous owner left it and returned in
+	// Grant.PrevReserved (0 for a worker ID never used). When every worker
+	// ID is held it returns an error wrapping ErrWorkerIDsExhausted.
+	Acquire(ctx context.Context, req LeaseRequest) (Grant, error)
+	// Renew extends the lease of workerID to ttl from now and raises its
+	// reserved second to reserved (never lowers it), if token still owns
+	// it, whether or not the lease has expired meanwhile. When token is no
+	// longer the owner it returns an error wrapping ErrLeaseTaken.
+	Renew(ctx context.Context, workerID uint64, token string, ttl time.Duration, reserved int64) error
+	// Release frees the worker ID at once if token still owns it, keeping
+	// its reserved second for the next owner. When token is no longer the
+	// owner it returns an error wrapping ErrLeaseTaken.
+	Release(ctx context.Context, workerID uint64, token string) error
+}
+
+// LeaseRequest is what Acquire records.
+type LeaseRequest struct {
+	Token       string // the new owner's token, unique per claim
+	MaxWorkerID uint64 // the layout's largest worker ID
+	TTL         time.Duration
+	Host        Host
+}
+
+// Grant is an acquired lease.
+type Grant struct {
+	WorkerID     uint64
+	Token        string
+	PrevReserved int64 // the last second an earlier owner reserved (0: none)
+}
+
+// LeaseOptions configure a LeaseAssigner and its leases.
+type LeaseOptions struct {
+	TTL          time.Duration // lease length; renewed every TTL/3
+	ReserveChunk time.Duration // how far ahead seconds are reserved, rounded up to whole seconds
+	// RetryFor is how long Claim retries a failing store before it gives
+	// up (0: one attempt).
+	RetryFor time.Duration
+	Host     Host
+	Clock    uidcore.Clock // wall clock for reserved seconds; nil: SystemClock
+	Logger   *slog.Logger  // nil: slog.Default()
+	// StoreName names the store in logs and errors, e.g. "MySQL at
+	// 10.0.0.5:3306"; never a secret.
+	StoreName string
+}
+
+// LeaseOptionsFrom fills LeaseOptions from a Config.
+func LeaseOptionsFrom(cfg Config, host Host, logger *slog.Logger, storeName string) LeaseOptions {
+	return LeaseOptions{
+		TTL:          cfg.LeaseTTL,
+		ReserveChunk: cfg.ReserveChunk,
+		RetryFor:     cfg.StoreStartupDeadline,
+		Host:         host,
+		Logger:       logger,
+		StoreName:    storeName,
+	}
+}
+
+// LeaseAssigner hands out leased worker IDs from a LeaseStore. It
+// implements uidcore.Assigner.
+type LeaseAssigner struct {
+	store LeaseStore
+	opts  LeaseOptions
+}
+
+// NewLeaseAssigner returns an assigner leasing worker IDs from store.
+func NewLeaseAssigner(store LeaseStore, opts LeaseOptions) (*LeaseAssigner, error) {
+	if opts.TTL < time.Second/10 {
+		return nil, fmt.Errorf("workerid: lease TTL %s is too short", opts.TTL)
+	}
+	if opts.ReserveChunk <= 0 {
+		return nil, fmt.Errorf("workerid: reserve chunk %s must be positive", opts.ReserveChunk)
+	}
+	if opts.Clock == nil {
+		opts.Clock = uidcore.SystemClock{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &LeaseAssigner{store: store, opts: opts}, nil
+}
+
+// Claim implements uidcore.Assigner; the claim is a *Lease.
+func (a *LeaseAssigner) Claim(ctx context.Context, layout uidcore.Layout) (uidcore.Claim, error) {
+	l, err := a.ClaimLease(ctx, layout)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// ClaimLease leases the lowest free worker ID of the layout and reserves
+// its first seconds. It retries a failing store for RetryFor; it does not
+// retry ErrWorkerIDsExhausted. The caller must Release the lease (after
+// closing the generator built on it) to stop its heartbeat.
+func (a *LeaseAssigner) ClaimLease(ctx context.Context, layout uidcore.Layout) (*Lease, error) {
+	if err := layout.Validate(); err != nil {
+		return nil, err
+	}
+	var lease *Lease
+	err := RetryStore(ctx, a.opts.RetryFor, a.opts.Logger, "claim a worker ID from "+a.opts.StoreName, func(ctx context.Context) error {
+		g, err := a.store.Acquire(ctx, LeaseRequest{Token: newToken(), MaxWorkerID: layout.MaxWorkerID(), TTL: a.opts.TTL, Host: a.opts.Host})
+		if errors.Is(err, ErrWorkerIDsExhausted) {
+			return Permanent(fmt.Errorf("%w (%d worker IDs, layout %s, all leased in %s)", err, layout.MaxWorkerID()+1, layout, a.opts.StoreName))
+		}
+		if err != nil {
+			return err
+		}
+		l := newLease(a.store, g, a.opts)
+		if err := l.start(ctx); err != nil {
+			// Without a first reservation the lease is useless: give the
+			// worker ID back rather than leave it to expire.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.opts.TTL)
+			_ = a.store.Release(rctx, g.WorkerID, g.Token)
+			cancel()
+			return fmt.Errorf("workerid: first reservation of worker ID %d: %w", g.WorkerID, err)
+		}
+		lease = l
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.opts.Logger.Info("workerid: leased worker ID", "worker_id", lease.WorkerID(), "after", lease.After(),
+		"reserved", lease.reserved.Load(), "ttl", a.opts.TTL, "store", a.opts.StoreName)
+	return lease, nil
+}
+
+// Lease is a leased worker ID with its time reservation. It implements
+// uidcore.Claim and uidcore.Reserver. A background goroutine renews the
+// lease every TTL/3 and extends the reservation in chunks; Release stops
+// it.
+type Lease struct {
+	store LeaseStore
+	grant Grant
+	ttl   time.Duration
+	chunk int64 // seconds reserved ahead
+	clock uidcore.Clock
+	log   *slog.Logger
+
+	reserved atomic.Int64          // last second reserved in the store (as far as this process knows)
+	demanded atomic.Int64          // the highest second a generator asked for
+	invalid  atomic.Pointer[error] // nil while the lease is valid
+	origin   time.Time             // monotonic origin of deadline
+	deadline atomic.Int64          // local lease deadline, nanoseconds after origin
+
+	mu      sync.Mutex // serialises validity changes
+	lostErr error      // set once, when lost for good or released
+	expiry  *time.Timer
+	done    chan struct{}
+
+	wake        chan struct{}
+	ctx         context.Context // cancelled by Release
+	cancel      context.CancelFunc
+	wg          sync.WaitGroup
+	releaseOnce sync.Once
+	releaseErr  error
+}
+
+func newLease(store LeaseStore, g Grant, opts LeaseOptions) *Lease {
+	ctx, cancel := context.WithCancel(context.Background())
+	chunk := int64((opts.ReserveChunk + time.Second - 1) / time.Second)
+	return &Lease{
+		store:  store,
+		grant:  g,
+		ttl:    opts.TTL,
+		chunk:  chunk,
+		clock:  opts.Clock,
+		log:    opts.Logger.With("worker_id", g.WorkerID, "store", opts.StoreName),
+		origin: time.Now(),
+		done:   make(chan struct{}),
+		wake:   make(chan struct{}, 1),
+		ctx:    ctx,
+		cancel: cancel,
+	}
+}
+
+// start makes the first reservation and starts the heartbeat.
+func (l *Lease) start(ctx context.Context) error {
+	l.expiry = time.AfterFunc(time.Hour, l.checkExpiry)
+	l.expiry.Stop()
+	if err := l.renewOnce(ctx); err != nil {
+		l.cancel()
+		return err
+	}
+	l.wg.Add(1)
+	go l.heartbeat()
+	return nil
+}
+
+// WorkerID implements uidcore.Claim.
+func (l *Lease) WorkerID() uint64 { return l.grant.WorkerID }
+
+// After implements uidcore.Claim: the last second the previous owner of
+// the worker ID reserved. Generators start strictly after it.
+func (l *Lease) After() int64 { return l.grant.PrevReserved }
+
+// Until implements uidcore.Claim: the last second reserved in the store.
+// It returns an error wrapping uidcore.ErrClaimLost while the lease is
+// expired (ErrLeaseExpired, temporary) or for good (ErrLeaseTaken,
+// ErrReleased).
+func (l *Lease) Until() (int64, error) {
+	if p := l.invalid.Load(); p != nil {
+		return 0, *p
+	}
+	return l.reserved.Load(), nil
+}
+
+// Reserve implements uidcore.Reserver: a generator wants to issue IDs for
+// second. The heartbeat extends the reservation at once when second comes
+// near its end.
+func (l *Lease) Reserve(second int64) {
+	for {
+		d := l.demanded.Load()
+		if second <= d || l.demanded.CompareAndSwap(d, second) {
+			break
+		}
+	}
+	if l.needsExtension(l.reserved.Load(), second) {
+		select {
+		case l.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Done is closed when the lease is lost for good (another owner took the
+// worker ID) or released; Err then says which. The dispenser watches it to
+// claim a new worker ID and build a new generator.
+func (l *Lease) Done() <-chan struct{} { return l.done }
+
+// Err is nil until Done is closed, then an error wrapping
+// uidcore.ErrClaimLost and ErrLeaseTaken or ErrReleased.
+func (l *Lease) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lostErr
+}
+
+// TimeLeft is how long the lease stays valid without another renewal (0
+// when expired or lost): for telemetry.
+func (l *Lease) TimeLeft() time.Duration {
+	if l.Err() != nil {
+		return 0
+	}
+	return max(0, time.Duration(l.deadline.Load())-time.Since(l.origin))
+}
+
+// LeaseStatus is a snapshot of a lease for monitoring.
+type LeaseStatus struct {
+	WorkerID uint64
+	After    int64         // the previous owner's last reserved second
+	Reserved int64         // the last second reserved in the store
+	TimeLeft time.Duration // until the local deadline
+	Err      error         // nil while valid; wraps uidcore.ErrClaimLost otherwise
+}
+
+// Status returns a snapshot of the lease.
+func (l *Lease) Status() LeaseStatus {
+	_, err := l.Until()
+	return LeaseStatus{WorkerID: l.grant.WorkerID, After: l.grant.PrevReserved, Reserved: l.reserved.Load(), TimeLeft: l.TimeLeft(), Err: err}
+}
+
+// Release implements uidcore.Claim: it stops the heartbeat and frees the
+// worker ID in the store at once, keeping the reserved second for the next
+// owner. Close the generator built on the lease first. When the store
+// cannot be reached the worker ID frees itself when the lease expires.
+func (l *Lease) Release(ctx context.Context) error {
+	l.releaseOnce.Do(func() {
+		l.cancel()
+		l.wg.Wait()
+		l.mu.Lock()
+		alreadyLost := l.lostErr != nil
+		if !alreadyLost {
+			l.setLost(ErrReleased)
+		}
+		l.expiry.Stop()
+		l.mu.Unlock()
+		if alreadyLost {
+			return
+		}
+		err := l.store.Release(ctx, l.grant.WorkerID, l.grant.Token)
+		switch {
+		case errors.Is(err, ErrLeaseTaken):
+			l.log.Warn("workerid: released a lease that another owner had taken already")
+		case err != nil:
+			l.releaseErr = fmt.Errorf("workerid: release worker ID %d (it frees itself when the lease expires in at most %s): %w", l.grant.WorkerID, l.ttl, err)
+		default:
+			l.log.Info("workerid: released worker ID", "reserved", l.reserved.Load())
+		}
+	})
+	return l.releaseErr
+}
+
+// Done returns the channel that is closed when claim is lost for good, or
+// nil (never ready) for a claim that cannot be lost, such as a disposable
+// worker ID.
+func Done(claim uidcore.Claim) <-chan struct{} {
+	if c, ok := claim.(interface{ Done() <-chan struct{} }); ok {
+		return c.Done()
+	}
+	return nil
+}
+
+// needsExtension says whether a reservation up to reserved leaves less
+// than half a chunk beyond second.
+func (l *Lease) needsExtension(reserved, second int64) bool {
+	return reserved-second < (l.chunk+1)/2
+}
+
+// target is the reserved second the next renewal asks for: unchanged while
+// at least half a chunk remains beyond max(wall clock, demanded second),
+// else a full chunk beyond it. Never before the previous owner's second.
+func (l *Lease) target() int64 {
+	base := max(l.clock.Now().Unix(), l.demanded.Load(), l.grant.PrevReserved+1)
+	cur := l.reserved.Load()
+	if !l.needsExtension(cur, base) {
+		return cur
+	}
+	return base + l.chunk
+}
+
+// renewOnce renews the lease and, on success, moves the local deadline to
+// TTL after the moment the request was sent: the store's expiry is later
+// than that, so this process stops before anyone may take over.
+func (l *Lease) renewOnce(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, max(l.ttl/3, 100*time.Millisecond))
+	defer cancel()
+	sent := time.Now()
+	target := l.target()
+	if err := l.store.Renew(ctx, l.grant.WorkerID, l.grant.Token, l.ttl, target); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lostErr != nil {
+		return nil
+	}
+	if target > l.reserved.Load() {
+		l.reserved.Store(target)
+	}
+	deadline := sent.Add(l.ttl)
+	l.deadline.Store(int64(deadline.Sub(l.origin)))
+	l.expiry.Reset(time.Until(deadline))
+	if l.invalid.Load() != nil {
+		l.invalid.Store(nil)
+		l.log.Warn("workerid: lease renewed after it had expired: issuing IDs again", "reserved", target)
+	}
+	return nil
+}
+
+// checkExpiry runs when the local deadline may have passed.
+func (l *Lease) checkExpiry() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lostErr != nil || l.invalid.Load() != nil {
+		return
+	}
+	if left := time.Duration(l.deadline.Load()) - time.Since(l.origin); left > 0 {
+		l.expiry.Reset(left)
+		return
+	}
+	err := fmt.Errorf("%w: %w: worker ID %d, no successful renewal within %s", uidcore.ErrClaimLost, ErrLeaseExpired, l.grant.WorkerID, l.ttl)
+	l.invalid.Store(&err)
+	l.log.Error("workerid: lease expired: no IDs until it is renewed", "reserved", l.reserved.Load())
+}
+
+// setLost marks the lease lost for good; l.mu must be held.
+func (l *Lease) setLost(cause error) {
+	l.lostErr = fmt.Errorf("%w: %w: worker ID %d", uidcore.ErrClaimLost, cause, l.grant.WorkerID)
+	l.invalid.Store(&l.lostErr)
+	close(l.done)
+}
+
+// heartbeat renews the lease every TTL/3, and at once when a generator
+// needs more seconds; after a failure it retries sooner, ignoring wake-ups
+// so that an unreachable store is not hammered.
+func (l *Lease) heartbeat() {
+	defer l.wg.Done()
+	interval := l.ttl / 3
+	retry := min(max(l.ttl/10, 50*time.Millisecond), time.Second)
+	timer := time.NewTimer(interval)
+	defer timer.Stop()
+	failing := false
+	for {
+		wake := l.wake
+		if failing {
+			wake = nil
+		}
+		select {
+		case <-l.ctx.Done():
+			return
+		case <-timer.C:
+		case <-wake:
+		}
+		err := l.renewOnce(l.ctx)
+		switch {
+		case err == nil:
+			if failing {
+				l.log.Info("workerid: lease renewal works again")
+			}
+			failing = false
+			timer.Reset(interval)
+		case errors.Is(err, ErrLeaseTaken):
+			l.mu.Lock()
+			if l.lostErr == nil {
+				l.setLost(err)
+				l.expiry.Stop()
+			}
+			l.mu.Unlock()
+			l.log.Error("workerid: lease taken over by another owner: this worker ID is lost for good", "reserved", l.reserved.Load())
+			return
+		case l.ctx.Err() != nil:
+			return
+		default:
+			if !failing {
+				l.log.Warn("workerid: lease renewal failed; retrying", "error", err, "time_left", l.TimeLeft())
+			}
+			failing = true
+			timer.Reset(retry)
+		}
+	}
+}
+
+// newToken is a random owner token, unique per claim.
+func newToken() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	return hex.EncodeToString(b)
+}
+
+// permanentError stops RetryStore.
+type permanentError struct{ error }
+
+func (p permanentError) Unwrap() error { return p.error }
+
+// Permanent marks err as one RetryStore must return at once.
+func Permanent(err error) error { return permanentError{err} }
+
+// RetryStore runs op until it succeeds, returns a Permanent error, ctx is
+// done, or within has passed; then the error wraps ErrStoreUnavailable
+// and op's last error. Retries back off from 50ms to 2s. what names the
+// operation in the log (never a secret).
+func RetryStore(ctx context.Context, within time.Duration, log *slog.Logger, what string, op func(context.Context) error) error {
+	if log == nil {
+		log = slog.Default()
+	}
+	start := time.Now()
+	deadline := start.Add(within)
+	delay := 50 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		opCtx, cancel := context.WithTimeout(ctx, max(time.Until(deadline), 2*time.Second))
+		err := op(opCtx)
+		cancel()
+		if err == nil {
+			if attempt > 1 {
+				log.Info("workerid: store reachable again", "op", what, "attempts", attempt, "after", time.Since(start).Round(time.Millisecond))
+			}
+			return nil
+		}
+		var p permanentError
+		if errors.As(err, &p) {
+			return p.error
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w: %s: %w (last error: %w)", ErrStoreUnavailable, what, ctx.Err(), err)
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return fmt.Errorf("%w: %s: still failing after %s (%d attempts): %w", ErrStoreUnavailable, what, within, attempt, err)
+		}
+		if attempt == 1 {
+			log.Warn("workerid: store not reachable; retrying", "op", what, "error", err, "for", left.Round(time.Millisecond))
+		}
+		t := time.NewTimer(min(delay, left))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w: %s: %w (last error: %w)", ErrStoreUnavailable, what, ctx.Err(), err)
+		case <-t.C:
+		}
+		delay = min(delay*2, 2*time.Second)
+	}
+}
+
+// DisposableClaim checks a worker ID that a disposable assigner took from
+// source (e.g. "WORKER_NODE") against the layout: beyond its range it is
+// refused, never wrapped, since a wrapped worker ID collides with the
+// instance that had it first.
+func DisposableClaim(workerID uint64, layout uidcore.Layout, source string) (uidcore.Claim, error) {
+	if workerID > layout.MaxWorkerID() {
+		return nil, fmt.Errorf("%w: %s handed out worker ID %d, beyond the layout's largest %d (%d worker bits); disposable worker IDs are never reused: switch to %s=%s, or a layout with more worker bits: %w",
+			ErrWorkerIDsExhausted, source, workerID, layout.MaxWorkerID(), layout.WorkerBits, envVar("WorkerMode"), ModeLeased, uidcore.ErrWorkerRange)
+	}
+	return uidcore.StaticClaim{ID: workerID}, nil
+}

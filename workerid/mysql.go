@@ -1,0 +1,354 @@
+package workerid
+
+import (
+	"context"
+	"database/sql"
+	_ "embed"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
+)
+
+// schemaSQL is the DDL of both tables, shipped as schema.sql for operators
+// and run from here with the configured table names.
+//
+//go:embed schema.sql
+var schemaSQL string
+
+// Default table names as schema.sql spells them (quoted there).
+const (
+	defaultNodeTable  = "WORKER_NODE"
+	defaultLeaseTable = "WORKER_LEASE"
+)
+
+// createStatement returns schema.sql's CREATE TABLE statement of the
+// table named def there, with the name replaced by table.
+func createStatement(def, table string) (string, error) {
+	var body strings.Builder
+	for line := range strings.Lines(schemaSQL) {
+		if !strings.HasPrefix(strings.TrimSpace(line), "--") {
+			body.WriteString(line)
+		}
+	}
+	// Statements end with a semicolon at the end of a line.
+	for stmt := range strings.SplitSeq(body.String(), ";\n") {
+		if strings.Contains(stmt, "CREATE TABLE IF NOT EXISTS `"+def+"`") {
+			return strings.TrimSpace(strings.ReplaceAll(stmt, "`"+def+"`", quoteIdent(table))), nil
+		}
+	}
+	return "", fmt.Errorf("workerid: schema.sql has no CREATE TABLE for %s", def)
+}
+
+// quoteIdent quotes an identifier already checked by Config.Validate.
+func quoteIdent(name string) string { return "`" + name + "`" }
+
+// MySQL error numbers the assigner branches on.
+const (
+	mysqlAccessDenied       = 1045
+	mysqlDBAccessDenied     = 1044
+	mysqlUnknownDatabase    = 1049
+	mysqlTableAccessDenied  = 1142
+	mysqlNoSuchTable        = 1146
+	mysqlDuplicateKey       = 1062
+	mysqlDeadlock           = 1213
+	mysqlLockWaitTimeout    = 1205
+	mysqlCommandDeniedToUse = 1227
+	mysqlSyntaxError        = 1064
+)
+
+func mysqlErrorNumber(err error) uint16 {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number
+	}
+	return 0
+}
+
+// MySQLAssigner hands out worker IDs from MySQL: disposable IDs from
+// UidGenerator's WORKER_NODE table, or leases from the WORKER_LEASE table.
+// It implements uidcore.Assigner. Close it when done.
+type MySQLAssigner struct {
+	db        *sql.DB
+	cfg       Config
+	host      Host
+	log       *slog.Logger
+	storeName string           // "MySQL at host:port", for messages
+	leases    *LeaseAssigner   // leased mode
+	store     *mysqlLeaseStore // leased mode
+}
+
+// NewMySQLAssigner connects to cfg.MySQLDSN, retrying with back-off up to
+// cfg.StoreStartupDeadline, creates the table of cfg.WorkerMode when
+// cfg.CreateTables is set, and checks that it is usable. Errors name the
+// server's address, never the password.
+func NewMySQLAssigner(ctx context.Context, cfg Config, logger *slog.Logger) (*MySQLAssigner, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.MySQLDSN == "" {
+		return nil, &ConfigError{Var: envVar("MySQLDSN"), Reason: "not set"}
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	dsn, err := mysql.ParseDSN(cfg.MySQLDSN)
+	if err != nil { // Validate parsed it already
+		return nil, &ConfigError{Var: envVar("MySQLDSN"), Reason: "not a valid DSN"}
+	}
+	if dsn.Timeout == 0 {
+		dsn.Timeout = 5 * time.Second
+	}
+	host, err := DetectHost()
+	if err != nil {
+		return nil, err
+	}
+	connector, err := mysql.NewConnector(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("workerid: MySQL at %s: %s", dsn.Addr, redactPassword(err.Error(), dsn.Passwd))
+	}
+	db := sql.OpenDB(connector)
+	db.SetConnMaxLifetime(3 * time.Minute)
+	a := &MySQLAssigner{db: db, cfg: cfg, host: host, log: logger, storeName: "MySQL at " + dsn.Addr}
+	table := cfg.WorkerNodeTable
+	def := defaultNodeTable
+	if cfg.WorkerMode == ModeLeased {
+		table, def = cfg.WorkerLeaseTable, defaultLeaseTable
+	}
+	create, err := createStatement(def, table)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	err = RetryStore(ctx, cfg.StoreStartupDeadline, logger, "connect to "+a.storeName, func(ctx context.Context) error {
+		if err := db.PingContext(ctx); err != nil {
+			return a.classify(err, "")
+		}
+		if cfg.CreateTables {
+			if _, err := db.ExecContext(ctx, create); err != nil {
+				return a.classify(err, fmt.Sprintf("create table %s (set %s=false and run workerid/schema.sql by hand when the user may not create tables)", table, envVar("CreateTables")))
+			}
+		}
+		if _, err := db.ExecContext(ctx, "SELECT 1 FROM "+quoteIdent(table)+" LIMIT 0"); err != nil {
+			return a.classify(err, fmt.Sprintf("table %s (create it with workerid/schema.sql or set %s=true)", table, envVar("CreateTables")))
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("workerid: MySQL at %s (user %q, database %q): %w", dsn.Addr, dsn.User, dsn.DBName, err)
+	}
+	if cfg.WorkerMode == ModeLeased {
+		a.store = &mysqlLeaseStore{db: db, table: quoteIdent(table)}
+		a.leases, err = NewLeaseAssigner(a.store, LeaseOptionsFrom(cfg, host, logger, a.storeName+" table "+table))
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
+	logger.Info("workerid: MySQL worker-ID store ready", "store", a.storeName, "mode", cfg.WorkerMode, "table", table)
+	return a, nil
+}
+
+// classify redacts err and marks the errors that retrying cannot cure
+// (bad credentials, missing database, table or privilege) as permanent.
+func (a *MySQLAssigner) classify(err error, doing string) error {
+	msg := err.Error()
+	if dsn, perr := mysql.ParseDSN(a.cfg.MySQLDSN); perr == nil {
+		msg = redactPassword(msg, dsn.Passwd)
+	}
+	if doing != "" {
+		msg = doing + ": " + msg
+	}
+	out := &redactedError{msg: msg, err: err}
+	switch mysqlErrorNumber(err) {
+	case mysqlAccessDenied, mysqlDBAccessDenied, mysqlUnknownDatabase, mysqlTableAccessDenied,
+		mysqlNoSuchTable, mysqlCommandDeniedToUse, mysqlSyntaxError:
+		return Permanent(out)
+	}
+	return out
+}
+
+// redactedError carries an error whose message had a secret removed; it
+// still unwraps to the original for errors.Is/As.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+func redactPassword(msg, password string) string {
+	if password == "" {
+		return msg
+	}
+	return strings.ReplaceAll(msg, password, "***")
+}
+
+// Claim implements uidcore.Assigner. Leased mode returns a *Lease;
+// disposable mode inserts a WORKER_NODE row and returns a claim on its
+// auto-increment ID, or an error wrapping ErrWorkerIDsExhausted when that
+// ID is beyond the layout's range.
+func (a *MySQLAssigner) Claim(ctx context.Context, layout uidcore.Layout) (uidcore.Claim, error) {
+	if a.leases != nil {
+		return a.leases.Claim(ctx, layout)
+	}
+	if err := layout.Validate(); err != nil {
+		return nil, err
+	}
+	table := quoteIdent(a.cfg.WorkerNodeTable)
+	var id int64
+	err := RetryStore(ctx, a.cfg.StoreStartupDeadline, a.log, "insert into "+a.cfg.WorkerNodeTable+" of "+a.storeName, func(ctx context.Context) error {
+		res, err := a.db.ExecContext(ctx, "INSERT INTO "+table+" (HOST_NAME, PORT, TYPE, LAUNCH_DATE, MODIFIED, CREATED) VALUES (?, ?, ?, CURDATE(), NOW(), NOW())",
+			a.host.Name, a.host.Port, int(a.host.Type))
+		if err != nil {
+			return a.classify(err, "")
+		}
+		id, err = res.LastInsertId()
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("workerid: disposable worker ID from %s: %w", a.storeName, err)
+	}
+	claim, err := DisposableClaim(uint64(id), layout, a.storeName+" table "+a.cfg.WorkerNodeTable)
+	if err != nil {
+		return nil, err
+	}
+	a.log.Info("workerid: disposable worker ID", "worker_id", id, "store", a.storeName, "host", a.host.Name, "port", a.host.Port)
+	return claim, nil
+}
+
+// Close closes the database handle. Release leases first.
+func (a *MySQLAssigner) Close() error { return a.db.Close() }
+
+// mysqlLeaseStore is the LeaseStore on the WORKER_LEASE table. Expiry is
+// compared on the database server's clock (UTC_TIMESTAMP), so the clocks
+// of the instances do not matter for it.
+type mysqlLeaseStore struct {
+	db    *sql.DB
+	table string // quoted
+}
+
+// Acquire implements LeaseStore: first the lowest expired or released
+// row, updated in one statement under READ COMMITTED (InnoDB re-checks
+// the condition on rows another claimer just updated, so concurrent
+// claimers move on to the next row); else the lowest unused ID, inserted
+// with its primary key deciding races.
+func (s *mysqlLeaseStore) Acquire(ctx context.Context, req LeaseRequest) (Grant, error) {
+	for {
+		if err := ctx.Err(); err != nil {
+			return Grant{}, err
+		}
+		g, ok, err := s.recycle(ctx, req)
+		if retryableRace(err) {
+			continue
+		}
+		if err != nil || ok {
+			return g, err
+		}
+		var next sql.NullInt64
+		err = s.db.QueryRowContext(ctx, "SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM "+s.table+" WHERE WORKER_ID = 0) THEN 0 ELSE "+
+			"(SELECT MIN(a.WORKER_ID) + 1 FROM "+s.table+" a LEFT JOIN "+s.table+" b ON b.WORKER_ID = a.WORKER_ID + 1 WHERE b.WORKER_ID IS NULL) END").Scan(&next)
+		if err != nil {
+			return Grant{}, err
+		}
+		if !next.Valid || next.Int64 < 0 || uint64(next.Int64) > req.MaxWorkerID {
+			return Grant{}, fmt.Errorf("%w: every worker ID up to %d has a live lease", ErrWorkerIDsExhausted, req.MaxWorkerID)
+		}
+		_, err = s.db.ExecContext(ctx, "INSERT INTO "+s.table+" (WORKER_ID, OWNER_TOKEN, LEASE_EXPIRY, RESERVED_SECOND, HOST_NAME, PORT, TYPE, CREATED, MODIFIED) "+
+			"VALUES (?, ?, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, 0, ?, ?, ?, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))",
+			next.Int64, req.Token, req.TTL.Microseconds(), req.Host.Name, req.Host.Port, int(req.Host.Type))
+		if retryableRace(err) {
+			continue // another claimer inserted it first
+		}
+		if err != nil {
+			return Grant{}, err
+		}
+		return Grant{WorkerID: uint64(next.Int64), Token: req.Token}, nil
+	}
+}
+
+// retryableRace: lost a race with another claimer; try again.
+func retryableRace(err error) bool {
+	switch mysqlErrorNumber(err) {
+	case mysqlDuplicateKey, mysqlDeadlock, mysqlLockWaitTimeout:
+		return true
+	}
+	return false
+}
+
+func (s *mysqlLeaseStore) recycle(ctx context.Context, req LeaseRequest) (g Grant, ok bool, err error) {
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		return Grant{}, false, err
+	}
+	defer func() {
+		if err != nil || !ok {
+			_ = tx.Rollback()
+		}
+	}()
+	res, err := tx.ExecContext(ctx, "UPDATE "+s.table+" SET OWNER_TOKEN = ?, LEASE_EXPIRY = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, "+
+		"HOST_NAME = ?, PORT = ?, TYPE = ?, MODIFIED = UTC_TIMESTAMP(6) "+
+		"WHERE LEASE_EXPIRY < UTC_TIMESTAMP(6) AND WORKER_ID <= ? ORDER BY WORKER_ID LIMIT 1",
+		req.Token, req.TTL.Microseconds(), req.Host.Name, req.Host.Port, int(req.Host.Type), req.MaxWorkerID)
+	if err != nil {
+		return Grant{}, false, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return Grant{}, false, err
+	}
+	var id, reserved int64
+	if err := tx.QueryRowContext(ctx, "SELECT WORKER_ID, RESERVED_SECOND FROM "+s.table+" WHERE OWNER_TOKEN = ?", req.Token).Scan(&id, &reserved); err != nil {
+		return Grant{}, false, err
+	}
+	if err := tx.Commit(); err != nil {
+		return Grant{}, false, err
+	}
+	return Grant{WorkerID: uint64(id), Token: req.Token, PrevReserved: reserved}, true, nil
+}
+
+// Renew implements LeaseStore.
+func (s *mysqlLeaseStore) Renew(ctx context.Context, workerID uint64, token string, ttl time.Duration, reserved int64) error {
+	res, err := s.db.ExecContext(ctx, "UPDATE "+s.table+" SET LEASE_EXPIRY = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, "+
+		"RESERVED_SECOND = GREATEST(RESERVED_SECOND, ?), MODIFIED = UTC_TIMESTAMP(6) WHERE WORKER_ID = ? AND OWNER_TOKEN = ?",
+		ttl.Microseconds(), reserved, workerID, token)
+	if err != nil {
+		return err
+	}
+	return s.checkOwner(ctx, res, workerID, token)
+}
+
+// Release implements LeaseStore.
+func (s *mysqlLeaseStore) Release(ctx context.Context, workerID uint64, token string) error {
+	res, err := s.db.ExecContext(ctx, "UPDATE "+s.table+" SET OWNER_TOKEN = '', LEASE_EXPIRY = '1970-01-01 00:00:00', "+
+		"MODIFIED = UTC_TIMESTAMP(6) WHERE WORKER_ID = ? AND OWNER_TOKEN = ?", workerID, token)
+	if err != nil {
+		return err
+	}
+	return s.checkOwner(ctx, res, workerID, token)
+}
+
+// checkOwner turns an update that matched no row into ErrLeaseTaken,
+// unless the row is still token's (an update that changed nothing).
+func (s *mysqlLeaseStore) checkOwner(ctx context.Context, res sql.Result, workerID uint64, token string) error {
+	if n, err := res.RowsAffected(); err != nil || n > 0 {
+		return err
+	}
+	var owner string
+	err := s.db.QueryRowContext(ctx, "SELECT OWNER_TOKEN FROM "+s.table+" WHERE WORKER_ID = ?", workerID).Scan(&owner)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("%w: worker ID %d has no lease row", ErrLeaseTaken, workerID)
+	case err != nil:
+		return err
+	case owner != token:
+		return fmt.Errorf("%w: worker ID %d", ErrLeaseTaken, workerID)
+	}
+	return nil
+}

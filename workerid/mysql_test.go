@@ -1,0 +1,381 @@
+package workerid_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"go.uber.org/goleak"
+
+	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
+	"github.com/uid-dispenser/uid-dispenser/workerid"
+	"github.com/uid-dispenser/uid-dispenser/workerid/workeridtest"
+)
+
+func TestMain(m *testing.M) {
+	// The driver logs cut connections; the outage tests cut them on purpose.
+	_ = mysql.SetLogger(log.New(io.Discard, "", 0))
+	goleak.VerifyTestMain(m)
+}
+
+// testLogger discards the package's logs unless UID_TEST_LOG=1: leases log
+// from their own goroutines, which t.Log does not allow after a test ends.
+func testLogger() *slog.Logger {
+	if os.Getenv("UID_TEST_LOG") == "1" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// withAddr returns dsn pointing at addr instead.
+func withAddr(t testing.TB, dsn, addr string) string {
+	t.Helper()
+	c, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Addr = addr
+	return c.FormatDSN()
+}
+
+func newMySQLAssigner(t testing.TB, cfg workerid.Config) *workerid.MySQLAssigner {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a, err := workerid.NewMySQLAssigner(ctx, cfg, testLogger())
+	if err != nil {
+		t.Fatalf("NewMySQLAssigner: %v", err)
+	}
+	t.Cleanup(func() { a.Close() })
+	return a
+}
+
+func mysqlStore(t *testing.T) workeridtest.Store {
+	dsn := testenv.MySQL(t)
+	c, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return workeridtest.Store{
+		Addr: c.Addr,
+		New: func(t testing.TB, cfg workerid.Config, addr string) uidcore.Assigner {
+			cfg.MySQLDSN = withAddr(t, dsn, addr)
+			return newMySQLAssigner(t, cfg)
+		},
+	}
+}
+
+func TestMySQLConformance(t *testing.T) {
+	workeridtest.Run(t, mysqlStore)
+}
+
+func openDB(t testing.TB, dsn string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// TestWorkerNodeSharedWithAnotherWriter: a WORKER_NODE table that another
+// writer (UidGenerator) created and filled keeps working: worker IDs
+// continue from its auto-increment, also while that writer keeps
+// inserting, and rows are filled as UidGenerator fills them.
+func TestWorkerNodeSharedWithAnotherWriter(t *testing.T) {
+	dsn := testenv.MySQL(t)
+	db := openDB(t, dsn)
+	// The other writer's own DDL and rows.
+	for _, q := range []string{
+		`CREATE TABLE WORKER_NODE (ID BIGINT NOT NULL AUTO_INCREMENT, HOST_NAME VARCHAR(64) NOT NULL, PORT VARCHAR(64) NOT NULL,
+			TYPE INT NOT NULL, LAUNCH_DATE DATE NOT NULL, MODIFIED TIMESTAMP NOT NULL, CREATED TIMESTAMP NOT NULL, PRIMARY KEY(ID)) ENGINE=InnoDB`,
+		`INSERT INTO WORKER_NODE (HOST_NAME, PORT, TYPE, LAUNCH_DATE, MODIFIED, CREATED) VALUES ('10.0.0.1', '1700000000000-12345', 2, CURDATE(), NOW(), NOW())`,
+		`INSERT INTO WORKER_NODE (HOST_NAME, PORT, TYPE, LAUNCH_DATE, MODIFIED, CREATED) VALUES ('10.0.0.2', '1700000000001-54321', 2, CURDATE(), NOW(), NOW())`,
+		`ALTER TABLE WORKER_NODE AUTO_INCREMENT = 1000`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	cfg := workerid.DefaultConfig()
+	cfg.MySQLDSN = dsn
+	cfg.WorkerMode = workerid.ModeDisposable
+	a := newMySQLAssigner(t, cfg)
+	first := claimOK(t, a, uidcore.DefaultLayout())
+	if first.WorkerID() != 1000 {
+		t.Fatalf("first worker ID %d, want 1000 (the table's auto-increment)", first.WorkerID())
+	}
+	var host, port string
+	var typ int
+	var launchedToday bool
+	err := db.QueryRow("SELECT HOST_NAME, PORT, TYPE, LAUNCH_DATE = CURDATE() FROM WORKER_NODE WHERE ID = 1000").Scan(&host, &port, &typ, &launchedToday)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if host == "" || port == "" || (typ != 1 && typ != 2) || !launchedToday {
+		t.Errorf("row 1000: HOST_NAME %q PORT %q TYPE %d launched today %v", host, port, typ, launchedToday)
+	}
+
+	// The other writer keeps inserting while instances claim.
+	var mu sync.Mutex
+	ids := map[uint64]string{first.WorkerID(): "dispenser"}
+	record := func(id uint64, who string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if prev, dup := ids[id]; dup {
+			t.Errorf("worker ID %d handed to %s and %s", id, prev, who)
+		}
+		ids[id] = who
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for range 100 {
+			res, err := db.Exec(`INSERT INTO WORKER_NODE (HOST_NAME, PORT, TYPE, LAUNCH_DATE, MODIFIED, CREATED) VALUES ('10.0.0.9', 'x', 2, CURDATE(), NOW(), NOW())`)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			id, _ := res.LastInsertId()
+			record(uint64(id), "the other writer")
+		}
+	})
+	for range 4 {
+		wg.Go(func() {
+			for range 25 {
+				c, err := a.Claim(context.Background(), uidcore.DefaultLayout())
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if c.WorkerID() < 1000 {
+					t.Errorf("worker ID %d below the table's auto-increment", c.WorkerID())
+				}
+				record(c.WorkerID(), "dispenser")
+			}
+		})
+	}
+	wg.Wait()
+	if len(ids) != 201 {
+		t.Errorf("%d distinct worker IDs, want 201", len(ids))
+	}
+}
+
+func claimOK(t testing.TB, a uidcore.Assigner, layout uidcore.Layout) uidcore.Claim {
+	t.Helper()
+	c, err := a.Claim(context.Background(), layout)
+	if err != nil {
+		t.Fatalf("Claim: %v", err)
+	}
+	return c
+}
+
+// TestMySQLSchema: the tables created at start-up have UidGenerator's
+// columns (WORKER_NODE) and the configured names, and the shipped
+// schema.sql runs as it is.
+func TestMySQLSchema(t *testing.T) {
+	dsn := testenv.MySQL(t)
+	db := openDB(t, dsn)
+	cfg := workerid.DefaultConfig()
+	cfg.MySQLDSN = dsn
+	cfg.WorkerNodeTable = "uid_nodes"
+	cfg.WorkerLeaseTable = "uid_leases"
+	for _, mode := range []workerid.Mode{workerid.ModeDisposable, workerid.ModeLeased} {
+		cfg.WorkerMode = mode
+		newMySQLAssigner(t, cfg)
+	}
+	columns := func(table string) string {
+		rows, err := db.Query(`SELECT COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, EXTRA FROM information_schema.COLUMNS
+			WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`, table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var cols []string
+		for rows.Next() {
+			var name, typ, null, extra string
+			if err := rows.Scan(&name, &typ, &null, &extra); err != nil {
+				t.Fatal(err)
+			}
+			cols = append(cols, strings.TrimSpace(strings.Join([]string{name, typ, null, extra}, " ")))
+		}
+		return strings.Join(cols, ", ")
+	}
+	const uidGeneratorNode = "ID bigint(20) NO auto_increment, HOST_NAME varchar(64) NO, PORT varchar(64) NO, TYPE int(11) NO, " +
+		"LAUNCH_DATE date NO, MODIFIED timestamp NO, CREATED timestamp NO"
+	if got := columns("uid_nodes"); got != uidGeneratorNode {
+		t.Errorf("uid_nodes columns:\n got %s\nwant %s", got, uidGeneratorNode)
+	}
+	if got := columns("uid_leases"); !strings.HasPrefix(got, "WORKER_ID bigint(20) NO, OWNER_TOKEN varchar(64) NO, LEASE_EXPIRY datetime(6) NO, RESERVED_SECOND bigint(20) NO") {
+		t.Errorf("uid_leases columns: %s", got)
+	}
+	if got := columns("WORKER_NODE"); got != "" {
+		t.Errorf("a WORKER_NODE table exists although the names were configured: %s", got)
+	}
+
+	// schema.sql as an operator would run it.
+	ddl, err := os.ReadFile("schema.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := mysql.ParseDSN(dsn)
+	c.MultiStatements = true
+	if _, err := openDB(t, c.FormatDSN()).Exec(string(ddl)); err != nil {
+		t.Fatalf("schema.sql: %v", err)
+	}
+	if got := columns("WORKER_NODE"); got != uidGeneratorNode {
+		t.Errorf("schema.sql WORKER_NODE columns: %s", got)
+	}
+	if got := columns("WORKER_LEASE"); got != columns("uid_leases") {
+		t.Errorf("schema.sql WORKER_LEASE columns %s differ from the created table's", got)
+	}
+}
+
+func TestMySQLMissingTableWithoutCreate(t *testing.T) {
+	cfg := workerid.DefaultConfig()
+	cfg.MySQLDSN = testenv.MySQL(t)
+	cfg.CreateTables = false
+	begin := time.Now()
+	_, err := workerid.NewMySQLAssigner(context.Background(), cfg, testLogger())
+	if err == nil {
+		t.Fatal("no error for a missing WORKER_LEASE table")
+	}
+	if !strings.Contains(err.Error(), "WORKER_LEASE") || !strings.Contains(err.Error(), "DISPENSER_CREATE_TABLES") {
+		t.Errorf("error does not name the table and the setting: %v", err)
+	}
+	if took := time.Since(begin); took > cfg.StoreStartupDeadline/2 {
+		t.Errorf("a missing table was retried for %s", took)
+	}
+}
+
+// closedPort is a loopback port nobody listens on.
+func closedPort(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// TestMySQLUnreachable: start-up retries up to the deadline, then fails
+// naming the server but never the password.
+func TestMySQLUnreachable(t *testing.T) {
+	const password = "pa55-Secret-xyzzy"
+	addr := closedPort(t)
+	cfg := workerid.DefaultConfig()
+	cfg.MySQLDSN = "dispenser:" + password + "@tcp(" + addr + ")/uids"
+	cfg.StoreStartupDeadline = time.Second
+	begin := time.Now()
+	_, err := workerid.NewMySQLAssigner(context.Background(), cfg, testLogger())
+	took := time.Since(begin)
+	if !errors.Is(err, workerid.ErrStoreUnavailable) {
+		t.Fatalf("err = %v, want ErrStoreUnavailable", err)
+	}
+	if !strings.Contains(err.Error(), addr) {
+		t.Errorf("error does not name %s: %v", addr, err)
+	}
+	if strings.Contains(err.Error(), password) {
+		t.Errorf("error shows the password: %v", err)
+	}
+	if took < cfg.StoreStartupDeadline || took > cfg.StoreStartupDeadline+3*time.Second {
+		t.Errorf("gave up after %s, deadline %s", took, cfg.StoreStartupDeadline)
+	}
+	t.Log(err)
+}
+
+// TestMySQLWrongPassword: refused credentials fail at once, without the
+// password in the error.
+func TestMySQLWrongPassword(t *testing.T) {
+	c, err := mysql.ParseDSN(testenv.MySQL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const password = "not-the-Password-42"
+	c.User = "uid_no_such_user"
+	c.Passwd = password
+	cfg := workerid.DefaultConfig()
+	cfg.MySQLDSN = c.FormatDSN()
+	begin := time.Now()
+	_, err = workerid.NewMySQLAssigner(context.Background(), cfg, testLogger())
+	if err == nil {
+		t.Fatal("no error for a wrong password")
+	}
+	if strings.Contains(err.Error(), password) {
+		t.Errorf("error shows the password: %v", err)
+	}
+	if !strings.Contains(err.Error(), c.Addr) {
+		t.Errorf("error does not name %s: %v", c.Addr, err)
+	}
+	if took := time.Since(begin); took > 5*time.Second {
+		t.Errorf("refused credentials were retried for %s", took)
+	}
+	t.Log(err)
+}
+
+// TestMySQLStartupWaitsForServer: a server that comes up within the
+// deadline is used.
+func TestMySQLStartupWaitsForServer(t *testing.T) {
+	dsn := testenv.MySQL(t)
+	c, _ := mysql.ParseDSN(dsn)
+	proxy := workeridtest.NewProxy(t, c.Addr)
+	proxy.Cut()
+	time.AfterFunc(time.Second, proxy.Restore)
+	cfg := workerid.DefaultConfig()
+	cfg.MySQLDSN = withAddr(t, dsn, proxy.Addr())
+	cfg.StoreStartupDeadline = 15 * time.Second
+	begin := time.Now()
+	a := newMySQLAssigner(t, cfg)
+	if took := time.Since(begin); took < time.Second {
+		t.Errorf("ready after %s, before the server was reachable", took)
+	}
+	release(t, claimOK(t, a, uidcore.DefaultLayout()))
+}
+
+func release(t testing.TB, c uidcore.Claim) {
+	t.Helper()
+	if err := c.Release(context.Background()); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestMySQLLeaseRows: the lease row says who holds the worker ID, and a
+// release frees it while keeping the reserved second.
+func TestMySQLLeaseRows(t *testing.T) {
+	dsn := testenv.MySQL(t)
+	db := openDB(t, dsn)
+	cfg := workerid.DefaultConfig()
+	cfg.MySQLDSN = dsn
+	a := newMySQLAssigner(t, cfg)
+	l := claimOK(t, a, uidcore.DefaultLayout()).(*workerid.Lease)
+	reserved, _ := l.Until()
+	var owner, host string
+	var stored int64
+	var live bool
+	q := "SELECT OWNER_TOKEN, HOST_NAME, RESERVED_SECOND, LEASE_EXPIRY > UTC_TIMESTAMP(6) FROM WORKER_LEASE WHERE WORKER_ID = ?"
+	if err := db.QueryRow(q, l.WorkerID()).Scan(&owner, &host, &stored, &live); err != nil {
+		t.Fatal(err)
+	}
+	if owner == "" || host == "" || stored != reserved || !live {
+		t.Errorf("lease row: owner %q host %q reserved %d (want %d) live %v", owner, host, stored, reserved, live)
+	}
+	release(t, l)
+	if err := db.QueryRow(q, l.WorkerID()).Scan(&owner, &host, &stored, &live); err != nil {
+		t.Fatal(err)
+	}
+	if owner != "" || live || stored != reserved {
+		t.Errorf("released row: owner %q live %v reserved %d (want %d kept)", owner, live, stored, reserved)
+	}
+}

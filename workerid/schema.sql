@@ -1,0 +1,39 @@
+-- Worker-ID tables of uid-dispenser (MySQL 5.7+ / MariaDB 10.3+, InnoDB).
+-- The dispenser runs the statement of its mode at start-up when
+-- DISPENSER_CREATE_TABLES=true, with the table names of
+-- DISPENSER_WORKER_NODE_TABLE and DISPENSER_WORKER_LEASE_TABLE in place of
+-- the quoted default names. Run it by hand when the dispenser's database
+-- user may not create tables.
+
+-- Disposable mode: Baidu UidGenerator's table, column for column, so a
+-- fleet can share it with running UidGenerator instances. Every start
+-- inserts a row; its auto-increment ID is the worker ID, never reused.
+-- TYPE: 1 = container, 2 = actual host.
+CREATE TABLE IF NOT EXISTS `WORKER_NODE` (
+  ID          BIGINT      NOT NULL AUTO_INCREMENT COMMENT 'auto increment id',
+  HOST_NAME   VARCHAR(64) NOT NULL COMMENT 'host name',
+  PORT        VARCHAR(64) NOT NULL COMMENT 'port',
+  TYPE        INT         NOT NULL COMMENT 'node type: ACTUAL or CONTAINER',
+  LAUNCH_DATE DATE        NOT NULL COMMENT 'launch date',
+  MODIFIED    TIMESTAMP   NOT NULL COMMENT 'modified time',
+  CREATED     TIMESTAMP   NOT NULL COMMENT 'created time',
+  PRIMARY KEY (ID)
+) ENGINE = InnoDB COMMENT = 'DB WorkerID Assigner for UID Generator';
+
+-- Leased mode: one row per worker ID ever leased. A lease is free when
+-- LEASE_EXPIRY (UTC, the database server's clock) has passed; RELEASED
+-- leases have an expiry in 1970. RESERVED_SECOND is the last unix second
+-- the owner may issue IDs for; it only grows, and the next owner starts
+-- after it.
+CREATE TABLE IF NOT EXISTS `WORKER_LEASE` (
+  WORKER_ID       BIGINT      NOT NULL COMMENT 'worker ID',
+  OWNER_TOKEN     VARCHAR(64) NOT NULL COMMENT 'random token of the owning claim, empty when released',
+  LEASE_EXPIRY    DATETIME(6) NOT NULL COMMENT 'UTC, free after it',
+  RESERVED_SECOND BIGINT      NOT NULL COMMENT 'last unix second reserved for IDs',
+  HOST_NAME       VARCHAR(64) NOT NULL COMMENT 'host of the current or last owner',
+  PORT            VARCHAR(64) NOT NULL COMMENT 'port or start stamp of that owner',
+  TYPE            INT         NOT NULL COMMENT '1 = container, 2 = actual host',
+  CREATED         DATETIME(6) NOT NULL COMMENT 'UTC, first lease of the worker ID',
+  MODIFIED        DATETIME(6) NOT NULL COMMENT 'UTC, last acquire, renewal or release',
+  PRIMARY KEY (WORKER_ID)
+) ENGINE = InnoDB COMMENT = 'uid-dispenser leased worker IDs';

@@ -1,0 +1,592 @@
+package workeridtest
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
+	"github.com/uid-dispenser/uid-dispenser/workerid"
+)
+
+// Store is a fresh, empty worker-ID store under test.
+type Store struct {
+	// Addr is the host:port of the server the store lives on; the suite
+	// puts a Proxy in front of it to cut connections.
+	Addr string
+	// New builds an assigner on the store for cfg that talks to the server
+	// at addr (Addr or a proxy's). It closes the assigner when the test
+	// ends and must be called from the test's goroutine.
+	New func(t testing.TB, cfg workerid.Config, addr string) uidcore.Assigner
+}
+
+// Config is the configuration the suite starts from: short leases so the
+// tests finish in seconds.
+func Config(mode workerid.Mode) workerid.Config {
+	cfg := workerid.DefaultConfig()
+	cfg.WorkerMode = mode
+	cfg.LeaseTTL = 2 * time.Second
+	cfg.ReserveChunk = 5 * time.Second
+	cfg.StoreStartupDeadline = 10 * time.Second
+	return cfg
+}
+
+// SmallLayout has 8 worker IDs (0..7) and 256 IDs per second.
+func SmallLayout() uidcore.Layout {
+	return uidcore.Layout{TimeBits: 52, WorkerBits: 3, SeqBits: 8, Epoch: uidcore.DefaultEpoch}
+}
+
+// Run runs the conformance suite of both modes; newStore gives each test a
+// fresh, empty store. The tests run in parallel.
+func Run(t *testing.T, newStore func(t *testing.T) Store) {
+	for _, mode := range []workerid.Mode{workerid.ModeLeased, workerid.ModeDisposable} {
+		t.Run(string(mode)+"/FiftyConcurrentClaimers", func(t *testing.T) {
+			t.Parallel()
+			testConcurrentClaimers(t, newStore(t), mode, 50)
+		})
+		t.Run(string(mode)+"/FullRange", func(t *testing.T) {
+			t.Parallel()
+			testFullRange(t, newStore(t), mode)
+		})
+	}
+	leased := map[string]func(*testing.T, Store){
+		"ReleaseFreesAtOnce":   testReleaseFreesAtOnce,
+		"ExpiredLeaseRecycled": testExpiredLeaseRecycled,
+		"ZombieOwner":          testZombieOwner,
+		"StoreOutage":          testStoreOutage,
+		"ReserveOnDemand":      testReserveOnDemand,
+	}
+	for name, test := range leased {
+		t.Run("leased/"+name, func(t *testing.T) {
+			t.Parallel()
+			test(t, newStore(t))
+		})
+	}
+}
+
+func claim(t testing.TB, a uidcore.Assigner, layout uidcore.Layout) uidcore.Claim {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := a.Claim(ctx, layout)
+	if err != nil {
+		t.Fatalf("Claim: %v", err)
+	}
+	return c
+}
+
+func asLease(t testing.TB, c uidcore.Claim) *workerid.Lease {
+	t.Helper()
+	l, ok := c.(*workerid.Lease)
+	if !ok {
+		t.Fatalf("leased claim is a %T, want *workerid.Lease", c)
+	}
+	return l
+}
+
+func release(t testing.TB, c uidcore.Claim) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Release(ctx); err != nil {
+		t.Errorf("Release worker %d: %v", c.WorkerID(), err)
+	}
+}
+
+// releaseQuietly releases a claim whose store may be cut off; errors do
+// not matter, stopping its heartbeat does.
+func releaseQuietly(c uidcore.Claim) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = c.Release(ctx)
+}
+
+func until(t testing.TB, c uidcore.Claim) int64 {
+	t.Helper()
+	u, err := c.Until()
+	if err != nil {
+		t.Fatalf("Until: %v", err)
+	}
+	return u
+}
+
+// waitFor polls cond every 10ms for up to limit and returns how long it
+// took, failing the test when cond never held.
+func waitFor(t testing.TB, limit time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > limit {
+			t.Fatalf("%s: not within %s", what, limit)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+// testConcurrentClaimers: n instances claim at once and get n distinct
+// worker IDs; leased ones get exactly the lowest n.
+func testConcurrentClaimers(t *testing.T, st Store, mode workerid.Mode, n int) {
+	cfg := Config(mode)
+	assigners := make([]uidcore.Assigner, n)
+	for i := range assigners {
+		assigners[i] = st.New(t, cfg, st.Addr)
+	}
+	claims := make([]uidcore.Claim, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i, a := range assigners {
+		wg.Go(func() {
+			<-start
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			claims[i], errs[i] = a.Claim(ctx, uidcore.DefaultLayout())
+		})
+	}
+	close(start)
+	wg.Wait()
+	seen := map[uint64]int{}
+	for i, c := range claims {
+		if errs[i] != nil {
+			t.Errorf("claimer %d: %v", i, errs[i])
+			continue
+		}
+		if j, dup := seen[c.WorkerID()]; dup {
+			t.Errorf("claimers %d and %d both got worker ID %d", j, i, c.WorkerID())
+		}
+		seen[c.WorkerID()] = i
+	}
+	if mode == workerid.ModeLeased {
+		for id := range uint64(n) {
+			if _, ok := seen[id]; !ok {
+				t.Errorf("worker ID %d not handed out: leased claims should take the lowest free IDs", id)
+			}
+		}
+	}
+	for _, c := range claims {
+		if c != nil {
+			release(t, c)
+		}
+	}
+	if len(seen) != n && !t.Failed() {
+		t.Errorf("%d distinct worker IDs for %d claimers", len(seen), n)
+	}
+}
+
+// testFullRange: with every worker ID of a small layout taken, a claim
+// fails with ErrWorkerIDsExhausted instead of handing out a duplicate.
+func testFullRange(t *testing.T, st Store, mode workerid.Mode) {
+	layout := SmallLayout()
+	cfg := Config(mode)
+	cfg.StoreStartupDeadline = 30 * time.Second // exhaustion must fail fast all the same
+	a := st.New(t, cfg, st.Addr)
+	seen := map[uint64]bool{}
+	var claims []uidcore.Claim
+	var lastErr error
+	for range layout.MaxWorkerID() + 3 {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		begin := time.Now()
+		c, err := a.Claim(ctx, layout)
+		cancel()
+		if err != nil {
+			lastErr = err
+			if took := time.Since(begin); took > 5*time.Second {
+				t.Errorf("exhausted claim took %s: it should not be retried", took)
+			}
+			continue
+		}
+		if c.WorkerID() > layout.MaxWorkerID() {
+			t.Errorf("worker ID %d beyond the layout's %d", c.WorkerID(), layout.MaxWorkerID())
+		}
+		if seen[c.WorkerID()] {
+			t.Errorf("worker ID %d handed out twice", c.WorkerID())
+		}
+		seen[c.WorkerID()] = true
+		claims = append(claims, c)
+	}
+	if !errors.Is(lastErr, workerid.ErrWorkerIDsExhausted) {
+		t.Fatalf("claims past the range: err = %v, want ErrWorkerIDsExhausted", lastErr)
+	}
+	if mode == workerid.ModeDisposable && !errors.Is(lastErr, uidcore.ErrWorkerRange) {
+		t.Errorf("disposable exhaustion error %v does not wrap uidcore.ErrWorkerRange", lastErr)
+	}
+	if mode == workerid.ModeLeased {
+		if len(seen) != int(layout.MaxWorkerID()+1) {
+			t.Errorf("%d leases in a range of %d", len(seen), layout.MaxWorkerID()+1)
+		}
+		// A released worker ID is free again at once.
+		freed := claims[3]
+		release(t, freed)
+		c := claim(t, a, layout)
+		if c.WorkerID() != freed.WorkerID() {
+			t.Errorf("after releasing worker %d the next claim got %d", freed.WorkerID(), c.WorkerID())
+		}
+		claims[3] = c
+	}
+	t.Logf("%d claims, then: %v", len(claims), lastErr)
+	for _, c := range claims {
+		release(t, c)
+	}
+}
+
+// testReleaseFreesAtOnce: Release frees the worker ID for the next owner
+// without waiting for the lease to expire, and keeps the reserved second.
+func testReleaseFreesAtOnce(t *testing.T, st Store) {
+	cfg := Config(workerid.ModeLeased)
+	cfg.LeaseTTL = time.Minute
+	a := st.New(t, cfg, st.Addr)
+	first := asLease(t, claim(t, a, uidcore.DefaultLayout()))
+	reserved := until(t, first)
+	if now := time.Now().Unix(); reserved < now {
+		t.Errorf("reserved second %d is before the clock %d", reserved, now)
+	}
+	release(t, first)
+	if _, err := first.Until(); !errors.Is(err, workerid.ErrReleased) || !errors.Is(err, uidcore.ErrClaimLost) {
+		t.Errorf("Until after Release: %v, want ErrReleased and ErrClaimLost", err)
+	}
+	select {
+	case <-first.Done():
+	default:
+		t.Error("Done not closed after Release")
+	}
+	begin := time.Now()
+	second := asLease(t, claim(t, a, uidcore.DefaultLayout()))
+	defer release(t, second)
+	if second.WorkerID() != first.WorkerID() {
+		t.Fatalf("released worker %d, the next claim got %d", first.WorkerID(), second.WorkerID())
+	}
+	if took := time.Since(begin); took > cfg.LeaseTTL/2 {
+		t.Errorf("claim of a released worker ID took %s", took)
+	}
+	if second.After() < reserved {
+		t.Errorf("new owner's After %d is before the old reservation %d", second.After(), reserved)
+	}
+	if u := until(t, second); u <= second.After() {
+		t.Errorf("new owner's reservation %d does not go beyond After %d", u, second.After())
+	}
+}
+
+// testExpiredLeaseRecycled: an owner cut off from the store loses its
+// lease after the TTL; another instance then gets the same worker ID and
+// starts after the old reservation; when the old owner reaches the store
+// again it learns that it lost the worker ID for good.
+func testExpiredLeaseRecycled(t *testing.T, st Store) {
+	cfg := Config(workerid.ModeLeased)
+	cfg.LeaseTTL = time.Second
+	proxy := NewProxy(t, st.Addr)
+	old := asLease(t, claim(t, st.New(t, cfg, proxy.Addr()), uidcore.DefaultLayout()))
+	defer releaseQuietly(old)
+	oldReserved := until(t, old)
+	proxy.Cut()
+	waitFor(t, 3*time.Second, "old lease expiring", func() bool {
+		_, err := old.Until()
+		return errors.Is(err, workerid.ErrLeaseExpired)
+	})
+	// The store may keep the lease a moment longer than the owner's local
+	// deadline; claim until the worker ID comes free.
+	b := st.New(t, cfg, st.Addr)
+	var next *workerid.Lease
+	waitFor(t, 5*time.Second, "old worker ID recycled", func() bool {
+		c := asLease(t, claim(t, b, uidcore.DefaultLayout()))
+		if c.WorkerID() == old.WorkerID() {
+			next = c
+			return true
+		}
+		release(t, c)
+		return false
+	})
+	defer release(t, next)
+	if next.After() < oldReserved {
+		t.Fatalf("new owner's After %d < old owner's reserved second %d", next.After(), oldReserved)
+	}
+	g, err := uidcore.NewCached(uidcore.CachedOptions{Claim: next, BoostPower: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := g.Next(context.Background())
+	g.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts, _ := uidcore.DefaultLayout().Parse(id)
+	if parts.WorkerID != old.WorkerID() || parts.Time.Unix() <= oldReserved {
+		t.Errorf("new owner's first ID %+v: want worker %d, second > %d", parts, old.WorkerID(), oldReserved)
+	}
+	proxy.Restore()
+	select {
+	case <-old.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("old owner did not learn it lost the worker ID within 10s of the store coming back")
+	}
+	if err := old.Err(); !errors.Is(err, workerid.ErrLeaseTaken) || !errors.Is(err, uidcore.ErrClaimLost) {
+		t.Errorf("old owner's Err = %v, want ErrLeaseTaken and ErrClaimLost", err)
+	}
+	if _, err := old.Until(); !errors.Is(err, workerid.ErrLeaseTaken) {
+		t.Errorf("old owner's Until = %v, want ErrLeaseTaken", err)
+	}
+	release(t, old) // nothing to give back; must not fail or free the new owner's lease
+	if _, err := next.Until(); err != nil {
+		t.Errorf("new owner's lease after the old one's Release: %v", err)
+	}
+}
+
+// zombie is an owner that does not notice it lost its lease (a paused or
+// cut-off process): its Until keeps returning the last reservation it saw.
+// It does not implement uidcore.Reserver, so it never asks for more.
+type zombie struct {
+	uidcore.Claim
+	last atomic.Int64
+}
+
+func (z *zombie) Until() (int64, error) {
+	if u, err := z.Claim.Until(); err == nil {
+		z.last.Store(u)
+	}
+	return z.last.Load(), nil
+}
+
+// collect takes IDs from g every pause until stop is closed or g fails for
+// good, returning them with the times of the first and last.
+func collect(g *uidcore.CachedGenerator, pause time.Duration, stop <-chan struct{}) (ids []uint64, first, last time.Time) {
+	for {
+		select {
+		case <-stop:
+			return
+		case <-time.After(pause):
+		}
+		id, err := g.Next(context.Background())
+		if err != nil {
+			continue // an empty ring at the end of the reservation
+		}
+		if first.IsZero() {
+			first = time.Now()
+		}
+		last = time.Now()
+		ids = append(ids, id)
+	}
+}
+
+// testZombieOwner: an old owner cut off from the store keeps issuing IDs
+// from its reservation while the new owner of the same worker ID issues
+// its own: the two sets are disjoint because the new owner starts after
+// the old reservation.
+func testZombieOwner(t *testing.T, st Store) {
+	cfg := Config(workerid.ModeLeased)
+	cfg.LeaseTTL = time.Second
+	cfg.ReserveChunk = 4 * time.Second
+	layout := uidcore.Layout{TimeBits: 39, WorkerBits: 16, SeqBits: 8, Epoch: uidcore.DefaultEpoch}
+	proxy := NewProxy(t, st.Addr)
+	oldLease := asLease(t, claim(t, st.New(t, cfg, proxy.Addr()), layout))
+	defer releaseQuietly(oldLease)
+	old := &zombie{Claim: oldLease}
+	old.Until()
+	oldGen, err := uidcore.NewCached(uidcore.CachedOptions{Layout: layout, Claim: old, BoostPower: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer oldGen.Close()
+	proxy.Cut()
+	oldReserved := old.last.Load()
+
+	stopOld := make(chan struct{})
+	var oldIDs []uint64
+	var oldLast time.Time
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		oldIDs, _, oldLast = collect(oldGen, 5*time.Millisecond, stopOld)
+	}()
+	defer func() {
+		select {
+		case <-stopOld:
+		default:
+			close(stopOld)
+		}
+		<-done
+	}()
+
+	b := st.New(t, cfg, st.Addr)
+	var next *workerid.Lease
+	waitFor(t, 6*time.Second, "zombie's worker ID recycled", func() bool {
+		c := asLease(t, claim(t, b, layout))
+		if c.WorkerID() == oldLease.WorkerID() {
+			next = c
+			return true
+		}
+		release(t, c)
+		return false
+	})
+	defer release(t, next)
+	if next.After() < oldReserved {
+		t.Fatalf("new owner's After %d < zombie's reserved second %d", next.After(), oldReserved)
+	}
+	newGen, err := uidcore.NewCached(uidcore.CachedOptions{Layout: layout, Claim: next, BoostPower: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer newGen.Close()
+	stopNew := make(chan struct{})
+	time.AfterFunc(2*time.Second, func() { close(stopNew) })
+	newIDs, newFirst, _ := collect(newGen, 5*time.Millisecond, stopNew)
+	close(stopOld)
+	<-done
+
+	if len(oldIDs) == 0 || len(newIDs) == 0 {
+		t.Fatalf("zombie issued %d IDs, new owner %d: both must issue", len(oldIDs), len(newIDs))
+	}
+	if !oldLast.After(newFirst) {
+		t.Errorf("zombie's last ID at %s came before the new owner's first at %s: they never issued at the same time", oldLast.Format(time.StampMilli), newFirst.Format(time.StampMilli))
+	}
+	oldSet := make(map[uint64]bool, len(oldIDs))
+	for _, id := range oldIDs {
+		p, _ := layout.Parse(id)
+		if p.Time.Unix() > oldReserved {
+			t.Fatalf("zombie issued ID %d for second %d beyond its reservation %d", id, p.Time.Unix(), oldReserved)
+		}
+		if oldSet[id] {
+			t.Fatalf("zombie issued ID %d twice", id)
+		}
+		oldSet[id] = true
+	}
+	dups := 0
+	for _, id := range newIDs {
+		p, _ := layout.Parse(id)
+		if p.WorkerID != oldLease.WorkerID() || p.Time.Unix() <= next.After() {
+			t.Fatalf("new owner's ID %d is %+v: want worker %d after second %d", id, p, oldLease.WorkerID(), next.After())
+		}
+		if oldSet[id] {
+			dups++
+		}
+	}
+	if dups > 0 {
+		t.Fatalf("%d of the new owner's %d IDs were issued by the zombie too", dups, len(newIDs))
+	}
+	t.Logf("zombie issued %d IDs up to second %d, new owner %d IDs from second %d: disjoint", len(oldIDs), oldReserved, len(newIDs), next.After()+1)
+}
+
+// testStoreOutage: cut off from the store an owner keeps issuing until its
+// lease deadline, then stops with ErrClaimLost, then resumes when the store
+// is back (nobody took the worker ID).
+func testStoreOutage(t *testing.T, st Store) {
+	cfg := Config(workerid.ModeLeased)
+	cfg.LeaseTTL = 2 * time.Second
+	cfg.ReserveChunk = time.Minute
+	proxy := NewProxy(t, st.Addr)
+	lease := asLease(t, claim(t, st.New(t, cfg, proxy.Addr()), uidcore.DefaultLayout()))
+	defer release(t, lease)
+	gen, err := uidcore.NewCached(uidcore.CachedOptions{Claim: lease, BoostPower: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gen.Close()
+	seen := map[uint64]bool{}
+	next := func() error {
+		id, err := gen.Next(context.Background())
+		if err == nil {
+			if seen[id] {
+				t.Fatalf("ID %d issued twice", id)
+			}
+			seen[id] = true
+		}
+		return err
+	}
+	if err := next(); err != nil {
+		t.Fatal(err)
+	}
+
+	proxy.Cut()
+	cutAt := time.Now()
+	// Inside the lease window the instance keeps serving.
+	for time.Since(cutAt) < cfg.LeaseTTL/3 {
+		if err := next(); err != nil {
+			t.Fatalf("%s after the cut, inside the lease: %v", time.Since(cutAt), err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if left := lease.TimeLeft(); left <= 0 || left > cfg.LeaseTTL {
+		t.Errorf("TimeLeft %s during the outage, want within (0, %s]", left, cfg.LeaseTTL)
+	}
+	waitFor(t, cfg.LeaseTTL+time.Second, "lease expiring during the outage", func() bool {
+		_, err := lease.Until()
+		return err != nil
+	})
+	if lost := time.Since(cutAt); lost < cfg.LeaseTTL/2 {
+		t.Errorf("lease lost %s after the cut, before the window (last renewal + %s) could end", lost, cfg.LeaseTTL)
+	}
+	if err := next(); !errors.Is(err, uidcore.ErrClaimLost) || !errors.Is(err, workerid.ErrLeaseExpired) {
+		t.Fatalf("Next after the lease expired: %v, want ErrClaimLost (ErrLeaseExpired)", err)
+	}
+	if lease.TimeLeft() != 0 {
+		t.Errorf("TimeLeft %s after expiry", lease.TimeLeft())
+	}
+	select {
+	case <-lease.Done():
+		t.Fatalf("Done closed by an outage: %v", lease.Err())
+	default:
+	}
+
+	proxy.Restore()
+	took := waitFor(t, 10*time.Second, "lease resuming after the store came back", func() bool {
+		_, err := lease.Until()
+		return err == nil
+	})
+	if err := next(); err != nil {
+		t.Fatalf("Next after resuming: %v", err)
+	}
+	if lease.Err() != nil || lease.TimeLeft() <= 0 {
+		t.Errorf("after resuming: Err %v, TimeLeft %s", lease.Err(), lease.TimeLeft())
+	}
+	t.Logf("resumed %s after the store came back; %d IDs, no duplicate", took.Round(time.Millisecond), len(seen))
+}
+
+// testReserveOnDemand: a generator that runs ahead of its reservation gets
+// it extended at once (Reserve wakes the heartbeat) rather than at the
+// next heartbeat, and never issues beyond it.
+func testReserveOnDemand(t *testing.T, st Store) {
+	cfg := Config(workerid.ModeLeased)
+	cfg.LeaseTTL = 30 * time.Second // heartbeat every 10s: too late to help
+	cfg.ReserveChunk = 2 * time.Second
+	layout := uidcore.Layout{TimeBits: 39, WorkerBits: 16, SeqBits: 8, Epoch: uidcore.DefaultEpoch}
+	lease := asLease(t, claim(t, st.New(t, cfg, st.Addr), layout))
+	defer release(t, lease)
+	initial := until(t, lease)
+	gen, err := uidcore.NewCached(uidcore.CachedOptions{Layout: layout, Claim: lease, BoostPower: -1, TakeWait: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gen.Close()
+	// Eight seconds' worth of IDs at once: the generator borrows seconds
+	// beyond the first reservation.
+	ids := make([]uint64, 8*(layout.MaxSequence()+1))
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	defer cancel()
+	begin := time.Now()
+	n, err := gen.NextN(ctx, ids)
+	took := time.Since(begin)
+	if err != nil {
+		t.Fatalf("NextN: %d of %d IDs, then %v", n, len(ids), err)
+	}
+	if took > 5*time.Second {
+		t.Errorf("%d IDs took %s: the reservation waited for the heartbeat", n, took)
+	}
+	reserved := until(t, lease)
+	if reserved <= initial {
+		t.Fatalf("reservation %d did not grow from %d", reserved, initial)
+	}
+	seen := make(map[uint64]bool, n)
+	for _, id := range ids {
+		p, _ := layout.Parse(id)
+		if p.Time.Unix() > reserved {
+			t.Fatalf("ID %d for second %d beyond the reservation %d", id, p.Time.Unix(), reserved)
+		}
+		if seen[id] {
+			t.Fatalf("ID %d issued twice", id)
+		}
+		seen[id] = true
+	}
+	t.Logf("%d IDs in %s; reservation %d -> %d", n, took.Round(time.Millisecond), initial, reserved)
+}
