@@ -41,6 +41,7 @@ type Client struct {
 	nc                             *nats.Conn
 	opts                           ClientOptions
 	subjNext, subjBatch, subjParse string
+	otel                           clientTelemetry
 }
 
 // NewClient returns a client that sends requests on nc.
@@ -63,6 +64,7 @@ func NewClient(nc *nats.Conn, opts ClientOptions) *Client {
 		subjNext:  Subject(opts.SubjectPrefix, EndpointNext),
 		subjBatch: Subject(opts.SubjectPrefix, EndpointBatch),
 		subjParse: Subject(opts.SubjectPrefix, EndpointParse),
+		otel:      newClientTelemetry(),
 	}
 }
 
@@ -74,7 +76,7 @@ func (c *Client) Next(ctx context.Context) (uint64, error) {
 	}
 	id, err := strconv.ParseUint(string(reply.Data), 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("natsio: %s: reply %q is not a decimal ID", c.subjNext, truncate(string(reply.Data), 40))
+		return 0, fmt.Errorf("natsio: %s: reply %q is not a decimal ID", c.subjNext, shorten(string(reply.Data), 40))
 	}
 	return id, nil
 }
@@ -129,14 +131,16 @@ func decodeParts(data []byte) (uidcore.Parts, error) {
 	p.WorkerID, errs[2] = strconv.ParseUint(j.WorkerID, 10, 64)
 	p.Sequence, errs[3] = strconv.ParseUint(j.Sequence, 10, 64)
 	if err := errors.Join(errs[:]...); err != nil {
-		return uidcore.Parts{}, fmt.Errorf("natsio: parse reply %s: %w", truncate(string(data), 120), err)
+		return uidcore.Parts{}, fmt.Errorf("natsio: parse reply %s: %w", shorten(string(data), 120), err)
 	}
 	return p, nil
 }
 
 // request sends msg until a dispenser answers it, the error is final, or
-// ctx is done.
-func (c *Client) request(ctx context.Context, msg *nats.Msg) (*nats.Msg, error) {
+// ctx is done. One client span covers all attempts.
+func (c *Client) request(ctx context.Context, msg *nats.Msg) (_ *nats.Msg, err error) {
+	ctx, span := c.otel.start(ctx, msg)
+	defer func() { c.otel.end(span, err) }()
 	backoff := c.opts.MinBackoff
 	var last error
 	for attempt := 1; ; attempt++ {

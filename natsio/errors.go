@@ -90,7 +90,7 @@ func headerSafe(s string) string {
 	if strings.ContainsAny(s, "\r\n") {
 		s = strings.NewReplacer("\r", " ", "\n", " ").Replace(s)
 	}
-	return truncate(s, maxLen)
+	return shorten(s, maxLen)
 }
 
 // serviceErrorFromHeaders returns the error reply in a message's headers,

@@ -187,15 +187,15 @@ func DecodeDecimalIDs(dst []uint64, data []byte) ([]uint64, error) {
 	for line := range strings.SplitSeq(s, "\n") {
 		id, err := strconv.ParseUint(strings.TrimSpace(line), 10, 64)
 		if err != nil {
-			return dst, fmt.Errorf("natsio: batch reply line %q is not a decimal ID", truncate(line, 40))
+			return dst, fmt.Errorf("natsio: batch reply line %q is not a decimal ID", shorten(line, 40))
 		}
 		dst = append(dst, id)
 	}
 	return dst, nil
 }
 
-// truncate shortens s to at most n bytes for quoting in messages.
-func truncate(s string, n int) string {
+// shorten cuts s to at most n bytes for quoting in messages.
+func shorten(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

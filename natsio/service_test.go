@@ -175,7 +175,7 @@ func errorReply(t *testing.T, nc *Conn, msg *nats.Msg) (string, string) {
 	t.Helper()
 	reply, err := nc.RequestMsg(msg, 5*time.Second)
 	if err != nil {
-		t.Fatalf("%s %q: %v", msg.Subject, truncate(string(msg.Data), 20), err)
+		t.Fatalf("%s %q: %v", msg.Subject, shorten(string(msg.Data), 20), err)
 	}
 	return reply.Header.Get(micro.ErrorCodeHeader), reply.Header.Get(micro.ErrorHeader)
 }
@@ -209,7 +209,7 @@ func TestBadInputGets400AndServiceKeepsServing(t *testing.T) {
 	} {
 		code, desc := errorReply(t, nc, &nats.Msg{Subject: tc.subject, Data: tc.body, Header: tc.header})
 		if code != "400" || !strings.Contains(desc, tc.want) {
-			t.Errorf("%s %q: got %s %q, want 400 containing %q", tc.subject, truncate(string(tc.body), 20), code, desc, tc.want)
+			t.Errorf("%s %q: got %s %q, want 400 containing %q", tc.subject, shorten(string(tc.body), 20), code, desc, tc.want)
 		}
 		reply, err := nc.Request("uid.next", nil, 2*time.Second)
 		if err != nil || reply.Header.Get(micro.ErrorCodeHeader) != "" {
