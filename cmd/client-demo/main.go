@@ -1,0 +1,356 @@
+// Command client-demo asks uid-dispenser instances for IDs over NATS.
+//
+// Without flags it connects (NATS_URL, default nats://127.0.0.1:4222),
+// fetches a few IDs with uid.next and with uid.batch, and prints each with
+// its time, worker ID and sequence as the service parses them.
+//
+// With -load it runs -c concurrent clients for -d (or -n requests in all),
+// shows a progress bar, and prints requests and IDs per second, p50/p99
+// latency, and whether every ID received was distinct.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv))
+}
+
+type options struct {
+	url      string
+	prefix   string
+	show     int
+	load     bool
+	clients  int
+	duration time.Duration
+	requests int
+	batch    int
+	timeout  time.Duration
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	o := options{url: getenv("NATS_URL")}
+	if o.url == "" {
+		o.url = "nats://127.0.0.1:4222"
+	}
+	flags := flag.NewFlagSet("client-demo", flag.ContinueOnError)
+	flags.SetOutput(stderr)
+	flags.StringVar(&o.prefix, "prefix", natsio.DefaultSubjectPrefix, "subject prefix of the dispensers")
+	flags.IntVar(&o.show, "show", 3, "demo: how many IDs to fetch with next, and with one batch")
+	flags.BoolVar(&o.load, "load", false, "run the load mode")
+	flags.IntVar(&o.clients, "c", 8, "load: concurrent clients, each with its own connection")
+	flags.DurationVar(&o.duration, "d", 10*time.Second, "load: how long to run (unless -n is set)")
+	flags.IntVar(&o.requests, "n", 0, "load: total requests to send instead of running for -d")
+	flags.IntVar(&o.batch, "batch", 1, "load: IDs per request; 1 uses uid.next, more uses uid.batch (binary)")
+	flags.DurationVar(&o.timeout, "timeout", 5*time.Second, "deadline of each request, retries included")
+	flags.Usage = func() {
+		fmt.Fprintln(stderr, "usage: client-demo [flags]   (NATS_URL sets the server, default nats://127.0.0.1:4222)")
+		flags.PrintDefaults()
+	}
+	if err := flags.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return 0
+		}
+		return 2
+	}
+	if o.clients < 1 || o.batch < 1 || o.requests < 0 || o.show < 1 {
+		fmt.Fprintln(stderr, "client-demo: -c, -batch and -show must be at least 1, -n at least 0")
+		return 2
+	}
+	if o.load {
+		return runLoad(ctx, o, stdout, stderr)
+	}
+	return runDemo(ctx, o, stdout, stderr)
+}
+
+func connect(ctx context.Context, url string) (*natsio.Conn, error) {
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return natsio.Connect(cctx, natsio.ConnConfig{URL: url, Name: "client-demo"})
+}
+
+func runDemo(ctx context.Context, o options, stdout, stderr io.Writer) int {
+	conn, err := connect(ctx, o.url)
+	if err != nil {
+		fmt.Fprintln(stderr, "client-demo:", err)
+		return 1
+	}
+	defer conn.Close()
+	fmt.Fprintf(stdout, "connected to %s\n", conn.RedactedURL())
+	client := natsio.NewClient(conn.Conn, natsio.ClientOptions{SubjectPrefix: o.prefix})
+	call := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, o.timeout) }
+
+	fmt.Fprintf(stdout, "\n%s (one ID per request):\n", natsio.Subject(o.prefix, natsio.EndpointNext))
+	var ids []uint64
+	for range o.show {
+		c, cancel := call()
+		id, err := client.Next(c)
+		cancel()
+		if err != nil {
+			fmt.Fprintln(stderr, "client-demo:", err)
+			return 1
+		}
+		ids = append(ids, id)
+	}
+	if !printParsed(ctx, o, client, ids, stdout, stderr) {
+		return 1
+	}
+
+	fmt.Fprintf(stdout, "\n%s %d (binary):\n", natsio.Subject(o.prefix, natsio.EndpointBatch), o.show)
+	c, cancel := call()
+	ids, err = client.Batch(c, o.show)
+	cancel()
+	if err != nil {
+		fmt.Fprintln(stderr, "client-demo:", err)
+		return 1
+	}
+	if !printParsed(ctx, o, client, ids, stdout, stderr) {
+		return 1
+	}
+	return 0
+}
+
+// printParsed prints each ID with its fields as the service parses them.
+func printParsed(ctx context.Context, o options, client *natsio.Client, ids []uint64, stdout, stderr io.Writer) bool {
+	for _, id := range ids {
+		c, cancel := context.WithTimeout(ctx, o.timeout)
+		p, err := client.Parse(c, id)
+		cancel()
+		if err != nil {
+			fmt.Fprintln(stderr, "client-demo:", err)
+			return false
+		}
+		fmt.Fprintf(stdout, "  %-20d time %s  worker %-5d sequence %d\n", id, p.Time.Format(time.DateTime+"Z"), p.WorkerID, p.Sequence)
+	}
+	return true
+}
+
+// worker is one load client's tally.
+type worker struct {
+	ids       []uint64
+	latencies []time.Duration
+	errors    int
+	lastErr   error
+}
+
+func runLoad(ctx context.Context, o options, stdout, stderr io.Writer) int {
+	conns := make([]*natsio.Conn, o.clients)
+	for i := range conns {
+		conn, err := connect(ctx, o.url)
+		if err != nil {
+			fmt.Fprintln(stderr, "client-demo:", err)
+			return 1
+		}
+		defer conn.Close()
+		conns[i] = conn
+	}
+	mode := fmt.Sprintf("%s (1 ID per request)", natsio.Subject(o.prefix, natsio.EndpointNext))
+	if o.batch > 1 {
+		mode = fmt.Sprintf("%s (%d IDs per request, binary)", natsio.Subject(o.prefix, natsio.EndpointBatch), o.batch)
+	}
+	limit := fmt.Sprintf("for %s", o.duration)
+	if o.requests > 0 {
+		limit = fmt.Sprintf("for %d requests", o.requests)
+	}
+	fmt.Fprintf(stdout, "load: clients %d, server %s, %s %s\n", o.clients, conns[0].RedactedURL(), mode, limit)
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if o.requests == 0 {
+		runCtx, cancel = context.WithTimeout(ctx, o.duration)
+		defer cancel()
+	}
+	var sent, received atomic.Int64 // requests started, IDs received
+	workers := make([]*worker, o.clients)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range workers {
+		w := &worker{}
+		workers[i] = w
+		client := natsio.NewClient(conns[i].Conn, natsio.ClientOptions{SubjectPrefix: o.prefix})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for runCtx.Err() == nil {
+				if o.requests > 0 && sent.Add(1) > int64(o.requests) {
+					return
+				}
+				c, cancel := context.WithTimeout(runCtx, o.timeout)
+				t0 := time.Now()
+				var err error
+				if o.batch == 1 {
+					var id uint64
+					if id, err = client.Next(c); err == nil {
+						w.ids = append(w.ids, id)
+					}
+				} else {
+					w.ids, err = client.AppendBatch(c, w.ids, o.batch)
+				}
+				cancel()
+				if err != nil {
+					if runCtx.Err() != nil {
+						return // the run ended under the request: not a failure
+					}
+					w.errors++
+					w.lastErr = err
+					continue
+				}
+				w.latencies = append(w.latencies, time.Since(t0))
+				received.Add(int64(o.batch))
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	progress(o, start, &received, done, stderr)
+	elapsed := time.Since(start)
+	return report(o, workers, elapsed, stdout)
+}
+
+// progress draws a progress bar on stderr until done.
+func progress(o options, start time.Time, received *atomic.Int64, done <-chan struct{}, stderr io.Writer) {
+	tty := false
+	if f, ok := stderr.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			tty = true
+		}
+	}
+	interval := time.Second
+	if tty {
+		interval = 200 * time.Millisecond
+	}
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	draw := func(final bool) {
+		elapsed := time.Since(start)
+		frac := float64(elapsed) / float64(o.duration)
+		if o.requests > 0 {
+			frac = float64(received.Load()) / float64(o.batch) / float64(o.requests)
+		}
+		if final {
+			frac = 1
+		}
+		frac = min(max(frac, 0), 1)
+		const width = 30
+		bar := strings.Repeat("=", int(frac*width)) + strings.Repeat(" ", width-int(frac*width))
+		ids := received.Load()
+		line := fmt.Sprintf("[%s] %3.0f%% %6.1fs  %s IDs  %s IDs/s", bar, frac*100, elapsed.Seconds(), group(ids), group(int64(float64(ids)/elapsed.Seconds())))
+		if tty {
+			fmt.Fprintf(stderr, "\r%s", line)
+			if final {
+				fmt.Fprintln(stderr)
+			}
+		} else {
+			fmt.Fprintln(stderr, line)
+		}
+	}
+	for {
+		select {
+		case <-done:
+			draw(true)
+			return
+		case <-tick.C:
+			draw(false)
+		}
+	}
+}
+
+// report prints the totals and returns the exit code: 1 on any error or
+// duplicate.
+func report(o options, workers []*worker, elapsed time.Duration, stdout io.Writer) int {
+	var ids []uint64
+	var lat []time.Duration
+	errors := 0
+	var lastErr error
+	for _, w := range workers {
+		ids = append(ids, w.ids...)
+		lat = append(lat, w.latencies...)
+		errors += w.errors
+		if w.lastErr != nil {
+			lastErr = w.lastErr
+		}
+	}
+	secs := elapsed.Seconds()
+	fmt.Fprintf(stdout, "requests    %s ok in %.2fs: %s req/s\n", group(int64(len(lat))), secs, group(int64(float64(len(lat))/secs)))
+	fmt.Fprintf(stdout, "IDs         %s: %s IDs/s\n", group(int64(len(ids))), group(int64(float64(len(ids))/secs)))
+	if len(lat) > 0 {
+		slices.Sort(lat)
+		fmt.Fprintf(stdout, "latency     p50 %s  p99 %s  max %s\n", roundUs(percentile(lat, 50)), roundUs(percentile(lat, 99)), roundUs(lat[len(lat)-1]))
+	}
+	fmt.Fprintf(stdout, "errors      %d\n", errors)
+	if lastErr != nil {
+		fmt.Fprintf(stdout, "last error  %v\n", lastErr)
+	}
+	slices.Sort(ids)
+	dups := 0
+	for i := 1; i < len(ids); i++ {
+		if ids[i] == ids[i-1] {
+			dups++
+		}
+	}
+	if dups == 0 {
+		fmt.Fprintf(stdout, "unique      all %s IDs distinct\n", group(int64(len(ids))))
+	} else {
+		fmt.Fprintf(stdout, "unique      %d DUPLICATES among %s IDs\n", dups, group(int64(len(ids))))
+	}
+	// Worker IDs under the default layout; a fleet on another layout
+	// shows other numbers here but the same distinctness check above.
+	perWorker := map[uint64]int{}
+	for _, id := range ids {
+		if p, err := uidcore.DefaultLayout().Parse(id); err == nil {
+			perWorker[p.WorkerID]++
+		}
+	}
+	if len(perWorker) <= 16 {
+		var parts []string
+		for _, k := range slices.Sorted(maps.Keys(perWorker)) {
+			parts = append(parts, fmt.Sprintf("%d: %s", k, group(int64(perWorker[k]))))
+		}
+		fmt.Fprintf(stdout, "per worker  %s (default layout)\n", strings.Join(parts, "  "))
+	}
+	if errors > 0 || dups > 0 {
+		return 1
+	}
+	return 0
+}
+
+func roundUs(d time.Duration) time.Duration { return d.Round(time.Microsecond) }
+
+func percentile(sorted []time.Duration, p int) time.Duration {
+	i := (len(sorted)*p + 99) / 100
+	return sorted[min(max(i-1, 0), len(sorted)-1)]
+}
+
+// group writes n with thousands separators.
+func group(n int64) string {
+	s := fmt.Sprint(n)
+	if n < 0 {
+		return s
+	}
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}

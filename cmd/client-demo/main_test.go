@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// serve runs one dispenser service (worker 5) on a fresh embedded server
+// and returns the server's URL.
+func serve(t *testing.T) string {
+	t.Helper()
+	url := testenv.NATS(t, nil).ClientURL()
+	conn, err := natsio.Connect(context.Background(), natsio.ConnConfig{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen, err := uidcore.NewCached(uidcore.CachedOptions{Claim: uidcore.StaticClaim{ID: 5}, TakeWait: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := natsio.NewService(conn.Conn, gen, natsio.ServiceConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		svc.Stop()
+		conn.Close()
+		gen.Close()
+	})
+	return url
+}
+
+func runWith(t *testing.T, url string, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	env := func(k string) string {
+		if k == "NATS_URL" {
+			return url
+		}
+		return ""
+	}
+	code := run(context.Background(), args, &stdout, &stderr, env)
+	return code, stdout.String(), stderr.String()
+}
+
+func TestDemoPrintsParsedIDs(t *testing.T) {
+	url := serve(t)
+	code, out, errOut := runWith(t, url, "-show", "4")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	lines := regexp.MustCompile(`(?m)^  (\d+) +time (\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ)  worker 5 +sequence (\d+)$`).FindAllStringSubmatch(out, -1)
+	if len(lines) != 8 {
+		t.Fatalf("want 8 parsed IDs (4 next, 4 batch), got %d:\n%s", len(lines), out)
+	}
+	seen := map[string]bool{}
+	for _, l := range lines {
+		if seen[l[1]] {
+			t.Fatalf("ID %s printed twice:\n%s", l[1], out)
+		}
+		seen[l[1]] = true
+		ts, err := time.Parse(time.DateTime+"Z", l[2])
+		if err != nil || time.Since(ts) > time.Minute || time.Until(ts) > time.Minute {
+			t.Fatalf("time %s is not now: %v", l[2], err)
+		}
+	}
+	if !strings.Contains(out, "uid.next") || !strings.Contains(out, "uid.batch 4 (binary)") {
+		t.Fatalf("headings missing:\n%s", out)
+	}
+}
+
+func TestLoadModeCountsAndChecksUniqueness(t *testing.T) {
+	url := serve(t)
+	for _, tc := range []struct {
+		args []string
+		ids  string
+	}{
+		{[]string{"-load", "-c", "4", "-n", "300"}, "all 300 IDs distinct"},
+		{[]string{"-load", "-c", "3", "-n", "30", "-batch", "1000"}, "all 30,000 IDs distinct"},
+	} {
+		code, out, errOut := runWith(t, url, tc.args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d\n%s\n%s", tc.args, code, out, errOut)
+		}
+		for _, want := range []string{tc.ids, "errors      0", "latency     p50 ", " p99 ", "req/s", "IDs/s", "per worker  5: "} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%v: output lacks %q:\n%s", tc.args, want, out)
+			}
+		}
+		if !strings.Contains(errOut, "100%") {
+			t.Errorf("%v: no finished progress bar on stderr:\n%s", tc.args, errOut)
+		}
+	}
+	code, out, _ := runWith(t, url, "-load", "-c", "2", "-d", "300ms")
+	if code != 0 || !strings.Contains(out, "distinct") {
+		t.Fatalf("duration mode: exit %d\n%s", code, out)
+	}
+}
+
+func TestUnreachableServerExits1(t *testing.T) {
+	code, _, errOut := runWith(t, "nats://127.0.0.1:1")
+	if code != 1 || !strings.Contains(errOut, "127.0.0.1:1") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+}
