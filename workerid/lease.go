@@ -491,7 +491,8 @@ func RetryStore(ctx context.Context, within time.Duration, log *slog.Logger, wha
 	deadline := start.Add(within)
 	delay := 50 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		opCtx, cancel := context.WithTimeout(ctx, max(time.Until(deadline), 2*time.Second))
+		// A hung attempt must not use up the whole deadline.
+		opCtx, cancel := context.WithTimeout(ctx, max(min(time.Until(deadline), 10*time.Second), 2*time.Second))
 		err := op(opCtx)
 		cancel()
 		if err == nil {

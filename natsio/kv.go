@@ -1,0 +1,349 @@
+package natsio
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
+	"github.com/uid-dispenser/uid-dispenser/workerid"
+)
+
+// Keys of the worker-ID bucket.
+const (
+	kvCounterKey  = "disposable.last"  // disposable: the last worker ID handed out
+	kvNodePrefix  = "disposable.node." // disposable: who got each worker ID (like WORKER_NODE rows)
+	kvLeasePrefix = "lease."           // leased: one key per worker ID
+)
+
+// KVAssigner hands out worker IDs from a JetStream key-value bucket, in
+// the same two modes as workerid's MySQL assigner: disposable (a
+// compare-and-set counter) or leased (one key per worker ID holding owner
+// token, expiry and reserved second, written only with revision checks).
+// It implements uidcore.Assigner; leased claims are *workerid.Lease.
+//
+// It needs only what nats-server 2.9 offers: no per-key TTL. Lease expiry
+// is a unix-millisecond time in the key's value written from the owner's
+// clock and compared with the claimer's clock, so the instances' clocks
+// must agree to well within the lease TTL. If they do not, a worker ID may
+// be taken over while its owner still renews it: the owner then learns it
+// lost the worker ID (its next renewal fails the revision check) and the
+// new owner starts after the old reservation, so IDs stay unique; only
+// availability suffers.
+type KVAssigner struct {
+	kv        jetstream.KeyValue
+	cfg       workerid.Config
+	host      workerid.Host
+	log       *slog.Logger
+	storeName string
+	leases    *workerid.LeaseAssigner // leased mode
+}
+
+// NewKVAssigner opens (creating when missing) the bucket cfg.WorkerKVBucket
+// on nc, retrying up to cfg.StoreStartupDeadline while JetStream does not
+// answer. A bucket made beforehand (for example with more replicas) is
+// used as it is. Only the worker-ID fields of cfg matter; MySQLDSN is
+// ignored.
+func NewKVAssigner(ctx context.Context, nc *nats.Conn, cfg workerid.Config, logger *slog.Logger) (*KVAssigner, error) {
+	cfg.MySQLDSN = ""
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	host, err := workerid.DetectHost()
+	if err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("natsio: worker-ID bucket: %w", err)
+	}
+	a := &KVAssigner{cfg: cfg, host: host, log: logger,
+		storeName: fmt.Sprintf("NATS KV bucket %s at %s", cfg.WorkerKVBucket, RedactURL(nc.ConnectedUrlRedacted()))}
+	err = workerid.RetryStore(ctx, cfg.StoreStartupDeadline, logger, "open "+a.storeName, func(ctx context.Context) error {
+		kv, err := openBucket(ctx, js, cfg.WorkerKVBucket)
+		if errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
+			return workerid.Permanent(err)
+		}
+		if errors.Is(err, nats.ErrNoResponders) {
+			// Retried: JetStream may still be starting or electing a leader.
+			return fmt.Errorf("no JetStream on the server (nobody answers its API): %w", err)
+		}
+		a.kv = kv
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("natsio: %s: %w", a.storeName, err)
+	}
+	if cfg.WorkerMode == workerid.ModeLeased {
+		store := &kvLeaseStore{kv: a.kv, log: logger}
+		a.leases, err = workerid.NewLeaseAssigner(store, workerid.LeaseOptionsFrom(cfg, host, logger, a.storeName))
+		if err != nil {
+			return nil, err
+		}
+	}
+	logger.Info("natsio: KV worker-ID store ready", "store", a.storeName, "mode", cfg.WorkerMode)
+	return a, nil
+}
+
+func openBucket(ctx context.Context, js jetstream.JetStream, bucket string) (jetstream.KeyValue, error) {
+	kv, err := js.KeyValue(ctx, bucket)
+	if !errors.Is(err, jetstream.ErrBucketNotFound) {
+		return kv, err
+	}
+	kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      bucket,
+		Description: "uid-dispenser worker IDs",
+		History:     1,
+		Storage:     jetstream.FileStorage,
+	})
+	if errors.Is(err, jetstream.ErrBucketExists) { // created by another instance meanwhile
+		return js.KeyValue(ctx, bucket)
+	}
+	return kv, err
+}
+
+// Claim implements uidcore.Assigner. Leased mode returns a
+// *workerid.Lease; disposable mode takes the next value of the counter, or
+// fails with workerid.ErrWorkerIDsExhausted beyond the layout's range
+// (without consuming it).
+func (a *KVAssigner) Claim(ctx context.Context, layout uidcore.Layout) (uidcore.Claim, error) {
+	if a.leases != nil {
+		return a.leases.Claim(ctx, layout)
+	}
+	if err := layout.Validate(); err != nil {
+		return nil, err
+	}
+	var id uint64
+	err := workerid.RetryStore(ctx, a.cfg.StoreStartupDeadline, a.log, "take a disposable worker ID from "+a.storeName, func(ctx context.Context) error {
+		var err error
+		id, err = a.nextDisposable(ctx, layout)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	claim, err := workerid.DisposableClaim(id, layout, a.storeName)
+	if err != nil {
+		return nil, err
+	}
+	// For operators, like a WORKER_NODE row; the counter alone decides.
+	node, _ := json.Marshal(kvNode{Host: a.host.Name, Port: a.host.Port, Type: int(a.host.Type), LaunchedMs: time.Now().UnixMilli()})
+	if _, err := a.kv.Put(ctx, kvNodePrefix+strconv.FormatUint(id, 10), node); err != nil {
+		a.log.Warn("natsio: could not record the host of a disposable worker ID", "worker_id", id, "error", err)
+	}
+	a.log.Info("natsio: disposable worker ID", "worker_id", id, "store", a.storeName)
+	return claim, nil
+}
+
+// kvNode is the value of a disposable.node.<id> key.
+type kvNode struct {
+	Host       string `json:"host"`
+	Port       string `json:"port"`
+	Type       int    `json:"type"`
+	LaunchedMs int64  `json:"launched_ms"`
+}
+
+// nextDisposable advances the counter with compare-and-set, retrying lost
+// races. A worker ID beyond the layout is returned without being taken,
+// for DisposableClaim to refuse.
+func (a *KVAssigner) nextDisposable(ctx context.Context, layout uidcore.Layout) (uint64, error) {
+	for {
+		var next uint64
+		e, err := a.kv.Get(ctx, kvCounterKey)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+			_, err = a.kv.Create(ctx, kvCounterKey, []byte("0"))
+		case err != nil:
+			return 0, err
+		default:
+			last, perr := strconv.ParseUint(string(e.Value()), 10, 64)
+			if perr != nil {
+				return 0, workerid.Permanent(fmt.Errorf("natsio: key %s of %s holds %q, not a worker ID: fix or remove it", kvCounterKey, a.storeName, kvExcerpt(e.Value())))
+			}
+			next = last + 1
+			if next > layout.MaxWorkerID() {
+				return next, nil
+			}
+			_, err = a.kv.Update(ctx, kvCounterKey, []byte(strconv.FormatUint(next, 10)), e.Revision())
+		}
+		if lostRace(err) {
+			continue
+		}
+		return next, err
+	}
+}
+
+// lostRace: a revision check failed because another writer came first.
+func lostRace(err error) bool {
+	return errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch)
+}
+
+// kvExcerpt is the start of a bad value, for an error message.
+func kvExcerpt(b []byte) string {
+	if len(b) > 32 {
+		return string(b[:32]) + "..."
+	}
+	return string(b)
+}
+
+// kvLease is the value of a lease.<id> key.
+type kvLease struct {
+	Owner     string `json:"owner"`      // token of the owning claim; "" when released
+	ExpiresMs int64  `json:"expires_ms"` // unix ms, from the owner's clock; free after it
+	Reserved  int64  `json:"reserved"`   // last unix second reserved for IDs; only grows
+	Host      string `json:"host"`
+	Port      string `json:"port"`
+	Type      int    `json:"type"`
+	UpdatedMs int64  `json:"updated_ms"`
+}
+
+// errBadLease: a lease key's value is not a lease this package wrote.
+var errBadLease = errors.New("natsio: malformed worker lease")
+
+func decodeKVLease(b []byte) (kvLease, error) {
+	var l kvLease
+	if err := json.Unmarshal(b, &l); err != nil {
+		return kvLease{}, fmt.Errorf("%w: %w", errBadLease, err)
+	}
+	// updated_ms is set on every write of this package: its absence means
+	// someone else wrote the key, and its reserved second cannot be trusted.
+	if l.Reserved < 0 || l.ExpiresMs < 0 || l.UpdatedMs <= 0 || len(l.Owner) > 64 {
+		return kvLease{}, fmt.Errorf("%w: reserved %d, expires %d, updated %d, owner of %d bytes", errBadLease, l.Reserved, l.ExpiresMs, l.UpdatedMs, len(l.Owner))
+	}
+	return l, nil
+}
+
+func (l kvLease) encode() []byte {
+	b, _ := json.Marshal(l) // strings and integers only: cannot fail
+	return b
+}
+
+func leaseKey(id uint64) string { return kvLeasePrefix + strconv.FormatUint(id, 10) }
+
+// kvLeaseStore is workerid.LeaseStore on the bucket.
+type kvLeaseStore struct {
+	kv  jetstream.KeyValue
+	log *slog.Logger
+}
+
+// Acquire implements workerid.LeaseStore: it reads all lease keys once,
+// then tries the worker IDs from 0 up: a missing key with Create, a
+// released or expired lease with Update at the revision it read. A failed
+// revision check means another claimer won that worker ID: it moves on.
+// A malformed lease is skipped, never overwritten (its reserved second is
+// unknown).
+func (s *kvLeaseStore) Acquire(ctx context.Context, req workerid.LeaseRequest) (workerid.Grant, error) {
+	leases, err := s.snapshot(ctx)
+	if err != nil {
+		return workerid.Grant{}, err
+	}
+	for id := uint64(0); id <= req.MaxWorkerID; id++ {
+		now := time.Now()
+		rec := kvLease{Owner: req.Token, ExpiresMs: now.Add(req.TTL).UnixMilli(), Host: req.Host.Name,
+			Port: req.Host.Port, Type: int(req.Host.Type), UpdatedMs: now.UnixMilli()}
+		e, ok := leases[id]
+		if !ok {
+			_, err = s.kv.Create(ctx, leaseKey(id), rec.encode())
+		} else {
+			prev, derr := decodeKVLease(e.Value())
+			if derr != nil {
+				s.log.Warn("natsio: skipping a malformed worker lease", "key", e.Key(), "error", derr)
+				continue
+			}
+			if prev.Owner != "" && prev.ExpiresMs > now.UnixMilli() {
+				continue
+			}
+			rec.Reserved = prev.Reserved
+			_, err = s.kv.Update(ctx, leaseKey(id), rec.encode(), e.Revision())
+		}
+		if lostRace(err) {
+			continue
+		}
+		if err != nil {
+			return workerid.Grant{}, err
+		}
+		return workerid.Grant{WorkerID: id, Token: req.Token, PrevReserved: rec.Reserved}, nil
+	}
+	return workerid.Grant{}, fmt.Errorf("%w: every worker ID up to %d has a live lease", workerid.ErrWorkerIDsExhausted, req.MaxWorkerID)
+}
+
+// snapshot reads every lease key with its revision.
+func (s *kvLeaseStore) snapshot(ctx context.Context) (map[uint64]jetstream.KeyValueEntry, error) {
+	w, err := s.kv.Watch(ctx, kvLeasePrefix+"*", jetstream.IgnoreDeletes())
+	if err != nil {
+		return nil, err
+	}
+	defer w.Stop()
+	out := map[uint64]jetstream.KeyValueEntry{}
+	for {
+		select {
+		case e, ok := <-w.Updates():
+			if !ok {
+				return nil, errors.New("natsio: lease watcher closed")
+			}
+			if e == nil { // the initial values are all in
+				return out, nil
+			}
+			if id, err := strconv.ParseUint(strings.TrimPrefix(e.Key(), kvLeasePrefix), 10, 64); err == nil {
+				out[id] = e
+			}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// Renew implements workerid.LeaseStore.
+func (s *kvLeaseStore) Renew(ctx context.Context, workerID uint64, token string, ttl time.Duration, reserved int64) error {
+	return s.update(ctx, workerID, token, func(l *kvLease, now time.Time) {
+		l.ExpiresMs = now.Add(ttl).UnixMilli()
+		l.Reserved = max(l.Reserved, reserved)
+	})
+}
+
+// Release implements workerid.LeaseStore; the reserved second stays.
+func (s *kvLeaseStore) Release(ctx context.Context, workerID uint64, token string) error {
+	return s.update(ctx, workerID, token, func(l *kvLease, _ time.Time) {
+		l.Owner = ""
+		l.ExpiresMs = 0
+	})
+}
+
+// update changes token's lease with a revision check, re-reading when
+// another write came in between; a lease with another owner (or none)
+// is ErrLeaseTaken.
+func (s *kvLeaseStore) update(ctx context.Context, workerID uint64, token string, change func(*kvLease, time.Time)) error {
+	key := leaseKey(workerID)
+	for {
+		e, err := s.kv.Get(ctx, key)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return fmt.Errorf("%w: key %s is gone", workerid.ErrLeaseTaken, key)
+		}
+		if err != nil {
+			return err
+		}
+		l, err := decodeKVLease(e.Value())
+		if err != nil || l.Owner != token {
+			return fmt.Errorf("%w: worker ID %d", workerid.ErrLeaseTaken, workerID)
+		}
+		now := time.Now()
+		change(&l, now)
+		l.UpdatedMs = now.UnixMilli()
+		_, err = s.kv.Update(ctx, key, l.encode(), e.Revision())
+		if lostRace(err) {
+			continue // the next Get says whether it is still ours
+		}
+		return err
+	}
+}

@@ -1,0 +1,222 @@
+package natsio_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
+	"github.com/uid-dispenser/uid-dispenser/workerid"
+	"github.com/uid-dispenser/uid-dispenser/workerid/workeridtest"
+)
+
+func kvQuietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// kvConnect connects to addr, reconnecting quickly and for ever so that the
+// outage tests see the store come back promptly.
+func kvConnect(t testing.TB, addr string) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect("nats://"+addr, nats.ReconnectWait(50*time.Millisecond), nats.MaxReconnects(-1),
+		nats.NoCallbacksAfterClientClose())
+	if err != nil {
+		t.Fatalf("connect %s: %v", addr, err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+func newKVAssigner(t testing.TB, cfg workerid.Config, addr string) *natsio.KVAssigner {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	a, err := natsio.NewKVAssigner(ctx, kvConnect(t, addr), cfg, kvQuietLogger())
+	if err != nil {
+		t.Fatalf("NewKVAssigner: %v", err)
+	}
+	return a
+}
+
+// kvStore is a fresh store: its own bucket on the server at addr.
+func kvStore(addr, bucket string) workeridtest.Store {
+	return workeridtest.Store{
+		Addr: addr,
+		New: func(t testing.TB, cfg workerid.Config, via string) uidcore.Assigner {
+			cfg.WorkerKVBucket = bucket
+			return newKVAssigner(t, cfg, via)
+		},
+	}
+}
+
+func embeddedAddr(t *testing.T) string {
+	srv := testenv.NATS(t, nil)
+	return strings.TrimPrefix(srv.ClientURL(), "nats://")
+}
+
+// TestKVConformance runs the worker-ID suite on an embedded nats-server
+// 2.15, each test with a server of its own.
+func TestKVConformance(t *testing.T) {
+	workeridtest.Run(t, func(t *testing.T) workeridtest.Store {
+		return kvStore(embeddedAddr(t), "uid_workers")
+	})
+}
+
+// TestKVConformanceNATS29 runs it on the machine's nats-server (2.9, no
+// per-key TTL), each test in a bucket of its own, deleted afterwards.
+// Skipped when no JetStream server listens on 127.0.0.1:4222.
+func TestKVConformanceNATS29(t *testing.T) {
+	const addr = "127.0.0.1:4222"
+	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		t.Skipf("no nats-server on %s: %v", addr, err)
+	}
+	conn.Close()
+	nc := kvConnect(t, addr)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := js.AccountInfo(ctx); err != nil {
+		t.Skipf("nats-server on %s has no JetStream: %v", addr, err)
+	}
+	t.Logf("nats-server %s on %s", nc.ConnectedServerVersion(), addr)
+	workeridtest.Run(t, func(t *testing.T) workeridtest.Store {
+		b := make([]byte, 6)
+		_, _ = rand.Read(b)
+		bucket := "uid_test_" + hex.EncodeToString(b)
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := js.DeleteKeyValue(ctx, bucket); err != nil {
+				t.Errorf("delete bucket %s: %v", bucket, err)
+			}
+		})
+		return kvStore(addr, bucket)
+	})
+}
+
+// kvBucket opens the bucket of the tests directly.
+func kvBucket(t *testing.T, addr, bucket string) jetstream.KeyValue {
+	js, err := jetstream.New(kvConnect(t, addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(context.Background(), bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kv
+}
+
+// TestKVMalformedLeaseSkipped: a lease key holding something else is
+// never taken over (its reserved second is unknown); the claim moves on.
+// An owner whose key was overwritten has lost its worker ID for good.
+func TestKVMalformedLeaseSkipped(t *testing.T) {
+	addr := embeddedAddr(t)
+	cfg := workeridtest.Config(workerid.ModeLeased)
+	a := newKVAssigner(t, cfg, addr)
+	first, err := a.Claim(context.Background(), uidcore.DefaultLayout())
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv := kvBucket(t, addr, cfg.WorkerKVBucket)
+	if _, err := kv.Put(context.Background(), "lease.0", []byte("not a lease")); err != nil {
+		t.Fatal(err)
+	}
+	lease := first.(*workerid.Lease)
+	select {
+	case <-lease.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("owner of an overwritten lease did not notice within 5s")
+	}
+	if !errors.Is(lease.Err(), workerid.ErrLeaseTaken) {
+		t.Errorf("Err = %v, want ErrLeaseTaken", lease.Err())
+	}
+	second, err := a.Claim(context.Background(), uidcore.DefaultLayout())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.WorkerID() != 1 {
+		t.Errorf("claim took worker ID %d, want 1 (0 is malformed)", second.WorkerID())
+	}
+	for _, c := range []uidcore.Claim{first, second} {
+		if err := c.Release(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// TestKVDisposableCounter: the counter's host records are written, and a
+// counter that holds garbage is a clear error, not a guess.
+func TestKVDisposableCounter(t *testing.T) {
+	addr := embeddedAddr(t)
+	cfg := workeridtest.Config(workerid.ModeDisposable)
+	a := newKVAssigner(t, cfg, addr)
+	c, err := a.Claim(context.Background(), uidcore.DefaultLayout())
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv := kvBucket(t, addr, cfg.WorkerKVBucket)
+	node, err := kv.Get(context.Background(), "disposable.node.0")
+	if err != nil || c.WorkerID() != 0 || !strings.Contains(string(node.Value()), `"host"`) {
+		t.Fatalf("worker ID %d, node record %v", c.WorkerID(), err)
+	}
+	if _, err := kv.Put(context.Background(), "disposable.last", []byte("seven")); err != nil {
+		t.Fatal(err)
+	}
+	_, err = a.Claim(context.Background(), uidcore.DefaultLayout())
+	if err == nil || !strings.Contains(err.Error(), "disposable.last") {
+		t.Fatalf("claim on a garbage counter: %v", err)
+	}
+}
+
+func TestKVAssignerBadConfig(t *testing.T) {
+	addr := embeddedAddr(t)
+	cfg := workerid.DefaultConfig()
+	cfg.WorkerKVBucket = "bad bucket"
+	_, err := natsio.NewKVAssigner(context.Background(), kvConnect(t, addr), cfg, kvQuietLogger())
+	var ce *workerid.ConfigError
+	if !errors.As(err, &ce) || ce.Var != "DISPENSER_WORKER_KV_BUCKET" {
+		t.Fatalf("err = %v, want a ConfigError for DISPENSER_WORKER_KV_BUCKET", err)
+	}
+}
+
+// TestKVAssignerNoJetStream: a server without JetStream is retried up to
+// the start-up deadline (JetStream may be starting), then named as the
+// reason.
+func TestKVAssignerNoJetStream(t *testing.T) {
+	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+	if !srv.ReadyForConnections(5 * time.Second) {
+		t.Fatal("nats-server not ready")
+	}
+	cfg := workerid.DefaultConfig()
+	cfg.StoreStartupDeadline = time.Second
+	begin := time.Now()
+	_, err = natsio.NewKVAssigner(context.Background(), kvConnect(t, strings.TrimPrefix(srv.ClientURL(), "nats://")), cfg, kvQuietLogger())
+	if !errors.Is(err, workerid.ErrStoreUnavailable) || !strings.Contains(err.Error(), "no JetStream") {
+		t.Fatalf("err = %v, want ErrStoreUnavailable saying there is no JetStream", err)
+	}
+	if took := time.Since(begin); took < cfg.StoreStartupDeadline || took > cfg.StoreStartupDeadline+3*time.Second {
+		t.Errorf("gave up after %s, deadline %s", took, cfg.StoreStartupDeadline)
+	}
+	t.Log(err)
+}
