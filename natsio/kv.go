@@ -241,8 +241,8 @@ type kvLeaseStore struct {
 // then tries the worker IDs from 0 up: a missing key with Create, a
 // released or expired lease with Update at the revision it read. A failed
 // revision check means another claimer won that worker ID: it moves on.
-// A malformed lease is skipped, never overwritten (its reserved second is
-// unknown).
+// A malformed or deleted lease is skipped, never overwritten (its reserved
+// second is unknown).
 func (s *kvLeaseStore) Acquire(ctx context.Context, req workerid.LeaseRequest) (workerid.Grant, error) {
 	leases, err := s.snapshot(ctx)
 	if err != nil {
@@ -255,6 +255,11 @@ func (s *kvLeaseStore) Acquire(ctx context.Context, req workerid.LeaseRequest) (
 		e, ok := leases[id]
 		if !ok {
 			_, err = s.kv.Create(ctx, leaseKey(id), rec.encode())
+		} else if e.Operation() != jetstream.KeyValuePut {
+			// Deleted or purged by hand: the reserved second is gone, so
+			// the worker ID is not safe to reuse.
+			s.log.Warn("natsio: skipping a deleted worker lease: its reserved second is unknown", "key", e.Key())
+			continue
 		} else {
 			prev, derr := decodeKVLease(e.Value())
 			if derr != nil {
@@ -280,7 +285,7 @@ func (s *kvLeaseStore) Acquire(ctx context.Context, req workerid.LeaseRequest) (
 
 // snapshot reads every lease key with its revision.
 func (s *kvLeaseStore) snapshot(ctx context.Context) (map[uint64]jetstream.KeyValueEntry, error) {
-	w, err := s.kv.Watch(ctx, kvLeasePrefix+"*", jetstream.IgnoreDeletes())
+	w, err := s.kv.Watch(ctx, kvLeasePrefix+"*")
 	if err != nil {
 		return nil, err
 	}

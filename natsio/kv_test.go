@@ -122,8 +122,9 @@ func kvBucket(t *testing.T, addr, bucket string) jetstream.KeyValue {
 	return kv
 }
 
-// TestKVMalformedLeaseSkipped: a lease key holding something else is
-// never taken over (its reserved second is unknown); the claim moves on.
+// TestKVMalformedLeaseSkipped: a lease key holding something else, or
+// deleted, is never taken over (its reserved second is unknown); the claim
+// moves on.
 // An owner whose key was overwritten has lost its worker ID for good.
 func TestKVMalformedLeaseSkipped(t *testing.T) {
 	addr := embeddedAddr(t)
@@ -153,7 +154,21 @@ func TestKVMalformedLeaseSkipped(t *testing.T) {
 	if second.WorkerID() != 1 {
 		t.Errorf("claim took worker ID %d, want 1 (0 is malformed)", second.WorkerID())
 	}
-	for _, c := range []uidcore.Claim{first, second} {
+	// A lease deleted by hand lost its reserved second: not reused either.
+	if err := second.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := kv.Delete(context.Background(), "lease.1"); err != nil {
+		t.Fatal(err)
+	}
+	third, err := a.Claim(context.Background(), uidcore.DefaultLayout())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if third.WorkerID() != 2 {
+		t.Errorf("claim took worker ID %d, want 2 (0 is malformed, 1 deleted)", third.WorkerID())
+	}
+	for _, c := range []uidcore.Claim{first, second, third} {
 		if err := c.Release(context.Background()); err != nil {
 			t.Error(err)
 		}

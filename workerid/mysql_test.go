@@ -379,3 +379,76 @@ func TestMySQLLeaseRows(t *testing.T) {
 		t.Errorf("released row: owner %q live %v reserved %d (want %d kept)", owner, live, stored, reserved)
 	}
 }
+
+// TestMySQLLeastPrivileges: the grants the README lists are enough for
+// both modes once the tables exist.
+func TestMySQLLeastPrivileges(t *testing.T) {
+	dsn := testenv.MySQL(t)
+	root := openDB(t, dsn)
+	c, _ := mysql.ParseDSN(dsn)
+	user, password := c.DBName+"_u", "Least-priv-9"
+	for _, q := range []string{
+		"CREATE USER '" + user + "'@'%' IDENTIFIED BY '" + password + "'",
+		"CREATE USER '" + user + "'@'localhost' IDENTIFIED BY '" + password + "'",
+	} {
+		if _, err := root.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	t.Cleanup(func() {
+		root.Exec("DROP USER IF EXISTS '" + user + "'@'%'")
+		root.Exec("DROP USER IF EXISTS '" + user + "'@'localhost'")
+	})
+	// The tables, as an operator creates them from schema.sql.
+	ddl, err := os.ReadFile("schema.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	multi := c.Clone()
+	multi.MultiStatements = true
+	if _, err := openDB(t, multi.FormatDSN()).Exec(string(ddl)); err != nil {
+		t.Fatal(err)
+	}
+	for _, host := range []string{"%", "localhost"} {
+		for _, q := range []string{
+			"GRANT SELECT, INSERT, UPDATE ON " + c.DBName + ".WORKER_LEASE TO '" + user + "'@'" + host + "'",
+			"GRANT SELECT, INSERT ON " + c.DBName + ".WORKER_NODE TO '" + user + "'@'" + host + "'",
+		} {
+			if _, err := root.Exec(q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+	}
+	c.User, c.Passwd = user, password
+	for _, mode := range []workerid.Mode{workerid.ModeLeased, workerid.ModeDisposable} {
+		cfg := workerid.DefaultConfig()
+		cfg.MySQLDSN = c.FormatDSN()
+		cfg.WorkerMode = mode
+		cfg.CreateTables = false
+		a := newMySQLAssigner(t, cfg)
+		claim := claimOK(t, a, uidcore.DefaultLayout())
+		if l, ok := claim.(*workerid.Lease); ok {
+			// A renewal too: reserve well ahead.
+			u, _ := l.Until()
+			l.Reserve(u + 1)
+			waitUntil(t, 5*time.Second, func() bool { v, err := l.Until(); return err == nil && v > u })
+		}
+		release(t, claim)
+	}
+	// With CREATE_TABLES on, the missing privilege is a clear error.
+	cfg := workerid.DefaultConfig()
+	cfg.MySQLDSN = c.FormatDSN()
+	_, err = workerid.NewMySQLAssigner(context.Background(), cfg, testLogger())
+	if err == nil || !strings.Contains(err.Error(), "DISPENSER_CREATE_TABLES=false") || strings.Contains(err.Error(), password) {
+		t.Errorf("CREATE_TABLES without the privilege: %v", err)
+	}
+}
+
+func waitUntil(t testing.TB, limit time.Duration, cond func() bool) {
+	t.Helper()
+	for start := time.Now(); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Since(start) > limit {
+			t.Fatalf("condition not met within %s", limit)
+		}
+	}
+}
