@@ -1,0 +1,391 @@
+package natsio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
+)
+
+// BlockIDSource is where a BlockPublisher takes the IDs of its blocks:
+// *uidcore.CachedGenerator's batch take. It is an interface because the
+// dispenser replaces its generator when it claims a new worker ID (see
+// BlockPublisher.SetSource). NextN must return increasing IDs of one
+// worker; the IDs it has put in dst count as issued even with an error.
+type BlockIDSource interface {
+	NextN(ctx context.Context, dst []uint64) (int, error)
+	Layout() uidcore.Layout
+}
+
+// jsErrCodeStoreFailed is the JetStream API error a publish gets when the
+// stream refuses to store it; with the description "maximum messages
+// exceeded" it means a capped discard-new stream is full.
+const jsErrCodeStoreFailed jetstream.ErrorCode = 10077
+
+// publishWindow is how many blocks a publisher has in flight at once. It
+// also bounds what one top-up round can overshoot the cap by (those
+// blocks are refused and their IDs discarded) when several publishers see
+// the same shortfall.
+const publishWindow = 8
+
+// BlockPublisherStats count what a BlockPublisher did since it started.
+type BlockPublisherStats struct {
+	Published    uint64 // blocks stored in the stream (duplicates of a retry included)
+	Refused      uint64 // blocks the full stream refused (the normal stop signal)
+	Failed       uint64 // blocks given up after errors
+	IDsPublished uint64 // IDs in the published blocks
+	IDsDiscarded uint64 // IDs of refused and failed blocks: issued, never handed out
+	Depth        uint64 // blocks in the stream at the last check
+}
+
+// BlockPublisher keeps a block stream at its target depth with blocks of
+// IDs from a BlockIDSource: it checks the stream's depth, publishes as
+// many blocks as are missing, and checks again at once while consumers
+// drain it (every poll interval while it is full). A publish refused
+// because the stream is full ends the round quietly; the IDs of a refused
+// block are discarded, never published again under another message ID.
+// Blocks in the stream stay valid after the publisher stops: they are IDs
+// its claim issued, which a later claim on the same worker ID never
+// repeats.
+type BlockPublisher struct {
+	js     jetstream.JetStream
+	stream jetstream.Stream
+	cfg    BlocksConfig
+	log    *slog.Logger
+	source atomic.Pointer[blockIDSourceBox]
+	ids    []uint64 // the run goroutine's take buffer
+
+	published, refused, failed, idsPublished, idsDiscarded, depth atomic.Uint64
+
+	cancel   context.CancelFunc
+	done     chan struct{}
+	stopOnce sync.Once
+
+	// Owned by the run goroutine.
+	depthProblem, sourceProblem, publishProblem problemLog
+}
+
+type blockIDSourceBox struct{ src BlockIDSource }
+
+// NewBlockPublisher creates or updates the block stream (idempotent:
+// several dispensers may start at once) and starts topping it up from
+// src. cfg is used as given whether or not BlocksEnabled is set; zero
+// values take the defaults. Stop it before closing src.
+func NewBlockPublisher(ctx context.Context, nc *nats.Conn, src BlockIDSource, cfg BlocksConfig, log *slog.Logger) (*BlockPublisher, error) {
+	if src == nil {
+		return nil, errors.New("natsio: NewBlockPublisher: nil BlockIDSource")
+	}
+	enabled := cfg.BlocksEnabled
+	cfg.BlocksEnabled = true // validate as given
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.BlocksEnabled = enabled
+	// 8 bytes per ID plus room for the headers.
+	if need := int64(cfg.BlockSize)*8 + 1024; need > nc.MaxPayload() {
+		return nil, &BlocksConfigError{Var: BlocksEnvPrefix + "BLOCKS_BLOCK_SIZE",
+			Reason: fmt.Sprintf("a block of %d IDs needs %d bytes; the server allows %d", cfg.BlockSize, need, nc.MaxPayload())}
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	js, err := jetstream.New(nc,
+		jetstream.WithPublishAsyncMaxPending(2*publishWindow),
+		jetstream.WithPublishAsyncTimeout(5*time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("natsio: blocks: %w", err)
+	}
+	stream, err := ensureBlockStream(ctx, js, cfg.streamConfig())
+	if err != nil {
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	p := &BlockPublisher{
+		js:     js,
+		stream: stream,
+		cfg:    cfg,
+		log:    log.With("stream", cfg.BlocksStream),
+		ids:    make([]uint64, cfg.BlockSize),
+		cancel: cancel,
+		done:   make(chan struct{}),
+	}
+	p.depthProblem = problemLog{log: p.log, what: "blocks: stream depth check"}
+	p.sourceProblem = problemLog{log: p.log, what: "blocks: taking IDs"}
+	p.publishProblem = problemLog{log: p.log, what: "blocks: publish"}
+	p.source.Store(&blockIDSourceBox{src})
+	go p.run(runCtx)
+	return p, nil
+}
+
+// ensureBlockStream creates the stream or brings an existing one to cfg.
+// Two publishers creating it at the same moment race; the loser updates.
+func ensureBlockStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+	var err error
+	for range 3 {
+		var s jetstream.Stream
+		s, err = js.CreateOrUpdateStream(ctx, cfg)
+		if err == nil {
+			return s, nil
+		}
+		if !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			break
+		}
+	}
+	return nil, fmt.Errorf("natsio: blocks: create or update stream %s: %w", cfg.Name, err)
+}
+
+// SetSource replaces the source the next blocks are taken from (the
+// dispenser calls it when it builds a generator on a new worker claim).
+func (p *BlockPublisher) SetSource(src BlockIDSource) error {
+	if src == nil {
+		return errors.New("natsio: BlockPublisher.SetSource: nil BlockIDSource")
+	}
+	p.source.Store(&blockIDSourceBox{src})
+	return nil
+}
+
+// Stats returns the publisher's counters.
+func (p *BlockPublisher) Stats() BlockPublisherStats {
+	return BlockPublisherStats{
+		Published:    p.published.Load(),
+		Refused:      p.refused.Load(),
+		Failed:       p.failed.Load(),
+		IDsPublished: p.idsPublished.Load(),
+		IDsDiscarded: p.idsDiscarded.Load(),
+		Depth:        p.depth.Load(),
+	}
+}
+
+// Stop stops publishing and waits, until ctx is done, for the publishing
+// goroutine to end; after it returns without error the source is no
+// longer used. Blocks whose publish was still unconfirmed may or may not
+// be in the stream; either way their IDs are never used twice.
+func (p *BlockPublisher) Stop(ctx context.Context) error {
+	p.stopOnce.Do(p.cancel)
+	select {
+	case <-p.done:
+		p.js.CleanupPublisher()
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("natsio: blocks: stop publisher: %w", ctx.Err())
+	}
+}
+
+func (p *BlockPublisher) run(ctx context.Context) {
+	defer close(p.done)
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	backoff := p.cfg.BlocksPollInterval
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+		again, err := p.topUp(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			// Back off (up to 5s) while the stream or the source fails.
+			backoff = min(2*backoff, max(5*time.Second, p.cfg.BlocksPollInterval))
+			timer.Reset(backoff)
+		case again:
+			backoff = p.cfg.BlocksPollInterval
+			timer.Reset(0)
+		default:
+			backoff = p.cfg.BlocksPollInterval
+			timer.Reset(p.cfg.BlocksPollInterval)
+		}
+	}
+}
+
+// pendingBlock is a block whose publish awaits its acknowledgement.
+type pendingBlock struct {
+	future jetstream.PubAckFuture
+	ids    int
+}
+
+// topUp publishes up to publishWindow of the blocks the stream is short
+// of. It returns again=true when it published every block it meant to, so
+// the stream may still be short (consumers draining it fast), and an
+// error when the stream could not be checked or the source failed.
+func (p *BlockPublisher) topUp(ctx context.Context) (again bool, err error) {
+	info, err := p.stream.Info(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			p.depthProblem.fail(err)
+		}
+		return false, err
+	}
+	p.depthProblem.ok()
+	p.depth.Store(info.State.Msgs)
+	missing := int64(p.cfg.BlocksTargetDepth) - int64(info.State.Msgs)
+	if missing <= 0 {
+		return false, nil
+	}
+	want := int(min(missing, publishWindow))
+	pending := make([]pendingBlock, 0, want)
+	var srcErr error
+	for range want {
+		msg, n, err := p.takeBlock(ctx)
+		if msg != nil {
+			f, perr := p.js.PublishMsgAsync(msg, jetstream.WithExpectStream(p.cfg.BlocksStream))
+			if perr != nil {
+				p.giveUp(n, perr)
+				break
+			}
+			pending = append(pending, pendingBlock{f, n})
+		}
+		if err != nil {
+			srcErr = err
+			break
+		}
+	}
+	stored := 0
+	full := false
+	for _, pb := range pending {
+		switch outcome := p.await(ctx, pb); outcome {
+		case blockStored:
+			stored++
+		case blockRefused:
+			full = true
+		}
+	}
+	if srcErr != nil {
+		if ctx.Err() == nil {
+			p.sourceProblem.fail(srcErr)
+		}
+		return false, srcErr
+	}
+	p.sourceProblem.ok()
+	return stored == want && !full, nil
+}
+
+// takeBlock takes up to a block of IDs from the source and encodes them.
+// It returns a nil message when it got none, and the source's error.
+func (p *BlockPublisher) takeBlock(ctx context.Context) (*nats.Msg, int, error) {
+	src := p.source.Load().src
+	n, err := src.NextN(ctx, p.ids)
+	if n == 0 {
+		if err == nil {
+			err = errors.New("natsio: blocks: source gave no IDs")
+		}
+		return nil, 0, err
+	}
+	ids := p.ids[:n]
+	parts, perr := src.Layout().Parse(ids[0])
+	if perr != nil {
+		// Not an ID of any valid layout: never publish it.
+		p.idsDiscarded.Add(uint64(n))
+		return nil, 0, fmt.Errorf("natsio: blocks: %w", perr)
+	}
+	return encodeBlock(p.cfg.BlocksSubject, parts.WorkerID, ids), n, err
+}
+
+type blockOutcome int
+
+const (
+	blockStored blockOutcome = iota
+	blockRefused
+	blockFailed
+)
+
+// await waits for a block's acknowledgement. A publish whose outcome is
+// unknown (no acknowledgement, connection trouble) is retried with the
+// same message, so the same Nats-Msg-Id: the stream's duplicate window
+// stores it at most once.
+func (p *BlockPublisher) await(ctx context.Context, pb pendingBlock) blockOutcome {
+	var err error
+	select {
+	case <-pb.future.Ok():
+		p.stored(pb.ids)
+		return blockStored
+	case err = <-pb.future.Err():
+	case <-ctx.Done():
+		// Stopping: the block may or may not be stored; its IDs are not
+		// used anywhere else either way.
+		p.idsDiscarded.Add(uint64(pb.ids))
+		return blockFailed
+	}
+	for attempt := 0; attempt < 2 && !definitive(err) && ctx.Err() == nil; attempt++ {
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err = p.js.PublishMsg(rctx, pb.future.Msg(), jetstream.WithExpectStream(p.cfg.BlocksStream))
+		cancel()
+		if err == nil {
+			p.stored(pb.ids)
+			return blockStored
+		}
+	}
+	if isStreamFull(err) {
+		p.refused.Add(1)
+		p.idsDiscarded.Add(uint64(pb.ids))
+		p.log.Debug("blocks: stream full, block refused", "ids_discarded", pb.ids)
+		return blockRefused
+	}
+	p.giveUp(pb.ids, err)
+	return blockFailed
+}
+
+func (p *BlockPublisher) stored(ids int) {
+	p.published.Add(1)
+	p.idsPublished.Add(uint64(ids))
+	p.publishProblem.ok()
+}
+
+func (p *BlockPublisher) giveUp(ids int, err error) {
+	p.failed.Add(1)
+	p.idsDiscarded.Add(uint64(ids))
+	p.publishProblem.fail(err)
+}
+
+// definitive tells whether a publish error is the server's answer (an
+// API error), which a retry would only repeat.
+func definitive(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr)
+}
+
+// isStreamFull tells whether err is a capped discard-new stream refusing
+// a message because it holds its maximum.
+func isStreamFull(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrCodeStoreFailed &&
+		strings.Contains(apiErr.Description, "maximum messages")
+}
+
+// problemLog logs a recurring failure without flooding the log: at Warn
+// when it starts or its message changes, at Debug while it repeats, and
+// at Info when it clears. Used from one goroutine.
+type problemLog struct {
+	log    *slog.Logger
+	what   string
+	failed string
+}
+
+func (l *problemLog) fail(err error) {
+	msg := err.Error()
+	if msg == l.failed {
+		l.log.Debug(l.what+" failing", "err", err)
+		return
+	}
+	l.failed = msg
+	l.log.Warn(l.what+" failed", "err", err)
+}
+
+func (l *problemLog) ok() {
+	if l.failed != "" {
+		l.failed = ""
+		l.log.Info(l.what + " recovered")
+	}
+}

@@ -1,0 +1,384 @@
+package natsio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// ErrBlockSourceClosed is returned by a BlockSource after Close.
+var ErrBlockSourceClosed = errors.New("natsio: block source closed")
+
+// BlockSourceConfig configures a BlockSource. Zero values take defaults.
+type BlockSourceConfig struct {
+	Stream   string // default DefaultBlocksStream
+	Consumer string // durable pull consumer shared by all sources, default DefaultBlocksConsumer
+	// AckWait is the consumer's ack wait: a block not acknowledged within
+	// it is redelivered (and then terminated by whoever gets it). Default
+	// DefaultBlocksAckWait. Every source sharing the consumer should use
+	// the same value: each one updates the consumer to its own.
+	AckWait time.Duration
+	// FetchWait is how long one pull waits for a block before it asks
+	// again (default DefaultBlocksFetchWait).
+	FetchWait time.Duration
+	// LowWater: when fewer IDs than this remain in the current block, the
+	// next block is fetched in the background (default
+	// DefaultBlocksLowWater, a whole default block: the next block is
+	// fetched as soon as the current one comes into use).
+	LowWater int
+	Logger   *slog.Logger // default slog.Default()
+}
+
+// BlockSourceStats count what a BlockSource did since it started.
+type BlockSourceStats struct {
+	BlocksUsed  uint64 // blocks delivered for the first time and acknowledged: their IDs are handed out
+	Redelivered uint64 // blocks terminated because this was not their first delivery
+	AckFailed   uint64 // blocks terminated because the double ack failed
+	Malformed   uint64 // blocks terminated because they did not decode
+	IDsUsed     uint64 // IDs of the used blocks
+}
+
+// BlockSource hands out IDs from prefilled blocks that dispensers publish
+// into the block stream (see BlockPublisher). It pulls one block at a time
+// from a durable pull consumer shared by every source and uses a block
+// only when
+//
+//   - this is the block's first delivery (NumDelivered == 1), and
+//   - a double ack (an ack the server confirms) succeeded;
+//
+// otherwise it terminates the block and fetches the next. JetStream
+// accepts a late ack even after it has redelivered the block to another
+// consumer, so without both rules a source that stalled past the ack wait
+// and a source that got the redelivery could both use the same block.
+// With them, the redelivery (NumDelivered > 1) is never used, and the
+// stalled source uses the block only if its ack is confirmed; a block
+// whose ack failed is lost, never used twice.
+//
+// Next and NextN are safe for concurrent use. A background goroutine
+// fetches the next block when the current one runs low.
+type BlockSource struct {
+	js  jetstream.JetStream
+	cfg BlockSourceConfig
+	log *slog.Logger
+
+	mu      sync.Mutex
+	cur     []uint64      // IDs of the block in use not yet handed out
+	next    []uint64      // the block fetched ahead, nil when none
+	arrived chan struct{} // closed (and replaced) when a block arrives
+	closed  bool
+
+	want   chan struct{} // wakes the fetcher (capacity 1)
+	cancel context.CancelFunc
+	done   chan struct{}
+	once   sync.Once
+
+	blocksUsed, redelivered, ackFailed, malformed, idsUsed atomic.Uint64
+
+	// beforeAck, when set (tests), runs after a block is fetched and
+	// before it is acknowledged.
+	beforeAck func(meta *jetstream.MsgMetadata, ids []uint64)
+}
+
+// NewBlockSource starts a block source on nc. It binds (creating or
+// updating) the durable consumer in the background, retrying while the
+// stream does not exist yet, so a service may start before the
+// dispensers; Next waits for the first block. Close it when done.
+func NewBlockSource(nc *nats.Conn, cfg BlockSourceConfig) (*BlockSource, error) {
+	return newBlockSource(nc, cfg, nil)
+}
+
+// newBlockSource is NewBlockSource with a hook for tests (see beforeAck).
+func newBlockSource(nc *nats.Conn, cfg BlockSourceConfig, beforeAck func(*jetstream.MsgMetadata, []uint64)) (*BlockSource, error) {
+	if cfg.Stream == "" {
+		cfg.Stream = DefaultBlocksStream
+	}
+	if cfg.Consumer == "" {
+		cfg.Consumer = DefaultBlocksConsumer
+	}
+	if cfg.AckWait == 0 {
+		cfg.AckWait = DefaultBlocksAckWait
+	}
+	if cfg.FetchWait == 0 {
+		cfg.FetchWait = DefaultBlocksFetchWait
+	}
+	if cfg.LowWater == 0 {
+		cfg.LowWater = DefaultBlocksLowWater
+	}
+	switch {
+	case !streamNamePattern.MatchString(cfg.Stream):
+		return nil, fmt.Errorf("natsio: BlockSource: %q is not a valid stream name", cfg.Stream)
+	case !streamNamePattern.MatchString(cfg.Consumer):
+		return nil, fmt.Errorf("natsio: BlockSource: %q is not a valid consumer name", cfg.Consumer)
+	case cfg.AckWait < 10*time.Millisecond || cfg.FetchWait < 10*time.Millisecond:
+		return nil, errors.New("natsio: BlockSource: AckWait and FetchWait must be at least 10ms")
+	case cfg.LowWater < 0:
+		return nil, errors.New("natsio: BlockSource: LowWater must not be negative")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("natsio: BlockSource: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &BlockSource{
+		js:        js,
+		cfg:       cfg,
+		log:       cfg.Logger.With("stream", cfg.Stream, "consumer", cfg.Consumer),
+		arrived:   make(chan struct{}),
+		want:      make(chan struct{}, 1),
+		cancel:    cancel,
+		done:      make(chan struct{}),
+		beforeAck: beforeAck,
+	}
+	go s.fetchLoop(ctx)
+	return s, nil
+}
+
+// Next returns one ID, waiting (until ctx is done) for a block when none
+// is at hand.
+func (s *BlockSource) Next(ctx context.Context) (uint64, error) {
+	var id [1]uint64
+	if _, err := s.NextN(ctx, id[:]); err != nil {
+		return 0, err
+	}
+	return id[0], nil
+}
+
+// NextN fills dst with IDs, spanning blocks as needed, waiting (until ctx
+// is done) for blocks when none is at hand. With an error it returns how
+// many IDs it did put in dst; those are valid.
+func (s *BlockSource) NextN(ctx context.Context, dst []uint64) (int, error) {
+	filled := 0
+	for {
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return filled, ErrBlockSourceClosed
+		}
+		if len(s.cur) == 0 && s.next != nil {
+			s.cur, s.next = s.next, nil
+		}
+		k := copy(dst[filled:], s.cur)
+		s.cur = s.cur[k:]
+		filled += k
+		if len(s.cur) < s.cfg.LowWater && s.next == nil {
+			s.wakeFetcher()
+		}
+		arrived := s.arrived
+		s.mu.Unlock()
+		if filled == len(dst) {
+			return filled, nil
+		}
+		select {
+		case <-arrived:
+		case <-ctx.Done():
+			return filled, ctx.Err()
+		case <-s.done:
+		}
+	}
+}
+
+func (s *BlockSource) wakeFetcher() {
+	select {
+	case s.want <- struct{}{}:
+	default:
+	}
+}
+
+// needsBlock tells whether the fetcher should fetch: nothing fetched
+// ahead and the current block below the low-water mark.
+func (s *BlockSource) needsBlock() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.next == nil && len(s.cur) < s.cfg.LowWater
+}
+
+// Stats returns the source's counters.
+func (s *BlockSource) Stats() BlockSourceStats {
+	return BlockSourceStats{
+		BlocksUsed:  s.blocksUsed.Load(),
+		Redelivered: s.redelivered.Load(),
+		AckFailed:   s.ackFailed.Load(),
+		Malformed:   s.malformed.Load(),
+		IDsUsed:     s.idsUsed.Load(),
+	}
+}
+
+// Close stops the source and waits for its fetcher to end. The IDs not
+// handed out yet are discarded (never used by anyone). Next and NextN
+// then fail with ErrBlockSourceClosed.
+func (s *BlockSource) Close() error {
+	s.once.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		s.mu.Unlock()
+		s.cancel()
+		<-s.done
+		s.mu.Lock()
+		s.cur, s.next = nil, nil
+		s.mu.Unlock()
+	})
+	return nil
+}
+
+func (s *BlockSource) fetchLoop(ctx context.Context) {
+	defer close(s.done)
+	var cons jetstream.Consumer
+	bindProblem := problemLog{log: s.log, what: "blocks: bind consumer"}
+	fetchProblem := problemLog{log: s.log, what: "blocks: fetch"}
+	backoff := 100 * time.Millisecond
+	pause := func() bool {
+		t := time.NewTimer(backoff)
+		defer t.Stop()
+		backoff = min(2*backoff, 5*time.Second)
+		select {
+		case <-t.C:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	for {
+		if !s.needsBlock() {
+			select {
+			case <-s.want:
+				continue
+			case <-ctx.Done():
+				return
+			}
+		}
+		if cons == nil {
+			var err error
+			cons, err = s.bind(ctx)
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				bindProblem.fail(err)
+				if !pause() {
+					return
+				}
+				continue
+			}
+			bindProblem.ok()
+		}
+		fctx, cancel := context.WithTimeout(ctx, s.cfg.FetchWait)
+		msg, err := cons.Next(jetstream.FetchContext(fctx))
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err == nil:
+		case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
+			continue // no block within FetchWait: ask again
+		case errors.Is(err, jetstream.ErrConsumerNotFound), errors.Is(err, jetstream.ErrConsumerDeleted),
+			errors.Is(err, jetstream.ErrStreamNotFound):
+			cons = nil
+			fetchProblem.fail(err)
+			if !pause() {
+				return
+			}
+			continue
+		default:
+			fetchProblem.fail(err)
+			if !pause() {
+				return
+			}
+			continue
+		}
+		fetchProblem.ok()
+		backoff = 100 * time.Millisecond
+		if ids := s.claim(ctx, msg); ids != nil {
+			s.deliver(ids)
+		}
+	}
+}
+
+// bind creates the shared durable consumer or updates it to this
+// source's settings.
+func (s *BlockSource) bind(ctx context.Context) (jetstream.Consumer, error) {
+	bctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	cons, err := s.js.CreateOrUpdateConsumer(bctx, s.cfg.Stream, jetstream.ConsumerConfig{
+		Durable:     s.cfg.Consumer,
+		Description: "uid-dispenser block sources",
+		AckPolicy:   jetstream.AckExplicitPolicy,
+		AckWait:     s.cfg.AckWait,
+		// Each source pulls one block at a time; the blocks in flight are
+		// at most one per source.
+		MaxAckPending: -1,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("natsio: blocks: consumer %s on stream %s: %w", s.cfg.Consumer, s.cfg.Stream, err)
+	}
+	return cons, nil
+}
+
+// claim applies the exactly-once rule to a fetched block: it returns the
+// block's IDs when this is the first delivery, the block decodes and the
+// server confirmed the ack; otherwise it terminates the block and returns
+// nil.
+func (s *BlockSource) claim(ctx context.Context, msg jetstream.Msg) []uint64 {
+	meta, err := msg.Metadata()
+	if err != nil {
+		s.malformed.Add(1)
+		s.log.Warn("blocks: message without JetStream metadata", "err", err)
+		_ = msg.Term()
+		return nil
+	}
+	if meta.NumDelivered != 1 {
+		// Whoever got an earlier delivery may still ack and use it.
+		s.redelivered.Add(1)
+		s.log.Debug("blocks: terminating a redelivered block", "stream_seq", meta.Sequence.Stream, "delivered", meta.NumDelivered)
+		_ = msg.Term()
+		return nil
+	}
+	ids, err := decodeBlock(msg.Data(), msg.Headers())
+	if err != nil {
+		s.malformed.Add(1)
+		s.log.Warn("blocks: terminating a malformed block", "stream_seq", meta.Sequence.Stream, "err", err)
+		_ = msg.Term()
+		return nil
+	}
+	if s.beforeAck != nil {
+		s.beforeAck(meta, ids)
+	}
+	actx, cancel := context.WithTimeout(ctx, min(s.cfg.AckWait, 5*time.Second))
+	err = msg.DoubleAck(actx)
+	cancel()
+	if err != nil {
+		// The ack may or may not have reached the server: give the block
+		// up (terminating an acknowledged block changes nothing).
+		s.ackFailed.Add(1)
+		if ctx.Err() == nil {
+			s.log.Warn("blocks: ack not confirmed, block given up", "stream_seq", meta.Sequence.Stream, "err", err)
+		}
+		_ = msg.Term()
+		return nil
+	}
+	s.blocksUsed.Add(1)
+	s.idsUsed.Add(uint64(len(ids)))
+	return ids
+}
+
+// deliver makes a claimed block available to takers.
+func (s *BlockSource) deliver(ids []uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.cur) == 0 {
+		s.cur = ids
+	} else {
+		s.next = ids
+	}
+	close(s.arrived)
+	s.arrived = make(chan struct{})
+}

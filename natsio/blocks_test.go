@@ -1,0 +1,681 @@
+package natsio
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/goleak"
+
+	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
+)
+
+// blocksTestServer starts an embedded nats-server for a blocks test and
+// registers, before it, the goroutine-leak check, so the check runs after
+// the server (and every connection) has shut down.
+func blocksTestServer(t *testing.T) *server.Server {
+	t.Helper()
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	return testenv.NATS(t, nil)
+}
+
+func blocksTestConn(t *testing.T, srv *server.Server) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// blocksTestGenerator is a real ring-buffer generator on a static claim.
+func blocksTestGenerator(t *testing.T, worker uint64, after int64) *uidcore.CachedGenerator {
+	t.Helper()
+	g, err := uidcore.NewCached(uidcore.CachedOptions{
+		Claim:    uidcore.StaticClaim{ID: worker, AfterSecond: after},
+		TakeWait: time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	return g
+}
+
+func blocksTestPublisher(t *testing.T, nc *nats.Conn, src BlockIDSource, cfg BlocksConfig, log *slog.Logger) *BlockPublisher {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cfg.BlocksEnabled = true
+	p, err := NewBlockPublisher(ctx, nc, src, cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { blocksTestStop(t, p) })
+	return p
+}
+
+func blocksTestStop(t *testing.T, p *BlockPublisher) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.Stop(ctx); err != nil {
+		t.Error(err)
+	}
+}
+
+func blocksTestSource(t *testing.T, nc *nats.Conn, cfg BlockSourceConfig) *BlockSource {
+	t.Helper()
+	return blocksTestSourceWithHook(t, nc, cfg, nil)
+}
+
+func blocksTestSourceWithHook(t *testing.T, nc *nats.Conn, cfg BlockSourceConfig, beforeAck func(*jetstream.MsgMetadata, []uint64)) *BlockSource {
+	t.Helper()
+	if cfg.FetchWait == 0 {
+		cfg.FetchWait = 200 * time.Millisecond
+	}
+	s, err := newBlockSource(nc, cfg, beforeAck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// blocksTestDepth is the number of blocks in the stream.
+func blocksTestDepth(t *testing.T, nc *nats.Conn, stream string) uint64 {
+	t.Helper()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.Msgs
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %s: %s", within, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// assertDistinct fails on any ID that occurs twice.
+func assertDistinct(t *testing.T, ids []uint64) {
+	t.Helper()
+	sorted := slices.Clone(ids)
+	slices.Sort(sorted)
+	dups := 0
+	for i := 1; i < len(sorted); i++ {
+		if sorted[i] == sorted[i-1] {
+			if dups < 5 {
+				t.Errorf("ID %d handed out twice", sorted[i])
+			}
+			dups++
+		}
+	}
+	if dups > 0 {
+		t.Fatalf("%d duplicate IDs among %d", dups, len(ids))
+	}
+}
+
+// syncBuffer is a log sink the handler and the test share.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// collector takes IDs from a source with NextN until stop is set, keeping
+// them all.
+type collector struct {
+	mu  sync.Mutex
+	ids []uint64
+}
+
+func (c *collector) run(ctx context.Context, s *BlockSource, batch int, total *atomic.Int64, goal int64) error {
+	buf := make([]uint64, batch)
+	var mine []uint64
+	defer func() {
+		c.mu.Lock()
+		c.ids = append(c.ids, mine...)
+		c.mu.Unlock()
+	}()
+	for total.Load() < goal {
+		n, err := s.NextN(ctx, buf)
+		mine = append(mine, buf[:n]...)
+		total.Add(int64(n))
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil // the caller checks what it got
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+func TestBlocksThreePublishersEightConsumersAllDistinct(t *testing.T) {
+	srv := blocksTestServer(t)
+	const goal = 2_000_000
+	cfg := BlocksConfig{BlocksPollInterval: 10 * time.Millisecond}
+	var publishers []*BlockPublisher
+	for w := uint64(1); w <= 3; w++ {
+		publishers = append(publishers, blocksTestPublisher(t, blocksTestConn(t, srv), blocksTestGenerator(t, w, 0), cfg, nil))
+	}
+	var sources []*BlockSource
+	for range 8 {
+		sources = append(sources, blocksTestSource(t, blocksTestConn(t, srv), BlockSourceConfig{AckWait: 5 * time.Second}))
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var total atomic.Int64
+	var all collector
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for _, s := range sources {
+		for _, batch := range []int{1000, 37} { // two takers per source, batches spanning blocks
+			wg.Go(func() {
+				if err := all.run(ctx, s, batch, &total, goal); err != nil {
+					errs <- err
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if len(all.ids) < goal {
+		t.Fatalf("got %d IDs, want at least %d", len(all.ids), goal)
+	}
+	assertDistinct(t, all.ids)
+
+	workers := map[uint64]int{}
+	layout := uidcore.DefaultLayout()
+	for _, id := range all.ids {
+		p, err := layout.Parse(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		workers[p.WorkerID]++
+	}
+	if len(workers) != 3 {
+		t.Errorf("IDs came from workers %v, want all three publishers", workers)
+	}
+	var used uint64
+	for i, s := range sources {
+		st := s.Stats()
+		if st.BlocksUsed == 0 {
+			t.Errorf("consumer %d used no block", i)
+		}
+		if st.Malformed != 0 || st.Redelivered != 0 {
+			t.Errorf("consumer %d: %+v", i, st)
+		}
+		used += st.IDsUsed
+	}
+	var published uint64
+	for _, p := range publishers {
+		published += p.Stats().IDsPublished
+	}
+	if used < uint64(len(all.ids)) || published < used {
+		t.Errorf("published %d IDs, consumers acknowledged %d, handed out %d", published, used, len(all.ids))
+	}
+	t.Logf("%d IDs from workers %v; %d IDs published", len(all.ids), workers, published)
+}
+
+func TestBlocksStalledConsumerBlockUsedOnce(t *testing.T) {
+	srv := blocksTestServer(t)
+	const ackWait = 300 * time.Millisecond
+	blocksTestPublisher(t, blocksTestConn(t, srv), blocksTestGenerator(t, 1, 0),
+		BlocksConfig{BlockSize: 512, BlocksTargetDepth: 4, BlocksPollInterval: 10 * time.Millisecond}, nil)
+
+	// Source A stalls past the ack wait on its first block, then acks.
+	var stalls atomic.Int32
+	var heldSeq atomic.Uint64
+	var held []uint64
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) }) // on failure too
+	stalled := blocksTestSourceWithHook(t, blocksTestConn(t, srv), BlockSourceConfig{AckWait: ackWait, LowWater: 1},
+		func(meta *jetstream.MsgMetadata, ids []uint64) {
+			if stalls.Add(1) == 1 {
+				held = slices.Clone(ids)
+				heldSeq.Store(meta.Sequence.Stream)
+				<-release
+			}
+		})
+	waitFor(t, 5*time.Second, "the stalled source holds a block", func() bool { return heldSeq.Load() != 0 })
+
+	// Source B takes everything, including the redelivery of A's block.
+	other := blocksTestSource(t, blocksTestConn(t, srv), BlockSourceConfig{AckWait: ackWait})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	otherCtx, stopOther := context.WithCancel(ctx)
+	defer stopOther()
+	var otherIDs collector
+	var total atomic.Int64
+	done := make(chan error, 1)
+	go func() { done <- otherIDs.run(otherCtx, other, 256, &total, 1<<62) }()
+	// Well past the ack wait the server has redelivered A's block to B.
+	time.Sleep(3 * ackWait)
+	releaseOnce.Do(func() { close(release) }) // A acks late: the server still accepts it
+
+	buf := make([]uint64, 512)
+	n, err := stalled.NextN(ctx, buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stalledIDs := buf[:n]
+	// JetStream confirms the late ack, so the stalled source uses the
+	// block it held; the other source terminated its redelivery.
+	if st := stalled.Stats(); st.BlocksUsed != 1 || st.AckFailed != 0 || !slices.Equal(stalledIDs, held) {
+		t.Fatalf("stalled source stats %+v; handed out %d IDs, held %d: want the late-acknowledged block used", st, len(stalledIDs), len(held))
+	}
+	time.Sleep(100 * time.Millisecond) // let the other source take a few more blocks
+	stopOther()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	stalled.Close()
+	other.Close()
+	assertDistinct(t, append(slices.Clone(stalledIDs), otherIDs.ids...))
+	if st := other.Stats(); st.Redelivered < 1 {
+		t.Fatalf("the other source never got the redelivery (stats %+v): the test did not exercise the late ack", st)
+	}
+	t.Logf("stalled source used stream seq %d (%d IDs); other source terminated %d redeliveries and handed out %d IDs",
+		heldSeq.Load(), len(stalledIDs), other.Stats().Redelivered, len(otherIDs.ids))
+}
+
+func TestBlocksFullStreamPublishersBackOffAndResume(t *testing.T) {
+	srv := blocksTestServer(t)
+	var logs syncBuffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	const depth, size = 8, 256
+	cfg := BlocksConfig{BlockSize: size, BlocksTargetDepth: depth, BlocksPollInterval: 20 * time.Millisecond}
+	nc := blocksTestConn(t, srv)
+	pubs := []*BlockPublisher{
+		blocksTestPublisher(t, blocksTestConn(t, srv), blocksTestGenerator(t, 10, 0), cfg, log),
+		blocksTestPublisher(t, blocksTestConn(t, srv), blocksTestGenerator(t, 11, 0), cfg, log),
+	}
+	sum := func() (s BlockPublisherStats) {
+		for _, p := range pubs {
+			st := p.Stats()
+			s.Published += st.Published
+			s.Refused += st.Refused
+			s.Failed += st.Failed
+		}
+		return s
+	}
+	waitFor(t, 5*time.Second, "the stream filled", func() bool { return blocksTestDepth(t, nc, DefaultBlocksStream) == depth })
+
+	// Full: the publishers only check the depth; nothing is published or
+	// refused, nothing is logged above debug.
+	before := sum()
+	time.Sleep(500 * time.Millisecond)
+	after := sum()
+	if d := blocksTestDepth(t, nc, DefaultBlocksStream); d != depth {
+		t.Fatalf("stream holds %d blocks, cap %d", d, depth)
+	}
+	if after != before {
+		t.Fatalf("a full stream kept the publishers busy: %+v then %+v", before, after)
+	}
+	if after.Published != depth || after.Failed != 0 {
+		t.Fatalf("publishers stored %d blocks (failed %d) for a stream of %d", after.Published, after.Failed, depth)
+	}
+	if strings.Contains(logs.String(), "level=WARN") || strings.Contains(logs.String(), "level=ERROR") {
+		t.Fatalf("warnings while the stream was full:\n%s", logs.String())
+	}
+
+	// A consumer drains 20 blocks: the publishers top the stream up again.
+	src := blocksTestSource(t, blocksTestConn(t, srv), BlockSourceConfig{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ids := make([]uint64, 20*size)
+	if _, err := src.NextN(ctx, ids); err != nil {
+		t.Fatal(err)
+	}
+	assertDistinct(t, ids)
+	waitFor(t, 5*time.Second, "the publishers resumed and refilled the stream", func() bool {
+		return sum().Published >= depth+20 && blocksTestDepth(t, nc, DefaultBlocksStream) == depth
+	})
+	if st := sum(); st.Failed != 0 {
+		t.Fatalf("publisher stats %+v", st)
+	}
+	if strings.Contains(logs.String(), "level=WARN") {
+		t.Fatalf("warnings while topping up:\n%s", logs.String())
+	}
+	t.Logf("publishers: %+v", sum())
+}
+
+func TestBlocksRestartedPublisherOldBlocksStillUsedNoCollision(t *testing.T) {
+	srv := blocksTestServer(t)
+	const worker, depth, size = 7, 16, 1024
+	cfg := BlocksConfig{BlockSize: size, BlocksTargetDepth: depth, BlocksPollInterval: 10 * time.Millisecond}
+	nc := blocksTestConn(t, srv)
+
+	// The first incarnation fills the stream, then stops.
+	first := blocksTestGenerator(t, worker, 0)
+	p1 := blocksTestPublisher(t, blocksTestConn(t, srv), first, cfg, nil)
+	waitFor(t, 5*time.Second, "the stream filled", func() bool { return blocksTestDepth(t, nc, DefaultBlocksStream) == depth })
+	blocksTestStop(t, p1)
+	first.Close()
+	// A leased worker ID comes back with After = the last second the
+	// previous holder reserved; here: the last second its ring reached.
+	after := first.State().LogicalSecond
+
+	// The second incarnation on the same worker ID serves requests and
+	// publishes blocks while the old blocks are still in the stream.
+	second := blocksTestGenerator(t, worker, after)
+	blocksTestPublisher(t, blocksTestConn(t, srv), second, cfg, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	direct := make([]uint64, 50_000)
+	if n, err := second.NextN(ctx, direct); err != nil || n != len(direct) {
+		t.Fatalf("direct take: %d, %v", n, err)
+	}
+
+	src := blocksTestSource(t, blocksTestConn(t, srv), BlockSourceConfig{})
+	fromBlocks := make([]uint64, 3*depth*size)
+	if _, err := src.NextN(ctx, fromBlocks); err != nil {
+		t.Fatal(err)
+	}
+	layout := uidcore.DefaultLayout()
+	old := 0
+	for _, id := range fromBlocks {
+		p, _ := layout.Parse(id)
+		if p.WorkerID != worker {
+			t.Fatalf("ID %d of worker %d", id, p.WorkerID)
+		}
+		if p.Time.Unix() <= after {
+			old++
+		}
+	}
+	if old != depth*size {
+		t.Fatalf("%d IDs of the first incarnation's blocks consumed, want all %d", old, depth*size)
+	}
+	for _, id := range direct {
+		if p, _ := layout.Parse(id); p.Time.Unix() <= after {
+			t.Fatalf("new claim issued ID %d in second %d, not after %d", id, p.Time.Unix(), after)
+		}
+	}
+	assertDistinct(t, append(slices.Clone(direct), fromBlocks...))
+}
+
+func TestBlocksMalformedBlockTerminatedAndReported(t *testing.T) {
+	srv := blocksTestServer(t)
+	nc := blocksTestConn(t, srv)
+	var logs syncBuffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	p := blocksTestPublisher(t, nc, blocksTestGenerator(t, 3, 0),
+		BlocksConfig{BlockSize: 64, BlocksTargetDepth: 3, BlocksPollInterval: 10 * time.Millisecond}, nil)
+	waitFor(t, 5*time.Second, "the stream filled", func() bool { return blocksTestDepth(t, nc, DefaultBlocksStream) == 3 })
+	blocksTestStop(t, p)
+
+	// Put garbage first in line: drain the three blocks with a source,
+	// then publish bad blocks by hand.
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	good := encodeBlock(DefaultBlocksSubject, 3, []uint64{100, 200, 300})
+	badCount := encodeBlock(DefaultBlocksSubject, 3, []uint64{5, 6, 7})
+	badCount.Header.Set(HeaderBlockCount, "2")
+	badCount.Header.Set(jetstream.MsgIDHeader, "bad-count")
+	torn := encodeBlock(DefaultBlocksSubject, 3, []uint64{8, 9})
+	torn.Data = torn.Data[:12]
+	torn.Header.Set(jetstream.MsgIDHeader, "torn")
+
+	src := blocksTestSource(t, blocksTestConn(t, srv), BlockSourceConfig{LowWater: 1, Logger: log})
+	drained := make([]uint64, 3*64)
+	if _, err := src.NextN(ctx, drained); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []*nats.Msg{badCount, torn, good} {
+		if _, err := js.PublishMsg(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := make([]uint64, 3)
+	if _, err := src.NextN(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, []uint64{100, 200, 300}) {
+		t.Fatalf("got %v, want the good block's IDs", got)
+	}
+	if st := src.Stats(); st.Malformed != 2 || st.BlocksUsed != 4 {
+		t.Fatalf("stats %+v, want 2 malformed and 4 used", st)
+	}
+	if n := strings.Count(logs.String(), "malformed block"); n != 2 {
+		t.Fatalf("%d reports of malformed blocks, want 2:\n%s", n, logs.String())
+	}
+	waitFor(t, 5*time.Second, "the terminated blocks left the stream", func() bool {
+		return blocksTestDepth(t, nc, DefaultBlocksStream) == 0
+	})
+}
+
+func TestBlockSourceWaitsForTheStreamAndClosesCleanly(t *testing.T) {
+	srv := blocksTestServer(t)
+	var logs syncBuffer
+	src := blocksTestSource(t, blocksTestConn(t, srv), BlockSourceConfig{Stream: "LATE_BLOCKS",
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+	_, err := src.Next(ctx)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Next without a stream: %v, want a deadline error", err)
+	}
+
+	// The dispensers start later: the source binds and serves.
+	blocksTestPublisher(t, blocksTestConn(t, srv), blocksTestGenerator(t, 4, 0),
+		BlocksConfig{BlocksStream: "LATE_BLOCKS", BlocksSubject: "late.blocks", BlockSize: 100, BlocksTargetDepth: 2}, nil)
+	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	id, err := src.Next(ctx)
+	if err != nil || id == 0 {
+		t.Fatalf("Next: %d, %v", id, err)
+	}
+	// The missing stream was reported once, then its recovery.
+	if out := logs.String(); strings.Count(out, "level=WARN") != 1 || !strings.Contains(out, "stream not found") || !strings.Contains(out, "recovered") {
+		t.Errorf("log while the stream was missing:\n%s", out)
+	}
+
+	// Takers waiting when the source closes return at once.
+	waiting := make(chan error, 1)
+	go func() {
+		buf := make([]uint64, 1_000_000)
+		_, err := src.NextN(ctx, buf)
+		waiting <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	src.Close()
+	if err := <-waiting; !errors.Is(err, ErrBlockSourceClosed) {
+		t.Fatalf("NextN across Close: %v", err)
+	}
+	if _, err := src.Next(ctx); !errors.Is(err, ErrBlockSourceClosed) {
+		t.Fatalf("Next after Close: %v", err)
+	}
+}
+
+func TestBlocksConfigDefaultsMatchTags(t *testing.T) {
+	def := DefaultBlocksConfig()
+	v := reflect.ValueOf(def)
+	for i := range v.NumField() {
+		f := v.Type().Field(i)
+		tag, ok := f.Tag.Lookup("default")
+		if !ok {
+			t.Errorf("%s has no default tag", f.Name)
+			continue
+		}
+		var got string
+		switch x := v.Field(i).Interface().(type) {
+		case time.Duration:
+			d, err := time.ParseDuration(tag)
+			if err != nil || d != x {
+				t.Errorf("%s: tag %q, DefaultBlocksConfig %s", f.Name, tag, x)
+			}
+			continue
+		case bool:
+			got = strconv.FormatBool(x)
+		case int:
+			got = strconv.Itoa(x)
+		case string:
+			got = x
+		default:
+			t.Fatalf("%s: unhandled type %T", f.Name, x)
+		}
+		if got != tag {
+			t.Errorf("%s: tag %q, DefaultBlocksConfig %q", f.Name, tag, got)
+		}
+		if !strings.HasPrefix(f.Tag.Get("envconfig"), "BLOCKS_") || f.Tag.Get("desc") == "" {
+			t.Errorf("%s: envconfig tag %q, desc %q", f.Name, f.Tag.Get("envconfig"), f.Tag.Get("desc"))
+		}
+	}
+	if err := (BlocksConfig{BlocksEnabled: true}).Validate(); err != nil {
+		t.Errorf("zero config with blocks enabled: %v", err)
+	}
+}
+
+func TestBlocksConfigValidateNamesTheVariable(t *testing.T) {
+	cases := []struct {
+		mutate func(*BlocksConfig)
+		envVar string
+	}{
+		{func(c *BlocksConfig) { c.BlocksStream = "UID.BLOCKS" }, "DISPENSER_BLOCKS_STREAM"},
+		{func(c *BlocksConfig) { c.BlocksSubject = "uid.>" }, "DISPENSER_BLOCKS_SUBJECT"},
+		{func(c *BlocksConfig) { c.BlocksSubject = "uid..blocks" }, "DISPENSER_BLOCKS_SUBJECT"},
+		{func(c *BlocksConfig) { c.BlockSize = -1 }, "DISPENSER_BLOCKS_BLOCK_SIZE"},
+		{func(c *BlocksConfig) { c.BlockSize = MaxBlockSize + 1 }, "DISPENSER_BLOCKS_BLOCK_SIZE"},
+		{func(c *BlocksConfig) { c.BlocksTargetDepth = -3 }, "DISPENSER_BLOCKS_TARGET_DEPTH"},
+		{func(c *BlocksConfig) { c.BlocksStorage = "disk" }, "DISPENSER_BLOCKS_STORAGE"},
+		{func(c *BlocksConfig) { c.BlocksReplicas = 7 }, "DISPENSER_BLOCKS_REPLICAS"},
+		{func(c *BlocksConfig) { c.BlocksDuplicateWindow = time.Millisecond }, "DISPENSER_BLOCKS_DUPLICATE_WINDOW"},
+		{func(c *BlocksConfig) { c.BlocksPollInterval = time.Microsecond }, "DISPENSER_BLOCKS_POLL_INTERVAL"},
+	}
+	for _, tc := range cases {
+		c := DefaultBlocksConfig()
+		c.BlocksEnabled = true
+		tc.mutate(&c)
+		err := c.Validate()
+		var ce *BlocksConfigError
+		if !errors.As(err, &ce) || ce.Var != tc.envVar || !strings.Contains(err.Error(), tc.envVar) {
+			t.Errorf("%+v: error %v, want one naming %s", c, err, tc.envVar)
+		}
+		c.BlocksEnabled = false
+		if err := c.Validate(); err != nil {
+			t.Errorf("disabled blocks config rejected: %v", err)
+		}
+	}
+}
+
+func TestDecodeBlockRejectsInconsistentBlocks(t *testing.T) {
+	valid := func() *nats.Msg { return encodeBlock("s", 1, []uint64{10, 20, 30}) }
+	cases := map[string]func(m *nats.Msg){
+		"empty":           func(m *nats.Msg) { m.Data = nil; m.Header.Set(HeaderBlockCount, "0") },
+		"torn":            func(m *nats.Msg) { m.Data = m.Data[:23] },
+		"count mismatch":  func(m *nats.Msg) { m.Header.Set(HeaderBlockCount, "4") },
+		"count missing":   func(m *nats.Msg) { m.Header.Del(HeaderBlockCount) },
+		"first mismatch":  func(m *nats.Msg) { m.Header.Set(HeaderBlockFirst, "11") },
+		"last mismatch":   func(m *nats.Msg) { m.Header.Set(HeaderBlockLast, "-30") },
+		"not increasing":  func(m *nats.Msg) { m.Data[15] = 10; m.Data[7] = 10 },
+		"duplicate in it": func(m *nats.Msg) { m.Data[15] = 30 },
+	}
+	for name, mutate := range cases {
+		m := valid()
+		mutate(m)
+		if ids, err := decodeBlock(m.Data, m.Header); !errors.Is(err, ErrMalformedBlock) {
+			t.Errorf("%s: decoded %v, %v; want ErrMalformedBlock", name, ids, err)
+		}
+	}
+	m := valid()
+	ids, err := decodeBlock(m.Data, m.Header)
+	if err != nil || !slices.Equal(ids, []uint64{10, 20, 30}) {
+		t.Fatalf("valid block: %v, %v", ids, err)
+	}
+	if got := m.Header.Get(jetstream.MsgIDHeader); got != "w1-10" {
+		t.Errorf("Nats-Msg-Id %q", got)
+	}
+}
+
+func FuzzDecodeBlock(f *testing.F) {
+	add := func(m *nats.Msg) {
+		f.Add(m.Data, m.Header.Get(HeaderBlockCount), m.Header.Get(HeaderBlockFirst), m.Header.Get(HeaderBlockLast))
+	}
+	add(encodeBlock("s", 1, []uint64{1}))
+	add(encodeBlock("s", 1, []uint64{1, 2, 3, 1 << 62}))
+	add(encodeBlock("s", 9, []uint64{0, 1<<64 - 1}))
+	f.Add([]byte{1, 2, 3}, "1", "1", "1")
+	f.Add(make([]byte, 16), "2", "0", "0")
+	f.Add([]byte{}, "0", "", "")
+	f.Add(make([]byte, 8), "+1", "0", "0")
+	f.Fuzz(func(t *testing.T, data []byte, count, first, last string) {
+		h := nats.Header{}
+		h.Set(HeaderBlockCount, count)
+		h.Set(HeaderBlockFirst, first)
+		h.Set(HeaderBlockLast, last)
+		ids, err := decodeBlock(data, h)
+		if err != nil {
+			if !errors.Is(err, ErrMalformedBlock) || ids != nil {
+				t.Fatalf("error %v with IDs %v", err, ids)
+			}
+			return
+		}
+		// Accepted: it must be what the publisher would have sent.
+		again := encodeBlock("s", 1, ids)
+		n, _ := strconv.Atoi(count)
+		f, _ := strconv.ParseUint(first, 10, 64)
+		l, _ := strconv.ParseUint(last, 10, 64)
+		if !bytes.Equal(again.Data, data) || n != len(ids) || f != ids[0] || l != ids[len(ids)-1] {
+			t.Fatalf("accepted block %x (count %q, first %q, last %q) decodes to %v", data, count, first, last, ids)
+		}
+		for i := 1; i < len(ids); i++ {
+			if ids[i] <= ids[i-1] {
+				t.Fatalf("accepted non-increasing IDs %v", ids)
+			}
+		}
+	})
+}
