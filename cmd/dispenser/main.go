@@ -1,0 +1,55 @@
+// Command dispenser runs one uid-dispenser instance: unique 64-bit IDs over
+// NATS request-reply (uid.next, uid.batch, uid.parse). It is configured
+// through DISPENSER_* environment variables (dispenser -h lists them);
+// with none set it uses the NATS server on 127.0.0.1:4222, or starts an
+// embedded one there, and claims its worker ID in a JetStream KV bucket.
+//
+// SIGINT or SIGTERM stops it gracefully (exit 0); a configuration error
+// exits 2, any other failure 1.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/uid-dispenser/uid-dispenser/dispenser"
+)
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	flags := flag.NewFlagSet("dispenser", flag.ContinueOnError)
+	flags.SetOutput(os.Stdout)
+	flags.Usage = func() {
+		fmt.Fprintln(flags.Output(), "usage: dispenser\n\nHands out unique 64-bit IDs over NATS.")
+		fmt.Fprintln(flags.Output())
+		if err := dispenser.Usage(flags.Output()); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+	}
+	if err := flags.Parse(os.Args[1:]); err != nil {
+		if err == flag.ErrHelp {
+			return 0
+		}
+		return 2
+	}
+	cfg, err := dispenser.LoadConfig()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "dispenser: configuration:", err)
+		return 2
+	}
+	log := dispenser.NewLogger(cfg)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := dispenser.Run(ctx, cfg, dispenser.WithLogger(log)); err != nil {
+		log.Error("dispenser failed", "err", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/natsio"
+)
+
+// The test binary doubles as the dispenser: run as a child with
+// UID_TEST_RUN_DISPENSER=1 it executes main's run.
+func TestMain(m *testing.M) {
+	if os.Getenv("UID_TEST_RUN_DISPENSER") == "1" {
+		os.Exit(run())
+	}
+	os.Exit(m.Run())
+}
+
+// command prepares the dispenser as a child process with env on top of
+// an environment free of DISPENSER_ variables.
+func command(t *testing.T, args []string, env ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "DISPENSER_") && !strings.HasPrefix(kv, "NATS_URL=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "UID_TEST_RUN_DISPENSER=1")
+	cmd.Env = append(cmd.Env, env...)
+	return cmd
+}
+
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}
+
+func TestHelpListsTheVariables(t *testing.T) {
+	out, err := command(t, []string{"-h"}).Output()
+	if exitCode(err) != 0 {
+		t.Fatalf("-h: %v", err)
+	}
+	for _, want := range []string{"DISPENSER_NATS_URL", "DISPENSER_MYSQL_DSN", "DISPENSER_MAX_BATCH (Integer, default 100000)", "DISPENSER_QUEUE_GROUP (String, default uid-dispenser)"} {
+		if !bytes.Contains(out, []byte(want)) {
+			t.Errorf("-h output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestInvalidConfigurationExits2NamingTheVariable(t *testing.T) {
+	var stderr bytes.Buffer
+	cmd := command(t, nil, "DISPENSER_SEQ_BITS=lots")
+	cmd.Stderr = &stderr
+	if code := exitCode(cmd.Run()); code != 2 || !strings.Contains(stderr.String(), "DISPENSER_SEQ_BITS") {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+func TestUnreachableNATSExits1Fast(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "nats://" + l.Addr().String()
+	l.Close()
+	var stderr bytes.Buffer
+	cmd := command(t, nil, "DISPENSER_NATS_URL="+url)
+	cmd.Stderr = &stderr
+	start := time.Now()
+	if code := exitCode(cmd.Run()); code != 1 || !strings.Contains(stderr.String(), url) || time.Since(start) > 5*time.Second {
+		t.Fatalf("exit %d after %v, stderr %q", code, time.Since(start), stderr.String())
+	}
+}
+
+func TestSignalStopsGracefullyWithExit0(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			url := testenv.NATS(t, nil).ClientURL()
+			cmd := command(t, nil, "DISPENSER_NATS_URL="+url, "DISPENSER_LOG_FORMAT=json")
+			stderr, err := cmd.StderrPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			lines := make(chan string, 100)
+			go func() {
+				defer close(lines)
+				sc := bufio.NewScanner(stderr)
+				for sc.Scan() {
+					lines <- sc.Text()
+				}
+			}()
+			var log strings.Builder
+			waitFor := func(what string) {
+				t.Helper()
+				timeout := time.After(15 * time.Second)
+				for {
+					select {
+					case l, ok := <-lines:
+						if !ok {
+							t.Fatalf("dispenser ended before %q; log:\n%s", what, log.String())
+						}
+						log.WriteString(l + "\n")
+						if strings.Contains(l, what) {
+							return
+						}
+					case <-timeout:
+						cmd.Process.Kill()
+						t.Fatalf("no %q within 15s; log:\n%s", what, log.String())
+					}
+				}
+			}
+			waitFor(`"msg":"serving"`)
+
+			conn, err := natsio.Connect(context.Background(), natsio.ConnConfig{URL: url})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if _, err := natsio.NewClient(conn.Conn, natsio.ClientOptions{}).Next(ctx); err != nil {
+				t.Fatal(err)
+			}
+
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(`"msg":"stopped"`)
+			for l := range lines {
+				log.WriteString(l + "\n")
+			}
+			_, _ = io.Copy(io.Discard, stderr)
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case err := <-done:
+				if code := exitCode(err); code != 0 {
+					t.Fatalf("exit %d after %s; log:\n%s", code, sig, log.String())
+				}
+			case <-time.After(15 * time.Second):
+				cmd.Process.Kill()
+				t.Fatalf("still running 15s after %s", sig)
+			}
+			if !strings.Contains(log.String(), "released worker ID") {
+				t.Errorf("the worker ID was not released; log:\n%s", log.String())
+			}
+		})
+	}
+}

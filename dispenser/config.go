@@ -1,0 +1,244 @@
+package dispenser
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/kelseyhightower/envconfig"
+
+	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
+	"github.com/uid-dispenser/uid-dispenser/workerid"
+)
+
+// EnvPrefix is the prefix of every configuration variable (envconfig
+// adds the underscore).
+const EnvPrefix = "DISPENSER"
+
+// Config is a dispenser instance's configuration, read from the
+// environment by LoadConfig. The default tags are the defaults.
+type Config struct {
+	NATSURL            string        `envconfig:"NATS_URL" desc:"NATS server URL(s), comma-separated. Empty: use the server listening on DISPENSER_EMBEDDED_ADDR, or start an embedded one there"`
+	NATSUser           string        `envconfig:"NATS_USER" desc:"NATS user name (with DISPENSER_NATS_PASSWORD)"`
+	NATSPassword       string        `envconfig:"NATS_PASSWORD" desc:"NATS password"`
+	NATSToken          string        `envconfig:"NATS_TOKEN" desc:"NATS authentication token"`
+	NATSNKeySeedFile   string        `envconfig:"NATS_NKEY_SEED_FILE" desc:"file holding an NKey user seed"`
+	NATSCredsFile      string        `envconfig:"NATS_CREDS_FILE" desc:"NATS credentials file (JWT and seed)"`
+	NATSTLSCA          string        `envconfig:"NATS_TLS_CA" desc:"PEM file of the CA(s) that signed the server certificate"`
+	NATSTLSCert        string        `envconfig:"NATS_TLS_CERT" desc:"PEM client certificate (with DISPENSER_NATS_TLS_KEY)"`
+	NATSTLSKey         string        `envconfig:"NATS_TLS_KEY" desc:"PEM key of the client certificate"`
+	NATSConnectTimeout time.Duration `envconfig:"NATS_CONNECT_TIMEOUT" default:"5s" desc:"how long start-up waits for NATS before it fails"`
+
+	EmbeddedAddr    string `envconfig:"EMBEDDED_ADDR" default:"127.0.0.1:4222" desc:"with no DISPENSER_NATS_URL: where to look for a NATS server, and where to start the embedded one when none listens"`
+	EmbeddedDataDir string `envconfig:"EMBEDDED_DATA_DIR" desc:"JetStream directory of the embedded server (default: <user cache dir>/uid-dispenser/nats, else ./data/nats)"`
+
+	TimeBits   uint      `envconfig:"TIME_BITS" default:"31" desc:"bits of delta seconds in an ID (time+worker+seq bits = 63)"`
+	WorkerBits uint      `envconfig:"WORKER_BITS" default:"16" desc:"bits of worker ID"`
+	SeqBits    uint      `envconfig:"SEQ_BITS" default:"16" desc:"bits of sequence per second (2^bits IDs per second per worker at wall-clock pace)"`
+	Epoch      time.Time `envconfig:"EPOCH" default:"2026-01-01T00:00:00Z" desc:"RFC 3339 instant delta seconds count from"`
+
+	BoostPower       int           `envconfig:"BOOST_POWER" default:"3" desc:"ring size = 2^seq bits << boost power"`
+	PaddingFactor    int           `envconfig:"PADDING_FACTOR" default:"50" desc:"pad the ring when fewer than this percentage of slots hold IDs (1-100)"`
+	ScheduleInterval time.Duration `envconfig:"SCHEDULE_INTERVAL" default:"0s" desc:"also pad on this interval (0: only on demand)"`
+	MaxAhead         time.Duration `envconfig:"MAX_AHEAD" default:"60s" desc:"how far IDs' seconds may run ahead of the clock under load (at least 1s; negative: no bound)"`
+	TakeWait         time.Duration `envconfig:"TAKE_WAIT" default:"5ms" desc:"how long a request waits for padding when the ring is empty before it gets a 503"`
+
+	QueueGroup      string        `envconfig:"QUEUE_GROUP" default:"uid-dispenser" desc:"NATS queue group of the instances"`
+	SubjectPrefix   string        `envconfig:"SUBJECT_PREFIX" default:"uid" desc:"subjects are <prefix>.next, <prefix>.batch, <prefix>.parse"`
+	MaxBatch        int           `envconfig:"MAX_BATCH" default:"100000" desc:"largest batch count (further capped so a reply fits the NATS max payload)"`
+	ShutdownTimeout time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"10s" desc:"bound on a graceful shutdown"`
+	LogLevel        string        `envconfig:"LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
+	LogFormat       string        `envconfig:"LOG_FORMAT" default:"text" desc:"text or json"`
+
+	workerid.Config
+}
+
+// ConfigError is an invalid setting, named by its environment variable.
+type ConfigError struct {
+	Var    string // e.g. DISPENSER_TIME_BITS
+	Reason string
+}
+
+func (e *ConfigError) Error() string { return e.Var + ": " + e.Reason }
+
+// LoadConfig reads the configuration from the environment and validates
+// it. Errors name the variable.
+func LoadConfig() (Config, error) {
+	var cfg Config
+	if err := envconfig.Process(EnvPrefix, &cfg); err != nil {
+		var pe *envconfig.ParseError
+		if errors.As(err, &pe) {
+			return Config{}, &ConfigError{Var: pe.KeyName, Reason: fmt.Sprintf("%q is not a valid %s: %v", pe.Value, pe.TypeName, pe.Err)}
+		}
+		return Config{}, err
+	}
+	return cfg, cfg.Validate()
+}
+
+// DefaultConfig is the configuration with every default, as LoadConfig
+// gives it in an empty environment.
+func DefaultConfig() Config {
+	layout := uidcore.DefaultLayout()
+	return Config{
+		NATSConnectTimeout: 5 * time.Second,
+		EmbeddedAddr:       natsio.DefaultLocalAddr,
+		TimeBits:           layout.TimeBits,
+		WorkerBits:         layout.WorkerBits,
+		SeqBits:            layout.SeqBits,
+		Epoch:              layout.Epoch,
+		BoostPower:         uidcore.DefaultBoostPower,
+		PaddingFactor:      uidcore.DefaultPaddingFactor,
+		MaxAhead:           uidcore.DefaultMaxAhead,
+		TakeWait:           5 * time.Millisecond,
+		QueueGroup:         natsio.DefaultQueueGroup,
+		SubjectPrefix:      natsio.DefaultSubjectPrefix,
+		MaxBatch:           natsio.DefaultMaxBatch,
+		ShutdownTimeout:    10 * time.Second,
+		LogLevel:           "info",
+		LogFormat:          "text",
+		Config:             workerid.DefaultConfig(),
+	}
+}
+
+// usageFormat lists each variable with its type, default and description.
+const usageFormat = `The dispenser is configured through the environment:
+{{range .}}
+  {{usage_key .}} ({{usage_type .}}{{if usage_default .}}, default {{usage_default .}}{{end}})
+      {{usage_description .}}{{end}}
+`
+
+// Usage writes every configuration variable with its default to w.
+func Usage(w io.Writer) error {
+	var cfg Config
+	return envconfig.Usagef(EnvPrefix, &cfg, w, usageFormat)
+}
+
+var tokenPattern = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// Validate reports the first invalid setting, as a *ConfigError naming its
+// variable (or the worker-ID configuration's error).
+func (c Config) Validate() error {
+	bad := func(name, format string, args ...any) error {
+		return &ConfigError{Var: EnvPrefix + "_" + name, Reason: fmt.Sprintf(format, args...)}
+	}
+	if err := c.Layout().Validate(); err != nil {
+		le, _ := err.(*uidcore.LayoutError)
+		name := map[string]string{"TimeBits": "TIME_BITS", "WorkerBits": "WORKER_BITS", "SeqBits": "SEQ_BITS", "Epoch": "EPOCH"}[le.Field]
+		if name == "" {
+			name = "TIME_BITS/WORKER_BITS/SEQ_BITS"
+		}
+		return bad(name, "%s", le.Reason)
+	}
+	switch {
+	case (c.NATSTLSCert == "") != (c.NATSTLSKey == ""):
+		return bad("NATS_TLS_CERT", "a client certificate needs DISPENSER_NATS_TLS_CERT and DISPENSER_NATS_TLS_KEY together")
+	case c.NATSConnectTimeout <= 0:
+		return bad("NATS_CONNECT_TIMEOUT", "%s must be positive", c.NATSConnectTimeout)
+	case c.BoostPower < 0 || c.BoostPower > 24:
+		return bad("BOOST_POWER", "%d is outside 0..24", c.BoostPower)
+	case c.PaddingFactor < 1 || c.PaddingFactor > 100:
+		return bad("PADDING_FACTOR", "%d is outside 1..100", c.PaddingFactor)
+	case c.ScheduleInterval < 0:
+		return bad("SCHEDULE_INTERVAL", "%s is negative", c.ScheduleInterval)
+	case c.MaxAhead >= 0 && c.MaxAhead < time.Second:
+		return bad("MAX_AHEAD", "%s: use at least 1s, or a negative value for no bound", c.MaxAhead)
+	case c.TakeWait < 0:
+		return bad("TAKE_WAIT", "%s is negative", c.TakeWait)
+	case !tokenPattern.MatchString(c.QueueGroup):
+		return bad("QUEUE_GROUP", "%q: use letters, digits, - and _", c.QueueGroup)
+	case !validPrefix(c.SubjectPrefix):
+		return bad("SUBJECT_PREFIX", "%q is not a subject prefix (tokens of letters, digits, - and _ separated by dots)", c.SubjectPrefix)
+	case c.MaxBatch < 1:
+		return bad("MAX_BATCH", "%d: at least 1", c.MaxBatch)
+	case c.ShutdownTimeout <= 0:
+		return bad("SHUTDOWN_TIMEOUT", "%s must be positive", c.ShutdownTimeout)
+	}
+	if _, err := parseLevel(c.LogLevel); err != nil {
+		return bad("LOG_LEVEL", "%v", err)
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		return bad("LOG_FORMAT", "%q is neither text nor json", c.LogFormat)
+	}
+	return c.Config.Validate()
+}
+
+func validPrefix(p string) bool {
+	if p == "" {
+		return false
+	}
+	for tok := range strings.SplitSeq(p, ".") {
+		if !tokenPattern.MatchString(tok) {
+			return false
+		}
+	}
+	return true
+}
+
+// Layout is the ID layout the configuration describes.
+func (c Config) Layout() uidcore.Layout {
+	return uidcore.Layout{TimeBits: c.TimeBits, WorkerBits: c.WorkerBits, SeqBits: c.SeqBits, Epoch: c.Epoch.UTC()}
+}
+
+// cachedOptions are the ring-buffer settings for uidcore.
+func (c Config) cachedOptions(claim uidcore.Claim, observer uidcore.Observer) uidcore.CachedOptions {
+	boost := c.BoostPower
+	if boost == 0 {
+		boost = -1 // uidcore reads 0 as "default"
+	}
+	maxAhead := c.MaxAhead
+	if maxAhead < 0 {
+		maxAhead = uidcore.NoAheadBound
+	}
+	return uidcore.CachedOptions{
+		Layout:           c.Layout(),
+		Claim:            claim,
+		BoostPower:       boost,
+		PaddingFactor:    c.PaddingFactor,
+		ScheduleInterval: c.ScheduleInterval,
+		MaxAhead:         maxAhead,
+		TakeWait:         c.TakeWait,
+		Observer:         observer,
+	}
+}
+
+// connConfig is how to reach NATS; url is the resolved URL.
+func (c Config) connConfig(url, name string, log *slog.Logger) natsio.ConnConfig {
+	return natsio.ConnConfig{
+		URL:            url,
+		Name:           name,
+		User:           c.NATSUser,
+		Password:       c.NATSPassword,
+		Token:          c.NATSToken,
+		NKeySeedFile:   c.NATSNKeySeedFile,
+		CredsFile:      c.NATSCredsFile,
+		TLSCAFile:      c.NATSTLSCA,
+		TLSCertFile:    c.NATSTLSCert,
+		TLSKeyFile:     c.NATSTLSKey,
+		ConnectTimeout: c.NATSConnectTimeout,
+		DrainTimeout:   c.ShutdownTimeout,
+		Logger:         log,
+	}
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	err := l.UnmarshalText([]byte(s))
+	return l, err
+}
+
+// NewLogger builds the slog logger the configuration asks for, writing to
+// stderr.
+func NewLogger(c Config) *slog.Logger {
+	level, _ := parseLevel(c.LogLevel)
+	opts := &slog.HandlerOptions{Level: level}
+	if c.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}

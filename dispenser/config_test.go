@@ -1,0 +1,158 @@
+package dispenser
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/uid-dispenser/uid-dispenser/workerid"
+)
+
+// clearEnv unsets every DISPENSER_ variable (and the unprefixed names
+// envconfig falls back to) for the test.
+func clearEnv(t *testing.T) {
+	t.Helper()
+	for _, name := range configVars(reflect.TypeFor[Config]()) {
+		for _, v := range []string{EnvPrefix + "_" + name, name} {
+			if old, ok := os.LookupEnv(v); ok {
+				os.Unsetenv(v)
+				t.Cleanup(func() { os.Setenv(v, old) })
+			}
+		}
+	}
+}
+
+// configVars lists the envconfig names of a config struct's fields,
+// embedded structs included.
+func configVars(t reflect.Type) []string {
+	var names []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous {
+			names = append(names, configVars(f.Type)...)
+			continue
+		}
+		names = append(names, f.Tag.Get("envconfig"))
+	}
+	return names
+}
+
+func TestLoadConfigDefaults(t *testing.T) {
+	clearEnv(t)
+	cfg, err := LoadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := DefaultConfig()
+	if !cfg.Epoch.Equal(want.Epoch) {
+		t.Fatalf("epoch %v, want %v", cfg.Epoch, want.Epoch)
+	}
+	cfg.Epoch, want.Epoch = time.Time{}, time.Time{}
+	if !reflect.DeepEqual(cfg, want) {
+		t.Fatalf("LoadConfig in an empty environment\n got %+v\nwant %+v", cfg, want)
+	}
+}
+
+func TestLoadConfigReadsVariables(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("DISPENSER_NATS_URL", "nats://a:4222,nats://b:4222")
+	t.Setenv("DISPENSER_TIME_BITS", "30")
+	t.Setenv("DISPENSER_WORKER_BITS", "17")
+	t.Setenv("DISPENSER_EPOCH", "2030-06-01T00:00:00+02:00")
+	t.Setenv("DISPENSER_MAX_AHEAD", "-1s")
+	t.Setenv("DISPENSER_WORKER_MODE", "disposable")
+	cfg, err := LoadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.NATSURL != "nats://a:4222,nats://b:4222" || cfg.TimeBits != 30 || cfg.WorkerBits != 17 || cfg.MaxAhead != -time.Second || cfg.WorkerMode != workerid.ModeDisposable {
+		t.Fatalf("%+v", cfg)
+	}
+	if got := cfg.Layout().String(); got != "30/17/16@2030-05-31T22:00:00Z" {
+		t.Fatalf("layout %s", got)
+	}
+	if opts := cfg.cachedOptions(nil, nil); opts.MaxAhead >= 0 {
+		t.Fatalf("negative MAX_AHEAD gave %v, want no bound", opts.MaxAhead)
+	}
+}
+
+func TestInvalidValuesNameTheVariable(t *testing.T) {
+	for _, tc := range []struct{ name, value, want string }{
+		{"DISPENSER_TIME_BITS", "many", "DISPENSER_TIME_BITS"},
+		{"DISPENSER_TIME_BITS", "30", "DISPENSER_TIME_BITS/WORKER_BITS/SEQ_BITS"},
+		{"DISPENSER_SEQ_BITS", "0", "DISPENSER_SEQ_BITS"},
+		{"DISPENSER_EPOCH", "yesterday", "DISPENSER_EPOCH"},
+		{"DISPENSER_EPOCH", "1960-01-01T00:00:00Z", "DISPENSER_EPOCH"},
+		{"DISPENSER_MAX_BATCH", "0", "DISPENSER_MAX_BATCH"},
+		{"DISPENSER_MAX_AHEAD", "0s", "DISPENSER_MAX_AHEAD"},
+		{"DISPENSER_TAKE_WAIT", "soon", "DISPENSER_TAKE_WAIT"},
+		{"DISPENSER_BOOST_POWER", "30", "DISPENSER_BOOST_POWER"},
+		{"DISPENSER_PADDING_FACTOR", "101", "DISPENSER_PADDING_FACTOR"},
+		{"DISPENSER_QUEUE_GROUP", "a b", "DISPENSER_QUEUE_GROUP"},
+		{"DISPENSER_SUBJECT_PREFIX", "uid.>", "DISPENSER_SUBJECT_PREFIX"},
+		{"DISPENSER_SUBJECT_PREFIX", "a..b", "DISPENSER_SUBJECT_PREFIX"},
+		{"DISPENSER_LOG_LEVEL", "loud", "DISPENSER_LOG_LEVEL"},
+		{"DISPENSER_LOG_FORMAT", "xml", "DISPENSER_LOG_FORMAT"},
+		{"DISPENSER_SHUTDOWN_TIMEOUT", "0s", "DISPENSER_SHUTDOWN_TIMEOUT"},
+		{"DISPENSER_NATS_TLS_CERT", "client.pem", "DISPENSER_NATS_TLS_CERT"},
+		{"DISPENSER_WORKER_MODE", "borrowed", "DISPENSER_WORKER_MODE"},
+		{"DISPENSER_MYSQL_DSN", "root:hunter2@nowhere(", "DISPENSER_MYSQL_DSN"},
+	} {
+		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
+			clearEnv(t)
+			t.Setenv(tc.name, tc.value)
+			_, err := LoadConfig()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v; want it to name %s", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "hunter2") {
+				t.Fatalf("error leaks the password: %v", err)
+			}
+			var ce *ConfigError
+			var we *workerid.ConfigError
+			if !errors.As(err, &ce) && !errors.As(err, &we) {
+				t.Fatalf("err %T is not a config error", err)
+			}
+		})
+	}
+}
+
+func TestUsageListsEveryVariableWithItsDefault(t *testing.T) {
+	var buf bytes.Buffer
+	if err := Usage(&buf); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	var check func(reflect.Type)
+	check = func(typ reflect.Type) {
+		for i := range typ.NumField() {
+			f := typ.Field(i)
+			if f.Anonymous {
+				check(f.Type)
+				continue
+			}
+			name := EnvPrefix + "_" + f.Tag.Get("envconfig")
+			line := ""
+			for l := range strings.SplitSeq(out, "\n") {
+				if strings.HasPrefix(strings.TrimSpace(l), name+" ") {
+					line = l
+				}
+			}
+			if line == "" {
+				t.Errorf("usage lacks %s", name)
+				continue
+			}
+			if def := f.Tag.Get("default"); def != "" && !strings.Contains(line, "default "+def) {
+				t.Errorf("usage line %q lacks the default %s", line, def)
+			}
+		}
+	}
+	check(reflect.TypeFor[Config]())
+	if !strings.Contains(out, "DISPENSER_MYSQL_DSN") || !strings.Contains(out, "DISPENSER_NATS_URL") {
+		t.Fatalf("usage:\n%s", out)
+	}
+}

@@ -1,0 +1,387 @@
+package dispenser
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
+	"github.com/uid-dispenser/uid-dispenser/workerid"
+)
+
+// Option adjusts how Start builds an instance.
+type Option func(*options)
+
+type options struct {
+	log      *slog.Logger
+	assigner uidcore.Assigner
+	observer uidcore.Observer
+}
+
+// WithLogger sets the logger (default slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithAssigner claims worker IDs through a instead of the configured
+// store (MySQL with DISPENSER_MYSQL_DSN, else the JetStream KV bucket).
+func WithAssigner(a uidcore.Assigner) Option { return func(o *options) { o.assigner = a } }
+
+// WithObserver passes the generator's events to obs (telemetry).
+func WithObserver(obs uidcore.Observer) Option { return func(o *options) { o.observer = obs } }
+
+// Dispenser is one running instance: a worker claim, the cached generator
+// on it and the NATS service that hands its IDs out.
+type Dispenser struct {
+	cfg      Config
+	log      *slog.Logger
+	observer uidcore.Observer
+	url      string           // resolved NATS URL, redacted
+	embedded *natsio.Embedded // nil when another server is used
+	claimNC  *natsio.Conn     // the KV assigner's connection (nil with MySQL)
+	svcNC    *natsio.Conn     // the service's connection
+	assigner uidcore.Assigner
+	svc      *natsio.Service
+
+	mu    sync.Mutex
+	claim uidcore.Claim
+	gen   *uidcore.CachedGenerator
+
+	stopWatch context.CancelFunc
+	watchDone chan struct{}
+	done      chan struct{} // closed when the instance can no longer serve, or by Shutdown
+	doneOnce  sync.Once
+	doneErr   error
+	shutdown  sync.Once
+	shutErr   error
+}
+
+// Start brings an instance up: NATS (the configured server, or the local
+// one, started embedded when none listens), a worker claim, the ring
+// buffer, and the service in its queue group. It fails fast, naming what
+// failed, when NATS or the worker-ID store is unreachable or refuses the
+// credentials.
+func Start(ctx context.Context, cfg Config, opts ...Option) (_ *Dispenser, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	o := options{log: slog.Default()}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	d := &Dispenser{cfg: cfg, log: o.log, observer: o.observer, assigner: o.assigner, done: make(chan struct{}), watchDone: make(chan struct{})}
+	var cleanup []func()
+	defer func() {
+		if err != nil {
+			for i := len(cleanup) - 1; i >= 0; i-- {
+				cleanup[i]()
+			}
+		}
+	}()
+
+	url := cfg.NATSURL
+	if url == "" {
+		var emb *natsio.Embedded
+		url, emb, err = natsio.LocalServer(ctx, natsio.EmbeddedConfig{Addr: cfg.EmbeddedAddr, StoreDir: cfg.EmbeddedDataDir, Logger: d.log})
+		if err != nil {
+			return nil, fmt.Errorf("dispenser: no DISPENSER_NATS_URL and no local NATS server: %w", err)
+		}
+		if emb != nil {
+			d.embedded = emb
+			cleanup = append(cleanup, emb.Shutdown)
+			d.log.Info("started embedded nats-server with JetStream", "url", url, "data_dir", dataDirOrDefault(cfg.EmbeddedDataDir))
+		} else {
+			d.log.Info("using the NATS server already listening", "url", url)
+		}
+	}
+	d.url = natsio.RedactURL(url)
+
+	connectCtx, cancel := context.WithTimeout(ctx, cfg.NATSConnectTimeout)
+	defer cancel()
+	d.svcNC, err = natsio.Connect(connectCtx, cfg.connConfig(url, "uid-dispenser", d.log))
+	if err != nil {
+		return nil, fmt.Errorf("dispenser: %w", err)
+	}
+	cleanup = append(cleanup, func() { d.svcNC.Close() })
+
+	if d.assigner == nil {
+		closeAssigner, err := d.openAssigner(connectCtx, url)
+		if err != nil {
+			return nil, err
+		}
+		cleanup = append(cleanup, closeAssigner)
+	}
+
+	claim, err := d.assigner.Claim(ctx, cfg.Layout())
+	if err != nil {
+		return nil, fmt.Errorf("dispenser: claim a worker ID: %w", err)
+	}
+	cleanup = append(cleanup, func() { releaseQuietly(claim, d.log) })
+	gen, err := uidcore.NewCached(cfg.cachedOptions(claim, d.observer))
+	if err != nil {
+		return nil, fmt.Errorf("dispenser: ring buffer: %w", err)
+	}
+	cleanup = append(cleanup, func() { gen.Close() })
+	d.claim, d.gen = claim, gen
+
+	d.svc, err = natsio.NewService(d.svcNC.Conn, gen, natsio.ServiceConfig{
+		QueueGroup:    cfg.QueueGroup,
+		SubjectPrefix: cfg.SubjectPrefix,
+		MaxBatch:      cfg.MaxBatch,
+		Logger:        d.log,
+		ClaimStatus:   d.claimStatus,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dispenser: %w", err)
+	}
+
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	d.stopWatch = stopWatch
+	go d.watchClaim(watchCtx)
+	go d.watchConn()
+
+	layout := cfg.Layout()
+	d.log.Info("serving",
+		"worker_id", claim.WorkerID(),
+		"subjects", cfg.SubjectPrefix+".{next,batch,parse}",
+		"queue_group", cfg.QueueGroup,
+		"layout", layout.String(),
+		"runway_end", layout.RunwayEnd().Format(time.RFC3339),
+		"nats", d.url,
+		"service_id", d.svc.ID())
+	return d, nil
+}
+
+// openAssigner sets up the configured worker-ID store and returns how to
+// close it.
+func (d *Dispenser) openAssigner(ctx context.Context, url string) (func(), error) {
+	if d.cfg.MySQLDSN != "" {
+		a, err := workerid.NewMySQLAssigner(ctx, d.cfg.Config, d.log)
+		if err != nil {
+			return nil, fmt.Errorf("dispenser: worker-ID store: %w", err)
+		}
+		d.assigner = a
+		return func() { a.Close() }, nil
+	}
+	// The KV assigner has a connection of its own, so lease renewals never
+	// queue behind service traffic and the service's connection can be
+	// drained at shutdown while the lease is still released over NATS.
+	conn, err := natsio.Connect(ctx, d.cfg.connConfig(url, "uid-dispenser worker claim", d.log))
+	if err != nil {
+		return nil, fmt.Errorf("dispenser: %w", err)
+	}
+	a, err := natsio.NewKVAssigner(ctx, conn.Conn, d.cfg.Config, d.log)
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("dispenser: worker-ID store (JetStream KV bucket %s): %w", d.cfg.WorkerKVBucket, err)
+	}
+	d.claimNC, d.assigner = conn, a
+	return func() { conn.Close() }, nil
+}
+
+// watchClaim replaces a claim that is lost for good (its lease taken over
+// by another instance): it claims a new worker ID, builds a new generator
+// and swaps it into the service. Meanwhile requests get 503s.
+func (d *Dispenser) watchClaim(ctx context.Context) {
+	defer close(d.watchDone)
+	for {
+		d.mu.Lock()
+		lost := workerid.Done(d.claim)
+		d.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return
+		case <-lost:
+		}
+		if err := d.reclaim(ctx); err != nil {
+			return // only when ctx ended
+		}
+	}
+}
+
+func (d *Dispenser) reclaim(ctx context.Context) error {
+	d.mu.Lock()
+	oldClaim, oldGen := d.claim, d.gen
+	d.mu.Unlock()
+	_, lostErr := oldClaim.Until()
+	d.log.Error("worker claim lost for good; claiming a new worker ID", "worker_id", oldClaim.WorkerID(), "err", lostErr)
+	backoff := 100 * time.Millisecond
+	for {
+		claim, err := d.assigner.Claim(ctx, d.cfg.Layout())
+		if err == nil {
+			gen, err := uidcore.NewCached(d.cfg.cachedOptions(claim, d.observer))
+			if err == nil {
+				if err = d.svc.SetSource(gen); err == nil {
+					d.mu.Lock()
+					d.claim, d.gen = claim, gen
+					d.mu.Unlock()
+					oldGen.Close()
+					releaseQuietly(oldClaim, d.log)
+					d.log.Info("serving under a new worker ID", "worker_id", claim.WorkerID(), "previous", oldClaim.WorkerID(), "service_id", d.svc.ID())
+					return nil
+				}
+				gen.Close()
+			}
+			releaseQuietly(claim, d.log)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		d.log.Error("claiming a new worker ID failed; retrying", "err", err, "in", backoff)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// watchConn ends the instance when the service's connection closes for
+// good without a shutdown (it reconnects for ever otherwise, so this means
+// the server refused it, say its credentials were revoked).
+func (d *Dispenser) watchConn() {
+	<-d.svcNC.Closed()
+	d.finish(errors.New("dispenser: the NATS connection closed"))
+}
+
+// finish closes Done, with the reason when it is a failure.
+func (d *Dispenser) finish(err error) {
+	d.doneOnce.Do(func() {
+		d.doneErr = err
+		close(d.done)
+	})
+}
+
+func (d *Dispenser) claimStatus() error {
+	d.mu.Lock()
+	claim := d.claim
+	d.mu.Unlock()
+	_, err := claim.Until()
+	return err
+}
+
+// WorkerID is the worker ID the instance currently holds.
+func (d *Dispenser) WorkerID() uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.claim.WorkerID()
+}
+
+// ServiceID is the micro service instance ID (`nats micro ls`).
+func (d *Dispenser) ServiceID() string { return d.svc.ID() }
+
+// NATSURL is the NATS URL in use, secrets redacted.
+func (d *Dispenser) NATSURL() string { return d.url }
+
+// Embedded reports whether the instance runs the embedded nats-server.
+func (d *Dispenser) Embedded() bool { return d.embedded != nil }
+
+// Done is closed when the instance can no longer serve (see Err).
+func (d *Dispenser) Done() <-chan struct{} { return d.done }
+
+// Err says why Done was closed; nil before and after a Shutdown.
+func (d *Dispenser) Err() error {
+	select {
+	case <-d.done:
+		return d.doneErr
+	default:
+		return nil
+	}
+}
+
+// Shutdown stops gracefully: it leaves the queue group so peers take the
+// traffic, answers the requests already delivered, closes the generator,
+// releases the worker claim, closes the connections and the embedded
+// server. It gives up waiting when ctx ends and then closes what is left at
+// once; the claim is released in every case.
+func (d *Dispenser) Shutdown(ctx context.Context) error {
+	d.shutdown.Do(func() { d.shutErr = d.doShutdown(ctx) })
+	return d.shutErr
+}
+
+func (d *Dispenser) doShutdown(ctx context.Context) error {
+	d.finish(nil)
+	d.stopWatch()
+	<-d.watchDone
+	var errs []error
+	if err := d.svc.Stop(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := d.svcNC.DrainAndWait(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("dispenser: finishing in-flight requests: %w", err))
+	}
+	d.mu.Lock()
+	claim, gen := d.claim, d.gen
+	d.mu.Unlock()
+	gen.Close()
+	releaseCtx := ctx
+	if ctx.Err() != nil {
+		// Out of time, but a released claim frees the worker ID at once:
+		// give it a moment of its own.
+		var cancel context.CancelFunc
+		releaseCtx, cancel = context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+	}
+	if err := claim.Release(releaseCtx); err != nil {
+		errs = append(errs, fmt.Errorf("dispenser: release worker ID %d: %w", claim.WorkerID(), err))
+	}
+	if c, ok := d.assigner.(io.Closer); ok {
+		if err := c.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if d.claimNC != nil {
+		if err := d.claimNC.DrainAndWait(releaseCtx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if d.embedded != nil {
+		d.embedded.Shutdown()
+	}
+	d.log.Info("stopped", "worker_id", claim.WorkerID())
+	return errors.Join(errs...)
+}
+
+// Run starts an instance, serves until ctx is done (SIGINT/SIGTERM in
+// cmd/dispenser) or the instance can no longer serve, then shuts down
+// within cfg.ShutdownTimeout. A shutdown after ctx ended returns nil even
+// when it ran out of time (it is logged), so that the process exits 0.
+func Run(ctx context.Context, cfg Config, opts ...Option) error {
+	d, err := Start(ctx, cfg, opts...)
+	if err != nil {
+		return err
+	}
+	var failure error
+	select {
+	case <-ctx.Done():
+		d.log.Info("shutting down", "timeout", cfg.ShutdownTimeout)
+	case <-d.Done():
+		failure = d.Err()
+		d.log.Error("cannot serve any more; shutting down", "err", failure)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := d.Shutdown(sctx); err != nil {
+		d.log.Warn("shutdown was not clean", "err", err)
+	}
+	return failure
+}
+
+func releaseQuietly(claim uidcore.Claim, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := claim.Release(ctx); err != nil {
+		log.Warn("releasing a worker claim failed", "worker_id", claim.WorkerID(), "err", err)
+	}
+}
+
+func dataDirOrDefault(dir string) string {
+	if dir == "" {
+		return natsio.DefaultStoreDir()
+	}
+	return dir
+}

@@ -1,0 +1,301 @@
+package dispenser
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"go.uber.org/goleak"
+
+	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// database/sql's connection opener of a DB closed by the MySQL
+		// assigner exits asynchronously.
+		goleak.IgnoreTopFunction("database/sql.(*DB).connectionOpener"),
+	)
+}
+
+func testLogger() *slog.Logger {
+	if os.Getenv("UID_TEST_LOG") == "1" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// testConfig is the default configuration with short leases for tests.
+func testConfig(natsURL, dsn string) Config {
+	cfg := DefaultConfig()
+	cfg.NATSURL = natsURL
+	cfg.MySQLDSN = dsn
+	cfg.LeaseTTL = 3 * time.Second
+	cfg.ReserveChunk = 10 * time.Second
+	cfg.StoreStartupDeadline = 3 * time.Second
+	cfg.ShutdownTimeout = 5 * time.Second
+	return cfg
+}
+
+func start(t *testing.T, cfg Config) *Dispenser {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	d, err := Start(ctx, cfg, WithLogger(testLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { shutdown(t, d) })
+	return d
+}
+
+func shutdown(t *testing.T, d *Dispenser) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := d.Shutdown(ctx); err != nil {
+		t.Errorf("shutdown of worker %d: %v", d.WorkerID(), err)
+	}
+}
+
+func client(t *testing.T, url string) *natsio.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, err := natsio.Connect(ctx, natsio.ConnConfig{URL: url, Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	return natsio.NewClient(conn.Conn, natsio.ClientOptions{AttemptTimeout: 500 * time.Millisecond})
+}
+
+// collect takes IDs with n concurrent callers until stop is closed or each
+// has taken perCaller (0: until stop). Errors fail the test.
+func collect(t *testing.T, c *natsio.Client, n, perCaller int, stop <-chan struct{}) []uint64 {
+	t.Helper()
+	var mu sync.Mutex
+	var all []uint64
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for taken := 0; perCaller == 0 || taken < perCaller; {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				var ids []uint64
+				var err error
+				if i%2 == 0 {
+					var id uint64
+					id, err = c.Next(ctx)
+					ids = []uint64{id}
+				} else {
+					ids, err = c.Batch(ctx, 200)
+				}
+				cancel()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				taken += len(ids)
+				mu.Lock()
+				all = append(all, ids...)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return all
+}
+
+func checkDistinct(t *testing.T, ids []uint64) {
+	t.Helper()
+	slices.Sort(ids)
+	for i := 1; i < len(ids); i++ {
+		if ids[i] == ids[i-1] {
+			t.Fatalf("duplicate ID %d among %d", ids[i], len(ids))
+		}
+	}
+}
+
+func workers(ids []uint64) map[uint64]int {
+	m := map[uint64]int{}
+	for _, id := range ids {
+		p, _ := uidcore.DefaultLayout().Parse(id)
+		m[p.WorkerID]++
+	}
+	return m
+}
+
+func TestThreeDispensersOnMySQL(t *testing.T) {
+	dsn := testenv.MySQL(t)
+	url := testenv.NATS(t, nil).ClientURL()
+	var ds []*Dispenser
+	seen := map[uint64]bool{}
+	for range 3 {
+		d := start(t, testConfig(url, dsn))
+		if seen[d.WorkerID()] {
+			t.Fatalf("worker ID %d twice", d.WorkerID())
+		}
+		seen[d.WorkerID()] = true
+		ds = append(ds, d)
+	}
+	ids := collect(t, client(t, url), 8, 2000, nil)
+	checkDistinct(t, ids)
+	shares := workers(ids)
+	for _, d := range ds {
+		if shares[d.WorkerID()] == 0 {
+			t.Errorf("worker %d served nothing: %v", d.WorkerID(), shares)
+		}
+	}
+	// A released worker ID is free at once for the next instance.
+	freed := ds[0].WorkerID()
+	shutdown(t, ds[0])
+	next := start(t, testConfig(url, dsn))
+	if next.WorkerID() != freed {
+		t.Fatalf("new instance got worker %d, want the released %d", next.WorkerID(), freed)
+	}
+}
+
+func TestReclaimsAfterLeaseLostForGood(t *testing.T) {
+	dsn := testenv.MySQL(t)
+	url := testenv.NATS(t, nil).ClientURL()
+	cfg := testConfig(url, dsn)
+	cfg.LeaseTTL = time.Second // renewals every ~333ms
+	d := start(t, cfg)
+	lostWorker := d.WorkerID()
+	c := client(t, url)
+	stop := make(chan struct{})
+	var ids []uint64
+	done := make(chan struct{})
+	go func() { ids = collect(t, c, 4, 0, stop); close(done) }()
+
+	time.Sleep(200 * time.Millisecond)
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// Another owner takes the lease over: the renewal sees a foreign token.
+	if _, err := db.Exec("UPDATE WORKER_LEASE SET OWNER_TOKEN = 'intruder' WHERE WORKER_ID = ?", lostWorker); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for d.WorkerID() == lostWorker && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if d.WorkerID() == lostWorker {
+		t.Fatalf("still on worker %d after the lease was taken over", lostWorker)
+	}
+	time.Sleep(200 * time.Millisecond)
+	close(stop)
+	<-done
+	checkDistinct(t, ids)
+	shares := workers(ids)
+	if shares[lostWorker] == 0 || shares[d.WorkerID()] == 0 {
+		t.Fatalf("IDs per worker %v: want some from %d and from %d", shares, lostWorker, d.WorkerID())
+	}
+	// The service's metadata follows the new worker ID.
+	nc, err := natsio.Connect(context.Background(), natsio.ConnConfig{URL: url, Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	msg, err := nc.Request("$SRV.INFO.uid-dispenser."+d.ServiceID(), nil, 2*time.Second)
+	if err != nil || !strings.Contains(string(msg.Data), fmt.Sprintf(`"worker_id":"%d"`, d.WorkerID())) {
+		t.Fatalf("INFO after reclaim: %v %s", err, msg.Data)
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func TestZeroConfigStartsEmbeddedNATSAndClaimsThroughKV(t *testing.T) {
+	cfg := testConfig("", "")
+	cfg.EmbeddedAddr = freeAddr(t)
+	cfg.EmbeddedDataDir = t.TempDir()
+	first := start(t, cfg)
+	if !first.Embedded() || first.NATSURL() != "nats://"+cfg.EmbeddedAddr {
+		t.Fatalf("first instance: embedded %v, url %s", first.Embedded(), first.NATSURL())
+	}
+	second := start(t, cfg)
+	if second.Embedded() {
+		t.Fatal("second instance started its own server instead of using the one listening")
+	}
+	if first.WorkerID() == second.WorkerID() {
+		t.Fatalf("both instances hold worker %d", first.WorkerID())
+	}
+	ids := collect(t, client(t, "nats://"+cfg.EmbeddedAddr), 4, 1000, nil)
+	checkDistinct(t, ids)
+	if shares := workers(ids); shares[first.WorkerID()] == 0 || shares[second.WorkerID()] == 0 {
+		t.Fatalf("shares %v", shares)
+	}
+	// The instance that uses the embedded server stops first (in the
+	// other order it would lose its server and wait out its drain).
+	shutdown(t, second)
+	shutdown(t, first)
+}
+
+func TestStartFailsFastOnWrongNATS(t *testing.T) {
+	cfg := testConfig("nats://"+freeAddr(t), "")
+	start := time.Now()
+	_, err := Start(context.Background(), cfg, WithLogger(testLogger()))
+	if err == nil || !strings.Contains(err.Error(), cfg.NATSURL) || time.Since(start) > 3*time.Second {
+		t.Fatalf("wrong URL: %v after %v", err, time.Since(start))
+	}
+
+	url := testenv.NATS(t, &server.Options{Username: "svc", Password: "good"}).ClientURL()
+	cfg = testConfig(url, "")
+	cfg.NATSUser, cfg.NATSPassword = "svc", "b4d-secret"
+	_, err = Start(context.Background(), cfg, WithLogger(testLogger()))
+	if err == nil || !strings.Contains(strings.ToLower(err.Error()), "authorization violation") || strings.Contains(err.Error(), "b4d-secret") {
+		t.Fatalf("wrong password: %v", err)
+	}
+}
+
+func TestRunShutsDownOnCancel(t *testing.T) {
+	dsn := testenv.MySQL(t)
+	url := testenv.NATS(t, nil).ClientURL()
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- Run(ctx, testConfig(url, dsn), WithLogger(testLogger())) }()
+	c := client(t, url)
+	idctx, idcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer idcancel()
+	if _, err := c.Next(idctx); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after cancel")
+	}
+}

@@ -1,0 +1,98 @@
+package natsio
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
+)
+
+// Throughput benchmarks: one dispenser, one client, an embedded server,
+// all in this process on loopback. Rates above 2^seqBits IDs per second
+// borrow future seconds, so the ring may run ahead of the clock without
+// bound here (uidcore.NoAheadBound); see BENCHMARKS.md for the rate a
+// worker sustains under the default bound.
+
+func benchInstance(b *testing.B) string {
+	b.Helper()
+	url := startNATS(b, nil)
+	startInstance(b, url, 1, instanceOpts{cached: uidcore.CachedOptions{MaxAhead: uidcore.NoAheadBound}})
+	return url
+}
+
+// BenchmarkBatchBinary: uid.batch with binary encoding, one client, one
+// request at a time. One op is one request; IDs/s is the figure.
+func BenchmarkBatchBinary(b *testing.B) {
+	url := benchInstance(b)
+	client := NewClient(connect(b, url).Conn, ClientOptions{})
+	for _, n := range []int{1000, 10_000, 100_000} {
+		b.Run(fmt.Sprintf("ids=%d", n), func(b *testing.B) {
+			ctx := context.Background()
+			buf := make([]uint64, 0, n)
+			b.ResetTimer()
+			start := time.Now()
+			for b.Loop() {
+				var err error
+				if buf, err = client.AppendBatch(ctx, buf[:0], n); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N*n)/time.Since(start).Seconds(), "IDs/s")
+		})
+	}
+}
+
+// BenchmarkPrefetcher: IDs taken in-process from a Prefetcher refilled
+// in the background with binary batches. One op is one ID.
+func BenchmarkPrefetcher(b *testing.B) {
+	url := benchInstance(b)
+	client := NewClient(connect(b, url).Conn, ClientOptions{})
+	for _, size := range []int{4096, 8192, 16384, 32768, 100_000} {
+		b.Run(fmt.Sprintf("batch=%d", size), func(b *testing.B) {
+			p := NewPrefetcher(client, PrefetchOptions{BatchSize: size, LowWater: 2 * size})
+			defer p.Close()
+			ctx := context.Background()
+			if _, err := p.Next(ctx); err != nil { // wait for the first refill
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			start := time.Now()
+			for b.Loop() {
+				if _, err := p.Next(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "IDs/s")
+		})
+	}
+}
+
+// BenchmarkNextVsEcho: one requester, one request at a time, against
+// uid.next and against a bare micro echo endpoint on the same server.
+func BenchmarkNextVsEcho(b *testing.B) {
+	url := benchInstance(b)
+	echoConn := connect(b, url)
+	echo, err := micro.AddService(echoConn.Conn, micro.Config{Name: "echo", Version: "0.0.1", QueueGroup: "echo"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer echo.Stop()
+	if err := echo.AddEndpoint("echo", micro.HandlerFunc(func(r micro.Request) { r.Respond(r.Data()) }), micro.WithEndpointSubject("bench.echo")); err != nil {
+		b.Fatal(err)
+	}
+	nc := connect(b, url)
+	payload := []byte("0123456789abcdef")
+	for _, subject := range []string{"uid.next", "bench.echo"} {
+		b.Run(subject, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := nc.Request(subject, payload, time.Second); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
