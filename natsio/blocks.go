@@ -69,7 +69,7 @@ type BlocksConfig struct {
 	BlocksStorage         string        `envconfig:"BLOCKS_STORAGE" default:"file" desc:"blocks: stream storage, file or memory"`
 	BlocksReplicas        int           `envconfig:"BLOCKS_REPLICAS" default:"1" desc:"blocks: stream replicas (3 on a cluster), 1..5"`
 	BlocksDuplicateWindow time.Duration `envconfig:"BLOCKS_DUPLICATE_WINDOW" default:"2m" desc:"blocks: the stream's duplicate window (a retried publish within it is stored once)"`
-	BlocksPollInterval    time.Duration `envconfig:"BLOCKS_POLL_INTERVAL" default:"100ms" desc:"blocks: how often the stream depth is checked while it is full"`
+	BlocksPollInterval    time.Duration `envconfig:"BLOCKS_POLL_INTERVAL" default:"100ms" desc:"blocks: longest wait between checks of the stream depth while it stays full (checks are faster just after consumers drained it)"`
 }
 
 // DefaultBlocksConfig is the configuration with every field at its

@@ -31,11 +31,18 @@ type BlockIDSource interface {
 // exceeded" it means a capped discard-new stream is full.
 const jsErrCodeStoreFailed jetstream.ErrorCode = 10077
 
-// publishWindow is how many blocks a publisher has in flight at once. It
-// also bounds what one top-up round can overshoot the cap by (those
-// blocks are refused and their IDs discarded) when several publishers see
-// the same shortfall.
+// publishWindow is the most blocks a publisher has in flight at once.
+// When several publishers see the same shortfall, together they overshoot
+// the cap (those blocks are refused and their IDs discarded); each
+// publisher therefore halves its window after a refusal and widens it by
+// one block after a round without, so the publishers share the shortfall
+// instead of racing for it.
 const publishWindow = 8
+
+// minBlocksPoll is the first wait before the depth is checked again after
+// the stream was found short and topped up: at ten million IDs per
+// second, consumers drain 64 default blocks in 26ms.
+const minBlocksPoll = time.Millisecond
 
 // BlockPublisherStats count what a BlockPublisher did since it started.
 type BlockPublisherStats struct {
@@ -50,7 +57,8 @@ type BlockPublisherStats struct {
 // BlockPublisher keeps a block stream at its target depth with blocks of
 // IDs from a BlockIDSource: it checks the stream's depth, publishes as
 // many blocks as are missing, and checks again at once while consumers
-// drain it (every poll interval while it is full). A publish refused
+// drain it; once the stream is full it checks after 1ms, then twice as
+// long each time up to the poll interval while it stays full. A publish refused
 // because the stream is full ends the round quietly; the IDs of a refused
 // block are discarded, never published again under another message ID.
 // Blocks in the stream stay valid after the publisher stops: they are IDs
@@ -71,6 +79,7 @@ type BlockPublisher struct {
 	stopOnce sync.Once
 
 	// Owned by the run goroutine.
+	window                                      int // blocks per round, up to publishWindow
 	depthProblem, sourceProblem, publishProblem problemLog
 }
 
@@ -116,6 +125,7 @@ func NewBlockPublisher(ctx context.Context, nc *nats.Conn, src BlockIDSource, cf
 		cfg:    cfg,
 		log:    log.With("stream", cfg.BlocksStream),
 		ids:    make([]uint64, cfg.BlockSize),
+		window: publishWindow,
 		cancel: cancel,
 		done:   make(chan struct{}),
 	}
@@ -185,7 +195,8 @@ func (p *BlockPublisher) run(ctx context.Context) {
 	defer close(p.done)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	backoff := p.cfg.BlocksPollInterval
+	poll := p.cfg.BlocksPollInterval
+	var wait time.Duration
 	for {
 		select {
 		case <-ctx.Done():
@@ -198,15 +209,16 @@ func (p *BlockPublisher) run(ctx context.Context) {
 			return
 		case err != nil:
 			// Back off (up to 5s) while the stream or the source fails.
-			backoff = min(2*backoff, max(5*time.Second, p.cfg.BlocksPollInterval))
-			timer.Reset(backoff)
+			wait = min(max(2*wait, poll), max(5*time.Second, poll))
 		case again:
-			backoff = p.cfg.BlocksPollInterval
-			timer.Reset(0)
+			wait = 0
 		default:
-			backoff = p.cfg.BlocksPollInterval
-			timer.Reset(p.cfg.BlocksPollInterval)
+			// Full. Consumers that just drained it may drain it again
+			// soon: check again quickly, then slow down to the poll
+			// interval while it stays full.
+			wait = min(max(2*wait, minBlocksPoll), poll)
 		}
+		timer.Reset(wait)
 	}
 }
 
@@ -234,7 +246,7 @@ func (p *BlockPublisher) topUp(ctx context.Context) (again bool, err error) {
 	if missing <= 0 {
 		return false, nil
 	}
-	want := int(min(missing, publishWindow))
+	want := int(min(missing, int64(p.window)))
 	pending := make([]pendingBlock, 0, want)
 	var srcErr error
 	for range want {
@@ -261,6 +273,11 @@ func (p *BlockPublisher) topUp(ctx context.Context) (again bool, err error) {
 		case blockRefused:
 			full = true
 		}
+	}
+	if full {
+		p.window = max(p.window/2, 1)
+	} else {
+		p.window = min(p.window+1, publishWindow)
 	}
 	if srcErr != nil {
 		if ctx.Err() == nil {

@@ -68,9 +68,10 @@ type BlockSource struct {
 	cfg BlockSourceConfig
 	log *slog.Logger
 
-	mu      sync.Mutex
-	cur     []uint64      // IDs of the block in use not yet handed out
-	next    []uint64      // the block fetched ahead, nil when none
+	cur atomic.Pointer[idBlock] // the block in use; takers advance its position
+
+	mu      sync.Mutex    // guards moving from one block to the next
+	next    *idBlock      // the block fetched ahead, nil when none
 	arrived chan struct{} // closed (and replaced) when a block arrives
 	closed  bool
 
@@ -143,9 +144,49 @@ func newBlockSource(nc *nats.Conn, cfg BlockSourceConfig, beforeAck func(*jetstr
 	return s, nil
 }
 
+// idBlock is a block in use: takers reserve IDs by advancing pos, so the
+// hot path is one atomic add. pos may run past the end; IDs past it are
+// not there to take.
+type idBlock struct {
+	ids  []uint64
+	pos  atomic.Int64
+	wake int64 // the taker whose reservation covers this index wakes the fetcher
+}
+
+func newIDBlock(ids []uint64, lowWater int) *idBlock {
+	return &idBlock{ids: ids, wake: int64(max(len(ids)-lowWater, 0))}
+}
+
+// take reserves up to len(dst) IDs and copies those that exist; it
+// returns how many, and whether this reservation crossed the low-water
+// mark.
+func (b *idBlock) take(dst []uint64) (n int, crossed bool) {
+	k := int64(len(dst))
+	end := b.pos.Add(k)
+	start := end - k
+	size := int64(len(b.ids))
+	if start >= size {
+		return 0, false
+	}
+	return copy(dst, b.ids[start:min(end, size)]), start <= b.wake && b.wake < end
+}
+
+func (b *idBlock) remaining() int {
+	return int(max(int64(len(b.ids))-b.pos.Load(), 0))
+}
+
 // Next returns one ID, waiting (until ctx is done) for a block when none
 // is at hand.
 func (s *BlockSource) Next(ctx context.Context) (uint64, error) {
+	if b := s.cur.Load(); b != nil {
+		i := b.pos.Add(1) - 1
+		if i < int64(len(b.ids)) {
+			if i == b.wake {
+				s.wakeFetcher()
+			}
+			return b.ids[i], nil
+		}
+	}
 	var id [1]uint64
 	if _, err := s.NextN(ctx, id[:]); err != nil {
 		return 0, err
@@ -159,25 +200,37 @@ func (s *BlockSource) Next(ctx context.Context) (uint64, error) {
 func (s *BlockSource) NextN(ctx context.Context, dst []uint64) (int, error) {
 	filled := 0
 	for {
+		b := s.cur.Load()
+		if b != nil {
+			n, crossed := b.take(dst[filled:])
+			filled += n
+			if crossed {
+				s.wakeFetcher()
+			}
+			if filled == len(dst) {
+				return filled, nil
+			}
+		}
+		// The block in use is exhausted: move to the one fetched ahead,
+		// or wait for one.
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
 			return filled, ErrBlockSourceClosed
 		}
-		if len(s.cur) == 0 && s.next != nil {
-			s.cur, s.next = s.next, nil
+		if s.cur.Load() != b { // another taker moved on already
+			s.mu.Unlock()
+			continue
 		}
-		k := copy(dst[filled:], s.cur)
-		s.cur = s.cur[k:]
-		filled += k
-		if len(s.cur) < s.cfg.LowWater && s.next == nil {
-			s.wakeFetcher()
+		if s.next != nil {
+			s.cur.Store(s.next)
+			s.next = nil
+			s.mu.Unlock()
+			continue
 		}
 		arrived := s.arrived
 		s.mu.Unlock()
-		if filled == len(dst) {
-			return filled, nil
-		}
+		s.wakeFetcher()
 		select {
 		case <-arrived:
 		case <-ctx.Done():
@@ -195,11 +248,15 @@ func (s *BlockSource) wakeFetcher() {
 }
 
 // needsBlock tells whether the fetcher should fetch: nothing fetched
-// ahead and the current block below the low-water mark.
+// ahead and the block in use below the low-water mark.
 func (s *BlockSource) needsBlock() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.next == nil && len(s.cur) < s.cfg.LowWater
+	if s.next != nil {
+		return false
+	}
+	b := s.cur.Load()
+	return b == nil || b.remaining() < s.cfg.LowWater
 }
 
 // Stats returns the source's counters.
@@ -224,7 +281,8 @@ func (s *BlockSource) Close() error {
 		s.cancel()
 		<-s.done
 		s.mu.Lock()
-		s.cur, s.next = nil, nil
+		s.cur.Store(nil)
+		s.next = nil
 		s.mu.Unlock()
 	})
 	return nil
@@ -372,12 +430,13 @@ func (s *BlockSource) claim(ctx context.Context, msg jetstream.Msg) []uint64 {
 
 // deliver makes a claimed block available to takers.
 func (s *BlockSource) deliver(ids []uint64) {
+	b := newIDBlock(ids, s.cfg.LowWater)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.cur) == 0 {
-		s.cur = ids
+	if cur := s.cur.Load(); cur == nil || cur.remaining() == 0 {
+		s.cur.Store(b)
 	} else {
-		s.next = ids
+		s.next = b
 	}
 	close(s.arrived)
 	s.arrived = make(chan struct{})

@@ -118,7 +118,7 @@ func blocksTestDepth(t *testing.T, nc *nats.Conn, stream string) uint64 {
 }
 
 // waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
+func blocksWaitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for !cond() {
@@ -130,7 +130,7 @@ func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) 
 }
 
 // assertDistinct fails on any ID that occurs twice.
-func assertDistinct(t *testing.T, ids []uint64) {
+func blocksAssertDistinct(t *testing.T, ids []uint64) {
 	t.Helper()
 	sorted := slices.Clone(ids)
 	slices.Sort(sorted)
@@ -148,32 +148,32 @@ func assertDistinct(t *testing.T, ids []uint64) {
 	}
 }
 
-// syncBuffer is a log sink the handler and the test share.
-type syncBuffer struct {
+// blocksLogBuffer is a log sink the handler and the test share.
+type blocksLogBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (b *syncBuffer) Write(p []byte) (int, error) {
+func (b *blocksLogBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
-func (b *syncBuffer) String() string {
+func (b *blocksLogBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
 
-// collector takes IDs from a source with NextN until stop is set, keeping
+// blocksCollector takes IDs from a source with NextN until stop is set, keeping
 // them all.
-type collector struct {
+type blocksCollector struct {
 	mu  sync.Mutex
 	ids []uint64
 }
 
-func (c *collector) run(ctx context.Context, s *BlockSource, batch int, total *atomic.Int64, goal int64) error {
+func (c *blocksCollector) run(ctx context.Context, s *BlockSource, batch int, total *atomic.Int64, goal int64) error {
 	buf := make([]uint64, batch)
 	var mine []uint64
 	defer func() {
@@ -211,7 +211,7 @@ func TestBlocksThreePublishersEightConsumersAllDistinct(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	var total atomic.Int64
-	var all collector
+	var all blocksCollector
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
 	for _, s := range sources {
@@ -231,7 +231,7 @@ func TestBlocksThreePublishersEightConsumersAllDistinct(t *testing.T) {
 	if len(all.ids) < goal {
 		t.Fatalf("got %d IDs, want at least %d", len(all.ids), goal)
 	}
-	assertDistinct(t, all.ids)
+	blocksAssertDistinct(t, all.ids)
 
 	workers := map[uint64]int{}
 	layout := uidcore.DefaultLayout()
@@ -287,7 +287,7 @@ func TestBlocksStalledConsumerBlockUsedOnce(t *testing.T) {
 				<-release
 			}
 		})
-	waitFor(t, 5*time.Second, "the stalled source holds a block", func() bool { return heldSeq.Load() != 0 })
+	blocksWaitFor(t, 5*time.Second, "the stalled source holds a block", func() bool { return heldSeq.Load() != 0 })
 
 	// Source B takes everything, including the redelivery of A's block.
 	other := blocksTestSource(t, blocksTestConn(t, srv), BlockSourceConfig{AckWait: ackWait})
@@ -295,7 +295,7 @@ func TestBlocksStalledConsumerBlockUsedOnce(t *testing.T) {
 	defer cancel()
 	otherCtx, stopOther := context.WithCancel(ctx)
 	defer stopOther()
-	var otherIDs collector
+	var otherIDs blocksCollector
 	var total atomic.Int64
 	done := make(chan error, 1)
 	go func() { done <- otherIDs.run(otherCtx, other, 256, &total, 1<<62) }()
@@ -321,7 +321,7 @@ func TestBlocksStalledConsumerBlockUsedOnce(t *testing.T) {
 	}
 	stalled.Close()
 	other.Close()
-	assertDistinct(t, append(slices.Clone(stalledIDs), otherIDs.ids...))
+	blocksAssertDistinct(t, append(slices.Clone(stalledIDs), otherIDs.ids...))
 	if st := other.Stats(); st.Redelivered < 1 {
 		t.Fatalf("the other source never got the redelivery (stats %+v): the test did not exercise the late ack", st)
 	}
@@ -331,7 +331,7 @@ func TestBlocksStalledConsumerBlockUsedOnce(t *testing.T) {
 
 func TestBlocksFullStreamPublishersBackOffAndResume(t *testing.T) {
 	srv := blocksTestServer(t)
-	var logs syncBuffer
+	var logs blocksLogBuffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	const depth, size = 8, 256
 	cfg := BlocksConfig{BlockSize: size, BlocksTargetDepth: depth, BlocksPollInterval: 20 * time.Millisecond}
@@ -349,7 +349,7 @@ func TestBlocksFullStreamPublishersBackOffAndResume(t *testing.T) {
 		}
 		return s
 	}
-	waitFor(t, 5*time.Second, "the stream filled", func() bool { return blocksTestDepth(t, nc, DefaultBlocksStream) == depth })
+	blocksWaitFor(t, 5*time.Second, "the stream filled", func() bool { return blocksTestDepth(t, nc, DefaultBlocksStream) == depth })
 
 	// Full: the publishers only check the depth; nothing is published or
 	// refused, nothing is logged above debug.
@@ -377,8 +377,8 @@ func TestBlocksFullStreamPublishersBackOffAndResume(t *testing.T) {
 	if _, err := src.NextN(ctx, ids); err != nil {
 		t.Fatal(err)
 	}
-	assertDistinct(t, ids)
-	waitFor(t, 5*time.Second, "the publishers resumed and refilled the stream", func() bool {
+	blocksAssertDistinct(t, ids)
+	blocksWaitFor(t, 5*time.Second, "the publishers resumed and refilled the stream", func() bool {
 		return sum().Published >= depth+20 && blocksTestDepth(t, nc, DefaultBlocksStream) == depth
 	})
 	if st := sum(); st.Failed != 0 {
@@ -399,7 +399,7 @@ func TestBlocksRestartedPublisherOldBlocksStillUsedNoCollision(t *testing.T) {
 	// The first incarnation fills the stream, then stops.
 	first := blocksTestGenerator(t, worker, 0)
 	p1 := blocksTestPublisher(t, blocksTestConn(t, srv), first, cfg, nil)
-	waitFor(t, 5*time.Second, "the stream filled", func() bool { return blocksTestDepth(t, nc, DefaultBlocksStream) == depth })
+	blocksWaitFor(t, 5*time.Second, "the stream filled", func() bool { return blocksTestDepth(t, nc, DefaultBlocksStream) == depth })
 	blocksTestStop(t, p1)
 	first.Close()
 	// A leased worker ID comes back with After = the last second the
@@ -441,17 +441,17 @@ func TestBlocksRestartedPublisherOldBlocksStillUsedNoCollision(t *testing.T) {
 			t.Fatalf("new claim issued ID %d in second %d, not after %d", id, p.Time.Unix(), after)
 		}
 	}
-	assertDistinct(t, append(slices.Clone(direct), fromBlocks...))
+	blocksAssertDistinct(t, append(slices.Clone(direct), fromBlocks...))
 }
 
 func TestBlocksMalformedBlockTerminatedAndReported(t *testing.T) {
 	srv := blocksTestServer(t)
 	nc := blocksTestConn(t, srv)
-	var logs syncBuffer
+	var logs blocksLogBuffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	p := blocksTestPublisher(t, nc, blocksTestGenerator(t, 3, 0),
 		BlocksConfig{BlockSize: 64, BlocksTargetDepth: 3, BlocksPollInterval: 10 * time.Millisecond}, nil)
-	waitFor(t, 5*time.Second, "the stream filled", func() bool { return blocksTestDepth(t, nc, DefaultBlocksStream) == 3 })
+	blocksWaitFor(t, 5*time.Second, "the stream filled", func() bool { return blocksTestDepth(t, nc, DefaultBlocksStream) == 3 })
 	blocksTestStop(t, p)
 
 	// Put garbage first in line: drain the three blocks with a source,
@@ -493,14 +493,14 @@ func TestBlocksMalformedBlockTerminatedAndReported(t *testing.T) {
 	if n := strings.Count(logs.String(), "malformed block"); n != 2 {
 		t.Fatalf("%d reports of malformed blocks, want 2:\n%s", n, logs.String())
 	}
-	waitFor(t, 5*time.Second, "the terminated blocks left the stream", func() bool {
+	blocksWaitFor(t, 5*time.Second, "the terminated blocks left the stream", func() bool {
 		return blocksTestDepth(t, nc, DefaultBlocksStream) == 0
 	})
 }
 
 func TestBlockSourceWaitsForTheStreamAndClosesCleanly(t *testing.T) {
 	srv := blocksTestServer(t)
-	var logs syncBuffer
+	var logs blocksLogBuffer
 	src := blocksTestSource(t, blocksTestConn(t, srv), BlockSourceConfig{Stream: "LATE_BLOCKS",
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
