@@ -68,6 +68,7 @@ type Service struct {
 	restarts    atomic.Uint64
 	idBufs      sync.Pool // *[]uint64 for batch replies
 	replyBufs   sync.Pool // *[]byte for reply bodies
+	otel        *serverTelemetry
 
 	mu      sync.Mutex
 	svc     micro.Service
@@ -126,6 +127,7 @@ func NewService(nc *nats.Conn, src IDSource, cfg ServiceConfig) (*Service, error
 		endpoints: map[string]*endpointCounters{
 			EndpointNext: {}, EndpointBatch: {}, EndpointParse: {},
 		},
+		otel: newServerTelemetry(cfg.QueueGroup),
 	}
 	s.source.Store(&sourceBox{src})
 	s.mu.Lock()
@@ -191,7 +193,7 @@ func (s *Service) handle(endpoint string, fn handlerFunc) micro.Handler {
 	counters := s.endpoints[endpoint]
 	return micro.HandlerFunc(func(req micro.Request) {
 		start := time.Now()
-		ctx := context.Background()
+		ctx, span := s.otel.start(endpoint, req.Subject(), req.Headers())
 		bp := s.replyBuffer()
 		reply, ids, err := s.invoke(ctx, endpoint, fn, req, (*bp)[:0])
 		code := 0
@@ -216,6 +218,7 @@ func (s *Service) handle(endpoint string, fn handlerFunc) micro.Handler {
 		}
 		s.replyBufs.Put(bp)
 		counters.record(code)
+		s.otel.end(ctx, span, ids, s.source.Load().src.WorkerID(), code, err)
 		if d := time.Since(start); d > time.Second {
 			s.log.Warn("slow request", "subject", req.Subject(), "duration", d)
 		}

@@ -1,0 +1,317 @@
+package natsio
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/propagation"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/uid-dispenser/uid-dispenser/telemetry"
+	"github.com/uid-dispenser/uid-dispenser/telemetry/uidattr"
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
+)
+
+// otelCapture is what installOTel records: spans in memory, metrics on
+// demand.
+type otelCapture struct {
+	spans  *tracetest.SpanRecorder
+	tp     *sdktrace.TracerProvider
+	reader *sdkmetric.ManualReader
+}
+
+// installOTel makes SDK providers that keep everything in memory the
+// global ones, with the W3C propagator, for services and clients made
+// afterwards; the test's cleanup puts no-ops back.
+func installOTel(t *testing.T) *otelCapture {
+	t.Helper()
+	c := &otelCapture{spans: tracetest.NewSpanRecorder(), reader: sdkmetric.NewManualReader()}
+	c.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(c.spans))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(c.reader))
+	otel.SetTracerProvider(c.tp)
+	otel.SetMeterProvider(mp)
+	otel.SetTextMapPropagator(propagation.TraceContext{})
+	t.Cleanup(func() {
+		otel.SetTracerProvider(tracenoop.NewTracerProvider())
+		otel.SetMeterProvider(metricnoop.NewMeterProvider())
+		otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator())
+		if err := errors.Join(c.tp.Shutdown(context.Background()), mp.Shutdown(context.Background())); err != nil {
+			t.Error(err)
+		}
+	})
+	return c
+}
+
+// span waits for the n-th (from 1) ended span named name: a server span
+// ends just after its reply is sent, so the client may be quicker.
+func (c *otelCapture) span(t *testing.T, name string, n int) sdktrace.ReadOnlySpan {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		seen := 0
+		for _, s := range c.spans.Ended() {
+			if s.Name() == name {
+				if seen++; seen == n {
+					return s
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d spans %q ended, want %d", seen, name, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// spanWhere waits for an ended span named name that satisfies match.
+func (c *otelCapture) spanWhere(t *testing.T, name string, match func(sdktrace.ReadOnlySpan) bool) sdktrace.ReadOnlySpan {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		for _, s := range c.spans.Ended() {
+			if s.Name() == name && match(s) {
+				return s
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no span %q as wanted ended", name)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// metric sums the points of the named metric carrying all of match.
+func (c *otelCapture) metric(t *testing.T, name string, match ...attribute.KeyValue) float64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := c.reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != name {
+				continue
+			}
+			matches := func(s attribute.Set) bool {
+				for _, kv := range match {
+					if v, ok := s.Value(kv.Key); !ok || v != kv.Value {
+						return false
+					}
+				}
+				return true
+			}
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, p := range d.DataPoints {
+					if matches(p.Attributes) {
+						sum += float64(p.Value)
+					}
+				}
+			case metricdata.Histogram[float64]:
+				for _, p := range d.DataPoints {
+					if matches(p.Attributes) {
+						sum += float64(p.Count)
+					}
+				}
+			}
+		}
+	}
+	return sum
+}
+
+func attrOf(s sdktrace.ReadOnlySpan, key attribute.Key) attribute.Value {
+	for _, kv := range s.Attributes() {
+		if kv.Key == key {
+			return kv.Value
+		}
+	}
+	return attribute.Value{}
+}
+
+func TestHeaderCarrierIsCaseInsensitive(t *testing.T) {
+	const tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	prop := propagation.TraceContext{}
+	for _, key := range []string{"traceparent", "Traceparent", "TRACEPARENT"} {
+		h := nats.Header{key: {tp}}
+		sc := trace.SpanContextFromContext(prop.Extract(context.Background(), HeaderCarrier(h)))
+		if !sc.IsValid() || sc.TraceID().String() != "0af7651916cd43dd8448eb211c80319c" || sc.SpanID().String() != "b7ad6b7169203331" || !sc.IsRemote() {
+			t.Errorf("header %q: extracted %v, want the trace context it carries", key, sc)
+		}
+	}
+	// Set replaces any other spelling, so a forwarded message never
+	// carries two trace parents.
+	h := HeaderCarrier{"Traceparent": {"old"}, "TRACEPARENT": {"older"}, "Uid-Encoding": {"binary"}}
+	h.Set("traceparent", tp)
+	if len(h) != 2 || h.Get("traceparent") != tp || h.Get("uid-encoding") != "binary" || len(h.Keys()) != 2 {
+		t.Errorf("after Set: %v", h)
+	}
+	if HeaderCarrier(nil).Get("traceparent") != "" {
+		t.Error("nil carrier returned a value")
+	}
+}
+
+// TestTraceAcrossNATS: the client's span and the dispenser's server span
+// share the caller's trace, with messaging attributes, and the request
+// metrics count them.
+func TestTraceAcrossNATS(t *testing.T) {
+	capture := installOTel(t)
+	url := startNATS(t, nil)
+	startInstance(t, url, 7, instanceOpts{})
+	client := NewClient(connect(t, url).Conn, ClientOptions{})
+
+	ctx, caller := otel.Tracer("test").Start(context.Background(), "caller")
+	id, err := client.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := client.Batch(ctx, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caller.End()
+	checkDistinct(t, append(ids, id))
+
+	callerSC := caller.SpanContext()
+	for _, c := range []struct {
+		endpoint string
+		count    int64
+	}{{EndpointNext, 1}, {EndpointBatch, 5}} {
+		subject := Subject(DefaultSubjectPrefix, c.endpoint)
+		send := capture.span(t, "send "+subject, 1)
+		process := capture.span(t, "process "+subject, 1)
+		if send.SpanKind() != trace.SpanKindClient || send.Parent().SpanID() != callerSC.SpanID() {
+			t.Errorf("%s: client span kind %v parent %v, want a client span under the caller %v", subject, send.SpanKind(), send.Parent().SpanID(), callerSC.SpanID())
+		}
+		if process.SpanKind() != trace.SpanKindServer || process.SpanContext().TraceID() != callerSC.TraceID() ||
+			process.Parent().SpanID() != send.SpanContext().SpanID() || !process.Parent().IsRemote() {
+			t.Errorf("%s: server span kind %v trace %v parent %v, want a server span in trace %v under the client span %v",
+				subject, process.SpanKind(), process.SpanContext().TraceID(), process.Parent().SpanID(), callerSC.TraceID(), send.SpanContext().SpanID())
+		}
+		for key, want := range map[attribute.Key]attribute.Value{
+			"messaging.system":              attribute.StringValue("nats"),
+			"messaging.destination.name":    attribute.StringValue(subject),
+			"messaging.consumer.group.name": attribute.StringValue(DefaultQueueGroup),
+			"messaging.operation.type":      attribute.StringValue("process"),
+			uidattr.Endpoint:                attribute.StringValue(c.endpoint),
+			uidattr.Count:                   attribute.Int64Value(c.count),
+			uidattr.WorkerID:                attribute.Int64Value(7),
+			uidattr.Outcome:                 attribute.StringValue(OutcomeOK),
+		} {
+			if got := attrOf(process, key); got != want {
+				t.Errorf("%s: server span %s = %v, want %v", subject, key, got.String(), want.String())
+			}
+		}
+		if process.Status().Code == codes.Error {
+			t.Errorf("%s: server span status %v", subject, process.Status())
+		}
+	}
+	if got := capture.metric(t, "uid.requests", uidattr.Endpoint.String(EndpointNext), uidattr.Outcome.String(OutcomeOK)); got != 1 {
+		t.Errorf("uid.requests{next,ok} = %v, want 1", got)
+	}
+	if got := capture.metric(t, "uid.request.duration", uidattr.Endpoint.String(EndpointBatch)); got != 1 {
+		t.Errorf("uid.request.duration{batch} count = %v, want 1", got)
+	}
+	if got := capture.metric(t, "uid.ids.issued"); got != 6 {
+		t.Errorf("uid.ids.issued = %v, want 6", got)
+	}
+}
+
+// TestLowerCaseTraceparentFromRawRequest: a raw request from another
+// client, with the header in lower case, gets a server span in its trace.
+func TestLowerCaseTraceparentFromRawRequest(t *testing.T) {
+	capture := installOTel(t)
+	url := startNATS(t, nil)
+	startInstance(t, url, 4, instanceOpts{})
+	nc := connect(t, url)
+	for i, key := range []string{"traceparent", "Traceparent"} {
+		traceID := [...]string{"4bf92f3577b34da6a3ce929d0e0e4736", "5bf92f3577b34da6a3ce929d0e0e4736"}[i]
+		msg := &nats.Msg{Subject: "uid.next", Header: nats.Header{key: {"00-" + traceID + "-00f067aa0ba902b7-01"}}}
+		if _, err := nc.RequestMsg(msg, 2*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		s := capture.span(t, "process uid.next", i+1)
+		if s.SpanContext().TraceID().String() != traceID || s.Parent().SpanID().String() != "00f067aa0ba902b7" {
+			t.Errorf("header %q: server span trace %v parent %v, want trace %s parent 00f067aa0ba902b7",
+				key, s.SpanContext().TraceID(), s.Parent().SpanID(), traceID)
+		}
+	}
+}
+
+// TestServerSpanRecordsErrors: a bad request ends its span with an error
+// status and counts as bad_request.
+func TestServerSpanRecordsErrors(t *testing.T) {
+	capture := installOTel(t)
+	url := startNATS(t, nil)
+	startInstance(t, url, 4, instanceOpts{})
+	client := NewClient(connect(t, url).Conn, ClientOptions{})
+	_, err := client.Batch(context.Background(), DefaultMaxBatch+1)
+	if !errors.Is(err, ErrBadRequest) {
+		t.Fatalf("oversized batch: %v, want a bad request", err)
+	}
+	s := capture.span(t, "process uid.batch", 1)
+	if s.Status().Code != codes.Error || attrOf(s, uidattr.Outcome).AsString() != OutcomeBadRequest || len(s.Events()) == 0 {
+		t.Errorf("server span status %v outcome %q events %v, want an error, bad_request, the error recorded",
+			s.Status(), attrOf(s, uidattr.Outcome).AsString(), s.Events())
+	}
+	if c := capture.span(t, "send uid.batch", 1); c.Status().Code != codes.Error {
+		t.Errorf("client span status %v, want an error", c.Status())
+	}
+	if got := capture.metric(t, "uid.requests", uidattr.Outcome.String(OutcomeBadRequest)); got != 1 {
+		t.Errorf("uid.requests{bad_request} = %v, want 1", got)
+	}
+}
+
+// TestRejectedTakeIsAnEventOnTheServerSpan: the request's context reaches
+// the generator, so the telemetry observer puts the rejected take on the
+// request's server span.
+func TestRejectedTakeIsAnEventOnTheServerSpan(t *testing.T) {
+	capture := installOTel(t)
+	url := startNATS(t, nil)
+	layout := uidcore.Layout{TimeBits: 43, WorkerBits: 10, SeqBits: 10, Epoch: uidcore.DefaultEpoch}
+	obs, err := telemetry.NewObserver(telemetry.ObserverOptions{Layout: layout, WorkerID: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obs.Close()
+	// A ring of 1,024 IDs at most 1 s ahead of the clock and no waiting:
+	// batches of 1,000 drain it within a few requests.
+	startInstance(t, url, 2, instanceOpts{cached: uidcore.CachedOptions{
+		Layout: layout, BoostPower: -1, MaxAhead: time.Second, TakeWait: time.Nanosecond, Observer: obs,
+	}})
+	nc := connect(t, url)
+	var code string
+	for range 20 {
+		if code, _ = errorReply(t, nc, &nats.Msg{Subject: "uid.batch", Data: []byte("1000")}); code != "" {
+			break
+		}
+	}
+	if code != "503" {
+		t.Fatalf("drained ring answered %q, want 503", code)
+	}
+	rejected := capture.spanWhere(t, "process uid.batch", func(s sdktrace.ReadOnlySpan) bool {
+		return attrOf(s, uidattr.Outcome).AsString() == OutcomeUnavailable
+	})
+	var event bool
+	for _, e := range rejected.Events() {
+		event = event || e.Name == telemetry.TakeRejectedEventName
+	}
+	if !event || rejected.Status().Code != codes.Error {
+		t.Errorf("503 server span: events %v status %v, want %s and an error status", rejected.Events(), rejected.Status(), telemetry.TakeRejectedEventName)
+	}
+	if got := capture.metric(t, "uid.take.rejections"); got < 1 {
+		t.Errorf("uid.take.rejections = %v, want >= 1", got)
+	}
+}
