@@ -57,6 +57,7 @@ type Config struct {
 	LogFormat       string        `envconfig:"LOG_FORMAT" default:"text" desc:"text or json"`
 
 	workerid.Config
+	natsio.BlocksConfig // DISPENSER_BLOCKS_*: prefilled ID blocks on JetStream
 }
 
 // ConfigError is an invalid setting, named by its environment variable.
@@ -103,6 +104,7 @@ func DefaultConfig() Config {
 		LogLevel:           "info",
 		LogFormat:          "text",
 		Config:             workerid.DefaultConfig(),
+		BlocksConfig:       natsio.DefaultBlocksConfig(),
 	}
 }
 
@@ -164,6 +166,9 @@ func (c Config) Validate() error {
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return bad("LOG_FORMAT", "%q is neither text nor json", c.LogFormat)
+	}
+	if err := c.BlocksConfig.Validate(); err != nil {
+		return err
 	}
 	return c.Config.Validate()
 }

@@ -45,6 +45,7 @@ type Dispenser struct {
 	svcNC    *natsio.Conn     // the service's connection
 	assigner uidcore.Assigner
 	svc      *natsio.Service
+	blocks   *natsio.BlockPublisher // nil unless DISPENSER_BLOCKS_ENABLED
 
 	mu    sync.Mutex
 	claim uidcore.Claim
@@ -138,6 +139,16 @@ func Start(ctx context.Context, cfg Config, opts ...Option) (_ *Dispenser, err e
 		return nil, fmt.Errorf("dispenser: %w", err)
 	}
 
+	if cfg.BlocksEnabled {
+		d.blocks, err = natsio.NewBlockPublisher(ctx, d.svcNC.Conn, gen, cfg.BlocksConfig, d.log)
+		if err != nil {
+			d.svc.Stop()
+			return nil, fmt.Errorf("dispenser: %w", err)
+		}
+		d.log.Info("publishing ID blocks", "stream", cfg.BlocksStream, "subject", cfg.BlocksSubject,
+			"block_size", cfg.BlockSize, "target_depth", cfg.BlocksTargetDepth)
+	}
+
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	d.stopWatch = stopWatch
 	go d.watchClaim(watchCtx)
@@ -215,6 +226,9 @@ func (d *Dispenser) reclaim(ctx context.Context) error {
 			gen, err := uidcore.NewCached(d.cfg.cachedOptions(claim, d.observer))
 			if err == nil {
 				if err = d.svc.SetSource(gen); err == nil {
+					if d.blocks != nil {
+						d.blocks.SetSource(gen)
+					}
 					d.mu.Lock()
 					d.claim, d.gen = claim, gen
 					d.mu.Unlock()
@@ -308,6 +322,13 @@ func (d *Dispenser) doShutdown(ctx context.Context) error {
 	d.stopWatch()
 	<-d.watchDone
 	var errs []error
+	if d.blocks != nil {
+		// Before the connection drains and the generator closes; the
+		// blocks already published stay valid.
+		if err := d.blocks.Stop(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if err := d.svc.Stop(); err != nil {
 		errs = append(errs, err)
 	}
