@@ -7,6 +7,10 @@
 // With -load it runs -c concurrent clients for -d (or -n requests in all),
 // shows a progress bar, and prints requests and IDs per second, p50/p99
 // latency, and whether every ID received was distinct.
+//
+// With -blocks it takes IDs from the prefilled blocks that dispensers with
+// DISPENSER_BLOCKS_ENABLED publish on JetStream, with -c block sources
+// (-batch IDs per take), and reports the same way.
 package main
 
 import (
@@ -44,6 +48,9 @@ type options struct {
 	requests int
 	batch    int
 	timeout  time.Duration
+	blocks   bool
+	stream   string
+	consumer string
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
@@ -61,6 +68,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	flags.IntVar(&o.requests, "n", 0, "load: total requests to send instead of running for -d")
 	flags.IntVar(&o.batch, "batch", 1, "load: IDs per request; 1 uses uid.next, more uses uid.batch (binary)")
 	flags.DurationVar(&o.timeout, "timeout", 5*time.Second, "deadline of each request, retries included")
+	flags.BoolVar(&o.blocks, "blocks", false, "take IDs from the JetStream block stream instead of requests (-c sources, -batch IDs per take, -d or -n takes)")
+	flags.StringVar(&o.stream, "stream", natsio.DefaultBlocksStream, "blocks: stream name")
+	flags.StringVar(&o.consumer, "consumer", natsio.DefaultBlocksConsumer, "blocks: durable consumer shared by every block source")
 	flags.Usage = func() {
 		fmt.Fprintln(stderr, "usage: client-demo [flags]   (NATS_URL sets the server, default nats://127.0.0.1:4222)")
 		flags.PrintDefaults()
@@ -74,6 +84,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	if o.clients < 1 || o.batch < 1 || o.requests < 0 || o.show < 1 {
 		fmt.Fprintln(stderr, "client-demo: -c, -batch and -show must be at least 1, -n at least 0")
 		return 2
+	}
+	if o.blocks {
+		return runBlocks(ctx, o, stdout, stderr)
 	}
 	if o.load {
 		return runLoad(ctx, o, stdout, stderr)

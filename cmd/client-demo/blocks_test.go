@@ -1,0 +1,55 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
+)
+
+// serveBlocks publishes ID blocks of worker 6 on a fresh embedded server
+// and returns the server's URL.
+func serveBlocks(t *testing.T) string {
+	t.Helper()
+	url := testenv.NATS(t, nil).ClientURL()
+	conn, err := natsio.Connect(context.Background(), natsio.ConnConfig{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen, err := uidcore.NewCached(uidcore.CachedOptions{Claim: uidcore.StaticClaim{ID: 6}, TakeWait: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := natsio.NewBlockPublisher(context.Background(), conn.Conn, gen,
+		natsio.BlocksConfig{BlocksEnabled: true, BlockSize: 512, BlocksTargetDepth: 8, BlocksPollInterval: 10 * time.Millisecond}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		pub.Stop(context.Background())
+		conn.Close()
+		gen.Close()
+	})
+	return url
+}
+
+func TestBlocksModeTakesDistinctIDs(t *testing.T) {
+	url := serveBlocks(t)
+	code, out, errOut := runWith(t, url, "-blocks", "-c", "3", "-n", "30", "-batch", "1000")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"blocks: sources 3, stream UID_BLOCKS", "all 30,000 IDs distinct", "errors      0", "per worker  6: 30,000", "source 0    blocks used "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, _ = runWith(t, url, "-blocks", "-c", "2", "-d", "300ms", "-batch", "100")
+	if code != 0 || !strings.Contains(out, "distinct") {
+		t.Fatalf("duration mode: exit %d\n%s", code, out)
+	}
+}
