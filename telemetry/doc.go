@@ -21,10 +21,11 @@
 // machine without a collector). Setting OTEL_EXPORTER_OTLP_ENDPOINT alone
 // turns OTLP export on.
 //
-// The dispenser's own settings are DISPENSER_METRICS_ADDR (the address of
-// the HTTP server with /metrics, /healthz and /readyz; empty: no server)
-// and DISPENSER_RUNWAY_WARNING (warn when the ID layout's time field runs
-// out sooner than this; default a year); see [ConfigFromEnv].
+// The dispenser passes its own settings in [Config]: DISPENSER_METRICS_ADDR
+// (the address of the HTTP server with /metrics, /healthz and /readyz;
+// empty: no server) and DISPENSER_RUNWAY_WARNING (warn when the ID
+// layout's time field runs out sooner than this, default a year; see
+// [ParseRunway]).
 //
 // # Names
 //
@@ -46,7 +47,18 @@
 //	uid.runway.warning      gauge      1 while the runway is under the warning threshold
 //	uid.lease.remaining     gauge      seconds left on the worker-ID lease
 //
-// In Prometheus's text format the dots become underscores and counters get
-// a _total suffix, units a _seconds or _ratio suffix (uid_padding_rounds_total,
-// uid_padding_duration_seconds_bucket, ...).
+// The gauges carry uid.worker_id. natsio adds, per request (meter
+// "github.com/uid-dispenser/uid-dispenser/natsio"):
+//
+//	uid.requests            counter    uid.endpoint, uid.outcome (ok, bad_request, unavailable, internal)
+//	uid.request.duration    histogram  seconds, uid.endpoint, uid.outcome
+//	uid.ids.issued          counter    IDs sent to requesters, uid.endpoint
+//
+// and the spans "process uid.next" (server, per request, a child of the
+// caller's trace context) and "send uid.next" (client).
+//
+// In Prometheus's text format the dots become underscores, counters get
+// a _total suffix and units a _seconds or _ratio suffix
+// (uid_padding_rounds_total, uid_padding_duration_seconds_bucket,
+// uid_ring_fill_ratio, uid_requests_total, ...).
 package telemetry

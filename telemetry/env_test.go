@@ -6,45 +6,38 @@ import (
 	"time"
 )
 
-func TestConfigFromEnv(t *testing.T) {
+func TestParseRunway(t *testing.T) {
 	day := 24 * time.Hour
-	for _, c := range []struct {
-		addr, warning string
-		want          Config
-		bad           bool
-	}{
-		{"", "", Config{RunwayWarning: DefaultRunwayWarning}, false},
-		{" :9464 ", "90d", Config{MetricsAddr: ":9464", RunwayWarning: 90 * day}, false},
-		{"", "2y", Config{RunwayWarning: 2 * 365 * day}, false},
-		{"", "1.5y", Config{RunwayWarning: 547*day + 12*time.Hour}, false},
-		{"", "8760h", Config{RunwayWarning: 365 * day}, false},
-		{"", "0", Config{RunwayWarning: -1}, false},
-		{"", "0d", Config{RunwayWarning: -1}, false},
-		{"", "a year", Config{}, true},
-		{"", "-3d", Config{}, true},
-		{"", "-1h", Config{}, true},
-		{"", "1e300y", Config{}, true},
-		{"", "NaNd", Config{}, true},
-		{"", "d", Config{}, true},
+	for in, want := range map[string]time.Duration{
+		"90d":    90 * day,
+		" 2y ":   2 * 365 * day,
+		"1.5y":   547*day + 12*time.Hour,
+		"8760h":  365 * day,
+		"1h30m":  90 * time.Minute,
+		"0":      RunwayWarningOff,
+		"0d":     RunwayWarningOff,
+		"0.0y":   RunwayWarningOff,
+		"100y":   100 * 365 * day,
+		"1e2d":   100 * day,
+		"+3d":    3 * day,
+		"0.5d":   12 * time.Hour,
+		"720h0s": 30 * day,
 	} {
-		env := map[string]string{MetricsAddrEnv: c.addr, RunwayWarningEnv: c.warning}
-		got, err := configFromEnv(func(k string) string { return env[k] })
-		if c.bad {
-			if !errors.Is(err, ErrBadDuration) {
-				t.Errorf("%s=%q: err %v, want ErrBadDuration", RunwayWarningEnv, c.warning, err)
-			}
-			continue
+		if got, err := ParseRunway(in); err != nil || got != want {
+			t.Errorf("ParseRunway(%q) = %v, %v; want %v", in, got, err, want)
 		}
-		if err != nil || got.MetricsAddr != c.want.MetricsAddr || got.RunwayWarning != c.want.RunwayWarning {
-			t.Errorf("addr %q warning %q: %+v, %v; want %+v", c.addr, c.warning, got, err, c.want)
+	}
+	for _, in := range []string{"", "a year", "-3d", "-1h", "1e300y", "NaNd", "Infy", "d", "y", "3 days", "300y", "0x10d"} {
+		if _, err := ParseRunway(in); !errors.Is(err, ErrBadDuration) {
+			t.Errorf("ParseRunway(%q): %v, want ErrBadDuration", in, err)
 		}
 	}
 }
 
-// FuzzParseRunway: any input gives a non-negative duration or
-// ErrBadDuration, never a panic.
+// FuzzParseRunway: any input gives a positive duration, RunwayWarningOff
+// or ErrBadDuration, never a panic.
 func FuzzParseRunway(f *testing.F) {
-	for _, s := range []string{"90d", "2y", "1.5y", "8760h", "0", "", "d", "-1d", "1e300y", "Infd", "0x10d", "1h30m", "NaNy", "   "} {
+	for _, s := range []string{"90d", "2y", "1.5y", "8760h", "0", "", "d", "-1d", "1e300y", "Infd", "0x10d", "1h30m", "NaNy", "   ", "292y", "106751d"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -55,8 +48,8 @@ func FuzzParseRunway(f *testing.F) {
 			}
 			return
 		}
-		if d < 0 {
-			t.Fatalf("ParseRunway(%q) = %v, negative", s, d)
+		if d <= 0 && d != RunwayWarningOff {
+			t.Fatalf("ParseRunway(%q) = %v", s, d)
 		}
 	})
 }

@@ -51,7 +51,8 @@ type ObserverOptions struct {
 	// Layout gives the runway (required: its zero value means the default
 	// layout).
 	Layout uidcore.Layout
-	// WorkerID is put on padding spans and the gauges.
+	// WorkerID is put on padding spans and the gauges until Watch or
+	// SetWorkerID changes it.
 	WorkerID uint64
 	// Clock tells the runway's "now"; nil: the system clock.
 	Clock uidcore.Clock
@@ -72,8 +73,9 @@ type ObserverOptions struct {
 
 // Observer implements uidcore.Observer with OpenTelemetry: a span per
 // padding round, rejection events and counters, and gauges over the
-// generator given to Watch. Build one per generator; Close it after the
-// generator.
+// generator given to Watch. One observer may serve the generators an
+// instance builds one after another (a new one per worker claim): Watch
+// the current one. Close it after the last generator.
 type Observer struct {
 	tracer        trace.Tracer
 	layout        uidcore.Layout
@@ -81,8 +83,7 @@ type Observer struct {
 	logger        *slog.Logger
 	leaseLeft     func() (time.Duration, bool)
 	runwayWarning time.Duration
-	worker        attribute.KeyValue
-	gaugeAttrs    metric.MeasurementOption
+	workerID      atomic.Uint64
 
 	paddingRounds   metric.Int64Counter
 	paddingDuration metric.Float64Histogram
@@ -125,7 +126,6 @@ func NewObserver(opts ObserverOptions) (*Observer, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	worker := WorkerIDKey.Int64(int64(opts.WorkerID))
 	o := &Observer{
 		tracer:        opts.TracerProvider.Tracer(instrumentationName),
 		layout:        opts.Layout,
@@ -133,9 +133,8 @@ func NewObserver(opts ObserverOptions) (*Observer, error) {
 		logger:        opts.Logger,
 		leaseLeft:     opts.LeaseLeft,
 		runwayWarning: opts.RunwayWarning,
-		worker:        worker,
-		gaugeAttrs:    metric.WithAttributeSet(attribute.NewSet(worker)),
 	}
+	o.workerID.Store(opts.WorkerID)
 	if err := o.makeInstruments(opts.MeterProvider.Meter(instrumentationName)); err != nil {
 		return nil, fmt.Errorf("telemetry: observer instruments: %w", err)
 	}
@@ -198,39 +197,57 @@ func (o *Observer) makeInstruments(m metric.Meter) error {
 		return err
 	}
 	o.registration, err = m.RegisterCallback(func(_ context.Context, obs metric.Observer) error {
+		src := o.source.Load()
+		worker := o.worker()
+		var s uidcore.State
+		if src != nil {
+			s = (*src).State()
+			worker = WorkerIDKey.Int64(int64(s.WorkerID))
+		}
+		attrs := metric.WithAttributeSet(attribute.NewSet(worker))
 		left := o.runwayLeft()
-		obs.ObserveFloat64(runway, o.runwaySeconds(), o.gaugeAttrs)
+		obs.ObserveFloat64(runway, o.runwaySeconds(), attrs)
 		var warn int64
 		if o.underThreshold(left) {
 			warn = 1
 			o.warnRunway(left)
 		}
-		obs.ObserveInt64(warning, warn, o.gaugeAttrs)
+		obs.ObserveInt64(warning, warn, attrs)
 		if o.leaseLeft != nil {
 			if d, ok := o.leaseLeft(); ok {
-				obs.ObserveFloat64(lease, d.Seconds(), o.gaugeAttrs)
+				obs.ObserveFloat64(lease, d.Seconds(), attrs)
 			}
 		}
-		src := o.source.Load()
 		if src == nil {
 			return nil
 		}
-		s := (*src).State()
-		obs.ObserveInt64(issued, int64(s.Cursor), o.gaugeAttrs)
-		obs.ObserveInt64(available, int64(s.Available), o.gaugeAttrs)
+		// uid.generator.issued is per generator (per worker ID): a new
+		// generator starts a new series from zero.
+		obs.ObserveInt64(issued, int64(s.Cursor), attrs)
+		obs.ObserveInt64(available, int64(s.Available), attrs)
 		if s.Size > 0 {
-			obs.ObserveFloat64(fill, float64(s.Available)/float64(s.Size), o.gaugeAttrs)
+			obs.ObserveFloat64(fill, float64(s.Available)/float64(s.Size), attrs)
 		}
-		obs.ObserveInt64(ahead, s.SecondsAhead, o.gaugeAttrs)
+		obs.ObserveInt64(ahead, s.SecondsAhead, attrs)
 		return nil
 	}, observables...)
 	return err
 }
 
 // Watch makes the gauges read src (the generator this observer was given
-// to) from now on.
+// to) from now on, and takes its worker ID.
 func (o *Observer) Watch(src StateSource) {
+	o.workerID.Store(src.State().WorkerID)
 	o.source.Store(&src)
+}
+
+// SetWorkerID sets the worker ID that padding spans and gauges carry. Call
+// it before building a generator on a new claim, so that its start-up
+// padding round is labelled right.
+func (o *Observer) SetWorkerID(id uint64) { o.workerID.Store(id) }
+
+func (o *Observer) worker() attribute.KeyValue {
+	return WorkerIDKey.Int64(int64(o.workerID.Load()))
 }
 
 // Close unregisters the gauges; the counters keep their totals.
@@ -250,7 +267,7 @@ type round struct {
 
 // PaddingStarted implements uidcore.Observer: it starts the round's span.
 func (o *Observer) PaddingStarted(ctx context.Context, trigger uidcore.PaddingTrigger) context.Context {
-	ctx, _ = o.tracer.Start(ctx, PaddingSpanName, trace.WithAttributes(TriggerKey.String(string(trigger)), o.worker))
+	ctx, _ = o.tracer.Start(ctx, PaddingSpanName, trace.WithAttributes(TriggerKey.String(string(trigger)), o.worker()))
 	return context.WithValue(ctx, roundKey{}, &round{stop: stopFull})
 }
 

@@ -377,3 +377,38 @@ func TestTakeRejectReason(t *testing.T) {
 		}
 	}
 }
+
+// TestObserverFollowsANewGenerator: one observer serves the generator of a
+// new claim too; spans and gauges carry the new worker ID.
+func TestObserverFollowsANewGenerator(t *testing.T) {
+	p := newProviders(t)
+	obs, err := NewObserver(ObserverOptions{Layout: tinyLayout(), WorkerID: 1, TracerProvider: p.tp, MeterProvider: p.mp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obs.Close()
+	first, err := uidcore.NewCached(uidcore.CachedOptions{Layout: tinyLayout(), Claim: uidcore.StaticClaim{ID: 1}, Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs.Watch(first)
+	obs.SetWorkerID(2)
+	second, err := uidcore.NewCached(uidcore.CachedOptions{Layout: tinyLayout(), Claim: uidcore.StaticClaim{ID: 2}, Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	obs.Watch(second)
+	first.Close()
+	spans := waitSpans(t, p, 2)
+	if w0, w1 := spanAttr(spans[0].Attributes(), WorkerIDKey).AsInt64(), spanAttr(spans[1].Attributes(), WorkerIDKey).AsInt64(); w0 != 1 || w1 != 2 {
+		t.Errorf("start-up padding spans carry workers %d and %d, want 1 and 2", w0, w1)
+	}
+	rm := p.collect(t)
+	if _, found := metricValue(rm, "uid.ring.available", WorkerIDKey.Int(2)); !found {
+		t.Error("gauges do not carry the new worker ID")
+	}
+	if _, found := metricValue(rm, "uid.ring.available", WorkerIDKey.Int(1)); found {
+		t.Error("gauges still report the old worker ID")
+	}
+}
