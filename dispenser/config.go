@@ -13,6 +13,7 @@ import (
 	"github.com/kelseyhightower/envconfig"
 
 	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/telemetry"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
 )
@@ -55,6 +56,9 @@ type Config struct {
 	ShutdownTimeout time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"10s" desc:"bound on a graceful shutdown"`
 	LogLevel        string        `envconfig:"LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
 	LogFormat       string        `envconfig:"LOG_FORMAT" default:"text" desc:"text or json"`
+
+	MetricsAddr   string `envconfig:"METRICS_ADDR" desc:"listen address of the HTTP server with /metrics (Prometheus), /healthz and /readyz, e.g. :9464 (empty: none). Traces and OTLP metrics follow the OTEL_* variables"`
+	RunwayWarning string `envconfig:"RUNWAY_WARNING" default:"1y" desc:"log a warning and set uid_runway_warning when the layout's time field runs out sooner than this: a Go duration, days (90d) or years (2y); 0: never"`
 
 	workerid.Config
 	natsio.BlocksConfig // DISPENSER_BLOCKS_*: prefilled ID blocks on JetStream
@@ -103,6 +107,7 @@ func DefaultConfig() Config {
 		ShutdownTimeout:    10 * time.Second,
 		LogLevel:           "info",
 		LogFormat:          "text",
+		RunwayWarning:      "1y",
 		Config:             workerid.DefaultConfig(),
 		BlocksConfig:       natsio.DefaultBlocksConfig(),
 	}
@@ -166,6 +171,9 @@ func (c Config) Validate() error {
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return bad("LOG_FORMAT", "%q is neither text nor json", c.LogFormat)
+	}
+	if _, err := telemetry.ParseRunway(c.RunwayWarning); err != nil {
+		return bad("RUNWAY_WARNING", "%v", err)
 	}
 	if err := c.BlocksConfig.Validate(); err != nil {
 		return err

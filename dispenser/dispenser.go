@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/telemetry"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
 )
@@ -18,9 +19,10 @@ import (
 type Option func(*options)
 
 type options struct {
-	log      *slog.Logger
-	assigner uidcore.Assigner
-	observer uidcore.Observer
+	log       *slog.Logger
+	assigner  uidcore.Assigner
+	observer  uidcore.Observer
+	telemetry *telemetry.Telemetry
 }
 
 // WithLogger sets the logger (default slog.Default()).
@@ -30,7 +32,8 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 // store (MySQL with DISPENSER_MYSQL_DSN, else the JetStream KV bucket).
 func WithAssigner(a uidcore.Assigner) Option { return func(o *options) { o.assigner = a } }
 
-// WithObserver passes the generator's events to obs (telemetry).
+// WithObserver passes the generator's events to obs instead of the
+// telemetry observer.
 func WithObserver(obs uidcore.Observer) Option { return func(o *options) { o.observer = obs } }
 
 // Dispenser is one running instance: a worker claim, the cached generator
@@ -46,6 +49,8 @@ type Dispenser struct {
 	assigner uidcore.Assigner
 	svc      *natsio.Service
 	blocks   *natsio.BlockPublisher // nil unless DISPENSER_BLOCKS_ENABLED
+
+	telemetry instanceTelemetry
 
 	mu    sync.Mutex
 	claim uidcore.Claim
@@ -121,12 +126,19 @@ func Start(ctx context.Context, cfg Config, opts ...Option) (_ *Dispenser, err e
 		return nil, fmt.Errorf("dispenser: claim a worker ID: %w", err)
 	}
 	cleanup = append(cleanup, func() { releaseQuietly(claim, d.log) })
-	gen, err := uidcore.NewCached(cfg.cachedOptions(claim, d.observer))
+	d.claim = claim // before telemetry, whose readiness check and lease gauge read it
+	if err := d.startTelemetry(ctx, o.telemetry, claim.WorkerID()); err != nil {
+		return nil, err
+	}
+	cleanup = append(cleanup, func() { _ = d.stopTelemetry(context.Background()) })
+	gen, err := d.newGenerator(claim)
 	if err != nil {
 		return nil, fmt.Errorf("dispenser: ring buffer: %w", err)
 	}
 	cleanup = append(cleanup, func() { gen.Close() })
+	d.mu.Lock() // the metrics server may read the claim already
 	d.claim, d.gen = claim, gen
+	d.mu.Unlock()
 
 	d.svc, err = natsio.NewService(d.svcNC.Conn, gen, natsio.ServiceConfig{
 		QueueGroup:    cfg.QueueGroup,
@@ -153,6 +165,7 @@ func Start(ctx context.Context, cfg Config, opts ...Option) (_ *Dispenser, err e
 	d.stopWatch = stopWatch
 	go d.watchClaim(watchCtx)
 	go d.watchConn()
+	d.telemetry.serving.Store(true)
 
 	layout := cfg.Layout()
 	d.log.Info("serving",
@@ -223,7 +236,7 @@ func (d *Dispenser) reclaim(ctx context.Context) error {
 	for {
 		claim, err := d.assigner.Claim(ctx, d.cfg.Layout())
 		if err == nil {
-			gen, err := uidcore.NewCached(d.cfg.cachedOptions(claim, d.observer))
+			gen, err := d.newGenerator(claim)
 			if err == nil {
 				if err = d.svc.SetSource(gen); err == nil {
 					if d.blocks != nil {
@@ -359,6 +372,9 @@ func (d *Dispenser) doShutdown(ctx context.Context) error {
 		if err := d.claimNC.DrainAndWait(releaseCtx); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := d.stopTelemetry(releaseCtx); err != nil {
+		errs = append(errs, err)
 	}
 	if d.embedded != nil {
 		d.embedded.Shutdown()

@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// errNoReadyCheck is what /readyz reports when Config.Ready is nil.
+// errNoReadyCheck is what /readyz reports without a readiness check.
 var errNoReadyCheck = errors.New("no readiness check configured")
 
 // startServer listens on addr at once, so that a bad or busy address fails
@@ -49,8 +49,8 @@ func (t *Telemetry) handler(registry *prometheus.Registry) http.Handler {
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		err := errNoReadyCheck
-		if t.cfg.Ready != nil {
-			err = t.cfg.Ready()
+		if check := t.ready.Load(); check != nil && *check != nil {
+			err = (*check)()
 		}
 		if err != nil {
 			writePlain(w, http.StatusServiceUnavailable, "not ready: "+err.Error())

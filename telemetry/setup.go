@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -58,7 +59,8 @@ type Config struct {
 	// "127.0.0.1:0"; empty: no server.
 	MetricsAddr string
 	// Ready backs /readyz: it returns nil while the instance holds a valid
-	// worker claim and serves, and why not otherwise. Nil: never ready.
+	// worker claim and serves, and why not otherwise. Nil: not ready until
+	// SetReady installs a check.
 	Ready func() error
 	// RunwayWarning is the default of ObserverOptions.RunwayWarning for
 	// observers made with [Telemetry.NewObserver].
@@ -80,6 +82,7 @@ type Telemetry struct {
 	tracerProvider trace.TracerProvider
 	meterProvider  metric.MeterProvider
 	shutdowns      []func(context.Context) error
+	ready          atomic.Pointer[func() error]
 
 	server      *http.Server
 	listener    net.Listener
@@ -94,6 +97,9 @@ type Telemetry struct {
 // cfg.MetricsAddr is set. Call Shutdown on the result to flush and stop.
 func Setup(ctx context.Context, cfg Config) (_ *Telemetry, err error) {
 	t := &Telemetry{cfg: cfg, logger: cfg.Logger}
+	if cfg.Ready != nil {
+		t.SetReady(cfg.Ready)
+	}
 	if t.logger == nil {
 		t.logger = slog.Default()
 	}
@@ -259,6 +265,10 @@ func (t *Telemetry) MetricsAddr() string {
 	}
 	return t.listener.Addr().String()
 }
+
+// SetReady replaces the readiness check behind /readyz (see Config.Ready),
+// for instances built after their telemetry.
+func (t *Telemetry) SetReady(check func() error) { t.ready.Store(&check) }
 
 // NewObserver is [NewObserver] with the providers and runway warning of
 // this set-up as defaults.

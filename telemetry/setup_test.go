@@ -198,11 +198,17 @@ func TestReadyz(t *testing.T) {
 	}
 }
 
+// TestReadyzWithoutCheck: not ready until SetReady installs a check.
 func TestReadyzWithoutCheck(t *testing.T) {
 	clearOTelEnv(t)
 	tel := setup(t, Config{MetricsAddr: "127.0.0.1:0"})
-	if code, body := httpGet(t, "http://"+tel.MetricsAddr()+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, errNoReadyCheck.Error()) {
+	url := "http://" + tel.MetricsAddr() + "/readyz"
+	if code, body := httpGet(t, url); code != http.StatusServiceUnavailable || !strings.Contains(body, errNoReadyCheck.Error()) {
 		t.Errorf("/readyz without a check: %d %q, want 503", code, body)
+	}
+	tel.SetReady(func() error { return nil })
+	if code, body := httpGet(t, url); code != http.StatusOK {
+		t.Errorf("/readyz after SetReady: %d %q, want 200", code, body)
 	}
 }
 

@@ -1,0 +1,138 @@
+package dispenser
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/uid-dispenser/uid-dispenser/telemetry"
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
+)
+
+// WithTelemetry makes the instance use tel (built by the caller, which
+// shuts it down) instead of setting telemetry up from the configuration:
+// for several instances in one process, and for tests. The instance
+// installs its readiness check in tel.
+func WithTelemetry(tel *telemetry.Telemetry) Option {
+	return func(o *options) { o.telemetry = tel }
+}
+
+// errNotServing is the readiness check's answer before Start has finished
+// and after the instance stopped serving.
+var errNotServing = errors.New("not serving")
+
+// instanceTelemetry is the dispenser's part of telemetry.
+type instanceTelemetry struct {
+	tel      *telemetry.Telemetry
+	owned    bool                // set up by Start, shut down by Shutdown
+	observer *telemetry.Observer // nil when WithObserver replaced it
+	serving  atomic.Bool
+}
+
+// startTelemetry sets telemetry up (unless WithTelemetry gave it) once the
+// worker ID is known, so that the resource carries it, and before the
+// generator and the service, whose spans and metrics it receives.
+func (d *Dispenser) startTelemetry(ctx context.Context, given *telemetry.Telemetry, workerID uint64) error {
+	d.telemetry.tel = given
+	if given == nil {
+		threshold, err := telemetry.ParseRunway(d.cfg.RunwayWarning)
+		if err != nil {
+			return fmt.Errorf("dispenser: %s_RUNWAY_WARNING: %w", EnvPrefix, err)
+		}
+		d.telemetry.tel, err = telemetry.Setup(ctx, telemetry.Config{
+			WorkerID:      &workerID,
+			MetricsAddr:   d.cfg.MetricsAddr,
+			RunwayWarning: threshold,
+			Logger:        d.log,
+		})
+		if err != nil {
+			return fmt.Errorf("dispenser: %w", err)
+		}
+		d.telemetry.owned = true
+		if addr := d.telemetry.tel.MetricsAddr(); addr != "" {
+			d.log.Info("serving /metrics, /healthz and /readyz", "addr", addr)
+		}
+	}
+	d.telemetry.tel.SetReady(d.ready)
+	if d.observer == nil {
+		obs, err := d.telemetry.tel.NewObserver(telemetry.ObserverOptions{
+			Layout:    d.cfg.Layout(),
+			WorkerID:  workerID,
+			LeaseLeft: d.leaseLeft,
+		})
+		if err != nil {
+			return fmt.Errorf("dispenser: %w", err)
+		}
+		d.telemetry.observer, d.observer = obs, obs
+	}
+	return nil
+}
+
+// stopTelemetry closes the observer and, when Start set telemetry up,
+// flushes what is buffered and stops the exporters and the HTTP server.
+func (d *Dispenser) stopTelemetry(ctx context.Context) error {
+	d.telemetry.serving.Store(false)
+	var errs []error
+	if d.telemetry.observer != nil {
+		errs = append(errs, d.telemetry.observer.Close())
+	}
+	if d.telemetry.owned {
+		if ctx.Err() != nil {
+			// Out of time already, but a flush is worth a moment.
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+		}
+		errs = append(errs, d.telemetry.tel.Shutdown(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// newGenerator builds the ring buffer on claim, observed by telemetry.
+func (d *Dispenser) newGenerator(claim uidcore.Claim) (*uidcore.CachedGenerator, error) {
+	obs := d.telemetry.observer
+	if obs != nil {
+		obs.SetWorkerID(claim.WorkerID())
+	}
+	gen, err := uidcore.NewCached(d.cfg.cachedOptions(claim, d.observer))
+	if err == nil && obs != nil {
+		obs.Watch(gen)
+	}
+	return gen, err
+}
+
+// ready backs /readyz: the instance has started, is not shutting down and
+// holds a valid worker claim.
+func (d *Dispenser) ready() error {
+	if !d.telemetry.serving.Load() {
+		return errNotServing
+	}
+	select {
+	case <-d.done:
+		return errNotServing
+	default:
+	}
+	return d.claimStatus()
+}
+
+// leaseLeft is the time left on a leased worker claim.
+func (d *Dispenser) leaseLeft() (time.Duration, bool) {
+	d.mu.Lock()
+	claim := d.claim
+	d.mu.Unlock()
+	if lease, ok := claim.(interface{ TimeLeft() time.Duration }); ok {
+		return lease.TimeLeft(), true
+	}
+	return 0, false
+}
+
+// MetricsAddr is the address of the /metrics, /healthz and /readyz server,
+// or "" when there is none.
+func (d *Dispenser) MetricsAddr() string {
+	if d.telemetry.tel == nil {
+		return ""
+	}
+	return d.telemetry.tel.MetricsAddr()
+}

@@ -1,0 +1,212 @@
+package dispenser
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/telemetry"
+	"github.com/uid-dispenser/uid-dispenser/telemetry/uidattr"
+)
+
+// clearOTelEnv keeps the machine's OTEL_* variables from changing what the
+// tests export.
+func clearOTelEnv(t testing.TB) {
+	for _, k := range []string{"OTEL_TRACES_EXPORTER", "OTEL_METRICS_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT",
+		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_SERVICE_NAME",
+		"OTEL_RESOURCE_ATTRIBUTES", "OTEL_TRACES_SAMPLER", "OTEL_SDK_DISABLED"} {
+		t.Setenv(k, "")
+	}
+}
+
+func httpGet(t *testing.T, url string) (int, string, error) {
+	t.Helper()
+	client := &http.Client{Timeout: 5 * time.Second}
+	defer client.CloseIdleConnections()
+	resp, err := client.Get(url)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
+}
+
+// promSum sums the samples of a Prometheus text-format metric whose line
+// contains every one of labels.
+func promSum(text, name string, labels ...string) (float64, bool) {
+	var sum float64
+	found := false
+	sc := bufio.NewScanner(strings.NewReader(text))
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
+			continue
+		}
+		match := true
+		for _, l := range labels {
+			match = match && strings.Contains(line, l)
+		}
+		if v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64); match && err == nil {
+			sum += v
+			found = true
+		}
+	}
+	return sum, found
+}
+
+func endedSpan(t *testing.T, rec *tracetest.SpanRecorder, name string) sdktrace.ReadOnlySpan {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		for _, s := range rec.Ended() {
+			if s.Name() == name {
+				return s
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no span %q ended", name)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestTelemetryAcrossNATS runs a dispenser with telemetry given by the
+// test (an in-memory span recorder and the metrics server): a client's
+// span and the dispenser's server span share one trace across NATS, the
+// start-up padding round is a span, /metrics counts the requests, and
+// /readyz follows the instance from serving to shut down.
+func TestTelemetryAcrossNATS(t *testing.T) {
+	clearOTelEnv(t)
+	rec := tracetest.NewSpanRecorder()
+	tel, err := telemetry.Setup(context.Background(), telemetry.Config{MetricsAddr: "127.0.0.1:0", SpanProcessors: []sdktrace.SpanProcessor{rec}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := tel.Shutdown(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	url := testenv.NATS(t, nil).ClientURL()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	d, err := Start(ctx, testConfig(url, ""), WithLogger(testLogger()), WithTelemetry(tel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + tel.MetricsAddr()
+	if code, body, err := httpGet(t, base+"/readyz"); err != nil || code != http.StatusOK {
+		t.Errorf("/readyz while serving: %d %q %v, want 200", code, body, err)
+	}
+
+	c := client(t, url)
+	callCtx, caller := otel.Tracer("test").Start(ctx, "caller")
+	id, err := c.Next(callCtx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := c.Batch(callCtx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caller.End()
+	checkDistinct(t, append(ids, id))
+
+	send := endedSpan(t, rec, "send uid.next")
+	process := endedSpan(t, rec, "process uid.next")
+	if process.SpanContext().TraceID() != caller.SpanContext().TraceID() || process.Parent().SpanID() != send.SpanContext().SpanID() {
+		t.Errorf("server span in trace %v under %v; want trace %v under the client span %v",
+			process.SpanContext().TraceID(), process.Parent().SpanID(), caller.SpanContext().TraceID(), send.SpanContext().SpanID())
+	}
+	if process.SpanKind() != trace.SpanKindServer || send.SpanKind() != trace.SpanKindClient {
+		t.Errorf("span kinds %v and %v, want server and client", process.SpanKind(), send.SpanKind())
+	}
+	worker := int64(d.WorkerID())
+	for _, kv := range process.Attributes() {
+		if kv.Key == uidattr.WorkerID && kv.Value.AsInt64() != worker {
+			t.Errorf("server span worker %d, want %d", kv.Value.AsInt64(), worker)
+		}
+	}
+	padding := endedSpan(t, rec, telemetry.PaddingSpanName)
+	for _, kv := range padding.Attributes() {
+		if kv.Key == telemetry.TriggerKey && kv.Value.AsString() != "startup" {
+			t.Errorf("first padding span trigger %q, want startup", kv.Value.AsString())
+		}
+		if kv.Key == uidattr.WorkerID && kv.Value.AsInt64() != worker {
+			t.Errorf("padding span worker %d, want %d", kv.Value.AsInt64(), worker)
+		}
+	}
+
+	_, metrics, err := httpGet(t, base+"/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := promSum(metrics, "uid_requests_total", `uid_endpoint="next"`, `uid_outcome="ok"`); n != 1 {
+		t.Errorf("uid_requests_total{next,ok} = %v, want 1", n)
+	}
+	if n, _ := promSum(metrics, "uid_ids_issued_total"); n != 11 {
+		t.Errorf("uid_ids_issued_total = %v, want 11", n)
+	}
+	if n, _ := promSum(metrics, "uid_request_duration_seconds_count", `uid_endpoint="batch"`); n != 1 {
+		t.Errorf("uid_request_duration_seconds_count{batch} = %v, want 1", n)
+	}
+	if left, found := promSum(metrics, "uid_lease_remaining_seconds"); !found || left <= 0 || left > testConfig(url, "").LeaseTTL.Seconds() {
+		t.Errorf("uid_lease_remaining_seconds = %v (found %v), want within the lease TTL", left, found)
+	}
+	if n, _ := promSum(metrics, "uid_generator_issued_total", `uid_worker_id="`+strconv.FormatInt(worker, 10)+`"`); n != 11 {
+		t.Errorf("uid_generator_issued_total{worker} = %v, want 11", n)
+	}
+
+	shutdown(t, d)
+	if code, body, err := httpGet(t, base+"/readyz"); err != nil || code != http.StatusServiceUnavailable || !strings.Contains(body, errNotServing.Error()) {
+		t.Errorf("/readyz after shutdown: %d %q %v, want 503 not serving", code, body, err)
+	}
+}
+
+// TestMetricsServerFromConfig: DISPENSER_METRICS_ADDR makes the instance
+// serve /metrics, /healthz and /readyz itself, and its shutdown stops them.
+func TestMetricsServerFromConfig(t *testing.T) {
+	clearOTelEnv(t)
+	url := testenv.NATS(t, nil).ClientURL()
+	cfg := testConfig(url, "")
+	cfg.MetricsAddr = "127.0.0.1:0"
+	d := start(t, cfg)
+	base := "http://" + d.MetricsAddr()
+	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+		if code, body, err := httpGet(t, base+path); err != nil || code != http.StatusOK {
+			t.Errorf("%s: %d %v\n%s", path, code, err, body)
+		}
+	}
+	shutdown(t, d)
+	if _, _, err := httpGet(t, base+"/healthz"); err == nil {
+		t.Error("/healthz still answers after shutdown")
+	}
+}
+
+func TestTelemetryConfig(t *testing.T) {
+	t.Setenv("DISPENSER_METRICS_ADDR", ":9464")
+	t.Setenv("DISPENSER_RUNWAY_WARNING", "90d")
+	cfg, err := LoadConfig()
+	if err != nil || cfg.MetricsAddr != ":9464" || cfg.RunwayWarning != "90d" {
+		t.Fatalf("LoadConfig: %+v %v", cfg, err)
+	}
+	t.Setenv("DISPENSER_RUNWAY_WARNING", "soon")
+	_, err = LoadConfig()
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Var != "DISPENSER_RUNWAY_WARNING" {
+		t.Fatalf("bad runway warning: %v, want a ConfigError naming DISPENSER_RUNWAY_WARNING", err)
+	}
+}
