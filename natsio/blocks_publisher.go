@@ -203,14 +203,19 @@ func (p *BlockPublisher) run(ctx context.Context) {
 			return
 		case <-timer.C:
 		}
-		again, err := p.topUp(ctx)
-		switch {
-		case ctx.Err() != nil:
+		result := p.topUp(ctx)
+		if ctx.Err() != nil {
 			return
-		case err != nil:
-			// Back off (up to 5s) while the stream or the source fails.
+		}
+		switch result {
+		case roundStreamFailed:
+			// Back off (up to 5s) while the stream cannot be checked.
 			wait = min(max(2*wait, poll), max(5*time.Second, poll))
-		case again:
+		case roundSourceFailed:
+			// The ring ran dry (consumers outrun the generator) or the
+			// generator is being replaced: give it a poll interval.
+			wait = poll
+		case roundShort:
 			wait = 0
 		default:
 			// Full. Consumers that just drained it may drain it again
@@ -228,23 +233,30 @@ type pendingBlock struct {
 	ids    int
 }
 
-// topUp publishes up to publishWindow of the blocks the stream is short
-// of. It returns again=true when it published every block it meant to, so
-// the stream may still be short (consumers draining it fast), and an
-// error when the stream could not be checked or the source failed.
-func (p *BlockPublisher) topUp(ctx context.Context) (again bool, err error) {
+// roundResult is how a top-up round ended.
+type roundResult int
+
+const (
+	roundFull         roundResult = iota // nothing missing, or a block was refused
+	roundShort                           // published all it meant to: the stream may still be short
+	roundStreamFailed                    // the depth could not be checked
+	roundSourceFailed                    // the source gave fewer IDs than asked
+)
+
+// topUp publishes up to a window of the blocks the stream is short of.
+func (p *BlockPublisher) topUp(ctx context.Context) roundResult {
 	info, err := p.stream.Info(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			p.depthProblem.fail(err)
 		}
-		return false, err
+		return roundStreamFailed
 	}
 	p.depthProblem.ok()
 	p.depth.Store(info.State.Msgs)
 	missing := int64(p.cfg.BlocksTargetDepth) - int64(info.State.Msgs)
 	if missing <= 0 {
-		return false, nil
+		return roundFull
 	}
 	want := int(min(missing, int64(p.window)))
 	pending := make([]pendingBlock, 0, want)
@@ -283,10 +295,13 @@ func (p *BlockPublisher) topUp(ctx context.Context) (again bool, err error) {
 		if ctx.Err() == nil {
 			p.sourceProblem.fail(srcErr)
 		}
-		return false, srcErr
+		return roundSourceFailed
 	}
 	p.sourceProblem.ok()
-	return stored == want && !full, nil
+	if full || stored < want {
+		return roundFull
+	}
+	return roundShort
 }
 
 // takeBlock takes up to a block of IDs from the source and encodes them.
@@ -381,28 +396,44 @@ func isStreamFull(err error) bool {
 		strings.Contains(apiErr.Description, "maximum messages")
 }
 
+// problemRewarn is how often a failure that persists, or keeps coming
+// back, is logged at Warn again.
+const problemRewarn = time.Minute
+
 // problemLog logs a recurring failure without flooding the log: at Warn
-// when it starts or its message changes, at Debug while it repeats, and
-// at Info when it clears. Used from one goroutine.
+// at most once a minute (with the failures since), at Debug otherwise; a
+// recovery is logged at Info when its failure was warned about. A failure
+// that flaps (a ring running dry every second) thus logs two lines a
+// minute. Used from one goroutine.
 type problemLog struct {
-	log    *slog.Logger
-	what   string
-	failed string
+	log      *slog.Logger
+	what     string
+	failing  bool
+	warned   bool // this failure was logged at Warn
+	lastWarn time.Time
+	since    int // failures since the last Warn
 }
 
 func (l *problemLog) fail(err error) {
-	msg := err.Error()
-	if msg == l.failed {
-		l.log.Debug(l.what+" failing", "err", err)
-		return
+	now := time.Now()
+	l.since++
+	if l.lastWarn.IsZero() || now.Sub(l.lastWarn) >= problemRewarn {
+		l.log.Warn(l.what+" failed", "err", err, "failures", l.since)
+		l.lastWarn, l.since, l.warned = now, 0, true
+	} else {
+		l.log.Debug(l.what+" failed", "err", err)
 	}
-	l.failed = msg
-	l.log.Warn(l.what+" failed", "err", err)
+	l.failing = true
 }
 
 func (l *problemLog) ok() {
-	if l.failed != "" {
-		l.failed = ""
-		l.log.Info(l.what + " recovered")
+	if !l.failing {
+		return
 	}
+	if l.warned {
+		l.log.Info(l.what + " recovered")
+	} else {
+		l.log.Debug(l.what + " recovered")
+	}
+	l.failing, l.warned = false, false
 }
