@@ -71,7 +71,7 @@ func NewKVAssigner(ctx context.Context, nc *nats.Conn, cfg workerid.Config, logg
 	a := &KVAssigner{cfg: cfg, host: host, log: logger,
 		storeName: fmt.Sprintf("NATS KV bucket %s at %s", cfg.WorkerKVBucket, RedactURL(nc.ConnectedUrlRedacted()))}
 	err = workerid.RetryStore(ctx, cfg.StoreStartupDeadline, logger, "open "+a.storeName, func(ctx context.Context) error {
-		kv, err := openBucket(ctx, js, cfg.WorkerKVBucket)
+		kv, err := openBucket(ctx, js, cfg.WorkerKVBucket, cfg.WorkerKVReplicas)
 		if errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
 			return workerid.Permanent(err)
 		}
@@ -96,7 +96,7 @@ func NewKVAssigner(ctx context.Context, nc *nats.Conn, cfg workerid.Config, logg
 	return a, nil
 }
 
-func openBucket(ctx context.Context, js jetstream.JetStream, bucket string) (jetstream.KeyValue, error) {
+func openBucket(ctx context.Context, js jetstream.JetStream, bucket string, replicas int) (jetstream.KeyValue, error) {
 	kv, err := js.KeyValue(ctx, bucket)
 	if !errors.Is(err, jetstream.ErrBucketNotFound) {
 		return kv, err
@@ -106,6 +106,7 @@ func openBucket(ctx context.Context, js jetstream.JetStream, bucket string) (jet
 		Description: "uid-dispenser worker IDs",
 		History:     1,
 		Storage:     jetstream.FileStorage,
+		Replicas:    max(replicas, 1),
 	})
 	if errors.Is(err, jetstream.ErrBucketExists) { // created by another instance meanwhile
 		return js.KeyValue(ctx, bucket)

@@ -40,6 +40,7 @@ type Config struct {
 	WorkerLeaseTable     string        `envconfig:"WORKER_LEASE_TABLE" default:"WORKER_LEASE" desc:"leased on MySQL: the lease table"`
 	CreateTables         bool          `envconfig:"CREATE_TABLES" default:"true" desc:"MySQL: create the table of the mode at start-up when missing (needs the CREATE privilege)"`
 	WorkerKVBucket       string        `envconfig:"WORKER_KV_BUCKET" default:"uid_workers" desc:"JetStream KV bucket of the worker-ID store when no MySQL DSN is set"`
+	WorkerKVReplicas     int           `envconfig:"WORKER_KV_REPLICAS" default:"1" desc:"replicas of the KV bucket when the dispenser creates it (3 on a cluster), 1..5"`
 	StoreStartupDeadline time.Duration `envconfig:"STORE_STARTUP_DEADLINE" default:"30s" desc:"how long start-up (and a claim) retries an unreachable store before it fails"`
 }
 
@@ -122,6 +123,9 @@ func (c Config) Validate() error {
 	}
 	if !bucketPattern.MatchString(c.WorkerKVBucket) {
 		return bad("WorkerKVBucket", "%q is not a valid bucket name (letters, digits, _ and -)", c.WorkerKVBucket)
+	}
+	if c.WorkerKVReplicas < 1 || c.WorkerKVReplicas > 5 {
+		return bad("WorkerKVReplicas", "%d is outside 1..5", c.WorkerKVReplicas)
 	}
 	if c.StoreStartupDeadline < 0 {
 		return bad("StoreStartupDeadline", "%s is negative", c.StoreStartupDeadline)
