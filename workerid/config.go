@@ -63,6 +63,12 @@ func DefaultConfig() Config {
 			f.SetInt(int64(d))
 		case f.Kind() == reflect.String:
 			f.SetString(def)
+		case f.Kind() == reflect.Int:
+			n, err := strconv.Atoi(def)
+			if err != nil {
+				panic(err)
+			}
+			f.SetInt(int64(n))
 		case f.Kind() == reflect.Bool:
 			b, err := strconv.ParseBool(def)
 			if err != nil {
