@@ -19,7 +19,7 @@ type dispenserConfig struct {
 }
 
 var workerEnv = []string{"MYSQL_DSN", "WORKER_MODE", "LEASE_TTL", "RESERVE_CHUNK", "WORKER_NODE_TABLE",
-	"WORKER_LEASE_TABLE", "CREATE_TABLES", "WORKER_KV_BUCKET", "STORE_STARTUP_DEADLINE"}
+	"WORKER_LEASE_TABLE", "CREATE_TABLES", "WORKER_KV_BUCKET", "WORKER_KV_REPLICAS", "STORE_STARTUP_DEADLINE"}
 
 func clearWorkerEnv(t *testing.T) {
 	for _, v := range workerEnv {
@@ -55,6 +55,7 @@ func TestConfigFromEnvironment(t *testing.T) {
 	t.Setenv("DISPENSER_WORKER_LEASE_TABLE", "LEASES")
 	t.Setenv("DISPENSER_CREATE_TABLES", "false")
 	t.Setenv("DISPENSER_WORKER_KV_BUCKET", "ids")
+	t.Setenv("DISPENSER_WORKER_KV_REPLICAS", "3")
 	t.Setenv("DISPENSER_STORE_STARTUP_DEADLINE", "5s")
 	var c dispenserConfig
 	if err := envconfig.Process("DISPENSER", &c); err != nil {
@@ -62,7 +63,7 @@ func TestConfigFromEnvironment(t *testing.T) {
 	}
 	want := workerid.Config{MySQLDSN: "u:p@tcp(db:3306)/uids", WorkerMode: workerid.ModeDisposable, LeaseTTL: 45 * time.Second,
 		ReserveChunk: 2 * time.Minute, WorkerNodeTable: "NODES", WorkerLeaseTable: "LEASES", CreateTables: false,
-		WorkerKVBucket: "ids", StoreStartupDeadline: 5 * time.Second}
+		WorkerKVBucket: "ids", WorkerKVReplicas: 3, StoreStartupDeadline: 5 * time.Second}
 	if c.Config != want {
 		t.Errorf("got %+v\nwant %+v", c.Config, want)
 	}
