@@ -198,6 +198,9 @@ func (s *BlockSource) Next(ctx context.Context) (uint64, error) {
 // is done) for blocks when none is at hand. With an error it returns how
 // many IDs it did put in dst; those are valid.
 func (s *BlockSource) NextN(ctx context.Context, dst []uint64) (int, error) {
+	if len(dst) == 0 {
+		return 0, nil
+	}
 	filled := 0
 	for {
 		b := s.cur.Load()
