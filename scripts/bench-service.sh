@@ -6,7 +6,7 @@
 #
 # Needs the nats CLI v0.5.0 (go install github.com/nats-io/natscli/nats@v0.5.0).
 # Runs a nats-server v2.15 built from go.mod's module on 127.0.0.1:$PORT.
-# Usage: scripts/bench-service.sh [REPS]   (default 3)
+# Usage: scripts/bench-service.sh [REPS]   (default 3; DISPENSER_BIN=path runs that binary)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,7 +26,11 @@ cleanup() {
 trap cleanup EXIT
 
 go build -o "$work/nats-server" github.com/nats-io/nats-server/v2
-go build -o "$work/dispenser" ./cmd/dispenser
+DISPENSER_BIN=${DISPENSER_BIN:-}
+if [ -z "$DISPENSER_BIN" ]; then
+	go build -o "$work/dispenser" ./cmd/dispenser
+	DISPENSER_BIN=$work/dispenser
+fi
 
 "$work/nats-server" -a 127.0.0.1 -p "$PORT" -js -sd "$work/js" >"$work/server.log" 2>&1 &
 pids+=($!)
@@ -35,7 +39,7 @@ sleep 0.5
 # Defaults except the log level. The 8-client runs ask for ~13k IDs/s, below
 # the 65,536 IDs/s a worker sustains under the default layout, so the
 # default ahead-of-clock bound never binds here.
-DISPENSER_NATS_URL=$URL DISPENSER_LOG_LEVEL=warn "$work/dispenser" >"$work/dispenser.log" 2>&1 &
+DISPENSER_NATS_URL=$URL DISPENSER_LOG_LEVEL=warn "$DISPENSER_BIN" >"$work/dispenser.log" 2>&1 &
 pids+=($!)
 "$NATS" -s "$URL" bench service serve bench.echo --no-progress >"$work/echo.log" 2>&1 &
 pids+=($!)
