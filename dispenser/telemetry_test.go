@@ -26,7 +26,7 @@ import (
 func clearOTelEnv(t testing.TB) {
 	for _, k := range []string{"OTEL_TRACES_EXPORTER", "OTEL_METRICS_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT",
 		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_SERVICE_NAME",
-		"OTEL_RESOURCE_ATTRIBUTES", "OTEL_TRACES_SAMPLER", "OTEL_SDK_DISABLED"} {
+		"OTEL_RESOURCE_ATTRIBUTES", "OTEL_TRACES_SAMPLER", "OTEL_TRACES_SAMPLER_ARG", "OTEL_SDK_DISABLED"} {
 		t.Setenv(k, "")
 	}
 }
@@ -150,6 +150,7 @@ func TestTelemetryAcrossNATS(t *testing.T) {
 		}
 	}
 
+	endedSpan(t, rec, "process uid.batch") // ended after its metrics are recorded
 	_, metrics, err := httpGet(t, base+"/metrics")
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
@@ -27,6 +28,9 @@ type ClientOptions struct {
 	// responders or a 503 (defaults 2ms and 250ms; doubled each time,
 	// with jitter).
 	MinBackoff, MaxBackoff time.Duration
+	// TracerProvider makes the client spans (and so the trace context
+	// sent along); nil: the global one.
+	TracerProvider trace.TracerProvider
 }
 
 // Client asks dispensers for IDs over NATS. It is safe for concurrent use.
@@ -64,7 +68,7 @@ func NewClient(nc *nats.Conn, opts ClientOptions) *Client {
 		subjNext:  Subject(opts.SubjectPrefix, EndpointNext),
 		subjBatch: Subject(opts.SubjectPrefix, EndpointBatch),
 		subjParse: Subject(opts.SubjectPrefix, EndpointParse),
-		otel:      newClientTelemetry(),
+		otel:      newClientTelemetry(opts.TracerProvider),
 	}
 }
 

@@ -107,6 +107,28 @@ type serverTelemetry struct {
 	// attrSets caches the metric attribute set per endpoint and outcome,
 	// so recording does not build and sort one per request.
 	attrSets sync.Map // [2]string{endpoint, outcome} -> metric.MeasurementOption
+	spans    spanTemplates
+}
+
+// spanTemplate is the name and start options of the spans on one subject,
+// built once: tracing every request makes their cost count.
+type spanTemplate struct {
+	name string
+	opts []trace.SpanStartOption
+}
+
+// spanTemplates caches a spanTemplate per subject (a service or client
+// has one subject per endpoint).
+type spanTemplates struct {
+	m sync.Map // subject -> *spanTemplate
+}
+
+func (c *spanTemplates) get(subject string, build func() *spanTemplate) *spanTemplate {
+	if t, ok := c.m.Load(subject); ok {
+		return t.(*spanTemplate)
+	}
+	t, _ := c.m.LoadOrStore(subject, build())
+	return t.(*spanTemplate)
 }
 
 func newServerTelemetry(queueGroup string) *serverTelemetry {
@@ -165,17 +187,20 @@ func (t *serverTelemetry) start(endpoint, subject string, headers map[string][]s
 	if len(headers) > 0 {
 		ctx = otel.GetTextMapPropagator().Extract(ctx, HeaderCarrier(headers))
 	}
-	ctx, r.span = t.tracer.Start(ctx, "process "+subject, trace.WithSpanKind(trace.SpanKindServer))
-	if r.span.IsRecording() {
-		r.span.SetAttributes(
-			semconv.MessagingSystemKey.String(messagingSystem),
-			semconv.MessagingDestinationNameKey.String(subject),
-			t.queueGroup,
-			semconv.MessagingOperationTypeProcess,
-			semconv.MessagingOperationNameKey.String("process"),
-			uidattr.Endpoint.String(endpoint),
-		)
-	}
+	tmpl := t.spans.get(subject, func() *spanTemplate {
+		return &spanTemplate{name: "process " + subject, opts: []trace.SpanStartOption{
+			trace.WithSpanKind(trace.SpanKindServer),
+			trace.WithAttributes(
+				semconv.MessagingSystemKey.String(messagingSystem),
+				semconv.MessagingDestinationNameKey.String(subject),
+				t.queueGroup,
+				semconv.MessagingOperationTypeProcess,
+				semconv.MessagingOperationNameKey.String("process"),
+				uidattr.Endpoint.String(endpoint),
+			),
+		}}
+	})
+	ctx, r.span = t.tracer.Start(ctx, tmpl.name, tmpl.opts...)
 	return ctx, r
 }
 
@@ -196,37 +221,48 @@ func (t *serverTelemetry) end(ctx context.Context, r serverRequest, ids int, wor
 			r.span.SetStatus(codes.Error, err.Error())
 		}
 	}
-	r.span.End()
 	attrs := t.attrs(r.endpoint, outcome)
 	t.requests.Add(ctx, 1, attrs)
 	t.duration.Record(ctx, time.Since(r.start).Seconds(), attrs)
 	if ids > 0 {
 		t.issued.Add(ctx, int64(ids), t.attrs(r.endpoint, ""))
 	}
+	// Last, so that whoever sees the span ended sees the request counted.
+	r.span.End()
 }
 
-// clientTelemetry holds a client's tracer, taken from the global provider
-// when the client is made.
+// clientTelemetry holds a client's tracer, from ClientOptions or the
+// global provider when the client is made.
 type clientTelemetry struct {
 	tracer trace.Tracer
+	spans  *spanTemplates
 }
 
-func newClientTelemetry() clientTelemetry {
-	return clientTelemetry{tracer: otel.GetTracerProvider().Tracer(instrumentationName, trace.WithInstrumentationVersion(ServiceVersion))}
+func newClientTelemetry(tp trace.TracerProvider) clientTelemetry {
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	return clientTelemetry{
+		tracer: tp.Tracer(instrumentationName, trace.WithInstrumentationVersion(ServiceVersion)),
+		spans:  &spanTemplates{},
+	}
 }
 
 // start starts the client span of a request (all its attempts) and
 // injects the trace context into msg's headers.
 func (t clientTelemetry) start(ctx context.Context, msg *nats.Msg) (context.Context, trace.Span) {
-	ctx, span := t.tracer.Start(ctx, "send "+msg.Subject, trace.WithSpanKind(trace.SpanKindClient))
-	if span.IsRecording() {
-		span.SetAttributes(
-			semconv.MessagingSystemKey.String(messagingSystem),
-			semconv.MessagingDestinationNameKey.String(msg.Subject),
-			semconv.MessagingOperationTypeSend,
-			semconv.MessagingOperationNameKey.String("send"),
-		)
-	}
+	tmpl := t.spans.get(msg.Subject, func() *spanTemplate {
+		return &spanTemplate{name: "send " + msg.Subject, opts: []trace.SpanStartOption{
+			trace.WithSpanKind(trace.SpanKindClient),
+			trace.WithAttributes(
+				semconv.MessagingSystemKey.String(messagingSystem),
+				semconv.MessagingDestinationNameKey.String(msg.Subject),
+				semconv.MessagingOperationTypeSend,
+				semconv.MessagingOperationNameKey.String("send"),
+			),
+		}}
+	})
+	ctx, span := t.tracer.Start(ctx, tmpl.name, tmpl.opts...)
 	injectTraceContext(ctx, msg)
 	return ctx, span
 }

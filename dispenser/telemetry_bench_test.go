@@ -1,0 +1,105 @@
+package dispenser
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/workerid"
+)
+
+// BenchmarkNextTracing is the throughput of uid.next through NATS (a
+// dispenser and Go clients in this process, an embedded nats-server) with
+// tracing
+//   - off: no exporter configured, so no-op tracers;
+//   - server: the dispenser's SDK exporting OTLP/HTTP (batch processor) to
+//     a local collector that discards what it gets, a server span per
+//     request; the callers do not trace;
+//   - both: as server, and the callers trace too (a client span per
+//     request, its context sent along);
+//   - both-1pct: as both, with OTEL_TRACES_SAMPLER=parentbased_traceidratio
+//     and OTEL_TRACES_SAMPLER_ARG=0.01 (1% of traces recorded).
+//
+// The Prometheus metrics are on in all. ns/op is the time per ID at the
+// given number of concurrent callers; compare with benchstat:
+//
+//	go test -run '^$' -bench NextTracing -count 8 ./dispenser/ | tee tracing.txt
+//	benchstat -col /tracing tracing.txt
+func BenchmarkNextTracing(b *testing.B) {
+	url := testenv.NATS(b, nil).ClientURL()
+	var exports atomic.Int64
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		exports.Add(1)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer collector.Close()
+
+	for _, clients := range []int{1, 8} {
+		for _, tracing := range []string{"off", "server", "both", "both-1pct"} {
+			b.Run("clients="+strconv.Itoa(clients)+"/tracing="+tracing, func(b *testing.B) {
+				clearOTelEnv(b)
+				if tracing != "off" {
+					b.Setenv("OTEL_TRACES_EXPORTER", "otlp")
+					b.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", collector.URL+"/v1/traces")
+				}
+				if tracing == "both-1pct" {
+					b.Setenv("OTEL_TRACES_SAMPLER", "parentbased_traceidratio")
+					b.Setenv("OTEL_TRACES_SAMPLER_ARG", "0.01")
+				}
+				before := exports.Load()
+				cfg := testConfig(url, "")
+				cfg.MetricsAddr = "127.0.0.1:0"
+				// A fresh worker ID per start: a recycled one would start
+				// after its previous holder's reservation, and quick
+				// restarts would soon hit the ahead-of-clock bound.
+				cfg.WorkerMode = workerid.ModeDisposable
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				d, err := Start(ctx, cfg, WithLogger(testLogger()))
+				if err != nil {
+					b.Fatal(err)
+				}
+				conn, err := natsio.Connect(ctx, natsio.ConnConfig{URL: url, Logger: testLogger()})
+				if err != nil {
+					b.Fatal(err)
+				}
+				var opts natsio.ClientOptions
+				if tracing == "server" {
+					opts.TracerProvider = tracenoop.NewTracerProvider()
+				}
+				c := natsio.NewClient(conn.Conn, opts)
+				b.SetParallelism((clients + 1) / 2) // 2 cores: clients callers in all
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						if _, err := c.Next(context.Background()); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+				b.StopTimer()
+				conn.Close()
+				sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer scancel()
+				if err := d.Shutdown(sctx); err != nil { // flushes the spans
+					b.Fatal(err)
+				}
+				if got := exports.Load() - before; (tracing == "off") == (got > 0) && b.N >= 1000 {
+					b.Fatalf("tracing %s: the collector got %d exports", tracing, got)
+				}
+			})
+		}
+	}
+}
