@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/natsio"
 )
@@ -24,7 +26,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv("UID_TEST_RUN_DISPENSER") == "1" {
 		os.Exit(run())
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 // command prepares the dispenser as a child process with env on top of
