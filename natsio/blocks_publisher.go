@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
@@ -78,6 +79,8 @@ type BlockPublisher struct {
 	done     chan struct{}
 	stopOnce sync.Once
 
+	otel producerTelemetry
+
 	// Owned by the run goroutine.
 	window                                      int // blocks per round, up to publishWindow
 	depthProblem, sourceProblem, publishProblem problemLog
@@ -128,6 +131,7 @@ func NewBlockPublisher(ctx context.Context, nc *nats.Conn, src BlockIDSource, cf
 		window: publishWindow,
 		cancel: cancel,
 		done:   make(chan struct{}),
+		otel:   newProducerTelemetry(),
 	}
 	p.depthProblem = problemLog{log: p.log, what: "blocks: stream depth check"}
 	p.sourceProblem = problemLog{log: p.log, what: "blocks: taking IDs"}
@@ -231,6 +235,7 @@ func (p *BlockPublisher) run(ctx context.Context) {
 type pendingBlock struct {
 	future jetstream.PubAckFuture
 	ids    int
+	span   trace.Span
 }
 
 // roundResult is how a top-up round ended.
@@ -264,12 +269,14 @@ func (p *BlockPublisher) topUp(ctx context.Context) roundResult {
 	for range want {
 		msg, n, err := p.takeBlock(ctx)
 		if msg != nil {
+			span := p.otel.start(ctx, msg, n)
 			f, perr := p.js.PublishMsgAsync(msg, jetstream.WithExpectStream(p.cfg.BlocksStream))
 			if perr != nil {
+				p.otel.end(span, "failed", perr)
 				p.giveUp(n, perr)
 				break
 			}
-			pending = append(pending, pendingBlock{f, n})
+			pending = append(pending, pendingBlock{f, n, span})
 		}
 		if err != nil {
 			srcErr = err
@@ -282,8 +289,12 @@ func (p *BlockPublisher) topUp(ctx context.Context) roundResult {
 		switch outcome := p.await(ctx, pb); outcome {
 		case blockStored:
 			stored++
+			p.otel.end(pb.span, "stored", nil)
 		case blockRefused:
 			full = true
+			p.otel.end(pb.span, "refused", nil) // the stream is full: back-pressure, not an error
+		default:
+			p.otel.end(pb.span, "failed", errBlockNotStored)
 		}
 	}
 	if full {
@@ -326,6 +337,10 @@ func (p *BlockPublisher) takeBlock(ctx context.Context) (*nats.Msg, int, error) 
 }
 
 type blockOutcome int
+
+// errBlockNotStored marks the producer span of a block whose publish
+// failed (the failure itself is logged by await).
+var errBlockNotStored = errors.New("natsio: blocks: block not stored")
 
 const (
 	blockStored blockOutcome = iota

@@ -289,3 +289,39 @@ func injectTraceContext(ctx context.Context, msg *nats.Msg) {
 		msg.Header = nats.Header(h)
 	}
 }
+
+// producerTelemetry makes the producer spans of JetStream block publishes.
+type producerTelemetry struct {
+	tracer trace.Tracer
+}
+
+func newProducerTelemetry() producerTelemetry {
+	return producerTelemetry{tracer: otel.GetTracerProvider().Tracer(instrumentationName, trace.WithInstrumentationVersion(ServiceVersion))}
+}
+
+// start starts the producer span of publishing msg (a block of ids IDs)
+// and injects its trace context into msg's headers, so that whoever takes
+// the block can link to it. Blocks are few (thousands of IDs each): the
+// span is built per call.
+func (t producerTelemetry) start(ctx context.Context, msg *nats.Msg, ids int) trace.Span {
+	ctx, span := t.tracer.Start(ctx, "send "+msg.Subject, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(
+		semconv.MessagingSystemKey.String(messagingSystem),
+		semconv.MessagingDestinationNameKey.String(msg.Subject),
+		semconv.MessagingOperationTypeSend,
+		semconv.MessagingOperationNameKey.String("publish"),
+		uidattr.Count.Int(ids),
+	))
+	injectTraceContext(ctx, msg)
+	return span
+}
+
+// end ends a producer span with how the publish ended (stored, refused
+// or failed); err, when not nil, is recorded.
+func (producerTelemetry) end(span trace.Span, outcome string, err error) {
+	span.SetAttributes(uidattr.Outcome.String(outcome))
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -313,5 +314,45 @@ func TestRejectedTakeIsAnEventOnTheServerSpan(t *testing.T) {
 	}
 	if got := capture.metric(t, "uid.take.rejections"); got < 1 {
 		t.Errorf("uid.take.rejections = %v, want >= 1", got)
+	}
+}
+
+// TestBlockPublishesAreProducerSpans: each JetStream block publish is a
+// producer span, and the stored block carries its trace context.
+func TestBlockPublishesAreProducerSpans(t *testing.T) {
+	capture := installOTel(t)
+	srv := blocksTestServer(t)
+	nc := blocksTestConn(t, srv)
+	const depth, size = 3, 100
+	blocksTestPublisher(t, nc, blocksTestGenerator(t, 9, 0), BlocksConfig{BlockSize: size, BlocksTargetDepth: depth}, quietLogger())
+	blocksWaitFor(t, 5*time.Second, "the stream filled", func() bool { return blocksTestDepth(t, nc, DefaultBlocksStream) == depth })
+
+	name := "send " + DefaultBlocksSubject
+	spanIDs := map[string]bool{}
+	for i := 1; i <= depth; i++ {
+		s := capture.span(t, name, i)
+		if s.SpanKind() != trace.SpanKindProducer || attrOf(s, uidattr.Count).AsInt64() != size ||
+			attrOf(s, uidattr.Outcome).AsString() != "stored" || attrOf(s, "messaging.system").AsString() != "nats" {
+			t.Errorf("block span %d: kind %v attributes %v, want a producer span of a stored block of %d", i, s.SpanKind(), s.Attributes(), size)
+		}
+		spanIDs[s.SpanContext().SpanID().String()] = true
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	stream, err := js.Stream(ctx, DefaultBlocksStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := stream.GetMsg(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), HeaderCarrier(stored.Header)))
+	if !sc.IsValid() || !spanIDs[sc.SpanID().String()] {
+		t.Errorf("stored block carries trace context %v, want one of the producer spans %v", sc, spanIDs)
 	}
 }
