@@ -3,7 +3,7 @@ GO ?= go
 STATICCHECK_VERSION ?= v0.8.2
 PKGS := ./...
 
-.PHONY: test lint unit run bench bench-core services
+.PHONY: test lint unit run docs bench bench-core services
 
 test: lint unit
 
@@ -18,6 +18,10 @@ unit:
 
 run:
 	$(GO) run ./cmd/dispenser
+
+# Regenerates docs/configuration.md from the dispenser's configuration.
+docs:
+	$(GO) run ./internal/docgen
 
 # Core benchmarks side by side with the peers (bench/ is its own module).
 bench-core:

@@ -1,0 +1,28 @@
+package dispenser
+
+import (
+	"io"
+
+	"github.com/kelseyhightower/envconfig"
+)
+
+// referenceFormat renders the variables as the Markdown table of
+// docs/configuration.md.
+const referenceFormat = `# Configuration reference
+
+Generated from the dispenser's configuration by ` + "`make docs`" + `; a test keeps it
+current. ` + "`dispenser -h`" + ` prints the same list. An invalid value stops start-up
+with a message naming the variable. The OpenTelemetry exporters also follow
+the standard ` + "`OTEL_*`" + ` variables (see the README's Observability section).
+
+| variable | type | default | meaning |
+|---|---|---|---|
+{{range .}}| ` + "`{{usage_key .}}`" + ` | {{usage_type .}} | {{with usage_default .}}` + "`{{.}}`" + `{{end}} | {{usage_description .}} |
+{{end}}`
+
+// WriteReference writes docs/configuration.md: every variable with its
+// type, default and meaning.
+func WriteReference(w io.Writer) error {
+	var cfg Config
+	return envconfig.Usagef(EnvPrefix, &cfg, w, referenceFormat)
+}
