@@ -175,7 +175,14 @@ func (c Config) Validate() error {
 	if _, err := telemetry.ParseRunway(c.RunwayWarning); err != nil {
 		return bad("RUNWAY_WARNING", "%v", err)
 	}
-	if err := c.BlocksConfig.Validate(); err != nil {
+	// Blocks settings are checked also while blocks are off: a bad value
+	// should not wait to stop an instance until someone turns them on.
+	blocks := c.BlocksConfig
+	blocks.BlocksEnabled = true
+	if err := blocks.Validate(); err != nil {
+		return err
+	}
+	if err := c.checkReachability(); err != nil {
 		return err
 	}
 	return c.Config.Validate()

@@ -188,7 +188,9 @@ func RedactURL(raw string) string {
 			continue
 		}
 		u, err := url.Parse(p)
-		if err != nil || u.User == nil {
+		// An unescaped ? or # in a password moves its tail out of the user
+		// info, into the query or fragment: hide the lot as unparseable.
+		if err != nil || u.User == nil || u.RawQuery != "" || u.Fragment != "" || strings.Contains(u.Path, "@") {
 			// Unparseable but has user info: hide everything before the @.
 			parts[i] = "xxxxx" + p[strings.LastIndex(p, "@"):]
 			continue

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nkeys"
+
+	"github.com/uid-dispenser/uid-dispenser/dispenser"
+	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+)
+
+// secretsInBadValues are the passwords the cases below put in bad
+// values; no output may show them.
+var secretsInBadValues = []string{"hunter2", "s3cret-pw", "t0ken-value"}
+
+// TestEveryInvalidSettingStopsStartUpNamingIt runs the dispenser binary
+// with one bad value per configuration variable (every variable that
+// `dispenser -h` lists must have a case) and expects exit 2 with a
+// message on stderr that names the variable, and no secret in it.
+func TestEveryInvalidSettingStopsStartUpNamingIt(t *testing.T) {
+	dir := t.TempDir()
+	file := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	garbage := file("garbage.pem", "not a key, not a certificate\n")
+	certFile, _ := selfSignedCert(t, dir)
+	user, _ := nkeys.CreateUser()
+	userSeed, _ := user.Seed()
+	account, _ := nkeys.CreateAccount()
+	accountSeed, _ := account.Seed()
+	missing := filepath.Join(dir, "missing.file")
+
+	// One or more bad values per variable, each with the other variables
+	// it needs to be reached.
+	type badValue struct {
+		value string
+		also  []string
+	}
+	cases := map[string][]badValue{
+		"NATS_URL":                {{"nats://127.0.0.1:99999", nil}, {"ftp://127.0.0.1:21", nil}, {"nats://u:s3cret-pw@host:port", nil}, {"nats://a:4222,,nats://b:4222", nil}},
+		"NATS_USER":               {{"alice", []string{"DISPENSER_NATS_TOKEN=t0ken-value"}}},
+		"NATS_PASSWORD":           {{"hunter2", nil}},
+		"NATS_TOKEN":              {{"t0ken-value", []string{"DISPENSER_NATS_CREDS_FILE=" + garbage}}},
+		"NATS_NKEY_SEED_FILE":     {{missing, nil}, {garbage, nil}, {file("account.nk", string(accountSeed)), nil}, {dir, nil}},
+		"NATS_CREDS_FILE":         {{missing, nil}, {file("seed-only.creds", string(userSeed)), nil}},
+		"NATS_TLS_CA":             {{missing, nil}, {garbage, nil}},
+		"NATS_TLS_CERT":           {{certFile, nil}, {garbage, []string{"DISPENSER_NATS_TLS_KEY=" + garbage}}},
+		"NATS_TLS_KEY":            {{garbage, []string{"DISPENSER_NATS_TLS_CERT=" + certFile}}},
+		"NATS_CONNECT_TIMEOUT":    {{"0s", nil}, {"soon", nil}},
+		"EMBEDDED_ADDR":           {{"localhost", nil}, {"127.0.0.1:70000", nil}},
+		"EMBEDDED_DATA_DIR":       {{garbage, nil}, {filepath.Join(garbage, "nats"), nil}},
+		"TIME_BITS":               {{"many", nil}, {"19", nil}},
+		"WORKER_BITS":             {{"-1", nil}, {"0", nil}},
+		"SEQ_BITS":                {{"0", nil}, {"17", nil}},
+		"EPOCH":                   {{"yesterday", nil}, {"1960-01-01T00:00:00Z", nil}},
+		"BOOST_POWER":             {{"25", nil}},
+		"PADDING_FACTOR":          {{"0", nil}, {"101", nil}},
+		"SCHEDULE_INTERVAL":       {{"-1s", nil}},
+		"MAX_AHEAD":               {{"500ms", nil}},
+		"TAKE_WAIT":               {{"-1ms", nil}},
+		"QUEUE_GROUP":             {{"a b", nil}},
+		"SUBJECT_PREFIX":          {{"uid.*", nil}, {"", nil}},
+		"MAX_BATCH":               {{"0", nil}},
+		"SHUTDOWN_TIMEOUT":        {{"0s", nil}},
+		"LOG_LEVEL":               {{"loud", nil}},
+		"LOG_FORMAT":              {{"xml", nil}},
+		"METRICS_ADDR":            {{"9464", nil}, {"localhost:http-alt", nil}},
+		"RUNWAY_WARNING":          {{"soon", nil}, {"-1y", nil}},
+		"MYSQL_DSN":               {{"root:hunter2@nowhere(", nil}, {"root:hunter2@tcp(127.0.0.1:3306)/db?tls=custom", nil}},
+		"WORKER_MODE":             {{"borrowed", nil}},
+		"LEASE_TTL":               {{"500ms", nil}},
+		"RESERVE_CHUNK":           {{"0s", nil}},
+		"WORKER_NODE_TABLE":       {{"1table", nil}},
+		"WORKER_LEASE_TABLE":      {{"drop table", nil}, {"WORKER_NODE", nil}},
+		"CREATE_TABLES":           {{"maybe", nil}},
+		"WORKER_KV_BUCKET":        {{"a.b", nil}},
+		"WORKER_KV_REPLICAS":      {{"0", nil}, {"6", nil}},
+		"STORE_STARTUP_DEADLINE":  {{"-1s", nil}},
+		"BLOCKS_ENABLED":          {{"perhaps", nil}},
+		"BLOCKS_STREAM":           {{"a.b", nil}},
+		"BLOCKS_SUBJECT":          {{"uid.*", nil}, {"uid..blocks", []string{"DISPENSER_BLOCKS_ENABLED=true"}}},
+		"BLOCKS_BLOCK_SIZE":       {{"200000", nil}, {"-1", nil}},
+		"BLOCKS_TARGET_DEPTH":     {{"-1", nil}},
+		"BLOCKS_STORAGE":          {{"disk", nil}},
+		"BLOCKS_REPLICAS":         {{"9", nil}},
+		"BLOCKS_DUPLICATE_WINDOW": {{"10ms", nil}},
+		"BLOCKS_POLL_INTERVAL":    {{"1us", nil}},
+	}
+
+	var usage bytes.Buffer
+	if err := dispenser.Usage(&usage); err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^\s+DISPENSER_([A-Z0-9_]+) \(`).FindAllStringSubmatch(usage.String(), -1) {
+		listed[m[1]] = true
+		if len(cases[m[1]]) == 0 {
+			t.Errorf("DISPENSER_%s has no bad-value case here", m[1])
+		}
+	}
+	if len(listed) < 40 {
+		t.Fatalf("only %d variables found in the usage:\n%s", len(listed), usage.String())
+	}
+	for name := range cases {
+		if !listed[name] {
+			t.Errorf("case for DISPENSER_%s, which dispenser -h does not list", name)
+		}
+	}
+
+	// A server that a dispenser accepting a bad value would reach (and
+	// then be stopped by the timeout, failing the case).
+	natsURL := testenv.NATS(t, nil).ClientURL()
+	for name, values := range cases {
+		for _, bv := range values {
+			variable := "DISPENSER_" + name
+			t.Run(variable+"="+bv.value, func(t *testing.T) {
+				t.Parallel()
+				env := append([]string{"DISPENSER_NATS_URL=" + natsURL}, bv.also...)
+				env = append(env, variable+"="+bv.value)
+				cmd := command(t, nil, env...)
+				var out bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &out, &out
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				accepted := time.AfterFunc(20*time.Second, func() { _ = cmd.Process.Kill() })
+				err := cmd.Wait()
+				if !accepted.Stop() {
+					t.Fatalf("still running after 20s: the bad value was accepted; output:\n%s", out.String())
+				}
+				if code := exitCode(err); code != 2 {
+					t.Fatalf("exit %d, want 2; output:\n%s", code, out.String())
+				}
+				msg := out.String()
+				if !strings.Contains(msg, "dispenser: configuration: ") || !strings.Contains(msg, variable) && !layoutGroupNamed(msg, name) {
+					t.Fatalf("the message does not name %s:\n%s", variable, msg)
+				}
+				for _, secret := range secretsInBadValues {
+					if strings.Contains(msg, secret) {
+						t.Fatalf("the message shows the secret %q:\n%s", secret, msg)
+					}
+				}
+			})
+		}
+	}
+}
+
+// layoutGroupNamed: the bit widths share one name when only their sum is
+// wrong.
+func layoutGroupNamed(msg, name string) bool {
+	switch name {
+	case "TIME_BITS", "WORKER_BITS", "SEQ_BITS":
+		return strings.Contains(msg, "DISPENSER_TIME_BITS/WORKER_BITS/SEQ_BITS")
+	}
+	return false
+}
+
+// selfSignedCert writes a self-signed certificate and its key.
+func selfSignedCert(t *testing.T, dir string) (certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "client"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile
+}

@@ -1,0 +1,89 @@
+package dispenser
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/workerid"
+)
+
+// FuzzLoadConfig sets two configuration variables (chosen by index among
+// all of them) to arbitrary strings: LoadConfig must either give a valid
+// configuration or an error naming one of the two, never panic, and never
+// quote a password or token. The seeds try a few values on every
+// variable; fuzz it with
+//
+//	go test -run '^$' -fuzz FuzzLoadConfig -fuzztime 60s ./dispenser/
+func FuzzLoadConfig(f *testing.F) {
+	names := configVars(reflect.TypeFor[Config]())
+	for i := range names {
+		for _, v := range []string{"", "0", "-1", "1s", "true", "x y", "nats://u:s3cret@127.0.0.1:4222", "/nonexistent/file", "127.0.0.1:0", "99999999999999999999"} {
+			f.Add(uint8(i), v, uint8(0), "")
+		}
+	}
+	f.Add(uint8(index(names, "NATS_USER")), "alice", uint8(index(names, "NATS_TOKEN")), "t0ken-secret")
+	f.Add(uint8(index(names, "NATS_PASSWORD")), "hunter2", uint8(index(names, "MAX_BATCH")), "5")
+	f.Add(uint8(index(names, "MYSQL_DSN")), "root:hunter2@tcp(127.0.0.1:3306)/uids", uint8(index(names, "WORKER_MODE")), "disposable")
+	f.Add(uint8(index(names, "BLOCKS_ENABLED")), "true", uint8(index(names, "BLOCKS_BLOCK_SIZE")), "200000")
+
+	f.Fuzz(func(t *testing.T, i uint8, v string, j uint8, w string) {
+		if strings.ContainsRune(v+w, 0) {
+			t.Skip("an environment value cannot hold NUL")
+		}
+		clearEnv(t)
+		a, b := EnvPrefix+"_"+names[int(i)%len(names)], EnvPrefix+"_"+names[int(j)%len(names)]
+		t.Setenv(a, v)
+		if b != a {
+			t.Setenv(b, w)
+		}
+		cfg, err := LoadConfig()
+		if err == nil {
+			if verr := cfg.Validate(); verr != nil {
+				t.Fatalf("%s=%q %s=%q: LoadConfig accepted a configuration Validate refuses: %v", a, v, b, w, verr)
+			}
+			return
+		}
+		var (
+			ce *ConfigError
+			we *workerid.ConfigError
+			be *natsio.BlocksConfigError
+		)
+		if !errors.As(err, &ce) && !errors.As(err, &we) && !errors.As(err, &be) {
+			t.Fatalf("%s=%q %s=%q: error %T %v is not a configuration error", a, v, b, w, err, err)
+		}
+		msg := err.Error()
+		if !namesVariable(msg, a) && !namesVariable(msg, b) {
+			t.Fatalf("%s=%q %s=%q: error %q names neither", a, v, b, w, msg)
+		}
+		for _, s := range []struct{ name, value string }{{a, v}, {b, w}} {
+			if (strings.HasSuffix(s.name, "_PASSWORD") || strings.HasSuffix(s.name, "_TOKEN")) && len(s.value) >= 4 && strings.Contains(msg, s.value) {
+				t.Fatalf("%s=%q: error %q quotes the secret", s.name, s.value, msg)
+			}
+		}
+	})
+}
+
+// namesVariable reports whether msg names the variable; the layout's bit
+// widths share one name when only their sum is wrong.
+func namesVariable(msg, variable string) bool {
+	if strings.Contains(msg, variable) {
+		return true
+	}
+	switch strings.TrimPrefix(variable, EnvPrefix+"_") {
+	case "TIME_BITS", "WORKER_BITS", "SEQ_BITS":
+		return strings.Contains(msg, "DISPENSER_TIME_BITS/WORKER_BITS/SEQ_BITS")
+	}
+	return false
+}
+
+func index(names []string, name string) int {
+	for i, n := range names {
+		if n == name {
+			return i
+		}
+	}
+	panic("no configuration variable " + name)
+}

@@ -1,0 +1,312 @@
+package natsio
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
+)
+
+// Fuzz targets for every parser of outside input that protocol_test.go,
+// blocks_test.go and kv_internal_test.go do not fuzz already: the whole
+// request path of the service (body, encoding header, trace context), the
+// client's reply decoders and the URL redaction. Their seeds run in plain
+// `go test`; fuzz one with e.g.
+//
+//	go test -run '^$' -fuzz FuzzServiceRequest -fuzztime 60s ./natsio/
+
+// FuzzServiceRequest sends arbitrary requests to a real service (embedded
+// nats-server, one instance) and checks that every one is answered: an ID
+// reply that matches what the parsers accept, or a 400 whose description
+// is the parser's, never a 500 and never silence. The IDs handed out over
+// all inputs are checked for duplicates.
+func FuzzServiceRequest(f *testing.F) {
+	for _, s := range []struct {
+		endpoint            uint8
+		body                string
+		encoding, traceCtxt string
+	}{
+		{0, "", "", ""},
+		{0, "\x00\xff anything", "binary", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
+		{1, "3", "", ""},
+		{1, " 17\n", "binary", ""},
+		{1, "5", "BINARY", "00-00000000000000000000000000000000-0000000000000000-00"},
+		{1, "0", "", ""},
+		{1, "-2", "text", ""},
+		{1, "1001", "binary", ""},
+		{1, "99999999999999999999", "", "garbage"},
+		{1, "1e3", "", ""},
+		{1, strings.Repeat(" ", 70), "", ""},
+		{2, "123757721697648640", "", ""},
+		{2, "9223372036854775808", "", ""},
+		{2, "x", "", "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
+		{2, "", "", ""},
+		{3, "1", "", ""}, // endpoint 3 wraps to next
+	} {
+		f.Add(s.endpoint, []byte(s.body), s.encoding, s.traceCtxt)
+	}
+
+	// A real tracer and the W3C propagator, so that the trace context
+	// header is parsed as in production.
+	prevTP, prevProp := otel.GetTracerProvider(), otel.GetTextMapPropagator()
+	tp := sdktrace.NewTracerProvider()
+	otel.SetTracerProvider(tp)
+	otel.SetTextMapPropagator(propagation.TraceContext{})
+	f.Cleanup(func() {
+		otel.SetTracerProvider(prevTP)
+		otel.SetTextMapPropagator(prevProp)
+		_ = tp.Shutdown(f.Context())
+	})
+
+	const maxBatch = 1000
+	url := startNATS(f, nil)
+	inst := startInstance(f, url, 7, instanceOpts{
+		cached:  uidcore.CachedOptions{MaxAhead: uidcore.NoAheadBound, TakeWait: time.Second},
+		service: ServiceConfig{MaxBatch: maxBatch},
+	})
+	nc := connect(f, url)
+	layout := inst.gen.Layout()
+	endpoints := []string{EndpointNext, EndpointBatch, EndpointParse}
+	var (
+		mu   sync.Mutex
+		seen = map[uint64]struct{}{}
+	)
+	record := func(t *testing.T, ids []uint64) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, id := range ids {
+			if _, dup := seen[id]; dup {
+				t.Fatalf("ID %d handed out twice", id)
+			}
+			if len(seen) < 1<<20 {
+				seen[id] = struct{}{}
+			}
+		}
+	}
+
+	f.Fuzz(func(t *testing.T, endpoint uint8, body []byte, encoding, traceparent string) {
+		if !headerValueOK(encoding) || !headerValueOK(traceparent) {
+			t.Skip("not a header value NATS can carry")
+		}
+		ep := endpoints[int(endpoint)%len(endpoints)]
+		msg := &nats.Msg{Subject: Subject(DefaultSubjectPrefix, ep), Data: body, Header: nats.Header{}}
+		if encoding != "" {
+			msg.Header.Set(EncodingHeader, encoding)
+		}
+		if traceparent != "" {
+			msg.Header.Set("traceparent", traceparent)
+		}
+		reply, err := nc.RequestMsg(msg, 5*time.Second)
+		if err != nil {
+			t.Fatalf("%s %q: no answer: %v", msg.Subject, body, err)
+		}
+		code, desc := reply.Header.Get(micro.ErrorCodeHeader), reply.Header.Get(micro.ErrorHeader)
+		if code != "" && code != strconv.Itoa(CodeBadRequest) {
+			t.Fatalf("%s %q: error %s %q; bad input must get a 400", msg.Subject, body, code, desc)
+		}
+
+		var wantErr error
+		switch ep {
+		case EndpointNext:
+			if code != "" {
+				t.Fatalf("uid.next %q: error %s %q", body, code, desc)
+			}
+			id, err := strconv.ParseUint(string(reply.Data), 10, 64)
+			if err != nil {
+				t.Fatalf("uid.next: reply %q is not a decimal ID", reply.Data)
+			}
+			record(t, []uint64{id})
+			return
+		case EndpointBatch:
+			binary := strings.EqualFold(encoding, EncodingBinary)
+			n, perr := ParseCount(body, MaxBatchFor(maxBatch, nc.MaxPayload(), binary))
+			if wantErr = perr; perr == nil {
+				if code != "" {
+					t.Fatalf("uid.batch %q: error %s %q for a valid count", body, code, desc)
+				}
+				var ids []uint64
+				if binary {
+					ids, err = DecodeBinaryIDs(nil, reply.Data)
+				} else {
+					ids, err = DecodeDecimalIDs(nil, reply.Data)
+				}
+				if err != nil || len(ids) != n {
+					t.Fatalf("uid.batch %q (binary %v): %d IDs, %v; want %d", body, binary, len(ids), err, n)
+				}
+				for i := 1; i < len(ids); i++ {
+					if ids[i] <= ids[i-1] {
+						t.Fatalf("uid.batch: IDs not increasing at %d", i)
+					}
+				}
+				record(t, ids)
+				return
+			}
+		case EndpointParse:
+			id, perr := ParseIDRequest(body)
+			if wantErr = perr; perr == nil {
+				parts, err := layout.Parse(id)
+				if err != nil {
+					t.Fatalf("ParseIDRequest accepted %d, which the layout refuses: %v", id, err)
+				}
+				want, _ := parts.MarshalJSON()
+				if code != "" || !bytes.Equal(reply.Data, want) {
+					t.Fatalf("uid.parse %q: %q (error %s %q); want %s", body, reply.Data, code, desc, want)
+				}
+				return
+			}
+		}
+		var se *ServiceError
+		if !errors.As(wantErr, &se) || code != "400" || desc != se.Description || len(reply.Data) != 0 {
+			t.Fatalf("%s %q: got %s %q body %q; want 400 %v", msg.Subject, body, code, desc, reply.Data, wantErr)
+		}
+	})
+}
+
+// headerValueOK reports whether s can travel as a NATS header value:
+// printable ASCII without surrounding spaces (the header parser trims them).
+func headerValueOK(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return s == strings.TrimSpace(s)
+}
+
+// FuzzDecodeDecimalIDs: the client's decoder of decimal batch replies.
+func FuzzDecodeDecimalIDs(f *testing.F) {
+	for _, s := range []string{"", "1", "1\n2\n3", " 4 \n 5 ", "1\n\n2", "18446744073709551615", "18446744073709551616", "-1", "1\r\n2", "x", "\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ids, err := DecodeDecimalIDs(nil, data)
+		if err != nil {
+			if len(err.Error()) > 200 {
+				t.Fatalf("error of %d bytes: replies are quoted in full", len(err.Error()))
+			}
+			return
+		}
+		lines := 0
+		if s := strings.TrimSpace(string(data)); s != "" {
+			lines = strings.Count(s, "\n") + 1
+		}
+		if len(ids) != lines {
+			t.Fatalf("%q: %d IDs from %d lines", data, len(ids), lines)
+		}
+		again, err := DecodeDecimalIDs(nil, AppendDecimalIDs(nil, ids))
+		if err != nil || fmt.Sprint(again) != fmt.Sprint(ids) {
+			t.Fatalf("%q: re-encoded IDs decode to %v, %v; want %v", data, again, err, ids)
+		}
+	})
+}
+
+// FuzzDecodeParts: the client's decoder of uid.parse replies.
+func FuzzDecodeParts(f *testing.F) {
+	good, _ := uidcore.Parts{ID: 123757721697648640, Time: time.Date(2026, 11, 30, 12, 3, 10, 0, time.UTC), WorkerID: 3}.MarshalJSON()
+	for _, s := range []string{string(good), `{}`, `{"UID":"1","timestamp":"2026-01-01 00:00:00","workerId":"0","sequence":"0"}`,
+		`{"UID":1}`, `{"UID":"-1","timestamp":"x","workerId":"","sequence":"9"}`, `[]`, `null`, ``, `{"UID":"1","timestamp":"2026-02-30 25:00:00","workerId":"0","sequence":"0"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := decodeParts(data)
+		if err != nil {
+			if len(err.Error()) > 600 {
+				t.Fatalf("error of %d bytes: the reply is quoted in full", len(err.Error()))
+			}
+			return
+		}
+		if p.Time.Location() != time.UTC {
+			t.Fatalf("%q: time %v not in UTC", data, p.Time)
+		}
+		enc, err := p.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := decodeParts(enc)
+		if err != nil || again != p {
+			t.Fatalf("%q: round trip through %s gives %+v, %v; want %+v", data, enc, again, err, p)
+		}
+	})
+}
+
+// FuzzServiceErrorFromHeaders: the client's reading of the micro error
+// headers of a reply.
+func FuzzServiceErrorFromHeaders(f *testing.F) {
+	for _, s := range [][2]string{{"", ""}, {"400", "count is 0"}, {"503", "buffer empty"}, {"500", ""}, {"abc", "x"}, {"-1", ""}, {"99999999999999999999", "big"}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, code, description string) {
+		err := serviceErrorFromHeaders("uid.next", code, description)
+		if code == "" {
+			if err != nil {
+				t.Fatalf("no error code, error %v", err)
+			}
+			return
+		}
+		var se *ServiceError
+		if !errors.As(err, &se) {
+			t.Fatalf("code %q: %T is not a *ServiceError", code, err)
+		}
+		n, perr := strconv.Atoi(code)
+		if perr != nil {
+			n = CodeInternal
+		}
+		if se.Code != n || !strings.Contains(se.Description, description) {
+			t.Fatalf("code %q %q: got %d %q", code, description, se.Code, se.Description)
+		}
+		if errors.Is(err, ErrBadRequest) != (n == CodeBadRequest) || errors.Is(err, ErrUnavailable) != (n == CodeUnavailable) {
+			t.Fatalf("code %q: Is(ErrBadRequest)=%v Is(ErrUnavailable)=%v", code, errors.Is(err, ErrBadRequest), errors.Is(err, ErrUnavailable))
+		}
+	})
+}
+
+// FuzzRedactURL: whatever the user name, password and host, the password
+// of a NATS URL never survives RedactURL, alone or in a list. A password
+// with a comma cannot be written into a URL list unencoded (nats.go splits
+// the list at commas too, as RedactURL does); it must be percent-encoded.
+func FuzzRedactURL(f *testing.F) {
+	for _, s := range [][3]string{
+		{"alice", "s3cret", "127.0.0.1:4222"},
+		{"", "tok3n", "host"},
+		{"u", "p@ss:w/rd", "h:1"},
+		{"u", "pa ss", "h"},
+		{"u", "p%41ss", "h"},
+		{"a@b", "c#d?e", "h"},
+	} {
+		f.Add(s[0], s[1], s[2])
+	}
+	f.Fuzz(func(t *testing.T, user, password, host string) {
+		if len(password) < 4 || strings.Contains(password, ",") || strings.Contains(user+host, password) || strings.Contains("nats://,tls://xxxxx", password) {
+			t.Skip("a password this short or repeated elsewhere cannot be told apart")
+		}
+		// The same URL with another password of the same length: when its
+		// redaction shows the password too, the characters come from the
+		// user or host (escaped, say), not from the password.
+		other := []byte(password)
+		for i, c := range other {
+			other[i] = 'a'
+			if c == 'a' {
+				other[i] = 'b'
+			}
+		}
+		for _, list := range []string{"", "tls://127.0.0.1:4222, "} {
+			raw := list + "nats://" + user + ":" + password + "@" + host
+			got := RedactURL(raw)
+			if strings.Contains(got, password) && !strings.Contains(RedactURL(list+"nats://"+user+":"+string(other)+"@"+host), password) {
+				t.Fatalf("RedactURL(%q) = %q keeps the password", raw, got)
+			}
+		}
+	})
+}
