@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -30,7 +31,8 @@ import (
 //     and OTEL_TRACES_SAMPLER_ARG=0.01 (1% of traces recorded).
 //
 // The Prometheus metrics are on in all. ns/op is the time per ID at the
-// given number of concurrent callers; compare with benchstat:
+// given number of concurrent callers, cpu-ns/op the CPU time the whole
+// process spent per ID; compare with benchstat:
 //
 //	go test -run '^$' -bench NextTracing -count 8 ./dispenser/ | tee tracing.txt
 //	benchstat -col /tracing tracing.txt
@@ -80,6 +82,7 @@ func BenchmarkNextTracing(b *testing.B) {
 				}
 				c := natsio.NewClient(conn.Conn, opts)
 				b.SetParallelism((clients + 1) / 2) // 2 cores: clients callers in all
+				cpuBefore := processCPU(b)
 				b.ResetTimer()
 				b.RunParallel(func(pb *testing.PB) {
 					for pb.Next() {
@@ -90,6 +93,10 @@ func BenchmarkNextTracing(b *testing.B) {
 					}
 				})
 				b.StopTimer()
+				// CPU time of the whole process (clients, nats-server,
+				// dispenser, exporter) per ID: what tracing costs, less
+				// disturbed than ns/op by other load on the machine.
+				b.ReportMetric(float64(processCPU(b)-cpuBefore)/float64(b.N), "cpu-ns/op")
 				conn.Close()
 				sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer scancel()
@@ -102,4 +109,13 @@ func BenchmarkNextTracing(b *testing.B) {
 			})
 		}
 	}
+}
+
+// processCPU is the CPU time (user and system) the process has used.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -152,7 +152,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	if rounds, _ := promValue(after, "uid_padding_rounds_total"); rounds <= rounds0 {
 		t.Errorf("uid_padding_rounds_total %v -> %v, want it to grow\n%s", rounds0, rounds, after)
 	}
-	for _, name := range []string{"uid_padding_duration_seconds_count", "uid_ring_available", "uid_ring_fill_ratio", "uid_clock_ahead_seconds", "uid_runway_remaining_seconds", "go_goroutines"} {
+	for _, name := range []string{"uid_padding_duration_seconds_count", "uid_ring_available", "uid_ring_fill_ratio", "uid_clock_ahead_seconds", "uid_runway_remaining_seconds", "uid_runway_warning", "uid_padding_ids_total", "go_goroutines"} {
 		if _, found := promValue(after, name); !found {
 			t.Errorf("/metrics lacks %s", name)
 		}
