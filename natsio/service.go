@@ -281,12 +281,12 @@ func (s *Service) batch(ctx context.Context, req micro.Request, buf []byte) ([]b
 	got, err := box.src.NextN(ctx, ids)
 	if err != nil && got == 0 && errors.Is(err, uidcore.ErrClosed) {
 		if now := s.source.Load(); now != box {
-			got, err = now.src.NextN(ctx, ids)
+			_, err = now.src.NextN(ctx, ids)
 		}
 	}
 	if err != nil {
-		// The got IDs taken before the error are dropped: a partial batch
-		// would be a silent truncation. Dropped IDs are never reissued.
+		// IDs taken before the error are dropped: a partial batch would be
+		// a silent truncation. Dropped IDs are never reissued.
 		return nil, 0, err
 	}
 	if binary {
