@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -22,13 +23,15 @@ import (
 // dispenser and Go clients in this process, an embedded nats-server) with
 // tracing
 //   - off: no exporter configured, so no-op tracers;
-//   - server: the dispenser's SDK exporting OTLP/HTTP (batch processor) to
-//     a local collector that discards what it gets, a server span per
-//     request; the callers do not trace;
-//   - both: as server, and the callers trace too (a client span per
-//     request, its context sent along);
-//   - both-1pct: as both, with OTEL_TRACES_SAMPLER=parentbased_traceidratio
-//     and OTEL_TRACES_SAMPLER_ARG=0.01 (1% of traces recorded).
+//   - server-*: the dispenser's SDK exporting OTLP/HTTP (batch processor)
+//     to a local collector that discards what it gets; the callers do not
+//     trace, so every request is a root: the default sampler records 1%
+//     of them (server-1pct), OTEL_TRACES_SAMPLER=parentbased_always_on all
+//     (server-all);
+//   - both-*: the callers trace too (a client span per request, its
+//     context sent along; in this process they share the dispenser's
+//     provider): the default sampler makes 1% of the callers' traces
+//     recorded (both-1pct), parentbased_always_on all (both-all).
 //
 // The Prometheus metrics are on in all. ns/op is the time per ID at the
 // given number of concurrent callers, cpu-ns/op the CPU time the whole
@@ -48,16 +51,15 @@ func BenchmarkNextTracing(b *testing.B) {
 	defer collector.Close()
 
 	for _, clients := range []int{1, 8} {
-		for _, tracing := range []string{"off", "server", "both", "both-1pct"} {
+		for _, tracing := range []string{"off", "server-1pct", "server-all", "both-1pct", "both-all"} {
 			b.Run("clients="+strconv.Itoa(clients)+"/tracing="+tracing, func(b *testing.B) {
 				clearOTelEnv(b)
 				if tracing != "off" {
 					b.Setenv("OTEL_TRACES_EXPORTER", "otlp")
 					b.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", collector.URL+"/v1/traces")
 				}
-				if tracing == "both-1pct" {
-					b.Setenv("OTEL_TRACES_SAMPLER", "parentbased_traceidratio")
-					b.Setenv("OTEL_TRACES_SAMPLER_ARG", "0.01")
+				if strings.HasSuffix(tracing, "-all") {
+					b.Setenv("OTEL_TRACES_SAMPLER", "parentbased_always_on")
 				}
 				before := exports.Load()
 				cfg := testConfig(url, "")
@@ -77,7 +79,7 @@ func BenchmarkNextTracing(b *testing.B) {
 					b.Fatal(err)
 				}
 				var opts natsio.ClientOptions
-				if tracing == "server" {
+				if strings.HasPrefix(tracing, "server") {
 					opts.TracerProvider = tracenoop.NewTracerProvider()
 				}
 				c := natsio.NewClient(conn.Conn, opts)

@@ -91,7 +91,10 @@ func endedSpan(t *testing.T, rec *tracetest.SpanRecorder, name string) sdktrace.
 func TestTelemetryAcrossNATS(t *testing.T) {
 	clearOTelEnv(t)
 	rec := tracetest.NewSpanRecorder()
-	tel, err := telemetry.Setup(context.Background(), telemetry.Config{MetricsAddr: "127.0.0.1:0", SpanProcessors: []sdktrace.SpanProcessor{rec}})
+	// The caller in this test records all its traces (as if its own SDK
+	// sampled everything); the dispenser follows its decisions.
+	tel, err := telemetry.Setup(context.Background(), telemetry.Config{MetricsAddr: "127.0.0.1:0",
+		SpanProcessors: []sdktrace.SpanProcessor{rec}, Sampler: sdktrace.ParentBased(sdktrace.AlwaysSample())})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,9 @@
 // OTLP endpoint is set, nothing is exported (the specification's default,
 // OTLP to localhost, would log connection errors on every export on a
 // machine without a collector). Setting OTEL_EXPORTER_OTLP_ENDPOINT alone
-// turns OTLP export on.
+// turns OTLP export on. Another: unless OTEL_TRACES_SAMPLER is set, the
+// sampler is [DefaultSampler] (follow the caller, record every padding
+// round, 1% of other roots) rather than parentbased_always_on.
 //
 // The dispenser passes its own settings in [Config]: DISPENSER_METRICS_ADDR
 // (the address of the HTTP server with /metrics, /healthz and /readyz;

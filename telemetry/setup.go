@@ -69,6 +69,9 @@ type Config struct {
 	// SpanProcessors are added to the tracer provider besides the
 	// exporter's batch processor (tests pass an in-memory recorder).
 	SpanProcessors []sdktrace.SpanProcessor
+	// Sampler overrides OTEL_TRACES_SAMPLER and the default,
+	// DefaultSampler(DefaultRootRequestRatio).
+	Sampler sdktrace.Sampler
 	// Logger receives OpenTelemetry's own errors (failed exports) and the
 	// observers' warnings; nil: slog.Default().
 	Logger *slog.Logger
@@ -186,18 +189,25 @@ func (t *Telemetry) setupTracing(ctx context.Context, res *resource.Resource) er
 	if err != nil {
 		return fmt.Errorf("telemetry: traces exporter (OTEL_TRACES_EXPORTER): %w", err)
 	}
-	providerOpts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
-	if exporter != nil && !autoexport.IsNoneSpanExporter(exporter) {
-		providerOpts = append(providerOpts, sdktrace.WithBatcher(exporter))
-	}
-	for _, p := range t.cfg.SpanProcessors {
-		providerOpts = append(providerOpts, sdktrace.WithSpanProcessor(p))
-	}
-	if len(providerOpts) == 1 {
+	exporting := exporter != nil && !autoexport.IsNoneSpanExporter(exporter)
+	if !exporting && len(t.cfg.SpanProcessors) == 0 {
 		// Nothing would see the spans: the no-op provider still passes a
 		// caller's trace context on and costs next to nothing.
 		t.tracerProvider = tracenoop.NewTracerProvider()
 		return nil
+	}
+	providerOpts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
+	switch {
+	case t.cfg.Sampler != nil:
+		providerOpts = append(providerOpts, sdktrace.WithSampler(t.cfg.Sampler))
+	case os.Getenv("OTEL_TRACES_SAMPLER") == "":
+		providerOpts = append(providerOpts, sdktrace.WithSampler(DefaultSampler(DefaultRootRequestRatio)))
+	}
+	if exporting {
+		providerOpts = append(providerOpts, sdktrace.WithBatcher(exporter))
+	}
+	for _, p := range t.cfg.SpanProcessors {
+		providerOpts = append(providerOpts, sdktrace.WithSpanProcessor(p))
 	}
 	tp := sdktrace.NewTracerProvider(providerOpts...)
 	t.tracerProvider = tp

@@ -19,6 +19,9 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
@@ -261,7 +264,7 @@ func TestChildQuiet(t *testing.T) {
 // OTEL_METRICS_EXPORTER=console print spans and metrics to stdout, flushed
 // by Shutdown (the batch processor would otherwise wait 5 s).
 func TestConsoleExporter(t *testing.T) {
-	stdout, stderr := runChild(t, "TestChildConsole", "OTEL_TRACES_EXPORTER=console", "OTEL_METRICS_EXPORTER=console")
+	stdout, stderr := runChild(t, "TestChildConsole", "OTEL_TRACES_EXPORTER=console", "OTEL_METRICS_EXPORTER=console", "OTEL_TRACES_SAMPLER=always_on")
 	for _, want := range []string{`"Name":"console-probe"`, `"uid-dispenser"`, `"probe.attr"`, `"Name":"uid.probe"`} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("console output lacks %s\nstdout: %s\nstderr: %s", want, stdout, stderr)
@@ -312,6 +315,7 @@ func TestOTLPEndpointAloneTurnsOTLPOn(t *testing.T) {
 	}))
 	defer collector.Close()
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.URL)
+	t.Setenv("OTEL_TRACES_SAMPLER", "always_on") // the probe is a root span
 	tel, err := Setup(context.Background(), Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -373,3 +377,54 @@ func runChild(t *testing.T, test string, env ...string) (stdout, stderr string) 
 }
 
 var attributeProbe = attribute.String("probe.attr", "x")
+
+// TestDefaultSampler: without OTEL_TRACES_SAMPLER, padding rounds are
+// always recorded, spans with a parent follow it, and other roots (requests
+// from callers that do not trace) are recorded at 1%.
+func TestDefaultSampler(t *testing.T) {
+	clearOTelEnv(t)
+	rec := tracetest.NewSpanRecorder()
+	tel := setup(t, Config{SpanProcessors: []sdktrace.SpanProcessor{rec}})
+	tracer := tel.TracerProvider().Tracer("test")
+	const roots = 300
+	recorded := 0
+	for range roots {
+		_, s := tracer.Start(context.Background(), "process uid.next")
+		if s.IsRecording() {
+			recorded++
+		}
+		s.End()
+	}
+	if recorded > roots/20 {
+		t.Errorf("%d of %d root request spans recorded, want about 1%%", recorded, roots)
+	}
+	_, padding := tracer.Start(context.Background(), PaddingSpanName)
+	if !padding.IsRecording() {
+		t.Error("padding round not recorded")
+	}
+	padding.End()
+	for _, sampled := range []bool{true, false} {
+		flags := trace.TraceFlags(0)
+		if sampled {
+			flags = trace.FlagsSampled
+		}
+		parent := trace.NewSpanContext(trace.SpanContextConfig{
+			TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}, TraceFlags: flags, Remote: true})
+		_, s := tracer.Start(trace.ContextWithRemoteSpanContext(context.Background(), parent), "process uid.next")
+		if s.IsRecording() != sampled {
+			t.Errorf("child of a parent sampled=%v recorded=%v", sampled, s.IsRecording())
+		}
+		s.End()
+	}
+	// The environment and Config.Sampler override the default.
+	t.Setenv("OTEL_TRACES_SAMPLER", "always_on")
+	tel2 := setup(t, Config{SpanProcessors: []sdktrace.SpanProcessor{tracetest.NewSpanRecorder()}})
+	if _, s := tel2.TracerProvider().Tracer("test").Start(context.Background(), "process uid.next"); !s.IsRecording() {
+		t.Error("OTEL_TRACES_SAMPLER=always_on did not record a root span")
+	}
+	t.Setenv("OTEL_TRACES_SAMPLER", "")
+	tel3 := setup(t, Config{SpanProcessors: []sdktrace.SpanProcessor{tracetest.NewSpanRecorder()}, Sampler: sdktrace.NeverSample()})
+	if _, s := tel3.TracerProvider().Tracer("test").Start(context.Background(), PaddingSpanName); s.IsRecording() {
+		t.Error("Config.Sampler did not override the default")
+	}
+}
