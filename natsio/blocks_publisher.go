@@ -141,17 +141,26 @@ func NewBlockPublisher(ctx context.Context, nc *nats.Conn, src BlockIDSource, cf
 	return p, nil
 }
 
+// streamAttemptTimeout bounds one create-or-update of the block stream.
+const streamAttemptTimeout = 2 * time.Second
+
 // ensureBlockStream creates the stream or brings an existing one to cfg.
 // Two publishers creating it at the same moment race; the loser updates.
+// On a cluster the meta leader may leave a concurrent create of a
+// replicated stream unanswered (three dispensers starting at once all
+// timed out and exited, found by the soak): each attempt is bounded and a
+// timed-out attempt is retried, which is safe since it is idempotent.
 func ensureBlockStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
 	var err error
-	for range 3 {
+	for range 5 {
 		var s jetstream.Stream
-		s, err = js.CreateOrUpdateStream(ctx, cfg)
+		actx, cancel := context.WithTimeout(ctx, streamAttemptTimeout)
+		s, err = js.CreateOrUpdateStream(actx, cfg)
+		cancel()
 		if err == nil {
 			return s, nil
 		}
-		if !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		if ctx.Err() != nil || !(errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) || errors.Is(err, context.DeadlineExceeded)) {
 			break
 		}
 	}

@@ -4,6 +4,7 @@
 package workeridtest
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -26,15 +27,25 @@ type Proxy struct {
 // It is closed when the test ends.
 func NewProxy(t testing.TB, target string) *Proxy {
 	t.Helper()
+	p, err := Listen(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+// Listen is NewProxy for programs outside tests (the soak): the caller
+// closes the proxy.
+func Listen(target string) (*Proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("workeridtest: proxy listen: %v", err)
+		return nil, fmt.Errorf("workeridtest: proxy listen: %w", err)
 	}
 	p := &Proxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
 	p.wg.Add(1)
 	go p.accept()
-	t.Cleanup(p.close)
-	return p
+	return p, nil
 }
 
 // Addr is the proxy's host:port.
@@ -58,7 +69,9 @@ func (p *Proxy) Restore() {
 	p.mu.Unlock()
 }
 
-func (p *Proxy) close() {
+// Close stops listening, closes every forwarded connection and waits for
+// the forwarding goroutines.
+func (p *Proxy) Close() {
 	p.ln.Close()
 	p.Cut()
 	p.wg.Wait()

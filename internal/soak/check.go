@@ -1,0 +1,245 @@
+package soak
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
+)
+
+// claimBook attributes an ID to the claim that issued it: for each worker
+// ID the "after" seconds of its claims, ascending (see the package doc).
+type claimBook map[uint64][]int64
+
+func newClaimBook(afters map[uint64][]int64) claimBook {
+	b := claimBook{}
+	for w, a := range afters {
+		a = slices.Clone(a)
+		slices.Sort(a)
+		b[w] = slices.Compact(a)
+	}
+	return b
+}
+
+// claim is the 1-based number of the claim of worker w that issued second
+// s: the k with after_k < s <= after_{k+1}. 0 means no logged claim of w
+// may have issued s.
+func (b claimBook) claim(w uint64, s int64) int {
+	a := b[w]
+	// The number of afters below s.
+	return sort.Search(len(a), func(i int) bool { return a[i] >= s })
+}
+
+// checkInput is what the checks need from the run.
+type checkInput struct {
+	layout   uidcore.Layout
+	clients  []*clientLog
+	claims   claimBook
+	kinds    []errorKind
+	deadline time.Duration // every call's deadline
+	grace    time.Duration // how late a call may return after it
+	// faults explain failed calls: a call may fail when it starts while a
+	// fault lasts or within settle after it, or when a fault begins while
+	// it runs; except during a short MySQL cut (and cutSettle after it),
+	// which the leases must ride out without a failure.
+	faults    []faultRecord
+	settle    time.Duration
+	cutSettle time.Duration
+}
+
+// unexplainedFailure says why a call failing from start to end is not
+// explained by a fault ("" when it is).
+func (in checkInput) unexplainedFailure(start, end time.Duration) string {
+	inShortCut := false
+	for _, f := range in.faults {
+		if f.Kind == faultCutShort {
+			if start >= f.Start && start <= f.End+in.cutSettle {
+				inShortCut = true
+			}
+			continue
+		}
+		if start >= f.Start && start <= f.End+in.settle {
+			return ""
+		}
+	}
+	if inShortCut {
+		return "during a MySQL cut shorter than the lease TTL"
+	}
+	for _, f := range in.faults {
+		if f.Start >= start && f.Start <= end {
+			return ""
+		}
+	}
+	return "while no fault was active"
+}
+
+// checkResult is what the checks found.
+type checkResult struct {
+	IDsChecked      uint64            `json:"ids_checked"`
+	Calls           map[string]uint64 `json:"calls"`
+	IDs             map[string]uint64 `json:"ids"`
+	Duplicates      int               `json:"duplicates"`
+	OrderViolations int               `json:"order_violations"`
+	BlockReorders   int               `json:"block_reorders"`
+	Unclaimed       int               `json:"unclaimed_ids"`
+	Errors          map[string]int    `json:"errors_by_kind"`
+	Late            int               `json:"late_calls"`
+	MaxOverrun      time.Duration     `json:"max_overrun_ns"`
+	SlowestCall     time.Duration     `json:"slowest_call_ns"`
+	Unexplained     int               `json:"unexplained_failures"`
+	Claims          int               `json:"claims"`
+	WorkerIDs       int               `json:"worker_ids"`
+	Violations      []string          `json:"violations"`
+}
+
+// examples keeps a few descriptions of one violation kind.
+type examples struct {
+	what  string
+	n     int
+	shown []string
+}
+
+func (e *examples) add(format string, args ...any) {
+	e.n++
+	if len(e.shown) < 5 {
+		e.shown = append(e.shown, fmt.Sprintf(format, args...))
+	}
+}
+
+func (e *examples) report(out *[]string) {
+	if e.n == 0 {
+		return
+	}
+	s := fmt.Sprintf("%s: %d", e.what, e.n)
+	for _, x := range e.shown {
+		s += "\n      " + x
+	}
+	if e.n > len(e.shown) {
+		s += fmt.Sprintf("\n      … and %d more", e.n-len(e.shown))
+	}
+	*out = append(*out, s)
+}
+
+// check runs every check on what the clients received.
+func check(in checkInput) checkResult {
+	res := checkResult{Calls: map[string]uint64{}, IDs: map[string]uint64{}, Errors: map[string]int{}}
+	for _, a := range in.claims {
+		res.Claims += len(a)
+	}
+	res.WorkerIDs = len(in.claims)
+
+	dups := examples{what: "duplicate IDs"}
+	order := examples{what: "IDs of one claim not increasing at a client"}
+	unclaimed := examples{what: "IDs no logged worker claim can have issued"}
+	late := examples{what: fmt.Sprintf("calls that returned later than their deadline (%s) + %s", in.deadline, in.grace)}
+	unclear := examples{what: "calls that failed without a clear, expected error"}
+	unexplained := examples{what: "calls that failed when no fault explains it"}
+
+	var total int
+	for _, c := range in.clients {
+		total += len(c.ids)
+	}
+	all := make([]uint64, 0, total)
+	seqShift := in.layout.SeqBits
+	timeShift := in.layout.SeqBits + in.layout.WorkerBits
+	maxWorker := in.layout.MaxWorkerID()
+	epoch := in.layout.EpochSecond()
+
+	type claimKey struct {
+		worker uint64
+		claim  int
+	}
+	for _, c := range in.clients {
+		all = append(all, c.ids...)
+		res.IDs[c.kind.String()] += uint64(len(c.ids))
+		res.Calls[c.kind.String()] += uint64(len(c.calls))
+		last := map[claimKey]uint64{}
+		for i, call := range c.calls {
+			if call.elapsed > res.SlowestCall {
+				res.SlowestCall = call.elapsed
+			}
+			if over := call.elapsed - in.deadline; over > in.grace {
+				late.add("client %d (%s) call %d at %s took %s", c.id, c.kind, i, call.start.Round(time.Millisecond), call.elapsed.Round(time.Millisecond))
+				res.MaxOverrun = max(res.MaxOverrun, over)
+			}
+			if call.errKind >= 0 {
+				k := in.kinds[call.errKind]
+				res.Errors[k.name]++
+				if !k.clear {
+					unclear.add("client %d (%s) call %d at %s: %s", c.id, c.kind, i, call.start.Round(time.Millisecond), k.example)
+				}
+				if why := in.unexplainedFailure(call.start, call.start+call.elapsed); why != "" {
+					unexplained.add("client %d (%s) call %d at %s failed %s: %s", c.id, c.kind, i, call.start.Round(time.Millisecond), why, k.name)
+				}
+			}
+			ids := c.callIDs(i)
+			for j, id := range ids {
+				worker := (id >> seqShift) & maxWorker
+				second := epoch + int64(id>>timeShift)
+				if c.kind == kindBatch && j > 0 {
+					prev := ids[j-1]
+					if id <= prev || worker != (prev>>seqShift)&maxWorker {
+						order.add("client %d batch call %d: ID %d after %d in one reply", c.id, i, id, prev)
+					}
+				}
+				k := in.claims.claim(worker, second)
+				if k == 0 {
+					unclaimed.add("client %d (%s): ID %d (worker %d, second %d)", c.id, c.kind, id, worker, second)
+				}
+				key := claimKey{worker, k}
+				prev, seen := last[key]
+				switch {
+				case !seen || id > prev:
+					last[key] = id
+				case c.kind == kindBlocks:
+					res.BlockReorders++
+				default:
+					order.add("client %d (%s) call %d: ID %d after %d, both worker %d claim %d", c.id, c.kind, i, id, prev, worker, k)
+				}
+			}
+		}
+	}
+	res.IDsChecked = uint64(len(all))
+
+	slices.Sort(all)
+	var dupValues []uint64
+	for i := 1; i < len(all); i++ {
+		if all[i] == all[i-1] && (len(dupValues) == 0 || dupValues[len(dupValues)-1] != all[i]) {
+			dupValues = append(dupValues, all[i])
+		}
+	}
+	for i, v := range dupValues {
+		if i < 5 {
+			dups.add("ID %d received by %s", v, whoGot(in.clients, v))
+		} else {
+			dups.n++
+		}
+	}
+	res.Duplicates = len(dupValues)
+	res.OrderViolations = order.n
+	res.Unclaimed = unclaimed.n
+	res.Late = late.n
+	res.Unexplained = unexplained.n
+	for _, e := range []*examples{&dups, &order, &unclaimed, &late, &unclear, &unexplained} {
+		e.report(&res.Violations)
+	}
+	return res
+}
+
+// whoGot lists the clients and calls that received id.
+func whoGot(clients []*clientLog, id uint64) string {
+	var out string
+	for _, c := range clients {
+		for i := range c.calls {
+			if slices.Contains(c.callIDs(i), id) {
+				if out != "" {
+					out += ", "
+				}
+				out += fmt.Sprintf("client %d (%s, node %d) call %d at %s", c.id, c.kind, c.node, i, c.calls[i].start.Round(time.Millisecond))
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,181 @@
+package soak
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/uid-dispenser/uid-dispenser/natsio"
+)
+
+// load is how hard the clients work. The defaults give about 40,000 IDs
+// per second in all: enough for faults to hit calls in flight, little
+// enough that a 2-core machine keeps up and a 10-minute run's IDs fit in
+// memory (8 bytes each).
+type load struct {
+	nextEvery     time.Duration // one Next per tick
+	batchEvery    time.Duration // one Batch of 1..batchMax per tick
+	batchMax      int
+	prefetchEvery time.Duration // a burst of prefetchBurst Next per tick
+	prefetchBurst int
+	prefetchBatch int           // the prefetcher's batch size
+	blocksEvery   time.Duration // one NextN of blocksTake per tick
+	blocksTake    int
+}
+
+func defaultLoad(rate float64) load {
+	every := func(d time.Duration) time.Duration { return time.Duration(float64(d) / rate) }
+	return load{
+		nextEvery:     every(10 * time.Millisecond),
+		batchEvery:    every(100 * time.Millisecond),
+		batchMax:      1000,
+		prefetchEvery: every(10 * time.Millisecond),
+		prefetchBurst: 20,
+		prefetchBatch: 1000,
+		blocksEvery:   every(20 * time.Millisecond),
+		blocksTake:    60,
+	}
+}
+
+// soakClient is one client: its own connection to one node and one way
+// of getting IDs.
+type soakClient struct {
+	log    *clientLog
+	conn   *natsio.Conn
+	client *natsio.Client
+	pre    *natsio.Prefetcher
+	blocks *natsio.BlockSource
+	rng    *rand.Rand
+	buf    []uint64
+}
+
+// startClients connects n clients, kinds and nodes taken in turn.
+func startClients(ctx context.Context, n int, urls []string, logger *slog.Logger, ld load) ([]*soakClient, error) {
+	var clients []*soakClient
+	for i := range n {
+		kind := callKind(i % int(numKinds))
+		node := i % len(urls)
+		conn, err := natsio.Connect(ctx, natsio.ConnConfig{URL: urls[node], Name: fmt.Sprintf("uid-soak client %d (%s)", i, kind), Logger: logger})
+		if err != nil {
+			closeClients(clients)
+			return nil, fmt.Errorf("soak: client %d: %w", i, err)
+		}
+		c := &soakClient{
+			log:  &clientLog{id: i, node: node, kind: kind},
+			conn: conn,
+			rng:  rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(i))),
+		}
+		switch kind {
+		case kindNext, kindBatch:
+			c.client = natsio.NewClient(conn.Conn, natsio.ClientOptions{})
+		case kindPrefetch:
+			c.client = natsio.NewClient(conn.Conn, natsio.ClientOptions{})
+			c.pre = natsio.NewPrefetcher(c.client, natsio.PrefetchOptions{BatchSize: ld.prefetchBatch})
+		case kindBlocks:
+			c.blocks, err = natsio.NewBlockSource(conn.Conn, natsio.BlockSourceConfig{Logger: logger})
+			if err != nil {
+				conn.Close()
+				closeClients(clients)
+				return nil, fmt.Errorf("soak: client %d: %w", i, err)
+			}
+		}
+		clients = append(clients, c)
+	}
+	return clients, nil
+}
+
+// runClients runs every client until ctx is done and returns when all
+// have stopped (each finishes the call it is in).
+func runClients(ctx context.Context, clients []*soakClient, rec *recorder, deadline time.Duration, ld load) {
+	var wg sync.WaitGroup
+	for _, c := range clients {
+		wg.Go(func() { c.run(ctx, rec, deadline, ld) })
+	}
+	wg.Wait()
+}
+
+func (c *soakClient) run(ctx context.Context, rec *recorder, deadline time.Duration, ld load) {
+	every := map[callKind]time.Duration{kindNext: ld.nextEvery, kindBatch: ld.batchEvery, kindPrefetch: ld.prefetchEvery, kindBlocks: ld.blocksEvery}[c.log.kind]
+	ticker := time.NewTicker(every)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		// Not derived from ctx: the end of the run lets a call finish
+		// rather than cancel it, so every recorded call is a real outcome.
+		callCtx, cancel := context.WithTimeout(context.Background(), deadline)
+		start := time.Now()
+		ids, err := c.call(callCtx, ld)
+		elapsed := time.Since(start)
+		cancel()
+		c.log.record(rec, start, elapsed, ids, err)
+	}
+}
+
+// call makes one call of the client's kind and returns the IDs it got.
+func (c *soakClient) call(ctx context.Context, ld load) ([]uint64, error) {
+	switch c.log.kind {
+	case kindNext:
+		id, err := c.client.Next(ctx)
+		if err != nil {
+			return nil, err
+		}
+		c.buf = append(c.buf[:0], id)
+		return c.buf, nil
+	case kindBatch:
+		var err error
+		c.buf, err = c.client.AppendBatch(ctx, c.buf[:0], 1+c.rng.IntN(ld.batchMax))
+		return c.buf, err
+	case kindPrefetch:
+		c.buf = c.buf[:0]
+		for range ld.prefetchBurst {
+			id, err := c.pre.Next(ctx)
+			if err != nil {
+				return c.buf, err
+			}
+			c.buf = append(c.buf, id)
+		}
+		return c.buf, nil
+	default:
+		if cap(c.buf) < ld.blocksTake {
+			c.buf = make([]uint64, ld.blocksTake)
+		}
+		n, err := c.blocks.NextN(ctx, c.buf[:ld.blocksTake])
+		return c.buf[:n], err
+	}
+}
+
+// blockStats sums the block sources' counters.
+func blockStats(clients []*soakClient) natsio.BlockSourceStats {
+	var sum natsio.BlockSourceStats
+	for _, c := range clients {
+		if c.blocks == nil {
+			continue
+		}
+		s := c.blocks.Stats()
+		sum.BlocksUsed += s.BlocksUsed
+		sum.Redelivered += s.Redelivered
+		sum.AckFailed += s.AckFailed
+		sum.Malformed += s.Malformed
+		sum.IDsUsed += s.IDsUsed
+	}
+	return sum
+}
+
+func closeClients(clients []*soakClient) {
+	for _, c := range clients {
+		if c.pre != nil {
+			c.pre.Close()
+		}
+		if c.blocks != nil {
+			c.blocks.Close()
+		}
+		c.conn.Close()
+	}
+}

@@ -1,0 +1,92 @@
+// Package soak is the fault-injection soak of uid-dispenser: it runs the
+// real thing, breaks it on a schedule, records every ID any client
+// received and checks at the end that none was handed out twice.
+//
+// # What runs
+//
+//   - A three-node NATS cluster with JetStream (nats-server v2.15 embedded
+//     in the soak's process, each node with its own name, ports and store,
+//     routed to the others), restartable node by node.
+//   - A fresh database on the MariaDB/MySQL server, reached by the
+//     dispensers through a TCP proxy the soak can cut.
+//   - Three dispensers, each a separate OS process of the real binary
+//     (cmd/dispenser), leased worker IDs on MySQL with a short lease TTL
+//     and reserve chunk, ID blocks on JetStream (three replicas), each
+//     connected to a different node.
+//   - Sixteen clients, each with its own connection to one node (spread
+//     over the three): natsio.Client.Next, natsio.Client.Batch,
+//     natsio.Prefetcher and natsio.BlockSource, four of each, at a
+//     moderate rate.
+//
+// # Faults, in a cycle that repeats while the run lasts
+//
+//   - kill9: SIGKILL a dispenser and start it again.
+//   - sigterm: stop a dispenser gracefully (it must exit 0 within its
+//     shutdown timeout) and start it again.
+//   - nats-restart: shut a NATS node down and start it again on the same
+//     ports and store.
+//   - mysql-cut-short: cut the MySQL proxy for longer than the lease's
+//     renewal interval (TTL/3) but well within its expiry.
+//   - mysql-cut-long: cut it for longer than the lease TTL (every lease
+//     expires; the dispensers answer 503 until a renewal gets through).
+//   - zombie: SIGSTOP the dispenser with the lowest worker ID past its
+//     lease expiry, meanwhile restart (SIGKILL) other dispensers until one
+//     of them has taken the paused one's worker ID over, then SIGCONT it.
+//
+// The first cycle always runs to its end, so every kind of fault happens
+// at least once however short the run.
+//
+// # Checks
+//
+// Claims. A worker ID is held by a sequence of claims (leases) over the
+// run; each dispenser logs every claim it makes with the reserved second
+// of the previous owner ("after"). Claim k+1 of a worker ID issues only
+// seconds after a_{k+1}, the last second claim k reserved, and claim k
+// only seconds up to it, so the seconds of a worker ID are partitioned by
+// its claims: an ID with worker w and second s belongs to the claim k with
+// a_k < s <= a_{k+1}. That attribution needs nothing but the ID and the
+// logged "after" values. An ID that falls before every logged claim of its
+// worker is a violation (nobody claimed it).
+//
+// Duplicates. Every ID received by any client, by any call, is collected;
+// a value seen twice is a violation, reported with the clients and calls
+// that got it.
+//
+// Order ("IDs from one worker claim strictly increasing"), per client:
+//
+//   - within one uid.batch reply: strictly increasing and one worker ID;
+//   - next and prefetch clients: for each (worker ID, claim), the IDs in
+//     the order the client received them are strictly increasing. A
+//     client's calls are sequential and a claim's generator hands IDs out
+//     in increasing order, so an ID lower than one received before from
+//     the same claim is a violation. Different claims of one worker ID may
+//     interleave (a paused zombie answering after its successor), which
+//     the claim attribution separates.
+//   - block clients: a block source validates each block itself (IDs
+//     increasing, headers matching) and terminates one that is not; the
+//     soak requires that no source met a malformed block. Across blocks the
+//     per-claim order is reported, not required: a publish retried after a
+//     lost acknowledgement (a NATS node restarting) may store a claim's
+//     blocks out of order, which is harmless.
+//
+// Deadlines. Every call runs under a context with a deadline; it must
+// return, with IDs or with an error, by the deadline plus a grace. Errors
+// are counted by kind; a kind that is not a clear, expected failure (the
+// deadline passing while dispensers were unavailable, naming the last
+// failure) is a violation: a 400, a 500, an error no classification
+// recognises, a closed source.
+//
+// Processes. A dispenser that exits when it was not told to, writes a
+// panic or a data race, does not exit 0 within its shutdown timeout after
+// SIGTERM, or is not serving again within a bound after a restart is a
+// violation. Each dispenser's open file descriptors and resident memory
+// (from /proc) and goroutines (go_goroutines from its /metrics) are
+// sampled over its life; so are the soak process's own. Growth without
+// bound is a violation: for a process that lived long enough, the lowest
+// of its last samples must not exceed the highest of its early samples
+// (after a warm-up) by more than a factor and a slack per resource.
+//
+// The summary prints the IDs checked, the faults injected by kind, the
+// duplicates found, the errors by kind and every violation; the run fails
+// when there is any.
+package soak

@@ -1,0 +1,201 @@
+package soak
+
+import (
+	"context"
+	"fmt"
+	"syscall"
+	"time"
+)
+
+// Fault kinds, in the order of a cycle.
+const (
+	faultKill9       = "kill9"
+	faultSIGTERM     = "sigterm"
+	faultNATSRestart = "nats-restart"
+	faultCutShort    = "mysql-cut-short"
+	faultCutLong     = "mysql-cut-long"
+	faultZombie      = "zombie"
+)
+
+var faultCycle = []string{faultKill9, faultSIGTERM, faultNATSRestart, faultCutShort, faultCutLong, faultZombie}
+
+// faultRecord is one fault injected.
+type faultRecord struct {
+	Kind   string        `json:"kind"`
+	Target string        `json:"target"`
+	Start  time.Duration `json:"start_ns"` // since the run started
+	End    time.Duration `json:"end_ns"`
+	Note   string        `json:"note,omitempty"`
+}
+
+// runFaults injects faults, cycle after cycle, until until has passed;
+// the first cycle always runs to its end.
+func (s *soak) runFaults(ctx context.Context, until time.Time) {
+	for cycle := 0; ; cycle++ {
+		for _, kind := range faultCycle {
+			if ctx.Err() != nil || (cycle > 0 && time.Now().After(until)) {
+				return
+			}
+			if !sleep(ctx, s.cfg.FaultGap) {
+				return
+			}
+			s.inject(ctx, kind, cycle)
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func (s *soak) inject(ctx context.Context, kind string, cycle int) {
+	rec := faultRecord{Kind: kind, Start: s.since()}
+	switch kind {
+	case faultKill9:
+		slot := s.slots[cycle%len(s.slots)]
+		rec.Target, rec.Note = s.restartSlot(ctx, slot, true)
+	case faultSIGTERM:
+		slot := s.slots[(cycle+1)%len(s.slots)]
+		rec.Target, rec.Note = s.restartSlot(ctx, slot, false)
+	case faultNATSRestart:
+		node := cycle % len(s.cluster.nodes)
+		rec.Target = s.cluster.nodes[node].name
+		if err := s.cluster.restart(ctx, node, s.cfg.NATSDown); err != nil {
+			s.events.violation("restart of NATS node %s: %v", rec.Target, err)
+		}
+	case faultCutShort, faultCutLong:
+		d := s.cfg.ShortCut
+		if kind == faultCutLong {
+			d = s.cfg.LongCut
+		}
+		rec.Target = "mysql proxy"
+		rec.Note = d.String()
+		s.proxy.Cut()
+		sleep(ctx, d)
+		s.proxy.Restore()
+		// Let the leases renew (after a long cut: every dispenser resumes).
+		sleep(ctx, s.cfg.LeaseTTL/2)
+	case faultZombie:
+		rec.Target, rec.Note = s.zombie(ctx)
+	}
+	rec.End = s.since()
+	s.progress("fault %-15s %-8s from %5.1fs for %4.1fs  %s", rec.Kind, rec.Target, rec.Start.Seconds(), (rec.End - rec.Start).Seconds(), rec.Note)
+	s.mu.Lock()
+	s.faults = append(s.faults, rec)
+	s.mu.Unlock()
+}
+
+// restartSlot stops the slot's process (SIGKILL, or SIGTERM with a clean
+// exit required) and starts a new one, waiting for it to serve. It
+// returns the target and a note for the fault record.
+func (s *soak) restartSlot(ctx context.Context, slot *dispenserSlot, kill bool) (target, note string) {
+	p := slot.current()
+	if p == nil {
+		return fmt.Sprintf("d%d", slot.index), "no process"
+	}
+	old := p.WorkerID()
+	if kill {
+		p.kill()
+	} else if err := p.terminate(s.cfg.ShutdownTimeout + 5*time.Second); err != nil {
+		s.events.violation("graceful stop: %v", err)
+	}
+	np := s.startSlot(ctx, slot)
+	if np == nil {
+		return p.name, fmt.Sprintf("worker %d → not serving", old)
+	}
+	return p.name, fmt.Sprintf("worker %d → %s worker %d", old, np.name, np.WorkerID())
+}
+
+// startSlot starts a process in the slot and waits for it to serve;
+// failures are violations, and it tries three times.
+func (s *soak) startSlot(ctx context.Context, slot *dispenserSlot) *dispenserProc {
+	for attempt := 1; attempt <= 3 && ctx.Err() == nil; attempt++ {
+		p, err := slot.start()
+		if err != nil {
+			s.events.violation("%v", err)
+			continue
+		}
+		err = p.waitServing(ctx, s.cfg.ServeWithin)
+		if err == nil {
+			return p
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		s.events.violation("%v", err)
+		p.kill()
+	}
+	return nil
+}
+
+// zombie pauses the dispenser with the lowest worker ID past its lease's
+// expiry, restarts others until one has taken its worker ID over, and
+// resumes it. The resumed dispenser must notice that it lost its worker
+// ID and serve under a new one.
+func (s *soak) zombie(ctx context.Context) (target, note string) {
+	var z *dispenserProc
+	for _, slot := range s.slots {
+		if p := slot.current(); p != nil && p.WorkerID() >= 0 && (z == nil || p.WorkerID() < z.WorkerID()) {
+			z = p
+		}
+	}
+	if z == nil {
+		return "-", "no dispenser serving"
+	}
+	wz := z.WorkerID()
+	if err := z.signal(syscall.SIGSTOP); err != nil {
+		s.events.violation("%v", err)
+		return z.name, err.Error()
+	}
+	// The store's expiry is at most a TTL after the pause began.
+	sleep(ctx, s.cfg.LeaseTTL+time.Second)
+	takenBy := ""
+	for attempt := 0; attempt < 4 && takenBy == "" && ctx.Err() == nil; attempt++ {
+		// Restart the other dispenser with the highest worker ID: a new
+		// claim takes the lowest free or expired worker ID.
+		var victim *dispenserSlot
+		var highest int64 = -1
+		for _, slot := range s.slots {
+			if p := slot.current(); p != nil && p != z && p.WorkerID() > highest {
+				victim, highest = slot, p.WorkerID()
+			}
+		}
+		if victim == nil {
+			break
+		}
+		s.restartSlot(ctx, victim, true)
+		if p := victim.current(); p != nil && p.WorkerID() == wz {
+			takenBy = p.name
+		}
+	}
+	if err := z.signal(syscall.SIGCONT); err != nil {
+		s.events.violation("%v", err)
+	}
+	if takenBy == "" {
+		return z.name, fmt.Sprintf("paused, worker %d not taken over", wz)
+	}
+	s.mu.Lock()
+	s.takeovers++
+	s.mu.Unlock()
+	// It must notice and claim another worker ID.
+	deadline := time.Now().Add(s.cfg.ServeWithin)
+	for z.WorkerID() == wz && time.Now().Before(deadline) && ctx.Err() == nil {
+		sleep(ctx, 100*time.Millisecond)
+	}
+	if w := z.WorkerID(); w == wz {
+		select {
+		case <-z.exited: // it may have failed instead (a violation already)
+		default:
+			s.events.violation("zombie %s still serves worker %d %s after %s took it over", z.name, wz, s.cfg.ServeWithin, takenBy)
+		}
+		return z.name, fmt.Sprintf("worker %d taken by %s; zombie did not reclaim", wz, takenBy)
+	}
+	return z.name, fmt.Sprintf("worker %d taken by %s; zombie now worker %d", wz, takenBy, z.WorkerID())
+}

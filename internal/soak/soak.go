@@ -1,0 +1,381 @@
+package soak
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
+	"github.com/uid-dispenser/uid-dispenser/workerid/workeridtest"
+)
+
+// Config configures a soak run. Zero values take the defaults of
+// DefaultConfig, except DispenserBin, which is required.
+type Config struct {
+	Duration     time.Duration // how long the clients run (the first fault cycle may extend it)
+	DispenserBin string        // path of the dispenser binary (cmd/dispenser)
+	// MySQLDSN reaches the MySQL server (go-sql-driver form). With a
+	// database name, that database is used (it should be empty) and left
+	// in place; without, a fresh one is created and dropped at the end.
+	// Default root@tcp(127.0.0.1:3306)/.
+	MySQLDSN string
+	// WorkDir holds the dispensers' logs, the soak's log and the NATS
+	// stores. Default: a temporary directory, removed after a run without
+	// violations unless Keep.
+	WorkDir string
+	Keep    bool
+
+	Clients         int           // default 16
+	Rate            float64       // load multiplier, default 1 (about 40,000 IDs/s)
+	LeaseTTL        time.Duration // DISPENSER_LEASE_TTL, default 4s
+	ReserveChunk    time.Duration // DISPENSER_RESERVE_CHUNK, default 5s
+	ShutdownTimeout time.Duration // DISPENSER_SHUTDOWN_TIMEOUT, default 5s
+	CallDeadline    time.Duration // every client call's deadline, default 3s
+	Grace           time.Duration // how late a call may return after its deadline, default 1s
+	ShortCut        time.Duration // default 0.4 × LeaseTTL: longer than the renewal interval (TTL/3), within the expiry
+	LongCut         time.Duration // default LeaseTTL + 2s
+	NATSDown        time.Duration // how long a restarted NATS node stays down, default 2s
+	FaultGap        time.Duration // pause before each fault, default 2s
+	WarmUp          time.Duration // before the first fault, default 3s
+	Quiet           time.Duration // after the last fault, default max(8s, Duration/10)
+	ServeWithin     time.Duration // a started dispenser must serve within it, default 30s
+	SampleEvery     time.Duration // resource sampling interval, default 1s
+	Progress        io.Writer     // progress lines (nil: none)
+}
+
+// DefaultConfig is the configuration of `make soak` but for the duration
+// and the dispenser binary.
+func DefaultConfig() Config {
+	return Config{
+		Duration: 10 * time.Minute, MySQLDSN: "root@tcp(127.0.0.1:3306)/", Clients: 16, Rate: 1,
+		LeaseTTL: 4 * time.Second, ReserveChunk: 5 * time.Second, ShutdownTimeout: 5 * time.Second,
+		CallDeadline: 3 * time.Second, Grace: time.Second, NATSDown: 2 * time.Second, FaultGap: 2 * time.Second,
+		WarmUp: 3 * time.Second, ServeWithin: 30 * time.Second, SampleEvery: time.Second,
+	}
+}
+
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	set := func(v *time.Duration, def time.Duration) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	set(&c.Duration, d.Duration)
+	set(&c.LeaseTTL, d.LeaseTTL)
+	set(&c.ReserveChunk, d.ReserveChunk)
+	set(&c.ShutdownTimeout, d.ShutdownTimeout)
+	set(&c.CallDeadline, d.CallDeadline)
+	set(&c.Grace, d.Grace)
+	set(&c.ShortCut, c.LeaseTTL*2/5)
+	set(&c.LongCut, c.LeaseTTL+2*time.Second)
+	set(&c.NATSDown, d.NATSDown)
+	set(&c.FaultGap, d.FaultGap)
+	set(&c.WarmUp, d.WarmUp)
+	set(&c.Quiet, max(8*time.Second, c.Duration/10))
+	set(&c.ServeWithin, d.ServeWithin)
+	set(&c.SampleEvery, d.SampleEvery)
+	if c.MySQLDSN == "" {
+		c.MySQLDSN = d.MySQLDSN
+	}
+	if c.Clients <= 0 {
+		c.Clients = d.Clients
+	}
+	if c.Rate <= 0 {
+		c.Rate = d.Rate
+	}
+	return c
+}
+
+// numDispensers is fixed: one per NATS node.
+const numDispensers = 3
+
+// soak is one run.
+type soak struct {
+	cfg     Config
+	origin  time.Time
+	log     *slog.Logger // the soak's own log file (clients' connection notices)
+	cluster *cluster
+	proxy   *workeridtest.Proxy
+	slots   []*dispenserSlot
+	events  *events
+	self    []sample
+
+	mu        sync.Mutex
+	faults    []faultRecord
+	takeovers int
+}
+
+func (s *soak) since() time.Duration { return time.Since(s.origin) }
+
+func (s *soak) progress(format string, args ...any) {
+	if s.cfg.Progress != nil {
+		fmt.Fprintf(s.cfg.Progress, "[%6.1fs] %s\n", s.since().Seconds(), fmt.Sprintf(format, args...))
+	}
+}
+
+// Run runs the soak and returns its summary; the run failed when the
+// summary has violations. An error means the soak could not be set up or
+// torn down (no MySQL, no binary), not a finding.
+func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
+	cfg = cfg.withDefaults()
+	if cfg.DispenserBin == "" {
+		return nil, errors.New("soak: no dispenser binary")
+	}
+	if _, err := os.Stat(cfg.DispenserBin); err != nil {
+		return nil, fmt.Errorf("soak: dispenser binary: %w", err)
+	}
+	s := &soak{cfg: cfg, origin: time.Now(), events: newEvents()}
+
+	workDir := cfg.WorkDir
+	if workDir == "" {
+		if workDir, err = os.MkdirTemp("", "uid-soak-"); err != nil {
+			return nil, fmt.Errorf("soak: %w", err)
+		}
+		defer func() {
+			if !cfg.Keep && err == nil && !sum.Failed() {
+				os.RemoveAll(workDir)
+			}
+		}()
+	} else if err := os.MkdirAll(workDir, 0o750); err != nil {
+		return nil, fmt.Errorf("soak: %w", err)
+	}
+	logFile, err := os.Create(filepath.Join(workDir, "soak.log"))
+	if err != nil {
+		return nil, fmt.Errorf("soak: %w", err)
+	}
+	defer logFile.Close()
+	s.log = slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo}))
+
+	// MySQL: a fresh database (unless given one), reached through the proxy.
+	dsn, dropDB, err := prepareDatabase(cfg.MySQLDSN)
+	if err != nil {
+		return nil, err
+	}
+	defer dropDB()
+	s.proxy, err = workeridtest.Listen(dsn.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("soak: %w", err)
+	}
+	defer s.proxy.Close()
+	dsn.Addr = s.proxy.Addr()
+
+	s.progress("starting a 3-node NATS cluster (work dir %s)", workDir)
+	s.cluster, err = startCluster(ctx, filepath.Join(workDir, "nats"), numDispensers, s.log)
+	if err != nil {
+		return nil, err
+	}
+	defer s.cluster.shutdown()
+
+	metricsPorts, err := freePorts(numDispensers)
+	if err != nil {
+		return nil, err
+	}
+	for i := range numDispensers {
+		metrics := net.JoinHostPort("127.0.0.1", strconv.Itoa(metricsPorts[i]))
+		s.slots = append(s.slots, &dispenserSlot{
+			index: i, bin: cfg.DispenserBin, logDir: workDir, metrics: metrics, events: s.events,
+			env: dispenserEnv(cfg, s.cluster.URL(i), dsn.FormatDSN(), metrics),
+		})
+	}
+	s.progress("starting %d dispensers (lease TTL %s, reserve chunk %s)", numDispensers, cfg.LeaseTTL, cfg.ReserveChunk)
+	for _, slot := range s.slots {
+		if _, err := slot.start(); err != nil {
+			s.stopDispensers()
+			return nil, err
+		}
+	}
+	for _, slot := range s.slots {
+		if err := slot.current().waitServing(ctx, cfg.ServeWithin); err != nil {
+			s.stopDispensers()
+			return nil, fmt.Errorf("soak: %w", err)
+		}
+	}
+
+	var urls []string
+	for i := range s.cluster.nodes {
+		urls = append(urls, s.cluster.URL(i))
+	}
+	ld := defaultLoad(cfg.Rate)
+	clients, err := startClients(ctx, cfg.Clients, urls, s.log, ld)
+	if err != nil {
+		s.stopDispensers()
+		return nil, err
+	}
+	rec := newRecorder(s.origin)
+	s.origin = time.Now() // the run's clock starts with the clients
+	rec.origin = s.origin
+	s.progress("%d clients running for %s", cfg.Clients, cfg.Duration)
+
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	var wg sync.WaitGroup
+	wg.Go(func() { s.sample(runCtx) })
+	clientsCtx, stopClients := context.WithCancel(ctx)
+	defer stopClients()
+	clientsDone := make(chan struct{})
+	go func() {
+		runClients(clientsCtx, clients, rec, cfg.CallDeadline, ld)
+		close(clientsDone)
+	}()
+
+	end := s.origin.Add(cfg.Duration)
+	if sleep(ctx, cfg.WarmUp) {
+		s.runFaults(ctx, end.Add(-cfg.Quiet))
+	}
+	// The quiet tail: everything recovers while the clients go on.
+	sleep(ctx, max(time.Until(end), cfg.Quiet/2))
+	stopClients()
+	<-clientsDone
+	blocks := blockStats(clients)
+	closeClients(clients)
+	stopRun()
+	wg.Wait()
+	s.progress("clients stopped; stopping the dispensers")
+	s.stopDispensers()
+	s.cluster.shutdown()
+
+	sum = s.summarise(rec, clients, blocks)
+	sum.WorkDir = workDir
+	return sum, nil
+}
+
+// dispenserEnv is a dispenser's whole environment: nothing inherited, so
+// no DISPENSER_* (or unprefixed NATS_URL, MYSQL_DSN …) of the caller's
+// leaks in.
+func dispenserEnv(cfg Config, natsURL, dsn, metrics string) []string {
+	return []string{
+		"HOME=" + os.Getenv("HOME"),
+		"DISPENSER_NATS_URL=" + natsURL,
+		"DISPENSER_NATS_CONNECT_TIMEOUT=10s",
+		"DISPENSER_MYSQL_DSN=" + dsn,
+		"DISPENSER_WORKER_MODE=leased",
+		"DISPENSER_LEASE_TTL=" + cfg.LeaseTTL.String(),
+		"DISPENSER_RESERVE_CHUNK=" + cfg.ReserveChunk.String(),
+		"DISPENSER_STORE_STARTUP_DEADLINE=20s",
+		"DISPENSER_SHUTDOWN_TIMEOUT=" + cfg.ShutdownTimeout.String(),
+		"DISPENSER_BLOCKS_ENABLED=true",
+		"DISPENSER_BLOCKS_REPLICAS=3",
+		"DISPENSER_BLOCKS_BLOCK_SIZE=1024",
+		"DISPENSER_BLOCKS_TARGET_DEPTH=16",
+		"DISPENSER_METRICS_ADDR=" + metrics,
+		"DISPENSER_LOG_FORMAT=json",
+		"DISPENSER_LOG_LEVEL=info",
+	}
+}
+
+// prepareDatabase parses dsn and, when it names no database, creates a
+// fresh one; drop removes that one again (a no-op for a given database).
+func prepareDatabase(raw string) (dsn *mysql.Config, drop func(), err error) {
+	dsn, err = mysql.ParseDSN(raw)
+	if err != nil {
+		return nil, nil, errors.New("soak: the MySQL DSN does not parse") // never echo a DSN
+	}
+	if dsn.Net != "tcp" {
+		return nil, nil, fmt.Errorf("soak: the MySQL DSN must use tcp (the soak proxies it), not %q", dsn.Net)
+	}
+	if dsn.DBName != "" {
+		return dsn, func() {}, nil
+	}
+	admin := dsn.Clone()
+	admin.Timeout = 5 * time.Second
+	db, err := sql.Open("mysql", admin.FormatDSN())
+	if err == nil {
+		err = db.Ping()
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("soak: MySQL at %s: %s", dsn.Addr, redact(err.Error(), dsn.Passwd))
+	}
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	name := "uidsoak_" + hex.EncodeToString(b)
+	if _, err := db.Exec("CREATE DATABASE " + name); err != nil {
+		db.Close()
+		return nil, nil, fmt.Errorf("soak: create database: %s", redact(err.Error(), dsn.Passwd))
+	}
+	dsn.DBName = name
+	return dsn, func() {
+		_, _ = db.Exec("DROP DATABASE IF EXISTS " + name)
+		db.Close()
+	}, nil
+}
+
+func redact(msg, password string) string {
+	if password == "" {
+		return msg
+	}
+	return strings.ReplaceAll(msg, password, "***")
+}
+
+// stopDispensers stops every dispenser gracefully; each must exit 0.
+func (s *soak) stopDispensers() {
+	var wg sync.WaitGroup
+	for _, slot := range s.slots {
+		p := slot.current()
+		if p == nil {
+			continue
+		}
+		if p.isPaused() {
+			_ = p.signal(syscall.SIGCONT)
+		}
+		wg.Go(func() {
+			if err := p.terminate(s.cfg.ShutdownTimeout + 5*time.Second); err != nil {
+				s.events.violation("final stop: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// sample measures the dispensers and the soak itself until ctx is done.
+func (s *soak) sample(ctx context.Context) {
+	t := time.NewTicker(s.cfg.SampleEvery)
+	defer t.Stop()
+	procStart := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		s.self = append(s.self, selfSample(procStart))
+		for _, slot := range s.slots {
+			p := slot.current()
+			if p == nil || p.isPaused() {
+				continue
+			}
+			select {
+			case <-p.exited:
+				continue
+			case <-p.serving:
+			default:
+				continue // starting
+			}
+			sctx, cancel := context.WithTimeout(ctx, time.Second)
+			smp := sample{at: time.Since(p.start), fds: procFDs(p.pid), rssKiB: procRSS(p.pid), goroutines: scrapeGoroutines(sctx, slot.metrics)}
+			cancel()
+			if ctx.Err() != nil {
+				return
+			}
+			p.addSample(smp)
+		}
+	}
+}
+
+// layout is the dispensers' ID layout (their default).
+var layout = uidcore.DefaultLayout()

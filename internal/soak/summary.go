@@ -1,0 +1,173 @@
+package soak
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/uid-dispenser/uid-dispenser/natsio"
+)
+
+// Summary is what a run found. The run failed when Violations is not
+// empty.
+type Summary struct {
+	checkResult
+	Duration           time.Duration           `json:"duration_ns"`
+	Faults             map[string]int          `json:"faults"`
+	FaultLog           []faultRecord           `json:"fault_log"`
+	ZombieTakeovers    int                     `json:"zombie_takeovers"`
+	Blocks             natsio.BlockSourceStats `json:"block_sources"`
+	Processes          []ProcessFigures        `json:"processes"`
+	DispenserLogErrors map[string]int          `json:"dispenser_log_errors"`
+	WorkDir            string                  `json:"work_dir"`
+	ErrorExamples      map[string]string       `json:"error_examples"`
+}
+
+// ProcessFigures are a process's resources early and late in its life.
+type ProcessFigures struct {
+	Name    string              `json:"name"`
+	PID     int                 `json:"pid"`
+	Lived   time.Duration       `json:"lived_ns"`
+	Samples int                 `json:"samples"`
+	Growth  map[string][2]int64 `json:"growth,omitempty"` // resource → [highest early, lowest late]
+}
+
+// Failed tells whether the run found a violation (or did not run).
+func (s *Summary) Failed() bool { return s == nil || len(s.Violations) > 0 }
+
+func (s *soak) summarise(rec *recorder, clients []*soakClient, blocks natsio.BlockSourceStats) *Summary {
+	logs := make([]*clientLog, len(clients))
+	for i, c := range clients {
+		logs[i] = c.log
+	}
+	s.events.mu.Lock()
+	book := newClaimBook(s.events.afters)
+	logErrors := maps.Clone(s.events.logErrors)
+	violations := slices.Clone(s.events.violations)
+	s.events.mu.Unlock()
+	rec.mu.Lock()
+	kinds := slices.Clone(rec.kinds)
+	rec.mu.Unlock()
+	s.mu.Lock()
+	faults := slices.Clone(s.faults)
+	takeovers := s.takeovers
+	s.mu.Unlock()
+
+	sum := &Summary{
+		checkResult: check(checkInput{
+			layout: layout, clients: logs, claims: book, kinds: kinds,
+			deadline: s.cfg.CallDeadline, grace: s.cfg.Grace,
+			faults: faults, settle: s.cfg.CallDeadline + time.Second, cutSettle: s.cfg.LeaseTTL / 3,
+		}),
+		Duration:           s.since(),
+		Faults:             map[string]int{},
+		FaultLog:           faults,
+		ZombieTakeovers:    takeovers,
+		Blocks:             blocks,
+		DispenserLogErrors: logErrors,
+		ErrorExamples:      map[string]string{},
+	}
+	for _, k := range kinds {
+		sum.ErrorExamples[k.name] = k.example
+	}
+	for _, f := range faults {
+		sum.Faults[f.Kind]++
+	}
+	sum.Violations = append(violations, sum.Violations...)
+	if blocks.Malformed > 0 {
+		sum.Violations = append(sum.Violations, fmt.Sprintf("block sources met %d malformed blocks", blocks.Malformed))
+	}
+	for _, kind := range faultCycle {
+		if sum.Faults[kind] == 0 {
+			sum.Violations = append(sum.Violations, "no fault of kind "+kind+" was injected")
+		}
+	}
+	if sum.IDsChecked == 0 {
+		sum.Violations = append(sum.Violations, "no client received any ID")
+	}
+
+	// Resources: every dispenser process, and the soak itself.
+	judge := func(name string, pid int, samples []sample, lived time.Duration, limits []growthLimit) {
+		v, fig := defaultGrowthPolicy.growth(samples, lived, limits)
+		sum.Processes = append(sum.Processes, ProcessFigures{Name: name, PID: pid, Lived: lived, Samples: len(samples), Growth: fig})
+		for _, x := range v {
+			sum.Violations = append(sum.Violations, fmt.Sprintf("process %s (pid %d, lived %s): %s", name, pid, lived.Round(time.Second), x))
+		}
+	}
+	for _, slot := range s.slots {
+		for _, p := range slot.processes() {
+			samples, lived := p.history()
+			judge(p.name, p.pid, samples, lived, growthLimits)
+		}
+	}
+	var selfLived time.Duration
+	if n := len(s.self); n > 0 {
+		selfLived = s.self[n-1].at
+	}
+	judge("soak", 0, s.self, selfLived, growthLimits[:2])
+	return sum
+}
+
+// Print writes the summary for people.
+func (s *Summary) Print(w io.Writer) {
+	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
+	p("== soak summary (%s)", s.Duration.Round(time.Second))
+	p("IDs checked:        %d", s.IDsChecked)
+	for _, k := range []callKind{kindNext, kindBatch, kindPrefetch, kindBlocks} {
+		p("  %-9s %10d IDs in %8d calls", k.String()+":", s.IDs[k.String()], s.Calls[k.String()])
+	}
+	p("duplicates:         %d", s.Duplicates)
+	p("order violations:   %d (block reorders across blocks, allowed: %d)", s.OrderViolations, s.BlockReorders)
+	p("unclaimed IDs:      %d", s.Unclaimed)
+	p("worker claims:      %d on %d worker IDs", s.Claims, s.WorkerIDs)
+	p("faults injected:    %d", len(s.FaultLog))
+	for _, k := range faultCycle {
+		p("  %-16s %d", k, s.Faults[k])
+	}
+	p("  zombie takeovers: %d", s.ZombieTakeovers)
+	var errs int
+	for _, n := range s.Errors {
+		errs += n
+	}
+	p("failed calls:       %d (late beyond deadline+grace: %d, slowest call %s)", errs, s.Late, s.SlowestCall.Round(time.Millisecond))
+	for _, k := range sortedKeys(s.Errors) {
+		p("  %6d  %s", s.Errors[k], k)
+	}
+	p("failed calls no fault explains (e.g. during a short MySQL cut): %d", s.Unexplained)
+	p("block sources:      %d blocks used, %d redeliveries terminated, %d acks unconfirmed, %d malformed",
+		s.Blocks.BlocksUsed, s.Blocks.Redelivered, s.Blocks.AckFailed, s.Blocks.Malformed)
+	if len(s.DispenserLogErrors) > 0 {
+		p("dispenser ERROR log lines:")
+		for _, k := range sortedKeys(s.DispenserLogErrors) {
+			p("  %6d  %s", s.DispenserLogErrors[k], k)
+		}
+	}
+	p("processes (resource: highest early → lowest late):")
+	for _, pf := range s.Processes {
+		var parts []string
+		for _, k := range sortedKeys(pf.Growth) {
+			parts = append(parts, fmt.Sprintf("%s %d→%d", k, pf.Growth[k][0], pf.Growth[k][1]))
+		}
+		judged := strings.Join(parts, ", ")
+		if judged == "" {
+			judged = "not judged (short life)"
+		}
+		p("  %-6s pid %-7d lived %-6s %s", pf.Name, pf.PID, pf.Lived.Round(time.Second), judged)
+	}
+	if len(s.Violations) == 0 {
+		p("RESULT: PASS (no violations)")
+		return
+	}
+	p("RESULT: FAIL, %d violation(s):", len(s.Violations))
+	for _, v := range s.Violations {
+		p("  - %s", v)
+	}
+	p("logs: %s", s.WorkDir)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
+}
