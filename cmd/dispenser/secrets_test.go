@@ -80,6 +80,7 @@ func TestSecretsNeverReachTheOutput(t *testing.T) {
 	for i, r := range runs {
 		for _, format := range []string{"text", "json"} {
 			t.Run(r.name+"/"+format, func(t *testing.T) {
+				t.Parallel()
 				// A worker-ID store of its own: a worker ID released by an
 				// earlier run would start this one after its reservation.
 				store := fmt.Sprintf("secrets_%d_%s", i, format)
