@@ -3,7 +3,7 @@ GO ?= go
 STATICCHECK_VERSION ?= v0.8.2
 PKGS := ./...
 
-.PHONY: test lint unit run docs bench bench-core services
+.PHONY: test lint unit run docs bench bench-core services soak soak-short
 
 test: lint unit
 
@@ -33,3 +33,14 @@ bench: bench-core
 # Starts MariaDB and nats-server when they are not running (CI and fresh machines).
 services:
 	bash scripts/services.sh
+
+# Fault-injection soak (internal/soak): 3-node NATS cluster, MariaDB behind a
+# cuttable proxy, 3 dispenser processes, 16 clients; exits 1 on any violation.
+# Needs MariaDB on 127.0.0.1:3306 (UID_TEST_MYSQL_DSN for another server).
+SOAK_DURATION ?= 10m
+soak:
+	$(GO) run ./cmd/soak -duration $(SOAK_DURATION)
+
+# The one-minute version CI runs (as a test of cmd/soak).
+soak-short:
+	$(GO) run ./cmd/soak -duration 60s

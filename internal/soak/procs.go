@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -309,5 +308,3 @@ func (p *dispenserProc) history() (samples []sample, lived time.Duration) {
 	}
 	return append([]sample(nil), p.samples...), end.Sub(p.start)
 }
-
-var errNoProcess = errors.New("soak: no process in the slot")

@@ -1,0 +1,270 @@
+package soak
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/uid-dispenser/uid-dispenser/natsio"
+)
+
+// The checks are what the soak's verdict rests on: each test feeds them a
+// run in which one thing went wrong and asserts they say so, and a run in
+// which nothing did and asserts they stay quiet.
+
+const testSecond = 1_796_000_000 // a unix second after the default epoch
+
+func id(t *testing.T, second int64, worker, seq uint64) uint64 {
+	t.Helper()
+	v, err := layout.Compose(second, worker, seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// logOf builds a client log from calls, each a list of IDs (nil: a
+// failed call).
+func logOf(rec *recorder, client int, kind callKind, calls ...[]uint64) *clientLog {
+	l := &clientLog{id: client, kind: kind}
+	for i, ids := range calls {
+		start := rec.origin.Add(time.Duration(i) * time.Millisecond)
+		var err error
+		if ids == nil {
+			err = fmt.Errorf("natsio: uid.next: %w after 3 attempt(s)", context.DeadlineExceeded)
+		}
+		l.record(rec, start, time.Millisecond, ids, err)
+	}
+	return l
+}
+
+func baseInput(rec *recorder, clients ...*clientLog) checkInput {
+	return checkInput{
+		layout: layout, clients: clients, kinds: rec.kinds,
+		claims:   claimBook{1: {0}, 2: {0}},
+		deadline: 3 * time.Second, grace: time.Second,
+		// One long fault covering the synthetic calls explains their failures.
+		faults: []faultRecord{{Kind: faultCutLong, Start: 0, End: time.Hour}},
+		settle: 4 * time.Second,
+	}
+}
+
+func TestCheckCleanRunHasNoViolations(t *testing.T) {
+	rec := newRecorder(time.Now())
+	a := logOf(rec, 0, kindNext, []uint64{id(t, testSecond, 1, 0)}, nil, []uint64{id(t, testSecond, 1, 5)}, []uint64{id(t, testSecond, 2, 0)})
+	b := logOf(rec, 1, kindBatch, []uint64{id(t, testSecond, 1, 1), id(t, testSecond, 1, 2), id(t, testSecond+1, 1, 0)})
+	res := check(baseInput(rec, a, b))
+	if len(res.Violations) != 0 {
+		t.Fatalf("violations in a clean run: %v", res.Violations)
+	}
+	if res.IDsChecked != 6 || res.Calls["next"] != 4 || res.IDs["batch"] != 3 {
+		t.Fatalf("counted %d IDs, %d next calls, %d batch IDs; want 6, 4, 3", res.IDsChecked, res.Calls["next"], res.IDs["batch"])
+	}
+	if n := res.Errors["deadline, last: attempt timed out"]; n != 1 {
+		t.Fatalf("errors by kind %v; want one timed-out call", res.Errors)
+	}
+}
+
+func TestCheckFindsDuplicatesAcrossClients(t *testing.T) {
+	rec := newRecorder(time.Now())
+	dup := id(t, testSecond, 2, 7)
+	a := logOf(rec, 0, kindPrefetch, []uint64{id(t, testSecond, 2, 6), dup})
+	b := logOf(rec, 1, kindBlocks, []uint64{dup, id(t, testSecond, 2, 8)})
+	res := check(baseInput(rec, a, b))
+	if res.Duplicates != 1 {
+		t.Fatalf("found %d duplicates, want 1", res.Duplicates)
+	}
+	if len(res.Violations) != 1 || !strings.Contains(res.Violations[0], "client 0 (prefetch") || !strings.Contains(res.Violations[0], "client 1 (blocks") {
+		t.Fatalf("violations %q do not name both receivers", res.Violations)
+	}
+}
+
+func TestCheckOrderWithinAClaim(t *testing.T) {
+	rec := newRecorder(time.Now())
+	next := logOf(rec, 0, kindNext, []uint64{id(t, testSecond, 1, 5)}, []uint64{id(t, testSecond, 1, 4)})
+	res := check(baseInput(rec, next))
+	if res.OrderViolations != 1 {
+		t.Fatalf("order violations %d, want 1 (ID lower than the previous one of the same claim)", res.OrderViolations)
+	}
+
+	batch := logOf(rec, 1, kindBatch, []uint64{id(t, testSecond, 1, 9), id(t, testSecond, 1, 9)})
+	res = check(baseInput(rec, batch))
+	if res.OrderViolations == 0 {
+		t.Fatal("a batch reply repeating an ID is not an order violation")
+	}
+	mixed := logOf(rec, 2, kindBatch, []uint64{id(t, testSecond, 1, 9), id(t, testSecond, 2, 10)})
+	if res = check(baseInput(rec, mixed)); res.OrderViolations != 1 {
+		t.Fatalf("a batch reply mixing worker IDs gave %d order violations, want 1", res.OrderViolations)
+	}
+}
+
+func TestCheckOrderAcrossClaimsIsAllowed(t *testing.T) {
+	// Worker 1's second claim starts after second testSecond+10. A zombie
+	// of the first claim answering after the successor is not an order
+	// violation: the IDs belong to different claims.
+	rec := newRecorder(time.Now())
+	next := logOf(rec, 0, kindNext,
+		[]uint64{id(t, testSecond+11, 1, 0)}, // second claim
+		[]uint64{id(t, testSecond+5, 1, 0)},  // first claim (zombie)
+		[]uint64{id(t, testSecond+12, 1, 0)}, // second claim again
+	)
+	in := baseInput(rec, next)
+	in.claims = newClaimBook(map[uint64][]int64{1: {testSecond + 10, 0}})
+	if res := check(in); len(res.Violations) != 0 {
+		t.Fatalf("violations across claims: %v", res.Violations)
+	}
+	// Within the second claim a decrease is still caught.
+	next = logOf(rec, 0, kindNext, []uint64{id(t, testSecond+12, 1, 0)}, []uint64{id(t, testSecond+11, 1, 0)})
+	in.clients = []*clientLog{next}
+	if res := check(in); res.OrderViolations != 1 {
+		t.Fatalf("order violations %d within the second claim, want 1", res.OrderViolations)
+	}
+}
+
+func TestCheckBlockReordersAreCountedNotViolations(t *testing.T) {
+	rec := newRecorder(time.Now())
+	blocks := logOf(rec, 3, kindBlocks, []uint64{id(t, testSecond, 1, 100), id(t, testSecond, 1, 101)}, []uint64{id(t, testSecond, 1, 50)})
+	res := check(baseInput(rec, blocks))
+	if res.BlockReorders != 1 || len(res.Violations) != 0 {
+		t.Fatalf("block reorders %d, violations %v; want 1 and none", res.BlockReorders, res.Violations)
+	}
+}
+
+func TestCheckUnclaimedIDs(t *testing.T) {
+	rec := newRecorder(time.Now())
+	// Worker 7 was never claimed; worker 1's only claim starts after
+	// testSecond+10.
+	next := logOf(rec, 0, kindNext, []uint64{id(t, testSecond, 7, 0)}, []uint64{id(t, testSecond+3, 1, 0)})
+	in := baseInput(rec, next)
+	in.claims = newClaimBook(map[uint64][]int64{1: {testSecond + 10}})
+	if res := check(in); res.Unclaimed != 2 {
+		t.Fatalf("unclaimed %d, want 2", res.Unclaimed)
+	}
+}
+
+func TestCheckLateCalls(t *testing.T) {
+	rec := newRecorder(time.Now())
+	l := &clientLog{id: 0, kind: kindNext}
+	l.record(rec, rec.origin, 3900*time.Millisecond, []uint64{id(t, testSecond, 1, 0)}, nil) // within the grace
+	l.record(rec, rec.origin, 4100*time.Millisecond, []uint64{id(t, testSecond, 1, 1)}, nil) // beyond
+	res := check(baseInput(rec, l))
+	if res.Late != 1 || res.MaxOverrun != 1100*time.Millisecond {
+		t.Fatalf("late %d, max overrun %s; want 1, 1.1s", res.Late, res.MaxOverrun)
+	}
+}
+
+func TestCheckUnclearErrors(t *testing.T) {
+	rec := newRecorder(time.Now())
+	l := &clientLog{id: 0, kind: kindBatch}
+	l.record(rec, rec.origin, time.Millisecond, nil, &natsio.ServiceError{Subject: "uid.batch", Code: natsio.CodeBadRequest, Description: "count is 0"})
+	l.record(rec, rec.origin, time.Millisecond, nil, errors.New("something odd"))
+	res := check(baseInput(rec, l))
+	if len(res.Violations) != 1 || !strings.Contains(res.Violations[0], "without a clear, expected error: 2") {
+		t.Fatalf("violations %q; want the two unclear errors", res.Violations)
+	}
+}
+
+func TestUnexplainedFailures(t *testing.T) {
+	s := time.Second
+	in := checkInput{
+		faults: []faultRecord{
+			{Kind: faultKill9, Start: 10 * s, End: 11 * s},
+			{Kind: faultCutShort, Start: 30 * s, End: 32 * s},
+			{Kind: faultNATSRestart, Start: 50 * s, End: 53 * s},
+		},
+		settle: 4 * s, cutSettle: s,
+	}
+	for _, tc := range []struct {
+		start, end time.Duration
+		want       string
+	}{
+		{10 * s, 13 * s, ""},                          // during the kill
+		{14 * s, 17 * s, ""},                          // within the settle time
+		{16 * s, 19 * s, "while no fault was active"}, // after it
+		{31 * s, 34 * s, "during a MySQL cut shorter than the lease TTL"},
+		{33 * s, 36 * s, "during a MySQL cut shorter than the lease TTL"}, // within its settle time
+		{48 * s, 51 * s, ""},                                              // the NATS restart began while it ran
+		{2 * s, 5 * s, "while no fault was active"},
+	} {
+		if got := in.unexplainedFailure(tc.start, tc.end); got != tc.want {
+			t.Errorf("failure %s..%s: %q, want %q", tc.start, tc.end, got, tc.want)
+		}
+	}
+}
+
+func TestClassify(t *testing.T) {
+	deadline := context.DeadlineExceeded
+	for _, tc := range []struct {
+		err   error
+		kind  string
+		clear bool
+	}{
+		{fmt.Errorf("natsio: uid.next: %w after 4 attempt(s); last error: %w", deadline,
+			&natsio.ServiceError{Subject: "uid.next", Code: natsio.CodeUnavailable, Description: "worker claim lost: lease expired"}),
+			"deadline, last: 503 worker claim lost", true},
+		{fmt.Errorf("natsio: uid.next: %w after 9 attempt(s); last error: %w", deadline, errors.New("nats: no responders available for request")),
+			"deadline, last: no responders", true},
+		{fmt.Errorf("natsio: uid.next: %w after 3 attempt(s)", deadline), "deadline, last: attempt timed out", true},
+		{fmt.Errorf("natsio: prefetcher empty: %w", deadline), "deadline, prefetcher empty", true},
+		{deadline, "deadline, no block", true},
+		{&natsio.ServiceError{Code: natsio.CodeBadRequest}, "400 bad request", false},
+		{&natsio.ServiceError{Code: natsio.CodeInternal, Description: "internal error: x"}, "unexpected reply natsio: 500 internal error: x", false},
+		{natsio.ErrPrefetcherClosed, "source closed", false},
+		{errors.New("read 12 bytes"), "unclassified: read N bytes", false},
+	} {
+		kind, clear := classify(tc.err)
+		if kind != tc.kind || clear != tc.clear {
+			t.Errorf("classify(%v) = %q, %v; want %q, %v", tc.err, kind, clear, tc.kind, tc.clear)
+		}
+	}
+}
+
+func TestClaimBook(t *testing.T) {
+	b := newClaimBook(map[uint64][]int64{3: {200, 0, 100, 100}})
+	for _, tc := range []struct {
+		second int64
+		want   int
+	}{{0, 0}, {1, 1}, {100, 1}, {101, 2}, {200, 2}, {201, 3}} {
+		if got := b.claim(3, tc.second); got != tc.want {
+			t.Errorf("claim(3, %d) = %d, want %d", tc.second, got, tc.want)
+		}
+	}
+	if got := b.claim(4, 50); got != 0 {
+		t.Errorf("claim of an unclaimed worker = %d, want 0", got)
+	}
+}
+
+func TestGrowth(t *testing.T) {
+	pol := growthPolicy{warmUp: 5 * time.Second, minLife: 30 * time.Second, early: 10 * time.Second, lateKeep: 3}
+	series := func(lived time.Duration, goroutines func(at time.Duration) int) []sample {
+		var out []sample
+		for at := time.Duration(0); at <= lived; at += time.Second {
+			out = append(out, sample{at: at, fds: 12, rssKiB: 40 << 10, goroutines: goroutines(at)})
+		}
+		return out
+	}
+	flat := series(60*time.Second, func(at time.Duration) int { return 30 + int(at/time.Second)%5 })
+	if v, fig := pol.growth(flat, 60*time.Second, growthLimits); len(v) != 0 || fig["goroutines"] != [2]int64{34, 30} {
+		t.Fatalf("flat series: violations %v, figures %v", v, fig)
+	}
+	leaking := series(120*time.Second, func(at time.Duration) int { return 30 + int(at/time.Second) })
+	if v, _ := pol.growth(leaking, 120*time.Second, growthLimits); len(v) != 1 || !strings.HasPrefix(v[0], "goroutines grew") {
+		t.Fatalf("a goroutine leak of one per second gave %v", v)
+	}
+	if v, fig := pol.growth(leaking[:20], 20*time.Second, growthLimits); v != nil || fig != nil {
+		t.Fatalf("a short life was judged: %v %v", v, fig)
+	}
+}
+
+func TestGoroutinesFromMetrics(t *testing.T) {
+	text := "# HELP go_goroutines Number of goroutines that currently exist.\n# TYPE go_goroutines gauge\ngo_goroutines 37\ngo_threads 9\n"
+	if n := goroutinesFromMetrics(strings.NewReader(text)); n != 37 {
+		t.Fatalf("go_goroutines = %d, want 37", n)
+	}
+	if n := goroutinesFromMetrics(strings.NewReader("go_threads 9\n")); n != -1 {
+		t.Fatalf("without the gauge: %d, want -1", n)
+	}
+}
