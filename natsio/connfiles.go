@@ -1,6 +1,7 @@
 package natsio
 
 import (
+	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
@@ -59,7 +60,7 @@ func (cfg ConnConfig) CheckFiles() error {
 	}
 	var certPEM []byte
 	if err := checkFile(cfg.TLSCertFile, "TLSCertFile", func(b []byte) error {
-		certPEM = b
+		certPEM = bytes.Clone(b) // b is wiped when the check returns
 		return checkCert(b)
 	}); err != nil {
 		return err

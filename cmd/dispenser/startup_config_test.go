@@ -2,13 +2,6 @@ package main
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -40,7 +33,7 @@ func TestEveryInvalidSettingStopsStartUpNamingIt(t *testing.T) {
 		return p
 	}
 	garbage := file("garbage.pem", "not a key, not a certificate\n")
-	certFile, _ := selfSignedCert(t, dir)
+	certFile := testenv.TLS(t).ClientCert
 	user, _ := nkeys.CreateUser()
 	userSeed, _ := user.Seed()
 	account, _ := nkeys.CreateAccount()
@@ -170,31 +163,4 @@ func layoutGroupNamed(msg, name string) bool {
 		return strings.Contains(msg, "DISPENSER_TIME_BITS/WORKER_BITS/SEQ_BITS")
 	}
 	return false
-}
-
-// selfSignedCert writes a self-signed certificate and its key.
-func selfSignedCert(t *testing.T, dir string) (certFile, keyFile string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "client"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return certFile, keyFile
 }
