@@ -110,11 +110,23 @@ type serverTelemetry struct {
 	spans    spanTemplates
 }
 
-// spanTemplate is the name and start options of the spans on one subject,
-// built once: tracing every request makes their cost count.
+// spanTemplate is the name, kind and attributes of the spans on one
+// subject, built once. The attributes are set only on recording spans:
+// with sampling, most spans are not recorded, and for them the start must
+// cost as little as it can.
 type spanTemplate struct {
-	name string
-	opts []trace.SpanStartOption
+	name  string
+	kind  trace.SpanStartOption
+	attrs []attribute.KeyValue
+}
+
+// start starts a span from the template.
+func (tmpl *spanTemplate) start(ctx context.Context, tracer trace.Tracer) (context.Context, trace.Span) {
+	ctx, span := tracer.Start(ctx, tmpl.name, tmpl.kind)
+	if span.IsRecording() {
+		span.SetAttributes(tmpl.attrs...)
+	}
+	return ctx, span
 }
 
 // spanTemplates caches a spanTemplate per subject (a service or client
@@ -188,19 +200,16 @@ func (t *serverTelemetry) start(endpoint, subject string, headers map[string][]s
 		ctx = otel.GetTextMapPropagator().Extract(ctx, HeaderCarrier(headers))
 	}
 	tmpl := t.spans.get(subject, func() *spanTemplate {
-		return &spanTemplate{name: "process " + subject, opts: []trace.SpanStartOption{
-			trace.WithSpanKind(trace.SpanKindServer),
-			trace.WithAttributes(
-				semconv.MessagingSystemKey.String(messagingSystem),
-				semconv.MessagingDestinationNameKey.String(subject),
-				t.queueGroup,
-				semconv.MessagingOperationTypeProcess,
-				semconv.MessagingOperationNameKey.String("process"),
-				uidattr.Endpoint.String(endpoint),
-			),
+		return &spanTemplate{name: "process " + subject, kind: trace.WithSpanKind(trace.SpanKindServer), attrs: []attribute.KeyValue{
+			semconv.MessagingSystemKey.String(messagingSystem),
+			semconv.MessagingDestinationNameKey.String(subject),
+			t.queueGroup,
+			semconv.MessagingOperationTypeProcess,
+			semconv.MessagingOperationNameKey.String("process"),
+			uidattr.Endpoint.String(endpoint),
 		}}
 	})
-	ctx, r.span = t.tracer.Start(ctx, tmpl.name, tmpl.opts...)
+	ctx, r.span = tmpl.start(ctx, t.tracer)
 	return ctx, r
 }
 
@@ -252,17 +261,14 @@ func newClientTelemetry(tp trace.TracerProvider) clientTelemetry {
 // injects the trace context into msg's headers.
 func (t clientTelemetry) start(ctx context.Context, msg *nats.Msg) (context.Context, trace.Span) {
 	tmpl := t.spans.get(msg.Subject, func() *spanTemplate {
-		return &spanTemplate{name: "send " + msg.Subject, opts: []trace.SpanStartOption{
-			trace.WithSpanKind(trace.SpanKindClient),
-			trace.WithAttributes(
-				semconv.MessagingSystemKey.String(messagingSystem),
-				semconv.MessagingDestinationNameKey.String(msg.Subject),
-				semconv.MessagingOperationTypeSend,
-				semconv.MessagingOperationNameKey.String("send"),
-			),
+		return &spanTemplate{name: "send " + msg.Subject, kind: trace.WithSpanKind(trace.SpanKindClient), attrs: []attribute.KeyValue{
+			semconv.MessagingSystemKey.String(messagingSystem),
+			semconv.MessagingDestinationNameKey.String(msg.Subject),
+			semconv.MessagingOperationTypeSend,
+			semconv.MessagingOperationNameKey.String("send"),
 		}}
 	})
-	ctx, span := t.tracer.Start(ctx, tmpl.name, tmpl.opts...)
+	ctx, span := tmpl.start(ctx, t.tracer)
 	injectTraceContext(ctx, msg)
 	return ctx, span
 }
