@@ -1,0 +1,203 @@
+package dispenser
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/natsio"
+)
+
+// readmePermissions is the nats-server configuration block of the
+// README's Security section.
+func readmePermissions(t *testing.T) string {
+	t.Helper()
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "\n## Security\n")
+	if !ok {
+		t.Fatal("README.md has no Security section")
+	}
+	if next := strings.Index(section, "\n## "); next >= 0 {
+		section = section[:next]
+	}
+	_, block, ok := strings.Cut(section, "\n```conf\n")
+	if !ok {
+		t.Fatal("the Security section has no ```conf block")
+	}
+	block, _, ok = strings.Cut(block, "\n```\n")
+	if !ok {
+		t.Fatal("the ```conf block does not end")
+	}
+	return block
+}
+
+// logBuffer is a debug logger whose output the test can search.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func (b *logBuffer) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// waitForLog waits until the log holds want.
+func waitForLog(t *testing.T, log *logBuffer, want string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(log.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q in the log:\n%s", want, log.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestREADMEPermissions loads the README's NATS permissions block into an
+// embedded nats-server with the server's own configuration loader, then
+// runs a dispenser (with blocks) as the dispenser user, takes IDs as the
+// service user, and checks the refusals: the service user may not serve
+// (subscribe to uid.next, in the queue group or not) nor touch JetStream,
+// and the dispenser user may not request IDs nor serve outside the queue
+// group.
+func TestREADMEPermissions(t *testing.T) {
+	const dispenserPassword, servicePassword, blocksPassword = "d-pw-8Hq", "s-pw-3Zx", "b-pw-5Rt"
+	t.Setenv("UID_DISPENSER_PASSWORD", dispenserPassword)
+	t.Setenv("UID_SERVICE_PASSWORD", servicePassword)
+	t.Setenv("UID_BLOCKS_PASSWORD", blocksPassword)
+	confFile := filepath.Join(t.TempDir(), "nats.conf")
+	if err := os.WriteFile(confFile, []byte(readmePermissions(t)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := server.ProcessConfigFile(confFile)
+	if err != nil {
+		t.Fatalf("the README's permissions block does not load: %v", err)
+	}
+	if len(opts.Users) != 3 {
+		t.Fatalf("%d users in the README's block, want dispenser, service and blocks", len(opts.Users))
+	}
+	srv := testenv.NATS(t, opts)
+	url := srv.ClientURL()
+
+	cfg := testConfig(url, "")
+	cfg.NATSUser, cfg.NATSPassword = "dispenser", dispenserPassword
+	cfg.BlocksEnabled = true
+	var dispenserLog logBuffer
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	d, err := Start(ctx, cfg, WithLogger(dispenserLog.logger()))
+	if err != nil {
+		t.Fatalf("the dispenser user cannot start a dispenser: %v\n%s", err, dispenserLog.String())
+	}
+	t.Cleanup(func() { shutdown(t, d) })
+
+	connectAs := func(user, password string, log *logBuffer) *natsio.Conn {
+		t.Helper()
+		conn, err := natsio.Connect(ctx, natsio.ConnConfig{URL: url, User: user, Password: password, Logger: log.logger()})
+		if err != nil {
+			t.Fatalf("connect as %s: %v", user, err)
+		}
+		t.Cleanup(conn.Close)
+		return conn
+	}
+	var serviceLog logBuffer
+	service := connectAs("service", servicePassword, &serviceLog)
+	client := natsio.NewClient(service.Conn, natsio.ClientOptions{})
+	ids := takeIDs(ctx, t, client, 4, 25, 1000)
+	if w := workers(ids); w[d.WorkerID()] != len(ids) {
+		t.Fatalf("IDs by worker %v, the dispenser holds %d", w, d.WorkerID())
+	}
+	if parts, err := client.Parse(ctx, ids[0]); err != nil || parts.ID != ids[0] {
+		t.Fatalf("uid.parse as the service user: %+v, %v", parts, err)
+	}
+
+	// The blocks user takes IDs from the blocks the dispenser publishes.
+	var blocksLog logBuffer
+	src, err := natsio.NewBlockSource(connectAs("blocks", blocksPassword, &blocksLog).Conn, natsio.BlockSourceConfig{Logger: blocksLog.logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromBlocks := make([]uint64, 2*natsio.DefaultBlockSize)
+	n, err := src.NextN(ctx, fromBlocks)
+	src.Close()
+	if err != nil || n != len(fromBlocks) {
+		t.Fatalf("%d IDs from blocks as the blocks user, %v; log:\n%s", n, err, blocksLog.String())
+	}
+	checkDistinct(t, append(ids, fromBlocks...))
+	for _, log := range []*logBuffer{&dispenserLog, &blocksLog} {
+		if strings.Contains(log.String(), "Permissions Violation") {
+			t.Fatalf("a user lacks a permission:\n%s", log.String())
+		}
+	}
+
+	// The service user may not serve, nor reach JetStream.
+	if _, err := service.Conn.SubscribeSync("uid.next"); err != nil {
+		t.Fatal(err)
+	}
+	waitForLog(t, &serviceLog, `Permissions Violation for Subscription to \"uid.next\"`)
+	if _, err := service.Conn.QueueSubscribeSync("uid.batch", "uid-dispenser"); err != nil {
+		t.Fatal(err)
+	}
+	waitForLog(t, &serviceLog, `Permissions Violation for Subscription to \"uid.batch\" using queue \"uid-dispenser\"`)
+	if err := service.Conn.Publish("$JS.API.STREAM.INFO.UID_BLOCKS", nil); err != nil {
+		t.Fatal(err)
+	}
+	waitForLog(t, &serviceLog, `Permissions Violation for Publish to \"$JS.API.STREAM.INFO.UID_BLOCKS\"`)
+
+	// The dispenser user may not request IDs, nor serve outside the
+	// queue group.
+	var otherLog logBuffer
+	other := connectAs("dispenser", dispenserPassword, &otherLog)
+	if err := other.Conn.Publish("uid.next", nil); err != nil {
+		t.Fatal(err)
+	}
+	waitForLog(t, &otherLog, `Permissions Violation for Publish to \"uid.next\"`)
+	if _, err := other.Conn.SubscribeSync("uid.next"); err != nil {
+		t.Fatal(err)
+	}
+	waitForLog(t, &otherLog, `Permissions Violation for Subscription to \"uid.next\"`)
+}
+
+// TestMySQLTLSNeverFallsBackToPlaintext: with tls=true in the DSN and a
+// server without TLS, start-up fails instead of going on in plaintext, as
+// the README's Security section says.
+func TestMySQLTLSNeverFallsBackToPlaintext(t *testing.T) {
+	dsn := testenv.MySQL(t)
+	cfg := testConfig(testenv.NATS(t, nil).ClientURL(), dsn+"&tls=true")
+	cfg.StoreStartupDeadline = time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	d, err := Start(ctx, cfg, WithLogger(testLogger()))
+	if err == nil {
+		// The machine's server has TLS and trusts... nothing to prove here.
+		shutdown(t, d)
+		t.Skip("the MySQL server accepted TLS: this test needs one without")
+	}
+	if !strings.Contains(err.Error(), "TLS requested but server does not support TLS") {
+		t.Fatalf("start-up error %v; want the driver's refusal of a server without TLS", err)
+	}
+}
