@@ -3,7 +3,7 @@ GO ?= go
 STATICCHECK_VERSION ?= v0.8.2
 PKGS := ./...
 
-.PHONY: test lint unit run docs bench bench-core services soak soak-short
+.PHONY: test lint unit run docs bench bench-core bench-e2e services soak soak-short
 
 test: lint unit
 
@@ -28,7 +28,13 @@ bench-core:
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./uidcore/ | tee bench-uidcore.txt
 	cd bench && $(GO) test -run '^$$' -bench . -benchmem -count 6 . | tee ../bench-peers.txt
 
-bench: bench-core
+# End-to-end benchmarks side by side in one run (REPS rounds of every
+# scenario): the generated section of BENCHMARKS.md and docs/benchmarks.svg.
+REPS ?= 5
+bench-e2e:
+	bash scripts/bench-report.sh $(REPS)
+
+bench: bench-core bench-e2e
 
 # Starts MariaDB and nats-server when they are not running (CI and fresh machines).
 services:
