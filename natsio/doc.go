@@ -24,4 +24,14 @@
 // The largest batch is configurable and capped so that the reply fits the
 // connection's max payload (8 bytes per ID binary, 20 decimal); a larger
 // count is a 400, never a truncated reply.
+//
+// # ID blocks
+//
+// BlockPublisher keeps a JetStream work-queue stream ("UID_BLOCKS" on
+// "uid.blocks") topped up with prefilled blocks of IDs: one message per
+// block, the IDs 8 bytes big-endian each, with the headers Uid-Count,
+// Uid-Worker-Id, Uid-First, Uid-Last and Nats-Msg-Id. BlockSource pulls
+// one block at a time from a durable consumer shared by every source and
+// uses a block only on its first delivery and after a server-confirmed
+// ack, so each block is used by exactly one consumer.
 package natsio
