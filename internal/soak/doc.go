@@ -23,6 +23,10 @@
 //   - kill9: SIGKILL a dispenser and start it again.
 //   - sigterm: stop a dispenser gracefully (it must exit 0 within its
 //     shutdown timeout) and start it again.
+//
+// (Those two restart the first two dispensers in turn; the third is never
+// restarted, so that its resources are judged over the whole run.)
+//
 //   - nats-restart: shut a NATS node down and start it again on the same
 //     ports and store.
 //   - mysql-cut-short: cut the MySQL proxy for longer than the lease's
@@ -74,7 +78,11 @@
 // are counted by kind; a kind that is not a clear, expected failure (the
 // deadline passing while dispensers were unavailable, naming the last
 // failure) is a violation: a 400, a 500, an error no classification
-// recognises, a closed source.
+// recognises, a closed source. A failure must also be explained by a
+// fault: the call started while a fault lasted or shortly after (the
+// deadline plus a second), or a fault began while it ran; a failure in a
+// quiet stretch, or during a MySQL cut shorter than the lease TTL (which
+// the leases must ride out), is a violation.
 //
 // Processes. A dispenser that exits when it was not told to, writes a
 // panic or a data race, does not exit 0 within its shutdown timeout after

@@ -19,6 +19,12 @@ const (
 
 var faultCycle = []string{faultKill9, faultSIGTERM, faultNATSRestart, faultCutShort, faultCutLong, faultZombie}
 
+// survivorSlot is the dispenser that is never restarted, so that its
+// resources are judged over the whole run; it still goes through the NATS
+// restarts, the MySQL cuts and, when it holds the lowest worker ID, the
+// zombie pause. Restarts take turns among the slots before it.
+const survivorSlot = numDispensers - 1
+
 // faultRecord is one fault injected.
 type faultRecord struct {
 	Kind   string        `json:"kind"`
@@ -59,10 +65,10 @@ func (s *soak) inject(ctx context.Context, kind string, cycle int) {
 	rec := faultRecord{Kind: kind, Start: s.since()}
 	switch kind {
 	case faultKill9:
-		slot := s.slots[cycle%len(s.slots)]
+		slot := s.slots[cycle%survivorSlot]
 		rec.Target, rec.Note = s.restartSlot(ctx, slot, true)
 	case faultSIGTERM:
-		slot := s.slots[(cycle+1)%len(s.slots)]
+		slot := s.slots[(cycle+1)%survivorSlot]
 		rec.Target, rec.Note = s.restartSlot(ctx, slot, false)
 	case faultNATSRestart:
 		node := cycle % len(s.cluster.nodes)
@@ -158,11 +164,11 @@ func (s *soak) zombie(ctx context.Context) (target, note string) {
 	sleep(ctx, s.cfg.LeaseTTL+time.Second)
 	takenBy := ""
 	for attempt := 0; attempt < 4 && takenBy == "" && ctx.Err() == nil; attempt++ {
-		// Restart the other dispenser with the highest worker ID: a new
-		// claim takes the lowest free or expired worker ID.
+		// Restart the other dispenser (not the survivor) with the highest
+		// worker ID: a new claim takes the lowest free or expired one.
 		var victim *dispenserSlot
 		var highest int64 = -1
-		for _, slot := range s.slots {
+		for _, slot := range s.slots[:survivorSlot] {
 			if p := slot.current(); p != nil && p != z && p.WorkerID() > highest {
 				victim, highest = slot, p.WorkerID()
 			}

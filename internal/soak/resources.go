@@ -26,7 +26,7 @@ type sample struct {
 // procFDs counts the open file descriptors of pid.
 func procFDs(pid int) int {
 	entries, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
-	if err != nil {
+	if err != nil || len(entries) == 0 { // none: the process is exiting
 		return -1
 	}
 	return len(entries)

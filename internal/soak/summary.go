@@ -145,18 +145,20 @@ func (s *Summary) Print(w io.Writer) {
 			p("  %6d  %s", s.DispenserLogErrors[k], k)
 		}
 	}
-	p("processes (resource: highest early → lowest late):")
+	p("processes judged for leaks (resource: highest early → lowest late):")
+	short := 0
 	for _, pf := range s.Processes {
+		if len(pf.Growth) == 0 {
+			short++
+			continue
+		}
 		var parts []string
 		for _, k := range sortedKeys(pf.Growth) {
 			parts = append(parts, fmt.Sprintf("%s %d→%d", k, pf.Growth[k][0], pf.Growth[k][1]))
 		}
-		judged := strings.Join(parts, ", ")
-		if judged == "" {
-			judged = "not judged (short life)"
-		}
-		p("  %-6s pid %-7d lived %-6s %s", pf.Name, pf.PID, pf.Lived.Round(time.Second), judged)
+		p("  %-6s pid %-7d lived %-6s %s", pf.Name, pf.PID, pf.Lived.Round(time.Second), strings.Join(parts, ", "))
 	}
+	p("  (%d processes lived too briefly to judge)", short)
 	if len(s.Violations) == 0 {
 		p("RESULT: PASS (no violations)")
 		return
