@@ -356,3 +356,53 @@ func TestBlockPublishesAreProducerSpans(t *testing.T) {
 		t.Errorf("stored block carries trace context %v, want one of the producer spans %v", sc, spanIDs)
 	}
 }
+
+// BenchmarkRequestTelemetry is what telemetry adds to one request, without
+// NATS: the server span and request metrics (side=server: the caller does
+// not trace), plus the client span with the trace context injected and
+// extracted (side=both); with tracing off (no-op provider), on with the
+// request not sampled, and on and recorded (batch processor, an exporter
+// that drops the spans: OTLP's encoding is not included). The metrics are
+// on in all.
+func BenchmarkRequestTelemetry(b *testing.B) {
+	for _, side := range []string{"server", "both"} {
+		for _, mode := range []string{"off", "unsampled", "recorded"} {
+			b.Run("side="+side+"/tracing="+mode, func(b *testing.B) {
+				tp := trace.TracerProvider(tracenoop.NewTracerProvider())
+				if mode != "off" {
+					sampler := sdktrace.AlwaysSample()
+					if mode == "unsampled" {
+						sampler = sdktrace.NeverSample()
+					}
+					sdk := sdktrace.NewTracerProvider(sdktrace.WithSampler(sampler), sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+					defer sdk.Shutdown(context.Background())
+					tp = sdk
+				}
+				mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+				defer mp.Shutdown(context.Background())
+				otel.SetTracerProvider(tp)
+				otel.SetMeterProvider(mp)
+				otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
+				defer func() {
+					otel.SetTracerProvider(tracenoop.NewTracerProvider())
+					otel.SetMeterProvider(metricnoop.NewMeterProvider())
+					otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator())
+				}()
+				server := newServerTelemetry(DefaultQueueGroup)
+				client := newClientTelemetry(nil)
+				if side == "server" {
+					client = newClientTelemetry(tracenoop.NewTracerProvider())
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for range b.N {
+					msg := &nats.Msg{Subject: "uid.next"}
+					_, span := client.start(context.Background(), msg)
+					ctx, r := server.start(EndpointNext, msg.Subject, msg.Header)
+					server.end(ctx, r, 1, 7, 0, nil)
+					client.end(span, nil)
+				}
+			})
+		}
+	}
+}
