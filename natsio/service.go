@@ -135,6 +135,12 @@ func NewService(nc *nats.Conn, src IDSource, cfg ServiceConfig) (*Service, error
 	if err := s.start(); err != nil {
 		return nil, err
 	}
+	// The subscriptions are sent to the server asynchronously; a round
+	// trip makes sure that it routes requests here once NewService returns.
+	if err := nc.FlushTimeout(10 * time.Second); err != nil {
+		_ = s.svc.Stop()
+		return nil, fmt.Errorf("natsio: subscribe the service endpoints: %w", err)
+	}
 	return s, nil
 }
 
