@@ -32,7 +32,9 @@
 //   - mysql-cut-short: cut the MySQL proxy for longer than the lease's
 //     renewal interval (TTL/3) but well within its expiry.
 //   - mysql-cut-long: cut it for longer than the lease TTL (every lease
-//     expires; the dispensers answer 503 until a renewal gets through).
+//     expires; the dispensers answer 503 until a renewal gets through);
+//     meanwhile one dispenser is killed and started again, and must serve
+//     once the store is back.
 //   - zombie: SIGSTOP the dispenser with the lowest worker ID past its
 //     lease expiry, meanwhile restart (SIGKILL) other dispensers until one
 //     of them has taken the paused one's worker ID over, then SIGCONT it.

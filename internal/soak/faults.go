@@ -84,8 +84,24 @@ func (s *soak) inject(ctx context.Context, kind string, cycle int) {
 		rec.Target = "mysql proxy"
 		rec.Note = d.String()
 		s.proxy.Cut()
+		var restarted *dispenserProc
+		if kind == faultCutLong {
+			// A dispenser starting while the store is unreachable must
+			// keep trying and serve once it is back.
+			restarted = s.startDuringCut(s.slots[cycle%survivorSlot], &rec.Note)
+		}
 		sleep(ctx, d)
 		s.proxy.Restore()
+		if restarted != nil {
+			restored := time.Now()
+			if err := restarted.waitServing(ctx, s.cfg.ServeWithin); err != nil {
+				s.events.violation("dispenser started during a MySQL cut: %v", err)
+				restarted.kill()
+				s.startSlot(ctx, restarted.slot)
+			} else {
+				rec.Note += fmt.Sprintf(", serving %.1fs after the cut", time.Since(restored).Seconds())
+			}
+		}
 		// Let the leases renew (after a long cut: every dispenser resumes).
 		sleep(ctx, s.cfg.LeaseTTL/2)
 	case faultZombie:
@@ -204,4 +220,21 @@ func (s *soak) zombie(ctx context.Context) (target, note string) {
 		return z.name, fmt.Sprintf("worker %d taken by %s; zombie did not reclaim", wz, takenBy)
 	}
 	return z.name, fmt.Sprintf("worker %d taken by %s; zombie now worker %d", wz, takenBy, z.WorkerID())
+}
+
+// startDuringCut kills the slot's process and starts a new one while
+// MySQL is cut; it returns the new process (nil when it did not start).
+func (s *soak) startDuringCut(slot *dispenserSlot, note *string) *dispenserProc {
+	p := slot.current()
+	if p == nil {
+		return nil
+	}
+	p.kill()
+	np, err := slot.start()
+	if err != nil {
+		s.events.violation("%v", err)
+		return nil
+	}
+	*note += fmt.Sprintf("; %s killed, %s started during the cut", p.name, np.name)
+	return np
 }
