@@ -318,11 +318,13 @@ func (s *kvLeaseStore) Renew(ctx context.Context, workerID uint64, token string,
 	})
 }
 
-// Release implements workerid.LeaseStore; the reserved second stays.
-func (s *kvLeaseStore) Release(ctx context.Context, workerID uint64, token string) error {
+// Release implements workerid.LeaseStore; the reserved second stays,
+// lowered to usedUpTo when that is smaller.
+func (s *kvLeaseStore) Release(ctx context.Context, workerID uint64, token string, usedUpTo int64) error {
 	return s.update(ctx, workerID, token, func(l *kvLease, _ time.Time) {
 		l.Owner = ""
 		l.ExpiresMs = 0
+		l.Reserved = min(l.Reserved, usedUpTo)
 	})
 }
 

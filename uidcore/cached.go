@@ -578,11 +578,18 @@ func (g *CachedGenerator) State() State {
 
 // Close stops padding and waits for the padding goroutine to end. Takes
 // after Close drain what is left in the ring, then fail with ErrClosed.
+// A claim that implements Retirer learns the last second padding filled:
+// no ID of this generator, taken before or after Close, is later.
 func (g *CachedGenerator) Close() error {
+	first := false
 	g.closeOnce.Do(func() {
 		g.closed.Store(true)
 		close(g.done)
+		first = true
 	})
 	g.wg.Wait()
+	if r, ok := g.claim.(Retirer); ok && first {
+		r.Retire(g.logicalSecond.Load())
+	}
 	return nil
 }

@@ -486,3 +486,34 @@ func TestCachedOptionsValidation(t *testing.T) {
 		}
 	}
 }
+
+type retiringClaim struct {
+	StaticClaim
+	retired []int64
+}
+
+func (c *retiringClaim) Retire(second int64) { c.retired = append(c.retired, second) }
+
+func TestCachedCloseRetiresTheClaimAtTheLastFilledSecond(t *testing.T) {
+	clock := newFakeClock(t0)
+	claim := &retiringClaim{StaticClaim: StaticClaim{ID: 1}}
+	g, err := NewCached(CachedOptions{Layout: smallLayout(), BoostPower: 2, Claim: claim, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last uint64
+	for range 300 {
+		last = mustNext(t, g.Next)
+	}
+	g.Close()
+	g.Close()
+	// The ring was filled with t0..t0+3; IDs still in it may be taken after
+	// Close, so the last filled second is what the claim must keep.
+	if len(claim.retired) != 1 || claim.retired[0] != t0.Unix()+3 {
+		t.Fatalf("retired at %v, want once at %d", claim.retired, t0.Unix()+3)
+	}
+	p, _ := g.Layout().Parse(last)
+	if p.Time.Unix() > claim.retired[0] {
+		t.Errorf("an issued ID (second %d) is after the retired second", p.Time.Unix())
+	}
+}

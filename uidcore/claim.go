@@ -35,6 +35,16 @@ type Reserver interface {
 	Reserve(second int64)
 }
 
+// Retirer is implemented by claims that can give back the part of their
+// reservation that was never used. A generator that stops for good calls
+// Retire with the last second it may have issued IDs for, so that the next
+// holder of the worker ID can start right after it instead of after the
+// whole reservation (which would push a chain of quick restarts ever
+// further ahead of the clock).
+type Retirer interface {
+	Retire(lastSecond int64)
+}
+
 // Assigner hands out claims. Implementations live outside uidcore.
 type Assigner interface {
 	Claim(ctx context.Context, layout Layout) (Claim, error)

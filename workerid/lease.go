@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,9 +52,12 @@ type LeaseStore interface {
 	// longer the owner it returns an error wrapping ErrLeaseTaken.
 	Renew(ctx context.Context, workerID uint64, token string, ttl time.Duration, reserved int64) error
 	// Release frees the worker ID at once if token still owns it, keeping
-	// its reserved second for the next owner. When token is no longer the
-	// owner it returns an error wrapping ErrLeaseTaken.
-	Release(ctx context.Context, workerID uint64, token string) error
+	// its reserved second for the next owner, lowered to usedUpTo when
+	// that is smaller (the owner declares it issued no ID for a later
+	// second; never lower than the previous owner's reservation). When
+	// token is no longer the owner it returns an error wrapping
+	// ErrLeaseTaken.
+	Release(ctx context.Context, workerID uint64, token string, usedUpTo int64) error
 }
 
 // LeaseRequest is what Acquire records.
@@ -153,7 +157,7 @@ func (a *LeaseAssigner) ClaimLease(ctx context.Context, layout uidcore.Layout) (
 			// Without a first reservation the lease is useless: give the
 			// worker ID back rather than leave it to expire.
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.opts.TTL)
-			_ = a.store.Release(rctx, g.WorkerID, g.Token)
+			_ = a.store.Release(rctx, g.WorkerID, g.Token, g.PrevReserved) // no ID was issued
 			cancel()
 			return fmt.Errorf("workerid: first reservation of worker ID %d: %w", g.WorkerID, err)
 		}
@@ -181,6 +185,7 @@ type Lease struct {
 	log   *slog.Logger
 
 	reserved atomic.Int64          // last second reserved in the store (as far as this process knows)
+	retired  atomic.Int64          // last second the generator may have used, once it stopped (0: not yet)
 	demanded atomic.Int64          // the highest second a generator asked for
 	invalid  atomic.Pointer[error] // nil while the lease is valid
 	origin   time.Time             // monotonic origin of deadline
@@ -321,7 +326,11 @@ func (l *Lease) Release(ctx context.Context) error {
 		if alreadyLost {
 			return
 		}
-		err := l.store.Release(ctx, l.grant.WorkerID, l.grant.Token)
+		usedUpTo := int64(math.MaxInt64)
+		if r := l.retired.Load(); r > 0 {
+			usedUpTo = max(r, l.grant.PrevReserved)
+		}
+		err := l.store.Release(ctx, l.grant.WorkerID, l.grant.Token, usedUpTo)
 		switch {
 		case errors.Is(err, ErrLeaseTaken):
 			l.log.Warn("workerid: released a lease that another owner had taken already")
@@ -332,6 +341,18 @@ func (l *Lease) Release(ctx context.Context) error {
 		}
 	})
 	return l.releaseErr
+}
+
+// Retire implements uidcore.Retirer: the generator on this lease stopped
+// and issued no ID for a second after lastSecond, so Release may hand the
+// rest of the reservation back.
+func (l *Lease) Retire(lastSecond int64) {
+	for {
+		r := l.retired.Load()
+		if lastSecond <= r || l.retired.CompareAndSwap(r, lastSecond) {
+			return
+		}
+	}
 }
 
 // Done returns the channel that is closed when claim is lost for good, or

@@ -325,9 +325,9 @@ func (s *mysqlLeaseStore) Renew(ctx context.Context, workerID uint64, token stri
 }
 
 // Release implements LeaseStore.
-func (s *mysqlLeaseStore) Release(ctx context.Context, workerID uint64, token string) error {
+func (s *mysqlLeaseStore) Release(ctx context.Context, workerID uint64, token string, usedUpTo int64) error {
 	res, err := s.db.ExecContext(ctx, "UPDATE "+s.table+" SET OWNER_TOKEN = '', LEASE_EXPIRY = '1970-01-01 00:00:00', "+
-		"MODIFIED = UTC_TIMESTAMP(6) WHERE WORKER_ID = ? AND OWNER_TOKEN = ?", workerID, token)
+		"RESERVED_SECOND = LEAST(RESERVED_SECOND, ?), MODIFIED = UTC_TIMESTAMP(6) WHERE WORKER_ID = ? AND OWNER_TOKEN = ?", usedUpTo, workerID, token)
 	if err != nil {
 		return err
 	}

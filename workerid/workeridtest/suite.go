@@ -54,6 +54,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 	}
 	leased := map[string]func(*testing.T, Store){
 		"ReleaseFreesAtOnce":   testReleaseFreesAtOnce,
+		"RetiredGenerator":     testRetiredGenerator,
 		"ExpiredLeaseRecycled": testExpiredLeaseRecycled,
 		"ZombieOwner":          testZombieOwner,
 		"StoreOutage":          testStoreOutage,
@@ -267,6 +268,43 @@ func testReleaseFreesAtOnce(t *testing.T, st Store) {
 	}
 	if u := until(t, second); u <= second.After() {
 		t.Errorf("new owner's reservation %d does not go beyond After %d", u, second.After())
+	}
+}
+
+// testRetiredGenerator: a generator closed on a lease retires it at the
+// last second it filled, so the next owner starts right after that second
+// instead of after the whole reservation, and no ID repeats across a chain
+// of quick restarts that would otherwise drift ahead of the clock.
+func testRetiredGenerator(t *testing.T, st Store) {
+	cfg := Config(workerid.ModeLeased)
+	cfg.LeaseTTL = time.Minute
+	cfg.ReserveChunk = time.Hour // a chain of restarts would run an hour ahead each
+	a := st.New(t, cfg, st.Addr)
+	layout := uidcore.Layout{TimeBits: 39, WorkerBits: 8, SeqBits: 16, Epoch: uidcore.DefaultEpoch}
+	var all []uint64
+	for restart := range 4 {
+		lease := asLease(t, claim(t, a, layout))
+		if after, now := lease.After(), time.Now().Unix(); after > now+2 {
+			t.Fatalf("restart %d: After %d runs %ds ahead of the clock", restart, after, after-now)
+		}
+		gen, err := uidcore.NewCached(uidcore.CachedOptions{Layout: layout, Claim: lease, BoostPower: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := make([]uint64, 1000)
+		if _, err := gen.NextN(context.Background(), ids); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, ids...)
+		gen.Close()
+		release(t, lease)
+	}
+	seen := make(map[uint64]bool, len(all))
+	for _, id := range all {
+		if seen[id] {
+			t.Fatalf("ID %d issued twice across restarts", id)
+		}
+		seen[id] = true
 	}
 }
 
