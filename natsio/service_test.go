@@ -141,13 +141,21 @@ func TestMonitoringEndpoints(t *testing.T) {
 		t.Errorf("INFO %+v", info)
 	}
 
-	msg, err = nc.Request("$SRV.STATS.uid-dispenser", nil, 2*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The counters are updated after the reply is sent: ask until they
+	// have caught up.
 	var stats micro.Stats
-	if err := json.Unmarshal(msg.Data, &stats); err != nil {
-		t.Fatal(err)
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		msg, err = nc.Request("$SRV.STATS.uid-dispenser", nil, 2*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(msg.Data, &stats); err != nil {
+			t.Fatal(err)
+		}
+		if counted(stats, EndpointNext) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	found := false
 	for _, e := range stats.Endpoints {
@@ -168,6 +176,17 @@ func TestMonitoringEndpoints(t *testing.T) {
 	if !found {
 		t.Fatalf("no next endpoint in stats %s", msg.Data)
 	}
+}
+
+// counted reports whether the stats count one request of endpoint.
+func counted(stats micro.Stats, endpoint string) bool {
+	for _, e := range stats.Endpoints {
+		var d EndpointData
+		if e.Name == endpoint && json.Unmarshal(e.Data, &d) == nil {
+			return e.NumRequests == 1 && d.OK == 1
+		}
+	}
+	return false
 }
 
 // errorReply sends a request and returns the error code and description.
