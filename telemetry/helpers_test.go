@@ -18,35 +18,13 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
+	"github.com/uid-dispenser/uid-dispenser/uidcore/uidcoretest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // fakeClock is the one test double: a clock the test moves by hand.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	c.Add(d)
-	return nil
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
+type fakeClock = uidcoretest.Clock
 
 // losableClaim is a static claim the test can declare lost, as a lease
 // that expired would be.

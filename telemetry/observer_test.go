@@ -14,6 +14,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
+	"github.com/uid-dispenser/uid-dispenser/uidcore/uidcoretest"
 )
 
 // waitSpans waits until n padding spans have ended.
@@ -49,7 +50,7 @@ func findEvent(s sdktrace.ReadOnlySpan, name string) (sdktrace.Event, bool) {
 func TestPaddingAndRejectionsAreTraced(t *testing.T) {
 	p := newProviders(t)
 	start := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC) // a whole second: the ahead-bound back-off lasts 1 s
-	clk := &fakeClock{now: start}
+	clk := uidcoretest.NewClock(start)
 	T := start.Unix()
 	layout := tinyLayout()
 	obs, err := NewObserver(ObserverOptions{Layout: layout, WorkerID: 7, Clock: clk, TracerProvider: p.tp, MeterProvider: p.mp})
@@ -289,7 +290,7 @@ func TestRunwayWarning(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			p := newProviders(t)
 			logger, logs := newTestLogger()
-			clk := &fakeClock{now: now}
+			clk := uidcoretest.NewClock(now)
 			obs, err := NewObserver(ObserverOptions{Layout: c.layout, Clock: clk, RunwayWarning: c.threshold,
 				TracerProvider: p.tp, MeterProvider: p.mp, Logger: logger})
 			if err != nil {

@@ -116,20 +116,8 @@ type CachedGenerator struct {
 // NewCached builds the ring, fills it once (the start-up padding round) and
 // starts the padding goroutine. Close it to stop padding.
 func NewCached(opts CachedOptions) (*CachedGenerator, error) {
-	if opts.Layout == (Layout{}) {
-		opts.Layout = DefaultLayout()
-	}
-	if err := opts.Layout.Validate(); err != nil {
+	if err := checkBasics(&opts.Layout, opts.Claim, &opts.Clock); err != nil {
 		return nil, err
-	}
-	if opts.Claim == nil {
-		return nil, errors.New("uidcore: CachedOptions.Claim is required")
-	}
-	if w := opts.Claim.WorkerID(); w > opts.Layout.MaxWorkerID() {
-		return nil, fmt.Errorf("%w: worker %d > %d (layout %s)", ErrWorkerRange, w, opts.Layout.MaxWorkerID(), opts.Layout)
-	}
-	if opts.Clock == nil {
-		opts.Clock = SystemClock{}
 	}
 	switch {
 	case opts.BoostPower == 0:

@@ -3,6 +3,7 @@ package uidcore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 )
 
@@ -57,6 +58,27 @@ var ErrClaimLost = errors.New("uidcore: worker claim lost")
 // ErrNotReserved means the second an ID needs is beyond what the claim has
 // reserved so far; it clears when the reservation is extended.
 var ErrNotReserved = errors.New("uidcore: second not reserved by the worker claim")
+
+// checkBasics fills in the default layout and clock and checks what both
+// generators need: a valid layout and a claim whose worker ID fits it.
+func checkBasics(layout *Layout, claim Claim, clock *Clock) error {
+	if *layout == (Layout{}) {
+		*layout = DefaultLayout()
+	}
+	if err := layout.Validate(); err != nil {
+		return err
+	}
+	if claim == nil {
+		return errors.New("uidcore: a Claim is required")
+	}
+	if w := claim.WorkerID(); w > layout.MaxWorkerID() {
+		return fmt.Errorf("%w: worker %d > %d (layout %s)", ErrWorkerRange, w, layout.MaxWorkerID(), layout)
+	}
+	if *clock == nil {
+		*clock = SystemClock{}
+	}
+	return nil
+}
 
 // StaticClaim is a claim on a fixed worker ID that never expires: for a
 // worker ID configured by hand, for disposable worker IDs that are never

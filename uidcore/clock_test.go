@@ -1,61 +1,20 @@
 package uidcore
 
 import (
-	"context"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/uid-dispenser/uid-dispenser/uidcore/uidcoretest"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// fakeClock is a clock the test moves by hand; Sleep advances it at once.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	slept  time.Duration
-	sleeps int
-}
+// fakeClock is the manual test clock.
+type fakeClock = uidcoretest.Clock
 
-func newFakeClock(t time.Time) *fakeClock { return &fakeClock{now: t} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	c.slept += d
-	c.sleeps++
-	return nil
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
-func (c *fakeClock) Slept() (time.Duration, int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.slept, c.sleeps
-}
+func newFakeClock(t time.Time) *fakeClock { return uidcoretest.NewClock(t) }
 
 // lossyClaim is a claim whose validity and reservation the test controls.
 type lossyClaim struct {

@@ -55,20 +55,8 @@ type DefaultGenerator struct {
 
 // NewDefault returns a clock-driven generator.
 func NewDefault(opts DefaultOptions) (*DefaultGenerator, error) {
-	if opts.Layout == (Layout{}) {
-		opts.Layout = DefaultLayout()
-	}
-	if err := opts.Layout.Validate(); err != nil {
+	if err := checkBasics(&opts.Layout, opts.Claim, &opts.Clock); err != nil {
 		return nil, err
-	}
-	if opts.Claim == nil {
-		return nil, errors.New("uidcore: DefaultOptions.Claim is required")
-	}
-	if opts.Claim.WorkerID() > opts.Layout.MaxWorkerID() {
-		return nil, fmt.Errorf("%w: worker %d > %d (layout %s)", ErrWorkerRange, opts.Claim.WorkerID(), opts.Layout.MaxWorkerID(), opts.Layout)
-	}
-	if opts.Clock == nil {
-		opts.Clock = SystemClock{}
 	}
 	switch {
 	case opts.BackwardsTolerance == 0:
