@@ -18,13 +18,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
-	"github.com/uid-dispenser/uid-dispenser/uidcore/uidcoretest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// fakeClock is the one test double: a clock the test moves by hand.
-type fakeClock = uidcoretest.Clock
 
 // losableClaim is a static claim the test can declare lost, as a lease
 // that expired would be.
