@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,6 +25,9 @@ const (
 	DefaultBoostPower    = 3
 	DefaultPaddingFactor = 50
 	DefaultMaxAhead      = 60 * time.Second
+	DefaultMaxLag        = 5 * time.Second
+	// NoLagBound keeps IDs in the ring however old they get.
+	NoLagBound time.Duration = -1
 	// NoAheadBound lets the logical second run ahead of the wall clock
 	// without limit (still within the claim's reservation).
 	NoAheadBound time.Duration = -1
@@ -55,6 +60,13 @@ type CachedOptions struct {
 	// TakeWait lets a take on an empty ring wait up to this long for
 	// padding instead of failing at once (0 = fail at once).
 	TakeWait time.Duration
+	// MaxLag bounds how far the seconds of IDs waiting in the ring may fall
+	// behind the wall clock (default 5s; NoLagBound for none). At low load
+	// the ring would otherwise hand out IDs stamped with the second it was
+	// filled in, for as long as it takes to drain it (UidGenerator's IDs
+	// lag this way). Padding checks once a second and discards IDs older
+	// than the bound before it refills; they are never issued.
+	MaxLag time.Duration
 
 	Observer     Observer         // nil: NopObserver
 	OnPutReject  PutRejectPolicy  // nil: count and drop
@@ -79,6 +91,7 @@ type CachedGenerator struct {
 	mask      uint64
 	threshold uint64 // padding is requested when fewer IDs remain
 	maxAhead  int64  // seconds; <0 = unbounded
+	maxLag    int64  // seconds; <0 = unbounded
 	schedule  time.Duration
 	takeWait  time.Duration
 	observer  Observer
@@ -105,6 +118,7 @@ type CachedGenerator struct {
 	paddingRounds  atomic.Uint64
 	putRejections  atomic.Uint64
 	takeRejections atomic.Uint64
+	discarded      atomic.Uint64
 
 	wake      chan struct{}
 	forced    chan chan PaddingReport
@@ -144,6 +158,9 @@ func NewCached(opts CachedOptions) (*CachedGenerator, error) {
 	if opts.MaxAhead == 0 {
 		opts.MaxAhead = DefaultMaxAhead
 	}
+	if opts.MaxLag == 0 {
+		opts.MaxLag = DefaultMaxLag
+	}
 	if opts.ScheduleInterval < 0 || opts.TakeWait < 0 {
 		return nil, errors.New("uidcore: ScheduleInterval and TakeWait must not be negative")
 	}
@@ -159,6 +176,7 @@ func NewCached(opts CachedOptions) (*CachedGenerator, error) {
 		mask:      size - 1,
 		threshold: size * uint64(opts.PaddingFactor) / 100,
 		maxAhead:  -1,
+		maxLag:    -1,
 		schedule:  opts.ScheduleInterval,
 		takeWait:  opts.TakeWait,
 		observer:  opts.Observer,
@@ -172,6 +190,9 @@ func NewCached(opts CachedOptions) (*CachedGenerator, error) {
 	}
 	if opts.MaxAhead > 0 {
 		g.maxAhead = int64(opts.MaxAhead / time.Second)
+	}
+	if opts.MaxLag > 0 {
+		g.maxLag = int64(max(opts.MaxLag/time.Second, 1))
 	}
 	ch := make(chan struct{})
 	g.roundEnd.Store(&ch)
@@ -358,11 +379,16 @@ func (g *CachedGenerator) Pad(ctx context.Context) (PaddingReport, error) {
 
 func (g *CachedGenerator) paddingLoop() {
 	defer g.wg.Done()
-	var tick <-chan time.Time
+	var tick, freshness <-chan time.Time
 	if g.schedule > 0 {
 		t := time.NewTicker(g.schedule)
 		defer t.Stop()
 		tick = t.C
+	}
+	if g.maxLag >= 0 {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		freshness = t.C
 	}
 	backoff := time.NewTimer(0)
 	<-backoff.C
@@ -382,6 +408,11 @@ func (g *CachedGenerator) paddingLoop() {
 			trigger = TriggerThreshold
 		case <-tick:
 			trigger = TriggerSchedule
+		case <-freshness:
+			if !g.hasStale() {
+				continue
+			}
+			trigger = TriggerFreshness
 		case <-backoff.C:
 			backingOff = false
 			continue
@@ -424,7 +455,7 @@ func (g *CachedGenerator) pad(trigger PaddingTrigger) (PaddingReport, PutRejectR
 	ctx := g.observer.PaddingStarted(context.Background(), trigger)
 	g.wantPad.Store(false)
 	began := time.Now()
-	report := PaddingReport{Trigger: trigger}
+	report := PaddingReport{Trigger: trigger, Discarded: g.discardStale()}
 	maxSeq := g.layout.MaxSequence()
 	tail := g.tail.Load()
 	var stop *PutRejection
@@ -507,6 +538,52 @@ func (g *CachedGenerator) pad(trigger PaddingTrigger) (PaddingReport, PutRejectR
 	return report, reason
 }
 
+// staleBefore is the first second that is fresh enough to hand out, or
+// math.MinInt64 when there is no lag bound.
+func (g *CachedGenerator) staleBefore() int64 {
+	if g.maxLag < 0 {
+		return math.MinInt64
+	}
+	return g.clock.Now().Unix() - g.maxLag
+}
+
+// secondOf is the unix second of an ID of this generator.
+func (g *CachedGenerator) secondOf(id uint64) int64 {
+	return g.layout.EpochSecond() + int64(id>>g.layout.timeShift())
+}
+
+// hasStale reports whether the oldest ID in the ring is too old to hand
+// out. Only the padding goroutine calls it: the slot at the cursor cannot
+// be rewritten meanwhile, as only padding writes slots.
+func (g *CachedGenerator) hasStale() bool {
+	c, t := g.cursor.Load(), g.tail.Load()
+	return c < t && g.secondOf(g.slots[c&g.mask]) < g.staleBefore()
+}
+
+// discardStale takes the IDs that lag the wall clock by more than MaxLag
+// out of the ring as a taker would, so they are never issued, and returns
+// how many it took. Only the padding goroutine calls it.
+func (g *CachedGenerator) discardStale() int {
+	limit := g.staleBefore()
+	discarded := 0
+	for {
+		c, t := g.cursor.Load(), g.tail.Load()
+		if c >= t || g.secondOf(g.slots[c&g.mask]) >= limit {
+			return discarded
+		}
+		// Seconds only grow along the ring: find the first fresh slot.
+		k := uint64(sort.Search(int(t-c), func(j int) bool {
+			return g.secondOf(g.slots[(c+uint64(j))&g.mask]) >= limit
+		}))
+		if !g.cursor.CompareAndSwap(c, c+k) {
+			continue // a taker moved the cursor; look again
+		}
+		forEachWord(c&g.mask, k, g.size, func(w int, bits uint64) { g.canTake[w].And(^bits) })
+		discarded += int(k)
+		g.discarded.Add(k)
+	}
+}
+
 // checkSecond returns why padding may not fill the logical second, or nil.
 func (g *CachedGenerator) checkSecond(now int64, baseErr error) *PutRejection {
 	sec := g.nextSecond
@@ -542,6 +619,7 @@ type State struct {
 	PaddingRounds  uint64
 	PutRejections  uint64
 	TakeRejections uint64
+	Discarded      uint64 // IDs dropped for lagging the wall clock by more than MaxLag
 }
 
 // State returns a snapshot; its fields are read one by one, not atomically
@@ -561,6 +639,7 @@ func (g *CachedGenerator) State() State {
 		PaddingRounds:  g.paddingRounds.Load(),
 		PutRejections:  g.putRejections.Load(),
 		TakeRejections: g.takeRejections.Load(),
+		Discarded:      g.discarded.Load(),
 	}
 }
 

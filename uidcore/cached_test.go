@@ -517,3 +517,95 @@ func TestCachedCloseRetiresTheClaimAtTheLastFilledSecond(t *testing.T) {
 		t.Errorf("an issued ID (second %d) is after the retired second", p.Time.Unix())
 	}
 }
+
+func TestCachedDiscardsIDsThatLagTheClock(t *testing.T) {
+	for _, bounded := range []bool{true, false} {
+		clock := newFakeClock(t0)
+		opts := CachedOptions{Layout: smallLayout(), BoostPower: 2, Clock: clock}
+		if !bounded {
+			opts.MaxLag = NoLagBound
+		}
+		g := newTestCached(t, opts)
+		for range 10 {
+			mustNext(t, g.Next)
+		}
+		clock.Add(10 * time.Second) // an idle spell: what is in the ring is 10s old
+		report, err := g.Pad(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ := g.Layout().Parse(mustNext(t, g.Next))
+		if !bounded {
+			if report.Discarded != 0 || p.Time.Unix() != t0.Unix() {
+				t.Errorf("without a lag bound: discarded %d, next ID of second %d", report.Discarded, p.Time.Unix())
+			}
+			continue
+		}
+		if report.Trigger != TriggerThreshold || report.Discarded != 4*256-10 || g.State().Discarded != 4*256-10 {
+			t.Errorf("report %+v, state %+v: want every lagging ID discarded", report, g.State())
+		}
+		if p.Time.Unix() != t0.Unix()+10 || p.Sequence != 0 {
+			t.Errorf("after the idle spell: second %d seq %d, want %d seq 0", p.Time.Unix(), p.Sequence, t0.Unix()+10)
+		}
+	}
+}
+
+func TestCachedFreshnessRunsByItself(t *testing.T) {
+	obs := &recordingObserver{}
+	// Eight seconds of IDs at start-up, nobody taking them: after a little
+	// over MaxLag the oldest must have been replaced.
+	g := newTestCached(t, CachedOptions{Layout: smallLayout(), MaxLag: time.Second, Observer: obs})
+	deadline := time.Now().Add(10 * time.Second)
+	for g.State().Discarded == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no stale ID discarded in 10s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	p, _ := g.Layout().Parse(mustNext(t, g.Next))
+	if lag := time.Now().Unix() - p.Time.Unix(); lag > 2 {
+		t.Errorf("ID lags the clock by %ds with MaxLag 1s", lag)
+	}
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if !slices.Contains(obs.events, "start:freshness") {
+		t.Errorf("no freshness round observed: %v", obs.events)
+	}
+}
+
+func TestCachedDiscardRacesTakersWithoutLoss(t *testing.T) {
+	clock := newFakeClock(t0)
+	g := newTestCached(t, CachedOptions{Layout: smallLayout(), BoostPower: 1, Clock: clock, MaxAhead: NoAheadBound})
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	ids := make([][]uint64, 4)
+	for w := range ids {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if id, err := g.Next(context.Background()); err == nil {
+					ids[w] = append(ids[w], id)
+				} else {
+					runtime.Gosched()
+				}
+			}
+		})
+	}
+	for range 300 {
+		clock.Add(7 * time.Second)
+		g.Pad(context.Background())
+	}
+	close(stop)
+	wg.Wait()
+	all := slices.Concat(ids...)
+	st := g.State()
+	if st.Discarded == 0 {
+		t.Fatal("nothing was discarded")
+	}
+	// Every slot the cursor passed went to a taker or was discarded, once.
+	assertUnique(t, all, int(st.Cursor-st.Discarded))
+}

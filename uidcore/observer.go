@@ -13,6 +13,9 @@ const (
 	TriggerStartup   PaddingTrigger = "startup"
 	TriggerThreshold PaddingTrigger = "threshold"
 	TriggerSchedule  PaddingTrigger = "schedule"
+	// TriggerFreshness: IDs in the ring lag the wall clock by more than
+	// MaxLag; the round discards them and refills.
+	TriggerFreshness PaddingTrigger = "freshness"
 )
 
 // PaddingReport describes a finished padding round.
@@ -24,6 +27,7 @@ type PaddingReport struct {
 	SecondsAhead int64         // how far the logical second ran ahead of the wall clock at the end
 	Duration     time.Duration // wall time the round took
 	Available    uint64        // IDs in the ring at the end
+	Discarded    int           // stale IDs dropped before the round filled (MaxLag)
 }
 
 // PutRejection is a put the ring refused.
