@@ -49,6 +49,7 @@ type Config struct {
 	ScheduleInterval time.Duration `envconfig:"SCHEDULE_INTERVAL" default:"0s" desc:"also pad on this interval (0: only on demand)"`
 	MaxAhead         time.Duration `envconfig:"MAX_AHEAD" default:"60s" desc:"how far IDs' seconds may run ahead of the clock under load (at least 1s; negative: no bound)"`
 	TakeWait         time.Duration `envconfig:"TAKE_WAIT" default:"5ms" desc:"how long a request waits for padding when the ring is empty before it gets a 503"`
+	MaxLag           time.Duration `envconfig:"MAX_LAG" default:"5s" desc:"IDs waiting in the ring that lag the clock by more than this are discarded and refilled, so IDs carry real time at low load (at least 1s; negative: keep them)"`
 
 	QueueGroup      string        `envconfig:"QUEUE_GROUP" default:"uid-dispenser" desc:"NATS queue group of the instances"`
 	SubjectPrefix   string        `envconfig:"SUBJECT_PREFIX" default:"uid" desc:"subjects are <prefix>.next, <prefix>.batch, <prefix>.parse"`
@@ -101,6 +102,7 @@ func DefaultConfig() Config {
 		PaddingFactor:      uidcore.DefaultPaddingFactor,
 		MaxAhead:           uidcore.DefaultMaxAhead,
 		TakeWait:           5 * time.Millisecond,
+		MaxLag:             uidcore.DefaultMaxLag,
 		QueueGroup:         natsio.DefaultQueueGroup,
 		SubjectPrefix:      natsio.DefaultSubjectPrefix,
 		MaxBatch:           natsio.DefaultMaxBatch,
@@ -155,6 +157,8 @@ func (c Config) Validate() error {
 		return bad("SCHEDULE_INTERVAL", "%s is negative", c.ScheduleInterval)
 	case c.MaxAhead >= 0 && c.MaxAhead < time.Second:
 		return bad("MAX_AHEAD", "%s: use at least 1s, or a negative value for no bound", c.MaxAhead)
+	case c.MaxLag >= 0 && c.MaxLag < time.Second:
+		return bad("MAX_LAG", "%s: use at least 1s, or a negative value for no bound", c.MaxLag)
 	case c.TakeWait < 0:
 		return bad("TAKE_WAIT", "%s is negative", c.TakeWait)
 	case !tokenPattern.MatchString(c.QueueGroup):
@@ -211,9 +215,12 @@ func (c Config) cachedOptions(claim uidcore.Claim, observer uidcore.Observer) ui
 	if boost == 0 {
 		boost = -1 // uidcore reads 0 as "default"
 	}
-	maxAhead := c.MaxAhead
+	maxAhead, maxLag := c.MaxAhead, c.MaxLag
 	if maxAhead < 0 {
 		maxAhead = uidcore.NoAheadBound
+	}
+	if maxLag < 0 {
+		maxLag = uidcore.NoLagBound
 	}
 	return uidcore.CachedOptions{
 		Layout:           c.Layout(),
@@ -223,6 +230,7 @@ func (c Config) cachedOptions(claim uidcore.Claim, observer uidcore.Observer) ui
 		ScheduleInterval: c.ScheduleInterval,
 		MaxAhead:         maxAhead,
 		TakeWait:         c.TakeWait,
+		MaxLag:           maxLag,
 		Observer:         observer,
 	}
 }

@@ -67,6 +67,7 @@ func TestEveryInvalidSettingStopsStartUpNamingIt(t *testing.T) {
 		"PADDING_FACTOR":          {{"0", nil}, {"101", nil}},
 		"SCHEDULE_INTERVAL":       {{"-1s", nil}},
 		"MAX_AHEAD":               {{"500ms", nil}},
+		"MAX_LAG":                 {{"200ms", nil}},
 		"TAKE_WAIT":               {{"-1ms", nil}},
 		"QUEUE_GROUP":             {{"a b", nil}},
 		"SUBJECT_PREFIX":          {{"uid.*", nil}, {"", nil}},
