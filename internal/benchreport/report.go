@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/uid-dispenser/uid-dispenser/internal/numfmt"
 )
 
 // Markers delimit the generated part of BENCHMARKS.md; the rest of the
@@ -122,19 +124,7 @@ func formatRate(v float64) string {
 	if v >= 1e6 {
 		return fmt.Sprintf("%.1fM", v/1e6)
 	}
-	return thousands(int64(math.Round(v)))
-}
-
-func thousands(n int64) string {
-	s := fmt.Sprint(n)
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
+	return numfmt.Thousands(int64(math.Round(v)))
 }
 
 // formatMicros gives a latency in ns, µs or ms with three figures.
