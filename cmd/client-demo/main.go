@@ -28,6 +28,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/numfmt"
 	"github.com/uid-dispenser/uid-dispenser/natsio"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
@@ -185,57 +186,73 @@ func runLoad(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "load: clients %d, server %s, %s %s\n", o.clients, conns[0].RedactedURL(), mode, limit)
 
+	clients := make([]*natsio.Client, o.clients)
+	for i, conn := range conns {
+		clients[i] = natsio.NewClient(conn.Conn, natsio.ClientOptions{SubjectPrefix: o.prefix})
+	}
+	workers, elapsed := drive(ctx, o, func(ctx context.Context, i int, w *worker) (int, error) {
+		if o.batch == 1 {
+			id, err := clients[i].Next(ctx)
+			if err != nil {
+				return 0, err
+			}
+			w.ids = append(w.ids, id)
+			return 1, nil
+		}
+		var err error
+		if w.ids, err = clients[i].AppendBatch(ctx, w.ids, o.batch); err != nil {
+			return 0, err
+		}
+		return o.batch, nil
+	}, stderr)
+	return report(o, workers, elapsed, stdout)
+}
+
+// drive runs o.clients workers for o.duration, or until they have started
+// o.requests calls of take in all, each call with o.timeout, while
+// progress draws on stderr. take(ctx, i, w) is one call of client i: it
+// appends what it received to w.ids and returns how many IDs that was
+// (IDs received alongside an error count too).
+func drive(ctx context.Context, o options, take func(ctx context.Context, i int, w *worker) (int, error), stderr io.Writer) ([]*worker, time.Duration) {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if o.requests == 0 {
 		runCtx, cancel = context.WithTimeout(ctx, o.duration)
 		defer cancel()
 	}
-	var sent, received atomic.Int64 // requests started, IDs received
+	var started, received atomic.Int64 // calls started, IDs received
 	workers := make([]*worker, o.clients)
 	var wg sync.WaitGroup
 	start := time.Now()
 	for i := range workers {
 		w := &worker{}
 		workers[i] = w
-		client := natsio.NewClient(conns[i].Conn, natsio.ClientOptions{SubjectPrefix: o.prefix})
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for runCtx.Err() == nil {
-				if o.requests > 0 && sent.Add(1) > int64(o.requests) {
+				if o.requests > 0 && started.Add(1) > int64(o.requests) {
 					return
 				}
 				c, cancel := context.WithTimeout(runCtx, o.timeout)
 				t0 := time.Now()
-				var err error
-				if o.batch == 1 {
-					var id uint64
-					if id, err = client.Next(c); err == nil {
-						w.ids = append(w.ids, id)
-					}
-				} else {
-					w.ids, err = client.AppendBatch(c, w.ids, o.batch)
-				}
+				n, err := take(c, i, w)
 				cancel()
+				received.Add(int64(n))
 				if err != nil {
 					if runCtx.Err() != nil {
-						return // the run ended under the request: not a failure
+						return // the run ended during the call: not a failure
 					}
 					w.errors++
 					w.lastErr = err
 					continue
 				}
 				w.latencies = append(w.latencies, time.Since(t0))
-				received.Add(int64(o.batch))
 			}
-		}()
+		})
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	progress(o, start, &received, done, stderr)
-	elapsed := time.Since(start)
-	return report(o, workers, elapsed, stdout)
+	return workers, time.Since(start)
 }
 
 // progress draws a progress bar on stderr until done.
@@ -265,7 +282,7 @@ func progress(o options, start time.Time, received *atomic.Int64, done <-chan st
 		const width = 30
 		bar := strings.Repeat("=", int(frac*width)) + strings.Repeat(" ", width-int(frac*width))
 		ids := received.Load()
-		line := fmt.Sprintf("[%s] %3.0f%% %6.1fs  %s IDs  %s IDs/s", bar, frac*100, elapsed.Seconds(), group(ids), group(int64(float64(ids)/elapsed.Seconds())))
+		line := fmt.Sprintf("[%s] %3.0f%% %6.1fs  %s IDs  %s IDs/s", bar, frac*100, elapsed.Seconds(), numfmt.Thousands(ids), numfmt.Thousands(int64(float64(ids)/elapsed.Seconds())))
 		if tty {
 			fmt.Fprintf(stderr, "\r%s", line)
 			if final {
@@ -302,8 +319,8 @@ func report(o options, workers []*worker, elapsed time.Duration, stdout io.Write
 		}
 	}
 	secs := elapsed.Seconds()
-	fmt.Fprintf(stdout, "requests    %s ok in %.2fs: %s req/s\n", group(int64(len(lat))), secs, group(int64(float64(len(lat))/secs)))
-	fmt.Fprintf(stdout, "IDs         %s: %s IDs/s\n", group(int64(len(ids))), group(int64(float64(len(ids))/secs)))
+	fmt.Fprintf(stdout, "requests    %s ok in %.2fs: %s req/s\n", numfmt.Thousands(int64(len(lat))), secs, numfmt.Thousands(int64(float64(len(lat))/secs)))
+	fmt.Fprintf(stdout, "IDs         %s: %s IDs/s\n", numfmt.Thousands(int64(len(ids))), numfmt.Thousands(int64(float64(len(ids))/secs)))
 	if len(lat) > 0 {
 		slices.Sort(lat)
 		fmt.Fprintf(stdout, "latency     p50 %s  p99 %s  max %s\n", roundUs(percentile(lat, 50)), roundUs(percentile(lat, 99)), roundUs(lat[len(lat)-1]))
@@ -320,9 +337,9 @@ func report(o options, workers []*worker, elapsed time.Duration, stdout io.Write
 		}
 	}
 	if dups == 0 {
-		fmt.Fprintf(stdout, "unique      all %s IDs distinct\n", group(int64(len(ids))))
+		fmt.Fprintf(stdout, "unique      all %s IDs distinct\n", numfmt.Thousands(int64(len(ids))))
 	} else {
-		fmt.Fprintf(stdout, "unique      %d DUPLICATES among %s IDs\n", dups, group(int64(len(ids))))
+		fmt.Fprintf(stdout, "unique      %d DUPLICATES among %s IDs\n", dups, numfmt.Thousands(int64(len(ids))))
 	}
 	// Worker IDs under the default layout; a fleet on another layout
 	// shows other numbers here but the same distinctness check above.
@@ -335,7 +352,7 @@ func report(o options, workers []*worker, elapsed time.Duration, stdout io.Write
 	if len(perWorker) <= 16 {
 		var parts []string
 		for _, k := range slices.Sorted(maps.Keys(perWorker)) {
-			parts = append(parts, fmt.Sprintf("%d: %s", k, group(int64(perWorker[k]))))
+			parts = append(parts, fmt.Sprintf("%d: %s", k, numfmt.Thousands(int64(perWorker[k]))))
 		}
 		fmt.Fprintf(stdout, "per worker  %s (default layout)\n", strings.Join(parts, "  "))
 	}
@@ -350,20 +367,4 @@ func roundUs(d time.Duration) time.Duration { return d.Round(time.Microsecond) }
 func percentile(sorted []time.Duration, p int) time.Duration {
 	i := (len(sorted)*p + 99) / 100
 	return sorted[min(max(i-1, 0), len(sorted)-1)]
-}
-
-// group writes n with thousands separators.
-func group(n int64) string {
-	s := fmt.Sprint(n)
-	if n < 0 {
-		return s
-	}
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
