@@ -1,13 +1,11 @@
 package dispenser
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -43,30 +41,8 @@ func readmePermissions(t *testing.T) string {
 	return block
 }
 
-// logBuffer is a debug logger whose output the test can search.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func (b *logBuffer) logger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
 // waitForLog waits until the log holds want.
-func waitForLog(t *testing.T, log *logBuffer, want string) {
+func waitForLog(t *testing.T, log *testenv.LogBuffer, want string) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for !strings.Contains(log.String(), want) {
@@ -106,25 +82,25 @@ func TestREADMEPermissions(t *testing.T) {
 	cfg := testConfig(url, "")
 	cfg.NATSUser, cfg.NATSPassword = "dispenser", dispenserPassword
 	cfg.BlocksEnabled = true
-	var dispenserLog logBuffer
+	var dispenserLog testenv.LogBuffer
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	d, err := Start(ctx, cfg, WithLogger(dispenserLog.logger()))
+	d, err := Start(ctx, cfg, WithLogger(dispenserLog.Logger(slog.LevelDebug)))
 	if err != nil {
 		t.Fatalf("the dispenser user cannot start a dispenser: %v\n%s", err, dispenserLog.String())
 	}
 	t.Cleanup(func() { shutdown(t, d) })
 
-	connectAs := func(user, password string, log *logBuffer) *natsio.Conn {
+	connectAs := func(user, password string, log *testenv.LogBuffer) *natsio.Conn {
 		t.Helper()
-		conn, err := natsio.Connect(ctx, natsio.ConnConfig{URL: url, User: user, Password: password, Logger: log.logger()})
+		conn, err := natsio.Connect(ctx, natsio.ConnConfig{URL: url, User: user, Password: password, Logger: log.Logger(slog.LevelDebug)})
 		if err != nil {
 			t.Fatalf("connect as %s: %v", user, err)
 		}
 		t.Cleanup(conn.Close)
 		return conn
 	}
-	var serviceLog logBuffer
+	var serviceLog testenv.LogBuffer
 	service := connectAs("service", servicePassword, &serviceLog)
 	client := natsio.NewClient(service.Conn, natsio.ClientOptions{})
 	ids := takeIDs(ctx, t, client, 4, 25, 1000)
@@ -136,8 +112,8 @@ func TestREADMEPermissions(t *testing.T) {
 	}
 
 	// The blocks user takes IDs from the blocks the dispenser publishes.
-	var blocksLog logBuffer
-	src, err := natsio.NewBlockSource(connectAs("blocks", blocksPassword, &blocksLog).Conn, natsio.BlockSourceConfig{Logger: blocksLog.logger()})
+	var blocksLog testenv.LogBuffer
+	src, err := natsio.NewBlockSource(connectAs("blocks", blocksPassword, &blocksLog).Conn, natsio.BlockSourceConfig{Logger: blocksLog.Logger(slog.LevelDebug)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +124,7 @@ func TestREADMEPermissions(t *testing.T) {
 		t.Fatalf("%d IDs from blocks as the blocks user, %v; log:\n%s", n, err, blocksLog.String())
 	}
 	checkDistinct(t, append(ids, fromBlocks...))
-	for _, log := range []*logBuffer{&dispenserLog, &blocksLog} {
+	for _, log := range []*testenv.LogBuffer{&dispenserLog, &blocksLog} {
 		if strings.Contains(log.String(), "Permissions Violation") {
 			t.Fatalf("a user lacks a permission:\n%s", log.String())
 		}
@@ -170,7 +146,7 @@ func TestREADMEPermissions(t *testing.T) {
 
 	// The dispenser user may not request IDs, nor serve outside the
 	// queue group.
-	var otherLog logBuffer
+	var otherLog testenv.LogBuffer
 	other := connectAs("dispenser", dispenserPassword, &otherLog)
 	if err := other.Conn.Publish("uid.next", nil); err != nil {
 		t.Fatal(err)

@@ -148,24 +148,6 @@ func blocksAssertDistinct(t *testing.T, ids []uint64) {
 	}
 }
 
-// blocksLogBuffer is a log sink the handler and the test share.
-type blocksLogBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *blocksLogBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *blocksLogBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // blocksCollector takes IDs from a source with NextN until stop is set, keeping
 // them all.
 type blocksCollector struct {
@@ -334,8 +316,8 @@ func TestBlocksStalledConsumerBlockUsedOnce(t *testing.T) {
 
 func TestBlocksFullStreamPublishersBackOffAndResume(t *testing.T) {
 	srv := blocksTestServer(t)
-	var logs blocksLogBuffer
-	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var logs testenv.LogBuffer
+	log := logs.Logger(slog.LevelDebug)
 	const depth, size = 8, 256
 	cfg := BlocksConfig{BlockSize: size, BlocksTargetDepth: depth, BlocksPollInterval: 20 * time.Millisecond}
 	nc := blocksTestConn(t, srv)
@@ -398,8 +380,8 @@ func TestBlocksFullStreamPublishersBackOffAndResume(t *testing.T) {
 // pace.
 func TestBlocksPublisherOutrunByConsumers(t *testing.T) {
 	srv := blocksTestServer(t)
-	var logs blocksLogBuffer
-	log := slog.New(slog.NewTextHandler(&logs, nil))
+	var logs testenv.LogBuffer
+	log := logs.Logger(slog.LevelInfo)
 	// 1,024 IDs per second, at most one second ahead: 2,048 at start.
 	g, err := uidcore.NewCached(uidcore.CachedOptions{
 		Layout:   uidcore.Layout{TimeBits: 31, WorkerBits: 22, SeqBits: 10, Epoch: uidcore.DefaultLayout().Epoch},
@@ -486,8 +468,8 @@ func TestBlocksRestartedPublisherOldBlocksStillUsedNoCollision(t *testing.T) {
 func TestBlocksMalformedBlockTerminatedAndReported(t *testing.T) {
 	srv := blocksTestServer(t)
 	nc := blocksTestConn(t, srv)
-	var logs blocksLogBuffer
-	log := slog.New(slog.NewTextHandler(&logs, nil))
+	var logs testenv.LogBuffer
+	log := logs.Logger(slog.LevelInfo)
 	p := blocksTestPublisher(t, nc, blocksTestGenerator(t, 3, 0),
 		BlocksConfig{BlockSize: 64, BlocksTargetDepth: 3, BlocksPollInterval: 10 * time.Millisecond}, nil)
 	blocksWaitFor(t, 5*time.Second, "the stream filled", func() bool { return blocksTestDepth(t, nc, DefaultBlocksStream) == 3 })
@@ -539,9 +521,9 @@ func TestBlocksMalformedBlockTerminatedAndReported(t *testing.T) {
 
 func TestBlockSourceWaitsForTheStreamAndClosesCleanly(t *testing.T) {
 	srv := blocksTestServer(t)
-	var logs blocksLogBuffer
+	var logs testenv.LogBuffer
 	src := blocksTestSource(t, blocksTestConn(t, srv), BlockSourceConfig{Stream: "LATE_BLOCKS",
-		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		Logger: logs.Logger(slog.LevelInfo)})
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
 	_, err := src.Next(ctx)
 	cancel()

@@ -1,11 +1,8 @@
 package telemetry
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"log/slog"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -104,21 +101,13 @@ func metricValue(rm metricdata.ResourceMetrics, name string, match ...attribute.
 			}
 			switch d := m.Data.(type) {
 			case metricdata.Sum[int64]:
-				for _, dp := range d.DataPoints {
-					add(dp.Attributes, float64(dp.Value))
-				}
+				addPoints(d.DataPoints, add)
 			case metricdata.Sum[float64]:
-				for _, dp := range d.DataPoints {
-					add(dp.Attributes, dp.Value)
-				}
+				addPoints(d.DataPoints, add)
 			case metricdata.Gauge[int64]:
-				for _, dp := range d.DataPoints {
-					add(dp.Attributes, float64(dp.Value))
-				}
+				addPoints(d.DataPoints, add)
 			case metricdata.Gauge[float64]:
-				for _, dp := range d.DataPoints {
-					add(dp.Attributes, dp.Value)
-				}
+				addPoints(d.DataPoints, add)
 			case metricdata.Histogram[float64]:
 				for _, dp := range d.DataPoints {
 					add(dp.Attributes, float64(dp.Count))
@@ -129,6 +118,13 @@ func metricValue(rm metricdata.ResourceMetrics, name string, match ...attribute.
 	return sum, found
 }
 
+// addPoints passes each data point's attributes and value to add.
+func addPoints[N int64 | float64](points []metricdata.DataPoint[N], add func(attribute.Set, float64)) {
+	for _, dp := range points {
+		add(dp.Attributes, float64(dp.Value))
+	}
+}
+
 // spanAttr returns the value of key on the span, or an invalid value.
 func spanAttr(attrs []attribute.KeyValue, key attribute.Key) attribute.Value {
 	for _, kv := range attrs {
@@ -137,27 +133,4 @@ func spanAttr(attrs []attribute.KeyValue, key attribute.Key) attribute.Value {
 		}
 	}
 	return attribute.Value{}
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func newTestLogger() (*slog.Logger, *syncBuffer) {
-	buf := &syncBuffer{}
-	return slog.New(slog.NewTextHandler(buf, nil)), buf
 }

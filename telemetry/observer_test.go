@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/uidcore/uidcoretest"
 )
@@ -208,27 +210,36 @@ func checkRound(t *testing.T, s sdktrace.ReadOnlySpan, trigger uidcore.PaddingTr
 	}
 }
 
-// TestTakeRejectedWhenClaimLost: a take after the claim is lost is an event
-// with reason claim_lost on the request span, and counted so.
-func TestTakeRejectedWhenClaimLost(t *testing.T) {
-	p := newProviders(t)
+// newObservedGenerator starts a generator on tinyLayout for claim, observed
+// by an observer on p's providers; both close when the test ends, the
+// generator first.
+func newObservedGenerator(t *testing.T, p *providers, claim uidcore.Claim) *uidcore.CachedGenerator {
+	t.Helper()
 	obs, err := NewObserver(ObserverOptions{Layout: tinyLayout(), TracerProvider: p.tp, MeterProvider: p.mp})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer obs.Close()
-	claim := &losableClaim{}
+	t.Cleanup(func() { obs.Close() })
 	gen, err := uidcore.NewCached(uidcore.CachedOptions{Layout: tinyLayout(), Claim: claim, Observer: obs})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer gen.Close()
+	t.Cleanup(func() { gen.Close() })
+	return gen
+}
+
+// TestTakeRejectedWhenClaimLost: a take after the claim is lost is an event
+// with reason claim_lost on the request span, and counted so.
+func TestTakeRejectedWhenClaimLost(t *testing.T) {
+	p := newProviders(t)
+	claim := &losableClaim{}
+	gen := newObservedGenerator(t, p, claim)
 	ctx, span := p.tp.Tracer("test").Start(context.Background(), "request")
 	if _, err := gen.Next(ctx); err != nil {
 		t.Fatalf("Next with a valid claim: %v", err)
 	}
 	claim.lost.Store(true)
-	_, err = gen.Next(ctx)
+	_, err := gen.Next(ctx)
 	span.End()
 	if !errors.Is(err, uidcore.ErrClaimLost) {
 		t.Fatalf("Next after the claim was lost: %v, want ErrClaimLost", err)
@@ -246,18 +257,9 @@ func TestTakeRejectedWhenClaimLost(t *testing.T) {
 // because the claim is lost ends with an error status.
 func TestPaddingSpanMarksEmptyRingError(t *testing.T) {
 	p := newProviders(t)
-	obs, err := NewObserver(ObserverOptions{Layout: tinyLayout(), TracerProvider: p.tp, MeterProvider: p.mp})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer obs.Close()
 	claim := &losableClaim{}
 	claim.lost.Store(true)
-	gen, err := uidcore.NewCached(uidcore.CachedOptions{Layout: tinyLayout(), Claim: claim, Observer: obs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gen.Close()
+	newObservedGenerator(t, p, claim)
 	s := waitSpans(t, p, 1)[0]
 	if s.Status().Code != codes.Error || !strings.Contains(s.Status().Description, string(uidcore.RejectNotReserved)) {
 		t.Errorf("status %+v, want an error naming %s", s.Status(), uidcore.RejectNotReserved)
@@ -289,7 +291,8 @@ func TestRunwayWarning(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			p := newProviders(t)
-			logger, logs := newTestLogger()
+			logs := &testenv.LogBuffer{}
+			logger := logs.Logger(slog.LevelInfo)
 			clk := uidcoretest.NewClock(now)
 			obs, err := NewObserver(ObserverOptions{Layout: c.layout, Clock: clk, RunwayWarning: c.threshold,
 				TracerProvider: p.tp, MeterProvider: p.mp, Logger: logger})
