@@ -240,23 +240,9 @@ func TestNothingConfiguredExportsNothing(t *testing.T) {
 		t.Errorf("metrics server at %s without DISPENSER_METRICS_ADDR", tel.MetricsAddr())
 	}
 	// And in a process of its own: nothing printed at all.
-	stdout, stderr := runChild(t, "TestChildQuiet")
+	stdout, stderr := runChild(t)
 	if strings.TrimSpace(stdout) != "PASS" || stderr != "" {
 		t.Errorf("child printed:\nstdout: %s\nstderr: %s", stdout, stderr)
-	}
-}
-
-func TestChildQuiet(t *testing.T) {
-	if os.Getenv(childEnv) == "" {
-		t.Skip("run by TestNothingConfiguredExportsNothing")
-	}
-	tel, err := Setup(context.Background(), Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	emitProbe(t)
-	if err := tel.Shutdown(context.Background()); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -264,7 +250,7 @@ func TestChildQuiet(t *testing.T) {
 // OTEL_METRICS_EXPORTER=console print spans and metrics to stdout, flushed
 // by Shutdown (the batch processor would otherwise wait 5 s).
 func TestConsoleExporter(t *testing.T) {
-	stdout, stderr := runChild(t, "TestChildConsole", "OTEL_TRACES_EXPORTER=console", "OTEL_METRICS_EXPORTER=console", "OTEL_TRACES_SAMPLER=always_on")
+	stdout, stderr := runChild(t, "OTEL_TRACES_EXPORTER=console", "OTEL_METRICS_EXPORTER=console", "OTEL_TRACES_SAMPLER=always_on")
 	for _, want := range []string{`"Name":"console-probe"`, `"uid-dispenser"`, `"probe.attr"`, `"Name":"uid.probe"`} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("console output lacks %s\nstdout: %s\nstderr: %s", want, stdout, stderr)
@@ -272,10 +258,19 @@ func TestConsoleExporter(t *testing.T) {
 	}
 }
 
-func TestChildConsole(t *testing.T) {
+// TestChildProbe is the process runChild starts: it sets up telemetry
+// from the environment it was given and emits the probe.
+func TestChildProbe(t *testing.T) {
 	if os.Getenv(childEnv) == "" {
-		t.Skip("run by TestConsoleExporter")
+		t.Skip("run by runChild")
 	}
+	setupEmitShutdown(t)
+}
+
+// setupEmitShutdown sets up telemetry from the environment, emits the probe
+// and shuts down, which flushes what was emitted.
+func setupEmitShutdown(t *testing.T) {
+	t.Helper()
 	tel, err := Setup(context.Background(), Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -316,14 +311,7 @@ func TestOTLPEndpointAloneTurnsOTLPOn(t *testing.T) {
 	defer collector.Close()
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.URL)
 	t.Setenv("OTEL_TRACES_SAMPLER", "always_on") // the probe is a root span
-	tel, err := Setup(context.Background(), Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	emitProbe(t)
-	if err := tel.Shutdown(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	setupEmitShutdown(t)
 	mu.Lock()
 	defer mu.Unlock()
 	if paths["/v1/traces"] == 0 || paths["/v1/metrics"] == 0 {
@@ -354,10 +342,11 @@ func TestSetupErrors(t *testing.T) {
 
 const childEnv = "TELEMETRY_TEST_CHILD"
 
-// runChild runs one test of this binary in a process of its own, with the
-// OTEL_* variables cleared and env added, and returns what it printed.
-func runChild(t *testing.T, test string, env ...string) (stdout, stderr string) {
+// runChild runs TestChildProbe in a process of its own, with the OTEL_*
+// variables cleared and env added, and returns what it printed.
+func runChild(t *testing.T, env ...string) (stdout, stderr string) {
 	t.Helper()
+	const test = "TestChildProbe"
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^"+test+"$", "-test.count=1")
