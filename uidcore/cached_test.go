@@ -43,23 +43,7 @@ func TestCachedSequentialTenMillionStrictlyIncreasing(t *testing.T) {
 func TestCachedConcurrentUnique(t *testing.T) {
 	g := newTestCached(t, CachedOptions{MaxAhead: NoAheadBound, TakeWait: time.Second})
 	const workers, each = 8, 1_000_000
-	ids := make([][]uint64, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			ids[w] = make([]uint64, 0, each)
-			for range each {
-				id, err := g.Next(context.Background())
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				ids[w] = append(ids[w], id)
-			}
-		})
-	}
-	wg.Wait()
-	assertUnique(t, slices.Concat(ids...), workers*each)
+	assertUnique(t, nextConcurrently(t, workers, each, g.Next), workers*each)
 }
 
 // The ring is tiny (256 slots) so it wraps thousands of times, and takers

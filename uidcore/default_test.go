@@ -55,22 +55,7 @@ func TestDefaultConcurrentIsUnique(t *testing.T) {
 		t.Fatal(err)
 	}
 	const workers, each = 8, 50_000
-	ids := make([][]uint64, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			for range each {
-				id, err := g.Next(context.Background())
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				ids[w] = append(ids[w], id)
-			}
-		})
-	}
-	wg.Wait()
-	assertUnique(t, slices.Concat(ids...), workers*each)
+	assertUnique(t, nextConcurrently(t, workers, each, g.Next), workers*each)
 }
 
 func TestDefaultWaitsOutASmallRollback(t *testing.T) {
@@ -162,6 +147,30 @@ func TestDefaultStopsWhenTheClaimIsLost(t *testing.T) {
 	if _, err := g.Next(context.Background()); !errors.Is(err, ErrClaimLost) {
 		t.Errorf("lost claim: %v", err)
 	}
+}
+
+// nextConcurrently calls next each times from each of workers goroutines
+// at once and returns every ID; an error fails the test and stops that
+// goroutine.
+func nextConcurrently(t *testing.T, workers, each int, next func(context.Context) (uint64, error)) []uint64 {
+	t.Helper()
+	ids := make([][]uint64, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			ids[w] = make([]uint64, 0, each)
+			for range each {
+				id, err := next(context.Background())
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				ids[w] = append(ids[w], id)
+			}
+		})
+	}
+	wg.Wait()
+	return slices.Concat(ids...)
 }
 
 func assertUnique(t *testing.T, ids []uint64, want int) {
