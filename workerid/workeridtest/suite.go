@@ -97,6 +97,25 @@ func release(t testing.TB, c uidcore.Claim) {
 	}
 }
 
+// reclaim claims on a until it is given workerID, releasing any other
+// worker ID it gets meanwhile, and fails the test after limit. The store
+// may keep a lost lease a moment longer than its owner's local deadline,
+// so a new owner claims until the worker ID comes free.
+func reclaim(t testing.TB, a uidcore.Assigner, layout uidcore.Layout, workerID uint64, limit time.Duration, what string) *workerid.Lease {
+	t.Helper()
+	var lease *workerid.Lease
+	waitFor(t, limit, what, func() bool {
+		c := asLease(t, claim(t, a, layout))
+		if c.WorkerID() == workerID {
+			lease = c
+			return true
+		}
+		release(t, c)
+		return false
+	})
+	return lease
+}
+
 // releaseQuietly releases a claim whose store may be cut off; errors do
 // not matter, stopping its heartbeat does.
 func releaseQuietly(c uidcore.Claim) {
@@ -324,19 +343,7 @@ func testExpiredLeaseRecycled(t *testing.T, st Store) {
 		_, err := old.Until()
 		return errors.Is(err, workerid.ErrLeaseExpired)
 	})
-	// The store may keep the lease a moment longer than the owner's local
-	// deadline; claim until the worker ID comes free.
-	b := st.New(t, cfg, st.Addr)
-	var next *workerid.Lease
-	waitFor(t, 5*time.Second, "old worker ID recycled", func() bool {
-		c := asLease(t, claim(t, b, uidcore.DefaultLayout()))
-		if c.WorkerID() == old.WorkerID() {
-			next = c
-			return true
-		}
-		release(t, c)
-		return false
-	})
+	next := reclaim(t, st.New(t, cfg, st.Addr), uidcore.DefaultLayout(), old.WorkerID(), 5*time.Second, "old worker ID recycled")
 	defer release(t, next)
 	if next.After() < oldReserved {
 		t.Fatalf("new owner's After %d < old owner's reserved second %d", next.After(), oldReserved)
@@ -447,17 +454,7 @@ func testZombieOwner(t *testing.T, st Store) {
 		<-done
 	}()
 
-	b := st.New(t, cfg, st.Addr)
-	var next *workerid.Lease
-	waitFor(t, 6*time.Second, "zombie's worker ID recycled", func() bool {
-		c := asLease(t, claim(t, b, layout))
-		if c.WorkerID() == oldLease.WorkerID() {
-			next = c
-			return true
-		}
-		release(t, c)
-		return false
-	})
+	next := reclaim(t, st.New(t, cfg, st.Addr), layout, oldLease.WorkerID(), 6*time.Second, "zombie's worker ID recycled")
 	defer release(t, next)
 	if next.After() < oldReserved {
 		t.Fatalf("new owner's After %d < zombie's reserved second %d", next.After(), oldReserved)
