@@ -2,13 +2,6 @@ package natsio
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -22,66 +15,14 @@ import (
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 )
 
-// writePEM writes a certificate signed by parent (self-signed when nil)
-// and its key; it returns the paths, the certificate and the key.
-func writePEM(t *testing.T, dir, name string, tmpl *x509.Certificate, parent *x509.Certificate, parentKey *ecdsa.PrivateKey) (certFile, keyFile string, cert *x509.Certificate, key *ecdsa.PrivateKey) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if parent == nil {
-		parent, parentKey = tmpl, key
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ = x509.ParseCertificate(der)
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, name+".pem"), filepath.Join(dir, name+"-key.pem")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return certFile, keyFile, cert, key
-}
-
 func TestConnectWithTLSClientCertificate(t *testing.T) {
-	dir := t.TempDir()
-	now := time.Now()
-	caFile, _, ca, caKey := writePEM(t, dir, "ca", &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}, nil, nil)
-	serverCert, serverKey, _, _ := writePEM(t, dir, "server", &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, KeyUsage: x509.KeyUsageDigitalSignature,
-	}, ca, caKey)
-	clientCert, clientKey, _, _ := writePEM(t, dir, "client", &x509.Certificate{
-		SerialNumber: big.NewInt(3), Subject: pkix.Name{CommonName: "dispenser"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, KeyUsage: x509.KeyUsageDigitalSignature,
-	}, ca, caKey)
-
-	tlsConfig, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: serverCert, KeyFile: serverKey, CaFile: caFile, Verify: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := startNATS(t, &server.Options{TLS: true, TLSVerify: true, TLSConfig: tlsConfig, TLSTimeout: 2})
+	files := testenv.TLS(t)
+	url := startNATS(t, &server.Options{TLS: true, TLSVerify: true, TLSConfig: files.ServerTLS(t, true), TLSTimeout: 2})
 	url = strings.Replace(url, "nats://", "tls://", 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
-	conn, err := Connect(ctx, ConnConfig{URL: url, TLSCAFile: caFile, TLSCertFile: clientCert, TLSKeyFile: clientKey, Logger: quietLogger()})
+	conn, err := Connect(ctx, ConnConfig{URL: url, TLSCAFile: files.CA, TLSCertFile: files.ClientCert, TLSKeyFile: files.ClientKey, Logger: quietLogger()})
 	if err != nil {
 		t.Fatalf("with CA and client certificate: %v", err)
 	}
@@ -89,10 +30,10 @@ func TestConnectWithTLSClientCertificate(t *testing.T) {
 		t.Fatalf("not on TLS: %v", err)
 	}
 	conn.Close()
-	if _, err := Connect(ctx, ConnConfig{URL: url, TLSCAFile: caFile, Logger: quietLogger()}); err == nil {
+	if _, err := Connect(ctx, ConnConfig{URL: url, TLSCAFile: files.CA, Logger: quietLogger()}); err == nil {
 		t.Fatal("connected without the client certificate the server requires")
 	}
-	if _, err := Connect(ctx, ConnConfig{URL: url, TLSCAFile: filepath.Join(dir, "missing.pem"), Logger: quietLogger()}); err == nil || !strings.Contains(err.Error(), "missing.pem") {
+	if _, err := Connect(ctx, ConnConfig{URL: url, TLSCAFile: filepath.Join(t.TempDir(), "missing.pem"), Logger: quietLogger()}); err == nil || !strings.Contains(err.Error(), "missing.pem") {
 		t.Fatalf("missing CA file: %v", err)
 	}
 }
