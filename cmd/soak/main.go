@@ -48,6 +48,7 @@ func run() int {
 	flags.BoolVar(&cfg.Keep, "keep", false, "keep the work directory after a passing run")
 	flags.Float64Var(&cfg.Rate, "rate", def.Rate, "load multiplier (1: about 40,000 IDs/s over 16 clients)")
 	flags.DurationVar(&cfg.LeaseTTL, "lease-ttl", def.LeaseTTL, "the dispensers' DISPENSER_LEASE_TTL")
+	flags.DurationVar(&cfg.NATSWriteDeadline, "nats-write-deadline", def.NATSWriteDeadline, "the NATS nodes' write_deadline (0: nats-server's default, 10s)")
 	summaryPath := flags.String("json", "", "also write the summary as JSON to this file")
 	quiet := flags.Bool("q", false, "no progress lines")
 	if err := flags.Parse(os.Args[1:]); err != nil {

@@ -47,6 +47,10 @@ type checkInput struct {
 	faults    []faultRecord
 	settle    time.Duration
 	cutSettle time.Duration
+	// stalls of the soak's own process excuse a call that overlaps one:
+	// late by no more than the stall (and the grace), or failed when the
+	// stall lasted at least a second.
+	stalls []stall
 }
 
 // unexplainedFailure says why a call failing from start to end is not
@@ -87,6 +91,7 @@ type checkResult struct {
 	Errors          map[string]int    `json:"errors_by_kind"`
 	Late            int               `json:"late_calls"`
 	MaxOverrun      time.Duration     `json:"max_overrun_ns"`
+	Stalled         int               `json:"calls_in_stalls"`
 	SlowestCall     time.Duration     `json:"slowest_call_ns"`
 	Unexplained     int               `json:"unexplained_failures"`
 	Claims          int               `json:"claims"`
@@ -160,9 +165,16 @@ func check(in checkInput) checkResult {
 			if call.elapsed > res.SlowestCall {
 				res.SlowestCall = call.elapsed
 			}
+			// A stall of the soak's own process excuses what it explains.
+			stalled := covering(in.stalls, call.start, call.start+call.elapsed)
+			excused := false
 			if over := call.elapsed - in.deadline; over > in.grace {
-				late.add("client %d (%s) call %d at %s took %s", c.id, c.kind, i, call.start.Round(time.Millisecond), call.elapsed.Round(time.Millisecond))
-				res.MaxOverrun = max(res.MaxOverrun, over)
+				if over <= stalled+in.grace {
+					excused = true
+				} else {
+					late.add("client %d (%s) call %d at %s took %s", c.id, c.kind, i, call.start.Round(time.Millisecond), call.elapsed.Round(time.Millisecond))
+					res.MaxOverrun = max(res.MaxOverrun, over)
+				}
 			}
 			if call.errKind >= 0 {
 				k := in.kinds[call.errKind]
@@ -171,8 +183,15 @@ func check(in checkInput) checkResult {
 					unclear.add("client %d (%s) call %d at %s: %s", c.id, c.kind, i, call.start.Round(time.Millisecond), k.example)
 				}
 				if why := in.unexplainedFailure(call.start, call.start+call.elapsed); why != "" {
-					unexplained.add("client %d (%s) call %d at %s failed %s: %s", c.id, c.kind, i, call.start.Round(time.Millisecond), why, k.name)
+					if stalled >= time.Second {
+						excused = true
+					} else {
+						unexplained.add("client %d (%s) call %d at %s failed %s: %s", c.id, c.kind, i, call.start.Round(time.Millisecond), why, k.name)
+					}
 				}
+			}
+			if excused {
+				res.Stalled++
 			}
 			ids := c.callIDs(i)
 			for j, id := range ids {

@@ -268,3 +268,32 @@ func TestGoroutinesFromMetrics(t *testing.T) {
 		t.Fatalf("without the gauge: %d, want -1", n)
 	}
 }
+
+func TestCheckExcusesCallsInAStallOfTheSoak(t *testing.T) {
+	rec := newRecorder(time.Now())
+	l := &clientLog{id: 0, kind: kindPrefetch}
+	// Both late by 2.5s; the first overlaps a 3s stall of the soak.
+	l.record(rec, rec.origin.Add(10*time.Second), 5500*time.Millisecond, []uint64{id(t, testSecond, 1, 0)}, nil)
+	l.record(rec, rec.origin.Add(30*time.Second), 5500*time.Millisecond, []uint64{id(t, testSecond, 1, 1)}, nil)
+	in := baseInput(rec, l)
+	in.stalls = []stall{{At: 12 * time.Second, Length: 3 * time.Second}}
+	res := check(in)
+	if res.Late != 1 || res.Stalled != 1 {
+		t.Fatalf("late %d, excused %d; want 1 and 1", res.Late, res.Stalled)
+	}
+	// A stall shorter than the overrun does not excuse it.
+	in.stalls = []stall{{At: 12 * time.Second, Length: time.Second}}
+	if res = check(in); res.Late != 2 || res.Stalled != 0 {
+		t.Fatalf("with a short stall: late %d, excused %d; want 2 and 0", res.Late, res.Stalled)
+	}
+}
+
+func TestCovering(t *testing.T) {
+	stalls := []stall{{At: time.Second, Length: time.Second}, {At: 5 * time.Second, Length: 3 * time.Second}}
+	if got := covering(stalls, 1500*time.Millisecond, 6*time.Second); got != 3*time.Second {
+		t.Fatalf("covering = %s, want the longer overlapping stall, 3s", got)
+	}
+	if got := covering(stalls, 2500*time.Millisecond, 4*time.Second); got != 0 {
+		t.Fatalf("covering a span between the stalls = %s, want 0", got)
+	}
+}

@@ -22,6 +22,15 @@ type cluster struct {
 	nodes []*clusterNode
 }
 
+// clusterOptions are the nodes' settings the soak varies.
+type clusterOptions struct {
+	// writeDeadline is the nodes' write_deadline (0: nats-server's
+	// default, 10s): how long a node blocks writing to a connection that
+	// does not read (a paused dispenser) before it drops it as a slow
+	// consumer.
+	writeDeadline time.Duration
+}
+
 // serverLog sends a node's log to the soak's log file.
 type serverLog struct{ log *slog.Logger }
 
@@ -40,6 +49,7 @@ type clusterNode struct {
 	storeDir    string
 	routes      []*url.URL
 	log         *slog.Logger
+	opts        clusterOptions
 
 	mu  sync.Mutex
 	srv *server.Server
@@ -47,7 +57,7 @@ type clusterNode struct {
 
 // startCluster starts n nodes on free loopback ports with their stores
 // under dir and waits until JetStream is healthy on every node.
-func startCluster(ctx context.Context, dir string, n int, log *slog.Logger) (*cluster, error) {
+func startCluster(ctx context.Context, dir string, n int, opts clusterOptions, log *slog.Logger) (*cluster, error) {
 	c := &cluster{name: "uid-soak"}
 	ports, err := freePorts(2 * n)
 	if err != nil {
@@ -66,6 +76,7 @@ func startCluster(ctx context.Context, dir string, n int, log *slog.Logger) (*cl
 			storeDir:    filepath.Join(dir, fmt.Sprintf("n%d", i)),
 			routes:      routes,
 			log:         log.With("nats_node", fmt.Sprintf("soak-n%d", i)),
+			opts:        opts,
 		})
 	}
 	// Start every node before waiting: JetStream's meta group needs a
@@ -148,10 +159,13 @@ func (n *clusterNode) start(clusterName string) error {
 		JetStream:  true,
 		StoreDir:   n.storeDir,
 		NoSigs:     true,
+		// Clients and routes alike.
+		WriteDeadline: n.opts.writeDeadline,
 		Cluster: server.ClusterOpts{
-			Name: clusterName,
-			Host: n.host,
-			Port: n.clusterPort,
+			Name:          clusterName,
+			Host:          n.host,
+			Port:          n.clusterPort,
+			WriteDeadline: n.opts.writeDeadline,
 		},
 		Routes: n.routes,
 	}

@@ -50,12 +50,16 @@ type Config struct {
 	ShortCut        time.Duration // default 0.4 × LeaseTTL: longer than the renewal interval (TTL/3), within the expiry
 	LongCut         time.Duration // default LeaseTTL + 2s
 	NATSDown        time.Duration // how long a restarted NATS node stays down, default 2s
-	FaultGap        time.Duration // pause before each fault, default 2s
-	WarmUp          time.Duration // before the first fault, default 3s
-	Quiet           time.Duration // after the last fault, default max(8s, Duration/10)
-	ServeWithin     time.Duration // a started dispenser must serve within it, default 30s
-	SampleEvery     time.Duration // resource sampling interval, default 1s
-	Progress        io.Writer     // progress lines (nil: none)
+	// NATSWriteDeadline is the NATS nodes' write_deadline (0: the
+	// server's default, 10s). See the README's Soak section: a paused
+	// dispenser stalls the cluster for up to this long.
+	NATSWriteDeadline time.Duration
+	FaultGap          time.Duration // pause before each fault, default 2s
+	WarmUp            time.Duration // before the first fault, default 3s
+	Quiet             time.Duration // after the last fault, default max(8s, Duration/10)
+	ServeWithin       time.Duration // a started dispenser must serve within it, default 30s
+	SampleEvery       time.Duration // resource sampling interval, default 1s
+	Progress          io.Writer     // progress lines (nil: none)
 }
 
 // DefaultConfig is the configuration of `make soak` but for the duration
@@ -176,7 +180,7 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 	dsn.Addr = s.proxy.Addr()
 
 	s.progress("starting a 3-node NATS cluster (work dir %s)", workDir)
-	s.cluster, err = startCluster(ctx, filepath.Join(workDir, "nats"), numDispensers, s.log)
+	s.cluster, err = startCluster(ctx, filepath.Join(workDir, "nats"), numDispensers, clusterOptions{writeDeadline: cfg.NATSWriteDeadline}, s.log)
 	if err != nil {
 		return nil, err
 	}
@@ -226,6 +230,8 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 	defer stopRun()
 	var wg sync.WaitGroup
 	wg.Go(func() { s.sample(runCtx) })
+	var stalls []stall
+	wg.Go(func() { stalls = watchStalls(runCtx, s.origin, 50*time.Millisecond) })
 	clientsCtx, stopClients := context.WithCancel(ctx)
 	defer stopClients()
 	clientsDone := make(chan struct{})
@@ -250,7 +256,7 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 	s.stopDispensers()
 	s.cluster.shutdown()
 
-	sum = s.summarise(rec, clients, blocks)
+	sum = s.summarise(rec, clients, blocks, stalls)
 	sum.WorkDir = workDir
 	return sum, nil
 }

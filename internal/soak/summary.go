@@ -24,6 +24,7 @@ type Summary struct {
 	DispenserLogErrors map[string]int          `json:"dispenser_log_errors"`
 	WorkDir            string                  `json:"work_dir"`
 	ErrorExamples      map[string]string       `json:"error_examples"`
+	Stalls             []stall                 `json:"soak_stalls"`
 }
 
 // ProcessFigures are a process's resources early and late in its life.
@@ -38,7 +39,7 @@ type ProcessFigures struct {
 // Failed tells whether the run found a violation (or did not run).
 func (s *Summary) Failed() bool { return s == nil || len(s.Violations) > 0 }
 
-func (s *soak) summarise(rec *recorder, clients []*soakClient, blocks natsio.BlockSourceStats) *Summary {
+func (s *soak) summarise(rec *recorder, clients []*soakClient, blocks natsio.BlockSourceStats, stalls []stall) *Summary {
 	logs := make([]*clientLog, len(clients))
 	for i, c := range clients {
 		logs[i] = c.log
@@ -61,6 +62,7 @@ func (s *soak) summarise(rec *recorder, clients []*soakClient, blocks natsio.Blo
 			layout: layout, clients: logs, claims: book, kinds: kinds,
 			deadline: s.cfg.CallDeadline, grace: s.cfg.Grace,
 			faults: faults, settle: s.cfg.CallDeadline + time.Second, cutSettle: s.cfg.LeaseTTL / 3,
+			stalls: stalls,
 		}),
 		Duration:           s.since(),
 		Faults:             map[string]int{},
@@ -69,6 +71,7 @@ func (s *soak) summarise(rec *recorder, clients []*soakClient, blocks natsio.Blo
 		Blocks:             blocks,
 		DispenserLogErrors: logErrors,
 		ErrorExamples:      map[string]string{},
+		Stalls:             stalls,
 	}
 	for _, k := range kinds {
 		sum.ErrorExamples[k.name] = k.example
@@ -137,6 +140,12 @@ func (s *Summary) Print(w io.Writer) {
 		p("  %6d  %s", s.Errors[k], k)
 	}
 	p("failed calls no fault explains (e.g. during a short MySQL cut): %d", s.Unexplained)
+	var longest time.Duration
+	for _, st := range s.Stalls {
+		longest = max(longest, st.Length)
+	}
+	p("soak process stalls (> %s): %d, longest %s; calls late or failed in them (excused): %d",
+		stallThreshold, len(s.Stalls), longest.Round(time.Millisecond), s.Stalled)
 	p("block sources:      %d blocks used, %d redeliveries terminated, %d acks unconfirmed, %d malformed",
 		s.Blocks.BlocksUsed, s.Blocks.Redelivered, s.Blocks.AckFailed, s.Blocks.Malformed)
 	if len(s.DispenserLogErrors) > 0 {
