@@ -114,7 +114,9 @@ func Start(ctx context.Context, cfg Config, opts ...Option) (_ *Dispenser, err e
 	cleanup = append(cleanup, func() { d.svcNC.Close() })
 
 	if d.assigner == nil {
-		closeAssigner, err := d.openAssigner(connectCtx, url)
+		// ctx, not connectCtx: the store is waited for up to its own
+		// DISPENSER_STORE_STARTUP_DEADLINE.
+		closeAssigner, err := d.openAssigner(ctx, url)
 		if err != nil {
 			return nil, err
 		}
@@ -193,7 +195,9 @@ func (d *Dispenser) openAssigner(ctx context.Context, url string) (func(), error
 	// The KV assigner has a connection of its own, so lease renewals never
 	// queue behind service traffic and the service's connection can be
 	// drained at shutdown while the lease is still released over NATS.
-	conn, err := natsio.Connect(ctx, d.cfg.connConfig(url, "uid-dispenser worker claim", d.log))
+	connectCtx, cancel := context.WithTimeout(ctx, d.cfg.NATSConnectTimeout)
+	defer cancel()
+	conn, err := natsio.Connect(connectCtx, d.cfg.connConfig(url, "uid-dispenser worker claim", d.log))
 	if err != nil {
 		return nil, fmt.Errorf("dispenser: %w", err)
 	}
