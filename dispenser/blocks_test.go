@@ -26,14 +26,7 @@ func blocksConfig(url string) Config {
 
 func blockSource(t *testing.T, url string) *natsio.BlockSource {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	conn, err := natsio.Connect(ctx, natsio.ConnConfig{URL: url, Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(conn.Close)
-	src, err := natsio.NewBlockSource(conn.Conn, natsio.BlockSourceConfig{FetchWait: 200 * time.Millisecond, Logger: testLogger()})
+	src, err := natsio.NewBlockSource(testConn(t, url).Conn, natsio.BlockSourceConfig{FetchWait: 200 * time.Millisecond, Logger: testLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

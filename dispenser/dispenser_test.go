@@ -70,7 +70,8 @@ func shutdown(t *testing.T, d *Dispenser) {
 	}
 }
 
-func client(t *testing.T, url string) *natsio.Client {
+// testConn connects to url; the connection closes when the test ends.
+func testConn(t *testing.T, url string) *natsio.Conn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -79,7 +80,12 @@ func client(t *testing.T, url string) *natsio.Client {
 		t.Fatal(err)
 	}
 	t.Cleanup(conn.Close)
-	return natsio.NewClient(conn.Conn, natsio.ClientOptions{AttemptTimeout: 500 * time.Millisecond})
+	return conn
+}
+
+func client(t *testing.T, url string) *natsio.Client {
+	t.Helper()
+	return natsio.NewClient(testConn(t, url).Conn, natsio.ClientOptions{AttemptTimeout: 500 * time.Millisecond})
 }
 
 // collect takes IDs with n concurrent callers until stop is closed or each
@@ -213,12 +219,7 @@ func TestReclaimsAfterLeaseLostForGood(t *testing.T) {
 		t.Fatalf("IDs per worker %v: want some from %d and from %d", shares, lostWorker, d.WorkerID())
 	}
 	// The service's metadata follows the new worker ID.
-	nc, err := natsio.Connect(context.Background(), natsio.ConnConfig{URL: url, Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	msg, err := nc.Request("$SRV.INFO.uid-dispenser."+d.ServiceID(), nil, 2*time.Second)
+	msg, err := testConn(t, url).Request("$SRV.INFO.uid-dispenser."+d.ServiceID(), nil, 2*time.Second)
 	if err != nil || !strings.Contains(string(msg.Data), fmt.Sprintf(`"worker_id":"%d"`, d.WorkerID())) {
 		t.Fatalf("INFO after reclaim: %v %s", err, msg.Data)
 	}
