@@ -16,6 +16,7 @@ import (
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/telemetry/telemetrytest"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
 )
 
@@ -53,7 +54,7 @@ func BenchmarkNextTracing(b *testing.B) {
 	for _, clients := range []int{1, 8} {
 		for _, tracing := range []string{"off", "server-1pct", "server-all", "both-1pct", "both-all"} {
 			b.Run("clients="+strconv.Itoa(clients)+"/tracing="+tracing, func(b *testing.B) {
-				clearOTelEnv(b)
+				telemetrytest.ClearEnv(b)
 				if tracing != "off" {
 					b.Setenv("OTEL_TRACES_EXPORTER", "otlp")
 					b.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", collector.URL+"/v1/traces")

@@ -1,10 +1,8 @@
 package dispenser
 
 import (
-	"bufio"
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -18,54 +16,9 @@ import (
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/telemetry"
+	"github.com/uid-dispenser/uid-dispenser/telemetry/telemetrytest"
 	"github.com/uid-dispenser/uid-dispenser/telemetry/uidattr"
 )
-
-// clearOTelEnv keeps the machine's OTEL_* variables from changing what the
-// tests export.
-func clearOTelEnv(t testing.TB) {
-	for _, k := range []string{"OTEL_TRACES_EXPORTER", "OTEL_METRICS_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT",
-		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_SERVICE_NAME",
-		"OTEL_RESOURCE_ATTRIBUTES", "OTEL_TRACES_SAMPLER", "OTEL_TRACES_SAMPLER_ARG", "OTEL_SDK_DISABLED"} {
-		t.Setenv(k, "")
-	}
-}
-
-func httpGet(t *testing.T, url string) (int, string, error) {
-	t.Helper()
-	client := &http.Client{Timeout: 5 * time.Second}
-	defer client.CloseIdleConnections()
-	resp, err := client.Get(url)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body), err
-}
-
-// promSum sums the samples of a Prometheus text-format metric whose line
-// contains every one of labels.
-func promSum(text, name string, labels ...string) (float64, bool) {
-	var sum float64
-	found := false
-	sc := bufio.NewScanner(strings.NewReader(text))
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
-			continue
-		}
-		match := true
-		for _, l := range labels {
-			match = match && strings.Contains(line, l)
-		}
-		if v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64); match && err == nil {
-			sum += v
-			found = true
-		}
-	}
-	return sum, found
-}
 
 func endedSpan(t *testing.T, rec *tracetest.SpanRecorder, name string) sdktrace.ReadOnlySpan {
 	t.Helper()
@@ -89,7 +42,7 @@ func endedSpan(t *testing.T, rec *tracetest.SpanRecorder, name string) sdktrace.
 // start-up padding round is a span, /metrics counts the requests, and
 // /readyz follows the instance from serving to shut down.
 func TestTelemetryAcrossNATS(t *testing.T) {
-	clearOTelEnv(t)
+	telemetrytest.ClearEnv(t)
 	rec := tracetest.NewSpanRecorder()
 	// The caller in this test records all its traces (as if its own SDK
 	// sampled everything); the dispenser follows its decisions.
@@ -111,7 +64,7 @@ func TestTelemetryAcrossNATS(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := "http://" + tel.MetricsAddr()
-	if code, body, err := httpGet(t, base+"/readyz"); err != nil || code != http.StatusOK {
+	if code, body, err := telemetrytest.HTTPGet(base + "/readyz"); err != nil || code != http.StatusOK {
 		t.Errorf("/readyz while serving: %d %q %v, want 200", code, body, err)
 	}
 
@@ -154,28 +107,28 @@ func TestTelemetryAcrossNATS(t *testing.T) {
 	}
 
 	endedSpan(t, rec, "process uid.batch") // ended after its metrics are recorded
-	_, metrics, err := httpGet(t, base+"/metrics")
+	_, metrics, err := telemetrytest.HTTPGet(base + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := promSum(metrics, "uid_requests_total", `uid_endpoint="next"`, `uid_outcome="ok"`); n != 1 {
+	if n, _ := telemetrytest.PromSum(metrics, "uid_requests_total", `uid_endpoint="next"`, `uid_outcome="ok"`); n != 1 {
 		t.Errorf("uid_requests_total{next,ok} = %v, want 1", n)
 	}
-	if n, _ := promSum(metrics, "uid_ids_issued_total"); n != 11 {
+	if n, _ := telemetrytest.PromSum(metrics, "uid_ids_issued_total"); n != 11 {
 		t.Errorf("uid_ids_issued_total = %v, want 11", n)
 	}
-	if n, _ := promSum(metrics, "uid_request_duration_seconds_count", `uid_endpoint="batch"`); n != 1 {
+	if n, _ := telemetrytest.PromSum(metrics, "uid_request_duration_seconds_count", `uid_endpoint="batch"`); n != 1 {
 		t.Errorf("uid_request_duration_seconds_count{batch} = %v, want 1", n)
 	}
-	if left, found := promSum(metrics, "uid_lease_remaining_seconds"); !found || left <= 0 || left > testConfig(url, "").LeaseTTL.Seconds() {
+	if left, found := telemetrytest.PromSum(metrics, "uid_lease_remaining_seconds"); !found || left <= 0 || left > testConfig(url, "").LeaseTTL.Seconds() {
 		t.Errorf("uid_lease_remaining_seconds = %v (found %v), want within the lease TTL", left, found)
 	}
-	if n, _ := promSum(metrics, "uid_generator_issued_total", `uid_worker_id="`+strconv.FormatInt(worker, 10)+`"`); n != 11 {
+	if n, _ := telemetrytest.PromSum(metrics, "uid_generator_issued_total", `uid_worker_id="`+strconv.FormatInt(worker, 10)+`"`); n != 11 {
 		t.Errorf("uid_generator_issued_total{worker} = %v, want 11", n)
 	}
 
 	shutdown(t, d)
-	if code, body, err := httpGet(t, base+"/readyz"); err != nil || code != http.StatusServiceUnavailable || !strings.Contains(body, errNotServing.Error()) {
+	if code, body, err := telemetrytest.HTTPGet(base + "/readyz"); err != nil || code != http.StatusServiceUnavailable || !strings.Contains(body, errNotServing.Error()) {
 		t.Errorf("/readyz after shutdown: %d %q %v, want 503 not serving", code, body, err)
 	}
 }
@@ -183,19 +136,19 @@ func TestTelemetryAcrossNATS(t *testing.T) {
 // TestMetricsServerFromConfig: DISPENSER_METRICS_ADDR makes the instance
 // serve /metrics, /healthz and /readyz itself, and its shutdown stops them.
 func TestMetricsServerFromConfig(t *testing.T) {
-	clearOTelEnv(t)
+	telemetrytest.ClearEnv(t)
 	url := testenv.NATS(t, nil).ClientURL()
 	cfg := testConfig(url, "")
 	cfg.MetricsAddr = "127.0.0.1:0"
 	d := start(t, cfg)
 	base := "http://" + d.MetricsAddr()
 	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
-		if code, body, err := httpGet(t, base+path); err != nil || code != http.StatusOK {
+		if code, body, err := telemetrytest.HTTPGet(base + path); err != nil || code != http.StatusOK {
 			t.Errorf("%s: %d %v\n%s", path, code, err, body)
 		}
 	}
 	shutdown(t, d)
-	if _, _, err := httpGet(t, base+"/healthz"); err == nil {
+	if _, _, err := telemetrytest.HTTPGet(base + "/healthz"); err == nil {
 		t.Error("/healthz still answers after shutdown")
 	}
 }

@@ -21,6 +21,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/uid-dispenser/uid-dispenser/telemetry"
+	"github.com/uid-dispenser/uid-dispenser/telemetry/telemetrytest"
 	"github.com/uid-dispenser/uid-dispenser/telemetry/uidattr"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
@@ -100,46 +101,8 @@ func (c *otelCapture) metric(t *testing.T, name string, match ...attribute.KeyVa
 	if err := c.reader.Collect(context.Background(), &rm); err != nil {
 		t.Fatal(err)
 	}
-	var sum float64
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if m.Name != name {
-				continue
-			}
-			matches := func(s attribute.Set) bool {
-				for _, kv := range match {
-					if v, ok := s.Value(kv.Key); !ok || v != kv.Value {
-						return false
-					}
-				}
-				return true
-			}
-			switch d := m.Data.(type) {
-			case metricdata.Sum[int64]:
-				for _, p := range d.DataPoints {
-					if matches(p.Attributes) {
-						sum += float64(p.Value)
-					}
-				}
-			case metricdata.Histogram[float64]:
-				for _, p := range d.DataPoints {
-					if matches(p.Attributes) {
-						sum += float64(p.Count)
-					}
-				}
-			}
-		}
-	}
+	sum, _ := telemetrytest.MetricSum(rm, name, match...)
 	return sum
-}
-
-func attrOf(s sdktrace.ReadOnlySpan, key attribute.Key) attribute.Value {
-	for _, kv := range s.Attributes() {
-		if kv.Key == key {
-			return kv.Value
-		}
-	}
-	return attribute.Value{}
 }
 
 func TestHeaderCarrierIsCaseInsensitive(t *testing.T) {
@@ -211,7 +174,7 @@ func TestTraceAcrossNATS(t *testing.T) {
 			uidattr.WorkerID:                attribute.Int64Value(7),
 			uidattr.Outcome:                 attribute.StringValue(OutcomeOK),
 		} {
-			if got := attrOf(process, key); got != want {
+			if got := telemetrytest.Attr(process.Attributes(), key); got != want {
 				t.Errorf("%s: server span %s = %v, want %v", subject, key, got.String(), want.String())
 			}
 		}
@@ -263,9 +226,9 @@ func TestServerSpanRecordsErrors(t *testing.T) {
 		t.Fatalf("oversized batch: %v, want a bad request", err)
 	}
 	s := capture.span(t, "process uid.batch", 1)
-	if s.Status().Code != codes.Error || attrOf(s, uidattr.Outcome).AsString() != OutcomeBadRequest || len(s.Events()) == 0 {
+	if s.Status().Code != codes.Error || telemetrytest.Attr(s.Attributes(), uidattr.Outcome).AsString() != OutcomeBadRequest || len(s.Events()) == 0 {
 		t.Errorf("server span status %v outcome %q events %v, want an error, bad_request, the error recorded",
-			s.Status(), attrOf(s, uidattr.Outcome).AsString(), s.Events())
+			s.Status(), telemetrytest.Attr(s.Attributes(), uidattr.Outcome).AsString(), s.Events())
 	}
 	if c := capture.span(t, "send uid.batch", 1); c.Status().Code != codes.Error {
 		t.Errorf("client span status %v, want an error", c.Status())
@@ -303,7 +266,7 @@ func TestRejectedTakeIsAnEventOnTheServerSpan(t *testing.T) {
 		t.Fatalf("drained ring answered %q, want 503", code)
 	}
 	rejected := capture.spanWhere(t, "process uid.batch", func(s sdktrace.ReadOnlySpan) bool {
-		return attrOf(s, uidattr.Outcome).AsString() == OutcomeUnavailable
+		return telemetrytest.Attr(s.Attributes(), uidattr.Outcome).AsString() == OutcomeUnavailable
 	})
 	var event bool
 	for _, e := range rejected.Events() {
@@ -331,8 +294,8 @@ func TestBlockPublishesAreProducerSpans(t *testing.T) {
 	spanIDs := map[string]bool{}
 	for i := 1; i <= depth; i++ {
 		s := capture.span(t, name, i)
-		if s.SpanKind() != trace.SpanKindProducer || attrOf(s, uidattr.Count).AsInt64() != size ||
-			attrOf(s, uidattr.Outcome).AsString() != "stored" || attrOf(s, "messaging.system").AsString() != "nats" {
+		if s.SpanKind() != trace.SpanKindProducer || telemetrytest.Attr(s.Attributes(), uidattr.Count).AsInt64() != size ||
+			telemetrytest.Attr(s.Attributes(), uidattr.Outcome).AsString() != "stored" || telemetrytest.Attr(s.Attributes(), "messaging.system").AsString() != "nats" {
 			t.Errorf("block span %d: kind %v attributes %v, want a producer span of a stored block of %d", i, s.SpanKind(), s.Attributes(), size)
 		}
 		spanIDs[s.SpanContext().SpanID().String()] = true

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -80,57 +79,4 @@ func (p *providers) collect(t *testing.T) metricdata.ResourceMetrics {
 		t.Fatalf("collect metrics: %v", err)
 	}
 	return rm
-}
-
-// metricValue sums the data points of the named metric whose attributes
-// include all of match; found is false when the metric has no such point.
-func metricValue(rm metricdata.ResourceMetrics, name string, match ...attribute.KeyValue) (sum float64, found bool) {
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if m.Name != name {
-				continue
-			}
-			add := func(attrs attribute.Set, v float64) {
-				for _, kv := range match {
-					if got, ok := attrs.Value(kv.Key); !ok || got != kv.Value {
-						return
-					}
-				}
-				sum += v
-				found = true
-			}
-			switch d := m.Data.(type) {
-			case metricdata.Sum[int64]:
-				addPoints(d.DataPoints, add)
-			case metricdata.Sum[float64]:
-				addPoints(d.DataPoints, add)
-			case metricdata.Gauge[int64]:
-				addPoints(d.DataPoints, add)
-			case metricdata.Gauge[float64]:
-				addPoints(d.DataPoints, add)
-			case metricdata.Histogram[float64]:
-				for _, dp := range d.DataPoints {
-					add(dp.Attributes, float64(dp.Count))
-				}
-			}
-		}
-	}
-	return sum, found
-}
-
-// addPoints passes each data point's attributes and value to add.
-func addPoints[N int64 | float64](points []metricdata.DataPoint[N], add func(attribute.Set, float64)) {
-	for _, dp := range points {
-		add(dp.Attributes, float64(dp.Value))
-	}
-}
-
-// spanAttr returns the value of key on the span, or an invalid value.
-func spanAttr(attrs []attribute.KeyValue, key attribute.Key) attribute.Value {
-	for _, kv := range attrs {
-		if kv.Key == key {
-			return kv.Value
-		}
-	}
-	return attribute.Value{}
 }

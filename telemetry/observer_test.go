@@ -15,6 +15,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/telemetry/telemetrytest"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/uidcore/uidcoretest"
 )
@@ -104,10 +105,10 @@ func TestPaddingAndRejectionsAreTraced(t *testing.T) {
 	if !ok {
 		t.Fatalf("padding span stopped by the ahead bound has no %s event; events %v", PutRejectedEventName, stopped.Events())
 	}
-	if got := spanAttr(ev.Attributes, ReasonKey).AsString(); got != string(uidcore.RejectAheadBound) {
+	if got := telemetrytest.Attr(ev.Attributes, ReasonKey).AsString(); got != string(uidcore.RejectAheadBound) {
 		t.Errorf("put rejection reason %q, want %q", got, uidcore.RejectAheadBound)
 	}
-	if got := spanAttr(ev.Attributes, SecondKey).AsInt64(); got != T+2 {
+	if got := telemetrytest.Attr(ev.Attributes, SecondKey).AsInt64(); got != T+2 {
 		t.Errorf("put rejection second %d, want %d", got, T+2)
 	}
 
@@ -124,10 +125,10 @@ func TestPaddingAndRejectionsAreTraced(t *testing.T) {
 	if !ok {
 		t.Fatalf("request span has no %s event; events %v", TakeRejectedEventName, reqSpan.Events())
 	}
-	if got := spanAttr(ev.Attributes, ReasonKey).AsString(); got != "empty" {
+	if got := telemetrytest.Attr(ev.Attributes, ReasonKey).AsString(); got != "empty" {
 		t.Errorf("take rejection reason %q, want empty", got)
 	}
-	if got := spanAttr(ev.Attributes, WantedKey).AsInt64(); got != 1 {
+	if got := telemetrytest.Attr(ev.Attributes, WantedKey).AsInt64(); got != 1 {
 		t.Errorf("take rejection wanted %d, want 1", got)
 	}
 
@@ -143,7 +144,7 @@ func TestPaddingAndRejectionsAreTraced(t *testing.T) {
 	}
 	var forced sdktrace.ReadOnlySpan
 	for _, s := range waitSpans(t, p, 4)[3:] {
-		if spanAttr(s.Attributes(), FirstSecondKey).AsInt64() == T+10 {
+		if telemetrytest.Attr(s.Attributes(), FirstSecondKey).AsInt64() == T+10 {
 			forced = s
 		}
 	}
@@ -151,13 +152,13 @@ func TestPaddingAndRejectionsAreTraced(t *testing.T) {
 		t.Fatal("no padding span for the forced round")
 	}
 	checkRound(t, forced, uidcore.TriggerThreshold, "full", 64, T+10, T+10)
-	if got := spanAttr(forced.Attributes(), DurationKey).AsFloat64(); got != rep.Duration.Seconds() {
+	if got := telemetrytest.Attr(forced.Attributes(), DurationKey).AsFloat64(); got != rep.Duration.Seconds() {
 		t.Errorf("duration attribute %v, want the report's %v", got, rep.Duration.Seconds())
 	}
-	if got := spanAttr(forced.Attributes(), SecondsAheadKey).AsInt64(); got != rep.SecondsAhead || got != 0 {
+	if got := telemetrytest.Attr(forced.Attributes(), SecondsAheadKey).AsInt64(); got != rep.SecondsAhead || got != 0 {
 		t.Errorf("seconds ahead %d, want %d (the report's) = 0", got, rep.SecondsAhead)
 	}
-	if got := spanAttr(forced.Attributes(), WorkerIDKey).AsInt64(); got != 7 {
+	if got := telemetrytest.Attr(forced.Attributes(), WorkerIDKey).AsInt64(); got != 7 {
 		t.Errorf("worker ID attribute %d, want 7", got)
 	}
 
@@ -181,16 +182,16 @@ func TestPaddingAndRejectionsAreTraced(t *testing.T) {
 		{"uid.clock.ahead", nil, 0, 0},
 		{"uid.runway.warning", nil, 0, 0},
 	} {
-		got, found := metricValue(rm, c.name, c.match...)
+		got, found := telemetrytest.MetricSum(rm, c.name, c.match...)
 		if !found || got < c.min || got > c.max {
 			t.Errorf("%s%v = %v (found %v), want %v..%v", c.name, c.match, got, found, c.min, c.max)
 		}
 	}
-	runway, _ := metricValue(rm, "uid.runway.remaining")
+	runway, _ := telemetrytest.MetricSum(rm, "uid.runway.remaining")
 	if want := float64(layout.LastSecond() + 1 - clk.Now().Unix()); runway != want {
 		t.Errorf("uid.runway.remaining = %v, want %v", runway, want)
 	}
-	if _, found := metricValue(rm, "uid.lease.remaining"); found {
+	if _, found := telemetrytest.MetricSum(rm, "uid.lease.remaining"); found {
 		t.Error("uid.lease.remaining reported without a LeaseLeft func")
 	}
 }
@@ -199,13 +200,13 @@ func checkRound(t *testing.T, s sdktrace.ReadOnlySpan, trigger uidcore.PaddingTr
 	t.Helper()
 	a := s.Attributes()
 	got := fmt.Sprintf("trigger=%s stop=%s added=%d first=%d last=%d",
-		spanAttr(a, TriggerKey).AsString(), spanAttr(a, StopKey).AsString(), spanAttr(a, AddedKey).AsInt64(),
-		spanAttr(a, FirstSecondKey).AsInt64(), spanAttr(a, LastSecondKey).AsInt64())
+		telemetrytest.Attr(a, TriggerKey).AsString(), telemetrytest.Attr(a, StopKey).AsString(), telemetrytest.Attr(a, AddedKey).AsInt64(),
+		telemetrytest.Attr(a, FirstSecondKey).AsInt64(), telemetrytest.Attr(a, LastSecondKey).AsInt64())
 	want := fmt.Sprintf("trigger=%s stop=%s added=%d first=%d last=%d", trigger, stop, added, first, last)
 	if got != want {
 		t.Errorf("padding span: %s\nwant:         %s", got, want)
 	}
-	if spanAttr(a, DurationKey).Type() != attribute.FLOAT64 || spanAttr(a, SecondsAheadKey).Type() != attribute.INT64 {
+	if telemetrytest.Attr(a, DurationKey).Type() != attribute.FLOAT64 || telemetrytest.Attr(a, SecondsAheadKey).Type() != attribute.INT64 {
 		t.Errorf("padding span lacks duration or seconds-ahead attributes: %v", a)
 	}
 }
@@ -245,10 +246,10 @@ func TestTakeRejectedWhenClaimLost(t *testing.T) {
 		t.Fatalf("Next after the claim was lost: %v, want ErrClaimLost", err)
 	}
 	ev, ok := findEvent(p.ended("request")[0], TakeRejectedEventName)
-	if !ok || spanAttr(ev.Attributes, ReasonKey).AsString() != "claim_lost" {
+	if !ok || telemetrytest.Attr(ev.Attributes, ReasonKey).AsString() != "claim_lost" {
 		t.Fatalf("request span events %v, want %s with reason claim_lost", p.ended("request")[0].Events(), TakeRejectedEventName)
 	}
-	if got, _ := metricValue(p.collect(t), "uid.take.rejections", ReasonKey.String("claim_lost")); got != 1 {
+	if got, _ := telemetrytest.MetricSum(p.collect(t), "uid.take.rejections", ReasonKey.String("claim_lost")); got != 1 {
 		t.Errorf("uid.take.rejections{claim_lost} = %v, want 1", got)
 	}
 }
@@ -265,7 +266,7 @@ func TestPaddingSpanMarksEmptyRingError(t *testing.T) {
 		t.Errorf("status %+v, want an error naming %s", s.Status(), uidcore.RejectNotReserved)
 	}
 	ev, ok := findEvent(s, PutRejectedEventName)
-	if !ok || !strings.Contains(spanAttr(ev.Attributes, "error.message").AsString(), "claim lost") {
+	if !ok || !strings.Contains(telemetrytest.Attr(ev.Attributes, "error.message").AsString(), "claim lost") {
 		t.Errorf("events %v, want a put rejection naming the lost claim", s.Events())
 	}
 }
@@ -301,8 +302,8 @@ func TestRunwayWarning(t *testing.T) {
 			}
 			defer obs.Close()
 			rm := p.collect(t)
-			gauge, _ := metricValue(rm, "uid.runway.warning")
-			runway, _ := metricValue(rm, "uid.runway.remaining")
+			gauge, _ := telemetrytest.MetricSum(rm, "uid.runway.warning")
+			runway, _ := telemetrytest.MetricSum(rm, "uid.runway.remaining")
 			if want := c.layout.Runway(now).Seconds(); runway != want {
 				t.Errorf("uid.runway.remaining = %v, want %v", runway, want)
 			}
@@ -348,11 +349,11 @@ func TestLeaseGaugeAndClose(t *testing.T) {
 	}
 	defer gen.Close()
 	obs.Watch(gen)
-	if got, _ := metricValue(p.collect(t), "uid.lease.remaining", WorkerIDKey.Int(3)); got != 42 {
+	if got, _ := telemetrytest.MetricSum(p.collect(t), "uid.lease.remaining", WorkerIDKey.Int(3)); got != 42 {
 		t.Errorf("uid.lease.remaining = %v, want 42", got)
 	}
 	ok = false
-	if _, found := metricValue(p.collect(t), "uid.lease.remaining"); found {
+	if _, found := telemetrytest.MetricSum(p.collect(t), "uid.lease.remaining"); found {
 		t.Error("uid.lease.remaining reported while LeaseLeft says there is no lease")
 	}
 	if err := obs.Close(); err != nil {
@@ -360,7 +361,7 @@ func TestLeaseGaugeAndClose(t *testing.T) {
 	}
 	rm := p.collect(t)
 	for _, name := range []string{"uid.ring.available", "uid.runway.remaining"} {
-		if _, found := metricValue(rm, name); found {
+		if _, found := telemetrytest.MetricSum(rm, name); found {
 			t.Errorf("%s still reported after Close", name)
 		}
 	}
@@ -405,14 +406,14 @@ func TestObserverFollowsANewGenerator(t *testing.T) {
 	obs.Watch(second)
 	first.Close()
 	spans := waitSpans(t, p, 2)
-	if w0, w1 := spanAttr(spans[0].Attributes(), WorkerIDKey).AsInt64(), spanAttr(spans[1].Attributes(), WorkerIDKey).AsInt64(); w0 != 1 || w1 != 2 {
+	if w0, w1 := telemetrytest.Attr(spans[0].Attributes(), WorkerIDKey).AsInt64(), telemetrytest.Attr(spans[1].Attributes(), WorkerIDKey).AsInt64(); w0 != 1 || w1 != 2 {
 		t.Errorf("start-up padding spans carry workers %d and %d, want 1 and 2", w0, w1)
 	}
 	rm := p.collect(t)
-	if _, found := metricValue(rm, "uid.ring.available", WorkerIDKey.Int(2)); !found {
+	if _, found := telemetrytest.MetricSum(rm, "uid.ring.available", WorkerIDKey.Int(2)); !found {
 		t.Error("gauges do not carry the new worker ID")
 	}
-	if _, found := metricValue(rm, "uid.ring.available", WorkerIDKey.Int(1)); found {
+	if _, found := telemetrytest.MetricSum(rm, "uid.ring.available", WorkerIDKey.Int(1)); found {
 		t.Error("gauges still report the old worker ID")
 	}
 }

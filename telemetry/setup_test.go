@@ -1,7 +1,6 @@
 package telemetry
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"io"
@@ -10,7 +9,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -23,22 +21,9 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/uid-dispenser/uid-dispenser/telemetry/telemetrytest"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
-
-// otelEnv are the variables that would change what Setup exports; tests
-// clear them so the machine's environment cannot change their outcome.
-var otelEnv = []string{
-	"OTEL_TRACES_EXPORTER", "OTEL_METRICS_EXPORTER", "OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES",
-	"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
-	"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_TRACES_SAMPLER", "OTEL_SDK_DISABLED",
-}
-
-func clearOTelEnv(t *testing.T) {
-	for _, k := range otelEnv {
-		t.Setenv(k, "")
-	}
-}
 
 func setup(t *testing.T, cfg Config) *Telemetry {
 	t.Helper()
@@ -58,51 +43,17 @@ func setup(t *testing.T, cfg Config) *Telemetry {
 // no keep-alive goroutine outlives the test.
 func httpGet(t *testing.T, url string) (int, string) {
 	t.Helper()
-	client := &http.Client{Timeout: 5 * time.Second}
-	defer client.CloseIdleConnections()
-	resp, err := client.Get(url)
+	code, body, err := telemetrytest.HTTPGet(url)
 	if err != nil {
 		t.Fatalf("GET %s: %v", url, err)
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	return resp.StatusCode, string(body)
-}
-
-// promValue sums the samples of a metric in Prometheus text format whose
-// labels contain every one of labels (`name="value"`); found reports
-// whether there was one.
-func promValue(text, name string, labels ...string) (sum float64, found bool) {
-	sc := bufio.NewScanner(strings.NewReader(text))
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
-			continue
-		}
-		ok := true
-		for _, l := range labels {
-			ok = ok && strings.Contains(line, l)
-		}
-		if !ok {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-		if err != nil {
-			continue
-		}
-		sum += v
-		found = true
-	}
-	return sum, found
+	return code, body
 }
 
 // TestMetricsEndpoint scrapes /metrics over HTTP while a generator hands
 // out IDs and checks the counters move and the resource is labelled.
 func TestMetricsEndpoint(t *testing.T) {
-	clearOTelEnv(t)
+	telemetrytest.ClearEnv(t)
 	worker := uint64(5)
 	tel := setup(t, Config{MetricsAddr: "127.0.0.1:0", InstanceID: "test-instance", ServiceVersion: "v9.9.9", WorkerID: &worker})
 	obs, err := tel.NewObserver(ObserverOptions{Layout: tinyLayout(), WorkerID: worker})
@@ -122,12 +73,12 @@ func TestMetricsEndpoint(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("/metrics: %d\n%s", code, before)
 	}
-	issued0, found := promValue(before, "uid_generator_issued_total", `uid_worker_id="5"`)
+	issued0, found := telemetrytest.PromSum(before, "uid_generator_issued_total", `uid_worker_id="5"`)
 	if !found {
 		t.Fatalf("no uid_generator_issued_total in /metrics:\n%s", before)
 	}
-	rounds0, _ := promValue(before, "uid_padding_rounds_total")
-	if startup, _ := promValue(before, "uid_padding_rounds_total", `uid_padding_trigger="startup"`); startup != 1 {
+	rounds0, _ := telemetrytest.PromSum(before, "uid_padding_rounds_total")
+	if startup, _ := telemetrytest.PromSum(before, "uid_padding_rounds_total", `uid_padding_trigger="startup"`); startup != 1 {
 		t.Errorf("uid_padding_rounds_total{trigger=startup} = %v, want 1", startup)
 	}
 	for _, want := range []string{`service_name="uid-dispenser"`, `service_instance_id="test-instance"`, `service_version="v9.9.9"`, `uid_worker_id="5"`} {
@@ -149,14 +100,14 @@ func TestMetricsEndpoint(t *testing.T) {
 		seen[id] = true
 	}
 	_, after := httpGet(t, url)
-	if issued, _ := promValue(after, "uid_generator_issued_total"); issued-issued0 != 200 {
+	if issued, _ := telemetrytest.PromSum(after, "uid_generator_issued_total"); issued-issued0 != 200 {
 		t.Errorf("uid_generator_issued_total moved by %v, want 200", issued-issued0)
 	}
-	if rounds, _ := promValue(after, "uid_padding_rounds_total"); rounds <= rounds0 {
+	if rounds, _ := telemetrytest.PromSum(after, "uid_padding_rounds_total"); rounds <= rounds0 {
 		t.Errorf("uid_padding_rounds_total %v -> %v, want it to grow\n%s", rounds0, rounds, after)
 	}
 	for _, name := range []string{"uid_padding_duration_seconds_count", "uid_ring_available", "uid_ring_fill_ratio", "uid_clock_ahead_seconds", "uid_runway_remaining_seconds", "uid_runway_warning", "uid_padding_ids_total", "go_goroutines"} {
-		if _, found := promValue(after, name); !found {
+		if _, found := telemetrytest.PromSum(after, name); !found {
 			t.Errorf("/metrics lacks %s", name)
 		}
 	}
@@ -165,7 +116,7 @@ func TestMetricsEndpoint(t *testing.T) {
 // TestReadyz: /readyz follows the Ready func (here: the claim's state),
 // /healthz stays up.
 func TestReadyz(t *testing.T) {
-	clearOTelEnv(t)
+	telemetrytest.ClearEnv(t)
 	claim := &losableClaim{}
 	gen, err := uidcore.NewCached(uidcore.CachedOptions{Layout: tinyLayout(), Claim: claim})
 	if err != nil {
@@ -203,7 +154,7 @@ func TestReadyz(t *testing.T) {
 
 // TestReadyzWithoutCheck: not ready until SetReady installs a check.
 func TestReadyzWithoutCheck(t *testing.T) {
-	clearOTelEnv(t)
+	telemetrytest.ClearEnv(t)
 	tel := setup(t, Config{MetricsAddr: "127.0.0.1:0"})
 	url := "http://" + tel.MetricsAddr() + "/readyz"
 	if code, body := httpGet(t, url); code != http.StatusServiceUnavailable || !strings.Contains(body, errNoReadyCheck.Error()) {
@@ -216,7 +167,7 @@ func TestReadyzWithoutCheck(t *testing.T) {
 }
 
 func TestServiceNameFromEnv(t *testing.T) {
-	clearOTelEnv(t)
+	telemetrytest.ClearEnv(t)
 	t.Setenv("OTEL_SERVICE_NAME", "ids-eu")
 	tel := setup(t, Config{MetricsAddr: "127.0.0.1:0"})
 	_, body := httpGet(t, "http://"+tel.MetricsAddr()+"/metrics")
@@ -229,7 +180,7 @@ func TestServiceNameFromEnv(t *testing.T) {
 // providers are no-ops, so nothing is exported (and no collector is
 // dialled), yet a caller's trace context still passes through.
 func TestNothingConfiguredExportsNothing(t *testing.T) {
-	clearOTelEnv(t)
+	telemetrytest.ClearEnv(t)
 	tel := setup(t, Config{})
 	_, span := tel.TracerProvider().Tracer("test").Start(context.Background(), "probe")
 	if span.IsRecording() {
@@ -297,7 +248,7 @@ func emitProbe(t *testing.T) {
 // exporter selects OTLP (over HTTP by default), and Shutdown flushes the
 // buffered span and metrics to it.
 func TestOTLPEndpointAloneTurnsOTLPOn(t *testing.T) {
-	clearOTelEnv(t)
+	telemetrytest.ClearEnv(t)
 	var mu sync.Mutex
 	paths := map[string]int{}
 	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -320,7 +271,7 @@ func TestOTLPEndpointAloneTurnsOTLPOn(t *testing.T) {
 }
 
 func TestSetupErrors(t *testing.T) {
-	clearOTelEnv(t)
+	telemetrytest.ClearEnv(t)
 	t.Run("unknown exporter", func(t *testing.T) {
 		t.Setenv("OTEL_TRACES_EXPORTER", "carrier-pigeon")
 		if _, err := Setup(context.Background(), Config{}); err == nil || !strings.Contains(err.Error(), "OTEL_TRACES_EXPORTER") {
@@ -371,7 +322,7 @@ var attributeProbe = attribute.String("probe.attr", "x")
 // always recorded, spans with a parent follow it, and other roots (requests
 // from callers that do not trace) are recorded at 1%.
 func TestDefaultSampler(t *testing.T) {
-	clearOTelEnv(t)
+	telemetrytest.ClearEnv(t)
 	rec := tracetest.NewSpanRecorder()
 	tel := setup(t, Config{SpanProcessors: []sdktrace.SpanProcessor{rec}})
 	tracer := tel.TracerProvider().Tracer("test")
