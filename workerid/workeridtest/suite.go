@@ -97,6 +97,25 @@ func release(t testing.TB, c uidcore.Claim) {
 	}
 }
 
+// checkReserved fails the test when who issued an ID twice or for a
+// second after reserved, the end of its reservation; it returns the IDs as
+// a set.
+func checkReserved(t testing.TB, layout uidcore.Layout, ids []uint64, reserved int64, who string) map[uint64]bool {
+	t.Helper()
+	seen := make(map[uint64]bool, len(ids))
+	for _, id := range ids {
+		p, _ := layout.Parse(id)
+		if p.Time.Unix() > reserved {
+			t.Fatalf("%s issued ID %d for second %d beyond its reservation %d", who, id, p.Time.Unix(), reserved)
+		}
+		if seen[id] {
+			t.Fatalf("%s issued ID %d twice", who, id)
+		}
+		seen[id] = true
+	}
+	return seen
+}
+
 // reclaim claims on a until it is given workerID, releasing any other
 // worker ID it gets meanwhile, and fails the test after limit. The store
 // may keep a lost lease a moment longer than its owner's local deadline,
@@ -476,17 +495,7 @@ func testZombieOwner(t *testing.T, st Store) {
 	if !oldLast.After(newFirst) {
 		t.Errorf("zombie's last ID at %s came before the new owner's first at %s: they never issued at the same time", oldLast.Format(time.StampMilli), newFirst.Format(time.StampMilli))
 	}
-	oldSet := make(map[uint64]bool, len(oldIDs))
-	for _, id := range oldIDs {
-		p, _ := layout.Parse(id)
-		if p.Time.Unix() > oldReserved {
-			t.Fatalf("zombie issued ID %d for second %d beyond its reservation %d", id, p.Time.Unix(), oldReserved)
-		}
-		if oldSet[id] {
-			t.Fatalf("zombie issued ID %d twice", id)
-		}
-		oldSet[id] = true
-	}
+	oldSet := checkReserved(t, layout, oldIDs, oldReserved, "zombie")
 	dups := 0
 	for _, id := range newIDs {
 		p, _ := layout.Parse(id)
@@ -612,16 +621,6 @@ func testReserveOnDemand(t *testing.T, st Store) {
 	if reserved <= initial {
 		t.Fatalf("reservation %d did not grow from %d", reserved, initial)
 	}
-	seen := make(map[uint64]bool, n)
-	for _, id := range ids {
-		p, _ := layout.Parse(id)
-		if p.Time.Unix() > reserved {
-			t.Fatalf("ID %d for second %d beyond the reservation %d", id, p.Time.Unix(), reserved)
-		}
-		if seen[id] {
-			t.Fatalf("ID %d issued twice", id)
-		}
-		seen[id] = true
-	}
+	checkReserved(t, layout, ids, reserved, "owner")
 	t.Logf("%d IDs in %s; reservation %d -> %d", n, took.Round(time.Millisecond), initial, reserved)
 }
