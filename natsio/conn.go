@@ -107,7 +107,7 @@ func Connect(ctx context.Context, cfg ConnConfig) (*Conn, error) {
 	select {
 	case r := <-done:
 		if r.err != nil {
-			return nil, fmt.Errorf("natsio: connect to %s: %w", c.redacted, r.err)
+			return nil, fmt.Errorf("natsio: connect to %s: %w", c.redacted, withoutURL(r.err))
 		}
 		c.Conn = r.nc
 		return c, nil
@@ -119,6 +119,17 @@ func Connect(ctx context.Context, cfg ConnConfig) (*Conn, error) {
 		}()
 		return nil, fmt.Errorf("natsio: connect to %s: %w", c.redacted, ctx.Err())
 	}
+}
+
+// withoutURL replaces a *url.Error, which quotes the URL it could not
+// parse (user info and all) and whose reason may quote part of a
+// password, by a message that quotes nothing.
+func withoutURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return errors.New("the URL does not parse; want nats://[user:password@]host:port (tls://, ws://, wss:// also)")
+	}
+	return err
 }
 
 func (cfg ConnConfig) authOptions() ([]nats.Option, error) {
