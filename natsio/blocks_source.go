@@ -40,7 +40,7 @@ type BlockSourceConfig struct {
 type BlockSourceStats struct {
 	BlocksUsed  uint64 // blocks delivered for the first time and acknowledged: their IDs are handed out
 	Redelivered uint64 // blocks terminated because this was not their first delivery
-	AckFailed   uint64 // blocks given up because the double ack failed, or went to a re-created consumer
+	AckFailed   uint64 // blocks terminated because the double ack failed
 	Malformed   uint64 // blocks terminated because they did not decode
 	IDsUsed     uint64 // IDs of the used blocks
 }
@@ -294,7 +294,6 @@ func (s *BlockSource) Close() error {
 func (s *BlockSource) fetchLoop(ctx context.Context) {
 	defer close(s.done)
 	var cons jetstream.Consumer
-	var created time.Time // when the bound consumer was created: tells it from a re-created one
 	bindProblem := problemLog{log: s.log, what: "blocks: bind consumer"}
 	fetchProblem := problemLog{log: s.log, what: "blocks: fetch"}
 	backoff := 100 * time.Millisecond
@@ -332,7 +331,6 @@ func (s *BlockSource) fetchLoop(ctx context.Context) {
 				continue
 			}
 			bindProblem.ok()
-			created = cons.CachedInfo().Created
 		}
 		fctx, cancel := context.WithTimeout(ctx, s.cfg.FetchWait)
 		msg, err := cons.Next(jetstream.FetchContext(fctx))
@@ -360,12 +358,8 @@ func (s *BlockSource) fetchLoop(ctx context.Context) {
 		}
 		fetchProblem.ok()
 		backoff = 100 * time.Millisecond
-		ids, rebind := s.claim(ctx, cons, created, msg)
-		if ids != nil {
+		if ids := s.claim(ctx, msg); ids != nil {
 			s.deliver(ids)
-		}
-		if rebind {
-			cons = nil
 		}
 	}
 }
@@ -391,31 +385,30 @@ func (s *BlockSource) bind(ctx context.Context) (jetstream.Consumer, error) {
 }
 
 // claim applies the exactly-once rule to a fetched block: it returns the
-// block's IDs when this is the first delivery, the block decodes, the
-// server confirmed the ack and the consumer is still the one bound (created
-// at created); otherwise it terminates the block and returns nil, and
-// rebind when the consumer was re-created.
-func (s *BlockSource) claim(ctx context.Context, cons jetstream.Consumer, created time.Time, msg jetstream.Msg) (_ []uint64, rebind bool) {
+// block's IDs when this is the first delivery, the block decodes and the
+// server confirmed the ack; otherwise it terminates the block and returns
+// nil.
+func (s *BlockSource) claim(ctx context.Context, msg jetstream.Msg) []uint64 {
 	meta, err := msg.Metadata()
 	if err != nil {
 		s.malformed.Add(1)
 		s.log.Warn("blocks: message without JetStream metadata", "err", err)
 		_ = msg.Term()
-		return nil, false
+		return nil
 	}
 	if meta.NumDelivered != 1 {
 		// Whoever got an earlier delivery may still ack and use it.
 		s.redelivered.Add(1)
 		s.log.Debug("blocks: terminating a redelivered block", "stream_seq", meta.Sequence.Stream, "delivered", meta.NumDelivered)
 		_ = msg.Term()
-		return nil, false
+		return nil
 	}
 	ids, err := decodeBlock(msg.Data(), msg.Headers())
 	if err != nil {
 		s.malformed.Add(1)
 		s.log.Warn("blocks: terminating a malformed block", "stream_seq", meta.Sequence.Stream, "err", err)
 		_ = msg.Term()
-		return nil, false
+		return nil
 	}
 	if s.beforeAck != nil {
 		s.beforeAck(meta, ids)
@@ -431,26 +424,11 @@ func (s *BlockSource) claim(ctx context.Context, cons jetstream.Consumer, create
 			s.log.Warn("blocks: ack not confirmed, block given up", "stream_seq", meta.Sequence.Stream, "err", err)
 		}
 		_ = msg.Term()
-		return nil, false
-	}
-	// An ack is routed by the consumer's name. Had the consumer been
-	// deleted and re-created since this source bound it, the new one
-	// counts deliveries afresh, may have given this block to another
-	// source as a first delivery, and accepts this ack too: use the block
-	// only when the consumer is still the one it was fetched from.
-	ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	info, err := cons.Info(ictx)
-	cancel()
-	if err != nil || !info.Created.Equal(created) {
-		s.ackFailed.Add(1)
-		if ctx.Err() == nil {
-			s.log.Warn("blocks: consumer re-created or not found after the ack, block given up", "stream_seq", meta.Sequence.Stream, "err", err)
-		}
-		return nil, true
+		return nil
 	}
 	s.blocksUsed.Add(1)
 	s.idsUsed.Add(uint64(len(ids)))
-	return ids, false
+	return ids
 }
 
 // deliver makes a claimed block available to takers.
