@@ -240,7 +240,8 @@ func (d *Dispenser) reclaim(ctx context.Context) error {
 	for {
 		claim, err := d.assigner.Claim(ctx, d.cfg.Layout())
 		if err == nil {
-			gen, err := d.newGenerator(claim)
+			var gen *uidcore.CachedGenerator
+			gen, err = d.newGenerator(claim)
 			if err == nil {
 				if err = d.svc.SetSource(gen); err == nil {
 					if d.blocks != nil {
