@@ -248,10 +248,10 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 	sleep(ctx, max(time.Until(end), cfg.Quiet/2))
 	stopClients()
 	<-clientsDone
+	stopRun() // the last samples are of a running system, not of one closing
+	wg.Wait()
 	blocks := blockStats(clients)
 	closeClients(clients)
-	stopRun()
-	wg.Wait()
 	s.progress("clients stopped; stopping the dispensers")
 	s.stopDispensers()
 	s.cluster.shutdown()
