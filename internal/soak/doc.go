@@ -61,8 +61,8 @@
 // Order ("IDs from one worker claim strictly increasing"), per client:
 //
 //   - within one uid.batch reply: strictly increasing and one worker ID;
-//   - next and prefetch clients: for each (worker ID, claim), the IDs in
-//     the order the client received them are strictly increasing. A
+//   - next, batch and prefetch clients: for each (worker ID, claim), the
+//     IDs in the order the client received them are strictly increasing. A
 //     client's calls are sequential and a claim's generator hands IDs out
 //     in increasing order, so an ID lower than one received before from
 //     the same claim is a violation. Different claims of one worker ID may
@@ -84,7 +84,12 @@
 // fault: the call started while a fault lasted or shortly after (the
 // deadline plus a second), or a fault began while it ran; a failure in a
 // quiet stretch, or during a MySQL cut shorter than the lease TTL (which
-// the leases must ride out), is a violation.
+// the leases must ride out), is a violation. The soak also measures stalls
+// of its own process (gaps of more than 0.5 s in a 50 ms ticker: a
+// machine too loaded to run it); a call a stall explains (late by no more
+// than the stall, or failed across a stall of a second or more) is
+// counted apart, not as a violation, since no client could have done
+// better.
 //
 // Processes. A dispenser that exits when it was not told to, writes a
 // panic or a data race, does not exit 0 within its shutdown timeout after
