@@ -221,9 +221,8 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 		s.stopDispensers()
 		return nil, err
 	}
-	rec := newRecorder(s.origin)
 	s.origin = time.Now() // the run's clock starts with the clients
-	rec.origin = s.origin
+	rec := newRecorder(s.origin)
 	s.progress("%d clients running for %s", cfg.Clients, cfg.Duration)
 
 	runCtx, stopRun := context.WithCancel(ctx)
