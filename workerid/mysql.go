@@ -108,6 +108,10 @@ func NewMySQLAssigner(ctx context.Context, cfg Config, logger *slog.Logger) (*My
 	if err != nil {
 		return nil, err
 	}
+	// The driver prints its own plain-text lines to stderr (say, a
+	// connection cut mid-packet); route them through the instance's log so
+	// a JSON log stays JSON.
+	dsn.Logger = driverLogger{logger.With("component", "mysql driver", "addr", dsn.Addr), dsn.Passwd}
 	connector, err := mysql.NewConnector(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("workerid: MySQL at %s: %s", dsn.Addr, redactPassword(err.Error(), dsn.Passwd))
@@ -351,4 +355,15 @@ func (s *mysqlLeaseStore) checkOwner(ctx context.Context, res sql.Result, worker
 		return fmt.Errorf("%w: worker ID %d", ErrLeaseTaken, workerID)
 	}
 	return nil
+}
+
+// driverLogger hands the MySQL driver's messages to slog, at warning level,
+// with the password taken out should the driver ever quote it.
+type driverLogger struct {
+	log      *slog.Logger
+	password string
+}
+
+func (l driverLogger) Print(v ...any) {
+	l.log.Warn(redactPassword(strings.TrimSpace(fmt.Sprint(v...)), l.password))
 }
