@@ -1,6 +1,7 @@
 package natsio
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -90,30 +91,14 @@ func DefaultBlocksConfig() BlocksConfig {
 // withDefaults fills the zero fields with the defaults.
 func (c BlocksConfig) withDefaults() BlocksConfig {
 	d := DefaultBlocksConfig()
-	if c.BlocksStream == "" {
-		c.BlocksStream = d.BlocksStream
-	}
-	if c.BlocksSubject == "" {
-		c.BlocksSubject = d.BlocksSubject
-	}
-	if c.BlockSize == 0 {
-		c.BlockSize = d.BlockSize
-	}
-	if c.BlocksTargetDepth == 0 {
-		c.BlocksTargetDepth = d.BlocksTargetDepth
-	}
-	if c.BlocksStorage == "" {
-		c.BlocksStorage = d.BlocksStorage
-	}
-	if c.BlocksReplicas == 0 {
-		c.BlocksReplicas = d.BlocksReplicas
-	}
-	if c.BlocksDuplicateWindow == 0 {
-		c.BlocksDuplicateWindow = d.BlocksDuplicateWindow
-	}
-	if c.BlocksPollInterval == 0 {
-		c.BlocksPollInterval = d.BlocksPollInterval
-	}
+	c.BlocksStream = cmp.Or(c.BlocksStream, d.BlocksStream)
+	c.BlocksSubject = cmp.Or(c.BlocksSubject, d.BlocksSubject)
+	c.BlockSize = cmp.Or(c.BlockSize, d.BlockSize)
+	c.BlocksTargetDepth = cmp.Or(c.BlocksTargetDepth, d.BlocksTargetDepth)
+	c.BlocksStorage = cmp.Or(c.BlocksStorage, d.BlocksStorage)
+	c.BlocksReplicas = cmp.Or(c.BlocksReplicas, d.BlocksReplicas)
+	c.BlocksDuplicateWindow = cmp.Or(c.BlocksDuplicateWindow, d.BlocksDuplicateWindow)
+	c.BlocksPollInterval = cmp.Or(c.BlocksPollInterval, d.BlocksPollInterval)
 	return c
 }
 
