@@ -2,6 +2,8 @@ package telemetry
 
 import (
 	"fmt"
+	"os"
+	"strconv"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
@@ -40,4 +42,25 @@ func (s rootSampler) ShouldSample(p sdktrace.SamplingParameters) sdktrace.Sampli
 
 func (s rootSampler) Description() string {
 	return fmt.Sprintf("UidDispenserRoot{padding:AlwaysOn,other:%s}", s.requests.Description())
+}
+
+// checkSamplerEnv refuses the OTEL_TRACES_SAMPLER values the SDK would
+// silently replace by its default, so that a typo stops start-up with the
+// variable named instead of changing what is traced.
+func checkSamplerEnv() error {
+	name := os.Getenv("OTEL_TRACES_SAMPLER")
+	switch name {
+	case "", "always_on", "always_off", "parentbased_always_on", "parentbased_always_off":
+		return nil
+	case "traceidratio", "parentbased_traceidratio":
+		arg := os.Getenv("OTEL_TRACES_SAMPLER_ARG")
+		if arg == "" {
+			return nil // the SDK's ratio default, 1.0
+		}
+		if r, err := strconv.ParseFloat(arg, 64); err != nil || r < 0 || r > 1 {
+			return fmt.Errorf("telemetry: OTEL_TRACES_SAMPLER_ARG: %q is not a ratio from 0 to 1", arg)
+		}
+		return nil
+	}
+	return fmt.Errorf("telemetry: OTEL_TRACES_SAMPLER: %q is not one of always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio", name)
 }

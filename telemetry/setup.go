@@ -179,6 +179,9 @@ func otlpEndpointSet(signal string) bool {
 }
 
 func (t *Telemetry) setupTracing(ctx context.Context, res *resource.Resource) error {
+	if err := checkSamplerEnv(); err != nil {
+		return err
+	}
 	var opts []autoexport.SpanOption
 	if !otlpEndpointSet("TRACES") {
 		opts = append(opts, autoexport.WithFallbackSpanExporter(func(context.Context) (sdktrace.SpanExporter, error) {

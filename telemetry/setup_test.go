@@ -278,6 +278,30 @@ func TestSetupErrors(t *testing.T) {
 			t.Errorf("Setup with an unknown exporter: %v, want an error naming OTEL_TRACES_EXPORTER", err)
 		}
 	})
+	for _, c := range []struct{ sampler, arg, want string }{
+		{"always-on", "", "OTEL_TRACES_SAMPLER"},
+		{"parentbased_traceidratio", "1.5", "OTEL_TRACES_SAMPLER_ARG"},
+		{"traceidratio", "half", "OTEL_TRACES_SAMPLER_ARG"},
+	} {
+		t.Run("sampler "+c.sampler+" "+c.arg, func(t *testing.T) {
+			t.Setenv("OTEL_TRACES_SAMPLER", c.sampler)
+			t.Setenv("OTEL_TRACES_SAMPLER_ARG", c.arg)
+			if _, err := Setup(context.Background(), Config{}); err == nil || !strings.Contains(err.Error(), c.want+":") {
+				t.Errorf("Setup: %v, want an error naming %s", err, c.want)
+			}
+		})
+	}
+	t.Run("valid sampler", func(t *testing.T) {
+		t.Setenv("OTEL_TRACES_SAMPLER", "parentbased_traceidratio")
+		t.Setenv("OTEL_TRACES_SAMPLER_ARG", "0.25")
+		tel, err := Setup(context.Background(), Config{})
+		if err != nil {
+			t.Fatalf("Setup with a valid sampler: %v", err)
+		}
+		if err := tel.Shutdown(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
 	t.Run("metrics address in use", func(t *testing.T) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
