@@ -15,6 +15,17 @@ func BenchmarkAtomicCounter(b *testing.B) {
 	}
 }
 
+// BenchmarkAtomicCounterParallel is the floor for RunParallel: every
+// goroutine adds to one shared counter, whose cache line they fight over.
+func BenchmarkAtomicCounterParallel(b *testing.B) {
+	var n atomic.Uint64
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			n.Add(1)
+		}
+	})
+}
+
 // The throughput benchmarks run with the ahead-of-clock bound off: at the
 // default bound a worker sustains 2^SeqBits IDs per second (65,536) and
 // the rest of the benchmark would measure back-pressure.
