@@ -28,30 +28,22 @@ import (
 
 // otelCapture is what installOTel records: spans in memory, metrics on
 // demand.
-type otelCapture struct {
-	spans  *tracetest.SpanRecorder
-	tp     *sdktrace.TracerProvider
-	reader *sdkmetric.ManualReader
-}
+type otelCapture struct{ *telemetrytest.Providers }
 
 // installOTel makes SDK providers that keep everything in memory the
 // global ones, with the W3C propagator, for services and clients made
-// afterwards; the test's cleanup puts no-ops back.
+// afterwards; the test's cleanup puts no-ops back before the providers
+// shut down.
 func installOTel(t *testing.T) *otelCapture {
 	t.Helper()
-	c := &otelCapture{spans: tracetest.NewSpanRecorder(), reader: sdkmetric.NewManualReader()}
-	c.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(c.spans))
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(c.reader))
-	otel.SetTracerProvider(c.tp)
-	otel.SetMeterProvider(mp)
+	c := &otelCapture{telemetrytest.NewProviders(t)}
+	otel.SetTracerProvider(c.Tracer)
+	otel.SetMeterProvider(c.Meter)
 	otel.SetTextMapPropagator(propagation.TraceContext{})
 	t.Cleanup(func() {
 		otel.SetTracerProvider(tracenoop.NewTracerProvider())
 		otel.SetMeterProvider(metricnoop.NewMeterProvider())
 		otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator())
-		if err := errors.Join(c.tp.Shutdown(context.Background()), mp.Shutdown(context.Background())); err != nil {
-			t.Error(err)
-		}
 	})
 	return c
 }
@@ -63,7 +55,7 @@ func (c *otelCapture) span(t *testing.T, name string, n int) sdktrace.ReadOnlySp
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		seen := 0
-		for _, s := range c.spans.Ended() {
+		for _, s := range c.Spans.Ended() {
 			if s.Name() == name {
 				if seen++; seen == n {
 					return s
@@ -82,7 +74,7 @@ func (c *otelCapture) spanWhere(t *testing.T, name string, match func(sdktrace.R
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		for _, s := range c.spans.Ended() {
+		for _, s := range c.Spans.Ended() {
 			if s.Name() == name && match(s) {
 				return s
 			}
@@ -98,7 +90,7 @@ func (c *otelCapture) spanWhere(t *testing.T, name string, match func(sdktrace.R
 func (c *otelCapture) metric(t *testing.T, name string, match ...attribute.KeyValue) float64 {
 	t.Helper()
 	var rm metricdata.ResourceMetrics
-	if err := c.reader.Collect(context.Background(), &rm); err != nil {
+	if err := c.Reader.Collect(context.Background(), &rm); err != nil {
 		t.Fatal(err)
 	}
 	sum, _ := telemetrytest.MetricSum(rm, name, match...)

@@ -25,7 +25,7 @@ func waitSpans(t *testing.T, p *providers, n int) []sdktrace.ReadOnlySpan {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		spans := p.ended(PaddingSpanName)
+		spans := p.Ended(PaddingSpanName)
 		if len(spans) >= n {
 			return spans
 		}
@@ -56,7 +56,7 @@ func TestPaddingAndRejectionsAreTraced(t *testing.T) {
 	clk := uidcoretest.NewClock(start)
 	T := start.Unix()
 	layout := tinyLayout()
-	obs, err := NewObserver(ObserverOptions{Layout: layout, WorkerID: 7, Clock: clk, TracerProvider: p.tp, MeterProvider: p.mp})
+	obs, err := NewObserver(ObserverOptions{Layout: layout, WorkerID: 7, Clock: clk, TracerProvider: p.Tracer, MeterProvider: p.Meter})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,13 +114,13 @@ func TestPaddingAndRejectionsAreTraced(t *testing.T) {
 
 	// The ring is empty: a take inside a request span is rejected, and the
 	// rejection is an event on that span.
-	reqCtx, req := p.tp.Tracer("test").Start(ctx, "request")
+	reqCtx, req := p.Tracer.Tracer("test").Start(ctx, "request")
 	_, err = gen.Next(reqCtx)
 	req.End()
 	if !errors.Is(err, uidcore.ErrBufferEmpty) {
 		t.Fatalf("Next on an empty ring: %v, want ErrBufferEmpty", err)
 	}
-	reqSpan := p.ended("request")[0]
+	reqSpan := p.Ended("request")[0]
 	ev, ok = findEvent(reqSpan, TakeRejectedEventName)
 	if !ok {
 		t.Fatalf("request span has no %s event; events %v", TakeRejectedEventName, reqSpan.Events())
@@ -163,7 +163,7 @@ func TestPaddingAndRejectionsAreTraced(t *testing.T) {
 	}
 
 	// The same story in the metrics.
-	rm := p.collect(t)
+	rm := p.Collect(t)
 	for _, c := range []struct {
 		name  string
 		match []attribute.KeyValue
@@ -216,7 +216,7 @@ func checkRound(t *testing.T, s sdktrace.ReadOnlySpan, trigger uidcore.PaddingTr
 // generator first.
 func newObservedGenerator(t *testing.T, p *providers, claim uidcore.Claim) *uidcore.CachedGenerator {
 	t.Helper()
-	obs, err := NewObserver(ObserverOptions{Layout: tinyLayout(), TracerProvider: p.tp, MeterProvider: p.mp})
+	obs, err := NewObserver(ObserverOptions{Layout: tinyLayout(), TracerProvider: p.Tracer, MeterProvider: p.Meter})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func TestTakeRejectedWhenClaimLost(t *testing.T) {
 	p := newProviders(t)
 	claim := &losableClaim{}
 	gen := newObservedGenerator(t, p, claim)
-	ctx, span := p.tp.Tracer("test").Start(context.Background(), "request")
+	ctx, span := p.Tracer.Tracer("test").Start(context.Background(), "request")
 	if _, err := gen.Next(ctx); err != nil {
 		t.Fatalf("Next with a valid claim: %v", err)
 	}
@@ -245,11 +245,11 @@ func TestTakeRejectedWhenClaimLost(t *testing.T) {
 	if !errors.Is(err, uidcore.ErrClaimLost) {
 		t.Fatalf("Next after the claim was lost: %v, want ErrClaimLost", err)
 	}
-	ev, ok := findEvent(p.ended("request")[0], TakeRejectedEventName)
+	ev, ok := findEvent(p.Ended("request")[0], TakeRejectedEventName)
 	if !ok || telemetrytest.Attr(ev.Attributes, ReasonKey).AsString() != "claim_lost" {
-		t.Fatalf("request span events %v, want %s with reason claim_lost", p.ended("request")[0].Events(), TakeRejectedEventName)
+		t.Fatalf("request span events %v, want %s with reason claim_lost", p.Ended("request")[0].Events(), TakeRejectedEventName)
 	}
-	if got, _ := telemetrytest.MetricSum(p.collect(t), "uid.take.rejections", ReasonKey.String("claim_lost")); got != 1 {
+	if got, _ := telemetrytest.MetricSum(p.Collect(t), "uid.take.rejections", ReasonKey.String("claim_lost")); got != 1 {
 		t.Errorf("uid.take.rejections{claim_lost} = %v, want 1", got)
 	}
 }
@@ -296,12 +296,12 @@ func TestRunwayWarning(t *testing.T) {
 			logger := logs.Logger(slog.LevelInfo)
 			clk := uidcoretest.NewClock(now)
 			obs, err := NewObserver(ObserverOptions{Layout: c.layout, Clock: clk, RunwayWarning: c.threshold,
-				TracerProvider: p.tp, MeterProvider: p.mp, Logger: logger})
+				TracerProvider: p.Tracer, MeterProvider: p.Meter, Logger: logger})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer obs.Close()
-			rm := p.collect(t)
+			rm := p.Collect(t)
 			gauge, _ := telemetrytest.MetricSum(rm, "uid.runway.warning")
 			runway, _ := telemetrytest.MetricSum(rm, "uid.runway.remaining")
 			if want := c.layout.Runway(now).Seconds(); runway != want {
@@ -320,12 +320,12 @@ func TestRunwayWarning(t *testing.T) {
 			if !strings.Contains(logs.String(), "runway_end="+c.layout.RunwayEnd().Format(time.RFC3339)) {
 				t.Errorf("warning does not say when the runway ends:\n%s", logs)
 			}
-			p.collect(t)
+			p.Collect(t)
 			if n := strings.Count(logs.String(), "runway is running out"); n != 1 {
 				t.Errorf("%d warnings after a second collection within a day, want 1", n)
 			}
 			clk.Add(25 * time.Hour)
-			p.collect(t)
+			p.Collect(t)
 			if n := strings.Count(logs.String(), "runway is running out"); n != 2 {
 				t.Errorf("%d warnings a day later, want 2", n)
 			}
@@ -338,7 +338,7 @@ func TestRunwayWarning(t *testing.T) {
 func TestLeaseGaugeAndClose(t *testing.T) {
 	p := newProviders(t)
 	left, ok := 42*time.Second, true
-	obs, err := NewObserver(ObserverOptions{Layout: tinyLayout(), WorkerID: 3, TracerProvider: p.tp, MeterProvider: p.mp,
+	obs, err := NewObserver(ObserverOptions{Layout: tinyLayout(), WorkerID: 3, TracerProvider: p.Tracer, MeterProvider: p.Meter,
 		LeaseLeft: func() (time.Duration, bool) { return left, ok }})
 	if err != nil {
 		t.Fatal(err)
@@ -349,17 +349,17 @@ func TestLeaseGaugeAndClose(t *testing.T) {
 	}
 	defer gen.Close()
 	obs.Watch(gen)
-	if got, _ := telemetrytest.MetricSum(p.collect(t), "uid.lease.remaining", WorkerIDKey.Int(3)); got != 42 {
+	if got, _ := telemetrytest.MetricSum(p.Collect(t), "uid.lease.remaining", WorkerIDKey.Int(3)); got != 42 {
 		t.Errorf("uid.lease.remaining = %v, want 42", got)
 	}
 	ok = false
-	if _, found := telemetrytest.MetricSum(p.collect(t), "uid.lease.remaining"); found {
+	if _, found := telemetrytest.MetricSum(p.Collect(t), "uid.lease.remaining"); found {
 		t.Error("uid.lease.remaining reported while LeaseLeft says there is no lease")
 	}
 	if err := obs.Close(); err != nil {
 		t.Fatal(err)
 	}
-	rm := p.collect(t)
+	rm := p.Collect(t)
 	for _, name := range []string{"uid.ring.available", "uid.runway.remaining"} {
 		if _, found := telemetrytest.MetricSum(rm, name); found {
 			t.Errorf("%s still reported after Close", name)
@@ -387,7 +387,7 @@ func TestTakeRejectReason(t *testing.T) {
 // new claim too; spans and gauges carry the new worker ID.
 func TestObserverFollowsANewGenerator(t *testing.T) {
 	p := newProviders(t)
-	obs, err := NewObserver(ObserverOptions{Layout: tinyLayout(), WorkerID: 1, TracerProvider: p.tp, MeterProvider: p.mp})
+	obs, err := NewObserver(ObserverOptions{Layout: tinyLayout(), WorkerID: 1, TracerProvider: p.Tracer, MeterProvider: p.Meter})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -409,7 +409,7 @@ func TestObserverFollowsANewGenerator(t *testing.T) {
 	if w0, w1 := telemetrytest.Attr(spans[0].Attributes(), WorkerIDKey).AsInt64(), telemetrytest.Attr(spans[1].Attributes(), WorkerIDKey).AsInt64(); w0 != 1 || w1 != 2 {
 		t.Errorf("start-up padding spans carry workers %d and %d, want 1 and 2", w0, w1)
 	}
-	rm := p.collect(t)
+	rm := p.Collect(t)
 	if _, found := telemetrytest.MetricSum(rm, "uid.ring.available", WorkerIDKey.Int(2)); !found {
 		t.Error("gauges do not carry the new worker ID")
 	}
