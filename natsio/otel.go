@@ -215,8 +215,8 @@ func (t *serverTelemetry) start(endpoint, subject string, headers map[string][]s
 
 // end ends the request's span and records its metrics: ids is how many
 // IDs the reply carries, code the error reply's code (0: success) and err
-// the handler's error.
-func (t *serverTelemetry) end(ctx context.Context, r serverRequest, ids int, workerID uint64, code int, err error) {
+// the handler's error. It returns how long the request took.
+func (t *serverTelemetry) end(ctx context.Context, r serverRequest, ids int, workerID uint64, code int, err error) time.Duration {
 	outcome := outcomeOf(code)
 	if r.span.IsRecording() {
 		r.span.SetAttributes(
@@ -230,14 +230,16 @@ func (t *serverTelemetry) end(ctx context.Context, r serverRequest, ids int, wor
 			r.span.SetStatus(codes.Error, err.Error())
 		}
 	}
+	took := time.Since(r.start)
 	attrs := t.attrs(r.endpoint, outcome)
 	t.requests.Add(ctx, 1, attrs)
-	t.duration.Record(ctx, time.Since(r.start).Seconds(), attrs)
+	t.duration.Record(ctx, took.Seconds(), attrs)
 	if ids > 0 {
 		t.issued.Add(ctx, int64(ids), t.attrs(r.endpoint, ""))
 	}
 	// Last, so that whoever sees the span ended sees the request counted.
 	r.span.End()
+	return took
 }
 
 // clientTelemetry holds a client's tracer, from ClientOptions or the

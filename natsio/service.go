@@ -198,7 +198,6 @@ func (s *Service) start() error {
 func (s *Service) handle(endpoint string, fn handlerFunc) micro.Handler {
 	counters := s.endpoints[endpoint]
 	return micro.HandlerFunc(func(req micro.Request) {
-		start := time.Now()
 		ctx, span := s.otel.start(endpoint, req.Subject(), req.Headers())
 		bp := s.replyBuffer()
 		reply, ids, err := s.invoke(ctx, endpoint, fn, req, (*bp)[:0])
@@ -224,8 +223,7 @@ func (s *Service) handle(endpoint string, fn handlerFunc) micro.Handler {
 		}
 		s.replyBufs.Put(bp)
 		counters.record(code)
-		s.otel.end(ctx, span, ids, s.source.Load().src.WorkerID(), code, err)
-		if d := time.Since(start); d > time.Second {
+		if d := s.otel.end(ctx, span, ids, s.source.Load().src.WorkerID(), code, err); d > time.Second {
 			s.log.Warn("slow request", "subject", req.Subject(), "duration", d)
 		}
 	})
