@@ -106,7 +106,6 @@ type CachedGenerator struct {
 	cursor   atomic.Uint64 // next slot a taker claims
 	_        [56]byte
 	wantPad  atomic.Bool
-	closed   atomic.Bool
 	stopErr  atomic.Pointer[error] // why the last padding round stopped short, nil when it filled the ring
 	roundEnd atomic.Pointer[chan struct{}]
 
@@ -310,8 +309,10 @@ func (g *CachedGenerator) requestPadding() {
 // awaitPadding is called by a take that met an empty ring: it returns nil
 // when IDs may have arrived, or the rejection error.
 func (g *CachedGenerator) awaitPadding(ctx context.Context, wanted int) error {
-	if g.closed.Load() {
+	select {
+	case <-g.done:
 		return g.rejectTake(ctx, wanted, ErrClosed)
+	default:
 	}
 	round := *g.roundEnd.Load()
 	g.requestPadding()
@@ -650,7 +651,6 @@ func (g *CachedGenerator) State() State {
 func (g *CachedGenerator) Close() error {
 	first := false
 	g.closeOnce.Do(func() {
-		g.closed.Store(true)
 		close(g.done)
 		first = true
 	})
