@@ -24,8 +24,26 @@ var ErrClosed = errors.New("uidcore: generator closed")
 const (
 	DefaultBoostPower    = 3
 	DefaultPaddingFactor = 50
-	DefaultMaxAhead      = 60 * time.Second
-	DefaultMaxLag        = 5 * time.Second
+	// DefaultMaxAhead keeps IDs within two seconds of real time: demand
+	// beyond what the lanes sustain is met by claiming more lanes, not by
+	// borrowing the future.
+	DefaultMaxAhead = 2 * time.Second
+	// DefaultMaxLag: an ID carries the current second or the one before.
+	DefaultMaxLag = time.Second
+	// DefaultRingMemory bounds the ring: 8 MiB is 1,048,576 IDs.
+	DefaultRingMemory = 8 << 20
+	// DefaultMaxLanes caps the worker IDs one generator holds: 16 lanes of
+	// the default layout sustain 67 M IDs/s, above what NATS carries on
+	// one host, and leave 1,008 of 1,024 worker IDs to the rest of the
+	// fleet.
+	DefaultMaxLanes = 16
+	// DefaultLaneIdle is how long an extra lane goes unused before it is
+	// given back.
+	DefaultLaneIdle = 30 * time.Second
+	// SmallTake is the largest take that is never made to wait behind bulk
+	// takes: while the generator runs at its capacity, larger NextN calls
+	// leave a reserve in the ring for takes of up to SmallTake IDs.
+	SmallTake = 64
 	// NoLagBound keeps IDs in the ring however old they get.
 	NoLagBound time.Duration = -1
 	// NoAheadBound lets the logical second run ahead of the wall clock
@@ -36,24 +54,47 @@ const (
 	// publishChunk is how many slots padding writes before it makes them
 	// visible to takers, so takers need not wait for a long round.
 	publishChunk = 8192
+	// fillFloor is the least padding keeps ready (the whole ring when it
+	// is smaller): enough for a burst while the fill target catches up
+	// with demand, small enough that refreshing it every second is free.
+	fillFloor = 1 << 16
 )
 
 // CachedOptions configure a CachedGenerator. Zero values take defaults.
 type CachedOptions struct {
 	Layout Layout // zero value: DefaultLayout()
-	Claim  Claim  // required
+	Claim  Claim  // required: the first lane, which the caller owns
 	Clock  Clock  // zero value: SystemClock
 
-	// BoostPower sizes the ring at (MaxSequence+1) << BoostPower slots.
-	// Zero means DefaultBoostPower (3); use a negative value for 0.
+	// Lanes claims extra worker IDs ("lanes") when demand exceeds what the
+	// lanes held sustain (2^SeqBits IDs per second each) without running
+	// ahead of the clock. nil: the generator has one lane, Claim. Extra
+	// lanes are the generator's own: it gives them back when they have
+	// been idle for LaneIdle, and on Close.
+	Lanes Assigner
+	// MaxLanes caps the lanes held, Claim included (default
+	// DefaultMaxLanes; 1 with no Lanes).
+	MaxLanes int
+	// LaneIdle is how long an extra lane may go unused before it is given
+	// back (default DefaultLaneIdle).
+	LaneIdle time.Duration
+
+	// BoostPower sizes the ring at (MaxSequence+1) << BoostPower slots,
+	// capped by RingMemory. Zero means DefaultBoostPower (3); use a
+	// negative value for 0.
 	BoostPower int
-	// PaddingFactor is the percentage of the ring under which available
-	// IDs trigger padding (default 50).
+	// RingMemory caps the ring's slots at this many bytes (8 per ID;
+	// default DefaultRingMemory, 8 MiB). Padding fills only what demand
+	// needs of it (twice the IDs taken in the last second, at least
+	// 65,536), so an idle instance keeps little to refresh.
+	RingMemory int
+	// PaddingFactor is the percentage of the fill target under which
+	// available IDs trigger padding (default 50).
 	PaddingFactor int
 	// ScheduleInterval pads on a timer as well as on demand (0 = off).
 	ScheduleInterval time.Duration
 	// MaxAhead bounds how far the logical second may run ahead of the wall
-	// clock (default 60s; NoAheadBound for none). At the bound padding
+	// clock (default 2s; NoAheadBound for none). At the bound padding
 	// pauses and takes drain the ring: back-pressure instead of burning
 	// the runway and drifting away from real time.
 	MaxAhead time.Duration
@@ -61,14 +102,15 @@ type CachedOptions struct {
 	// padding instead of failing at once (0 = fail at once).
 	TakeWait time.Duration
 	// MaxLag bounds how far the seconds of IDs waiting in the ring may fall
-	// behind the wall clock (default 5s; NoLagBound for none). At low load
+	// behind the wall clock (default 1s; NoLagBound for none). At low load
 	// the ring would otherwise hand out IDs stamped with the second it was
 	// filled in, for as long as it takes to drain it (UidGenerator's IDs
-	// lag this way). Padding checks once a second and discards IDs older
-	// than the bound before it refills; they are never issued.
+	// lag this way). Padding checks just after each second of the wall
+	// clock begins and discards IDs older than the bound before it
+	// refills; they are never issued.
 	MaxLag time.Duration
 
-	Observer     Observer         // nil: NopObserver
+	Observer     Observer         // nil: NopObserver; may also implement LaneObserver
 	OnPutReject  PutRejectPolicy  // nil: count and drop
 	OnTakeReject TakeRejectPolicy // nil: return r.Err
 }
@@ -82,6 +124,9 @@ type CachedOptions struct {
 // (UidGenerator's take can hand one ID to two takers there). Each slot has
 // a can-take bit; padding writes a slot only when its bit shows the
 // previous taker has finished reading it.
+//
+// Padding fills each second lane by lane, in ascending worker-ID order, so
+// the IDs of one generator strictly increase whatever lanes it holds.
 type CachedGenerator struct {
 	layout    Layout
 	claim     Claim
@@ -89,9 +134,11 @@ type CachedGenerator struct {
 	workerID  uint64
 	size      uint64
 	mask      uint64
-	threshold uint64 // padding is requested when fewer IDs remain
-	maxAhead  int64  // seconds; <0 = unbounded
-	maxLag    int64  // seconds; <0 = unbounded
+	factor    uint64
+	threshold atomic.Uint64 // padding is requested when fewer IDs remain
+	reserve   atomic.Uint64 // what bulk takes leave for small ones while throttled
+	maxAhead  int64         // seconds; <0 = unbounded
+	maxLag    int64         // seconds; <0 = unbounded
 	schedule  time.Duration
 	takeWait  time.Duration
 	observer  Observer
@@ -108,12 +155,22 @@ type CachedGenerator struct {
 	wantPad  atomic.Bool
 	stopErr  atomic.Pointer[error] // why the last padding round stopped short, nil when it filled the ring
 	roundEnd atomic.Pointer[chan struct{}]
+	// throttled is set while padding is held at MaxAhead: demand exceeds
+	// what the lanes sustain.
+	throttled atomic.Bool
 
 	// Owned by the padding goroutine.
 	nextSecond int64
+	laneIdx    int // the lane of nextSecond padding fills
 	nextSeq    uint64
+	dirty      bool // padding wrote some ID of nextSecond
+	target     uint64
+	lastCursor uint64
+	targetNow  atomic.Uint64 // target, for State
+	lanes      laneSet
 
 	logicalSecond  atomic.Int64 // for State, written by padding
+	lastFilled     atomic.Int64 // second of the newest ID in the ring
 	paddingRounds  atomic.Uint64
 	putRejections  atomic.Uint64
 	takeRejections atomic.Uint64
@@ -132,21 +189,9 @@ func NewCached(opts CachedOptions) (*CachedGenerator, error) {
 	if err := checkBasics(&opts.Layout, opts.Claim, &opts.Clock); err != nil {
 		return nil, err
 	}
-	switch {
-	case opts.BoostPower == 0:
-		opts.BoostPower = DefaultBoostPower
-	case opts.BoostPower < 0:
-		opts.BoostPower = 0
-	}
-	perSecond := opts.Layout.MaxSequence() + 1
-	if opts.BoostPower > 24 || perSecond > maxRingSlots>>opts.BoostPower {
-		return nil, fmt.Errorf("uidcore: ring of %d<<%d slots is larger than %d: lower BoostPower or SeqBits", perSecond, opts.BoostPower, maxRingSlots)
-	}
-	size := perSecond << opts.BoostPower
-	if size < 64 {
-		// The can-take bits are kept in 64-bit words; a smaller ring would
-		// share a word with itself.
-		size = 64
+	size, err := ringSize(opts)
+	if err != nil {
+		return nil, err
 	}
 	if opts.PaddingFactor == 0 {
 		opts.PaddingFactor = DefaultPaddingFactor
@@ -160,32 +205,32 @@ func NewCached(opts CachedOptions) (*CachedGenerator, error) {
 	if opts.MaxLag == 0 {
 		opts.MaxLag = DefaultMaxLag
 	}
-	if opts.ScheduleInterval < 0 || opts.TakeWait < 0 {
-		return nil, errors.New("uidcore: ScheduleInterval and TakeWait must not be negative")
+	if opts.ScheduleInterval < 0 || opts.TakeWait < 0 || opts.LaneIdle < 0 || opts.MaxLanes < 0 {
+		return nil, errors.New("uidcore: ScheduleInterval, TakeWait, LaneIdle and MaxLanes must not be negative")
 	}
 	if opts.Observer == nil {
 		opts.Observer = NopObserver{}
 	}
 	g := &CachedGenerator{
-		layout:    opts.Layout,
-		claim:     opts.Claim,
-		clock:     opts.Clock,
-		workerID:  opts.Claim.WorkerID(),
-		size:      size,
-		mask:      size - 1,
-		threshold: size * uint64(opts.PaddingFactor) / 100,
-		maxAhead:  -1,
-		maxLag:    -1,
-		schedule:  opts.ScheduleInterval,
-		takeWait:  opts.TakeWait,
-		observer:  opts.Observer,
-		onPut:     opts.OnPutReject,
-		onTake:    opts.OnTakeReject,
-		slots:     make([]uint64, size),
-		canTake:   make([]atomic.Uint64, size/64),
-		wake:      make(chan struct{}, 1),
-		forced:    make(chan chan PaddingReport),
-		done:      make(chan struct{}),
+		layout:   opts.Layout,
+		claim:    opts.Claim,
+		clock:    opts.Clock,
+		workerID: opts.Claim.WorkerID(),
+		size:     size,
+		mask:     size - 1,
+		factor:   uint64(opts.PaddingFactor),
+		maxAhead: -1,
+		maxLag:   -1,
+		schedule: opts.ScheduleInterval,
+		takeWait: opts.TakeWait,
+		observer: opts.Observer,
+		onPut:    opts.OnPutReject,
+		onTake:   opts.OnTakeReject,
+		slots:    make([]uint64, size),
+		canTake:  make([]atomic.Uint64, size/64),
+		wake:     make(chan struct{}, 1),
+		forced:   make(chan chan PaddingReport),
+		done:     make(chan struct{}),
 	}
 	if opts.MaxAhead > 0 {
 		g.maxAhead = int64(opts.MaxAhead / time.Second)
@@ -193,16 +238,60 @@ func NewCached(opts CachedOptions) (*CachedGenerator, error) {
 	if opts.MaxLag > 0 {
 		g.maxLag = int64(max(opts.MaxLag/time.Second, 1))
 	}
+	g.lanes.init(g, opts)
+	g.setTarget(min(size, fillFloor))
 	ch := make(chan struct{})
 	g.roundEnd.Store(&ch)
-	// Start strictly after the seconds an earlier holder of the worker ID
-	// may have used, and not before the clock.
-	g.nextSecond = max(g.clock.Now().Unix(), opts.Claim.After()+1)
+	// Lanes skip the seconds an earlier holder of their worker ID may have
+	// used (Claim.After); the generator itself starts at the clock.
+	g.nextSecond = g.clock.Now().Unix()
 	g.logicalSecond.Store(g.nextSecond)
+	g.lastFilled.Store(g.nextSecond - 1)
 	g.pad(TriggerStartup)
 	g.wg.Add(1)
 	go g.paddingLoop()
+	g.lanes.start()
 	return g, nil
+}
+
+// ringSize is (MaxSequence+1) << BoostPower slots, capped by RingMemory,
+// a power of two and at least 64 (the can-take bits are kept in 64-bit
+// words; a smaller ring would share a word with itself).
+func ringSize(opts CachedOptions) (uint64, error) {
+	boost := opts.BoostPower
+	switch {
+	case boost == 0:
+		boost = DefaultBoostPower
+	case boost < 0:
+		boost = 0
+	}
+	if boost > 24 {
+		return 0, fmt.Errorf("uidcore: BoostPower %d is outside 0..24", boost)
+	}
+	if opts.RingMemory == 0 {
+		opts.RingMemory = DefaultRingMemory
+	}
+	if opts.RingMemory < 64*8 || opts.RingMemory > maxRingSlots*8 {
+		return 0, fmt.Errorf("uidcore: RingMemory %d bytes is outside %d..%d", opts.RingMemory, 64*8, maxRingSlots*8)
+	}
+	byMemory := uint64(1) << (bits.Len64(uint64(opts.RingMemory/8)) - 1) // a power of two
+	perSecond := opts.Layout.MaxSequence() + 1
+	size := byMemory
+	if bits.Len64(perSecond)+boost <= 63 && perSecond<<boost < size {
+		size = perSecond << boost
+	}
+	return max(size, 64), nil
+}
+
+// setTarget sets how many IDs padding keeps ready, and the thresholds that
+// follow from it.
+func (g *CachedGenerator) setTarget(target uint64) {
+	g.target = target
+	g.targetNow.Store(target)
+	g.threshold.Store(max(target*g.factor/100, 1))
+	// Small takes need little: a reserve that bulk takes could never use
+	// would only cost them capacity.
+	g.reserve.Store(min(target/8, fillFloor/4, (g.layout.MaxSequence()+1)/8))
 }
 
 // Layout returns the generator's layout.
@@ -236,7 +325,7 @@ func (g *CachedGenerator) Next(ctx context.Context) (uint64, error) {
 		i := c & g.mask
 		id := g.slots[i]
 		g.canTake[i>>6].And(^(1 << (i & 63)))
-		if t-c <= g.threshold {
+		if t-c <= g.threshold.Load() {
 			g.requestPadding()
 		}
 		return id, nil
@@ -247,7 +336,24 @@ func (g *CachedGenerator) Next(ctx context.Context) (uint64, error) {
 // ring holds with one step of the cursor. When the ring runs dry it waits
 // or fails as Next does; it then returns how many IDs it did put in dst
 // (those are valid and issued) with the error.
+//
+// While demand exceeds what the generator sustains (padding is held at
+// MaxAhead), a NextN of more than SmallTake IDs leaves a small reserve in
+// the ring, so that single IDs and small batches are still served at once
+// while bulk takes wait for the next second's IDs.
 func (g *CachedGenerator) NextN(ctx context.Context, dst []uint64) (int, error) {
+	return g.take(ctx, dst, true)
+}
+
+// TryNextN is NextN without waiting: it takes what the ring holds now, up
+// to len(dst), and returns how many. The error is nil unless the claim is
+// lost or the generator closed; a short count is no error (and no
+// rejection), so that a caller can wait elsewhere for the rest.
+func (g *CachedGenerator) TryNextN(dst []uint64) (int, error) {
+	return g.take(context.Background(), dst, false)
+}
+
+func (g *CachedGenerator) take(ctx context.Context, dst []uint64, wait bool) (int, error) {
 	filled := 0
 	for filled < len(dst) {
 		if _, err := g.claim.Until(); err != nil {
@@ -255,7 +361,21 @@ func (g *CachedGenerator) NextN(ctx context.Context, dst []uint64) (int, error) 
 		}
 		c := g.cursor.Load()
 		t := g.tail.Load()
+		if len(dst) > SmallTake && g.throttled.Load() {
+			t -= min(t-min(c, t), g.reserve.Load())
+		}
 		if c >= t {
+			if !wait {
+				select {
+				case <-g.done:
+					if g.cursor.Load() >= g.tail.Load() {
+						return filled, ErrClosed
+					}
+				default:
+				}
+				g.requestPadding()
+				return filled, nil
+			}
 			if err := g.awaitPadding(ctx, len(dst)-filled); err != nil {
 				return filled, err
 			}
@@ -271,7 +391,7 @@ func (g *CachedGenerator) NextN(ctx context.Context, dst []uint64) (int, error) 
 		copy(dst[filled+int(first):], g.slots[:k-first])
 		forEachWord(start, k, g.size, func(w int, bits uint64) { g.canTake[w].And(^bits) })
 		filled += int(k)
-		if t-c-k < g.threshold {
+		if t-c-k < g.threshold.Load() {
 			g.requestPadding()
 		}
 	}
@@ -319,7 +439,8 @@ func (g *CachedGenerator) awaitPadding(ctx context.Context, wanted int) error {
 	if g.takeWait <= 0 {
 		return g.rejectTake(ctx, wanted, g.emptyCause())
 	}
-	if g.cursor.Load() < g.tail.Load() {
+	bulk := wanted > SmallTake
+	if g.ready(bulk) {
 		return nil
 	}
 	deadline, cancel := context.WithTimeout(ctx, g.takeWait)
@@ -327,7 +448,7 @@ func (g *CachedGenerator) awaitPadding(ctx context.Context, wanted int) error {
 	for {
 		select {
 		case <-round:
-			if g.cursor.Load() < g.tail.Load() {
+			if g.ready(bulk) {
 				return nil
 			}
 			round = *g.roundEnd.Load()
@@ -338,6 +459,16 @@ func (g *CachedGenerator) awaitPadding(ctx context.Context, wanted int) error {
 			return g.rejectTake(ctx, wanted, g.emptyCause())
 		}
 	}
+}
+
+// ready reports whether a take would find IDs: a bulk take leaves the
+// small takes' reserve while the generator is throttled.
+func (g *CachedGenerator) ready(bulk bool) bool {
+	c, t := g.cursor.Load(), g.tail.Load()
+	if bulk && g.throttled.Load() {
+		return c+g.reserve.Load() < t
+	}
+	return c < t
 }
 
 // emptyCause explains an empty ring: ErrBufferEmpty, wrapping why padding
@@ -380,17 +511,16 @@ func (g *CachedGenerator) Pad(ctx context.Context) (PaddingReport, error) {
 
 func (g *CachedGenerator) paddingLoop() {
 	defer g.wg.Done()
-	var tick, freshness <-chan time.Time
+	var tick <-chan time.Time
 	if g.schedule > 0 {
 		t := time.NewTicker(g.schedule)
 		defer t.Stop()
 		tick = t.C
 	}
-	if g.maxLag >= 0 {
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		freshness = t.C
-	}
+	// Once a second, just after the wall clock's second begins: freshness,
+	// the fill target and idle lanes follow the clock.
+	second := time.NewTimer(untilNextSecond(g.clock.Now()) + time.Millisecond)
+	defer second.Stop()
 	backoff := time.NewTimer(0)
 	<-backoff.C
 	defer backoff.Stop()
@@ -409,16 +539,28 @@ func (g *CachedGenerator) paddingLoop() {
 			trigger = TriggerThreshold
 		case <-tick:
 			trigger = TriggerSchedule
-		case <-freshness:
+		case <-second.C:
+			second.Reset(untilNextSecond(g.clock.Now()) + time.Millisecond)
+			g.everySecond()
 			if !g.hasStale() {
+				if !backingOff && g.tail.Load()-g.cursor.Load() < g.threshold.Load() {
+					g.requestPadding()
+				}
 				continue
 			}
 			trigger = TriggerFreshness
 		case <-backoff.C:
 			backingOff = false
 			continue
-		case reply = <-g.forced:
+		case <-g.lanes.arrived:
+			// A new lane is capacity now, whatever the back-off says.
+			if backingOff {
+				backoff.Stop()
+				backingOff = false
+			}
 			trigger = TriggerThreshold
+		case reply = <-g.forced:
+			trigger = TriggerForced
 		}
 		report, reason := g.pad(trigger)
 		if reply != nil {
@@ -434,12 +576,24 @@ func (g *CachedGenerator) paddingLoop() {
 	}
 }
 
+// everySecond adapts the fill target to the IDs taken in the last second
+// (twice as many, so a second's demand is met from the ring while padding
+// runs) and gives back lanes that went unused.
+func (g *CachedGenerator) everySecond() {
+	c := g.cursor.Load()
+	taken := c - g.lastCursor
+	g.lastCursor = c
+	g.setTarget(min(g.size, max(2*taken, fillFloor)))
+	g.lanes.dropIdle(g.clock.Now().Unix())
+}
+
 // backoffAfter is how long padding rests after a round that stopped for
 // reason, so that takers hitting an empty ring do not spin it.
 func (g *CachedGenerator) backoffAfter(reason PutRejectReason) time.Duration {
 	switch reason {
 	case RejectAheadBound:
-		// Nothing changes before the wall clock's next second.
+		// Nothing changes before the wall clock's next second, unless a
+		// new lane arrives (which wakes padding: see laneSet.adopt).
 		return max(untilNextSecond(g.clock.Now()), 5*time.Millisecond)
 	case RejectNotReserved, RejectSlotBusy:
 		return 5 * time.Millisecond
@@ -449,34 +603,91 @@ func (g *CachedGenerator) backoffAfter(reason PutRejectReason) time.Duration {
 	return 0
 }
 
-// pad fills the ring from the logical second onwards until it is full or a
-// bound stops it. Only the padding goroutine (and NewCached before it
-// starts) calls it.
+// pad fills the ring from the logical second onwards, lane by lane within
+// each second, until it holds the fill target or a bound stops it. Only
+// the padding goroutine (and NewCached before it starts) calls it.
 func (g *CachedGenerator) pad(trigger PaddingTrigger) (PaddingReport, PutRejectReason) {
 	ctx := g.observer.PaddingStarted(context.Background(), trigger)
 	g.wantPad.Store(false)
 	began := time.Now()
 	report := PaddingReport{Trigger: trigger, Discarded: g.discardStale()}
+	if g.tail.Load() == g.cursor.Load() && trigger != TriggerStartup && g.target < g.size {
+		// Takers emptied the ring before padding came: demand is rising
+		// faster than the once-a-second estimate.
+		g.setTarget(min(g.size, 2*g.target))
+	}
 	maxSeq := g.layout.MaxSequence()
 	tail := g.tail.Load()
 	var stop *PutRejection
 	var now int64
+	// Of the current second: lanes that filled it, lanes skipped for
+	// seconds their previous holder may have used, and why the last
+	// other skipped lane could not serve.
+	var usable, afterSkips int
+	var invalid error
 	for stop == nil {
-		free := g.size - (tail - g.cursor.Load())
-		if free == 0 {
+		if !g.dirty && g.lanes.hasPending() {
+			// Nothing of this second is written yet: new lanes may join it.
+			g.lanes.sync()
+			g.laneIdx, g.nextSeq = 0, 0
+			usable, afterSkips, invalid = 0, 0, nil
+		}
+		inRing := tail - g.cursor.Load()
+		if inRing >= g.target {
 			break
 		}
-		if g.nextSeq > maxSeq {
-			g.nextSecond, g.nextSeq = g.nextSecond+1, 0
-		}
+		free := g.target - inRing
 		now = g.clock.Now().Unix()
 		if now > g.nextSecond {
 			// Re-sync: at low load the wall clock overtakes the logical
 			// second, and IDs should carry the real time.
-			g.nextSecond, g.nextSeq = now, 0
+			g.startSecond(now)
+			usable, afterSkips, invalid = 0, 0, nil
 		}
-		base, err := g.layout.secondBase(g.nextSecond, g.workerID)
-		if stop = g.checkSecond(now, err); stop != nil {
+		if g.laneIdx >= g.lanes.len() {
+			if usable == 0 && afterSkips == 0 && invalid != nil {
+				// No lane may fill any second now (claims lost): wait
+				// rather than burn seconds, and look at the lanes again
+				// from the first.
+				stop = &PutRejection{Reason: RejectNotReserved, Second: g.nextSecond, Err: invalid}
+				g.laneIdx, g.nextSeq = 0, 0
+				break
+			}
+			g.startSecond(g.nextSecond + 1)
+			usable, afterSkips, invalid = 0, 0, nil
+			continue
+		}
+		if g.maxAhead >= 0 && g.nextSecond-now > g.maxAhead {
+			stop = &PutRejection{Reason: RejectAheadBound, Second: g.nextSecond,
+				Err: fmt.Errorf("demand exceeds the %d IDs/s of %d lane(s): IDs would run %ds ahead of the wall clock, the bound is %ds",
+					g.lanes.len()*int(maxSeq+1), g.lanes.len(), g.nextSecond-now, g.maxAhead)}
+			break
+		}
+		if g.nextSecond > now {
+			g.lanes.want() // borrowing the future: demand needs another lane
+		}
+		ln := g.lanes.at(g.laneIdx)
+		if err := ln.usableFor(g.nextSecond); err != nil {
+			if errors.Is(err, ErrNotReserved) {
+				// Valid, but not reserved this far yet: the reservation is
+				// asked for and padding resumes here shortly.
+				stop = &PutRejection{Reason: RejectNotReserved, Second: g.nextSecond, Err: err}
+				break
+			}
+			if errors.Is(err, errBeforeAfter) {
+				afterSkips++
+			} else {
+				invalid = err
+			}
+			g.laneIdx, g.nextSeq = g.laneIdx+1, 0
+			continue
+		}
+		if g.nextSeq == 0 {
+			usable++
+		}
+		base, err := g.layout.secondBase(g.nextSecond, ln.workerID)
+		if err != nil {
+			stop = &PutRejection{Reason: RejectExhausted, Second: g.nextSecond, Err: err}
 			break
 		}
 		n := min(free, maxSeq+1-g.nextSeq, publishChunk)
@@ -508,8 +719,14 @@ func (g *CachedGenerator) pad(trigger PaddingTrigger) (PaddingReport, PutRejectR
 		}
 		report.LastSecond = g.nextSecond
 		report.Added += int(written)
+		ln.lastUsed = g.nextSecond
+		g.dirty = true
 		g.nextSeq += written
+		if g.nextSeq > maxSeq {
+			g.laneIdx, g.nextSeq = g.laneIdx+1, 0
+		}
 		tail += written
+		g.lastFilled.Store(g.nextSecond)
 		g.tail.Store(tail)
 	}
 	g.logicalSecond.Store(g.nextSecond)
@@ -523,20 +740,39 @@ func (g *CachedGenerator) pad(trigger PaddingTrigger) (PaddingReport, PutRejectR
 		}
 		cause := stop.Err
 		if cause == nil {
-			cause = fmt.Errorf("uidcore: padding stopped: %s at second %d", stop.Reason, stop.Second)
+			cause = fmt.Errorf("padding stopped: %s at second %d", stop.Reason, stop.Second)
 		}
 		g.stopErr.Store(&cause)
 	} else {
 		g.stopErr.Store(nil)
 	}
+	if reason == RejectAheadBound {
+		g.lanes.want()
+	}
+	g.throttled.Store(reason == RejectAheadBound)
 	g.paddingRounds.Add(1)
-	report.SecondsAhead = g.nextSecond - g.clock.Now().Unix()
+	report.SecondsAhead = g.secondsAhead()
 	report.Duration = time.Since(began)
 	report.Available = g.tail.Load() - g.cursor.Load()
+	report.Lanes = g.lanes.len()
 	g.observer.PaddingFinished(ctx, report)
 	next := make(chan struct{})
 	close(*g.roundEnd.Swap(&next))
 	return report, reason
+}
+
+// startSecond moves padding to the first lane of second sec; lanes that
+// arrived or were dropped meanwhile take effect here, never within a
+// second, so a second's lanes stay in worker-ID order.
+func (g *CachedGenerator) startSecond(sec int64) {
+	g.nextSecond, g.laneIdx, g.nextSeq, g.dirty = sec, 0, 0, false
+	g.lanes.sync()
+}
+
+// secondsAhead is how far the newest ID in the ring runs ahead of the
+// wall clock (negative when it is behind).
+func (g *CachedGenerator) secondsAhead() int64 {
+	return g.lastFilled.Load() - g.clock.Now().Unix()
 }
 
 // staleBefore is the first second that is fresh enough to hand out, or
@@ -585,38 +821,23 @@ func (g *CachedGenerator) discardStale() int {
 	}
 }
 
-// checkSecond returns why padding may not fill the logical second, or nil.
-func (g *CachedGenerator) checkSecond(now int64, baseErr error) *PutRejection {
-	sec := g.nextSecond
-	if baseErr != nil {
-		return &PutRejection{Reason: RejectExhausted, Second: sec, Err: baseErr}
-	}
-	if g.maxAhead >= 0 && sec-now > g.maxAhead {
-		return &PutRejection{Reason: RejectAheadBound, Second: sec,
-			Err: fmt.Errorf("uidcore: logical second is %ds ahead of the wall clock, the bound is %ds", sec-now, g.maxAhead)}
-	}
-	until, err := g.claim.Until()
-	if err != nil {
-		return &PutRejection{Reason: RejectNotReserved, Second: sec, Err: err}
-	}
-	if sec > until {
-		if r, ok := g.claim.(Reserver); ok {
-			r.Reserve(sec)
-		}
-		return &PutRejection{Reason: RejectNotReserved, Second: sec, Err: fmt.Errorf("%w: second %d > %d", ErrNotReserved, sec, until)}
-	}
-	return nil
-}
-
 // State is a snapshot of a CachedGenerator for monitoring.
 type State struct {
-	WorkerID       uint64
+	WorkerID       uint64   // the first lane's, which the caller claimed
+	Lanes          []uint64 // worker IDs of every lane held, ascending
+	MaxLanes       int
+	LanesClaimed   uint64 // extra lanes claimed since start
+	LanesReleased  uint64 // extra lanes given back since start
+	LaneError      string // the last failed lane claim ("" when none)
 	Size           uint64
+	Target         uint64 // IDs padding keeps ready (follows demand)
 	Tail           uint64 // slots ever filled
 	Cursor         uint64 // slots ever taken
 	Available      uint64 // IDs ready to take
 	LogicalSecond  int64  // unix second padding fills next
-	SecondsAhead   int64  // logical second minus the wall clock's (negative when behind)
+	SecondsAhead   int64  // second of the newest ID in the ring minus the wall clock's (negative when behind)
+	Throttled      bool   // demand exceeds what the lanes sustain: padding waits at MaxAhead
+	PerSecond      uint64 // IDs per second the lanes held sustain at wall-clock pace
 	PaddingRounds  uint64
 	PutRejections  uint64
 	TakeRejections uint64
@@ -628,35 +849,48 @@ type State struct {
 func (g *CachedGenerator) State() State {
 	cursor := g.cursor.Load()
 	tail := g.tail.Load()
-	logical := g.logicalSecond.Load()
-	return State{
+	lanes := *g.lanes.ids.Load()
+	st := State{
 		WorkerID:       g.workerID,
+		Lanes:          lanes,
+		MaxLanes:       g.lanes.max,
+		LanesClaimed:   g.lanes.claimed.Load(),
+		LanesReleased:  g.lanes.returned.Load(),
 		Size:           g.size,
+		Target:         g.targetNow.Load(),
 		Tail:           tail,
 		Cursor:         cursor,
 		Available:      tail - min(cursor, tail),
-		LogicalSecond:  logical,
-		SecondsAhead:   logical - g.clock.Now().Unix(),
+		LogicalSecond:  g.logicalSecond.Load(),
+		SecondsAhead:   g.secondsAhead(),
+		Throttled:      g.throttled.Load(),
+		PerSecond:      uint64(len(lanes)) * (g.layout.MaxSequence() + 1),
 		PaddingRounds:  g.paddingRounds.Load(),
 		PutRejections:  g.putRejections.Load(),
 		TakeRejections: g.takeRejections.Load(),
 		Discarded:      g.discarded.Load(),
 	}
+	if p := g.lanes.lastErr.Load(); p != nil {
+		st.LaneError = (*p).Error()
+	}
+	return st
 }
 
-// Close stops padding and waits for the padding goroutine to end. Takes
-// after Close drain what is left in the ring, then fail with ErrClosed.
-// A claim that implements Retirer learns the last second padding filled:
-// no ID of this generator, taken before or after Close, is later.
+// Close stops padding and waits for the padding goroutine to end, then
+// gives back the extra lanes. Takes after Close drain what is left in the
+// ring, then fail with ErrClosed. A claim that implements Retirer learns
+// the last second padding filled for it: no ID of this generator, taken
+// before or after Close, is later.
 func (g *CachedGenerator) Close() error {
 	first := false
 	g.closeOnce.Do(func() {
 		close(g.done)
+		g.lanes.cancel()
 		first = true
 	})
 	g.wg.Wait()
-	if r, ok := g.claim.(Retirer); ok && first {
-		r.Retire(g.logicalSecond.Load())
+	if first {
+		g.lanes.close()
 	}
 	return nil
 }

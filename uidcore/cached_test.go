@@ -198,7 +198,9 @@ func TestCachedAheadBoundGivesBackPressure(t *testing.T) {
 		t.Fatalf("at the bound: %v", err)
 	}
 	st := g.State()
-	if st.PutRejections == 0 || st.TakeRejections == 0 || st.SecondsAhead != 3 {
+	// Reported exactly: the newest ID is of t0+2, two seconds ahead (the
+	// logical second, t0+3, is the one padding may not fill yet).
+	if st.PutRejections == 0 || st.TakeRejections == 0 || st.SecondsAhead != 2 || !st.Throttled {
 		t.Errorf("state at the bound: %+v", st)
 	}
 	clock.Add(time.Second)
@@ -265,7 +267,7 @@ func TestCachedExhaustionNeverGoesNegative(t *testing.T) {
 func TestCachedStartsAfterTheClaimAndStopsWhenLost(t *testing.T) {
 	clock := newFakeClock(t0)
 	claim := &lossyClaim{StaticClaim: StaticClaim{ID: 9, AfterSecond: t0.Unix() + 5}, until: t0.Unix() + 6}
-	g := newTestCached(t, CachedOptions{Layout: smallLayout(), Clock: clock, Claim: claim})
+	g := newTestCached(t, CachedOptions{Layout: smallLayout(), Clock: clock, Claim: claim, MaxAhead: 10 * time.Second})
 	ctx := context.Background()
 	p, _ := g.Layout().Parse(mustNext(t, g.Next))
 	if p.Time.Unix() != t0.Unix()+6 || p.WorkerID != 9 {
@@ -448,7 +450,9 @@ func TestCachedScheduledPadding(t *testing.T) {
 func TestCachedRingMemory(t *testing.T) {
 	g := newTestCached(t, CachedOptions{})
 	bytes := len(g.slots)*8 + len(g.canTake)*8
-	if g.Size() != 65536<<3 || bytes > 8<<20 {
+	// The default layout's 4,194,304 IDs a second << 3 would be 256 MiB:
+	// the ring is capped by memory instead (8 MiB of IDs, 1/64 more of bits).
+	if g.Size() != 1<<20 || len(g.slots)*8 > DefaultRingMemory || bytes > DefaultRingMemory*65/64 {
 		t.Errorf("default ring: %d slots, %d bytes", g.Size(), bytes)
 	}
 	t.Logf("default ring: %d slots in %.2f MiB", g.Size(), float64(bytes)/(1<<20))
@@ -481,7 +485,7 @@ func (c *retiringClaim) Retire(second int64) { c.retired = append(c.retired, sec
 func TestCachedCloseRetiresTheClaimAtTheLastFilledSecond(t *testing.T) {
 	clock := newFakeClock(t0)
 	claim := &retiringClaim{StaticClaim: StaticClaim{ID: 1}}
-	g, err := NewCached(CachedOptions{Layout: smallLayout(), BoostPower: 2, Claim: claim, Clock: clock})
+	g, err := NewCached(CachedOptions{Layout: smallLayout(), BoostPower: 2, Claim: claim, Clock: clock, MaxAhead: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -505,7 +509,7 @@ func TestCachedCloseRetiresTheClaimAtTheLastFilledSecond(t *testing.T) {
 func TestCachedDiscardsIDsThatLagTheClock(t *testing.T) {
 	for _, bounded := range []bool{true, false} {
 		clock := newFakeClock(t0)
-		opts := CachedOptions{Layout: smallLayout(), BoostPower: 2, Clock: clock}
+		opts := CachedOptions{Layout: smallLayout(), BoostPower: 2, Clock: clock, MaxAhead: 3 * time.Second}
 		if !bounded {
 			opts.MaxLag = NoLagBound
 		}
@@ -525,7 +529,7 @@ func TestCachedDiscardsIDsThatLagTheClock(t *testing.T) {
 			}
 			continue
 		}
-		if report.Trigger != TriggerThreshold || report.Discarded != 4*256-10 || g.State().Discarded != 4*256-10 {
+		if report.Trigger != TriggerForced || report.Discarded != 4*256-10 || g.State().Discarded != 4*256-10 {
 			t.Errorf("report %+v, state %+v: want every lagging ID discarded", report, g.State())
 		}
 		if p.Time.Unix() != t0.Unix()+10 || p.Sequence != 0 {

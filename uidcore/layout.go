@@ -20,11 +20,14 @@ type Layout struct {
 // DefaultEpoch is the epoch of [DefaultLayout].
 var DefaultEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// DefaultLayout is 31 bits of seconds (68 years from 2026), 16 bits of
-// worker ID (65,536 workers) and 16 bits of sequence (65,536 IDs per second
-// per worker).
+// DefaultLayout is 31 bits of seconds (68 years from 2026), 10 bits of
+// worker ID (1,024 worker IDs) and 22 bits of sequence (4,194,304 IDs per
+// second per worker ID at wall-clock pace). A dispenser fleet has few
+// instances that each need many IDs a second; an instance that needs more
+// than one worker ID sustains holds several (lanes; see the package
+// documentation).
 func DefaultLayout() Layout {
-	return Layout{TimeBits: 31, WorkerBits: 16, SeqBits: 16, Epoch: DefaultEpoch}
+	return Layout{TimeBits: 31, WorkerBits: 10, SeqBits: 22, Epoch: DefaultEpoch}
 }
 
 // UidGeneratorLayout reproduces Baidu UidGenerator's defaults: 28/22/13 with

@@ -16,6 +16,8 @@ const (
 	// TriggerFreshness: IDs in the ring lag the wall clock by more than
 	// MaxLag; the round discards them and refills.
 	TriggerFreshness PaddingTrigger = "freshness"
+	// TriggerForced: a round asked for with Pad.
+	TriggerForced PaddingTrigger = "forced"
 )
 
 // PaddingReport describes a finished padding round.
@@ -24,10 +26,11 @@ type PaddingReport struct {
 	Added        int           // IDs put into the ring
 	FirstSecond  int64         // unix second of the first ID added (0 when none)
 	LastSecond   int64         // unix second of the last ID added (0 when none)
-	SecondsAhead int64         // how far the logical second ran ahead of the wall clock at the end
+	SecondsAhead int64         // how far the newest ID in the ring runs ahead of the wall clock at the end
 	Duration     time.Duration // wall time the round took
 	Available    uint64        // IDs in the ring at the end
 	Discarded    int           // stale IDs dropped before the round filled (MaxLag)
+	Lanes        int           // lanes (worker IDs) held at the end
 }
 
 // PutRejection is a put the ring refused.

@@ -1,0 +1,326 @@
+package uidcore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// errBeforeAfter: the lane's previous holder may have used the second.
+var errBeforeAfter = errors.New("uidcore: second not after the worker ID's previous holder")
+
+// errLaneDropped: the lane is on its way back to the store.
+var errLaneDropped = errors.New("uidcore: lane being given back")
+
+// LaneObserver is an optional extension of Observer: a generator whose
+// observer implements it reports every lane it claims or gives back.
+type LaneObserver interface {
+	LaneChanged(ctx context.Context, e LaneEvent)
+}
+
+// LaneEvent is a lane claimed, given back, or a failed attempt to claim
+// one.
+type LaneEvent struct {
+	WorkerID uint64
+	Added    bool  // claimed (false: given back, or a failed claim with Err)
+	Held     int   // lanes held afterwards, the first one included
+	Err      error // a failed claim; WorkerID is then 0
+}
+
+// lane is one worker ID a generator fills.
+type lane struct {
+	claim    Claim
+	workerID uint64
+	after    int64
+	primary  bool  // the caller's claim: never dropped by the generator
+	joined   int64 // wall second it was adopted
+	lastUsed int64 // newest second padding filled (0: none); padding-owned
+	drop     bool  // padding-owned: give it back at the next second
+}
+
+// usableFor says whether padding may fill second sec on the lane: nil, an
+// error wrapping ErrNotReserved when the claim must reserve further first
+// (it is asked to), or why the lane cannot serve the second at all.
+func (l *lane) usableFor(sec int64) error {
+	if l.drop {
+		return errLaneDropped
+	}
+	if sec <= l.after {
+		return errBeforeAfter
+	}
+	until, err := l.claim.Until()
+	if err != nil {
+		return err
+	}
+	if sec > until {
+		if r, ok := l.claim.(Reserver); ok {
+			r.Reserve(sec)
+		}
+		return fmt.Errorf("%w: worker ID %d, second %d > %d", ErrNotReserved, l.workerID, sec, until)
+	}
+	return nil
+}
+
+// retireAt is the last second the lane may have issued IDs for.
+func (l *lane) retireAt() int64 {
+	if l.lastUsed > 0 {
+		return l.lastUsed
+	}
+	return l.after
+}
+
+// laneSet holds a generator's lanes. The list itself belongs to the
+// padding goroutine; a lane goroutine claims new lanes and gives dropped
+// ones back, so that padding never waits for the store.
+type laneSet struct {
+	g        *CachedGenerator
+	assigner Assigner
+	max      int
+	idle     int64 // seconds
+	obs      LaneObserver
+
+	lanes    []*lane // padding-owned, ascending worker ID
+	dropping bool    // padding-owned: some lane is marked drop
+
+	mu       sync.Mutex
+	pending  []*lane // claimed, waiting for the next second
+	npending atomic.Int32
+	held     atomic.Int32 // lanes held, pending and being given back included
+	wanted   chan struct{}
+	arrived  chan struct{}
+	release  chan *lane
+	ids      atomic.Pointer[[]uint64]
+	claimed  atomic.Uint64
+	returned atomic.Uint64
+	lastErr  atomic.Pointer[error]
+	cancel   context.CancelFunc
+	ctx      context.Context
+}
+
+func (s *laneSet) init(g *CachedGenerator, opts CachedOptions) {
+	s.g, s.assigner = g, opts.Lanes
+	s.max = opts.MaxLanes
+	switch {
+	case s.assigner == nil:
+		s.max = 1
+	case s.max == 0:
+		s.max = DefaultMaxLanes
+	}
+	idle := opts.LaneIdle
+	if idle == 0 {
+		idle = DefaultLaneIdle
+	}
+	s.idle = int64(max(idle/time.Second, 1))
+	s.obs, _ = opts.Observer.(LaneObserver)
+	s.wanted = make(chan struct{}, 1)
+	s.arrived = make(chan struct{}, 1)
+	s.release = make(chan *lane, s.max)
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	c := opts.Claim
+	s.lanes = []*lane{{claim: c, workerID: c.WorkerID(), after: c.After(), primary: true, joined: g.clock.Now().Unix()}}
+	s.held.Store(1)
+	s.publish()
+}
+
+func (s *laneSet) start() {
+	if s.assigner == nil {
+		return
+	}
+	s.g.wg.Add(1)
+	go s.run()
+}
+
+func (s *laneSet) len() int         { return len(s.lanes) }
+func (s *laneSet) at(i int) *lane   { return s.lanes[i] }
+func (s *laneSet) hasPending() bool { return s.npending.Load() > 0 }
+
+// want asks for one more lane, if the generator may hold another.
+func (s *laneSet) want() {
+	if s.assigner == nil || int(s.held.Load()) >= s.max {
+		return
+	}
+	select {
+	case s.wanted <- struct{}{}:
+	default:
+	}
+}
+
+// sync adopts the lanes claimed since and lets dropped ones go. Padding
+// calls it only before it writes any ID of a second.
+func (s *laneSet) sync() {
+	if !s.hasPending() && !s.dropping {
+		return
+	}
+	s.mu.Lock()
+	add := s.pending
+	s.pending = nil
+	s.npending.Store(0)
+	s.mu.Unlock()
+	now := s.g.clock.Now().Unix()
+	kept := make([]*lane, 0, len(s.lanes)+len(add))
+	for _, ln := range s.lanes {
+		if ln.drop {
+			s.release <- ln // never blocks: it has room for every lane
+			continue
+		}
+		kept = append(kept, ln)
+	}
+	for _, ln := range add {
+		ln.joined = now
+		kept = append(kept, ln)
+	}
+	slices.SortFunc(kept, func(a, b *lane) int {
+		switch {
+		case a.workerID < b.workerID:
+			return -1
+		case a.workerID > b.workerID:
+			return 1
+		}
+		return 0
+	})
+	s.lanes, s.dropping = kept, false
+	s.publish()
+}
+
+// dropIdle marks the extra lanes unused for the idle time, and those lost
+// for good, to be given back at the next second. Padding calls it once a
+// second.
+func (s *laneSet) dropIdle(now int64) {
+	for _, ln := range s.lanes {
+		if ln.primary || ln.drop {
+			continue
+		}
+		idle := max(ln.lastUsed, ln.joined) < now-s.idle
+		if idle || lostForGood(ln.claim) {
+			ln.drop, s.dropping = true, true
+		}
+	}
+}
+
+// lostForGood reports whether a claim with a Done channel has closed it.
+func lostForGood(c Claim) bool {
+	d, ok := c.(interface{ Done() <-chan struct{} })
+	if !ok {
+		return false
+	}
+	select {
+	case <-d.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+func (s *laneSet) publish() {
+	ids := make([]uint64, len(s.lanes))
+	for i, ln := range s.lanes {
+		ids[i] = ln.workerID
+	}
+	s.ids.Store(&ids)
+}
+
+// run is the lane goroutine: it claims lanes padding asks for and gives
+// back the ones it dropped.
+func (s *laneSet) run() {
+	defer s.g.wg.Done()
+	for {
+		select {
+		case <-s.g.done:
+			return
+		case ln := <-s.release:
+			s.giveBack(ln)
+		case <-s.wanted:
+			if int(s.held.Load()) < s.max {
+				s.claimOne()
+			}
+		}
+	}
+}
+
+func (s *laneSet) claimOne() {
+	c, err := s.assigner.Claim(s.ctx, s.g.layout)
+	if err == nil && c.WorkerID() > s.g.layout.MaxWorkerID() {
+		releaseWithin(c, time.Second)
+		err = fmt.Errorf("%w: worker %d > %d (layout %s)", ErrWorkerRange, c.WorkerID(), s.g.layout.MaxWorkerID(), s.g.layout)
+	}
+	if err != nil {
+		if s.ctx.Err() != nil {
+			return
+		}
+		s.lastErr.Store(&err)
+		s.notify(LaneEvent{Held: int(s.held.Load()), Err: err})
+		// Do not hammer a failing store; padding asks again meanwhile.
+		select {
+		case <-s.g.done:
+		case <-time.After(time.Second):
+		}
+		return
+	}
+	held := s.held.Add(1)
+	s.claimed.Add(1)
+	s.mu.Lock()
+	s.pending = append(s.pending, &lane{claim: c, workerID: c.WorkerID(), after: c.After()})
+	s.npending.Add(1)
+	s.mu.Unlock()
+	s.notify(LaneEvent{WorkerID: c.WorkerID(), Added: true, Held: int(held)})
+	select {
+	case s.arrived <- struct{}{}:
+	default:
+	}
+}
+
+// giveBack tells the lane's claim the last second it may have used, then
+// releases it.
+func (s *laneSet) giveBack(ln *lane) {
+	if r, ok := ln.claim.(Retirer); ok {
+		r.Retire(ln.retireAt())
+	}
+	releaseWithin(ln.claim, 2*time.Second)
+	held := s.held.Add(-1)
+	s.returned.Add(1)
+	s.notify(LaneEvent{WorkerID: ln.workerID, Held: int(held)})
+}
+
+func releaseWithin(c Claim, d time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	_ = c.Release(ctx) // the lease expires by itself if the store is away
+}
+
+func (s *laneSet) notify(e LaneEvent) {
+	if s.obs != nil {
+		s.obs.LaneChanged(context.Background(), e)
+	}
+}
+
+// close gives back every extra lane once padding and the lane goroutine
+// have stopped, and retires the first one (its caller releases it).
+func (s *laneSet) close() {
+	s.mu.Lock()
+	rest := append(s.lanes, s.pending...)
+	s.pending = nil
+	s.mu.Unlock()
+	for more := true; more; {
+		select {
+		case ln := <-s.release:
+			rest = append(rest, ln)
+		default:
+			more = false
+		}
+	}
+	var wg sync.WaitGroup
+	for _, ln := range rest {
+		if ln.primary {
+			if r, ok := ln.claim.(Retirer); ok {
+				r.Retire(ln.retireAt())
+			}
+			continue
+		}
+		wg.Go(func() { s.giveBack(ln) })
+	}
+	wg.Wait()
+}

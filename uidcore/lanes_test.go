@@ -1,0 +1,290 @@
+package uidcore
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// laneClaim is a claim of laneStore's, whose validity the test controls.
+type laneClaim struct {
+	id       uint64
+	after    int64
+	invalid  atomic.Bool
+	done     chan struct{}
+	retired  atomic.Int64
+	released atomic.Bool
+}
+
+func (c *laneClaim) WorkerID() uint64 { return c.id }
+func (c *laneClaim) After() int64     { return c.after }
+func (c *laneClaim) Until() (int64, error) {
+	if c.invalid.Load() {
+		return 0, ErrClaimLost
+	}
+	return 1 << 40, nil
+}
+func (c *laneClaim) Retire(s int64)                { c.retired.Store(s) }
+func (c *laneClaim) Done() <-chan struct{}         { return c.done }
+func (c *laneClaim) Release(context.Context) error { c.released.Store(true); return nil }
+
+// laneStore stands in for a worker-ID store (uidcore has none of its
+// own): it hands out ascending worker IDs from 10, each once.
+type laneStore struct {
+	mu     sync.Mutex
+	next   uint64
+	claims []*laneClaim
+	after  int64 // After of the claims it hands out
+}
+
+func (s *laneStore) Claim(ctx context.Context, _ Layout) (Claim, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := &laneClaim{id: 10 + s.next, after: s.after, done: make(chan struct{})}
+	s.next++
+	s.claims = append(s.claims, c)
+	return c, nil
+}
+
+func (s *laneStore) all() []*laneClaim {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.claims)
+}
+
+// takeSmall takes n IDs in takes of SmallTake, which a throttled
+// generator never makes wait for its reserve.
+func takeSmall(t *testing.T, g *CachedGenerator, n int) []uint64 {
+	t.Helper()
+	var ids []uint64
+	for len(ids) < n {
+		dst := make([]uint64, min(SmallTake, n-len(ids)))
+		if _, err := g.NextN(context.Background(), dst); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, dst...)
+	}
+	return ids
+}
+
+// waitUntil polls cond until it holds or the deadline passes.
+func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func TestLanesGrowInWorkerIDOrderAndKeepIDsIncreasing(t *testing.T) {
+	clock := newFakeClock(t0)
+	store := &laneStore{}
+	g := newTestCached(t, CachedOptions{Layout: smallLayout(), BoostPower: 4, Clock: clock, Claim: StaticClaim{ID: 3},
+		Lanes: store, MaxLanes: 3, TakeWait: time.Second})
+	ctx := context.Background()
+	var ids []uint64
+	take := func(n int) {
+		t.Helper()
+		ids = append(ids, takeSmall(t, g, n)...)
+	}
+	// One lane gives 256 a second; three seconds' worth borrows the future,
+	// which must make the generator claim more lanes, up to MaxLanes.
+	take(3 * 256)
+	waitUntil(t, 5*time.Second, "two extra lanes", func() bool { return len(g.State().Lanes) == 3 })
+	clock.Add(5 * time.Second) // the new second is filled by all three lanes
+	g.Pad(ctx)
+	take(3*256 + 10)
+	for i := 1; i < len(ids); i++ {
+		if ids[i] <= ids[i-1] {
+			t.Fatalf("ID %d after %d: not increasing", ids[i], ids[i-1])
+		}
+	}
+	assertUnique(t, ids, len(ids))
+	workers := map[uint64]int{}
+	now := clock.Now().Unix()
+	for _, id := range ids {
+		p, _ := g.Layout().Parse(id)
+		if p.Time.Unix() == now {
+			workers[p.WorkerID]++
+		}
+	}
+	if workers[3] != 256 || workers[10] != 256 || workers[11] != 256 {
+		t.Errorf("IDs of the current second by worker: %v, want 256 of each of 3, 10, 11", workers)
+	}
+	st := g.State()
+	if !slices.Equal(st.Lanes, []uint64{3, 10, 11}) || st.LanesClaimed != 2 || st.PerSecond != 3*256 {
+		t.Errorf("state %+v", st)
+	}
+	if n := len(store.all()); n != 2 {
+		t.Errorf("%d lanes claimed, want MaxLanes-1 = 2", n)
+	}
+}
+
+func TestLanesSkipSecondsTheirPreviousHolderMayHaveUsed(t *testing.T) {
+	clock := newFakeClock(t0)
+	// Every extra lane's previous holder reserved up to t0+100.
+	store := &laneStore{after: t0.Unix() + 100}
+	g := newTestCached(t, CachedOptions{Layout: smallLayout(), Clock: clock, Claim: StaticClaim{ID: 3},
+		Lanes: store, MaxLanes: 2, TakeWait: time.Second})
+	ctx := context.Background()
+	takeSmall(t, g, 3*256)
+	waitUntil(t, 5*time.Second, "an extra lane", func() bool { return len(g.State().Lanes) == 2 })
+	clock.Add(10 * time.Second)
+	g.Pad(ctx)
+	dst := make([]uint64, 300)
+	n, _ := g.TryNextN(dst)
+	if n != len(dst) {
+		t.Fatalf("took %d of %d IDs", n, len(dst))
+	}
+	for _, id := range dst {
+		if p, _ := g.Layout().Parse(id); p.WorkerID != 3 {
+			t.Fatalf("worker %d issued second %d, which its previous holder may have used (up to %d)", p.WorkerID, p.Time.Unix(), t0.Unix()+100)
+		}
+	}
+}
+
+func TestLanesIdleAreGivenBackAtTheirLastSecond(t *testing.T) {
+	store := &laneStore{}
+	layout := Layout{TimeBits: 43, WorkerBits: 8, SeqBits: 12, Epoch: DefaultEpoch} // 4,096 a second a lane
+	g := newTestCached(t, CachedOptions{Layout: layout, BoostPower: 2, Claim: StaticClaim{ID: 3},
+		Lanes: store, MaxLanes: 4, LaneIdle: time.Second, TakeWait: 2 * time.Second})
+	ctx := context.Background()
+	var issued []uint64
+	dst := make([]uint64, 1000)
+	for len(g.State().Lanes) < 3 {
+		if _, err := g.NextN(ctx, dst); err != nil {
+			t.Fatal(err)
+		}
+		issued = append(issued, dst...)
+	}
+	waitUntil(t, 10*time.Second, "idle lanes given back", func() bool {
+		return len(g.State().Lanes) == 1 && g.State().LanesReleased >= 2
+	})
+	assertUnique(t, issued, len(issued))
+	maxSecond := map[uint64]int64{}
+	for _, id := range issued {
+		p, _ := layout.Parse(id)
+		maxSecond[p.WorkerID] = max(maxSecond[p.WorkerID], p.Time.Unix())
+	}
+	for _, c := range store.all() {
+		if !c.released.Load() {
+			continue
+		}
+		if r := c.retired.Load(); r < maxSecond[c.id] {
+			t.Errorf("worker %d retired at %d, but issued second %d", c.id, r, maxSecond[c.id])
+		}
+	}
+	if st := g.State(); st.Lanes[0] != 3 {
+		t.Errorf("the first lane was given back: %+v", st)
+	}
+}
+
+func TestLanesLostLaneIsSkippedAndDropped(t *testing.T) {
+	store := &laneStore{}
+	layout := Layout{TimeBits: 43, WorkerBits: 8, SeqBits: 12, Epoch: DefaultEpoch}
+	g := newTestCached(t, CachedOptions{Layout: layout, BoostPower: 2, Claim: StaticClaim{ID: 3},
+		Lanes: store, MaxLanes: 3, TakeWait: 2 * time.Second})
+	ctx := context.Background()
+	dst := make([]uint64, 1000)
+	var issued []uint64
+	for len(g.State().Lanes) < 3 {
+		if _, err := g.NextN(ctx, dst); err != nil {
+			t.Fatal(err)
+		}
+		issued = append(issued, dst...)
+	}
+	lost := store.all()[0]
+	lost.invalid.Store(true) // taken over, say: padding must skip it at once
+	close(lost.done)         // lost for good: the generator gives it back
+	waitUntil(t, 5*time.Second, "the lost lane given back", func() bool { return lost.released.Load() })
+	lostAt := time.Now().Unix()
+	// Keep taking across seconds: every ID is unique, none of the lost lane
+	// is of a second after it was lost.
+	for end := time.Now().Add(1500 * time.Millisecond); time.Now().Before(end); {
+		if _, err := g.NextN(ctx, dst); err != nil {
+			t.Fatal(err)
+		}
+		issued = append(issued, dst...)
+	}
+	assertUnique(t, issued, len(issued))
+	for _, id := range issued {
+		if p, _ := layout.Parse(id); p.WorkerID == lost.id && p.Time.Unix() > lostAt {
+			t.Fatalf("the lost lane issued second %d after it was lost at %d", p.Time.Unix(), lostAt)
+		}
+	}
+}
+
+func TestLanesConcurrentTakersUniqueAndNearTheClock(t *testing.T) {
+	store := &laneStore{}
+	layout := Layout{TimeBits: 43, WorkerBits: 8, SeqBits: 12, Epoch: DefaultEpoch}
+	g := newTestCached(t, CachedOptions{Layout: layout, BoostPower: 3, Claim: StaticClaim{ID: 3},
+		Lanes: store, MaxLanes: 8, TakeWait: 2 * time.Second})
+	const takers = 6
+	per := make([][]uint64, takers)
+	var wg sync.WaitGroup
+	var failed atomic.Pointer[error]
+	end := time.Now().Add(2 * time.Second)
+	for w := range takers {
+		wg.Go(func() {
+			dst := make([]uint64, 1+w*40)
+			for time.Now().Before(end) {
+				n, err := g.NextN(context.Background(), dst)
+				if err != nil && !errors.Is(err, ErrBufferEmpty) {
+					failed.Store(&err)
+					return
+				}
+				per[w] = append(per[w], dst[:n]...)
+				if n > 0 {
+					if p, _ := layout.Parse(dst[n-1]); p.Time.Unix() > time.Now().Unix()+2 {
+						err := errors.New("an ID more than 2s ahead of the clock")
+						failed.Store(&err)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if p := failed.Load(); p != nil {
+		t.Fatal(*p)
+	}
+	var all []uint64
+	for w, ids := range per {
+		for i := 1; i < len(ids); i++ {
+			if ids[i] <= ids[i-1] {
+				t.Fatalf("taker %d: ID %d after %d", w, ids[i], ids[i-1])
+			}
+		}
+		all = append(all, ids...)
+	}
+	assertUnique(t, all, len(all))
+	if st := g.State(); len(st.Lanes) < 2 {
+		t.Errorf("demand far above one lane's 4,096/s, but the generator holds %v", st.Lanes)
+	}
+	t.Logf("%d IDs in 2s, lanes %v", len(all), g.State().Lanes)
+}
+
+func TestLanesClosedGeneratorGivesEveryExtraLaneBack(t *testing.T) {
+	clock := newFakeClock(t0)
+	store := &laneStore{}
+	g, err := NewCached(CachedOptions{Layout: smallLayout(), Clock: clock, Claim: StaticClaim{ID: 3},
+		Lanes: store, MaxLanes: 3, TakeWait: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	takeSmall(t, g, 3*256)
+	waitUntil(t, 5*time.Second, "extra lanes", func() bool { return g.State().LanesClaimed == 2 })
+	g.Close()
+	for _, c := range store.all() {
+		if !c.released.Load() {
+			t.Errorf("worker %d not given back on Close", c.id)
+		}
+	}
+}
