@@ -40,16 +40,19 @@ type Config struct {
 	EmbeddedDataDir string `envconfig:"EMBEDDED_DATA_DIR" desc:"JetStream directory of the embedded server (default: <user cache dir>/uid-dispenser/nats, else ./data/nats)"`
 
 	TimeBits   uint      `envconfig:"TIME_BITS" default:"31" desc:"bits of delta seconds in an ID (time+worker+seq bits = 63)"`
-	WorkerBits uint      `envconfig:"WORKER_BITS" default:"16" desc:"bits of worker ID"`
-	SeqBits    uint      `envconfig:"SEQ_BITS" default:"16" desc:"bits of sequence per second (2^bits IDs per second per worker at wall-clock pace)"`
+	WorkerBits uint      `envconfig:"WORKER_BITS" default:"10" desc:"bits of worker ID (2^bits worker IDs; an instance holds one per lane)"`
+	SeqBits    uint      `envconfig:"SEQ_BITS" default:"22" desc:"bits of sequence per second (2^bits IDs per second per worker ID, a lane, at wall-clock pace)"`
 	Epoch      time.Time `envconfig:"EPOCH" default:"2026-01-01T00:00:00Z" desc:"RFC 3339 instant delta seconds count from"`
 
-	BoostPower       int           `envconfig:"BOOST_POWER" default:"3" desc:"ring size = 2^seq bits << boost power"`
+	BoostPower       int           `envconfig:"BOOST_POWER" default:"3" desc:"ring size = 2^seq bits << boost power, capped by DISPENSER_RING_MEMORY"`
+	RingMemory       int           `envconfig:"RING_MEMORY" default:"8388608" desc:"bytes of IDs the ring may hold (8 per ID; a power of two of slots at most this)"`
+	MaxLanes         int           `envconfig:"MAX_LANES" default:"16" desc:"most worker IDs (lanes) an instance holds at once, each sustaining 2^seq bits IDs per second; more are claimed while demand needs them (leased mode only; 1: one worker ID)"`
+	LaneIdle         time.Duration `envconfig:"LANE_IDLE" default:"30s" desc:"an extra lane unused this long is given back"`
 	PaddingFactor    int           `envconfig:"PADDING_FACTOR" default:"50" desc:"pad the ring when fewer than this percentage of slots hold IDs (1-100)"`
 	ScheduleInterval time.Duration `envconfig:"SCHEDULE_INTERVAL" default:"0s" desc:"also pad on this interval (0: only on demand)"`
-	MaxAhead         time.Duration `envconfig:"MAX_AHEAD" default:"60s" desc:"how far IDs' seconds may run ahead of the clock under load (at least 1s; negative: no bound)"`
-	TakeWait         time.Duration `envconfig:"TAKE_WAIT" default:"5ms" desc:"how long a request waits for padding when the ring is empty before it gets a 503"`
-	MaxLag           time.Duration `envconfig:"MAX_LAG" default:"5s" desc:"IDs waiting in the ring that lag the clock by more than this are discarded and refilled, so IDs carry real time at low load (at least 1s; negative: keep them)"`
+	MaxAhead         time.Duration `envconfig:"MAX_AHEAD" default:"2s" desc:"how far IDs' seconds may run ahead of the clock under load (at least 1s; negative: no bound)"`
+	TakeWait         time.Duration `envconfig:"TAKE_WAIT" default:"800ms" desc:"how long a request waits for IDs when the instance is at its capacity before it gets a 503 (keep it below the clients' attempt timeout, 1s for the Go client)"`
+	MaxLag           time.Duration `envconfig:"MAX_LAG" default:"1s" desc:"IDs waiting in the ring that lag the clock by more than this are discarded and refilled, so IDs carry real time at low load (at least 1s; negative: keep them)"`
 
 	QueueGroup      string        `envconfig:"QUEUE_GROUP" default:"uid-dispenser" desc:"NATS queue group of the instances"`
 	SubjectPrefix   string        `envconfig:"SUBJECT_PREFIX" default:"uid" desc:"subjects are <prefix>.next, <prefix>.batch, <prefix>.parse"`
@@ -64,6 +67,11 @@ type Config struct {
 	workerid.Config
 	natsio.BlocksConfig // DISPENSER_BLOCKS_*: prefilled ID blocks on JetStream
 }
+
+// DefaultTakeWait is how long a request waits for IDs at the instance's
+// capacity: below the Go client's 1s attempt timeout, so that the caller
+// gets IDs or a 503 it can act on rather than a timeout.
+const DefaultTakeWait = 800 * time.Millisecond
 
 // ConfigError is an invalid setting, named by its environment variable.
 type ConfigError struct {
@@ -99,9 +107,12 @@ func DefaultConfig() Config {
 		SeqBits:            layout.SeqBits,
 		Epoch:              layout.Epoch,
 		BoostPower:         uidcore.DefaultBoostPower,
+		RingMemory:         uidcore.DefaultRingMemory,
+		MaxLanes:           uidcore.DefaultMaxLanes,
+		LaneIdle:           uidcore.DefaultLaneIdle,
 		PaddingFactor:      uidcore.DefaultPaddingFactor,
 		MaxAhead:           uidcore.DefaultMaxAhead,
-		TakeWait:           5 * time.Millisecond,
+		TakeWait:           DefaultTakeWait,
 		MaxLag:             uidcore.DefaultMaxLag,
 		QueueGroup:         natsio.DefaultQueueGroup,
 		SubjectPrefix:      natsio.DefaultSubjectPrefix,
@@ -151,6 +162,12 @@ func (c Config) Validate() error {
 		return bad("NATS_CONNECT_TIMEOUT", "%s must be positive", c.NATSConnectTimeout)
 	case c.BoostPower < 0 || c.BoostPower > 24:
 		return bad("BOOST_POWER", "%d is outside 0..24", c.BoostPower)
+	case c.RingMemory < 512 || c.RingMemory > 128<<20:
+		return bad("RING_MEMORY", "%d bytes is outside 512..134217728", c.RingMemory)
+	case c.MaxLanes < 1 || uint64(c.MaxLanes) > c.Layout().MaxWorkerID()+1:
+		return bad("MAX_LANES", "%d is outside 1..%d (the layout's worker IDs)", c.MaxLanes, c.Layout().MaxWorkerID()+1)
+	case c.LaneIdle < time.Second:
+		return bad("LANE_IDLE", "%s: use at least 1s", c.LaneIdle)
 	case c.PaddingFactor < 1 || c.PaddingFactor > 100:
 		return bad("PADDING_FACTOR", "%d is outside 1..100", c.PaddingFactor)
 	case c.ScheduleInterval < 0:
@@ -209,8 +226,10 @@ func (c Config) Layout() uidcore.Layout {
 	return uidcore.Layout{TimeBits: c.TimeBits, WorkerBits: c.WorkerBits, SeqBits: c.SeqBits, Epoch: c.Epoch.UTC()}
 }
 
-// cachedOptions are the ring-buffer settings for uidcore.
-func (c Config) cachedOptions(claim uidcore.Claim, observer uidcore.Observer) uidcore.CachedOptions {
+// cachedOptions are the ring-buffer settings for uidcore. lanes claims
+// extra worker IDs; it is used in leased mode only, where worker IDs are
+// recycled (a disposable claim burns a WORKER_NODE row for good).
+func (c Config) cachedOptions(claim uidcore.Claim, lanes uidcore.Assigner, observer uidcore.Observer) uidcore.CachedOptions {
 	boost := c.BoostPower
 	if boost == 0 {
 		boost = -1 // uidcore reads 0 as "default"
@@ -222,9 +241,17 @@ func (c Config) cachedOptions(claim uidcore.Claim, observer uidcore.Observer) ui
 	if maxLag < 0 {
 		maxLag = uidcore.NoLagBound
 	}
+	maxLanes := c.MaxLanes
+	if c.WorkerMode == workerid.ModeDisposable || maxLanes <= 1 {
+		lanes, maxLanes = nil, 1
+	}
 	return uidcore.CachedOptions{
 		Layout:           c.Layout(),
 		Claim:            claim,
+		Lanes:            lanes,
+		MaxLanes:         maxLanes,
+		LaneIdle:         c.LaneIdle,
+		RingMemory:       c.RingMemory,
 		BoostPower:       boost,
 		PaddingFactor:    c.PaddingFactor,
 		ScheduleInterval: c.ScheduleInterval,

@@ -75,7 +75,7 @@ func TestLoadConfigReadsVariables(t *testing.T) {
 	if got := cfg.Layout().String(); got != "30/17/16@2030-05-31T22:00:00Z" {
 		t.Fatalf("layout %s", got)
 	}
-	if opts := cfg.cachedOptions(nil, nil); opts.MaxAhead >= 0 {
+	if opts := cfg.cachedOptions(nil, nil, nil); opts.MaxAhead >= 0 {
 		t.Fatalf("negative MAX_AHEAD gave %v, want no bound", opts.MaxAhead)
 	}
 }

@@ -96,7 +96,7 @@ func (d *Dispenser) newGenerator(claim uidcore.Claim) (*uidcore.CachedGenerator,
 	if obs != nil {
 		obs.SetWorkerID(claim.WorkerID())
 	}
-	gen, err := uidcore.NewCached(d.cfg.cachedOptions(claim, d.observer))
+	gen, err := uidcore.NewCached(d.cfg.cachedOptions(claim, d.assigner, d.observer))
 	if err == nil && obs != nil {
 		obs.Watch(gen)
 	}

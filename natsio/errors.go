@@ -64,9 +64,12 @@ func badRequest(format string, args ...any) *ServiceError {
 // holds, because the requester (or its client's retry) can act on them.
 func replyFor(err error) (code int, description string) {
 	var se *ServiceError
+	var ce *capacityError
 	switch {
 	case errors.As(err, &se):
 		return se.Code, se.Description
+	case errors.As(err, &ce):
+		return CodeUnavailable, ce.Error()
 	case errors.Is(err, ErrShuttingDown), errors.Is(err, uidcore.ErrClosed):
 		return CodeUnavailable, "shutting down: " + err.Error()
 	case errors.Is(err, uidcore.ErrClaimLost):

@@ -104,6 +104,10 @@ type serverTelemetry struct {
 	requests metric.Int64Counter
 	duration metric.Float64Histogram
 	issued   metric.Int64Counter
+	// Throttling: episodes of demand above capacity, and the bulk
+	// requests that waited for capacity in them.
+	episodes metric.Int64Counter
+	waits    metric.Int64Counter
 	// attrSets caches the metric attribute set per endpoint and outcome,
 	// so recording does not build and sort one per request.
 	attrSets sync.Map // [2]string{endpoint, outcome} -> metric.MeasurementOption
@@ -150,24 +154,34 @@ func newServerTelemetry(queueGroup string) *serverTelemetry {
 	}
 	m := otel.GetMeterProvider().Meter(instrumentationName, metric.WithInstrumentationVersion(ServiceVersion))
 	var err error
-	if t.requests, err = m.Int64Counter("uid.requests", metric.WithUnit("{request}"),
-		metric.WithDescription("Requests served, by endpoint and outcome.")); err != nil {
-		otel.Handle(err)
-		t.requests = metricnoop.Int64Counter{}
-	}
+	t.requests = counter(m, "uid.requests", "{request}", "Requests served, by endpoint and outcome.")
 	if t.duration, err = m.Float64Histogram("uid.request.duration", metric.WithUnit("s"),
 		metric.WithDescription("Time from receiving a request to handing its reply to the connection, by endpoint and outcome."),
 		metric.WithExplicitBucketBoundaries(0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5)); err != nil {
 		otel.Handle(err)
 		t.duration = metricnoop.Float64Histogram{}
 	}
-	if t.issued, err = m.Int64Counter("uid.ids.issued", metric.WithUnit("{id}"),
-		metric.WithDescription("IDs sent to requesters, by endpoint.")); err != nil {
-		otel.Handle(err)
-		t.issued = metricnoop.Int64Counter{}
-	}
+	t.issued = counter(m, "uid.ids.issued", "{id}", "IDs sent to requesters, by endpoint.")
+	t.episodes = counter(m, "uid.throttle.episodes", "{episode}", "Episodes of demand above what the instance sustains (bulk requests had to wait for IDs).")
+	t.waits = counter(m, "uid.throttle.waits", "{request}", "Bulk requests that waited for capacity.")
+	// Exported from the start, so that alerts see them before the first episode.
+	t.episodes.Add(context.Background(), 0)
+	t.waits.Add(context.Background(), 0)
 	return t
 }
+
+// counter makes an Int64Counter, or a no-op one when the meter refuses.
+func counter(m metric.Meter, name, unit, description string) metric.Int64Counter {
+	c, err := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(description))
+	if err != nil {
+		otel.Handle(err)
+		return metricnoop.Int64Counter{}
+	}
+	return c
+}
+
+func (t *serverTelemetry) throttleEpisode() { t.episodes.Add(context.Background(), 1) }
+func (t *serverTelemetry) throttleWait()    { t.waits.Add(context.Background(), 1) }
 
 func (t *serverTelemetry) attrs(endpoint, outcome string) metric.MeasurementOption {
 	key := [2]string{endpoint, outcome}

@@ -26,6 +26,9 @@ import (
 type IDSource interface {
 	Next(ctx context.Context) (uint64, error)
 	NextN(ctx context.Context, dst []uint64) (int, error)
+	// TryNextN takes what is ready without waiting (see
+	// uidcore.CachedGenerator.TryNextN).
+	TryNextN(dst []uint64) (int, error)
 	Layout() uidcore.Layout
 	WorkerID() uint64
 	State() uidcore.State
@@ -47,7 +50,17 @@ type ServiceConfig struct {
 	// ClaimStatus, when set, reports the health of the worker claim for the
 	// stats ("ok" or its error).
 	ClaimStatus func() error
+
+	// CapacityWait bounds how long a bulk batch (more than
+	// uidcore.SmallTake IDs) waits for IDs while the instance is at its
+	// capacity, from its receipt (default DefaultCapacityWait). It waits
+	// off the endpoint's goroutine, so small requests are not held up.
+	CapacityWait time.Duration
 }
+
+// DefaultCapacityWait is the default ServiceConfig.CapacityWait: below the
+// Go client's 1s attempt timeout.
+const DefaultCapacityWait = 800 * time.Millisecond
 
 // Service is the dispenser's NATS micro service: the endpoints next, batch
 // and parse under the subject prefix, in one queue group, with the ring
@@ -69,6 +82,7 @@ type Service struct {
 	idBufs      sync.Pool // *[]uint64 for batch replies
 	replyBufs   sync.Pool // *[]byte for reply bodies
 	otel        *serverTelemetry
+	capacity    *capacityQueue
 
 	mu      sync.Mutex
 	svc     micro.Service
@@ -111,6 +125,9 @@ func NewService(nc *nats.Conn, src IDSource, cfg ServiceConfig) (*Service, error
 	if cfg.PendingMsgs == 0 {
 		cfg.PendingMsgs = -1
 	}
+	if cfg.CapacityWait <= 0 {
+		cfg.CapacityWait = DefaultCapacityWait
+	}
 	if cfg.PendingBytes == 0 {
 		cfg.PendingBytes = 256 << 20
 	}
@@ -130,15 +147,18 @@ func NewService(nc *nats.Conn, src IDSource, cfg ServiceConfig) (*Service, error
 		otel: newServerTelemetry(cfg.QueueGroup),
 	}
 	s.source.Store(&sourceBox{src})
+	s.capacity = newCapacityQueue(s)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.start(); err != nil {
+		s.capacity.stop()
 		return nil, err
 	}
 	// The subscriptions are sent to the server asynchronously; a round
 	// trip makes sure that it routes requests here once NewService returns.
 	if err := nc.FlushTimeout(10 * time.Second); err != nil {
 		_ = s.svc.Stop()
+		s.capacity.stop()
 		return nil, fmt.Errorf("natsio: subscribe the service endpoints: %w", err)
 	}
 	return s, nil
@@ -192,6 +212,16 @@ func (s *Service) start() error {
 	return nil
 }
 
+// call is one request on its way through handle and, for a batch that
+// waits for capacity, the capacity queue.
+type call struct {
+	ctx      context.Context
+	span     serverRequest
+	req      micro.Request
+	counters *endpointCounters
+	bp       *[]byte // reply buffer from the pool
+}
+
 // handle is the one wrapper every endpoint handler passes through: it
 // builds the request context, recovers panics, maps errors to error
 // replies, always answers, and records the outcome and duration.
@@ -199,34 +229,48 @@ func (s *Service) handle(endpoint string, fn handlerFunc) micro.Handler {
 	counters := s.endpoints[endpoint]
 	return micro.HandlerFunc(func(req micro.Request) {
 		ctx, span := s.otel.start(endpoint, req.Subject(), req.Headers())
-		bp := s.replyBuffer()
-		reply, ids, err := s.invoke(ctx, endpoint, fn, req, (*bp)[:0])
-		code := 0
-		if err == nil {
-			if rerr := req.Respond(reply); rerr != nil && !errors.Is(rerr, nats.ErrMsgNoReply) {
-				s.log.Warn("reply failed", "subject", req.Subject(), "err", rerr)
+		c := &call{ctx: ctx, span: span, req: req, counters: counters, bp: s.replyBuffer()}
+		reply, ids, err := s.invoke(ctx, endpoint, fn, req, (*c.bp)[:0])
+		var d *deferredBatch
+		if errors.As(err, &d) {
+			w := waitingBatch{call: c, wait: d.wait, deadline: span.start.Add(s.cfg.CapacityWait)}
+			if s.capacity.enqueue(w) {
+				return // the capacity queue answers it
 			}
-			counters.ids.Add(uint64(ids))
-		} else {
-			var description string
-			code, description = replyFor(err)
-			if code == CodeInternal {
-				s.log.Error("request failed", "subject", req.Subject(), "err", err)
-			}
-			if rerr := req.Error(strconv.Itoa(code), headerSafe(description), nil); rerr != nil && !errors.Is(rerr, nats.ErrMsgNoReply) {
-				s.log.Warn("error reply failed", "subject", req.Subject(), "err", rerr)
-			}
+			reply, ids, err = nil, 0, atCapacity(s.source.Load().src, fmt.Errorf("%w: %d bulk requests already wait", uidcore.ErrBufferEmpty, maxWaitingBatches))
 		}
-		// Respond has copied the reply into the connection's buffer.
-		if cap(reply) > cap(*bp) {
-			*bp = reply
-		}
-		s.replyBufs.Put(bp)
-		counters.record(code)
-		if d := s.otel.end(ctx, span, ids, s.source.Load().src.WorkerID(), code, err); d > time.Second {
-			s.log.Warn("slow request", "subject", req.Subject(), "duration", d)
-		}
+		s.finish(c, reply, ids, err)
 	})
+}
+
+// finish sends the reply (or the error reply) of a call and records it.
+func (s *Service) finish(c *call, reply []byte, ids int, err error) {
+	req := c.req
+	code := 0
+	if err == nil {
+		if rerr := req.Respond(reply); rerr != nil && !errors.Is(rerr, nats.ErrMsgNoReply) {
+			s.log.Warn("reply failed", "subject", req.Subject(), "err", rerr)
+		}
+		c.counters.ids.Add(uint64(ids))
+	} else {
+		var description string
+		code, description = replyFor(err)
+		if code == CodeInternal {
+			s.log.Error("request failed", "subject", req.Subject(), "err", err)
+		}
+		if rerr := req.Error(strconv.Itoa(code), headerSafe(description), nil, retryHeaders(err)...); rerr != nil && !errors.Is(rerr, nats.ErrMsgNoReply) {
+			s.log.Warn("error reply failed", "subject", req.Subject(), "err", rerr)
+		}
+	}
+	// Respond has copied the reply into the connection's buffer.
+	if cap(reply) > cap(*c.bp) {
+		*c.bp = reply
+	}
+	s.replyBufs.Put(c.bp)
+	c.counters.record(code)
+	if d := s.otel.end(c.ctx, c.span, ids, s.source.Load().src.WorkerID(), code, err); d > time.Second {
+		s.log.Warn("slow request", "subject", req.Subject(), "duration", d)
+	}
 }
 
 // invoke runs fn and turns a panic into an error, so one bad request never
@@ -256,22 +300,42 @@ func (c *endpointCounters) record(code int) {
 
 // next answers one decimal ID; the body is ignored.
 func (s *Service) next(ctx context.Context, _ micro.Request, buf []byte) ([]byte, int, error) {
+	var id [1]uint64
+	if _, err := s.take(ctx, id[:], true); err != nil {
+		return nil, 0, err
+	}
+	return strconv.AppendUint(buf, id[0], 10), 1, nil
+}
+
+// take fills ids from the current source, waiting for padding as the
+// source does when wait is set. A take that meets a source just replaced
+// (a new worker claim: the old one is closed) takes from the new one
+// rather than fail the request.
+func (s *Service) take(ctx context.Context, ids []uint64, wait bool) (int, error) {
 	box := s.source.Load()
-	id, err := box.src.Next(ctx)
+	takeFrom := func(src IDSource, ids []uint64) (int, error) {
+		if wait {
+			return src.NextN(ctx, ids)
+		}
+		return src.TryNextN(ids)
+	}
+	got, err := takeFrom(box.src, ids)
 	if err != nil && errors.Is(err, uidcore.ErrClosed) {
-		// The source may just have been replaced (a new worker claim):
-		// take from the new one rather than fail the request.
 		if now := s.source.Load(); now != box {
-			id, err = now.src.Next(ctx)
+			var more int
+			more, err = takeFrom(now.src, ids[got:])
+			got += more
 		}
 	}
 	if err != nil {
-		return nil, 0, err
+		return got, atCapacity(s.source.Load().src, err)
 	}
-	return strconv.AppendUint(buf, id, 10), 1, nil
+	return got, nil
 }
 
-// batch answers the number of IDs the body asks for.
+// batch answers the number of IDs the body asks for. A batch of more than
+// uidcore.SmallTake IDs that the ring cannot fill at once waits for the
+// rest in the capacity queue, up to ServiceConfig.CapacityWait.
 func (s *Service) batch(ctx context.Context, req micro.Request, buf []byte) ([]byte, int, error) {
 	binary := wantsBinary(req.Headers())
 	n, err := ParseCount(req.Data(), MaxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), binary))
@@ -279,24 +343,31 @@ func (s *Service) batch(ctx context.Context, req micro.Request, buf []byte) ([]b
 		return nil, 0, err
 	}
 	idp := s.idBuffer(n)
-	defer s.idBufs.Put(idp)
 	ids := (*idp)[:n]
-	box := s.source.Load()
-	got, err := box.src.NextN(ctx, ids)
-	if err != nil && got == 0 && errors.Is(err, uidcore.ErrClosed) {
-		if now := s.source.Load(); now != box {
-			_, err = now.src.NextN(ctx, ids)
+	reply := func(got int, err error, buf []byte) ([]byte, int, error) {
+		defer s.idBufs.Put(idp)
+		if err != nil {
+			// IDs taken before the error are dropped: a partial batch would
+			// be a silent truncation. Dropped IDs are never reissued.
+			return nil, 0, err
 		}
+		if binary {
+			return AppendBinaryIDs(buf, ids), n, nil
+		}
+		return AppendDecimalIDs(buf, ids), n, nil
 	}
-	if err != nil {
-		// IDs taken before the error are dropped: a partial batch would be
-		// a silent truncation. Dropped IDs are never reissued.
-		return nil, 0, err
+	if n <= uidcore.SmallTake {
+		got, err := s.take(ctx, ids, true)
+		return reply(got, err, buf)
 	}
-	if binary {
-		return AppendBinaryIDs(buf, ids), n, nil
+	got, err := s.take(ctx, ids, false)
+	if err != nil || got == n {
+		return reply(got, err, buf)
 	}
-	return AppendDecimalIDs(buf, ids), n, nil
+	return nil, 0, &deferredBatch{wait: func(ctx context.Context, buf []byte) ([]byte, int, error) {
+		more, err := s.take(ctx, ids[got:], true)
+		return reply(got+more, err, buf)
+	}}
 }
 
 // parse answers the fields of an ID as UidGenerator's parseUID JSON.
@@ -400,7 +471,10 @@ func (s *Service) Stop() error {
 	}
 	svc := s.svc
 	s.mu.Unlock()
-	if err := svc.Stop(); err != nil {
+	err := svc.Stop()
+	// Batches waiting for capacity get what the ring holds, or a 503.
+	s.capacity.stop()
+	if err != nil {
 		return fmt.Errorf("natsio: stop service: %w", err)
 	}
 	return nil
@@ -465,15 +539,22 @@ type EndpointData struct {
 
 // RingStats is the ring buffer's state as the stats show it.
 type RingStats struct {
-	WorkerID       uint64 `json:"worker_id"`
-	Size           uint64 `json:"size"`
-	Available      uint64 `json:"available"`
-	LogicalSecond  int64  `json:"logical_second"`
-	SecondsAhead   int64  `json:"seconds_ahead"`
-	PaddingRounds  uint64 `json:"padding_rounds"`
-	PutRejections  uint64 `json:"put_rejections"`
-	TakeRejections uint64 `json:"take_rejections"`
-	Claim          string `json:"claim"` // "ok" or why the worker claim is not usable
+	WorkerID       uint64   `json:"worker_id"`
+	WorkerIDs      []uint64 `json:"worker_ids"`     // every lane's, ascending
+	MaxLanes       int      `json:"max_lanes"`      // lanes it may hold
+	LanesClaimed   uint64   `json:"lanes_claimed"`  // extra lanes claimed since start
+	LanesReleased  uint64   `json:"lanes_released"` // extra lanes given back since start
+	PerSecond      uint64   `json:"ids_per_second"` // sustained by the lanes held
+	Throttled      bool     `json:"throttled"`      // demand exceeds it right now
+	Target         uint64   `json:"target"`         // IDs padding keeps ready (follows demand)
+	Size           uint64   `json:"size"`
+	Available      uint64   `json:"available"`
+	LogicalSecond  int64    `json:"logical_second"`
+	SecondsAhead   int64    `json:"seconds_ahead"`
+	PaddingRounds  uint64   `json:"padding_rounds"`
+	PutRejections  uint64   `json:"put_rejections"`
+	TakeRejections uint64   `json:"take_rejections"`
+	Claim          string   `json:"claim"` // "ok" or why the worker claim is not usable
 }
 
 func (s *Service) statsData(e *micro.Endpoint) any {
@@ -487,6 +568,13 @@ func (s *Service) statsData(e *micro.Endpoint) any {
 	d := EndpointData{
 		Ring: RingStats{
 			WorkerID:       st.WorkerID,
+			WorkerIDs:      st.Lanes,
+			MaxLanes:       st.MaxLanes,
+			LanesClaimed:   st.LanesClaimed,
+			LanesReleased:  st.LanesReleased,
+			PerSecond:      st.PerSecond,
+			Throttled:      st.Throttled,
+			Target:         st.Target,
 			Size:           st.Size,
 			Available:      st.Available,
 			LogicalSecond:  st.LogicalSecond,

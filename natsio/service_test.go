@@ -113,7 +113,7 @@ func TestMonitoringEndpoints(t *testing.T) {
 	if err := json.Unmarshal(msg.Data, &ping); err != nil || ping.Name != ServiceName || ping.Version != ServiceVersion {
 		t.Fatalf("PING %s: %v", msg.Data, err)
 	}
-	if ping.Metadata["worker_id"] != "11" || ping.Metadata["layout"] != "31/16/16" || ping.Metadata["epoch"] != "2026-01-01T00:00:00Z" {
+	if ping.Metadata["worker_id"] != "11" || ping.Metadata["layout"] != "31/10/22" || ping.Metadata["epoch"] != "2026-01-01T00:00:00Z" {
 		t.Fatalf("PING metadata %v", ping.Metadata)
 	}
 
@@ -163,7 +163,7 @@ func TestMonitoringEndpoints(t *testing.T) {
 		if err := json.Unmarshal(e.Data, &d); err != nil {
 			t.Fatalf("stats data %s: %v", e.Data, err)
 		}
-		if d.Ring.WorkerID != 11 || d.Ring.Size != 524288 || d.Ring.Available == 0 || d.Ring.PaddingRounds == 0 || d.Ring.Claim != "ok" {
+		if d.Ring.WorkerID != 11 || d.Ring.Size != 1<<20 || len(d.Ring.WorkerIDs) != 1 || d.Ring.PerSecond != 4<<20 || d.Ring.Available == 0 || d.Ring.PaddingRounds == 0 || d.Ring.Claim != "ok" {
 			t.Errorf("ring stats %+v", d.Ring)
 		}
 		if e.Name == EndpointNext {
@@ -268,13 +268,24 @@ func TestUnavailableSays503AndWhy(t *testing.T) {
 	}})
 	nc := connect(t, url)
 	var code, desc string
+	var retryAfter string
 	for range 20 {
-		if code, desc = errorReply(t, nc, &nats.Msg{Subject: "uid.batch", Data: []byte("1000")}); code != "" {
+		msg, err := nc.Request("uid.batch", []byte("1000"), 2*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, desc = msg.Header.Get(micro.ErrorCodeHeader), msg.Header.Get(micro.ErrorHeader)
+		if code != "" {
+			retryAfter = msg.Header.Get(RetryAfterHeader)
 			break
 		}
 	}
-	if code != "503" || !strings.Contains(desc, "buffer empty") || !strings.Contains(desc, "ahead of the wall clock") {
-		t.Fatalf("drained ring: %s %q, want 503 buffer empty ... ahead of the wall clock", code, desc)
+	// At its capacity the instance says what it sustains and when to retry.
+	if code != "503" || !strings.Contains(desc, "at capacity: this instance sustains 1024 IDs/s") || !strings.Contains(desc, "retry in") {
+		t.Fatalf("drained ring: %s %q, want 503 at capacity ... retry in", code, desc)
+	}
+	if ms, err := strconv.Atoi(retryAfter); err != nil || ms < 1 || ms > 1000 {
+		t.Errorf("%s: %q, want milliseconds to the next second", RetryAfterHeader, retryAfter)
 	}
 
 	inst.gen.Close()

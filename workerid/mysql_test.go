@@ -113,7 +113,9 @@ func TestWorkerNodeSharedWithAnotherWriter(t *testing.T) {
 	cfg.MySQLDSN = dsn
 	cfg.WorkerMode = workerid.ModeDisposable
 	a := newMySQLAssigner(t, cfg)
-	first := claimOK(t, a, uidcore.DefaultLayout())
+	// A table shared with UidGenerator outgrows the default's 1,024 worker IDs.
+	layout := uidcore.Layout{TimeBits: 31, WorkerBits: 16, SeqBits: 16, Epoch: uidcore.DefaultEpoch}
+	first := claimOK(t, a, layout)
 	if first.WorkerID() != 1000 {
 		t.Fatalf("first worker ID %d, want 1000 (the table's auto-increment)", first.WorkerID())
 	}
@@ -154,7 +156,7 @@ func TestWorkerNodeSharedWithAnotherWriter(t *testing.T) {
 	for range 4 {
 		wg.Go(func() {
 			for range 25 {
-				c, err := a.Claim(context.Background(), uidcore.DefaultLayout())
+				c, err := a.Claim(context.Background(), layout)
 				if err != nil {
 					t.Error(err)
 					return

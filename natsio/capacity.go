@@ -1,0 +1,198 @@
+package natsio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
+)
+
+// RetryAfterHeader is sent with a 503 of an instance at its capacity: the
+// milliseconds after which the instance has new IDs (its next second).
+const RetryAfterHeader = "Uid-Retry-After-Ms"
+
+// maxWaitingBatches bounds the bulk requests waiting for capacity; past
+// it a bulk request is answered 503 at once.
+const maxWaitingBatches = 1024
+
+// capacityError is the 503 of a request that found the instance at its
+// capacity: it says what the instance sustains and when to come back.
+type capacityError struct {
+	perSecond  uint64
+	lanes      int
+	maxLanes   int
+	retryAfter time.Duration
+	err        error
+}
+
+func (e *capacityError) Error() string {
+	return fmt.Sprintf("at capacity: this instance sustains %d IDs/s (%d of at most %d lanes); retry in %dms",
+		e.perSecond, e.lanes, e.maxLanes, e.retryAfter.Milliseconds())
+}
+
+func (e *capacityError) Unwrap() error { return e.err }
+
+// atCapacity wraps err (an empty ring) in a capacityError when the source
+// is throttled, so that the caller learns the rate and when to retry.
+func atCapacity(src IDSource, err error) error {
+	if !errors.Is(err, uidcore.ErrBufferEmpty) {
+		return err
+	}
+	st := src.State()
+	if !st.Throttled {
+		return err
+	}
+	now := time.Now()
+	return &capacityError{perSecond: st.PerSecond, lanes: len(st.Lanes), maxLanes: st.MaxLanes,
+		retryAfter: now.Truncate(time.Second).Add(time.Second).Sub(now), err: err}
+}
+
+// deferredBatch is what a batch handler returns instead of a reply when
+// the instance is at its capacity: the rest of the batch is waited for
+// off the endpoint's goroutine (micro runs an endpoint's handlers one at
+// a time), so small requests behind it are still answered at once.
+type deferredBatch struct {
+	wait func(ctx context.Context, buf []byte) ([]byte, int, error)
+}
+
+func (*deferredBatch) Error() string { return "batch waits for capacity" }
+
+// waitingBatch is a deferred batch with what finishing its request needs.
+type waitingBatch struct {
+	call     *call
+	wait     func(ctx context.Context, buf []byte) ([]byte, int, error)
+	deadline time.Time
+}
+
+// capacityQueue serves deferred batches in arrival order, each waiting
+// for IDs until its deadline, and logs throttling episodes: one line when
+// bulk requests start having to wait, one when they stop.
+type capacityQueue struct {
+	s     *Service
+	queue chan waitingBatch
+	done  chan struct{}
+	wg    sync.WaitGroup
+	once  sync.Once
+
+	mu       sync.Mutex
+	episode  time.Time // start of the current throttling episode (zero: none)
+	last     time.Time // last deferred batch
+	waited   uint64    // deferred batches in the episode
+	rejected uint64    // 503s in the episode
+}
+
+func newCapacityQueue(s *Service) *capacityQueue {
+	q := &capacityQueue{s: s, queue: make(chan waitingBatch, maxWaitingBatches), done: make(chan struct{})}
+	q.wg.Add(1)
+	go q.run()
+	return q
+}
+
+// enqueue hands a deferred batch to the queue; false when it is full.
+func (q *capacityQueue) enqueue(w waitingBatch) bool {
+	select {
+	case <-q.done:
+		return false
+	default:
+	}
+	q.note(true, false)
+	select {
+	case q.queue <- w:
+		return true
+	default:
+		return false
+	}
+}
+
+func (q *capacityQueue) run() {
+	defer q.wg.Done()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-q.done:
+			// Answer what is left rather than leave callers to time out.
+			for {
+				select {
+				case w := <-q.queue:
+					q.serve(w, true)
+				default:
+					return
+				}
+			}
+		case w := <-q.queue:
+			q.serve(w, false)
+		case <-tick.C:
+			q.endEpisodeIfQuiet()
+		}
+	}
+}
+
+func (q *capacityQueue) serve(w waitingBatch, stopping bool) {
+	ctx, cancel := context.WithDeadline(w.call.ctx, w.deadline)
+	if stopping {
+		cancel()
+	}
+	reply, ids, err := w.wait(ctx, (*w.call.bp)[:0])
+	cancel()
+	if err != nil {
+		q.note(false, true)
+	}
+	q.s.finish(w.call, reply, ids, err)
+}
+
+// note records a deferred batch (waited) or a 503 at capacity (rejected),
+// and starts an episode when none is running.
+func (q *capacityQueue) note(waited, rejected bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := time.Now()
+	if q.episode.IsZero() {
+		q.episode = now
+		st := q.s.source.Load().src.State()
+		q.s.log.Warn("at capacity: demand exceeds what this instance sustains; bulk requests wait for IDs",
+			"sustained_ids_per_second", st.PerSecond, "lanes", len(st.Lanes), "max_lanes", st.MaxLanes)
+		q.s.otel.throttleEpisode()
+	}
+	q.last = now
+	if waited {
+		q.waited++
+		q.s.otel.throttleWait()
+	}
+	if rejected {
+		q.rejected++
+	}
+}
+
+// endEpisodeIfQuiet ends the episode after two seconds without a
+// deferred batch.
+func (q *capacityQueue) endEpisodeIfQuiet() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.episode.IsZero() || time.Since(q.last) < 2*time.Second {
+		return
+	}
+	q.s.log.Warn("capacity recovered: bulk requests no longer wait",
+		"duration", q.last.Sub(q.episode).Round(time.Millisecond), "waited", q.waited, "rejected", q.rejected)
+	q.episode, q.waited, q.rejected = time.Time{}, 0, 0
+}
+
+func (q *capacityQueue) stop() {
+	q.once.Do(func() { close(q.done) })
+	q.wg.Wait()
+}
+
+// retryHeaders carries the retry hint of a capacity 503.
+func retryHeaders(err error) []micro.RespondOpt {
+	var ce *capacityError
+	if !errors.As(err, &ce) {
+		return nil
+	}
+	return []micro.RespondOpt{micro.WithHeaders(micro.Headers{RetryAfterHeader: {strconv.FormatInt(max(ce.retryAfter.Milliseconds(), 1), 10)}})}
+}
