@@ -61,7 +61,7 @@ func TestLoadConfigReadsVariables(t *testing.T) {
 	clearEnv(t)
 	t.Setenv("DISPENSER_NATS_URL", "nats://a:4222,nats://b:4222")
 	t.Setenv("DISPENSER_TIME_BITS", "30")
-	t.Setenv("DISPENSER_WORKER_BITS", "17")
+	t.Setenv("DISPENSER_WORKER_BITS", "11")
 	t.Setenv("DISPENSER_EPOCH", "2030-06-01T00:00:00+02:00")
 	t.Setenv("DISPENSER_MAX_AHEAD", "-1s")
 	t.Setenv("DISPENSER_WORKER_MODE", "disposable")
@@ -69,10 +69,10 @@ func TestLoadConfigReadsVariables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.NATSURL != "nats://a:4222,nats://b:4222" || cfg.TimeBits != 30 || cfg.WorkerBits != 17 || cfg.MaxAhead != -time.Second || cfg.WorkerMode != workerid.ModeDisposable {
+	if cfg.NATSURL != "nats://a:4222,nats://b:4222" || cfg.TimeBits != 30 || cfg.WorkerBits != 11 || cfg.MaxAhead != -time.Second || cfg.WorkerMode != workerid.ModeDisposable {
 		t.Fatalf("%+v", cfg)
 	}
-	if got := cfg.Layout().String(); got != "30/17/16@2030-05-31T22:00:00Z" {
+	if got := cfg.Layout().String(); got != "30/11/22@2030-05-31T22:00:00Z" {
 		t.Fatalf("layout %s", got)
 	}
 	if opts := cfg.cachedOptions(nil, nil, nil); opts.MaxAhead >= 0 {

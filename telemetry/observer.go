@@ -185,7 +185,19 @@ func (o *Observer) makeInstruments(m metric.Meter) error {
 	warning, err := m.Int64ObservableGauge("uid.runway.warning",
 		metric.WithDescription("1 while the runway is shorter than the warning threshold."))
 	check(err)
-	observables := []metric.Observable{issued, available, fill, ahead, runway, warning}
+	lanes, err := m.Int64ObservableGauge("uid.lanes", metric.WithUnit("{lane}"),
+		metric.WithDescription("Worker IDs (lanes) the generator holds; each sustains 2^seq bits IDs per second."))
+	check(err)
+	lanesClaimed, err := m.Int64ObservableCounter("uid.lanes.claimed", metric.WithUnit("{lane}"),
+		metric.WithDescription("Extra lanes claimed because demand exceeded what the lanes held sustain."))
+	check(err)
+	lanesReleased, err := m.Int64ObservableCounter("uid.lanes.released", metric.WithUnit("{lane}"),
+		metric.WithDescription("Extra lanes given back after going unused."))
+	check(err)
+	sustained, err := m.Int64ObservableGauge("uid.capacity", metric.WithUnit("{id}/s"),
+		metric.WithDescription("IDs per second the lanes held sustain at wall-clock pace."))
+	check(err)
+	observables := []metric.Observable{issued, available, fill, ahead, runway, warning, lanes, lanesClaimed, lanesReleased, sustained}
 	var lease metric.Float64ObservableGauge
 	if o.leaseLeft != nil {
 		lease, err = m.Float64ObservableGauge("uid.lease.remaining", metric.WithUnit("s"),
@@ -229,9 +241,26 @@ func (o *Observer) makeInstruments(m metric.Meter) error {
 			obs.ObserveFloat64(fill, float64(s.Available)/float64(s.Size), attrs)
 		}
 		obs.ObserveInt64(ahead, s.SecondsAhead, attrs)
+		obs.ObserveInt64(lanes, int64(len(s.Lanes)), attrs)
+		obs.ObserveInt64(lanesClaimed, int64(s.LanesClaimed), attrs)
+		obs.ObserveInt64(lanesReleased, int64(s.LanesReleased), attrs)
+		obs.ObserveInt64(sustained, int64(s.PerSecond), attrs)
 		return nil
 	}, observables...)
 	return err
+}
+
+// LaneChanged implements uidcore.LaneObserver: lanes claimed and given
+// back are logged (the metrics come from the generator's state).
+func (o *Observer) LaneChanged(_ context.Context, e uidcore.LaneEvent) {
+	switch {
+	case e.Err != nil:
+		o.logger.Warn("claiming another lane failed; demand above the lanes held borrows up to the ahead bound meanwhile", "lanes", e.Held, "err", e.Err)
+	case e.Added:
+		o.logger.Info("claimed another lane: demand exceeded what the lanes held sustain", "worker_id", e.WorkerID, "lanes", e.Held)
+	default:
+		o.logger.Info("gave back an idle lane", "worker_id", e.WorkerID, "lanes", e.Held)
+	}
 }
 
 // Watch makes the gauges read src (the generator this observer was given

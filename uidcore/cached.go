@@ -158,6 +158,9 @@ type CachedGenerator struct {
 	// throttled is set while padding is held at MaxAhead: demand exceeds
 	// what the lanes sustain.
 	throttled atomic.Bool
+	// smallTaken counts the IDs small takes got while throttled, so the
+	// reserve follows their demand.
+	smallTaken atomic.Uint64
 
 	// Owned by the padding goroutine.
 	nextSecond int64
@@ -165,6 +168,7 @@ type CachedGenerator struct {
 	nextSeq    uint64
 	dirty      bool // padding wrote some ID of nextSecond
 	target     uint64
+	smallRate  uint64 // IDs small takes got in the last second while throttled
 	lastCursor uint64
 	targetNow  atomic.Uint64 // target, for State
 	lanes      laneSet
@@ -289,9 +293,11 @@ func (g *CachedGenerator) setTarget(target uint64) {
 	g.target = target
 	g.targetNow.Store(target)
 	g.threshold.Store(max(target*g.factor/100, 1))
-	// Small takes need little: a reserve that bulk takes could never use
-	// would only cost them capacity.
-	g.reserve.Store(min(target/8, fillFloor/4, (g.layout.MaxSequence()+1)/8))
+	// Small takes need little, but all of it: the reserve is twice what
+	// they took in the last second, at least a little, at most half the
+	// ring's fill.
+	base := min(target/8, fillFloor/4, (g.layout.MaxSequence()+1)/8)
+	g.reserve.Store(min(max(base, 2*g.smallRate), target/2))
 }
 
 // Layout returns the generator's layout.
@@ -327,6 +333,9 @@ func (g *CachedGenerator) Next(ctx context.Context) (uint64, error) {
 		g.canTake[i>>6].And(^(1 << (i & 63)))
 		if t-c <= g.threshold.Load() {
 			g.requestPadding()
+			if g.throttled.Load() {
+				g.smallTaken.Add(1)
+			}
 		}
 		return id, nil
 	}
@@ -393,6 +402,9 @@ func (g *CachedGenerator) take(ctx context.Context, dst []uint64, wait bool) (in
 		filled += int(k)
 		if t-c-k < g.threshold.Load() {
 			g.requestPadding()
+			if len(dst) <= SmallTake && g.throttled.Load() {
+				g.smallTaken.Add(k)
+			}
 		}
 	}
 	return filled, nil
@@ -583,6 +595,7 @@ func (g *CachedGenerator) everySecond() {
 	c := g.cursor.Load()
 	taken := c - g.lastCursor
 	g.lastCursor = c
+	g.smallRate = g.smallTaken.Swap(0)
 	g.setTarget(min(g.size, max(2*taken, fillFloor)))
 	g.lanes.dropIdle(g.clock.Now().Unix())
 }

@@ -1,0 +1,139 @@
+package natsio
+
+import (
+	"encoding/binary"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
+)
+
+// An instance whose one lane sustains 16,384 IDs/s, with bulk callers
+// asking for far more: it must still hand out its whole capacity, answer
+// single IDs and small batches of other callers without an error and
+// promptly, and tell bulk callers its rate when they must back off.
+func TestAtCapacitySmallRequestsStayFastAndBulkGetsTheRest(t *testing.T) {
+	url := startNATS(t, nil)
+	layout := uidcore.Layout{TimeBits: 41, WorkerBits: 8, SeqBits: 14, Epoch: uidcore.DefaultEpoch}
+	startInstance(t, url, 2, instanceOpts{cached: uidcore.CachedOptions{
+		Layout: layout, BoostPower: 1, MaxAhead: time.Second, TakeWait: 800 * time.Millisecond,
+	}})
+	const run = 3 * time.Second
+	var mu sync.Mutex
+	var all []uint64
+	keep := func(ids []uint64) {
+		mu.Lock()
+		all = append(all, ids...)
+		mu.Unlock()
+	}
+	end := time.Now().Add(run)
+	var wg sync.WaitGroup
+	var bulkOK, bulk503 int
+	var bulkDesc string
+	for range 2 {
+		nc := connect(t, url)
+		wg.Go(func() {
+			for time.Now().Before(end) {
+				msg, err := nc.RequestMsg(&nats.Msg{Subject: "uid.batch", Data: []byte("4096"),
+					Header: nats.Header{EncodingHeader: {EncodingBinary}}}, 2*time.Second)
+				if err != nil {
+					t.Errorf("bulk request: %v", err)
+					return
+				}
+				mu.Lock()
+				if code := msg.Header.Get(micro.ErrorCodeHeader); code != "" {
+					bulk503++
+					bulkDesc = code + " " + msg.Header.Get(micro.ErrorHeader)
+				} else {
+					bulkOK++
+				}
+				mu.Unlock()
+				keep(decodeBinary(msg.Data))
+			}
+		})
+	}
+	var latencies []time.Duration
+	var smallErrors []string
+	for _, req := range []struct{ subject, body string }{{"uid.next", ""}, {"uid.batch", "16"}, {"uid.batch", "64"}} {
+		nc := connect(t, url)
+		wg.Go(func() {
+			for time.Now().Before(end) {
+				began := time.Now()
+				msg, err := nc.Request(req.subject, []byte(req.body), 2*time.Second)
+				took := time.Since(began)
+				mu.Lock()
+				latencies = append(latencies, took)
+				switch {
+				case err != nil:
+					smallErrors = append(smallErrors, err.Error())
+				case msg.Header.Get(micro.ErrorCodeHeader) != "":
+					smallErrors = append(smallErrors, msg.Header.Get(micro.ErrorCodeHeader)+" "+msg.Header.Get(micro.ErrorHeader))
+				default:
+					for _, f := range strings.Fields(string(msg.Data)) {
+						id, _ := strconv.ParseUint(f, 10, 64)
+						all = append(all, id)
+					}
+				}
+				mu.Unlock()
+				time.Sleep(50 * time.Millisecond) // 1,620 IDs/s in all: a tenth of the capacity
+			}
+		})
+	}
+	wg.Wait()
+	if len(smallErrors) > 0 {
+		t.Errorf("%d of %d small requests failed, e.g. %q", len(smallErrors), len(latencies), smallErrors[0])
+	}
+	slices.Sort(latencies)
+	p99 := latencies[len(latencies)*99/100]
+	if p99 > 50*time.Millisecond {
+		t.Errorf("small requests p99 %s while bulk callers saturate the instance, want <= 50ms", p99)
+	}
+	checkDistinct(t, all)
+	// 16,384 a second for 3 s (plus the one second it may borrow).
+	if min := int(run.Seconds()) * 16384 * 8 / 10; len(all) < min {
+		t.Errorf("%d IDs handed out in %s, want at least %d: the instance's capacity", len(all), run, min)
+	}
+	if bulkOK == 0 || (bulk503 > 0 && !strings.Contains(bulkDesc, "sustains 16384 IDs/s")) {
+		t.Errorf("bulk: %d answered, %d 503 (last %q)", bulkOK, bulk503, bulkDesc)
+	}
+	t.Logf("%d IDs in %s; small p99 %s over %d requests; bulk %d answered, %d 503", len(all), run, p99, len(latencies), bulkOK, bulk503)
+}
+
+// At one request a second an ID carries the current second or the one
+// before, never what the ring was filled with seconds ago.
+func TestLowLoadIDsCarryTheCurrentSecond(t *testing.T) {
+	url := startNATS(t, nil)
+	startInstance(t, url, 3, instanceOpts{})
+	nc := connect(t, url)
+	for range 4 {
+		msg, err := nc.Request("uid.next", nil, 2*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now().Unix()
+		id, _ := strconv.ParseUint(string(msg.Data), 10, 64)
+		p, err := uidcore.DefaultLayout().Parse(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if age := now - p.Time.Unix(); age > 1 || age < -2 {
+			t.Errorf("ID of second %d handed out at %d: %ds old", p.Time.Unix(), now, age)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+func decodeBinary(b []byte) []uint64 {
+	ids := make([]uint64, len(b)/8)
+	for i := range ids {
+		ids[i] = binary.BigEndian.Uint64(b[i*8:])
+	}
+	return ids
+}
