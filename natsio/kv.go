@@ -249,39 +249,62 @@ func (s *kvLeaseStore) Acquire(ctx context.Context, req workerid.LeaseRequest) (
 	if err != nil {
 		return workerid.Grant{}, err
 	}
-	for id := uint64(0); id <= req.MaxWorkerID; id++ {
-		now := time.Now()
-		rec := kvLease{Owner: req.Token, ExpiresMs: now.Add(req.TTL).UnixMilli(), Host: req.Host.Name,
-			Port: req.Host.Port, Type: int(req.Host.Type), UpdatedMs: now.UnixMilli()}
-		e, ok := leases[id]
-		if !ok {
-			_, err = s.kv.Create(ctx, leaseKey(id), rec.encode())
-		} else if e.Operation() != jetstream.KeyValuePut {
-			// Deleted or purged by hand: the reserved second is gone, so
-			// the worker ID is not safe to reuse.
-			s.log.Warn("natsio: skipping a deleted worker lease: its reserved second is unknown", "key", e.Key())
-			continue
-		} else {
-			prev, derr := decodeKVLease(e.Value())
-			if derr != nil {
-				s.log.Warn("natsio: skipping a malformed worker lease", "key", e.Key(), "error", derr)
-				continue
+	// Two passes: worker IDs that serve at once (never used, or reserved
+	// at most a second ahead) before those whose dead owner reserved
+	// further into the future, which serve only from then on.
+	for pass := range 2 {
+		for id := uint64(0); id <= req.MaxWorkerID; id++ {
+			g, ok, err := s.tryAcquire(ctx, req, leases, id, pass == 1)
+			if err != nil || ok {
+				return g, err
 			}
-			if prev.Owner != "" && prev.ExpiresMs > now.UnixMilli() {
-				continue
-			}
-			rec.Reserved = prev.Reserved
-			_, err = s.kv.Update(ctx, leaseKey(id), rec.encode(), e.Revision())
 		}
-		if lostRace(err) {
-			continue
-		}
-		if err != nil {
-			return workerid.Grant{}, err
-		}
-		return workerid.Grant{WorkerID: id, Token: req.Token, PrevReserved: rec.Reserved}, nil
 	}
 	return workerid.Grant{}, fmt.Errorf("%w: every worker ID up to %d has a live lease", workerid.ErrWorkerIDsExhausted, req.MaxWorkerID)
+}
+
+// tryAcquire takes worker ID id if it is free; ok reports whether it did.
+// Without futureToo it leaves a lease reserved beyond the clock alone.
+func (s *kvLeaseStore) tryAcquire(ctx context.Context, req workerid.LeaseRequest, leases map[uint64]jetstream.KeyValueEntry, id uint64, futureToo bool) (workerid.Grant, bool, error) {
+	now := time.Now()
+	rec := kvLease{Owner: req.Token, ExpiresMs: now.Add(req.TTL).UnixMilli(), Host: req.Host.Name,
+		Port: req.Host.Port, Type: int(req.Host.Type), UpdatedMs: now.UnixMilli()}
+	var err error
+	e, found := leases[id]
+	switch {
+	case !found:
+		_, err = s.kv.Create(ctx, leaseKey(id), rec.encode())
+	case e.Operation() != jetstream.KeyValuePut:
+		// Deleted or purged by hand: the reserved second is gone, so the
+		// worker ID is not safe to reuse.
+		if !futureToo {
+			s.log.Warn("natsio: skipping a deleted worker lease: its reserved second is unknown", "key", e.Key())
+		}
+		return workerid.Grant{}, false, nil
+	default:
+		prev, derr := decodeKVLease(e.Value())
+		if derr != nil {
+			if !futureToo {
+				s.log.Warn("natsio: skipping a malformed worker lease", "key", e.Key(), "error", derr)
+			}
+			return workerid.Grant{}, false, nil
+		}
+		if prev.Owner != "" && prev.ExpiresMs > now.UnixMilli() {
+			return workerid.Grant{}, false, nil
+		}
+		if !futureToo && prev.Reserved > now.Unix()+1 {
+			return workerid.Grant{}, false, nil
+		}
+		rec.Reserved = prev.Reserved
+		_, err = s.kv.Update(ctx, leaseKey(id), rec.encode(), e.Revision())
+	}
+	if lostRace(err) {
+		return workerid.Grant{}, false, nil
+	}
+	if err != nil {
+		return workerid.Grant{}, false, err
+	}
+	return workerid.Grant{WorkerID: id, Token: req.Token, PrevReserved: rec.Reserved}, true, nil
 }
 
 // snapshot reads every lease key with its revision.

@@ -596,8 +596,15 @@ func (g *CachedGenerator) everySecond() {
 	taken := c - g.lastCursor
 	g.lastCursor = c
 	g.smallRate = g.smallTaken.Swap(0)
-	g.setTarget(min(g.size, max(2*taken, fillFloor)))
-	g.lanes.dropIdle(g.clock.Now().Unix())
+	// Never more than the lanes give in a second: refreshing a target
+	// beyond that would borrow the future at idle.
+	perLane := g.layout.MaxSequence() + 1
+	capacity := perLane * uint64(g.lanes.len())
+	g.setTarget(max(min(g.size, max(2*taken, fillFloor), capacity), 64))
+	// Lanes for the demand with a quarter of headroom; the rest are
+	// surplus, and go back once they have been for LaneIdle.
+	needed := int(min((taken+taken/4)/perLane+1, uint64(g.lanes.max)))
+	g.lanes.dropIdle(g.clock.Now().Unix(), needed)
 }
 
 // backoffAfter is how long padding rests after a round that stopped for
@@ -676,8 +683,9 @@ func (g *CachedGenerator) pad(trigger PaddingTrigger) (PaddingReport, PutRejectR
 					g.lanes.len()*int(maxSeq+1), g.lanes.len(), g.nextSecond-now, g.maxAhead)}
 			break
 		}
-		if g.nextSecond > now {
-			g.lanes.want() // borrowing the future: demand needs another lane
+		if g.nextSecond > now && trigger == TriggerThreshold {
+			// Takers borrow the future: demand needs another lane.
+			g.lanes.want()
 		}
 		ln := g.lanes.at(g.laneIdx)
 		if err := ln.usableFor(g.nextSecond); err != nil {
@@ -759,7 +767,7 @@ func (g *CachedGenerator) pad(trigger PaddingTrigger) (PaddingReport, PutRejectR
 	} else {
 		g.stopErr.Store(nil)
 	}
-	if reason == RejectAheadBound {
+	if reason == RejectAheadBound && trigger == TriggerThreshold {
 		g.lanes.want()
 	}
 	g.throttled.Store(reason == RejectAheadBound)

@@ -39,7 +39,10 @@ type lane struct {
 	primary  bool  // the caller's claim: never dropped by the generator
 	joined   int64 // wall second it was adopted
 	lastUsed int64 // newest second padding filled (0: none); padding-owned
-	drop     bool  // padding-owned: give it back at the next second
+	// surplusSince is the second since which demand has not needed the
+	// lane (0: it is needed); padding-owned.
+	surplusSince int64
+	drop         bool // padding-owned: give it back at the next second
 }
 
 // usableFor says whether padding may fill second sec on the lane: nil, an
@@ -186,16 +189,29 @@ func (s *laneSet) sync() {
 	s.publish()
 }
 
-// dropIdle marks the extra lanes unused for the idle time, and those lost
-// for good, to be given back at the next second. Padding calls it once a
-// second.
-func (s *laneSet) dropIdle(now int64) {
+// dropIdle marks for giving back, at the next second, the extra lanes
+// beyond the first needed ones (in worker-ID order, the first lane always
+// kept) that have been surplus for the idle time, and those lost for good.
+// Padding calls it once a second.
+func (s *laneSet) dropIdle(now int64, needed int) {
+	kept := 0
 	for _, ln := range s.lanes {
-		if ln.primary || ln.drop {
+		if ln.drop {
 			continue
 		}
-		idle := max(ln.lastUsed, ln.joined) < now-s.idle
-		if idle || lostForGood(ln.claim) {
+		if lostForGood(ln.claim) && !ln.primary {
+			ln.drop, s.dropping = true, true
+			continue
+		}
+		kept++
+		if ln.primary || kept <= needed {
+			ln.surplusSince = 0
+			continue
+		}
+		if ln.surplusSince == 0 {
+			ln.surplusSince = now
+		}
+		if now-ln.surplusSince >= s.idle {
 			ln.drop, s.dropping = true, true
 		}
 	}

@@ -249,7 +249,11 @@ func (s *mysqlLeaseStore) Acquire(ctx context.Context, req LeaseRequest) (Grant,
 		if err := ctx.Err(); err != nil {
 			return Grant{}, err
 		}
-		g, ok, err := s.recycle(ctx, req)
+		// A worker ID whose reservation has (nearly) passed serves at once;
+		// one reserved further into the future (its owner died holding a
+		// reserve chunk) only from then on: take it only when nothing
+		// better is left, not even a never-used one.
+		g, ok, err := s.recycle(ctx, req, true)
 		if retryableRace(err) {
 			continue
 		}
@@ -263,6 +267,13 @@ func (s *mysqlLeaseStore) Acquire(ctx context.Context, req LeaseRequest) (Grant,
 			return Grant{}, err
 		}
 		if !next.Valid || next.Int64 < 0 || uint64(next.Int64) > req.MaxWorkerID {
+			g, ok, err := s.recycle(ctx, req, false)
+			if retryableRace(err) {
+				continue
+			}
+			if err != nil || ok {
+				return g, err
+			}
 			return Grant{}, fmt.Errorf("%w: every worker ID up to %d has a live lease", ErrWorkerIDsExhausted, req.MaxWorkerID)
 		}
 		_, err = s.db.ExecContext(ctx, "INSERT INTO "+s.table+" (WORKER_ID, OWNER_TOKEN, LEASE_EXPIRY, RESERVED_SECOND, HOST_NAME, PORT, TYPE, CREATED, MODIFIED) "+
@@ -287,7 +298,10 @@ func retryableRace(err error) bool {
 	return false
 }
 
-func (s *mysqlLeaseStore) recycle(ctx context.Context, req LeaseRequest) (g Grant, ok bool, err error) {
+// recycle takes the lowest expired or released lease, with pastOnly only
+// one reserved at most a second beyond the database's clock (what a
+// generator may run ahead anyway).
+func (s *mysqlLeaseStore) recycle(ctx context.Context, req LeaseRequest, pastOnly bool) (g Grant, ok bool, err error) {
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	if err != nil {
 		return Grant{}, false, err
@@ -299,8 +313,8 @@ func (s *mysqlLeaseStore) recycle(ctx context.Context, req LeaseRequest) (g Gran
 	}()
 	res, err := tx.ExecContext(ctx, "UPDATE "+s.table+" SET OWNER_TOKEN = ?, LEASE_EXPIRY = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, "+
 		"HOST_NAME = ?, PORT = ?, TYPE = ?, MODIFIED = UTC_TIMESTAMP(6) "+
-		"WHERE LEASE_EXPIRY < UTC_TIMESTAMP(6) AND WORKER_ID <= ? ORDER BY WORKER_ID LIMIT 1",
-		req.Token, req.TTL.Microseconds(), req.Host.Name, req.Host.Port, int(req.Host.Type), req.MaxWorkerID)
+		"WHERE LEASE_EXPIRY < UTC_TIMESTAMP(6) AND WORKER_ID <= ? AND (? = 0 OR RESERVED_SECOND <= UNIX_TIMESTAMP() + 1) ORDER BY WORKER_ID LIMIT 1",
+		req.Token, req.TTL.Microseconds(), req.Host.Name, req.Host.Port, int(req.Host.Type), req.MaxWorkerID, pastOnly)
 	if err != nil {
 		return Grant{}, false, err
 	}

@@ -278,7 +278,11 @@ func testReleaseFreesAtOnce(t *testing.T, st Store) {
 	cfg := Config(workerid.ModeLeased)
 	cfg.LeaseTTL = time.Minute
 	a := st.New(t, cfg, st.Addr)
-	first := asLease(t, claim(t, a, uidcore.DefaultLayout()))
+	// Two worker IDs. A released one keeps its reservation (a reserve
+	// chunk ahead): a claim passes it over for a never-used one, which
+	// serves at once, and takes it when it is all that is left.
+	layout := uidcore.Layout{TimeBits: 40, WorkerBits: 1, SeqBits: 22, Epoch: uidcore.DefaultEpoch}
+	first := asLease(t, claim(t, a, layout))
 	reserved := until(t, first)
 	if now := time.Now().Unix(); reserved < now {
 		t.Errorf("reserved second %d is before the clock %d", reserved, now)
@@ -292,8 +296,13 @@ func testReleaseFreesAtOnce(t *testing.T, st Store) {
 	default:
 		t.Error("Done not closed after Release")
 	}
+	fresh := asLease(t, claim(t, a, layout))
+	defer release(t, fresh)
+	if fresh.WorkerID() == first.WorkerID() || fresh.After() != 0 {
+		t.Errorf("with a never-used worker ID left, the claim got worker %d (After %d)", fresh.WorkerID(), fresh.After())
+	}
 	begin := time.Now()
-	second := asLease(t, claim(t, a, uidcore.DefaultLayout()))
+	second := asLease(t, claim(t, a, layout))
 	defer release(t, second)
 	if second.WorkerID() != first.WorkerID() {
 		t.Fatalf("released worker %d, the next claim got %d", first.WorkerID(), second.WorkerID())

@@ -1,0 +1,249 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"os/exec"
+	"slices"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
+)
+
+// laneLayout sustains 32,768 IDs per second a lane, so that a test's load
+// needs several lanes, and has 8 worker IDs, so that two instances of 4
+// lanes hold them all.
+var laneLayout = uidcore.Layout{TimeBits: 45, WorkerBits: 3, SeqBits: 15, Epoch: uidcore.DefaultEpoch}
+
+// ringStats asks every instance in the queue group for its stats.
+func ringStats(t *testing.T, nc *nats.Conn) map[string]natsio.RingStats {
+	t.Helper()
+	inbox := nats.NewInbox()
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := nc.PublishRequest("$SRV.STATS."+natsio.ServiceName, inbox, nil); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]natsio.RingStats{}
+	for {
+		msg, err := sub.NextMsg(300 * time.Millisecond)
+		if err != nil {
+			return out
+		}
+		var st micro.Stats
+		if err := json.Unmarshal(msg.Data, &st); err != nil || len(st.Endpoints) == 0 {
+			t.Fatalf("stats %s: %v", msg.Data, err)
+		}
+		var d natsio.EndpointData
+		if err := json.Unmarshal(st.Endpoints[0].Data, &d); err != nil {
+			t.Fatal(err)
+		}
+		out[st.ID] = d.Ring
+	}
+}
+
+// TestLanesThroughTheBinary runs dispenser processes on MySQL under a load
+// no single worker ID sustains: they must claim lanes, keep IDs within 2 s
+// of the clock, survive a kill -9 of an instance holding several lanes
+// (its worker IDs taken over after their leases expire) without a
+// duplicate, and give lanes back once the load stops.
+func TestLanesThroughTheBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs dispenser processes for about 20s")
+	}
+	dsn := testenv.MySQL(t)
+	url := testenv.NATS(t, nil).ClientURL()
+	env := []string{"DISPENSER_NATS_URL=" + url, "DISPENSER_MYSQL_DSN=" + dsn,
+		"DISPENSER_TIME_BITS=45", "DISPENSER_WORKER_BITS=3", "DISPENSER_SEQ_BITS=15",
+		"DISPENSER_MAX_LANES=4", "DISPENSER_LANE_IDLE=2s", "DISPENSER_LEASE_TTL=2s", "DISPENSER_RESERVE_CHUNK=4s"}
+	startProc := func() *procHandle {
+		t.Helper()
+		p := startDispenser(t, command(t, nil, env...))
+		return p
+	}
+	a := startProc()
+	startProc()
+
+	conn, err := natsio.Connect(context.Background(), natsio.ConnConfig{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	client := natsio.NewClient(conn.Conn, natsio.ClientOptions{})
+	var mu sync.Mutex
+	var all []uint64
+	var ahead int64
+	load := func(d time.Duration) {
+		t.Helper()
+		end := time.Now().Add(d)
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				for time.Now().Before(end) {
+					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+					ids, err := client.Batch(ctx, 4096)
+					cancel()
+					if err != nil {
+						t.Errorf("batch: %v", err)
+						return
+					}
+					p, _ := laneLayout.Parse(ids[len(ids)-1])
+					mu.Lock()
+					ahead = max(ahead, p.Time.Unix()-time.Now().Unix())
+					all = append(all, ids...)
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+	}
+	load(3 * time.Second)
+	before := ringStats(t, conn.Conn)
+	grown := 0
+	var aLanes []uint64
+	for _, st := range before {
+		if len(st.WorkerIDs) > 1 {
+			grown++
+		}
+	}
+	if grown == 0 {
+		t.Fatalf("no instance claimed a lane under load: %+v", before)
+	}
+	aLanes = a.lanes(t, before)
+
+	// kill -9 an instance holding several lanes; once its leases expire
+	// another instance joins, and must take its worker IDs over (there
+	// are no others), starting after the seconds they had reserved.
+	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = a.cmd.Wait()
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var live int
+		if err := db.QueryRow("SELECT COUNT(*) FROM WORKER_LEASE WHERE LEASE_EXPIRY > UTC_TIMESTAMP(6)").Scan(&live); err != nil {
+			t.Fatal(err)
+		}
+		if live < 8 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the killed instance's leases did not expire within 10s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	startProc()
+	load(5 * time.Second) // past the killed instance's reservations (4s)
+	after := ringStats(t, conn.Conn)
+	var later []uint64
+	for _, st := range after {
+		later = append(later, st.WorkerIDs...)
+	}
+	takenOver := 0
+	for _, w := range aLanes {
+		if slices.Contains(later, w) {
+			takenOver++
+		}
+	}
+	t.Logf("%d IDs, at most %ds ahead; killed instance's lanes %v, lanes afterwards %v (%d taken over)", len(all), ahead, aLanes, later, takenOver)
+	if takenOver == 0 {
+		t.Errorf("none of the killed instance's worker IDs %v was taken over: %v", aLanes, later)
+	}
+	if ahead > 2 {
+		t.Errorf("an ID ran %ds ahead of the clock, want at most 2", ahead)
+	}
+	slices.Sort(all)
+	for i := 1; i < len(all); i++ {
+		if all[i] == all[i-1] {
+			t.Fatalf("duplicate ID %d among %d", all[i], len(all))
+		}
+	}
+	// Idle: extra lanes go back after DISPENSER_LANE_IDLE.
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		idle := ringStats(t, conn.Conn)
+		shrunk := len(idle) == 2
+		for _, st := range idle {
+			shrunk = shrunk && len(st.WorkerIDs) == 1 && st.LanesReleased > 0
+		}
+		if shrunk {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("lanes not given back 10s after the load stopped: %+v", idle)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// procHandle is a dispenser process started by startDispenser.
+type procHandle struct {
+	cmd       *exec.Cmd
+	serviceID string
+}
+
+// startDispenser starts cmd (with JSON logs) and waits until it serves;
+// the test's end stops it with SIGTERM.
+func startDispenser(t *testing.T, cmd *exec.Cmd) *procHandle {
+	t.Helper()
+	cmd.Env = append(cmd.Env, "DISPENSER_LOG_FORMAT=json")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	})
+	serving := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			var line struct {
+				Msg       string `json:"msg"`
+				ServiceID string `json:"service_id"`
+			}
+			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "serving" {
+				serving <- line.ServiceID
+			}
+		}
+	}()
+	select {
+	case id := <-serving:
+		return &procHandle{cmd: cmd, serviceID: id}
+	case <-time.After(20 * time.Second):
+		t.Fatal("dispenser not serving within 20s")
+		return nil
+	}
+}
+
+// lanes is the worker IDs the process holds, from the stats of the fleet.
+func (p *procHandle) lanes(t *testing.T, stats map[string]natsio.RingStats) []uint64 {
+	t.Helper()
+	st, ok := stats[p.serviceID]
+	if !ok {
+		t.Fatalf("no stats of service %s among %d", p.serviceID, len(stats))
+	}
+	return st.WorkerIDs
+}
