@@ -71,7 +71,7 @@ func shutdown(t *testing.T, d *Dispenser) {
 }
 
 // testConn connects to url; the connection closes when the test ends.
-func testConn(t *testing.T, url string) *natsio.Conn {
+func testConn(t testing.TB, url string) *natsio.Conn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

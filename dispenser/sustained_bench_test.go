@@ -1,0 +1,189 @@
+package dispenser
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
+)
+
+// sustainedBatch is what each client asks for: the bulk case of the
+// capacity issue (4 clients × uid.batch 4096, binary).
+const sustainedBatch = 4096
+
+// BenchmarkSustained is what a bulk user gets for as long as the load
+// lasts: 4 clients (each its own connection, one request at a time) ask
+// for binary batches of 4,096 IDs, against
+//   - responder=counter: a bare responder filling the replies from an
+//     atomic counter, the transport's limit;
+//   - responder=dispenser: dispenser instances with the default
+//     configuration (lanes, the 2 s ahead bound, worker IDs leased in the
+//     KV bucket, or in MySQL with store=mysql), in one queue group.
+//
+// One op is one request. IDs/s is the figure; errors counts error replies
+// (the Go client would retry them; here each one counts); ahead-s is the
+// furthest the second of the last ID of a reply ran ahead of the wall
+// clock when it arrived, read from the IDs themselves. Run it for
+// seconds, side by side:
+//
+//	go test -run '^$' -bench Sustained -benchtime 10s -count 5 ./dispenser/ | tee sustained.txt
+//	benchstat -col /responder sustained.txt
+func BenchmarkSustained(b *testing.B) {
+	b.Run("responder=counter", func(b *testing.B) {
+		url := testenv.NATS(b, nil).ClientURL()
+		startCounterResponder(b, url)
+		runSustained(b, url, "bare", nil)
+	})
+	for _, c := range []struct {
+		instances int
+		mysql     bool
+	}{{1, false}, {3, false}, {3, true}} {
+		name := fmt.Sprintf("responder=dispenser/instances=%d", c.instances)
+		if c.mysql {
+			name += "/store=mysql"
+		}
+		b.Run(name, func(b *testing.B) {
+			url := testenv.NATS(b, nil).ClientURL()
+			cfg := DefaultConfig()
+			cfg.NATSURL = url
+			if c.mysql {
+				cfg.MySQLDSN = testenv.MySQL(b)
+			}
+			for range c.instances {
+				d, err := Start(b.Context(), cfg, WithLogger(testLogger()))
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { shutdownBench(b, d) })
+			}
+			layout := cfg.Layout()
+			runSustained(b, url, cfg.SubjectPrefix, &layout)
+		})
+	}
+}
+
+func shutdownBench(b *testing.B, d *Dispenser) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := d.Shutdown(ctx); err != nil {
+		b.Error(err)
+	}
+}
+
+// runSustained drives the load against prefix.batch and reports; with a
+// layout it also reads how far ahead of the clock the IDs run.
+func runSustained(b *testing.B, url, prefix string, layout *uidcore.Layout) {
+	const clients = 4
+	conns := make([]*nats.Conn, clients)
+	for i := range conns {
+		conns[i] = testConn(b, url).Conn
+	}
+	subject := natsio.Subject(prefix, natsio.EndpointBatch)
+	var (
+		next    atomic.Int64
+		errs    atomic.Int64
+		ahead   atomic.Int64
+		mu      sync.Mutex
+		lat     []time.Duration
+		lastErr atomic.Pointer[string]
+	)
+	ahead.Store(-1 << 62)
+	b.SetParallelism(clients / 2) // × GOMAXPROCS (2 here) goroutines
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		nc := conns[int(next.Add(1)-1)%clients]
+		msg := &nats.Msg{Subject: subject, Data: []byte(strconv.Itoa(sustainedBatch)),
+			Header: nats.Header{natsio.EncodingHeader: {natsio.EncodingBinary}}}
+		var mine []time.Duration
+		for pb.Next() {
+			t0 := time.Now()
+			reply, err := nc.RequestMsg(msg, 5*time.Second)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			mine = append(mine, time.Since(t0))
+			if code := reply.Header.Get(micro.ErrorCodeHeader); code != "" {
+				errs.Add(1)
+				desc := code + " " + reply.Header.Get(micro.ErrorHeader)
+				lastErr.Store(&desc)
+				continue
+			}
+			if len(reply.Data) != 8*sustainedBatch {
+				b.Errorf("reply of %d bytes", len(reply.Data))
+				return
+			}
+			if layout == nil {
+				continue
+			}
+			p, perr := layout.Parse(binary.BigEndian.Uint64(reply.Data[len(reply.Data)-8:]))
+			if perr != nil {
+				b.Error(perr)
+				return
+			}
+			for d := p.Time.Unix() - time.Now().Unix(); ; {
+				cur := ahead.Load()
+				if d <= cur || ahead.CompareAndSwap(cur, d) {
+					break
+				}
+			}
+		}
+		mu.Lock()
+		lat = append(lat, mine...)
+		mu.Unlock()
+	})
+	elapsed := time.Since(start)
+	b.StopTimer()
+	b.ReportMetric(float64(int64(b.N)-errs.Load())*sustainedBatch/elapsed.Seconds(), "IDs/s")
+	b.ReportMetric(float64(errs.Load()), "errors")
+	if ahead.Load() > -1<<62 {
+		b.ReportMetric(float64(ahead.Load()), "ahead-s")
+	}
+	if len(lat) > 0 {
+		slices.Sort(lat)
+		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-us")
+	}
+	if p := lastErr.Load(); p != nil {
+		b.Logf("%d error replies, the last: %s", errs.Load(), *p)
+	}
+}
+
+// startCounterResponder answers prefix "bare" batches from an atomic
+// counter: what a reply of 4,096 binary IDs costs without a generator.
+func startCounterResponder(b *testing.B, url string) {
+	nc := testConn(b, url).Conn
+	var counter atomic.Uint64
+	sub, err := nc.QueueSubscribe(natsio.Subject("bare", natsio.EndpointBatch), "bare", func(m *nats.Msg) {
+		n, err := strconv.Atoi(string(m.Data))
+		if err != nil || n < 1 || n > 1<<20 {
+			_ = m.Respond(nil)
+			return
+		}
+		buf := make([]byte, 8*n)
+		first := counter.Add(uint64(n)) - uint64(n)
+		for i := range n {
+			binary.BigEndian.PutUint64(buf[8*i:], first+uint64(i))
+		}
+		_ = m.Respond(buf)
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = sub.Unsubscribe() })
+	if err := nc.Flush(); err != nil {
+		b.Fatal(err)
+	}
+}
