@@ -10,13 +10,13 @@
 //
 // An ID is 1 sign bit (always 0) | delta seconds since the epoch | worker ID
 // | sequence. The three widths are configurable and sum to 63. The default,
-// 31/16/16 from 2026-01-01T00:00:00Z, balances the three needs:
+// 31/10/22 from 2026-01-01T00:00:00Z, balances the three needs:
 //
 //	layout (time/worker/seq)  runway       worker IDs  IDs per second per worker
-//	31/16/16 (default)        68 years     65,536      65,536
-//	30/17/16                  34 years     131,072     65,536
+//	31/10/22 (default)        68 years     1,024       4,194,304
+//	31/16/16                  68 years     65,536      65,536
+//	31/8/24                   68 years     256         16,777,216
 //	32/12/19                  136 years    4,096       524,288
-//	33/14/16                  272 years    16,384      65,536
 //	28/22/13 (UidGenerator)   8.5 years    4,194,304   8,192
 //
 // Every bit given to one field halves or doubles another: more worker bits
@@ -25,6 +25,26 @@
 // future seconds, more time bits push the runway end further out.
 // [UidGeneratorLayout] reproduces UidGenerator's defaults so IDs of an
 // existing fleet can be parsed; its time field ran out on 2024-11-20.
+//
+// # Capacity
+//
+// A worker ID gives 2^SeqBits IDs per second of real time; anything above
+// is borrowed from future seconds, which is only a burst: borrowing
+// without bound burns the runway (UidGenerator's cached generator at full
+// speed ran an hour ahead in 30 s) and stamps IDs with times that have not
+// happened. Sustained capacity is therefore (worker IDs held) × 2^SeqBits
+// per second, and the default layout gives each worker ID 4.2 M a second
+// because a dispenser fleet has few instances that each need many IDs.
+//
+// A [CachedGenerator] may hold more than one worker ID, its lanes: given
+// an [Assigner] in CachedOptions.Lanes, it claims another lane when takers
+// make padding borrow the next second, up to MaxLanes, and gives lanes
+// back once demand has not needed them for LaneIdle. Padding fills each
+// second lane by lane in ascending worker-ID order, so a generator's IDs
+// strictly increase whatever lanes it holds; lanes join and leave only
+// between seconds. The ahead bound (MaxAhead, 2 s by default) is then
+// what it was meant to be: a cover for the moment a new lane takes to
+// arrive, not a store of future seconds.
 //
 // # Generators
 //
@@ -38,7 +58,9 @@
 // close to real time at low load and never go backwards when the clock
 // does. How far it may borrow is bounded (CachedOptions.MaxAhead); at the
 // bound padding pauses and takes drain the buffer: back-pressure instead
-// of burning the runway.
+// of burning the runway. While it is held there, takes of more than
+// [SmallTake] IDs leave a reserve for small ones, so that single IDs keep
+// being served while bulk takes wait for the next second.
 //
 // Neither generator ever returns a negative or wrapped ID: a field that
 // does not fit is an error ([ErrTimeExhausted] when the time field is
