@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -46,6 +47,32 @@ type Client struct {
 	opts                           ClientOptions
 	subjNext, subjBatch, subjParse string
 	otel                           clientTelemetry
+	stats                          clientCounters
+}
+
+// ClientStats counts what a Client absorbed by retrying: the callers see
+// only the final outcome.
+type ClientStats struct {
+	Requests     uint64 // calls (each may take several attempts)
+	Retries      uint64 // attempts after the first
+	Unavailable  uint64 // 503 replies retried (at capacity, claim lost, shutting down)
+	NoResponders uint64 // attempts no dispenser was subscribed for
+	TimedOut     uint64 // attempts that timed out
+}
+
+type clientCounters struct {
+	requests, retries, unavailable, noResponders, timedOut atomic.Uint64
+}
+
+// Stats returns the client's counters since it was made.
+func (c *Client) Stats() ClientStats {
+	return ClientStats{
+		Requests:     c.stats.requests.Load(),
+		Retries:      c.stats.retries.Load(),
+		Unavailable:  c.stats.unavailable.Load(),
+		NoResponders: c.stats.noResponders.Load(),
+		TimedOut:     c.stats.timedOut.Load(),
+	}
 }
 
 // NewClient returns a client that sends requests on nc.
@@ -147,7 +174,11 @@ func (c *Client) request(ctx context.Context, msg *nats.Msg) (_ *nats.Msg, err e
 	defer func() { c.otel.end(span, err) }()
 	backoff := c.opts.MinBackoff
 	var last error
+	c.stats.requests.Add(1)
 	for attempt := 1; ; attempt++ {
+		if attempt > 1 {
+			c.stats.retries.Add(1)
+		}
 		actx, cancel := context.WithTimeout(ctx, c.opts.AttemptTimeout)
 		reply, err := c.nc.RequestMsgWithContext(actx, msg)
 		cancel()
@@ -167,6 +198,7 @@ func (c *Client) request(ctx context.Context, msg *nats.Msg) (_ *nats.Msg, err e
 			return nil, fmt.Errorf("natsio: %s: %w", msg.Subject, err)
 		}
 		last = err
+		c.stats.count(err)
 		pause := backoff/2 + rand.N(backoff/2+1)
 		backoff = min(2*backoff, c.opts.MaxBackoff)
 		t := time.NewTimer(pause)
@@ -187,6 +219,18 @@ func (c *Client) gaveUp(ctx context.Context, subject string, attempts int, err, 
 		return fmt.Errorf("natsio: %s: %w after %d attempt(s)", subject, ctx.Err(), attempts)
 	}
 	return fmt.Errorf("natsio: %s: %w after %d attempt(s); last error: %w", subject, ctx.Err(), attempts, last)
+}
+
+// count tallies a retryable error by its cause.
+func (s *clientCounters) count(err error) {
+	switch {
+	case errors.Is(err, ErrUnavailable):
+		s.unavailable.Add(1)
+	case errors.Is(err, nats.ErrNoResponders):
+		s.noResponders.Add(1)
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
+		s.timedOut.Add(1)
+	}
 }
 
 // retryable tells the errors another attempt may cure: nobody subscribed

@@ -34,6 +34,7 @@ const (
 	SecondsAheadKey = attribute.Key("uid.padding.seconds_ahead")
 	DurationKey     = attribute.Key("uid.padding.duration_seconds")
 	AvailableKey    = attribute.Key("uid.ring.available")
+	LanesKey        = attribute.Key("uid.lanes")
 )
 
 // Span and event names.
@@ -333,6 +334,7 @@ func (o *Observer) PaddingFinished(ctx context.Context, rep uidcore.PaddingRepor
 			SecondsAheadKey.Int64(rep.SecondsAhead),
 			DurationKey.Float64(rep.Duration.Seconds()),
 			AvailableKey.Int64(int64(rep.Available)),
+			LanesKey.Int(rep.Lanes),
 		)
 		if stop == string(uidcore.RejectExhausted) || (stop == string(uidcore.RejectNotReserved) && rep.Available == 0) {
 			// The ring is left empty for a reason padding cannot fix by

@@ -205,7 +205,22 @@ func runLoad(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		}
 		return o.batch, nil
 	}, stderr)
-	return report(o, workers, elapsed, stdout)
+	code := report(o, workers, elapsed, stdout)
+	var absorbed natsio.ClientStats
+	for _, c := range clients {
+		st := c.Stats()
+		absorbed.Requests += st.Requests
+		absorbed.Retries += st.Retries
+		absorbed.Unavailable += st.Unavailable
+		absorbed.NoResponders += st.NoResponders
+		absorbed.TimedOut += st.TimedOut
+	}
+	// The client retries what another attempt may cure; the callers above
+	// saw only the outcome, so say what it took.
+	fmt.Fprintf(stdout, "retried     %s attempts: %s 503s, %s no responders, %s timed out (absorbed, not errors)\n",
+		numfmt.Thousands(int64(absorbed.Retries)), numfmt.Thousands(int64(absorbed.Unavailable)),
+		numfmt.Thousands(int64(absorbed.NoResponders)), numfmt.Thousands(int64(absorbed.TimedOut)))
+	return code
 }
 
 // drive runs o.clients workers for o.duration, or until they have started

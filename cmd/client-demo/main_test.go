@@ -94,7 +94,7 @@ func TestLoadModeCountsAndChecksUniqueness(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%v: exit %d\n%s\n%s", tc.args, code, out, errOut)
 		}
-		for _, want := range []string{tc.ids, "errors      0", "latency     p50 ", " p99 ", "req/s", "IDs/s", "per worker  5: "} {
+		for _, want := range []string{tc.ids, "errors      0", "latency     p50 ", " p99 ", "req/s", "IDs/s", "per worker  5: ", "retried     0 attempts: 0 503s"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("%v: output lacks %q:\n%s", tc.args, want, out)
 			}
