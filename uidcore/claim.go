@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 )
 
 // Claim is an instance's right to issue IDs under one worker ID. Assigners
@@ -100,3 +101,27 @@ func (c StaticClaim) Until() (int64, error) { return math.MaxInt64, nil }
 
 // Release implements Claim; there is nothing to give back.
 func (c StaticClaim) Release(context.Context) error { return nil }
+
+// StaticAssigner hands out the worker IDs From..To (inclusive), each
+// once, as StaticClaims that never expire: for an instance given a range
+// of worker IDs by hand (its lanes), and for benchmarks and tests. A
+// released worker ID is not handed out again. The zero value hands out
+// worker ID 0 only.
+type StaticAssigner struct {
+	From, To uint64
+
+	mu   sync.Mutex
+	next uint64 // handed out so far
+}
+
+// Claim implements Assigner.
+func (a *StaticAssigner) Claim(_ context.Context, layout Layout) (Claim, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	id := a.From + a.next
+	if id > a.To || id > layout.MaxWorkerID() || id < a.From {
+		return nil, fmt.Errorf("%w: the worker IDs %d..%d are all handed out", ErrWorkerRange, a.From, a.To)
+	}
+	a.next++
+	return StaticClaim{ID: id}, nil
+}
