@@ -47,6 +47,8 @@ func run() int {
 	flags.StringVar(&cfg.WorkDir, "work-dir", "", "directory for logs and NATS stores (default: temporary, removed after a passing run)")
 	flags.BoolVar(&cfg.Keep, "keep", false, "keep the work directory after a passing run")
 	flags.Float64Var(&cfg.Rate, "rate", def.Rate, "load multiplier (1: about 40,000 IDs/s over 16 clients)")
+	flags.IntVar(&cfg.BulkClients, "bulk-clients", def.BulkClients, "clients asking for batches of 4,096 in the high-rate phase (0: none)")
+	flags.Float64Var(&cfg.BulkRate, "bulk-rate", def.BulkRate, "IDs/s each bulk client asks for in the high-rate phase")
 	flags.DurationVar(&cfg.LeaseTTL, "lease-ttl", def.LeaseTTL, "the dispensers' DISPENSER_LEASE_TTL")
 	flags.DurationVar(&cfg.NATSWriteDeadline, "nats-write-deadline", def.NATSWriteDeadline, "the NATS nodes' write_deadline (0: nats-server's default, 10s)")
 	summaryPath := flags.String("json", "", "also write the summary as JSON to this file")

@@ -95,9 +95,14 @@ func TestCheckOrderWithinAClaim(t *testing.T) {
 	if res.OrderViolations == 0 {
 		t.Fatal("a batch reply repeating an ID is not an order violation")
 	}
-	mixed := logOf(rec, 2, kindBatch, []uint64{id(t, testSecond, 1, 9), id(t, testSecond, 2, 10)})
-	if res = check(baseInput(rec, mixed)); res.OrderViolations != 1 {
-		t.Fatalf("a batch reply mixing worker IDs gave %d order violations, want 1", res.OrderViolations)
+	// An instance's lanes: one reply may span worker IDs, increasing.
+	lanes := logOf(rec, 2, kindBatch, []uint64{id(t, testSecond, 1, 9), id(t, testSecond, 2, 10)})
+	if res = check(baseInput(rec, lanes)); res.OrderViolations != 0 {
+		t.Fatalf("a batch reply over two lanes, increasing, gave %d order violations, want 0", res.OrderViolations)
+	}
+	backwards := logOf(rec, 2, kindBatch, []uint64{id(t, testSecond, 2, 9), id(t, testSecond, 1, 10)})
+	if res = check(baseInput(rec, backwards)); res.OrderViolations != 1 {
+		t.Fatalf("a batch reply going back to a lower worker ID in one second gave %d order violations, want 1", res.OrderViolations)
 	}
 }
 

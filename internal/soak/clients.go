@@ -24,7 +24,14 @@ type load struct {
 	prefetchBatch int           // the prefetcher's batch size
 	blocksEvery   time.Duration // one NextN of blocksTake per tick
 	blocksTake    int
+	// The bulk clients' batch of bulkBatch per tick, from bulkFrom to
+	// bulkTo after the run's origin.
+	bulkEvery        time.Duration
+	bulkFrom, bulkTo time.Duration
 }
+
+// bulkBatch is a bulk client's batch.
+const bulkBatch = 4096
 
 func defaultLoad(rate float64) load {
 	every := func(d time.Duration) time.Duration { return time.Duration(float64(d) / rate) }
@@ -43,20 +50,26 @@ func defaultLoad(rate float64) load {
 // soakClient is one client: its own connection to one node and one way
 // of getting IDs.
 type soakClient struct {
-	log    *clientLog
-	conn   *natsio.Conn
-	client *natsio.Client
-	pre    *natsio.Prefetcher
-	blocks *natsio.BlockSource
-	rng    *rand.Rand
-	buf    []uint64
+	log     *clientLog
+	conn    *natsio.Conn
+	client  *natsio.Client
+	pre     *natsio.Prefetcher
+	blocks  *natsio.BlockSource
+	rng     *rand.Rand
+	buf     []uint64
+	bulk    bool // a batch client of the high-rate phase
+	bulkIDs int  // IDs it received
 }
 
-// startClients connects n clients, kinds and nodes taken in turn.
-func startClients(ctx context.Context, n int, urls []string, logger *slog.Logger, ld load) ([]*soakClient, error) {
+// startClients connects n clients, kinds and nodes taken in turn, and
+// bulk batch clients.
+func startClients(ctx context.Context, n, bulk int, urls []string, logger *slog.Logger, ld load) ([]*soakClient, error) {
 	var clients []*soakClient
-	for i := range n {
+	for i := range n + bulk {
 		kind := callKind(i % int(numKinds))
+		if i >= n {
+			kind = kindBatch
+		}
 		node := i % len(urls)
 		conn, err := natsio.Connect(ctx, natsio.ConnConfig{URL: urls[node], Name: fmt.Sprintf("uid-soak client %d (%s)", i, kind), Logger: logger})
 		if err != nil {
@@ -67,6 +80,7 @@ func startClients(ctx context.Context, n int, urls []string, logger *slog.Logger
 			log:  &clientLog{id: i, node: node, kind: kind},
 			conn: conn,
 			rng:  rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(i))),
+			bulk: i >= n,
 		}
 		switch kind {
 		case kindNext, kindBatch:
@@ -99,6 +113,14 @@ func runClients(ctx context.Context, clients []*soakClient, rec *recorder, deadl
 
 func (c *soakClient) run(ctx context.Context, rec *recorder, deadline time.Duration, ld load) {
 	every := map[callKind]time.Duration{kindNext: ld.nextEvery, kindBatch: ld.batchEvery, kindPrefetch: ld.prefetchEvery, kindBlocks: ld.blocksEvery}[c.log.kind]
+	if c.bulk {
+		every = ld.bulkEvery
+		select { // idle until the high-rate phase
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Until(rec.origin.Add(ld.bulkFrom))):
+		}
+	}
 	ticker := time.NewTicker(every)
 	defer ticker.Stop()
 	for {
@@ -107,6 +129,9 @@ func (c *soakClient) run(ctx context.Context, rec *recorder, deadline time.Durat
 			return
 		case <-ticker.C:
 		}
+		if c.bulk && time.Since(rec.origin) > ld.bulkTo {
+			return
+		}
 		// Not derived from ctx: the end of the run lets a call finish
 		// rather than cancel it, so every recorded call is a real outcome.
 		callCtx, cancel := context.WithTimeout(context.Background(), deadline)
@@ -114,6 +139,9 @@ func (c *soakClient) run(ctx context.Context, rec *recorder, deadline time.Durat
 		ids, err := c.call(callCtx, ld)
 		elapsed := time.Since(start)
 		cancel()
+		if c.bulk {
+			c.bulkIDs += len(ids)
+		}
 		c.log.record(rec, start, elapsed, ids, err)
 	}
 }
@@ -129,8 +157,12 @@ func (c *soakClient) call(ctx context.Context, ld load) ([]uint64, error) {
 		c.buf = append(c.buf[:0], id)
 		return c.buf, nil
 	case kindBatch:
+		n := 1 + c.rng.IntN(ld.batchMax)
+		if c.bulk {
+			n = bulkBatch
+		}
 		var err error
-		c.buf, err = c.client.AppendBatch(ctx, c.buf[:0], 1+c.rng.IntN(ld.batchMax))
+		c.buf, err = c.client.AppendBatch(ctx, c.buf[:0], n)
 		return c.buf, err
 	case kindPrefetch:
 		c.buf = c.buf[:0]

@@ -60,7 +60,8 @@
 //
 // Order ("IDs from one worker claim strictly increasing"), per client:
 //
-//   - within one uid.batch reply: strictly increasing and one worker ID;
+//   - within one uid.batch reply: strictly increasing (a reply may span
+//     the lanes, worker IDs, of one instance);
 //   - next, batch and prefetch clients: for each (worker ID, claim), the
 //     IDs in the order the client received them are strictly increasing. A
 //     client's calls are sequential and a claim's generator hands IDs out

@@ -40,8 +40,15 @@ type Config struct {
 	WorkDir string
 	Keep    bool
 
-	Clients         int           // default 16
-	Rate            float64       // load multiplier, default 1 (about 40,000 IDs/s)
+	Clients int     // default 16
+	Rate    float64 // load multiplier, default 1 (about 40,000 IDs/s)
+	// BulkClients ask for batches of 4,096 at BulkRate IDs/s each during
+	// the high-rate phase (the middle third of the faulted part of the
+	// run, at most a minute): by default 4 × 200,000, about 24 times what
+	// one worker ID of the soak's layout sustains, so the dispensers must
+	// hold lanes, with the faults running. 0 clients: no phase.
+	BulkClients     int
+	BulkRate        float64
 	LeaseTTL        time.Duration // DISPENSER_LEASE_TTL, default 4s
 	ReserveChunk    time.Duration // DISPENSER_RESERVE_CHUNK, default 5s
 	ShutdownTimeout time.Duration // DISPENSER_SHUTDOWN_TIMEOUT, default 5s
@@ -67,6 +74,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Duration: 10 * time.Minute, MySQLDSN: "root@tcp(127.0.0.1:3306)/", Clients: 16, Rate: 1,
+		BulkClients: 4, BulkRate: 200_000,
 		LeaseTTL: 4 * time.Second, ReserveChunk: 5 * time.Second, ShutdownTimeout: 5 * time.Second,
 		CallDeadline: 3 * time.Second, Grace: time.Second, NATSDown: 2 * time.Second, FaultGap: 2 * time.Second,
 		WarmUp: 3 * time.Second, ServeWithin: 30 * time.Second, SampleEvery: time.Second,
@@ -103,7 +111,22 @@ func (c Config) withDefaults() Config {
 	if c.Rate <= 0 {
 		c.Rate = d.Rate
 	}
+	if c.BulkClients < 0 {
+		c.BulkClients = 0
+	}
+	if c.BulkRate <= 0 {
+		c.BulkRate = d.BulkRate
+	}
 	return c
+}
+
+// highRatePhase is when the bulk clients run, from the run's origin: the
+// middle third of the faulted part, at most a minute.
+func (c Config) highRatePhase() (from, to time.Duration) {
+	faulted := c.Duration - c.WarmUp - c.Quiet
+	third := max(faulted/3, 0)
+	from = c.WarmUp + third
+	return from, from + min(third, time.Minute)
 }
 
 // numDispensers is fixed: one per NATS node.
@@ -216,14 +239,17 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 		urls = append(urls, s.cluster.URL(i))
 	}
 	ld := defaultLoad(cfg.Rate)
-	clients, err := startClients(ctx, cfg.Clients, urls, s.log, ld)
+	ld.bulkEvery = time.Duration(float64(time.Second) * bulkBatch / cfg.BulkRate)
+	ld.bulkFrom, ld.bulkTo = cfg.highRatePhase()
+	clients, err := startClients(ctx, cfg.Clients, cfg.BulkClients, urls, s.log, ld)
 	if err != nil {
 		s.stopDispensers()
 		return nil, err
 	}
 	s.origin = time.Now() // the run's clock starts with the clients
 	rec := newRecorder(s.origin)
-	s.progress("%d clients running for %s", cfg.Clients, cfg.Duration)
+	s.progress("%d clients running for %s (and %d bulk clients at %.0f IDs/s each from %s to %s)",
+		cfg.Clients, cfg.Duration, cfg.BulkClients, cfg.BulkRate, ld.bulkFrom, ld.bulkTo)
 
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
@@ -270,6 +296,11 @@ func dispenserEnv(cfg Config, natsURL, dsn, metrics string) []string {
 		"DISPENSER_NATS_CONNECT_TIMEOUT=10s",
 		"DISPENSER_MYSQL_DSN=" + dsn,
 		"DISPENSER_WORKER_MODE=leased",
+		// 32,768 IDs a second a worker ID: the high-rate phase needs lanes.
+		fmt.Sprintf("DISPENSER_TIME_BITS=%d", layout.TimeBits),
+		fmt.Sprintf("DISPENSER_WORKER_BITS=%d", layout.WorkerBits),
+		fmt.Sprintf("DISPENSER_SEQ_BITS=%d", layout.SeqBits),
+		"DISPENSER_MAX_LANES=8",
 		"DISPENSER_LEASE_TTL=" + cfg.LeaseTTL.String(),
 		"DISPENSER_RESERVE_CHUNK=" + cfg.ReserveChunk.String(),
 		"DISPENSER_STORE_STARTUP_DEADLINE=20s",
@@ -382,5 +413,7 @@ func (s *soak) sample(ctx context.Context) {
 	}
 }
 
-// layout is the dispensers' ID layout (their default).
-var layout = uidcore.DefaultLayout()
+// layout is the dispensers' ID layout: the default's time and epoch with
+// 32,768 IDs a second per worker ID, so that the high-rate phase (ten
+// times that and more) needs a dozen lanes over the three dispensers.
+var layout = uidcore.Layout{TimeBits: 31, WorkerBits: 17, SeqBits: 15, Epoch: uidcore.DefaultEpoch}

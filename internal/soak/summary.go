@@ -25,6 +25,21 @@ type Summary struct {
 	WorkDir            string                  `json:"work_dir"`
 	ErrorExamples      map[string]string       `json:"error_examples"`
 	Stalls             []stall                 `json:"soak_stalls"`
+	HighRate           HighRate                `json:"high_rate"`
+}
+
+// HighRate is what the bulk clients got in the high-rate phase.
+type HighRate struct {
+	From, To time.Duration // after the run's origin
+	IDs      int           // IDs the bulk clients received
+}
+
+// PerSecond is the bulk clients' rate over the phase.
+func (h HighRate) PerSecond() float64 {
+	if h.To <= h.From {
+		return 0
+	}
+	return float64(h.IDs) / (h.To - h.From).Seconds()
 }
 
 // ProcessFigures are a process's resources early and late in its life.
@@ -76,6 +91,15 @@ func (s *soak) summarise(rec *recorder, clients []*soakClient, blocks natsio.Blo
 	for _, k := range kinds {
 		sum.ErrorExamples[k.name] = k.example
 	}
+	sum.HighRate.From, sum.HighRate.To = s.cfg.highRatePhase()
+	for _, c := range clients {
+		if c.bulk {
+			sum.HighRate.IDs += c.bulkIDs
+		}
+	}
+	if s.cfg.BulkClients > 0 && sum.HighRate.IDs == 0 {
+		sum.Violations = append(sum.Violations, "the bulk clients received no ID in the high-rate phase")
+	}
 	for _, f := range faults {
 		sum.Faults[f.Kind]++
 	}
@@ -121,6 +145,11 @@ func (s *Summary) Print(w io.Writer) {
 	p("IDs checked:        %d", s.IDsChecked)
 	for _, k := range []callKind{kindNext, kindBatch, kindPrefetch, kindBlocks} {
 		p("  %-9s %10d IDs in %8d calls", k.String()+":", s.IDs[k.String()], s.Calls[k.String()])
+	}
+	if s.HighRate.IDs > 0 {
+		p("  high-rate phase %s–%s: %d IDs to the bulk clients, %.0f IDs/s (%.1f × one worker ID's %d/s)",
+			s.HighRate.From.Round(time.Second), s.HighRate.To.Round(time.Second), s.HighRate.IDs, s.HighRate.PerSecond(),
+			s.HighRate.PerSecond()/float64(layout.MaxSequence()+1), layout.MaxSequence()+1)
 	}
 	p("duplicates:         %d", s.Duplicates)
 	p("order violations:   %d (block reorders across blocks, allowed: %d)", s.OrderViolations, s.BlockReorders)
