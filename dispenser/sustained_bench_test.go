@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"maps"
+	"os"
 	"slices"
+	"strings"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -100,6 +103,9 @@ func runSustained(b *testing.B, url, prefix string, layout *uidcore.Layout) {
 		lastErr atomic.Pointer[string]
 	)
 	ahead.Store(-1 << 62)
+	var received, aheadNow atomic.Int64 // IDs and this second's furthest ahead, for the series
+	aheadNow.Store(-1 << 62)
+	stopSeries := recordSeries(b, &received, &aheadNow)
 	b.SetParallelism(clients / 2) // × GOMAXPROCS (2 here) goroutines
 	b.ResetTimer()
 	start := time.Now()
@@ -126,6 +132,7 @@ func runSustained(b *testing.B, url, prefix string, layout *uidcore.Layout) {
 				b.Errorf("reply of %d bytes", len(reply.Data))
 				return
 			}
+			received.Add(sustainedBatch)
 			if layout == nil {
 				continue
 			}
@@ -134,12 +141,9 @@ func runSustained(b *testing.B, url, prefix string, layout *uidcore.Layout) {
 				b.Error(perr)
 				return
 			}
-			for d := p.Time.Unix() - time.Now().Unix(); ; {
-				cur := ahead.Load()
-				if d <= cur || ahead.CompareAndSwap(cur, d) {
-					break
-				}
-			}
+			d := p.Time.Unix() - time.Now().Unix()
+			raise(&ahead, d)
+			raise(&aheadNow, d)
 		}
 		mu.Lock()
 		lat = append(lat, mine...)
@@ -147,6 +151,7 @@ func runSustained(b *testing.B, url, prefix string, layout *uidcore.Layout) {
 	})
 	elapsed := time.Since(start)
 	b.StopTimer()
+	stopSeries()
 	b.ReportMetric(float64(int64(b.N)-errs.Load())*sustainedBatch/elapsed.Seconds(), "IDs/s")
 	b.ReportMetric(float64(errs.Load()), "errors")
 	if ahead.Load() > -1<<62 {
@@ -158,6 +163,73 @@ func runSustained(b *testing.B, url, prefix string, layout *uidcore.Layout) {
 	}
 	if p := lastErr.Load(); p != nil {
 		b.Logf("%d error replies, the last: %s", errs.Load(), *p)
+	}
+}
+
+// raise sets v to d if d is greater.
+func raise(v *atomic.Int64, d int64) {
+	for {
+		cur := v.Load()
+		if d <= cur || v.CompareAndSwap(cur, d) {
+			return
+		}
+	}
+}
+
+// series holds, per benchmark, the per-second samples of its longest run.
+var series struct {
+	sync.Mutex
+	lines map[string][]string
+}
+
+// recordSeries samples once a second, while the benchmark runs, the IDs
+// received in that second and how far ahead of the clock the newest IDs
+// ran, when UID_BENCH_SERIES names a file: tab-separated lines of
+// benchmark, second, IDs/s and seconds ahead, which `benchreport
+// -series` draws (docs/sustained.svg). It returns the function that
+// stops it and writes the file.
+func recordSeries(b *testing.B, received, ahead *atomic.Int64) (stop func()) {
+	path := os.Getenv("UID_BENCH_SERIES")
+	if path == "" {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var lines []string
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		var last int64
+		for sec := 1; ; sec++ {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			now := received.Load()
+			lines = append(lines, fmt.Sprintf("%s\t%d\t%d\t%d", b.Name(), sec, now-last, max(ahead.Swap(-1<<62), -99)))
+			last = now
+		}
+	})
+	return func() {
+		close(done)
+		wg.Wait()
+		series.Lock()
+		defer series.Unlock()
+		if series.lines == nil {
+			series.lines = map[string][]string{}
+		}
+		if len(lines) < len(series.lines[b.Name()]) {
+			return
+		}
+		series.lines[b.Name()] = lines
+		var all []string
+		for _, name := range slices.Sorted(maps.Keys(series.lines)) {
+			all = append(all, series.lines[name]...)
+		}
+		if err := os.WriteFile(path, []byte(strings.Join(all, "\n")+"\n"), 0o644); err != nil {
+			b.Error(err)
+		}
 	}
 }
 

@@ -174,3 +174,24 @@ func TestRunWritesTheReport(t *testing.T) {
 		t.Error("the chart lacks a scenario label")
 	}
 }
+
+func TestSeriesChart(t *testing.T) {
+	in := "BenchmarkSustained/responder=counter-2\t1\t20000000\t-99\n" +
+		"BenchmarkSustained/responder=dispenser/instances=1-2\t1\t18000000\t1\n" +
+		"BenchmarkSustained/responder=dispenser/instances=1-2\t2\t19000000\t2\n"
+	s, err := parseSeries(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s) != 2 || len(s["responder=dispenser/instances=1-2"]) != 2 || s["responder=counter-2"][0].rate != 2e7 {
+		t.Fatalf("parsed %+v", s)
+	}
+	svg := svgSeries(s, "title")
+	// Two rate lines, one ahead line (the counter has none), both names.
+	if n := strings.Count(svg, "<polyline"); n != 3 || !strings.Contains(svg, "responder=counter-2") {
+		t.Errorf("%d polylines in\n%s", n, svg)
+	}
+	if _, err := parseSeries("x\t1\tnot-a-number\t0"); err == nil {
+		t.Error("a malformed line was accepted")
+	}
+}

@@ -36,8 +36,13 @@ func run(args []string) error {
 	svgFile := flags.String("svg", "docs/benchmarks.svg", "chart to write")
 	msgs1 := flags.Int("msgs1", 50_000, "requests bench-service.sh sends with 1 client (BENCH_MSGS1)")
 	msgs8 := flags.Int("msgs8", 100_000, "requests bench-service.sh sends with 8 clients (BENCH_MSGS8)")
+	seriesFile := flags.String("series", "", "per-second samples of BenchmarkSustained (UID_BENCH_SERIES); with it only the -series-svg chart is drawn")
+	seriesSVG := flags.String("series-svg", "docs/sustained.svg", "chart of the sustained samples to write")
 	if err := flags.Parse(args); err != nil {
 		return err
+	}
+	if *seriesFile != "" {
+		return drawSeries(*seriesFile, *seriesSVG)
 	}
 	goRes, cliRes := map[string]samples{}, map[string]samples{}
 	var err error
@@ -87,6 +92,26 @@ func run(args []string) error {
 		fmt.Printf("; not measured: %s", strings.Join(missing, ", "))
 	}
 	fmt.Println()
+	return nil
+}
+
+// drawSeries writes the chart of the sustained benchmark's samples.
+func drawSeries(in, out string) error {
+	text, err := os.ReadFile(in)
+	if err != nil {
+		return err
+	}
+	s, err := parseSeries(string(text))
+	if err != nil {
+		return fmt.Errorf("%s: %w", in, err)
+	}
+	if len(s) == 0 {
+		return fmt.Errorf("%s: no samples", in)
+	}
+	if err := os.WriteFile(out, []byte(svgSeries(s, "Sustained: 4 clients × uid.batch 4096 (binary), default configuration")), 0o644); err != nil {
+		return err
+	}
+	fmt.Printf("benchreport: %d scenarios into %s\n", len(s), out)
 	return nil
 }
 
