@@ -13,6 +13,7 @@ import (
 	"github.com/uid-dispenser/uid-dispenser/telemetry"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
+	"github.com/uid-dispenser/uid-dispenser/workerid/mysqlstore"
 )
 
 // Option adjusts how Start builds an instance.
@@ -185,7 +186,7 @@ func Start(ctx context.Context, cfg Config, opts ...Option) (_ *Dispenser, err e
 // close it.
 func (d *Dispenser) openAssigner(ctx context.Context, url string) (func(), error) {
 	if d.cfg.MySQLDSN != "" {
-		a, err := workerid.NewMySQLAssigner(ctx, d.cfg.Config, d.log)
+		a, err := mysqlstore.NewMySQLAssigner(ctx, d.cfg.Config, d.log)
 		if err != nil {
 			return nil, fmt.Errorf("dispenser: worker-ID store: %w", err)
 		}

@@ -1,4 +1,4 @@
-package workerid
+package mysqlstore
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
+	"github.com/uid-dispenser/uid-dispenser/workerid"
 )
 
 // schemaSQL is the DDL of both tables, shipped as schema.sql for operators
@@ -75,36 +76,36 @@ func mysqlErrorNumber(err error) uint16 {
 // It implements uidcore.Assigner. Close it when done.
 type MySQLAssigner struct {
 	db        *sql.DB
-	cfg       Config
-	host      Host
+	cfg       workerid.Config
+	host      workerid.Host
 	log       *slog.Logger
-	storeName string           // "MySQL at host:port", for messages
-	leases    *LeaseAssigner   // leased mode
-	store     *mysqlLeaseStore // leased mode
+	storeName string                  // "MySQL at host:port", for messages
+	leases    *workerid.LeaseAssigner // leased mode
+	store     *mysqlLeaseStore        // leased mode
 }
 
 // NewMySQLAssigner connects to cfg.MySQLDSN, retrying with back-off up to
 // cfg.StoreStartupDeadline, creates the table of cfg.WorkerMode when
 // cfg.CreateTables is set, and checks that it is usable. Errors name the
 // server's address, never the password.
-func NewMySQLAssigner(ctx context.Context, cfg Config, logger *slog.Logger) (*MySQLAssigner, error) {
+func NewMySQLAssigner(ctx context.Context, cfg workerid.Config, logger *slog.Logger) (*MySQLAssigner, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if cfg.MySQLDSN == "" {
-		return nil, &ConfigError{Var: envVar("MySQLDSN"), Reason: "not set"}
+		return nil, &workerid.ConfigError{Var: dsnVar, Reason: "not set"}
 	}
 	if logger == nil {
 		logger = slog.Default()
 	}
 	dsn, err := mysql.ParseDSN(cfg.MySQLDSN)
 	if err != nil { // Validate parsed it already
-		return nil, &ConfigError{Var: envVar("MySQLDSN"), Reason: "not a valid DSN"}
+		return nil, &workerid.ConfigError{Var: dsnVar, Reason: "not a valid DSN"}
 	}
 	if dsn.Timeout == 0 {
 		dsn.Timeout = 5 * time.Second
 	}
-	host, err := DetectHost()
+	host, err := workerid.DetectHost()
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +122,7 @@ func NewMySQLAssigner(ctx context.Context, cfg Config, logger *slog.Logger) (*My
 	a := &MySQLAssigner{db: db, cfg: cfg, host: host, log: logger, storeName: "MySQL at " + dsn.Addr}
 	table := cfg.WorkerNodeTable
 	def := defaultNodeTable
-	if cfg.WorkerMode == ModeLeased {
+	if cfg.WorkerMode == workerid.ModeLeased {
 		table, def = cfg.WorkerLeaseTable, defaultLeaseTable
 	}
 	create, err := createStatement(def, table)
@@ -129,17 +130,17 @@ func NewMySQLAssigner(ctx context.Context, cfg Config, logger *slog.Logger) (*My
 		db.Close()
 		return nil, err
 	}
-	err = RetryStore(ctx, cfg.StoreStartupDeadline, logger, "connect to "+a.storeName, func(ctx context.Context) error {
+	err = workerid.RetryStore(ctx, cfg.StoreStartupDeadline, logger, "connect to "+a.storeName, func(ctx context.Context) error {
 		if err := db.PingContext(ctx); err != nil {
 			return a.classify(err, "")
 		}
 		if cfg.CreateTables {
 			if _, err := db.ExecContext(ctx, create); err != nil {
-				return a.classify(err, fmt.Sprintf("create table %s (set %s=false and run workerid/schema.sql by hand when the user may not create tables)", table, envVar("CreateTables")))
+				return a.classify(err, fmt.Sprintf("create table %s (set %s=false and run workerid/mysqlstore/schema.sql by hand when the user may not create tables)", table, createTablesVar))
 			}
 		}
 		if _, err := db.ExecContext(ctx, "SELECT 1 FROM "+quoteIdent(table)+" LIMIT 0"); err != nil {
-			return a.classify(err, fmt.Sprintf("table %s (create it with workerid/schema.sql or set %s=true)", table, envVar("CreateTables")))
+			return a.classify(err, fmt.Sprintf("table %s (create it with workerid/mysqlstore/schema.sql or set %s=true)", table, createTablesVar))
 		}
 		return nil
 	})
@@ -147,9 +148,9 @@ func NewMySQLAssigner(ctx context.Context, cfg Config, logger *slog.Logger) (*My
 		db.Close()
 		return nil, fmt.Errorf("workerid: MySQL at %s (user %q, database %q): %w", dsn.Addr, dsn.User, dsn.DBName, err)
 	}
-	if cfg.WorkerMode == ModeLeased {
+	if cfg.WorkerMode == workerid.ModeLeased {
 		a.store = &mysqlLeaseStore{db: db, table: quoteIdent(table)}
-		a.leases, err = NewLeaseAssigner(a.store, LeaseOptionsFrom(cfg, host, logger, a.storeName+" table "+table))
+		a.leases, err = workerid.NewLeaseAssigner(a.store, workerid.LeaseOptionsFrom(cfg, host, logger, a.storeName+" table "+table))
 		if err != nil {
 			db.Close()
 			return nil, err
@@ -173,7 +174,7 @@ func (a *MySQLAssigner) classify(err error, doing string) error {
 	switch mysqlErrorNumber(err) {
 	case mysqlAccessDenied, mysqlDBAccessDenied, mysqlUnknownDatabase, mysqlTableAccessDenied,
 		mysqlNoSuchTable, mysqlCommandDeniedToUse, mysqlSyntaxError:
-		return Permanent(out)
+		return workerid.Permanent(out)
 	}
 	return out
 }
@@ -208,7 +209,7 @@ func (a *MySQLAssigner) Claim(ctx context.Context, layout uidcore.Layout) (uidco
 	}
 	table := quoteIdent(a.cfg.WorkerNodeTable)
 	var id int64
-	err := RetryStore(ctx, a.cfg.StoreStartupDeadline, a.log, "insert into "+a.cfg.WorkerNodeTable+" of "+a.storeName, func(ctx context.Context) error {
+	err := workerid.RetryStore(ctx, a.cfg.StoreStartupDeadline, a.log, "insert into "+a.cfg.WorkerNodeTable+" of "+a.storeName, func(ctx context.Context) error {
 		res, err := a.db.ExecContext(ctx, "INSERT INTO "+table+" (HOST_NAME, PORT, TYPE, LAUNCH_DATE, MODIFIED, CREATED) VALUES (?, ?, ?, CURDATE(), NOW(), NOW())",
 			a.host.Name, a.host.Port, int(a.host.Type))
 		if err != nil {
@@ -220,7 +221,7 @@ func (a *MySQLAssigner) Claim(ctx context.Context, layout uidcore.Layout) (uidco
 	if err != nil {
 		return nil, fmt.Errorf("workerid: disposable worker ID from %s: %w", a.storeName, err)
 	}
-	claim, err := DisposableClaim(uint64(id), layout, a.storeName+" table "+a.cfg.WorkerNodeTable)
+	claim, err := workerid.DisposableClaim(uint64(id), layout, a.storeName+" table "+a.cfg.WorkerNodeTable)
 	if err != nil {
 		return nil, err
 	}
@@ -244,10 +245,10 @@ type mysqlLeaseStore struct {
 // the condition on rows another claimer just updated, so concurrent
 // claimers move on to the next row); else the lowest unused ID, inserted
 // with its primary key deciding races.
-func (s *mysqlLeaseStore) Acquire(ctx context.Context, req LeaseRequest) (Grant, error) {
+func (s *mysqlLeaseStore) Acquire(ctx context.Context, req workerid.LeaseRequest) (workerid.Grant, error) {
 	for {
 		if err := ctx.Err(); err != nil {
-			return Grant{}, err
+			return workerid.Grant{}, err
 		}
 		g, ok, err := s.recycle(ctx, req)
 		if retryableRace(err) {
@@ -260,10 +261,10 @@ func (s *mysqlLeaseStore) Acquire(ctx context.Context, req LeaseRequest) (Grant,
 		err = s.db.QueryRowContext(ctx, "SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM "+s.table+" WHERE WORKER_ID = 0) THEN 0 ELSE "+
 			"(SELECT MIN(a.WORKER_ID) + 1 FROM "+s.table+" a LEFT JOIN "+s.table+" b ON b.WORKER_ID = a.WORKER_ID + 1 WHERE b.WORKER_ID IS NULL) END").Scan(&next)
 		if err != nil {
-			return Grant{}, err
+			return workerid.Grant{}, err
 		}
 		if !next.Valid || next.Int64 < 0 || uint64(next.Int64) > req.MaxWorkerID {
-			return Grant{}, fmt.Errorf("%w: every worker ID up to %d has a live lease", ErrWorkerIDsExhausted, req.MaxWorkerID)
+			return workerid.Grant{}, fmt.Errorf("%w: every worker ID up to %d has a live lease", workerid.ErrWorkerIDsExhausted, req.MaxWorkerID)
 		}
 		_, err = s.db.ExecContext(ctx, "INSERT INTO "+s.table+" (WORKER_ID, OWNER_TOKEN, LEASE_EXPIRY, RESERVED_SECOND, HOST_NAME, PORT, TYPE, CREATED, MODIFIED) "+
 			"VALUES (?, ?, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, 0, ?, ?, ?, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))",
@@ -272,9 +273,9 @@ func (s *mysqlLeaseStore) Acquire(ctx context.Context, req LeaseRequest) (Grant,
 			continue // another claimer inserted it first
 		}
 		if err != nil {
-			return Grant{}, err
+			return workerid.Grant{}, err
 		}
-		return Grant{WorkerID: uint64(next.Int64), Token: req.Token}, nil
+		return workerid.Grant{WorkerID: uint64(next.Int64), Token: req.Token}, nil
 	}
 }
 
@@ -287,10 +288,10 @@ func retryableRace(err error) bool {
 	return false
 }
 
-func (s *mysqlLeaseStore) recycle(ctx context.Context, req LeaseRequest) (g Grant, ok bool, err error) {
+func (s *mysqlLeaseStore) recycle(ctx context.Context, req workerid.LeaseRequest) (g workerid.Grant, ok bool, err error) {
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	if err != nil {
-		return Grant{}, false, err
+		return workerid.Grant{}, false, err
 	}
 	defer func() {
 		if err != nil || !ok {
@@ -302,19 +303,19 @@ func (s *mysqlLeaseStore) recycle(ctx context.Context, req LeaseRequest) (g Gran
 		"WHERE LEASE_EXPIRY < UTC_TIMESTAMP(6) AND WORKER_ID <= ? ORDER BY WORKER_ID LIMIT 1",
 		req.Token, req.TTL.Microseconds(), req.Host.Name, req.Host.Port, int(req.Host.Type), req.MaxWorkerID)
 	if err != nil {
-		return Grant{}, false, err
+		return workerid.Grant{}, false, err
 	}
 	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return Grant{}, false, err
+		return workerid.Grant{}, false, err
 	}
 	var id, reserved int64
 	if err := tx.QueryRowContext(ctx, "SELECT WORKER_ID, RESERVED_SECOND FROM "+s.table+" WHERE OWNER_TOKEN = ?", req.Token).Scan(&id, &reserved); err != nil {
-		return Grant{}, false, err
+		return workerid.Grant{}, false, err
 	}
 	if err := tx.Commit(); err != nil {
-		return Grant{}, false, err
+		return workerid.Grant{}, false, err
 	}
-	return Grant{WorkerID: uint64(id), Token: req.Token, PrevReserved: reserved}, true, nil
+	return workerid.Grant{WorkerID: uint64(id), Token: req.Token, PrevReserved: reserved}, true, nil
 }
 
 // Renew implements LeaseStore.
@@ -348,11 +349,11 @@ func (s *mysqlLeaseStore) checkOwner(ctx context.Context, res sql.Result, worker
 	err := s.db.QueryRowContext(ctx, "SELECT OWNER_TOKEN FROM "+s.table+" WHERE WORKER_ID = ?", workerID).Scan(&owner)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return fmt.Errorf("%w: worker ID %d has no lease row", ErrLeaseTaken, workerID)
+		return fmt.Errorf("%w: worker ID %d has no lease row", workerid.ErrLeaseTaken, workerID)
 	case err != nil:
 		return err
 	case owner != token:
-		return fmt.Errorf("%w: worker ID %d", ErrLeaseTaken, workerID)
+		return fmt.Errorf("%w: worker ID %d", workerid.ErrLeaseTaken, workerID)
 	}
 	return nil
 }
@@ -367,3 +368,9 @@ type driverLogger struct {
 func (l driverLogger) Print(v ...any) {
 	l.log.Warn(redactPassword(strings.TrimSpace(fmt.Sprint(v...)), l.password))
 }
+
+// The environment variables of the Config fields that errors name.
+const (
+	dsnVar          = workerid.EnvPrefix + "MYSQL_DSN"
+	createTablesVar = workerid.EnvPrefix + "CREATE_TABLES"
+)

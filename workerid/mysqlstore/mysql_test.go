@@ -1,4 +1,4 @@
-package workerid_test
+package mysqlstore_test
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
+	"github.com/uid-dispenser/uid-dispenser/workerid/mysqlstore"
 	"github.com/uid-dispenser/uid-dispenser/workerid/workeridtest"
 )
 
@@ -49,11 +50,11 @@ func withAddr(t testing.TB, dsn, addr string) string {
 	return c.FormatDSN()
 }
 
-func newMySQLAssigner(t testing.TB, cfg workerid.Config) *workerid.MySQLAssigner {
+func newMySQLAssigner(t testing.TB, cfg workerid.Config) *mysqlstore.MySQLAssigner {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	a, err := workerid.NewMySQLAssigner(ctx, cfg, testLogger())
+	a, err := mysqlstore.NewMySQLAssigner(ctx, cfg, testLogger())
 	if err != nil {
 		t.Fatalf("NewMySQLAssigner: %v", err)
 	}
@@ -247,7 +248,7 @@ func TestMySQLMissingTableWithoutCreate(t *testing.T) {
 	cfg.MySQLDSN = testenv.MySQL(t)
 	cfg.CreateTables = false
 	begin := time.Now()
-	_, err := workerid.NewMySQLAssigner(context.Background(), cfg, testLogger())
+	_, err := mysqlstore.NewMySQLAssigner(context.Background(), cfg, testLogger())
 	if err == nil {
 		t.Fatal("no error for a missing WORKER_LEASE table")
 	}
@@ -279,7 +280,7 @@ func TestMySQLUnreachable(t *testing.T) {
 	cfg.MySQLDSN = "dispenser:" + password + "@tcp(" + addr + ")/uids"
 	cfg.StoreStartupDeadline = time.Second
 	begin := time.Now()
-	_, err := workerid.NewMySQLAssigner(context.Background(), cfg, testLogger())
+	_, err := mysqlstore.NewMySQLAssigner(context.Background(), cfg, testLogger())
 	took := time.Since(begin)
 	if !errors.Is(err, workerid.ErrStoreUnavailable) {
 		t.Fatalf("err = %v, want ErrStoreUnavailable", err)
@@ -309,7 +310,7 @@ func TestMySQLWrongPassword(t *testing.T) {
 	cfg := workerid.DefaultConfig()
 	cfg.MySQLDSN = c.FormatDSN()
 	begin := time.Now()
-	_, err = workerid.NewMySQLAssigner(context.Background(), cfg, testLogger())
+	_, err = mysqlstore.NewMySQLAssigner(context.Background(), cfg, testLogger())
 	if err == nil {
 		t.Fatal("no error for a wrong password")
 	}
@@ -438,7 +439,7 @@ func TestMySQLLeastPrivileges(t *testing.T) {
 	// With CREATE_TABLES on, the missing privilege is a clear error.
 	cfg := workerid.DefaultConfig()
 	cfg.MySQLDSN = c.FormatDSN()
-	_, err = workerid.NewMySQLAssigner(context.Background(), cfg, testLogger())
+	_, err = mysqlstore.NewMySQLAssigner(context.Background(), cfg, testLogger())
 	if err == nil || !strings.Contains(err.Error(), "DISPENSER_CREATE_TABLES=false") || strings.Contains(err.Error(), password) {
 		t.Errorf("CREATE_TABLES without the privilege: %v", err)
 	}
