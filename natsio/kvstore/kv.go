@@ -1,4 +1,4 @@
-package natsio
+package kvstore
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/uid-dispenser/uid-dispenser/natsio"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
 )
@@ -69,7 +70,7 @@ func NewKVAssigner(ctx context.Context, nc *nats.Conn, cfg workerid.Config, logg
 		return nil, fmt.Errorf("natsio: worker-ID bucket: %w", err)
 	}
 	a := &KVAssigner{cfg: cfg, host: host, log: logger,
-		storeName: fmt.Sprintf("NATS KV bucket %s at %s", cfg.WorkerKVBucket, RedactURL(nc.ConnectedUrlRedacted()))}
+		storeName: fmt.Sprintf("NATS KV bucket %s at %s", cfg.WorkerKVBucket, natsio.RedactURL(nc.ConnectedUrlRedacted()))}
 	err = workerid.RetryStore(ctx, cfg.StoreStartupDeadline, logger, "open "+a.storeName, func(ctx context.Context) error {
 		kv, err := openBucket(ctx, js, cfg.WorkerKVBucket, cfg.WorkerKVReplicas)
 		if errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
