@@ -1,13 +1,10 @@
 package natsio
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
-	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -483,11 +480,11 @@ func TestBlocksMalformedBlockTerminatedAndReported(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	good := encodeBlock(DefaultBlocksSubject, 3, []uint64{100, 200, 300})
-	badCount := encodeBlock(DefaultBlocksSubject, 3, []uint64{5, 6, 7})
+	good := EncodeBlock(DefaultBlocksSubject, 3, []uint64{100, 200, 300})
+	badCount := EncodeBlock(DefaultBlocksSubject, 3, []uint64{5, 6, 7})
 	badCount.Header.Set(HeaderBlockCount, "2")
 	badCount.Header.Set(jetstream.MsgIDHeader, "bad-count")
-	torn := encodeBlock(DefaultBlocksSubject, 3, []uint64{8, 9})
+	torn := EncodeBlock(DefaultBlocksSubject, 3, []uint64{8, 9})
 	torn.Data = torn.Data[:12]
 	torn.Header.Set(jetstream.MsgIDHeader, "torn")
 
@@ -560,143 +557,4 @@ func TestBlockSourceWaitsForTheStreamAndClosesCleanly(t *testing.T) {
 	if _, err := src.Next(ctx); !errors.Is(err, ErrBlockSourceClosed) {
 		t.Fatalf("Next after Close: %v", err)
 	}
-}
-
-func TestBlocksConfigDefaultsMatchTags(t *testing.T) {
-	def := DefaultBlocksConfig()
-	v := reflect.ValueOf(def)
-	for i := range v.NumField() {
-		f := v.Type().Field(i)
-		tag, ok := f.Tag.Lookup("default")
-		if !ok {
-			t.Errorf("%s has no default tag", f.Name)
-			continue
-		}
-		var got string
-		switch x := v.Field(i).Interface().(type) {
-		case time.Duration:
-			d, err := time.ParseDuration(tag)
-			if err != nil || d != x {
-				t.Errorf("%s: tag %q, DefaultBlocksConfig %s", f.Name, tag, x)
-			}
-			continue
-		case bool:
-			got = strconv.FormatBool(x)
-		case int:
-			got = strconv.Itoa(x)
-		case string:
-			got = x
-		default:
-			t.Fatalf("%s: unhandled type %T", f.Name, x)
-		}
-		if got != tag {
-			t.Errorf("%s: tag %q, DefaultBlocksConfig %q", f.Name, tag, got)
-		}
-		if !strings.HasPrefix(f.Tag.Get("envconfig"), "BLOCKS_") || f.Tag.Get("desc") == "" {
-			t.Errorf("%s: envconfig tag %q, desc %q", f.Name, f.Tag.Get("envconfig"), f.Tag.Get("desc"))
-		}
-	}
-	if err := (BlocksConfig{BlocksEnabled: true}).Validate(); err != nil {
-		t.Errorf("zero config with blocks enabled: %v", err)
-	}
-}
-
-func TestBlocksConfigValidateNamesTheVariable(t *testing.T) {
-	cases := []struct {
-		mutate func(*BlocksConfig)
-		envVar string
-	}{
-		{func(c *BlocksConfig) { c.BlocksStream = "UID.BLOCKS" }, "DISPENSER_BLOCKS_STREAM"},
-		{func(c *BlocksConfig) { c.BlocksSubject = "uid.>" }, "DISPENSER_BLOCKS_SUBJECT"},
-		{func(c *BlocksConfig) { c.BlocksSubject = "uid..blocks" }, "DISPENSER_BLOCKS_SUBJECT"},
-		{func(c *BlocksConfig) { c.BlockSize = -1 }, "DISPENSER_BLOCKS_BLOCK_SIZE"},
-		{func(c *BlocksConfig) { c.BlockSize = MaxBlockSize + 1 }, "DISPENSER_BLOCKS_BLOCK_SIZE"},
-		{func(c *BlocksConfig) { c.BlocksTargetDepth = -3 }, "DISPENSER_BLOCKS_TARGET_DEPTH"},
-		{func(c *BlocksConfig) { c.BlocksStorage = "disk" }, "DISPENSER_BLOCKS_STORAGE"},
-		{func(c *BlocksConfig) { c.BlocksReplicas = 7 }, "DISPENSER_BLOCKS_REPLICAS"},
-		{func(c *BlocksConfig) { c.BlocksDuplicateWindow = time.Millisecond }, "DISPENSER_BLOCKS_DUPLICATE_WINDOW"},
-		{func(c *BlocksConfig) { c.BlocksPollInterval = time.Microsecond }, "DISPENSER_BLOCKS_POLL_INTERVAL"},
-	}
-	for _, tc := range cases {
-		c := DefaultBlocksConfig()
-		c.BlocksEnabled = true
-		tc.mutate(&c)
-		err := c.Validate()
-		var ce *BlocksConfigError
-		if !errors.As(err, &ce) || ce.Var != tc.envVar || !strings.Contains(err.Error(), tc.envVar) {
-			t.Errorf("%+v: error %v, want one naming %s", c, err, tc.envVar)
-		}
-		c.BlocksEnabled = false
-		if err := c.Validate(); err != nil {
-			t.Errorf("disabled blocks config rejected: %v", err)
-		}
-	}
-}
-
-func TestDecodeBlockRejectsInconsistentBlocks(t *testing.T) {
-	valid := func() *nats.Msg { return encodeBlock("s", 1, []uint64{10, 20, 30}) }
-	cases := map[string]func(m *nats.Msg){
-		"empty":           func(m *nats.Msg) { m.Data = nil; m.Header.Set(HeaderBlockCount, "0") },
-		"torn":            func(m *nats.Msg) { m.Data = m.Data[:23] },
-		"count mismatch":  func(m *nats.Msg) { m.Header.Set(HeaderBlockCount, "4") },
-		"count missing":   func(m *nats.Msg) { m.Header.Del(HeaderBlockCount) },
-		"first mismatch":  func(m *nats.Msg) { m.Header.Set(HeaderBlockFirst, "11") },
-		"last mismatch":   func(m *nats.Msg) { m.Header.Set(HeaderBlockLast, "-30") },
-		"not increasing":  func(m *nats.Msg) { m.Data[15] = 10; m.Data[7] = 10 },
-		"duplicate in it": func(m *nats.Msg) { m.Data[15] = 30 },
-	}
-	for name, mutate := range cases {
-		m := valid()
-		mutate(m)
-		if ids, err := decodeBlock(m.Data, m.Header); !errors.Is(err, ErrMalformedBlock) {
-			t.Errorf("%s: decoded %v, %v; want ErrMalformedBlock", name, ids, err)
-		}
-	}
-	m := valid()
-	ids, err := decodeBlock(m.Data, m.Header)
-	if err != nil || !slices.Equal(ids, []uint64{10, 20, 30}) {
-		t.Fatalf("valid block: %v, %v", ids, err)
-	}
-	if got := m.Header.Get(jetstream.MsgIDHeader); got != "w1-10" {
-		t.Errorf("Nats-Msg-Id %q", got)
-	}
-}
-
-func FuzzDecodeBlock(f *testing.F) {
-	add := func(m *nats.Msg) {
-		f.Add(m.Data, m.Header.Get(HeaderBlockCount), m.Header.Get(HeaderBlockFirst), m.Header.Get(HeaderBlockLast))
-	}
-	add(encodeBlock("s", 1, []uint64{1}))
-	add(encodeBlock("s", 1, []uint64{1, 2, 3, 1 << 62}))
-	add(encodeBlock("s", 9, []uint64{0, 1<<64 - 1}))
-	f.Add([]byte{1, 2, 3}, "1", "1", "1")
-	f.Add(make([]byte, 16), "2", "0", "0")
-	f.Add([]byte{}, "0", "", "")
-	f.Add(make([]byte, 8), "+1", "0", "0")
-	f.Fuzz(func(t *testing.T, data []byte, count, first, last string) {
-		h := nats.Header{}
-		h.Set(HeaderBlockCount, count)
-		h.Set(HeaderBlockFirst, first)
-		h.Set(HeaderBlockLast, last)
-		ids, err := decodeBlock(data, h)
-		if err != nil {
-			if !errors.Is(err, ErrMalformedBlock) || ids != nil {
-				t.Fatalf("error %v with IDs %v", err, ids)
-			}
-			return
-		}
-		// Accepted: it must be what the publisher would have sent.
-		again := encodeBlock("s", 1, ids)
-		n, _ := strconv.Atoi(count)
-		f, _ := strconv.ParseUint(first, 10, 64)
-		l, _ := strconv.ParseUint(last, 10, 64)
-		if !bytes.Equal(again.Data, data) || n != len(ids) || f != ids[0] || l != ids[len(ids)-1] {
-			t.Fatalf("accepted block %x (count %q, first %q, last %q) decodes to %v", data, count, first, last, ids)
-		}
-		for i := 1; i < len(ids); i++ {
-			if ids[i] <= ids[i-1] {
-				t.Fatalf("accepted non-increasing IDs %v", ids)
-			}
-		}
-	})
 }

@@ -62,14 +62,15 @@ func NewClient(nc *nats.Conn, opts ClientOptions) *Client {
 	if opts.MaxBackoff < opts.MinBackoff {
 		opts.MaxBackoff = max(250*time.Millisecond, opts.MinBackoff)
 	}
-	return &Client{
+	c := &Client{
 		nc:        nc,
 		opts:      opts,
 		subjNext:  Subject(opts.SubjectPrefix, EndpointNext),
 		subjBatch: Subject(opts.SubjectPrefix, EndpointBatch),
 		subjParse: Subject(opts.SubjectPrefix, EndpointParse),
-		otel:      newClientTelemetry(opts.TracerProvider),
 	}
+	c.otel = newClientTelemetry(opts.TracerProvider, c.subjNext, c.subjBatch, c.subjParse)
+	return c
 }
 
 // Next returns one new ID.

@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/telemetry"
 	"github.com/uid-dispenser/uid-dispenser/telemetry/telemetrytest"
 	"github.com/uid-dispenser/uid-dispenser/telemetry/uidattr"
@@ -95,28 +96,6 @@ func (c *otelCapture) metric(t *testing.T, name string, match ...attribute.KeyVa
 	}
 	sum, _ := telemetrytest.MetricSum(rm, name, match...)
 	return sum
-}
-
-func TestHeaderCarrierIsCaseInsensitive(t *testing.T) {
-	const tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
-	prop := propagation.TraceContext{}
-	for _, key := range []string{"traceparent", "Traceparent", "TRACEPARENT"} {
-		h := nats.Header{key: {tp}}
-		sc := trace.SpanContextFromContext(prop.Extract(context.Background(), HeaderCarrier(h)))
-		if !sc.IsValid() || sc.TraceID().String() != "0af7651916cd43dd8448eb211c80319c" || sc.SpanID().String() != "b7ad6b7169203331" || !sc.IsRemote() {
-			t.Errorf("header %q: extracted %v, want the trace context it carries", key, sc)
-		}
-	}
-	// Set replaces any other spelling, so a forwarded message never
-	// carries two trace parents.
-	h := HeaderCarrier{"Traceparent": {"old"}, "TRACEPARENT": {"older"}, "Uid-Encoding": {"binary"}}
-	h.Set("traceparent", tp)
-	if len(h) != 2 || h.Get("traceparent") != tp || h.Get("uid-encoding") != "binary" || len(h.Keys()) != 2 {
-		t.Errorf("after Set: %v", h)
-	}
-	if HeaderCarrier(nil).Get("traceparent") != "" {
-		t.Error("nil carrier returned a value")
-	}
 }
 
 // TestTraceAcrossNATS: the client's span and the dispenser's server span
@@ -276,11 +255,21 @@ func TestRejectedTakeIsAnEventOnTheServerSpan(t *testing.T) {
 // producer span, and the stored block carries its trace context.
 func TestBlockPublishesAreProducerSpans(t *testing.T) {
 	capture := installOTel(t)
-	srv := blocksTestServer(t)
-	nc := blocksTestConn(t, srv)
+	inst := startInstance(t, startNATS(t, nil), 9, instanceOpts{})
+	nc := inst.conn.Conn
 	const depth, size = 3, 100
-	blocksTestPublisher(t, nc, blocksTestGenerator(t, 9, 0), BlocksConfig{BlockSize: size, BlocksTargetDepth: depth}, quietLogger())
-	blocksWaitFor(t, 5*time.Second, "the stream filled", func() bool { return blocksTestDepth(t, nc, DefaultBlocksStream) == depth })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p, err := NewBlockPublisher(ctx, nc, inst.gen, BlocksConfig{BlocksEnabled: true, BlockSize: size, BlocksTargetDepth: depth}, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := p.Stop(ctx); err != nil {
+			t.Error(err)
+		}
+	}()
+	testenv.WaitFor(t, 5*time.Second, "the stream filled", func() bool { return p.Stats().Published == depth })
 
 	name := "send " + DefaultBlocksSubject
 	spanIDs := map[string]bool{}
@@ -296,8 +285,6 @@ func TestBlockPublishesAreProducerSpans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
 	stream, err := js.Stream(ctx, DefaultBlocksStream)
 	if err != nil {
 		t.Fatal(err)
