@@ -13,6 +13,7 @@ import (
 	"github.com/kelseyhightower/envconfig"
 
 	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/telemetry"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
@@ -103,8 +104,8 @@ func DefaultConfig() Config {
 		MaxAhead:           uidcore.DefaultMaxAhead,
 		TakeWait:           5 * time.Millisecond,
 		MaxLag:             uidcore.DefaultMaxLag,
-		QueueGroup:         natsio.DefaultQueueGroup,
-		SubjectPrefix:      natsio.DefaultSubjectPrefix,
+		QueueGroup:         uidclient.DefaultQueueGroup,
+		SubjectPrefix:      uidclient.DefaultSubjectPrefix,
 		MaxBatch:           natsio.DefaultMaxBatch,
 		ShutdownTimeout:    10 * time.Second,
 		LogLevel:           "info",

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 )
 
 func TestConnectWithTLSClientCertificate(t *testing.T) {
@@ -84,7 +85,7 @@ func TestReconnectKeepsWorkerAndResumes(t *testing.T) {
 	url := srv.ClientURL()
 	inst := startInstance(t, url, 8, instanceOpts{})
 	nc := connect(t, url)
-	client := NewClient(nc.Conn, ClientOptions{AttemptTimeout: 500 * time.Millisecond})
+	client := uidclient.NewClient(nc.Conn, uidclient.ClientOptions{AttemptTimeout: 500 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	before, err := client.Next(ctx)

@@ -3,10 +3,13 @@ package natsio
 import (
 	"cmp"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 )
 
 // Defaults of BlocksConfig (the stream, subject and block size are the
@@ -44,9 +47,9 @@ type BlocksConfig struct {
 // default (blocks disabled).
 func DefaultBlocksConfig() BlocksConfig {
 	return BlocksConfig{
-		BlocksStream:          DefaultBlocksStream,
-		BlocksSubject:         DefaultBlocksSubject,
-		BlockSize:             DefaultBlockSize,
+		BlocksStream:          uidclient.DefaultBlocksStream,
+		BlocksSubject:         uidclient.DefaultBlocksSubject,
+		BlockSize:             uidclient.DefaultBlockSize,
 		BlocksTargetDepth:     DefaultBlocksTargetDepth,
 		BlocksStorage:         DefaultBlocksStorage,
 		BlocksReplicas:        DefaultBlocksReplicas,
@@ -94,8 +97,8 @@ func (c BlocksConfig) Validate() error {
 		return bad("BLOCKS_STREAM", "%q is not a valid stream name (letters, digits, _ and -)", c.BlocksStream)
 	case !validPublishSubject(c.BlocksSubject):
 		return bad("BLOCKS_SUBJECT", "%q is not a valid subject to publish on (dot-separated tokens, no wildcards or spaces)", c.BlocksSubject)
-	case c.BlockSize < 1 || c.BlockSize > MaxBlockSize:
-		return bad("BLOCKS_BLOCK_SIZE", "%d is outside 1..%d", c.BlockSize, MaxBlockSize)
+	case c.BlockSize < 1 || c.BlockSize > uidclient.MaxBlockSize:
+		return bad("BLOCKS_BLOCK_SIZE", "%d is outside 1..%d", c.BlockSize, uidclient.MaxBlockSize)
 	case c.BlocksTargetDepth < 1 || c.BlocksTargetDepth > 1<<20:
 		return bad("BLOCKS_TARGET_DEPTH", "%d is outside 1..%d", c.BlocksTargetDepth, 1<<20)
 	case c.BlocksStorage != "file" && c.BlocksStorage != "memory":
@@ -109,6 +112,9 @@ func (c BlocksConfig) Validate() error {
 	}
 	return nil
 }
+
+// streamNamePattern is what JetStream accepts as a stream name.
+var streamNamePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,255}$`)
 
 func validPublishSubject(s string) bool {
 	if s == "" || strings.ContainsAny(s, " \t\r\n*>") {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 )
 
 func TestBlocksConfigDefaultsMatchTags(t *testing.T) {
@@ -57,7 +59,7 @@ func TestBlocksConfigValidateNamesTheVariable(t *testing.T) {
 		{func(c *BlocksConfig) { c.BlocksSubject = "uid.>" }, "DISPENSER_BLOCKS_SUBJECT"},
 		{func(c *BlocksConfig) { c.BlocksSubject = "uid..blocks" }, "DISPENSER_BLOCKS_SUBJECT"},
 		{func(c *BlocksConfig) { c.BlockSize = -1 }, "DISPENSER_BLOCKS_BLOCK_SIZE"},
-		{func(c *BlocksConfig) { c.BlockSize = MaxBlockSize + 1 }, "DISPENSER_BLOCKS_BLOCK_SIZE"},
+		{func(c *BlocksConfig) { c.BlockSize = uidclient.MaxBlockSize + 1 }, "DISPENSER_BLOCKS_BLOCK_SIZE"},
 		{func(c *BlocksConfig) { c.BlocksTargetDepth = -3 }, "DISPENSER_BLOCKS_TARGET_DEPTH"},
 		{func(c *BlocksConfig) { c.BlocksStorage = "disk" }, "DISPENSER_BLOCKS_STORAGE"},
 		{func(c *BlocksConfig) { c.BlocksReplicas = 7 }, "DISPENSER_BLOCKS_REPLICAS"},

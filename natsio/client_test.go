@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
+	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
@@ -39,13 +40,13 @@ func (r *loadResult) add(ids []uint64, err error, latency time.Duration) {
 // runClients runs n clients that each loop until stop is closed or they
 // have taken perClient IDs (0: no limit), mixing next and batch calls,
 // every call bounded by callTimeout.
-func runClients(t *testing.T, url string, n, perClient int, batch int, callTimeout time.Duration, opts ClientOptions, stop <-chan struct{}) *loadResult {
+func runClients(t *testing.T, url string, n, perClient int, batch int, callTimeout time.Duration, opts uidclient.ClientOptions, stop <-chan struct{}) *loadResult {
 	t.Helper()
 	res := &loadResult{}
 	var wg sync.WaitGroup
 	for c := range n {
 		conn := connect(t, url)
-		client := NewClient(conn.Conn, opts)
+		client := uidclient.NewClient(conn.Conn, opts)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -84,7 +85,7 @@ func TestThreeInstancesSixteenClientsMillionIDs(t *testing.T) {
 		startInstance(t, url, w+1, instanceOpts{})
 	}
 	const clients, perClient = 16, 62_500 // 1,000,000 IDs
-	res := runClients(t, url, clients, perClient, 5000, 10*time.Second, ClientOptions{}, nil)
+	res := runClients(t, url, clients, perClient, 5000, 10*time.Second, uidclient.ClientOptions{}, nil)
 	if len(res.errs) > 0 {
 		t.Fatalf("%d errors, first: %v", len(res.errs), res.errs[0])
 	}
@@ -117,7 +118,7 @@ func TestAbruptStopDuringLoad(t *testing.T) {
 	go func() {
 		// A short attempt timeout: a request held by the dead instance is
 		// asked again well within the call's deadline.
-		res = runClients(t, url, 16, 0, 500, callTimeout, ClientOptions{AttemptTimeout: 250 * time.Millisecond}, stop)
+		res = runClients(t, url, 16, 0, 500, callTimeout, uidclient.ClientOptions{AttemptTimeout: 250 * time.Millisecond}, stop)
 		close(done)
 	}()
 	time.Sleep(300 * time.Millisecond)
@@ -150,11 +151,11 @@ func TestGracefulStopDuringLoadLosesNoRequest(t *testing.T) {
 	go func() {
 		// One attempt only and a long one: a request lost by the stopping
 		// instance would show as an error or a call of 5 s.
-		res = runClients(t, url, 16, 0, 500, 5*time.Second, ClientOptions{AttemptTimeout: 5 * time.Second}, stop)
+		res = runClients(t, url, 16, 0, 500, 5*time.Second, uidclient.ClientOptions{AttemptTimeout: 5 * time.Second}, stop)
 		close(done)
 	}()
 	time.Sleep(300 * time.Millisecond)
-	servedBefore := instances[1].svc.endpoints[EndpointBatch].ok.Load()
+	servedBefore := instances[1].svc.endpoints[uidclient.EndpointBatch].ok.Load()
 	instances[1].stopGracefully(t)
 	time.Sleep(500 * time.Millisecond)
 	close(stop)
@@ -175,7 +176,7 @@ func TestGracefulStopDuringLoadLosesNoRequest(t *testing.T) {
 func TestClientRetriesUntilAServiceAppears(t *testing.T) {
 	url := startNATS(t, nil)
 	nc := connect(t, url)
-	client := NewClient(nc.Conn, ClientOptions{})
+	client := uidclient.NewClient(nc.Conn, uidclient.ClientOptions{})
 	go func() {
 		time.Sleep(300 * time.Millisecond)
 		startInstance(t, url, 9, instanceOpts{})
@@ -195,7 +196,7 @@ func TestClientRetriesUntilAServiceAppears(t *testing.T) {
 func TestClientGivesUpAtTheDeadline(t *testing.T) {
 	url := startNATS(t, nil)
 	nc := connect(t, url)
-	client := NewClient(nc.Conn, ClientOptions{})
+	client := uidclient.NewClient(nc.Conn, uidclient.ClientOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -213,16 +214,16 @@ func TestClientTypedErrorsAndParse(t *testing.T) {
 	url := startNATS(t, nil)
 	startInstance(t, url, 4, instanceOpts{})
 	nc := connect(t, url)
-	client := NewClient(nc.Conn, ClientOptions{})
+	client := uidclient.NewClient(nc.Conn, uidclient.ClientOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 
 	_, err := client.Batch(ctx, DefaultMaxBatch+1)
-	var se *ServiceError
-	if !errors.Is(err, ErrBadRequest) || !errors.As(err, &se) || se.Code != 400 || !strings.Contains(se.Description, "too large") || se.Subject != "uid.batch" {
+	var se *uidclient.ServiceError
+	if !errors.Is(err, uidclient.ErrBadRequest) || !errors.As(err, &se) || se.Code != 400 || !strings.Contains(se.Description, "too large") || se.Subject != "uid.batch" {
 		t.Fatalf("oversized batch: %v", err)
 	}
-	if _, err := client.Batch(ctx, 0); !errors.Is(err, ErrBadRequest) {
+	if _, err := client.Batch(ctx, 0); !errors.Is(err, uidclient.ErrBadRequest) {
 		t.Fatalf("zero batch: %v", err)
 	}
 	ids, err := client.Batch(ctx, DefaultMaxBatch)
@@ -237,7 +238,7 @@ func TestClientTypedErrorsAndParse(t *testing.T) {
 	if parts != want {
 		t.Fatalf("Parse = %+v, want %+v", parts, want)
 	}
-	if _, err := client.Parse(ctx, 1<<63); !errors.Is(err, ErrBadRequest) {
+	if _, err := client.Parse(ctx, 1<<63); !errors.Is(err, uidclient.ErrBadRequest) {
 		t.Fatalf("sign-bit ID: %v", err)
 	}
 }
@@ -249,7 +250,7 @@ func TestClientRetries503(t *testing.T) {
 	layout := uidcore.Layout{TimeBits: 43, WorkerBits: 10, SeqBits: 10, Epoch: uidcore.DefaultEpoch}
 	startInstance(t, url, 2, instanceOpts{cached: uidcore.CachedOptions{Layout: layout, BoostPower: -1, MaxAhead: time.Second, TakeWait: time.Nanosecond}})
 	nc := connect(t, url)
-	client := NewClient(nc.Conn, ClientOptions{})
+	client := uidclient.NewClient(nc.Conn, uidclient.ClientOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var all []uint64
@@ -273,7 +274,7 @@ func TestPrefetcherConcurrentDistinct(t *testing.T) {
 	startInstance(t, url, 1, instanceOpts{})
 	startInstance(t, url, 2, instanceOpts{})
 	nc := connect(t, url)
-	p := NewPrefetcher(NewClient(nc.Conn, ClientOptions{}), PrefetchOptions{BatchSize: 1000, LowWater: 3000})
+	p := uidclient.NewPrefetcher(uidclient.NewClient(nc.Conn, uidclient.ClientOptions{}), uidclient.PrefetchOptions{BatchSize: 1000, LowWater: 3000})
 	defer p.Close()
 	const goroutines, each = 8, 25_000
 	results := make([][]uint64, goroutines)
@@ -314,7 +315,7 @@ func TestPrefetcherConcurrentDistinct(t *testing.T) {
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Next(context.Background()); !errors.Is(err, ErrPrefetcherClosed) {
+	if _, err := p.Next(context.Background()); !errors.Is(err, uidclient.ErrPrefetcherClosed) {
 		t.Fatalf("Next after Close: %v", err)
 	}
 }
@@ -323,12 +324,12 @@ func TestPrefetcherReportsBadBatchSize(t *testing.T) {
 	url := startNATS(t, nil)
 	startInstance(t, url, 1, instanceOpts{service: ServiceConfig{MaxBatch: 100}})
 	nc := connect(t, url)
-	p := NewPrefetcher(NewClient(nc.Conn, ClientOptions{}), PrefetchOptions{BatchSize: 101})
+	p := uidclient.NewPrefetcher(uidclient.NewClient(nc.Conn, uidclient.ClientOptions{}), uidclient.PrefetchOptions{BatchSize: 101})
 	defer p.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_, err := p.Next(ctx)
-	if !errors.Is(err, ErrBadRequest) || ctx.Err() != nil {
+	if !errors.Is(err, uidclient.ErrBadRequest) || ctx.Err() != nil {
 		t.Fatalf("Next = %v; want the 400 at once", err)
 	}
 }
@@ -336,7 +337,7 @@ func TestPrefetcherReportsBadBatchSize(t *testing.T) {
 func TestPrefetcherWaitsWithinDeadlineWithoutService(t *testing.T) {
 	url := startNATS(t, nil)
 	nc := connect(t, url)
-	p := NewPrefetcher(NewClient(nc.Conn, ClientOptions{}), PrefetchOptions{FetchTimeout: 100 * time.Millisecond})
+	p := uidclient.NewPrefetcher(uidclient.NewClient(nc.Conn, uidclient.ClientOptions{}), uidclient.PrefetchOptions{FetchTimeout: 100 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
 	defer cancel()
 	start := time.Now()

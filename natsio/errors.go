@@ -6,39 +6,40 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
 // ErrShuttingDown is the reason a service that is stopping gives.
 var ErrShuttingDown = errors.New("shutting down")
 
-func badRequest(format string, args ...any) *ServiceError {
-	return &ServiceError{Code: CodeBadRequest, Description: fmt.Sprintf(format, args...)}
+func badRequest(format string, args ...any) *uidclient.ServiceError {
+	return &uidclient.ServiceError{Code: uidclient.CodeBadRequest, Description: fmt.Sprintf(format, args...)}
 }
 
 // replyFor maps an error of a handler to the code and description the
 // requester gets. uidcore's errors become 503s that say which condition
 // holds, because the requester (or its client's retry) can act on them.
 func replyFor(err error) (code int, description string) {
-	var se *ServiceError
+	var se *uidclient.ServiceError
 	switch {
 	case errors.As(err, &se):
 		return se.Code, se.Description
 	case errors.Is(err, ErrShuttingDown), errors.Is(err, uidcore.ErrClosed):
-		return CodeUnavailable, "shutting down: " + err.Error()
+		return uidclient.CodeUnavailable, "shutting down: " + err.Error()
 	case errors.Is(err, uidcore.ErrClaimLost):
-		return CodeUnavailable, "worker claim lost: " + err.Error()
+		return uidclient.CodeUnavailable, "worker claim lost: " + err.Error()
 	case errors.Is(err, uidcore.ErrTimeExhausted):
 		// Permanent for every instance of the layout: not worth a retry.
-		return CodeInternal, "time field exhausted: " + err.Error()
+		return uidclient.CodeInternal, "time field exhausted: " + err.Error()
 	case errors.Is(err, uidcore.ErrNotReserved):
-		return CodeUnavailable, "worker claim has not reserved the time yet: " + err.Error()
+		return uidclient.CodeUnavailable, "worker claim has not reserved the time yet: " + err.Error()
 	case errors.Is(err, uidcore.ErrBufferEmpty):
-		return CodeUnavailable, "buffer empty: " + err.Error()
+		return uidclient.CodeUnavailable, "buffer empty: " + err.Error()
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return CodeUnavailable, "request abandoned: " + err.Error()
+		return uidclient.CodeUnavailable, "request abandoned: " + err.Error()
 	}
-	return CodeInternal, "internal error: " + err.Error()
+	return uidclient.CodeInternal, "internal error: " + err.Error()
 }
 
 // headerSafe makes s fit a header value: one line, bounded length.

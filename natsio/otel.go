@@ -14,6 +14,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/telemetry/uidattr"
 )
 
@@ -42,9 +43,9 @@ func outcomeOf(code int) string {
 	switch code {
 	case 0:
 		return OutcomeOK
-	case CodeBadRequest:
+	case uidclient.CodeBadRequest:
 		return OutcomeBadRequest
-	case CodeUnavailable:
+	case uidclient.CodeUnavailable:
 		return OutcomeUnavailable
 	}
 	return OutcomeInternal
@@ -100,10 +101,10 @@ func (c *spanTemplates) get(subject string, build func() *spanTemplate) *spanTem
 
 func newServerTelemetry(queueGroup string) *serverTelemetry {
 	t := &serverTelemetry{
-		tracer:     otel.GetTracerProvider().Tracer(instrumentationName, trace.WithInstrumentationVersion(ServiceVersion)),
+		tracer:     otel.GetTracerProvider().Tracer(instrumentationName, trace.WithInstrumentationVersion(uidclient.ServiceVersion)),
 		queueGroup: semconv.MessagingConsumerGroupNameKey.String(queueGroup),
 	}
-	m := otel.GetMeterProvider().Meter(instrumentationName, metric.WithInstrumentationVersion(ServiceVersion))
+	m := otel.GetMeterProvider().Meter(instrumentationName, metric.WithInstrumentationVersion(uidclient.ServiceVersion))
 	var err error
 	if t.requests, err = m.Int64Counter("uid.requests", metric.WithUnit("{request}"),
 		metric.WithDescription("Requests served, by endpoint and outcome.")); err != nil {
@@ -152,7 +153,7 @@ func (t *serverTelemetry) start(endpoint, subject string, headers map[string][]s
 	r := serverRequest{endpoint: endpoint, start: time.Now()}
 	ctx := context.Background()
 	if len(headers) > 0 {
-		ctx = otel.GetTextMapPropagator().Extract(ctx, HeaderCarrier(headers))
+		ctx = otel.GetTextMapPropagator().Extract(ctx, uidclient.HeaderCarrier(headers))
 	}
 	tmpl := t.spans.get(subject, func() *spanTemplate {
 		return &spanTemplate{name: "process " + subject, kind: trace.WithSpanKind(trace.SpanKindServer), attrs: []attribute.KeyValue{
@@ -203,7 +204,7 @@ type producerTelemetry struct {
 }
 
 func newProducerTelemetry() producerTelemetry {
-	return producerTelemetry{tracer: otel.GetTracerProvider().Tracer(instrumentationName, trace.WithInstrumentationVersion(ServiceVersion))}
+	return producerTelemetry{tracer: otel.GetTracerProvider().Tracer(instrumentationName, trace.WithInstrumentationVersion(uidclient.ServiceVersion))}
 }
 
 // start starts the producer span of publishing msg (a block of ids IDs)
@@ -219,7 +220,7 @@ func (t producerTelemetry) start(ctx context.Context, msg *nats.Msg, ids int) tr
 		uidattr.Count.Int(ids),
 	))
 	// A block message always has headers (encodeBlock makes them).
-	otel.GetTextMapPropagator().Inject(ctx, HeaderCarrier(msg.Header))
+	otel.GetTextMapPropagator().Inject(ctx, uidclient.HeaderCarrier(msg.Header))
 	return span
 }
 

@@ -17,10 +17,12 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/telemetry"
 	"github.com/uid-dispenser/uid-dispenser/telemetry/telemetrytest"
 	"github.com/uid-dispenser/uid-dispenser/telemetry/uidattr"
@@ -105,7 +107,7 @@ func TestTraceAcrossNATS(t *testing.T) {
 	capture := installOTel(t)
 	url := startNATS(t, nil)
 	startInstance(t, url, 7, instanceOpts{})
-	client := NewClient(connect(t, url).Conn, ClientOptions{})
+	client := uidclient.NewClient(connect(t, url).Conn, uidclient.ClientOptions{})
 
 	ctx, caller := otel.Tracer("test").Start(context.Background(), "caller")
 	id, err := client.Next(ctx)
@@ -123,8 +125,8 @@ func TestTraceAcrossNATS(t *testing.T) {
 	for _, c := range []struct {
 		endpoint string
 		count    int64
-	}{{EndpointNext, 1}, {EndpointBatch, 5}} {
-		subject := Subject(DefaultSubjectPrefix, c.endpoint)
+	}{{uidclient.EndpointNext, 1}, {uidclient.EndpointBatch, 5}} {
+		subject := uidclient.Subject(uidclient.DefaultSubjectPrefix, c.endpoint)
 		send := capture.span(t, "send "+subject, 1)
 		process := capture.span(t, "process "+subject, 1)
 		if send.SpanKind() != trace.SpanKindClient || send.Parent().SpanID() != callerSC.SpanID() {
@@ -138,7 +140,7 @@ func TestTraceAcrossNATS(t *testing.T) {
 		for key, want := range map[attribute.Key]attribute.Value{
 			"messaging.system":              attribute.StringValue("nats"),
 			"messaging.destination.name":    attribute.StringValue(subject),
-			"messaging.consumer.group.name": attribute.StringValue(DefaultQueueGroup),
+			"messaging.consumer.group.name": attribute.StringValue(uidclient.DefaultQueueGroup),
 			"messaging.operation.type":      attribute.StringValue("process"),
 			uidattr.Endpoint:                attribute.StringValue(c.endpoint),
 			uidattr.Count:                   attribute.Int64Value(c.count),
@@ -153,10 +155,10 @@ func TestTraceAcrossNATS(t *testing.T) {
 			t.Errorf("%s: server span status %v", subject, process.Status())
 		}
 	}
-	if got := capture.metric(t, "uid.requests", uidattr.Endpoint.String(EndpointNext), uidattr.Outcome.String(OutcomeOK)); got != 1 {
+	if got := capture.metric(t, "uid.requests", uidattr.Endpoint.String(uidclient.EndpointNext), uidattr.Outcome.String(OutcomeOK)); got != 1 {
 		t.Errorf("uid.requests{next,ok} = %v, want 1", got)
 	}
-	if got := capture.metric(t, "uid.request.duration", uidattr.Endpoint.String(EndpointBatch)); got != 1 {
+	if got := capture.metric(t, "uid.request.duration", uidattr.Endpoint.String(uidclient.EndpointBatch)); got != 1 {
 		t.Errorf("uid.request.duration{batch} count = %v, want 1", got)
 	}
 	if got := capture.metric(t, "uid.ids.issued"); got != 6 {
@@ -191,9 +193,9 @@ func TestServerSpanRecordsErrors(t *testing.T) {
 	capture := installOTel(t)
 	url := startNATS(t, nil)
 	startInstance(t, url, 4, instanceOpts{})
-	client := NewClient(connect(t, url).Conn, ClientOptions{})
+	client := uidclient.NewClient(connect(t, url).Conn, uidclient.ClientOptions{})
 	_, err := client.Batch(context.Background(), DefaultMaxBatch+1)
-	if !errors.Is(err, ErrBadRequest) {
+	if !errors.Is(err, uidclient.ErrBadRequest) {
 		t.Fatalf("oversized batch: %v, want a bad request", err)
 	}
 	s := capture.span(t, "process uid.batch", 1)
@@ -271,7 +273,7 @@ func TestBlockPublishesAreProducerSpans(t *testing.T) {
 	}()
 	testenv.WaitFor(t, 5*time.Second, "the stream filled", func() bool { return p.Stats().Published == depth })
 
-	name := "send " + DefaultBlocksSubject
+	name := "send " + uidclient.DefaultBlocksSubject
 	spanIDs := map[string]bool{}
 	for i := 1; i <= depth; i++ {
 		s := capture.span(t, name, i)
@@ -285,7 +287,7 @@ func TestBlockPublishesAreProducerSpans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stream, err := js.Stream(ctx, DefaultBlocksStream)
+	stream, err := js.Stream(ctx, uidclient.DefaultBlocksStream)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +295,7 @@ func TestBlockPublishesAreProducerSpans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc := trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), HeaderCarrier(stored.Header)))
+	sc := trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), uidclient.HeaderCarrier(stored.Header)))
 	if !sc.IsValid() || !spanIDs[sc.SpanID().String()] {
 		t.Errorf("stored block carries trace context %v, want one of the producer spans %v", sc, spanIDs)
 	}
@@ -330,21 +332,42 @@ func BenchmarkRequestTelemetry(b *testing.B) {
 					otel.SetMeterProvider(metricnoop.NewMeterProvider())
 					otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator())
 				}()
-				server := newServerTelemetry(DefaultQueueGroup)
-				client := newClientTelemetry(nil)
+				server := newServerTelemetry(uidclient.DefaultQueueGroup)
+				clientTP := otel.GetTracerProvider()
 				if side == "server" {
-					client = newClientTelemetry(tracenoop.NewTracerProvider())
+					clientTP = tracenoop.NewTracerProvider()
 				}
+				client := clientStandIn{tracer: clientTP.Tracer("bench")}
 				b.ReportAllocs()
 				b.ResetTimer()
 				for range b.N {
 					msg := &nats.Msg{Subject: "uid.next"}
-					_, span := client.start(context.Background(), msg)
-					ctx, r := server.start(EndpointNext, msg.Subject, msg.Header)
+					span := client.start(msg)
+					ctx, r := server.start(uidclient.EndpointNext, msg.Subject, msg.Header)
 					server.end(ctx, r, 1, 7, 0, nil)
-					client.end(span, nil)
+					span.End()
 				}
 			})
 		}
 	}
+}
+
+// clientStandIn does per request what uidclient's telemetry does (its own
+// cost is measured by uidclient's BenchmarkClientTelemetry): a client span
+// with the messaging attributes and its trace context injected into the
+// headers.
+type clientStandIn struct{ tracer trace.Tracer }
+
+func (c clientStandIn) start(msg *nats.Msg) trace.Span {
+	ctx, span := c.tracer.Start(context.Background(), "send "+msg.Subject, trace.WithSpanKind(trace.SpanKindClient))
+	if span.IsRecording() {
+		span.SetAttributes(semconv.MessagingSystemKey.String("nats"), semconv.MessagingDestinationNameKey.String(msg.Subject),
+			semconv.MessagingOperationTypeSend, semconv.MessagingOperationNameKey.String("send"))
+	}
+	h := uidclient.HeaderCarrier{}
+	otel.GetTextMapPropagator().Inject(ctx, h)
+	if len(h) > 0 {
+		msg.Header = nats.Header(h)
+	}
+	return span
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
@@ -44,7 +45,7 @@ func TestParseCount(t *testing.T) {
 			}
 			continue
 		}
-		if err == nil || !strings.Contains(err.Error(), tc.errPart) || !errors.Is(err, ErrBadRequest) {
+		if err == nil || !strings.Contains(err.Error(), tc.errPart) || !errors.Is(err, uidclient.ErrBadRequest) {
 			t.Errorf("ParseCount(%q) = %d, %v; want a bad request containing %q", tc.body, got, err, tc.errPart)
 		}
 	}
@@ -75,7 +76,7 @@ func TestParseIDRequest(t *testing.T) {
 			}
 			continue
 		}
-		if err == nil || !strings.Contains(err.Error(), tc.errPart) || !errors.Is(err, ErrBadRequest) {
+		if err == nil || !strings.Contains(err.Error(), tc.errPart) || !errors.Is(err, uidclient.ErrBadRequest) {
 			t.Errorf("ParseIDRequest(%q) = %d, %v; want a bad request containing %q", tc.body, got, err, tc.errPart)
 		}
 	}
@@ -85,8 +86,8 @@ func TestParseIDRequest(t *testing.T) {
 // description fits one header line.
 func checkBadRequest(t *testing.T, body []byte, err error) {
 	t.Helper()
-	var se *ServiceError
-	if !errors.As(err, &se) || se.Code != CodeBadRequest {
+	var se *uidclient.ServiceError
+	if !errors.As(err, &se) || se.Code != uidclient.CodeBadRequest {
 		t.Fatalf("body %q: error %v is not a 400 *ServiceError", body, err)
 	}
 	if se.Description == "" || strings.ContainsAny(se.Description, "\r\n") || len(se.Description) > 512 {

@@ -22,6 +22,8 @@ const (
 	// decimalIDWidth is the worst-case size of one ID in a decimal batch
 	// reply: 19 digits (an ID never has the sign bit) and a newline.
 	decimalIDWidth = 20
+	// binaryIDWidth is the size of one ID in a binary batch reply.
+	binaryIDWidth = 8
 )
 
 // MaxBatchFor returns the largest count a batch request may ask for when

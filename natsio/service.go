@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
@@ -97,10 +98,10 @@ func NewService(nc *nats.Conn, src IDSource, cfg ServiceConfig) (*Service, error
 		return nil, errors.New("natsio: NewService: nil IDSource")
 	}
 	if cfg.QueueGroup == "" {
-		cfg.QueueGroup = DefaultQueueGroup
+		cfg.QueueGroup = uidclient.DefaultQueueGroup
 	}
 	if cfg.SubjectPrefix == "" {
-		cfg.SubjectPrefix = DefaultSubjectPrefix
+		cfg.SubjectPrefix = uidclient.DefaultSubjectPrefix
 	}
 	if cfg.MaxBatch == 0 {
 		cfg.MaxBatch = DefaultMaxBatch
@@ -125,7 +126,7 @@ func NewService(nc *nats.Conn, src IDSource, cfg ServiceConfig) (*Service, error
 		cfg: cfg,
 		log: cfg.Logger,
 		endpoints: map[string]*endpointCounters{
-			EndpointNext: {}, EndpointBatch: {}, EndpointParse: {},
+			uidclient.EndpointNext: {}, uidclient.EndpointBatch: {}, uidclient.EndpointParse: {},
 		},
 		otel: newServerTelemetry(cfg.QueueGroup),
 	}
@@ -151,8 +152,8 @@ func (s *Service) start() error {
 	layout := src.Layout()
 	maxPayload := s.nc.MaxPayload()
 	svc, err := micro.AddService(s.nc, micro.Config{
-		Name:        ServiceName,
-		Version:     ServiceVersion,
+		Name:        uidclient.ServiceName,
+		Version:     uidclient.ServiceVersion,
 		Description: s.cfg.Description,
 		QueueGroup:  s.cfg.QueueGroup,
 		Metadata: map[string]string{
@@ -174,18 +175,18 @@ func (s *Service) start() error {
 		fn   handlerFunc
 		meta map[string]string
 	}{
-		{EndpointNext, s.next, map[string]string{"reply": "one decimal ID"}},
-		{EndpointBatch, s.batch, map[string]string{
-			"reply":            "newline-separated decimal IDs, or 8-byte big-endian IDs with header " + EncodingHeader + ": " + EncodingBinary,
+		{uidclient.EndpointNext, s.next, map[string]string{"reply": "one decimal ID"}},
+		{uidclient.EndpointBatch, s.batch, map[string]string{
+			"reply":            "newline-separated decimal IDs, or 8-byte big-endian IDs with header " + uidclient.EncodingHeader + ": " + uidclient.EncodingBinary,
 			"max_batch_binary": strconv.Itoa(MaxBatchFor(s.cfg.MaxBatch, maxPayload, true)),
 			"max_batch_text":   strconv.Itoa(MaxBatchFor(s.cfg.MaxBatch, maxPayload, false)),
 		}},
-		{EndpointParse, s.parse, map[string]string{"reply": "JSON {UID, timestamp, workerId, sequence}"}},
+		{uidclient.EndpointParse, s.parse, map[string]string{"reply": "JSON {UID, timestamp, workerId, sequence}"}},
 	} {
 		err := group.AddEndpoint(e.name, s.handle(e.name, e.fn), limits, micro.WithEndpointMetadata(e.meta))
 		if err != nil {
 			_ = svc.Stop()
-			return fmt.Errorf("natsio: add endpoint %s: %w", Subject(s.cfg.SubjectPrefix, e.name), err)
+			return fmt.Errorf("natsio: add endpoint %s: %w", uidclient.Subject(s.cfg.SubjectPrefix, e.name), err)
 		}
 	}
 	s.svc = svc
@@ -210,7 +211,7 @@ func (s *Service) handle(endpoint string, fn handlerFunc) micro.Handler {
 		} else {
 			var description string
 			code, description = replyFor(err)
-			if code == CodeInternal {
+			if code == uidclient.CodeInternal {
 				s.log.Error("request failed", "subject", req.Subject(), "err", err)
 			}
 			if rerr := req.Error(strconv.Itoa(code), headerSafe(description), nil); rerr != nil && !errors.Is(rerr, nats.ErrMsgNoReply) {
@@ -245,9 +246,9 @@ func (c *endpointCounters) record(code int) {
 	switch code {
 	case 0:
 		c.ok.Add(1)
-	case CodeBadRequest:
+	case uidclient.CodeBadRequest:
 		c.badRequest.Add(1)
-	case CodeUnavailable:
+	case uidclient.CodeUnavailable:
 		c.unavailable.Add(1)
 	default:
 		c.internal.Add(1)
@@ -294,9 +295,9 @@ func (s *Service) batch(ctx context.Context, req micro.Request, buf []byte) ([]b
 		return nil, 0, err
 	}
 	if binary {
-		return AppendBinaryIDs(buf, ids), n, nil
+		return uidclient.AppendBinaryIDs(buf, ids), n, nil
 	}
-	return AppendDecimalIDs(buf, ids), n, nil
+	return uidclient.AppendDecimalIDs(buf, ids), n, nil
 }
 
 // parse answers the fields of an ID as UidGenerator's parseUID JSON.
@@ -317,12 +318,12 @@ func (s *Service) parse(_ context.Context, req micro.Request, buf []byte) ([]byt
 // names are matched case-insensitively because clients in other languages
 // may lower-case them.
 func wantsBinary(h micro.Headers) bool {
-	if v := h.Get(EncodingHeader); v != "" {
-		return strings.EqualFold(v, EncodingBinary)
+	if v := h.Get(uidclient.EncodingHeader); v != "" {
+		return strings.EqualFold(v, uidclient.EncodingBinary)
 	}
 	for k, vs := range h {
-		if strings.EqualFold(k, EncodingHeader) && len(vs) > 0 {
-			return strings.EqualFold(vs[0], EncodingBinary)
+		if strings.EqualFold(k, uidclient.EncodingHeader) && len(vs) > 0 {
+			return strings.EqualFold(vs[0], uidclient.EncodingBinary)
 		}
 	}
 	return false

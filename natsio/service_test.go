@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
@@ -54,17 +55,17 @@ func TestBatchEncodingsAndParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	text, err := DecodeDecimalIDs(nil, msg.Data)
+	text, err := uidclient.DecodeDecimalIDs(nil, msg.Data)
 	if err != nil || len(text) != 5 || strings.Count(string(msg.Data), "\n") != 4 {
 		t.Fatalf("decimal batch %q: %v, %v", msg.Data, text, err)
 	}
 	bin := &nats.Msg{Subject: "uid.batch", Data: []byte("1000"), Header: nats.Header{}}
-	bin.Header.Set(EncodingHeader, EncodingBinary)
+	bin.Header.Set(uidclient.EncodingHeader, uidclient.EncodingBinary)
 	msg, err = nc.RequestMsg(bin, 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids, err := DecodeBinaryIDs(nil, msg.Data)
+	ids, err := uidclient.DecodeBinaryIDs(nil, msg.Data)
 	if err != nil || len(ids) != 1000 {
 		t.Fatalf("binary batch: %d IDs, %v", len(ids), err)
 	}
@@ -110,7 +111,7 @@ func TestMonitoringEndpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ping micro.Ping
-	if err := json.Unmarshal(msg.Data, &ping); err != nil || ping.Name != ServiceName || ping.Version != ServiceVersion {
+	if err := json.Unmarshal(msg.Data, &ping); err != nil || ping.Name != uidclient.ServiceName || ping.Version != uidclient.ServiceVersion {
 		t.Fatalf("PING %s: %v", msg.Data, err)
 	}
 	if ping.Metadata["worker_id"] != "11" || ping.Metadata["layout"] != "31/16/16" || ping.Metadata["epoch"] != "2026-01-01T00:00:00Z" {
@@ -128,13 +129,13 @@ func TestMonitoringEndpoints(t *testing.T) {
 	subjects := map[string]string{}
 	for _, e := range info.Endpoints {
 		subjects[e.Subject] = e.QueueGroup
-		if e.Name == EndpointBatch && e.Metadata["max_batch_binary"] != "100000" {
+		if e.Name == uidclient.EndpointBatch && e.Metadata["max_batch_binary"] != "100000" {
 			t.Errorf("batch metadata %v", e.Metadata)
 		}
 	}
 	for _, s := range []string{"uid.next", "uid.batch", "uid.parse"} {
-		if subjects[s] != DefaultQueueGroup {
-			t.Errorf("INFO endpoints %v: %s missing or not in queue group %s", subjects, s, DefaultQueueGroup)
+		if subjects[s] != uidclient.DefaultQueueGroup {
+			t.Errorf("INFO endpoints %v: %s missing or not in queue group %s", subjects, s, uidclient.DefaultQueueGroup)
 		}
 	}
 	if info.ID != inst.svc.ID() || info.Metadata["worker_id"] != "11" {
@@ -152,7 +153,7 @@ func TestMonitoringEndpoints(t *testing.T) {
 		if err := json.Unmarshal(msg.Data, &stats); err != nil {
 			t.Fatal(err)
 		}
-		if counted(stats, EndpointNext) || time.Now().After(deadline) {
+		if counted(stats, uidclient.EndpointNext) || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -166,7 +167,7 @@ func TestMonitoringEndpoints(t *testing.T) {
 		if d.Ring.WorkerID != 11 || d.Ring.Size != 524288 || d.Ring.Available == 0 || d.Ring.PaddingRounds == 0 || d.Ring.Claim != "ok" {
 			t.Errorf("ring stats %+v", d.Ring)
 		}
-		if e.Name == EndpointNext {
+		if e.Name == uidclient.EndpointNext {
 			found = true
 			if d.OK != 1 || d.IDs != 1 || e.NumRequests != 1 {
 				t.Errorf("next stats %+v / %+v", e, d)
@@ -194,7 +195,7 @@ func errorReply(t *testing.T, nc *Conn, msg *nats.Msg) (string, string) {
 	t.Helper()
 	reply, err := nc.RequestMsg(msg, 5*time.Second)
 	if err != nil {
-		t.Fatalf("%s %q: %v", msg.Subject, shorten(string(msg.Data), 20), err)
+		t.Fatalf("%s %.20q: %v", msg.Subject, msg.Data, err)
 	}
 	return reply.Header.Get(micro.ErrorCodeHeader), reply.Header.Get(micro.ErrorHeader)
 }
@@ -207,7 +208,7 @@ func TestBadInputGets400AndServiceKeepsServing(t *testing.T) {
 	for i := range megabytes {
 		megabytes[i] = byte('0' + i%10)
 	}
-	binary := nats.Header{EncodingHeader: []string{EncodingBinary}}
+	binary := nats.Header{uidclient.EncodingHeader: []string{uidclient.EncodingBinary}}
 	for _, tc := range []struct {
 		subject string
 		body    []byte
@@ -228,7 +229,7 @@ func TestBadInputGets400AndServiceKeepsServing(t *testing.T) {
 	} {
 		code, desc := errorReply(t, nc, &nats.Msg{Subject: tc.subject, Data: tc.body, Header: tc.header})
 		if code != "400" || !strings.Contains(desc, tc.want) {
-			t.Errorf("%s %q: got %s %q, want 400 containing %q", tc.subject, shorten(string(tc.body), 20), code, desc, tc.want)
+			t.Errorf("%s %.20q: got %s %q, want 400 containing %q", tc.subject, tc.body, code, desc, tc.want)
 		}
 		reply, err := nc.Request("uid.next", nil, 2*time.Second)
 		if err != nil || reply.Header.Get(micro.ErrorCodeHeader) != "" {
@@ -241,7 +242,7 @@ func TestMaxBatchCappedByMaxPayload(t *testing.T) {
 	url := startNATS(t, &server.Options{MaxPayload: 4000})
 	startInstance(t, url, 1, instanceOpts{})
 	nc := connect(t, url)
-	binary := nats.Header{EncodingHeader: []string{EncodingBinary}}
+	binary := nats.Header{uidclient.EncodingHeader: []string{uidclient.EncodingBinary}}
 	if code, desc := errorReply(t, nc, &nats.Msg{Subject: "uid.batch", Data: []byte("501"), Header: binary}); code != "400" || !strings.Contains(desc, "at most 500") {
 		t.Fatalf("binary over the cap: %s %q", code, desc)
 	}
@@ -313,7 +314,7 @@ func TestSlowConsumerDoesNotStopTheService(t *testing.T) {
 	if inst.svc.AsyncErrors() == 0 {
 		t.Fatal("no slow consumer reported; the test did not provoke one")
 	}
-	client := NewClient(nc.Conn, ClientOptions{})
+	client := uidclient.NewClient(nc.Conn, uidclient.ClientOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if _, err := client.Next(ctx); err != nil {
@@ -339,7 +340,7 @@ func TestServiceAddedAgainAfterUnexpectedStop(t *testing.T) {
 	if inst.svc.Restarts() != 1 || inst.svc.ID() == firstID {
 		t.Fatalf("restarts %d, id %s (was %s)", inst.svc.Restarts(), inst.svc.ID(), firstID)
 	}
-	client := NewClient(nc.Conn, ClientOptions{})
+	client := uidclient.NewClient(nc.Conn, uidclient.ClientOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if _, err := client.Next(ctx); err != nil {
@@ -351,7 +352,7 @@ func TestSetSourceToNewWorkerUpdatesMetadata(t *testing.T) {
 	url := startNATS(t, nil)
 	inst := startInstance(t, url, 5, instanceOpts{})
 	nc := connect(t, url)
-	client := NewClient(nc.Conn, ClientOptions{})
+	client := uidclient.NewClient(nc.Conn, uidclient.ClientOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 )
 
 // load is how hard the clients work. The defaults give about 40,000 IDs
@@ -45,9 +46,9 @@ func defaultLoad(rate float64) load {
 type soakClient struct {
 	log    *clientLog
 	conn   *natsio.Conn
-	client *natsio.Client
-	pre    *natsio.Prefetcher
-	blocks *natsio.BlockSource
+	client *uidclient.Client
+	pre    *uidclient.Prefetcher
+	blocks *uidclient.BlockSource
 	rng    *rand.Rand
 	buf    []uint64
 }
@@ -70,12 +71,12 @@ func startClients(ctx context.Context, n int, urls []string, logger *slog.Logger
 		}
 		switch kind {
 		case kindNext, kindBatch:
-			c.client = natsio.NewClient(conn.Conn, natsio.ClientOptions{})
+			c.client = uidclient.NewClient(conn.Conn, uidclient.ClientOptions{})
 		case kindPrefetch:
-			c.client = natsio.NewClient(conn.Conn, natsio.ClientOptions{})
-			c.pre = natsio.NewPrefetcher(c.client, natsio.PrefetchOptions{BatchSize: ld.prefetchBatch})
+			c.client = uidclient.NewClient(conn.Conn, uidclient.ClientOptions{})
+			c.pre = uidclient.NewPrefetcher(c.client, uidclient.PrefetchOptions{BatchSize: ld.prefetchBatch})
 		case kindBlocks:
-			c.blocks, err = natsio.NewBlockSource(conn.Conn, natsio.BlockSourceConfig{Logger: logger})
+			c.blocks, err = uidclient.NewBlockSource(conn.Conn, uidclient.BlockSourceConfig{Logger: logger})
 			if err != nil {
 				conn.Close()
 				closeClients(clients)
@@ -152,8 +153,8 @@ func (c *soakClient) call(ctx context.Context, ld load) ([]uint64, error) {
 }
 
 // blockStats sums the block sources' counters.
-func blockStats(clients []*soakClient) natsio.BlockSourceStats {
-	var sum natsio.BlockSourceStats
+func blockStats(clients []*soakClient) uidclient.BlockSourceStats {
+	var sum uidclient.BlockSourceStats
 	for _, c := range clients {
 		if c.blocks == nil {
 			continue

@@ -1,4 +1,4 @@
-package natsio
+package uidclient_test
 
 import (
 	"context"
@@ -17,6 +17,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
@@ -54,12 +56,12 @@ func blocksTestGenerator(t *testing.T, worker uint64, after int64) *uidcore.Cach
 	return g
 }
 
-func blocksTestPublisher(t *testing.T, nc *nats.Conn, src BlockIDSource, cfg BlocksConfig, log *slog.Logger) *BlockPublisher {
+func blocksTestPublisher(t *testing.T, nc *nats.Conn, src natsio.BlockIDSource, cfg natsio.BlocksConfig, log *slog.Logger) *natsio.BlockPublisher {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	cfg.BlocksEnabled = true
-	p, err := NewBlockPublisher(ctx, nc, src, cfg, log)
+	p, err := natsio.NewBlockPublisher(ctx, nc, src, cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +69,7 @@ func blocksTestPublisher(t *testing.T, nc *nats.Conn, src BlockIDSource, cfg Blo
 	return p
 }
 
-func blocksTestStop(t *testing.T, p *BlockPublisher) {
+func blocksTestStop(t *testing.T, p *natsio.BlockPublisher) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -76,17 +78,17 @@ func blocksTestStop(t *testing.T, p *BlockPublisher) {
 	}
 }
 
-func blocksTestSource(t *testing.T, nc *nats.Conn, cfg BlockSourceConfig) *BlockSource {
+func blocksTestSource(t *testing.T, nc *nats.Conn, cfg uidclient.BlockSourceConfig) *uidclient.BlockSource {
 	t.Helper()
 	return blocksTestSourceWithHook(t, nc, cfg, nil)
 }
 
-func blocksTestSourceWithHook(t *testing.T, nc *nats.Conn, cfg BlockSourceConfig, beforeAck func(*jetstream.MsgMetadata, []uint64)) *BlockSource {
+func blocksTestSourceWithHook(t *testing.T, nc *nats.Conn, cfg uidclient.BlockSourceConfig, beforeAck func(*jetstream.MsgMetadata, []uint64)) *uidclient.BlockSource {
 	t.Helper()
 	if cfg.FetchWait == 0 {
 		cfg.FetchWait = 200 * time.Millisecond
 	}
-	s, err := newBlockSource(nc, cfg, beforeAck)
+	s, err := uidclient.NewBlockSourceWithHook(nc, cfg, beforeAck)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +154,7 @@ type blocksCollector struct {
 	ids []uint64
 }
 
-func (c *blocksCollector) run(ctx context.Context, s *BlockSource, batch int, total *atomic.Int64, goal int64) error {
+func (c *blocksCollector) run(ctx context.Context, s *uidclient.BlockSource, batch int, total *atomic.Int64, goal int64) error {
 	buf := make([]uint64, batch)
 	var mine []uint64
 	defer func() {
@@ -177,14 +179,14 @@ func (c *blocksCollector) run(ctx context.Context, s *BlockSource, batch int, to
 func TestBlocksThreePublishersEightConsumersAllDistinct(t *testing.T) {
 	srv := blocksTestServer(t)
 	const goal = 2_000_000
-	cfg := BlocksConfig{BlocksPollInterval: 10 * time.Millisecond}
-	var publishers []*BlockPublisher
+	cfg := natsio.BlocksConfig{BlocksPollInterval: 10 * time.Millisecond}
+	var publishers []*natsio.BlockPublisher
 	for w := uint64(1); w <= 3; w++ {
 		publishers = append(publishers, blocksTestPublisher(t, blocksTestConn(t, srv), blocksTestGenerator(t, w, 0), cfg, nil))
 	}
-	var sources []*BlockSource
+	var sources []*uidclient.BlockSource
 	for range 8 {
-		sources = append(sources, blocksTestSource(t, blocksTestConn(t, srv), BlockSourceConfig{AckWait: 5 * time.Second}))
+		sources = append(sources, blocksTestSource(t, blocksTestConn(t, srv), uidclient.BlockSourceConfig{AckWait: 5 * time.Second}))
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -252,7 +254,7 @@ func TestBlocksStalledConsumerBlockUsedOnce(t *testing.T) {
 	srv := blocksTestServer(t)
 	const ackWait = 300 * time.Millisecond
 	blocksTestPublisher(t, blocksTestConn(t, srv), blocksTestGenerator(t, 1, 0),
-		BlocksConfig{BlockSize: 512, BlocksTargetDepth: 4, BlocksPollInterval: 10 * time.Millisecond}, nil)
+		natsio.BlocksConfig{BlockSize: 512, BlocksTargetDepth: 4, BlocksPollInterval: 10 * time.Millisecond}, nil)
 
 	// Source A stalls past the ack wait on its first block, then acks.
 	var stalls atomic.Int32
@@ -261,7 +263,7 @@ func TestBlocksStalledConsumerBlockUsedOnce(t *testing.T) {
 	release := make(chan struct{})
 	var releaseOnce sync.Once
 	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) }) // on failure too
-	stalled := blocksTestSourceWithHook(t, blocksTestConn(t, srv), BlockSourceConfig{AckWait: ackWait, LowWater: 1},
+	stalled := blocksTestSourceWithHook(t, blocksTestConn(t, srv), uidclient.BlockSourceConfig{AckWait: ackWait, LowWater: 1},
 		func(meta *jetstream.MsgMetadata, ids []uint64) {
 			if stalls.Add(1) == 1 {
 				held = slices.Clone(ids)
@@ -272,7 +274,7 @@ func TestBlocksStalledConsumerBlockUsedOnce(t *testing.T) {
 	blocksWaitFor(t, 5*time.Second, "the stalled source holds a block", func() bool { return heldSeq.Load() != 0 })
 
 	// Source B takes everything, including the redelivery of A's block.
-	other := blocksTestSource(t, blocksTestConn(t, srv), BlockSourceConfig{AckWait: ackWait})
+	other := blocksTestSource(t, blocksTestConn(t, srv), uidclient.BlockSourceConfig{AckWait: ackWait})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	otherCtx, stopOther := context.WithCancel(ctx)
@@ -316,13 +318,13 @@ func TestBlocksFullStreamPublishersBackOffAndResume(t *testing.T) {
 	var logs testenv.LogBuffer
 	log := logs.Logger(slog.LevelDebug)
 	const depth, size = 8, 256
-	cfg := BlocksConfig{BlockSize: size, BlocksTargetDepth: depth, BlocksPollInterval: 20 * time.Millisecond}
+	cfg := natsio.BlocksConfig{BlockSize: size, BlocksTargetDepth: depth, BlocksPollInterval: 20 * time.Millisecond}
 	nc := blocksTestConn(t, srv)
-	pubs := []*BlockPublisher{
+	pubs := []*natsio.BlockPublisher{
 		blocksTestPublisher(t, blocksTestConn(t, srv), blocksTestGenerator(t, 10, 0), cfg, log),
 		blocksTestPublisher(t, blocksTestConn(t, srv), blocksTestGenerator(t, 11, 0), cfg, log),
 	}
-	sum := func() (s BlockPublisherStats) {
+	sum := func() (s natsio.BlockPublisherStats) {
 		for _, p := range pubs {
 			st := p.Stats()
 			s.Published += st.Published
@@ -331,14 +333,14 @@ func TestBlocksFullStreamPublishersBackOffAndResume(t *testing.T) {
 		}
 		return s
 	}
-	blocksWaitFor(t, 5*time.Second, "the stream filled", func() bool { return blocksTestDepth(t, nc, DefaultBlocksStream) == depth })
+	blocksWaitFor(t, 5*time.Second, "the stream filled", func() bool { return blocksTestDepth(t, nc, uidclient.DefaultBlocksStream) == depth })
 
 	// Full: the publishers only check the depth; nothing is published or
 	// refused, nothing is logged above debug.
 	before := sum()
 	time.Sleep(500 * time.Millisecond)
 	after := sum()
-	if d := blocksTestDepth(t, nc, DefaultBlocksStream); d != depth {
+	if d := blocksTestDepth(t, nc, uidclient.DefaultBlocksStream); d != depth {
 		t.Fatalf("stream holds %d blocks, cap %d", d, depth)
 	}
 	if after != before {
@@ -352,7 +354,7 @@ func TestBlocksFullStreamPublishersBackOffAndResume(t *testing.T) {
 	}
 
 	// A consumer drains 20 blocks: the publishers top the stream up again.
-	src := blocksTestSource(t, blocksTestConn(t, srv), BlockSourceConfig{})
+	src := blocksTestSource(t, blocksTestConn(t, srv), uidclient.BlockSourceConfig{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	ids := make([]uint64, 20*size)
@@ -361,7 +363,7 @@ func TestBlocksFullStreamPublishersBackOffAndResume(t *testing.T) {
 	}
 	blocksAssertDistinct(t, ids)
 	blocksWaitFor(t, 5*time.Second, "the publishers resumed and refilled the stream", func() bool {
-		return sum().Published >= depth+20 && blocksTestDepth(t, nc, DefaultBlocksStream) == depth
+		return sum().Published >= depth+20 && blocksTestDepth(t, nc, uidclient.DefaultBlocksStream) == depth
 	})
 	if st := sum(); st.Failed != 0 {
 		t.Fatalf("publisher stats %+v", st)
@@ -390,8 +392,8 @@ func TestBlocksPublisherOutrunByConsumers(t *testing.T) {
 	}
 	t.Cleanup(func() { g.Close() })
 	p := blocksTestPublisher(t, blocksTestConn(t, srv), g,
-		BlocksConfig{BlockSize: 128, BlocksTargetDepth: 8, BlocksPollInterval: 20 * time.Millisecond}, log)
-	src := blocksTestSource(t, blocksTestConn(t, srv), BlockSourceConfig{})
+		natsio.BlocksConfig{BlockSize: 128, BlocksTargetDepth: 8, BlocksPollInterval: 20 * time.Millisecond}, log)
+	src := blocksTestSource(t, blocksTestConn(t, srv), uidclient.BlockSourceConfig{})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	ids := make([]uint64, 4_000)
@@ -411,13 +413,13 @@ func TestBlocksPublisherOutrunByConsumers(t *testing.T) {
 func TestBlocksRestartedPublisherOldBlocksStillUsedNoCollision(t *testing.T) {
 	srv := blocksTestServer(t)
 	const worker, depth, size = 7, 16, 1024
-	cfg := BlocksConfig{BlockSize: size, BlocksTargetDepth: depth, BlocksPollInterval: 10 * time.Millisecond}
+	cfg := natsio.BlocksConfig{BlockSize: size, BlocksTargetDepth: depth, BlocksPollInterval: 10 * time.Millisecond}
 	nc := blocksTestConn(t, srv)
 
 	// The first incarnation fills the stream, then stops.
 	first := blocksTestGenerator(t, worker, 0)
 	p1 := blocksTestPublisher(t, blocksTestConn(t, srv), first, cfg, nil)
-	blocksWaitFor(t, 5*time.Second, "the stream filled", func() bool { return blocksTestDepth(t, nc, DefaultBlocksStream) == depth })
+	blocksWaitFor(t, 5*time.Second, "the stream filled", func() bool { return blocksTestDepth(t, nc, uidclient.DefaultBlocksStream) == depth })
 	blocksTestStop(t, p1)
 	first.Close()
 	// A leased worker ID comes back with After = the last second the
@@ -435,7 +437,7 @@ func TestBlocksRestartedPublisherOldBlocksStillUsedNoCollision(t *testing.T) {
 		t.Fatalf("direct take: %d, %v", n, err)
 	}
 
-	src := blocksTestSource(t, blocksTestConn(t, srv), BlockSourceConfig{})
+	src := blocksTestSource(t, blocksTestConn(t, srv), uidclient.BlockSourceConfig{})
 	fromBlocks := make([]uint64, 3*depth*size)
 	if _, err := src.NextN(ctx, fromBlocks); err != nil {
 		t.Fatal(err)
@@ -468,8 +470,8 @@ func TestBlocksMalformedBlockTerminatedAndReported(t *testing.T) {
 	var logs testenv.LogBuffer
 	log := logs.Logger(slog.LevelInfo)
 	p := blocksTestPublisher(t, nc, blocksTestGenerator(t, 3, 0),
-		BlocksConfig{BlockSize: 64, BlocksTargetDepth: 3, BlocksPollInterval: 10 * time.Millisecond}, nil)
-	blocksWaitFor(t, 5*time.Second, "the stream filled", func() bool { return blocksTestDepth(t, nc, DefaultBlocksStream) == 3 })
+		natsio.BlocksConfig{BlockSize: 64, BlocksTargetDepth: 3, BlocksPollInterval: 10 * time.Millisecond}, nil)
+	blocksWaitFor(t, 5*time.Second, "the stream filled", func() bool { return blocksTestDepth(t, nc, uidclient.DefaultBlocksStream) == 3 })
 	blocksTestStop(t, p)
 
 	// Put garbage first in line: drain the three blocks with a source,
@@ -480,15 +482,15 @@ func TestBlocksMalformedBlockTerminatedAndReported(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	good := EncodeBlock(DefaultBlocksSubject, 3, []uint64{100, 200, 300})
-	badCount := EncodeBlock(DefaultBlocksSubject, 3, []uint64{5, 6, 7})
-	badCount.Header.Set(HeaderBlockCount, "2")
+	good := uidclient.EncodeBlock(uidclient.DefaultBlocksSubject, 3, []uint64{100, 200, 300})
+	badCount := uidclient.EncodeBlock(uidclient.DefaultBlocksSubject, 3, []uint64{5, 6, 7})
+	badCount.Header.Set(uidclient.HeaderBlockCount, "2")
 	badCount.Header.Set(jetstream.MsgIDHeader, "bad-count")
-	torn := EncodeBlock(DefaultBlocksSubject, 3, []uint64{8, 9})
+	torn := uidclient.EncodeBlock(uidclient.DefaultBlocksSubject, 3, []uint64{8, 9})
 	torn.Data = torn.Data[:12]
 	torn.Header.Set(jetstream.MsgIDHeader, "torn")
 
-	src := blocksTestSource(t, blocksTestConn(t, srv), BlockSourceConfig{LowWater: 1, Logger: log})
+	src := blocksTestSource(t, blocksTestConn(t, srv), uidclient.BlockSourceConfig{LowWater: 1, Logger: log})
 	drained := make([]uint64, 3*64)
 	if _, err := src.NextN(ctx, drained); err != nil {
 		t.Fatal(err)
@@ -512,14 +514,14 @@ func TestBlocksMalformedBlockTerminatedAndReported(t *testing.T) {
 		t.Fatalf("%d reports of malformed blocks, want 2:\n%s", n, logs.String())
 	}
 	blocksWaitFor(t, 5*time.Second, "the terminated blocks left the stream", func() bool {
-		return blocksTestDepth(t, nc, DefaultBlocksStream) == 0
+		return blocksTestDepth(t, nc, uidclient.DefaultBlocksStream) == 0
 	})
 }
 
 func TestBlockSourceWaitsForTheStreamAndClosesCleanly(t *testing.T) {
 	srv := blocksTestServer(t)
 	var logs testenv.LogBuffer
-	src := blocksTestSource(t, blocksTestConn(t, srv), BlockSourceConfig{Stream: "LATE_BLOCKS",
+	src := blocksTestSource(t, blocksTestConn(t, srv), uidclient.BlockSourceConfig{Stream: "LATE_BLOCKS",
 		Logger: logs.Logger(slog.LevelInfo)})
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
 	_, err := src.Next(ctx)
@@ -530,7 +532,7 @@ func TestBlockSourceWaitsForTheStreamAndClosesCleanly(t *testing.T) {
 
 	// The dispensers start later: the source binds and serves.
 	blocksTestPublisher(t, blocksTestConn(t, srv), blocksTestGenerator(t, 4, 0),
-		BlocksConfig{BlocksStream: "LATE_BLOCKS", BlocksSubject: "late.blocks", BlockSize: 100, BlocksTargetDepth: 2}, nil)
+		natsio.BlocksConfig{BlocksStream: "LATE_BLOCKS", BlocksSubject: "late.blocks", BlockSize: 100, BlocksTargetDepth: 2}, nil)
 	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	id, err := src.Next(ctx)
@@ -551,10 +553,10 @@ func TestBlockSourceWaitsForTheStreamAndClosesCleanly(t *testing.T) {
 	}()
 	time.Sleep(50 * time.Millisecond)
 	src.Close()
-	if err := <-waiting; !errors.Is(err, ErrBlockSourceClosed) {
+	if err := <-waiting; !errors.Is(err, uidclient.ErrBlockSourceClosed) {
 		t.Fatalf("NextN across Close: %v", err)
 	}
-	if _, err := src.Next(ctx); !errors.Is(err, ErrBlockSourceClosed) {
+	if _, err := src.Next(ctx); !errors.Is(err, uidclient.ErrBlockSourceClosed) {
 		t.Fatalf("Next after Close: %v", err)
 	}
 }

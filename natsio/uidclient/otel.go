@@ -1,4 +1,4 @@
-package natsio
+package uidclient
 
 import (
 	"context"
@@ -18,6 +18,13 @@ import (
 // propagator, and the global tracer provider unless ClientOptions names
 // one; without them everything here is a no-op that still passes a
 // caller's trace context on.
+
+// instrumentationName names the client's tracer (the name it had in
+// natsio, kept).
+const instrumentationName = "github.com/uid-dispenser/uid-dispenser/natsio"
+
+// messagingSystem is the messaging.system attribute's value.
+const messagingSystem = "nats"
 
 // HeaderCarrier lets an OpenTelemetry propagator read and write trace
 // context in NATS headers (nats.Header and micro.Headers convert to it).
