@@ -86,7 +86,7 @@ func testConn(t *testing.T, url string) *natsio.Conn {
 
 func client(t *testing.T, url string) *uidclient.Client {
 	t.Helper()
-	return uidclient.NewClient(testConn(t, url).Conn, uidclient.ClientOptions{AttemptTimeout: 500 * time.Millisecond})
+	return uidclient.New(testConn(t, url).Conn, uidclient.Config{AttemptTimeout: 500 * time.Millisecond})
 }
 
 // collect takes IDs with n concurrent callers until stop is closed or each

@@ -126,7 +126,7 @@ func TestSecureConnections(t *testing.T) {
 					t.Fatalf("client not on TLS: %v", err)
 				}
 			}
-			ids := takeIDs(ctx, t, uidclient.NewClient(conn.Conn, uidclient.ClientOptions{}), 4, 20, 500)
+			ids := takeIDs(ctx, t, uidclient.New(conn.Conn, uidclient.Config{}), 4, 20, 500)
 			if w := workers(ids); len(w) != 1 || w[d.WorkerID()] != len(ids) {
 				t.Fatalf("IDs by worker %v; the dispenser holds %d", w, d.WorkerID())
 			}

@@ -103,7 +103,7 @@ func TestREADMEPermissions(t *testing.T) {
 	}
 	var serviceLog testenv.LogBuffer
 	service := connectAs("service", servicePassword, &serviceLog)
-	client := uidclient.NewClient(service.Conn, uidclient.ClientOptions{})
+	client := uidclient.New(service.Conn, uidclient.Config{})
 	ids := takeIDs(ctx, t, client, 4, 25, 1000)
 	if w := workers(ids); w[d.WorkerID()] != len(ids) {
 		t.Fatalf("IDs by worker %v, the dispenser holds %d", w, d.WorkerID())

@@ -80,11 +80,11 @@ func BenchmarkNextTracing(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				var opts uidclient.ClientOptions
+				var opts uidclient.Config
 				if strings.HasPrefix(tracing, "server") {
 					opts.TracerProvider = tracenoop.NewTracerProvider()
 				}
-				c := uidclient.NewClient(conn.Conn, opts)
+				c := uidclient.New(conn.Conn, opts)
 				b.SetParallelism((clients + 1) / 2) // 2 cores: clients callers in all
 				cpuBefore := processCPU(b)
 				b.ResetTimer()

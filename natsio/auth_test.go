@@ -85,7 +85,7 @@ func TestReconnectKeepsWorkerAndResumes(t *testing.T) {
 	url := srv.ClientURL()
 	inst := startInstance(t, url, 8, instanceOpts{})
 	nc := connect(t, url)
-	client := uidclient.NewClient(nc.Conn, uidclient.ClientOptions{AttemptTimeout: 500 * time.Millisecond})
+	client := uidclient.New(nc.Conn, uidclient.Config{AttemptTimeout: 500 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	before, err := client.Next(ctx)

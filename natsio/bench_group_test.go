@@ -48,7 +48,7 @@ func BenchmarkQueueGroup(b *testing.B) {
 			}
 			pool := make([]*uidclient.Client, clients)
 			for i := range pool {
-				pool[i] = uidclient.NewClient(connect(b, url).Conn, uidclient.ClientOptions{})
+				pool[i] = uidclient.New(connect(b, url).Conn, uidclient.Config{})
 			}
 			ctx := context.Background()
 			if _, err := pool[0].Next(ctx); err != nil { // all subscribed

@@ -31,7 +31,7 @@ func benchInstance(b *testing.B) string {
 // benchmark report's (make bench).
 func BenchmarkBatchBinary(b *testing.B) {
 	url := benchInstance(b)
-	client := uidclient.NewClient(connect(b, url).Conn, uidclient.ClientOptions{})
+	client := uidclient.New(connect(b, url).Conn, uidclient.Config{})
 	for _, n := range []int{1, 64, 1000, 1024, 10_000, 16_384, 100_000} {
 		b.Run(fmt.Sprintf("ids=%d", n), func(b *testing.B) {
 			ctx := context.Background()
@@ -57,10 +57,10 @@ func BenchmarkBatchBinary(b *testing.B) {
 // in the background with binary batches. One op is one ID.
 func BenchmarkPrefetcher(b *testing.B) {
 	url := benchInstance(b)
-	client := uidclient.NewClient(connect(b, url).Conn, uidclient.ClientOptions{})
+	client := uidclient.New(connect(b, url).Conn, uidclient.Config{})
 	for _, size := range []int{8192, 100_000} {
 		b.Run(fmt.Sprintf("batch=%d", size), func(b *testing.B) {
-			p := uidclient.NewPrefetcher(client, uidclient.PrefetchOptions{BatchSize: size, LowWater: 2 * size})
+			p := uidclient.NewPrefetcher(client, uidclient.PrefetchConfig{BatchSize: size, LowWater: 2 * size})
 			defer p.Close()
 			ctx := context.Background()
 			if _, err := p.Next(ctx); err != nil { // wait for the first refill

@@ -40,13 +40,13 @@ func (r *loadResult) add(ids []uint64, err error, latency time.Duration) {
 // runClients runs n clients that each loop until stop is closed or they
 // have taken perClient IDs (0: no limit), mixing next and batch calls,
 // every call bounded by callTimeout.
-func runClients(t *testing.T, url string, n, perClient int, batch int, callTimeout time.Duration, opts uidclient.ClientOptions, stop <-chan struct{}) *loadResult {
+func runClients(t *testing.T, url string, n, perClient int, batch int, callTimeout time.Duration, opts uidclient.Config, stop <-chan struct{}) *loadResult {
 	t.Helper()
 	res := &loadResult{}
 	var wg sync.WaitGroup
 	for c := range n {
 		conn := connect(t, url)
-		client := uidclient.NewClient(conn.Conn, opts)
+		client := uidclient.New(conn.Conn, opts)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -85,7 +85,7 @@ func TestThreeInstancesSixteenClientsMillionIDs(t *testing.T) {
 		startInstance(t, url, w+1, instanceOpts{})
 	}
 	const clients, perClient = 16, 62_500 // 1,000,000 IDs
-	res := runClients(t, url, clients, perClient, 5000, 10*time.Second, uidclient.ClientOptions{}, nil)
+	res := runClients(t, url, clients, perClient, 5000, 10*time.Second, uidclient.Config{}, nil)
 	if len(res.errs) > 0 {
 		t.Fatalf("%d errors, first: %v", len(res.errs), res.errs[0])
 	}
@@ -118,7 +118,7 @@ func TestAbruptStopDuringLoad(t *testing.T) {
 	go func() {
 		// A short attempt timeout: a request held by the dead instance is
 		// asked again well within the call's deadline.
-		res = runClients(t, url, 16, 0, 500, callTimeout, uidclient.ClientOptions{AttemptTimeout: 250 * time.Millisecond}, stop)
+		res = runClients(t, url, 16, 0, 500, callTimeout, uidclient.Config{AttemptTimeout: 250 * time.Millisecond}, stop)
 		close(done)
 	}()
 	time.Sleep(300 * time.Millisecond)
@@ -151,7 +151,7 @@ func TestGracefulStopDuringLoadLosesNoRequest(t *testing.T) {
 	go func() {
 		// One attempt only and a long one: a request lost by the stopping
 		// instance would show as an error or a call of 5 s.
-		res = runClients(t, url, 16, 0, 500, 5*time.Second, uidclient.ClientOptions{AttemptTimeout: 5 * time.Second}, stop)
+		res = runClients(t, url, 16, 0, 500, 5*time.Second, uidclient.Config{AttemptTimeout: 5 * time.Second}, stop)
 		close(done)
 	}()
 	time.Sleep(300 * time.Millisecond)
@@ -176,7 +176,7 @@ func TestGracefulStopDuringLoadLosesNoRequest(t *testing.T) {
 func TestClientRetriesUntilAServiceAppears(t *testing.T) {
 	url := startNATS(t, nil)
 	nc := connect(t, url)
-	client := uidclient.NewClient(nc.Conn, uidclient.ClientOptions{})
+	client := uidclient.New(nc.Conn, uidclient.Config{})
 	go func() {
 		time.Sleep(300 * time.Millisecond)
 		startInstance(t, url, 9, instanceOpts{})
@@ -196,7 +196,7 @@ func TestClientRetriesUntilAServiceAppears(t *testing.T) {
 func TestClientGivesUpAtTheDeadline(t *testing.T) {
 	url := startNATS(t, nil)
 	nc := connect(t, url)
-	client := uidclient.NewClient(nc.Conn, uidclient.ClientOptions{})
+	client := uidclient.New(nc.Conn, uidclient.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -214,7 +214,7 @@ func TestClientTypedErrorsAndParse(t *testing.T) {
 	url := startNATS(t, nil)
 	startInstance(t, url, 4, instanceOpts{})
 	nc := connect(t, url)
-	client := uidclient.NewClient(nc.Conn, uidclient.ClientOptions{})
+	client := uidclient.New(nc.Conn, uidclient.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 
@@ -250,7 +250,7 @@ func TestClientRetries503(t *testing.T) {
 	layout := uidcore.Layout{TimeBits: 43, WorkerBits: 10, SeqBits: 10, Epoch: uidcore.DefaultEpoch}
 	startInstance(t, url, 2, instanceOpts{cached: uidcore.CachedOptions{Layout: layout, BoostPower: -1, MaxAhead: time.Second, TakeWait: time.Nanosecond}})
 	nc := connect(t, url)
-	client := uidclient.NewClient(nc.Conn, uidclient.ClientOptions{})
+	client := uidclient.New(nc.Conn, uidclient.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var all []uint64
@@ -274,7 +274,7 @@ func TestPrefetcherConcurrentDistinct(t *testing.T) {
 	startInstance(t, url, 1, instanceOpts{})
 	startInstance(t, url, 2, instanceOpts{})
 	nc := connect(t, url)
-	p := uidclient.NewPrefetcher(uidclient.NewClient(nc.Conn, uidclient.ClientOptions{}), uidclient.PrefetchOptions{BatchSize: 1000, LowWater: 3000})
+	p := uidclient.NewPrefetcher(uidclient.New(nc.Conn, uidclient.Config{}), uidclient.PrefetchConfig{BatchSize: 1000, LowWater: 3000})
 	defer p.Close()
 	const goroutines, each = 8, 25_000
 	results := make([][]uint64, goroutines)
@@ -324,7 +324,7 @@ func TestPrefetcherReportsBadBatchSize(t *testing.T) {
 	url := startNATS(t, nil)
 	startInstance(t, url, 1, instanceOpts{service: ServiceConfig{MaxBatch: 100}})
 	nc := connect(t, url)
-	p := uidclient.NewPrefetcher(uidclient.NewClient(nc.Conn, uidclient.ClientOptions{}), uidclient.PrefetchOptions{BatchSize: 101})
+	p := uidclient.NewPrefetcher(uidclient.New(nc.Conn, uidclient.Config{}), uidclient.PrefetchConfig{BatchSize: 101})
 	defer p.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -337,7 +337,7 @@ func TestPrefetcherReportsBadBatchSize(t *testing.T) {
 func TestPrefetcherWaitsWithinDeadlineWithoutService(t *testing.T) {
 	url := startNATS(t, nil)
 	nc := connect(t, url)
-	p := uidclient.NewPrefetcher(uidclient.NewClient(nc.Conn, uidclient.ClientOptions{}), uidclient.PrefetchOptions{FetchTimeout: 100 * time.Millisecond})
+	p := uidclient.NewPrefetcher(uidclient.New(nc.Conn, uidclient.Config{}), uidclient.PrefetchConfig{FetchTimeout: 100 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
 	defer cancel()
 	start := time.Now()

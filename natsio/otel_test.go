@@ -107,7 +107,7 @@ func TestTraceAcrossNATS(t *testing.T) {
 	capture := installOTel(t)
 	url := startNATS(t, nil)
 	startInstance(t, url, 7, instanceOpts{})
-	client := uidclient.NewClient(connect(t, url).Conn, uidclient.ClientOptions{})
+	client := uidclient.New(connect(t, url).Conn, uidclient.Config{})
 
 	ctx, caller := otel.Tracer("test").Start(context.Background(), "caller")
 	id, err := client.Next(ctx)
@@ -193,7 +193,7 @@ func TestServerSpanRecordsErrors(t *testing.T) {
 	capture := installOTel(t)
 	url := startNATS(t, nil)
 	startInstance(t, url, 4, instanceOpts{})
-	client := uidclient.NewClient(connect(t, url).Conn, uidclient.ClientOptions{})
+	client := uidclient.New(connect(t, url).Conn, uidclient.Config{})
 	_, err := client.Batch(context.Background(), DefaultMaxBatch+1)
 	if !errors.Is(err, uidclient.ErrBadRequest) {
 		t.Fatalf("oversized batch: %v, want a bad request", err)

@@ -314,7 +314,7 @@ func TestSlowConsumerDoesNotStopTheService(t *testing.T) {
 	if inst.svc.AsyncErrors() == 0 {
 		t.Fatal("no slow consumer reported; the test did not provoke one")
 	}
-	client := uidclient.NewClient(nc.Conn, uidclient.ClientOptions{})
+	client := uidclient.New(nc.Conn, uidclient.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if _, err := client.Next(ctx); err != nil {
@@ -340,7 +340,7 @@ func TestServiceAddedAgainAfterUnexpectedStop(t *testing.T) {
 	if inst.svc.Restarts() != 1 || inst.svc.ID() == firstID {
 		t.Fatalf("restarts %d, id %s (was %s)", inst.svc.Restarts(), inst.svc.ID(), firstID)
 	}
-	client := uidclient.NewClient(nc.Conn, uidclient.ClientOptions{})
+	client := uidclient.New(nc.Conn, uidclient.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if _, err := client.Next(ctx); err != nil {
@@ -352,7 +352,7 @@ func TestSetSourceToNewWorkerUpdatesMetadata(t *testing.T) {
 	url := startNATS(t, nil)
 	inst := startInstance(t, url, 5, instanceOpts{})
 	nc := connect(t, url)
-	client := uidclient.NewClient(nc.Conn, uidclient.ClientOptions{})
+	client := uidclient.New(nc.Conn, uidclient.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 

@@ -110,7 +110,7 @@ func runDemo(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	}
 	defer conn.Close()
 	fmt.Fprintf(stdout, "connected to %s\n", conn.RedactedURL())
-	client := uidclient.NewClient(conn.Conn, uidclient.ClientOptions{SubjectPrefix: o.prefix})
+	client := uidclient.New(conn.Conn, uidclient.Config{SubjectPrefix: o.prefix})
 	call := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, o.timeout) }
 
 	fmt.Fprintf(stdout, "\n%s (one ID per request):\n", uidclient.Subject(o.prefix, uidclient.EndpointNext))
@@ -189,7 +189,7 @@ func runLoad(ctx context.Context, o options, stdout, stderr io.Writer) int {
 
 	clients := make([]*uidclient.Client, o.clients)
 	for i, conn := range conns {
-		clients[i] = uidclient.NewClient(conn.Conn, uidclient.ClientOptions{SubjectPrefix: o.prefix})
+		clients[i] = uidclient.New(conn.Conn, uidclient.Config{SubjectPrefix: o.prefix})
 	}
 	workers, elapsed := drive(ctx, o, func(ctx context.Context, i int, w *worker) (int, error) {
 		if o.batch == 1 {

@@ -142,7 +142,7 @@ func TestSignalStopsGracefullyWithExit0(t *testing.T) {
 			defer conn.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			if _, err := uidclient.NewClient(conn.Conn, uidclient.ClientOptions{}).Next(ctx); err != nil {
+			if _, err := uidclient.New(conn.Conn, uidclient.Config{}).Next(ctx); err != nil {
 				t.Fatal(err)
 			}
 

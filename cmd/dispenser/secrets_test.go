@@ -99,7 +99,7 @@ func TestSecretsNeverReachTheOutput(t *testing.T) {
 						t.Fatal(err)
 					}
 					defer conn.Close()
-					if _, err := uidclient.NewClient(conn.Conn, uidclient.ClientOptions{}).Next(ctx); err != nil {
+					if _, err := uidclient.New(conn.Conn, uidclient.Config{}).Next(ctx); err != nil {
 						t.Fatalf("no ID from the dispenser: %v\n%s", err, c.output())
 					}
 					if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {

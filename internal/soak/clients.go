@@ -71,10 +71,10 @@ func startClients(ctx context.Context, n int, urls []string, logger *slog.Logger
 		}
 		switch kind {
 		case kindNext, kindBatch:
-			c.client = uidclient.NewClient(conn.Conn, uidclient.ClientOptions{})
+			c.client = uidclient.New(conn.Conn, uidclient.Config{})
 		case kindPrefetch:
-			c.client = uidclient.NewClient(conn.Conn, uidclient.ClientOptions{})
-			c.pre = uidclient.NewPrefetcher(c.client, uidclient.PrefetchOptions{BatchSize: ld.prefetchBatch})
+			c.client = uidclient.New(conn.Conn, uidclient.Config{})
+			c.pre = uidclient.NewPrefetcher(c.client, uidclient.PrefetchConfig{BatchSize: ld.prefetchBatch})
 		case kindBlocks:
 			c.blocks, err = uidclient.NewBlockSource(conn.Conn, uidclient.BlockSourceConfig{Logger: logger})
 			if err != nil {

@@ -38,13 +38,13 @@ func kvConnect(t testing.TB, addr string) *nats.Conn {
 	return nc
 }
 
-func newKVAssigner(t testing.TB, cfg workerid.Config, addr string) *kvstore.KVAssigner {
+func newKVAssigner(t testing.TB, cfg workerid.Config, addr string) *kvstore.Assigner {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	a, err := kvstore.NewKVAssigner(ctx, kvConnect(t, addr), cfg, kvQuietLogger())
+	a, err := kvstore.NewAssigner(ctx, kvConnect(t, addr), cfg, kvQuietLogger())
 	if err != nil {
-		t.Fatalf("NewKVAssigner: %v", err)
+		t.Fatalf("NewAssigner: %v", err)
 	}
 	return a
 }
@@ -203,7 +203,7 @@ func TestKVAssignerBadConfig(t *testing.T) {
 	addr := embeddedAddr(t)
 	cfg := workerid.DefaultConfig()
 	cfg.WorkerKVBucket = "bad bucket"
-	_, err := kvstore.NewKVAssigner(context.Background(), kvConnect(t, addr), cfg, kvQuietLogger())
+	_, err := kvstore.NewAssigner(context.Background(), kvConnect(t, addr), cfg, kvQuietLogger())
 	var ce *workerid.ConfigError
 	if !errors.As(err, &ce) || ce.Var != "DISPENSER_WORKER_KV_BUCKET" {
 		t.Fatalf("err = %v, want a ConfigError for DISPENSER_WORKER_KV_BUCKET", err)
@@ -226,7 +226,7 @@ func TestKVAssignerNoJetStream(t *testing.T) {
 	cfg := workerid.DefaultConfig()
 	cfg.StoreStartupDeadline = time.Second
 	begin := time.Now()
-	_, err = kvstore.NewKVAssigner(context.Background(), kvConnect(t, strings.TrimPrefix(srv.ClientURL(), "nats://")), cfg, kvQuietLogger())
+	_, err = kvstore.NewAssigner(context.Background(), kvConnect(t, strings.TrimPrefix(srv.ClientURL(), "nats://")), cfg, kvQuietLogger())
 	if !errors.Is(err, workerid.ErrStoreUnavailable) || !strings.Contains(err.Error(), "no JetStream") {
 		t.Fatalf("err = %v, want ErrStoreUnavailable saying there is no JetStream", err)
 	}

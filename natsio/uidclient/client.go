@@ -16,8 +16,8 @@ import (
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
-// ClientOptions configure a Client. Zero values take defaults.
-type ClientOptions struct {
+// Config configures a Client. Zero values take defaults.
+type Config struct {
 	SubjectPrefix string // default DefaultSubjectPrefix
 	// AttemptTimeout bounds one request. An instance that dies while it
 	// holds a request never answers it; the client then asks again and
@@ -43,13 +43,13 @@ type ClientOptions struct {
 // request.
 type Client struct {
 	nc                             *nats.Conn
-	opts                           ClientOptions
+	opts                           Config
 	subjNext, subjBatch, subjParse string
 	otel                           clientTelemetry
 }
 
-// NewClient returns a client that sends requests on nc.
-func NewClient(nc *nats.Conn, opts ClientOptions) *Client {
+// New returns a client that sends requests on nc.
+func New(nc *nats.Conn, opts Config) *Client {
 	if opts.SubjectPrefix == "" {
 		opts.SubjectPrefix = DefaultSubjectPrefix
 	}

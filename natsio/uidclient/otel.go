@@ -15,7 +15,7 @@ import (
 
 // This file is the OpenTelemetry side of the client: trace context carried
 // in NATS headers and a client span per call. It uses the global
-// propagator, and the global tracer provider unless ClientOptions names
+// propagator, and the global tracer provider unless Config names
 // one; without them everything here is a no-op that still passes a
 // caller's trace context on.
 
@@ -69,7 +69,7 @@ func (c HeaderCarrier) Keys() []string {
 	return keys
 }
 
-// clientTelemetry holds a client's tracer, from ClientOptions or the
+// clientTelemetry holds a client's tracer, from Config or the
 // global provider when the client is made, and the name and attributes of
 // the span of each of its subjects.
 type clientTelemetry struct {

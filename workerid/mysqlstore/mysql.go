@@ -71,10 +71,10 @@ func mysqlErrorNumber(err error) uint16 {
 	return 0
 }
 
-// MySQLAssigner hands out worker IDs from MySQL: disposable IDs from
+// Assigner hands out worker IDs from MySQL: disposable IDs from
 // UidGenerator's WORKER_NODE table, or leases from the WORKER_LEASE table.
 // It implements uidcore.Assigner. Close it when done.
-type MySQLAssigner struct {
+type Assigner struct {
 	db        *sql.DB
 	cfg       workerid.Config
 	host      workerid.Host
@@ -84,11 +84,11 @@ type MySQLAssigner struct {
 	store     *mysqlLeaseStore        // leased mode
 }
 
-// NewMySQLAssigner connects to cfg.MySQLDSN, retrying with back-off up to
+// NewAssigner connects to cfg.MySQLDSN, retrying with back-off up to
 // cfg.StoreStartupDeadline, creates the table of cfg.WorkerMode when
 // cfg.CreateTables is set, and checks that it is usable. Errors name the
 // server's address, never the password.
-func NewMySQLAssigner(ctx context.Context, cfg workerid.Config, logger *slog.Logger) (*MySQLAssigner, error) {
+func NewAssigner(ctx context.Context, cfg workerid.Config, logger *slog.Logger) (*Assigner, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -119,7 +119,7 @@ func NewMySQLAssigner(ctx context.Context, cfg workerid.Config, logger *slog.Log
 	}
 	db := sql.OpenDB(connector)
 	db.SetConnMaxLifetime(3 * time.Minute)
-	a := &MySQLAssigner{db: db, cfg: cfg, host: host, log: logger, storeName: "MySQL at " + dsn.Addr}
+	a := &Assigner{db: db, cfg: cfg, host: host, log: logger, storeName: "MySQL at " + dsn.Addr}
 	table := cfg.WorkerNodeTable
 	def := defaultNodeTable
 	if cfg.WorkerMode == workerid.ModeLeased {
@@ -162,7 +162,7 @@ func NewMySQLAssigner(ctx context.Context, cfg workerid.Config, logger *slog.Log
 
 // classify redacts err and marks the errors that retrying cannot cure
 // (bad credentials, missing database, table or privilege) as permanent.
-func (a *MySQLAssigner) classify(err error, doing string) error {
+func (a *Assigner) classify(err error, doing string) error {
 	msg := err.Error()
 	if dsn, perr := mysql.ParseDSN(a.cfg.MySQLDSN); perr == nil {
 		msg = redactPassword(msg, dsn.Passwd)
@@ -200,7 +200,7 @@ func redactPassword(msg, password string) string {
 // disposable mode inserts a WORKER_NODE row and returns a claim on its
 // auto-increment ID, or an error wrapping ErrWorkerIDsExhausted when that
 // ID is beyond the layout's range.
-func (a *MySQLAssigner) Claim(ctx context.Context, layout uidcore.Layout) (uidcore.Claim, error) {
+func (a *Assigner) Claim(ctx context.Context, layout uidcore.Layout) (uidcore.Claim, error) {
 	if a.leases != nil {
 		return a.leases.Claim(ctx, layout)
 	}
@@ -230,7 +230,7 @@ func (a *MySQLAssigner) Claim(ctx context.Context, layout uidcore.Layout) (uidco
 }
 
 // Close closes the database handle. Release leases first.
-func (a *MySQLAssigner) Close() error { return a.db.Close() }
+func (a *Assigner) Close() error { return a.db.Close() }
 
 // mysqlLeaseStore is the LeaseStore on the WORKER_LEASE table. Expiry is
 // compared on the database server's clock (UTC_TIMESTAMP), so the clocks

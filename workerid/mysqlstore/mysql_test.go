@@ -50,13 +50,13 @@ func withAddr(t testing.TB, dsn, addr string) string {
 	return c.FormatDSN()
 }
 
-func newMySQLAssigner(t testing.TB, cfg workerid.Config) *mysqlstore.MySQLAssigner {
+func newMySQLAssigner(t testing.TB, cfg workerid.Config) *mysqlstore.Assigner {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	a, err := mysqlstore.NewMySQLAssigner(ctx, cfg, testLogger())
+	a, err := mysqlstore.NewAssigner(ctx, cfg, testLogger())
 	if err != nil {
-		t.Fatalf("NewMySQLAssigner: %v", err)
+		t.Fatalf("NewAssigner: %v", err)
 	}
 	t.Cleanup(func() { a.Close() })
 	return a
@@ -248,7 +248,7 @@ func TestMySQLMissingTableWithoutCreate(t *testing.T) {
 	cfg.MySQLDSN = testenv.MySQL(t)
 	cfg.CreateTables = false
 	begin := time.Now()
-	_, err := mysqlstore.NewMySQLAssigner(context.Background(), cfg, testLogger())
+	_, err := mysqlstore.NewAssigner(context.Background(), cfg, testLogger())
 	if err == nil {
 		t.Fatal("no error for a missing WORKER_LEASE table")
 	}
@@ -280,7 +280,7 @@ func TestMySQLUnreachable(t *testing.T) {
 	cfg.MySQLDSN = "dispenser:" + password + "@tcp(" + addr + ")/uids"
 	cfg.StoreStartupDeadline = time.Second
 	begin := time.Now()
-	_, err := mysqlstore.NewMySQLAssigner(context.Background(), cfg, testLogger())
+	_, err := mysqlstore.NewAssigner(context.Background(), cfg, testLogger())
 	took := time.Since(begin)
 	if !errors.Is(err, workerid.ErrStoreUnavailable) {
 		t.Fatalf("err = %v, want ErrStoreUnavailable", err)
@@ -310,7 +310,7 @@ func TestMySQLWrongPassword(t *testing.T) {
 	cfg := workerid.DefaultConfig()
 	cfg.MySQLDSN = c.FormatDSN()
 	begin := time.Now()
-	_, err = mysqlstore.NewMySQLAssigner(context.Background(), cfg, testLogger())
+	_, err = mysqlstore.NewAssigner(context.Background(), cfg, testLogger())
 	if err == nil {
 		t.Fatal("no error for a wrong password")
 	}
@@ -439,7 +439,7 @@ func TestMySQLLeastPrivileges(t *testing.T) {
 	// With CREATE_TABLES on, the missing privilege is a clear error.
 	cfg := workerid.DefaultConfig()
 	cfg.MySQLDSN = c.FormatDSN()
-	_, err = mysqlstore.NewMySQLAssigner(context.Background(), cfg, testLogger())
+	_, err = mysqlstore.NewAssigner(context.Background(), cfg, testLogger())
 	if err == nil || !strings.Contains(err.Error(), "DISPENSER_CREATE_TABLES=false") || strings.Contains(err.Error(), password) {
 		t.Errorf("CREATE_TABLES without the privilege: %v", err)
 	}
