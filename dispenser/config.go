@@ -17,6 +17,7 @@ import (
 	"github.com/uid-dispenser/uid-dispenser/telemetry"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
+	"github.com/uid-dispenser/uid-dispenser/workerid/mysqlstore"
 )
 
 // EnvPrefix is the prefix of every configuration variable (envconfig
@@ -190,7 +191,7 @@ func (c Config) Validate() error {
 	if err := c.checkReachability(); err != nil {
 		return err
 	}
-	return c.Config.Validate()
+	return mysqlstore.Validate(c.Config)
 }
 
 func validPrefix(p string) bool {

@@ -89,7 +89,7 @@ type Assigner struct {
 // cfg.CreateTables is set, and checks that it is usable. Errors name the
 // server's address, never the password.
 func NewAssigner(ctx context.Context, cfg workerid.Config, logger *slog.Logger) (*Assigner, error) {
-	if err := cfg.Validate(); err != nil {
+	if err := Validate(cfg); err != nil {
 		return nil, err
 	}
 	if cfg.MySQLDSN == "" {
@@ -374,3 +374,33 @@ const (
 	dsnVar          = workerid.EnvPrefix + "MYSQL_DSN"
 	createTablesVar = workerid.EnvPrefix + "CREATE_TABLES"
 )
+
+// Validate is cfg.Validate that also checks cfg.MySQLDSN, when set, is a
+// DSN the driver reads. Its errors are *workerid.ConfigError and never
+// echo the DSN's password.
+func Validate(cfg workerid.Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if cfg.MySQLDSN != "" {
+		if _, err := mysql.ParseDSN(cfg.MySQLDSN); err != nil {
+			return &workerid.ConfigError{Var: dsnVar, Reason: "not a valid DSN: " + redactDSN(err.Error(), cfg.MySQLDSN)}
+		}
+	}
+	return nil
+}
+
+// redactDSN removes from msg anything that could be the DSN's credentials
+// (everything before its last '@').
+func redactDSN(msg, dsn string) string {
+	at := strings.LastIndex(dsn, "@")
+	if at <= 0 {
+		return msg
+	}
+	msg = strings.ReplaceAll(msg, dsn, "***")
+	creds := dsn[:at]
+	if i := strings.Index(creds, ":"); i >= 0 && i+1 < len(creds) {
+		msg = strings.ReplaceAll(msg, creds[i+1:], "***")
+	}
+	return strings.ReplaceAll(msg, creds, "***")
+}
