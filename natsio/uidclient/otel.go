@@ -19,9 +19,9 @@ import (
 // one; without them everything here is a no-op that still passes a
 // caller's trace context on.
 
-// instrumentationName names the client's tracer (the name it had in
-// natsio, kept).
-const instrumentationName = "github.com/uid-dispenser/uid-dispenser/natsio"
+// instrumentationName names the client's tracer: its import path, as
+// OpenTelemetry scopes are named.
+const instrumentationName = "github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 
 // messagingSystem is the messaging.system attribute's value.
 const messagingSystem = "nats"
