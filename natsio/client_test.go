@@ -420,8 +420,8 @@ func TestLocalServerStartsOnceThenReuses(t *testing.T) {
 	if err != nil || emb2 != nil || url2 != "nats://"+addr {
 		t.Fatalf("second LocalServer: %s %v %v; want the running one", url2, emb2, err)
 	}
-	if _, err := StartEmbedded(cfg); !errors.Is(err, ErrAddrInUse) {
-		t.Fatalf("StartEmbedded on a used address: %v", err)
+	if _, err := startEmbedded(cfg); !errors.Is(err, ErrAddrInUse) {
+		t.Fatalf("startEmbedded on a used address: %v", err)
 	}
 	// JetStream is on: the KV assigner needs it.
 	conn := connect(t, url)

@@ -10,9 +10,6 @@ import (
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
-// ErrShuttingDown is the reason a service that is stopping gives.
-var ErrShuttingDown = errors.New("shutting down")
-
 func badRequest(format string, args ...any) *uidclient.ServiceError {
 	return &uidclient.ServiceError{Code: uidclient.CodeBadRequest, Description: fmt.Sprintf(format, args...)}
 }
@@ -25,7 +22,7 @@ func replyFor(err error) (code int, description string) {
 	switch {
 	case errors.As(err, &se):
 		return se.Code, se.Description
-	case errors.Is(err, ErrShuttingDown), errors.Is(err, uidcore.ErrClosed):
+	case errors.Is(err, uidcore.ErrClosed):
 		return uidclient.CodeUnavailable, "shutting down: " + err.Error()
 	case errors.Is(err, uidcore.ErrClaimLost):
 		return uidclient.CodeUnavailable, "worker claim lost: " + err.Error()

@@ -32,23 +32,23 @@ const messagingSystem = "nats"
 
 // Outcomes of a request, the uid.outcome attribute.
 const (
-	OutcomeOK          = "ok"
-	OutcomeBadRequest  = "bad_request"
-	OutcomeUnavailable = "unavailable"
-	OutcomeInternal    = "internal"
+	outcomeOK          = "ok"
+	outcomeBadRequest  = "bad_request"
+	outcomeUnavailable = "unavailable"
+	outcomeInternal    = "internal"
 )
 
 // outcomeOf names the outcome of a reply by its error code (0: success).
 func outcomeOf(code int) string {
 	switch code {
 	case 0:
-		return OutcomeOK
+		return outcomeOK
 	case uidclient.CodeBadRequest:
-		return OutcomeBadRequest
+		return outcomeBadRequest
 	case uidclient.CodeUnavailable:
-		return OutcomeUnavailable
+		return outcomeUnavailable
 	}
-	return OutcomeInternal
+	return outcomeInternal
 }
 
 // serverTelemetry holds a service's tracer and request instruments, taken

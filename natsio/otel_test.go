@@ -145,7 +145,7 @@ func TestTraceAcrossNATS(t *testing.T) {
 			uidattr.Endpoint:                attribute.StringValue(c.endpoint),
 			uidattr.Count:                   attribute.Int64Value(c.count),
 			uidattr.WorkerID:                attribute.Int64Value(7),
-			uidattr.Outcome:                 attribute.StringValue(OutcomeOK),
+			uidattr.Outcome:                 attribute.StringValue(outcomeOK),
 		} {
 			if got := telemetrytest.Attr(process.Attributes(), key); got != want {
 				t.Errorf("%s: server span %s = %v, want %v", subject, key, got.String(), want.String())
@@ -155,7 +155,7 @@ func TestTraceAcrossNATS(t *testing.T) {
 			t.Errorf("%s: server span status %v", subject, process.Status())
 		}
 	}
-	if got := capture.metric(t, "uid.requests", uidattr.Endpoint.String(uidclient.EndpointNext), uidattr.Outcome.String(OutcomeOK)); got != 1 {
+	if got := capture.metric(t, "uid.requests", uidattr.Endpoint.String(uidclient.EndpointNext), uidattr.Outcome.String(outcomeOK)); got != 1 {
 		t.Errorf("uid.requests{next,ok} = %v, want 1", got)
 	}
 	if got := capture.metric(t, "uid.request.duration", uidattr.Endpoint.String(uidclient.EndpointBatch)); got != 1 {
@@ -199,14 +199,14 @@ func TestServerSpanRecordsErrors(t *testing.T) {
 		t.Fatalf("oversized batch: %v, want a bad request", err)
 	}
 	s := capture.span(t, "process uid.batch", 1)
-	if s.Status().Code != codes.Error || telemetrytest.Attr(s.Attributes(), uidattr.Outcome).AsString() != OutcomeBadRequest || len(s.Events()) == 0 {
+	if s.Status().Code != codes.Error || telemetrytest.Attr(s.Attributes(), uidattr.Outcome).AsString() != outcomeBadRequest || len(s.Events()) == 0 {
 		t.Errorf("server span status %v outcome %q events %v, want an error, bad_request, the error recorded",
 			s.Status(), telemetrytest.Attr(s.Attributes(), uidattr.Outcome).AsString(), s.Events())
 	}
 	if c := capture.span(t, "send uid.batch", 1); c.Status().Code != codes.Error {
 		t.Errorf("client span status %v, want an error", c.Status())
 	}
-	if got := capture.metric(t, "uid.requests", uidattr.Outcome.String(OutcomeBadRequest)); got != 1 {
+	if got := capture.metric(t, "uid.requests", uidattr.Outcome.String(outcomeBadRequest)); got != 1 {
 		t.Errorf("uid.requests{bad_request} = %v, want 1", got)
 	}
 }
@@ -239,7 +239,7 @@ func TestRejectedTakeIsAnEventOnTheServerSpan(t *testing.T) {
 		t.Fatalf("drained ring answered %q, want 503", code)
 	}
 	rejected := capture.spanWhere(t, "process uid.batch", func(s sdktrace.ReadOnlySpan) bool {
-		return telemetrytest.Attr(s.Attributes(), uidattr.Outcome).AsString() == OutcomeUnavailable
+		return telemetrytest.Attr(s.Attributes(), uidattr.Outcome).AsString() == outcomeUnavailable
 	})
 	var event bool
 	for _, e := range rejected.Events() {

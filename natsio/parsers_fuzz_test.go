@@ -131,7 +131,7 @@ func FuzzServiceRequest(f *testing.F) {
 			return
 		case uidclient.EndpointBatch:
 			binary := strings.EqualFold(encoding, uidclient.EncodingBinary)
-			n, perr := ParseCount(body, MaxBatchFor(maxBatch, nc.MaxPayload(), binary))
+			n, perr := parseCount(body, maxBatchFor(maxBatch, nc.MaxPayload(), binary))
 			if wantErr = perr; perr == nil {
 				if code != "" {
 					t.Fatalf("uid.batch %q: error %s %q for a valid count", body, code, desc)
@@ -154,11 +154,11 @@ func FuzzServiceRequest(f *testing.F) {
 				return
 			}
 		case uidclient.EndpointParse:
-			id, perr := ParseIDRequest(body)
+			id, perr := parseIDRequest(body)
 			if wantErr = perr; perr == nil {
 				parts, err := layout.Parse(id)
 				if err != nil {
-					t.Fatalf("ParseIDRequest accepted %d, which the layout refuses: %v", id, err)
+					t.Fatalf("parseIDRequest accepted %d, which the layout refuses: %v", id, err)
 				}
 				want, _ := parts.MarshalJSON()
 				if code != "" || !bytes.Equal(reply.Data, want) {

@@ -11,7 +11,7 @@ import (
 
 // DefaultMaxBatch is the largest count a batch request may ask for
 // unless configured otherwise; the connection's max payload may cap it
-// further (see MaxBatchFor).
+// further (see maxBatchFor).
 const DefaultMaxBatch = 100_000
 
 const (
@@ -26,10 +26,10 @@ const (
 	binaryIDWidth = 8
 )
 
-// MaxBatchFor returns the largest count a batch request may ask for when
+// maxBatchFor returns the largest count a batch request may ask for when
 // replies may be at most maxPayload bytes (the connection's max payload)
 // and configured is the configured largest batch.
-func MaxBatchFor(configured int, maxPayload int64, binary bool) int {
+func maxBatchFor(configured int, maxPayload int64, binary bool) int {
 	width := int64(decimalIDWidth)
 	if binary {
 		width = binaryIDWidth
@@ -37,11 +37,11 @@ func MaxBatchFor(configured int, maxPayload int64, binary bool) int {
 	return int(min(int64(configured), maxPayload/width))
 }
 
-// ParseCount reads the body of a batch request: a decimal count from 1 to
+// parseCount reads the body of a batch request: a decimal count from 1 to
 // max, surrounded by optional ASCII whitespace. Its errors are
 // *ServiceError with code 400 and say what was wrong, quoting (a prefix
 // of) the body.
-func ParseCount(body []byte, max int) (int, error) {
+func parseCount(body []byte, max int) (int, error) {
 	s, err := decimalBody(body, "count", "a decimal count of IDs, such as 100")
 	if err != nil {
 		return 0, err
@@ -60,10 +60,10 @@ func ParseCount(body []byte, max int) (int, error) {
 	return int(n), nil
 }
 
-// ParseIDRequest reads the body of a parse request: one decimal ID,
+// parseIDRequest reads the body of a parse request: one decimal ID,
 // surrounded by optional ASCII whitespace. Its errors are *ServiceError
 // with code 400.
-func ParseIDRequest(body []byte) (uint64, error) {
+func parseIDRequest(body []byte) (uint64, error) {
 	s, err := decimalBody(body, "ID", "one decimal ID, such as 1234567890")
 	if err != nil {
 		return 0, err

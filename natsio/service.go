@@ -178,8 +178,8 @@ func (s *Service) start() error {
 		{uidclient.EndpointNext, s.next, map[string]string{"reply": "one decimal ID"}},
 		{uidclient.EndpointBatch, s.batch, map[string]string{
 			"reply":            "newline-separated decimal IDs, or 8-byte big-endian IDs with header " + uidclient.EncodingHeader + ": " + uidclient.EncodingBinary,
-			"max_batch_binary": strconv.Itoa(MaxBatchFor(s.cfg.MaxBatch, maxPayload, true)),
-			"max_batch_text":   strconv.Itoa(MaxBatchFor(s.cfg.MaxBatch, maxPayload, false)),
+			"max_batch_binary": strconv.Itoa(maxBatchFor(s.cfg.MaxBatch, maxPayload, true)),
+			"max_batch_text":   strconv.Itoa(maxBatchFor(s.cfg.MaxBatch, maxPayload, false)),
 		}},
 		{uidclient.EndpointParse, s.parse, map[string]string{"reply": "JSON {UID, timestamp, workerId, sequence}"}},
 	} {
@@ -275,7 +275,7 @@ func (s *Service) next(ctx context.Context, _ micro.Request, buf []byte) ([]byte
 // batch answers the number of IDs the body asks for.
 func (s *Service) batch(ctx context.Context, req micro.Request, buf []byte) ([]byte, int, error) {
 	binary := wantsBinary(req.Headers())
-	n, err := ParseCount(req.Data(), MaxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), binary))
+	n, err := parseCount(req.Data(), maxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), binary))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -302,7 +302,7 @@ func (s *Service) batch(ctx context.Context, req micro.Request, buf []byte) ([]b
 
 // parse answers the fields of an ID as UidGenerator's parseUID JSON.
 func (s *Service) parse(_ context.Context, req micro.Request, buf []byte) ([]byte, int, error) {
-	id, err := ParseIDRequest(req.Data())
+	id, err := parseIDRequest(req.Data())
 	if err != nil {
 		return nil, 0, err
 	}
