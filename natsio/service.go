@@ -54,11 +54,10 @@ type ServiceConfig struct {
 // and parse under the subject prefix, in one queue group, with the ring
 // state in the micro stats.
 //
-// A micro service stops when an async error on one of its subscriptions
-// stops it (older micro versions do so on a slow consumer) or when
-// anything else calls its Stop. Service notices and adds the micro service
-// again, unless its connection is closed or Stop was called: the instance
-// never silently stops answering.
+// The micro service (nats.go >= 1.50) keeps running through async errors
+// on its subscriptions, such as a slow consumer: it stops only on Stop or
+// when its connection is closed (TestSlowConsumerDoesNotStopTheService
+// holds the pinned version to it).
 type Service struct {
 	nc          *nats.Conn
 	cfg         ServiceConfig
@@ -66,7 +65,6 @@ type Service struct {
 	source      atomic.Pointer[sourceBox]
 	endpoints   map[string]*endpointCounters
 	asyncErrors atomic.Uint64
-	restarts    atomic.Uint64
 	idBufs      sync.Pool // *[]uint64 for batch replies
 	replyBufs   sync.Pool // *[]byte for reply bodies
 	otel        *serverTelemetry
@@ -74,7 +72,6 @@ type Service struct {
 	mu      sync.Mutex
 	svc     micro.Service
 	stopped bool
-	retry   *time.Timer // pending restart after a failed one
 }
 
 // sourceBox lets an interface value live in an atomic.Pointer.
@@ -382,10 +379,6 @@ func (s *Service) ID() string {
 	return s.svc.Info().ID
 }
 
-// Restarts counts how often the micro service was added again after it
-// stopped without Stop being called.
-func (s *Service) Restarts() uint64 { return s.restarts.Load() }
-
 // AsyncErrors counts async errors (such as slow consumers) on the
 // service's subscriptions.
 func (s *Service) AsyncErrors() uint64 { return s.asyncErrors.Load() }
@@ -396,9 +389,6 @@ func (s *Service) AsyncErrors() uint64 { return s.asyncErrors.Load() }
 func (s *Service) Stop() error {
 	s.mu.Lock()
 	s.stopped = true
-	if s.retry != nil {
-		s.retry.Stop()
-	}
 	svc := s.svc
 	s.mu.Unlock()
 	if err := svc.Stop(); err != nil {
@@ -408,7 +398,8 @@ func (s *Service) Stop() error {
 }
 
 // onDone runs when a micro service stops. Unless we stopped it (Stop, or
-// SetSource replacing it) or the connection is closed, it is added again.
+// SetSource replacing it), the instance no longer answers: say so (it is
+// the connection closing, the one other way the pinned micro stops).
 func (s *Service) onDone(svc micro.Service) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -419,31 +410,12 @@ func (s *Service) onDone(svc micro.Service) {
 		s.log.Error("NATS connection closed: the service no longer answers")
 		return
 	}
-	s.restarts.Add(1)
-	s.log.Warn("micro service stopped unexpectedly; adding it again")
-	s.restartLocked()
-}
-
-func (s *Service) restartLocked() {
-	err := s.start()
-	if err == nil {
-		s.log.Info("micro service added again", "id", s.svc.Info().ID)
-		return
-	}
-	s.log.Error("adding the micro service again failed; retrying in 1s", "err", err)
-	s.retry = time.AfterFunc(time.Second, func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if !s.stopped && !s.nc.IsClosed() {
-			s.restartLocked()
-		}
-	})
+	s.log.Error("micro service stopped: the service no longer answers")
 }
 
 // onAsyncError logs async errors on the service's subscriptions, such as
 // a slow consumer (requests dropped because the handler fell behind).
-// The micro service keeps running in nats.go >= 1.50; should a version
-// stop it, onDone adds it again.
+// The micro service keeps running.
 func (s *Service) onAsyncError(_ micro.Service, err *micro.NATSError) {
 	n := s.asyncErrors.Add(1)
 	if n&(n-1) == 0 { // log the 1st, 2nd, 4th, 8th... to stay readable under a storm
@@ -461,7 +433,6 @@ type EndpointData struct {
 	Unavailable uint64    `json:"unavailable"`  // 503 replies
 	Internal    uint64    `json:"internal"`     // 500 replies
 	AsyncErrors uint64    `json:"async_errors"` // slow consumers etc. on the service's subscriptions
-	Restarts    uint64    `json:"restarts"`     // times the micro service was added again
 }
 
 // RingStats is the ring buffer's state as the stats show it.
@@ -498,7 +469,6 @@ func (s *Service) statsData(e *micro.Endpoint) any {
 			Claim:          claim,
 		},
 		AsyncErrors: s.asyncErrors.Load(),
-		Restarts:    s.restarts.Load(),
 	}
 	if c := s.endpoints[e.Name]; c != nil {
 		d.IDs, d.OK, d.BadRequest = c.ids.Load(), c.ok.Load(), c.badRequest.Load()

@@ -292,6 +292,7 @@ func TestSlowConsumerDoesNotStopTheService(t *testing.T) {
 	// A tiny pending limit makes NATS drop requests and report a slow
 	// consumer under a burst.
 	inst := startInstance(t, url, 1, instanceOpts{service: ServiceConfig{PendingMsgs: 2, PendingBytes: 1 << 20}})
+	firstID := inst.svc.ID()
 	nc := connect(t, url)
 	inbox := nats.NewInbox()
 	sub, err := nc.SubscribeSync(inbox)
@@ -320,31 +321,13 @@ func TestSlowConsumerDoesNotStopTheService(t *testing.T) {
 	if _, err := client.Next(ctx); err != nil {
 		t.Fatalf("after a slow consumer the service does not answer: %v", err)
 	}
-}
-
-func TestServiceAddedAgainAfterUnexpectedStop(t *testing.T) {
-	url := startNATS(t, nil)
-	inst := startInstance(t, url, 5, instanceOpts{})
-	nc := connect(t, url)
-	firstID := inst.svc.ID()
+	// The very micro service answers (the pinned micro does not stop a
+	// service on an async error): its ID is the one it started with.
 	inst.svc.mu.Lock()
-	micro := inst.svc.svc
+	stopped := inst.svc.svc.Stopped()
 	inst.svc.mu.Unlock()
-	if err := micro.Stop(); err != nil { // as a micro version that stops on async errors would
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for inst.svc.Restarts() == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if inst.svc.Restarts() != 1 || inst.svc.ID() == firstID {
-		t.Fatalf("restarts %d, id %s (was %s)", inst.svc.Restarts(), inst.svc.ID(), firstID)
-	}
-	client := uidclient.New(nc.Conn, uidclient.Config{})
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if _, err := client.Next(ctx); err != nil {
-		t.Fatal(err)
+	if stopped || inst.svc.ID() != firstID {
+		t.Fatalf("after a slow consumer: micro service stopped %v, id %s (was %s)", stopped, inst.svc.ID(), firstID)
 	}
 }
 
