@@ -218,7 +218,7 @@ func TestRejectedTakeIsAnEventOnTheServerSpan(t *testing.T) {
 	capture := installOTel(t)
 	url := startNATS(t, nil)
 	layout := uidcore.Layout{TimeBits: 43, WorkerBits: 10, SeqBits: 10, Epoch: uidcore.DefaultEpoch}
-	obs, err := telemetry.NewObserver(telemetry.ObserverOptions{Layout: layout, WorkerID: 2})
+	obs, err := telemetry.NewObserver(telemetry.ObserverConfig{Layout: layout, WorkerID: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -88,7 +88,7 @@ func NewAssigner(ctx context.Context, nc *nats.Conn, cfg workerid.Config, logger
 	}
 	if cfg.WorkerMode == workerid.ModeLeased {
 		store := &kvLeaseStore{kv: a.kv, log: logger}
-		a.leases, err = workerid.NewLeaseAssigner(store, workerid.LeaseOptionsFrom(cfg, host, logger, a.storeName))
+		a.leases, err = workerid.NewLeaseAssigner(store, workerid.LeaseConfigFrom(cfg, host, logger, a.storeName))
 		if err != nil {
 			return nil, err
 		}

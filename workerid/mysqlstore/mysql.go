@@ -150,7 +150,7 @@ func NewAssigner(ctx context.Context, cfg workerid.Config, logger *slog.Logger) 
 	}
 	if cfg.WorkerMode == workerid.ModeLeased {
 		a.store = &mysqlLeaseStore{db: db, table: quoteIdent(table)}
-		a.leases, err = workerid.NewLeaseAssigner(a.store, workerid.LeaseOptionsFrom(cfg, host, logger, a.storeName+" table "+table))
+		a.leases, err = workerid.NewLeaseAssigner(a.store, workerid.LeaseConfigFrom(cfg, host, logger, a.storeName+" table "+table))
 		if err != nil {
 			db.Close()
 			return nil, err
