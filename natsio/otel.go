@@ -52,7 +52,8 @@ func outcomeOf(code int) string {
 }
 
 // serverTelemetry holds a service's tracer and request instruments, taken
-// from the global providers when the service is made.
+// from ServiceConfig's providers (or the global ones) when the service is
+// made.
 type serverTelemetry struct {
 	tracer     trace.Tracer
 	queueGroup attribute.KeyValue
@@ -99,12 +100,20 @@ func (c *spanTemplates) get(subject string, build func() *spanTemplate) *spanTem
 	return t.(*spanTemplate)
 }
 
-func newServerTelemetry(queueGroup string) *serverTelemetry {
+// newServerTelemetry takes the tracer and meter from tp and mp, the global
+// providers where nil (as uidclient.Config.TracerProvider does).
+func newServerTelemetry(queueGroup string, tp trace.TracerProvider, mp metric.MeterProvider) *serverTelemetry {
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
 	t := &serverTelemetry{
-		tracer:     otel.GetTracerProvider().Tracer(instrumentationName, trace.WithInstrumentationVersion(uidclient.ServiceVersion)),
+		tracer:     tp.Tracer(instrumentationName, trace.WithInstrumentationVersion(uidclient.ServiceVersion)),
 		queueGroup: semconv.MessagingConsumerGroupNameKey.String(queueGroup),
 	}
-	m := otel.GetMeterProvider().Meter(instrumentationName, metric.WithInstrumentationVersion(uidclient.ServiceVersion))
+	m := mp.Meter(instrumentationName, metric.WithInstrumentationVersion(uidclient.ServiceVersion))
 	var err error
 	if t.requests, err = m.Int64Counter("uid.requests", metric.WithUnit("{request}"),
 		metric.WithDescription("Requests served, by endpoint and outcome.")); err != nil {

@@ -332,7 +332,7 @@ func BenchmarkRequestTelemetry(b *testing.B) {
 					otel.SetMeterProvider(metricnoop.NewMeterProvider())
 					otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator())
 				}()
-				server := newServerTelemetry(uidclient.DefaultQueueGroup)
+				server := newServerTelemetry(uidclient.DefaultQueueGroup, nil, nil)
 				clientTP := otel.GetTracerProvider()
 				if side == "server" {
 					clientTP = tracenoop.NewTracerProvider()
@@ -370,4 +370,25 @@ func (c clientStandIn) start(msg *nats.Msg) trace.Span {
 		msg.Header = nats.Header(h)
 	}
 	return span
+}
+
+// TestServiceTakesInjectedProviders: providers in ServiceConfig make the
+// server spans and metrics, with the global ones left as they are (no-op).
+func TestServiceTakesInjectedProviders(t *testing.T) {
+	p := telemetrytest.NewProviders(t)
+	url := startNATS(t, nil)
+	startInstance(t, url, 4, instanceOpts{service: ServiceConfig{TracerProvider: p.Tracer, MeterProvider: p.Meter}})
+	client := uidclient.New(connect(t, url).Conn, uidclient.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := client.Next(ctx); err != nil {
+		t.Fatal(err)
+	}
+	capture := otelCapture{p}
+	if s := capture.span(t, "process uid.next", 1); s.SpanKind() != trace.SpanKindServer {
+		t.Errorf("span kind %v, want server", s.SpanKind())
+	}
+	if got := capture.metric(t, "uid.requests", uidattr.Endpoint.String(uidclient.EndpointNext)); got != 1 {
+		t.Errorf("uid.requests = %v, want 1", got)
+	}
 }

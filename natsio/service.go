@@ -14,6 +14,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
@@ -48,6 +50,11 @@ type ServiceConfig struct {
 	// ClaimStatus, when set, reports the health of the worker claim for the
 	// stats ("ok" or its error).
 	ClaimStatus func() error
+
+	// TracerProvider and MeterProvider make the server spans and request
+	// metrics; nil: the global ones (as uidclient.Config.TracerProvider).
+	TracerProvider trace.TracerProvider
+	MeterProvider  metric.MeterProvider
 }
 
 // Service is the dispenser's NATS micro service: the endpoints next, batch
@@ -125,7 +132,7 @@ func NewService(nc *nats.Conn, src IDSource, cfg ServiceConfig) (*Service, error
 		endpoints: map[string]*endpointCounters{
 			uidclient.EndpointNext: {}, uidclient.EndpointBatch: {}, uidclient.EndpointParse: {},
 		},
-		otel: newServerTelemetry(cfg.QueueGroup),
+		otel: newServerTelemetry(cfg.QueueGroup, cfg.TracerProvider, cfg.MeterProvider),
 	}
 	s.source.Store(&sourceBox{src})
 	s.mu.Lock()
