@@ -151,7 +151,7 @@ func TestPaddingAndRejectionsAreTraced(t *testing.T) {
 	if forced == nil {
 		t.Fatal("no padding span for the forced round")
 	}
-	checkRound(t, forced, uidcore.TriggerThreshold, "full", 64, T+10, T+10)
+	checkRound(t, forced, uidcore.TriggerForced, "full", 64, T+10, T+10)
 	if got := telemetrytest.Attr(forced.Attributes(), DurationKey).AsFloat64(); got != rep.Duration.Seconds() {
 		t.Errorf("duration attribute %v, want the report's %v", got, rep.Duration.Seconds())
 	}

@@ -525,7 +525,7 @@ func TestCachedDiscardsIDsThatLagTheClock(t *testing.T) {
 			}
 			continue
 		}
-		if report.Trigger != TriggerThreshold || report.Discarded != 4*256-10 || g.State().Discarded != 4*256-10 {
+		if report.Trigger != TriggerForced || report.Discarded != 4*256-10 || g.State().Discarded != 4*256-10 {
 			t.Errorf("report %+v, state %+v: want every lagging ID discarded", report, g.State())
 		}
 		if p.Time.Unix() != t0.Unix()+10 || p.Sequence != 0 {
