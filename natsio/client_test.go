@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
@@ -42,7 +43,18 @@ func (r *loadResult) add(ids []uint64, err error, latency time.Duration) {
 // every call bounded by callTimeout.
 func runClients(t *testing.T, url string, n, perClient int, batch int, callTimeout time.Duration, opts uidclient.Config, stop <-chan struct{}) *loadResult {
 	t.Helper()
-	res := &loadResult{}
+	res, wait := startClients(t, url, n, perClient, batch, callTimeout, opts, stop)
+	wait()
+	return res
+}
+
+// startClients is runClients in the background: it connects the clients
+// on the test's goroutine (where a failed connect may end the test),
+// starts them and returns their result, which fills as they go, and a
+// wait for them to finish. The clients' goroutines only record.
+func startClients(t *testing.T, url string, n, perClient int, batch int, callTimeout time.Duration, opts uidclient.Config, stop <-chan struct{}) (res *loadResult, wait func()) {
+	t.Helper()
+	res = &loadResult{}
 	var wg sync.WaitGroup
 	for c := range n {
 		conn := connect(t, url)
@@ -75,8 +87,16 @@ func runClients(t *testing.T, url string, n, perClient int, batch int, callTimeo
 			}
 		}()
 	}
-	wg.Wait()
-	return res
+	return res, wg.Wait
+}
+
+// served is how many successful replies an instance has sent.
+func (i *instance) served() uint64 {
+	var n uint64
+	for _, c := range i.svc.endpoints {
+		n += c.ok.Load()
+	}
+	return n
 }
 
 func TestThreeInstancesSixteenClientsMillionIDs(t *testing.T) {
@@ -113,19 +133,32 @@ func TestAbruptStopDuringLoad(t *testing.T) {
 	}
 	stop := make(chan struct{})
 	const callTimeout = 2 * time.Second
-	var res *loadResult
-	done := make(chan struct{})
-	go func() {
-		// A short attempt timeout: a request held by the dead instance is
-		// asked again well within the call's deadline.
-		res = runClients(t, url, 16, 0, 500, callTimeout, uidclient.Config{AttemptTimeout: 250 * time.Millisecond}, stop)
-		close(done)
+	// A short attempt timeout: a request held by the dead instance is
+	// asked again well within the call's deadline.
+	res, wait := startClients(t, url, 16, 0, 500, callTimeout, uidclient.Config{AttemptTimeout: 250 * time.Millisecond}, stop)
+	defer func() {
+		if stop != nil {
+			close(stop)
+			wait()
+		}
 	}()
-	time.Sleep(300 * time.Millisecond)
+	testenv.WaitFor(t, 10*time.Second, "every instance serves the load", func() bool {
+		return victims[0].served() >= 20 && victims[1].served() >= 20 && victims[2].served() >= 20
+	})
+	servedBefore := victims[1].served()
 	victims[1].crash()
-	time.Sleep(700 * time.Millisecond)
+	// Well past the attempt timeout, so that the requests the dead
+	// instance held have been asked again and answered.
+	atCrash := res.calls.Load()
+	testenv.WaitFor(t, 10*time.Second, "the survivors serve on after the crash", func() bool {
+		return res.calls.Load() >= atCrash+16*20
+	})
 	close(stop)
-	<-done
+	stop = nil
+	wait()
+	if servedBefore == 0 {
+		t.Fatal("the crashed instance served nothing before its crash; the test proves nothing")
+	}
 	if len(res.errs) > 0 {
 		t.Fatalf("%d of %d calls failed, first: %v", len(res.errs), res.calls.Load(), res.errs[0])
 	}
@@ -146,20 +179,27 @@ func TestGracefulStopDuringLoadLosesNoRequest(t *testing.T) {
 		instances = append(instances, startInstance(t, url, w+1, instanceOpts{}))
 	}
 	stop := make(chan struct{})
-	var res *loadResult
-	done := make(chan struct{})
-	go func() {
-		// One attempt only and a long one: a request lost by the stopping
-		// instance would show as an error or a call of 5 s.
-		res = runClients(t, url, 16, 0, 500, 5*time.Second, uidclient.Config{AttemptTimeout: 5 * time.Second}, stop)
-		close(done)
+	// One attempt only and a long one: a request lost by the stopping
+	// instance would show as an error or a call of 5 s.
+	res, wait := startClients(t, url, 16, 0, 500, 5*time.Second, uidclient.Config{AttemptTimeout: 5 * time.Second}, stop)
+	defer func() {
+		if stop != nil {
+			close(stop)
+			wait()
+		}
 	}()
-	time.Sleep(300 * time.Millisecond)
+	testenv.WaitFor(t, 10*time.Second, "every instance serves the load", func() bool {
+		return instances[0].served() >= 20 && instances[1].served() >= 20 && instances[2].served() >= 20
+	})
 	servedBefore := instances[1].svc.endpoints[uidclient.EndpointBatch].ok.Load()
 	instances[1].stopGracefully(t)
-	time.Sleep(500 * time.Millisecond)
+	atStop := res.calls.Load()
+	testenv.WaitFor(t, 10*time.Second, "the others serve on after the stop", func() bool {
+		return res.calls.Load() >= atStop+16*20
+	})
 	close(stop)
-	<-done
+	stop = nil
+	wait()
 	if len(res.errs) > 0 {
 		t.Fatalf("%d of %d calls failed, first: %v", len(res.errs), res.calls.Load(), res.errs[0])
 	}
@@ -174,22 +214,40 @@ func TestGracefulStopDuringLoadLosesNoRequest(t *testing.T) {
 }
 
 func TestClientRetriesUntilAServiceAppears(t *testing.T) {
-	url := startNATS(t, nil)
+	srv := testenv.NATS(t, nil)
+	url := srv.ClientURL()
 	nc := connect(t, url)
 	client := uidclient.New(nc.Conn, uidclient.Config{})
-	go func() {
-		time.Sleep(300 * time.Millisecond)
-		startInstance(t, url, 9, instanceOpts{})
-	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	start := time.Now()
-	id, err := client.Next(ctx)
-	if err != nil {
-		t.Fatal(err)
+	type reply struct {
+		id  uint64
+		err error
 	}
-	if p, _ := uidcore.DefaultLayout().Parse(id); p.WorkerID != 9 || time.Since(start) < 250*time.Millisecond {
-		t.Fatalf("id %d (worker %d) after %v", id, p.WorkerID, time.Since(start))
+	got := make(chan reply, 1)
+	start := time.Now()
+	go func() {
+		id, err := client.Next(ctx)
+		got <- reply{id, err}
+	}()
+	// No responders yet: the client asks again and again.
+	testenv.WaitFor(t, 5*time.Second, "three requests with nobody to answer", func() bool {
+		v, err := srv.Varz(nil)
+		return err == nil && v.InMsgs >= 3
+	})
+	select {
+	case r := <-got:
+		t.Fatalf("Next returned %d, %v before any service existed", r.id, r.err)
+	default:
+	}
+	waited := time.Since(start)
+	startInstance(t, url, 9, instanceOpts{})
+	r := <-got
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if p, _ := uidcore.DefaultLayout().Parse(r.id); p.WorkerID != 9 || time.Since(start) < waited {
+		t.Fatalf("id %d (worker %d) after %v", r.id, p.WorkerID, time.Since(start))
 	}
 }
 

@@ -3,6 +3,7 @@ package natsio
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -55,38 +56,36 @@ func installOTel(t *testing.T) *otelCapture {
 // ends just after its reply is sent, so the client may be quicker.
 func (c *otelCapture) span(t *testing.T, name string, n int) sdktrace.ReadOnlySpan {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	var found sdktrace.ReadOnlySpan
+	testenv.WaitFor(t, 5*time.Second, fmt.Sprintf("%d spans %q ended", n, name), func() bool {
 		seen := 0
 		for _, s := range c.Spans.Ended() {
 			if s.Name() == name {
 				if seen++; seen == n {
-					return s
+					found = s
+					return true
 				}
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d spans %q ended, want %d", seen, name, n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return false
+	})
+	return found
 }
 
 // spanWhere waits for an ended span named name that satisfies match.
 func (c *otelCapture) spanWhere(t *testing.T, name string, match func(sdktrace.ReadOnlySpan) bool) sdktrace.ReadOnlySpan {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	var found sdktrace.ReadOnlySpan
+	testenv.WaitFor(t, 5*time.Second, fmt.Sprintf("a span %q as wanted ended", name), func() bool {
 		for _, s := range c.Spans.Ended() {
 			if s.Name() == name && match(s) {
-				return s
+				found = s
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no span %q as wanted ended", name)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return false
+	})
+	return found
 }
 
 // metric sums the points of the named metric carrying all of match.

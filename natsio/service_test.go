@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
@@ -145,7 +146,7 @@ func TestMonitoringEndpoints(t *testing.T) {
 	// The counters are updated after the reply is sent: ask until they
 	// have caught up.
 	var stats micro.Stats
-	for deadline := time.Now().Add(5 * time.Second); ; {
+	testenv.WaitFor(t, 5*time.Second, "the stats count the request", func() bool {
 		msg, err = nc.Request("$SRV.STATS.uid-dispenser", nil, 2*time.Second)
 		if err != nil {
 			t.Fatal(err)
@@ -153,11 +154,8 @@ func TestMonitoringEndpoints(t *testing.T) {
 		if err := json.Unmarshal(msg.Data, &stats); err != nil {
 			t.Fatal(err)
 		}
-		if counted(stats, uidclient.EndpointNext) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return counted(stats, uidclient.EndpointNext)
+	})
 	found := false
 	for _, e := range stats.Endpoints {
 		var d EndpointData
@@ -308,13 +306,7 @@ func TestSlowConsumerDoesNotStopTheService(t *testing.T) {
 			nc.Flush()
 		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for inst.svc.AsyncErrors() == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if inst.svc.AsyncErrors() == 0 {
-		t.Fatal("no slow consumer reported; the test did not provoke one")
-	}
+	testenv.WaitFor(t, 5*time.Second, "a slow consumer reported (else the test did not provoke one)", func() bool { return inst.svc.AsyncErrors() > 0 })
 	client := uidclient.New(nc.Conn, uidclient.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -116,18 +116,6 @@ func blocksTestDepth(t *testing.T, nc *nats.Conn, stream string) uint64 {
 	return info.State.Msgs
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func blocksWaitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %s: %s", within, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // assertDistinct fails on any ID that occurs twice.
 func blocksAssertDistinct(t *testing.T, ids []uint64) {
 	t.Helper()
@@ -271,7 +259,7 @@ func TestBlocksStalledConsumerBlockUsedOnce(t *testing.T) {
 				<-release
 			}
 		})
-	blocksWaitFor(t, 5*time.Second, "the stalled source holds a block", func() bool { return heldSeq.Load() != 0 })
+	testenv.WaitFor(t, 5*time.Second, "the stalled source holds a block", func() bool { return heldSeq.Load() != 0 })
 
 	// Source B takes everything, including the redelivery of A's block.
 	other := blocksTestSource(t, blocksTestConn(t, srv), uidclient.BlockSourceConfig{AckWait: ackWait})
@@ -283,8 +271,9 @@ func TestBlocksStalledConsumerBlockUsedOnce(t *testing.T) {
 	var total atomic.Int64
 	done := make(chan error, 1)
 	go func() { done <- otherIDs.run(otherCtx, other, 256, &total, 1<<62) }()
-	// Well past the ack wait the server has redelivered A's block to B.
-	time.Sleep(3 * ackWait)
+	// Past the ack wait the server redelivers A's block to B, which
+	// terminates it.
+	testenv.WaitFor(t, 10*time.Second, "the other source got the redelivery", func() bool { return other.Stats().Redelivered >= 1 })
 	releaseOnce.Do(func() { close(release) }) // A acks late: the server still accepts it
 
 	buf := make([]uint64, 512)
@@ -298,7 +287,8 @@ func TestBlocksStalledConsumerBlockUsedOnce(t *testing.T) {
 	if st := stalled.Stats(); st.BlocksUsed != 1 || st.AckFailed != 0 || !slices.Equal(stalledIDs, held) {
 		t.Fatalf("stalled source stats %+v; handed out %d IDs, held %d: want the late-acknowledged block used", st, len(stalledIDs), len(held))
 	}
-	time.Sleep(100 * time.Millisecond) // let the other source take a few more blocks
+	usedBefore := other.Stats().BlocksUsed
+	testenv.WaitFor(t, 10*time.Second, "the other source takes more blocks", func() bool { return other.Stats().BlocksUsed >= usedBefore+2 })
 	stopOther()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -333,7 +323,7 @@ func TestBlocksFullStreamPublishersBackOffAndResume(t *testing.T) {
 		}
 		return s
 	}
-	blocksWaitFor(t, 5*time.Second, "the stream filled", func() bool { return blocksTestDepth(t, nc, uidclient.DefaultBlocksStream) == depth })
+	testenv.WaitFor(t, 5*time.Second, "the stream filled", func() bool { return blocksTestDepth(t, nc, uidclient.DefaultBlocksStream) == depth })
 
 	// Full: the publishers only check the depth; nothing is published or
 	// refused, nothing is logged above debug.
@@ -362,7 +352,7 @@ func TestBlocksFullStreamPublishersBackOffAndResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	blocksAssertDistinct(t, ids)
-	blocksWaitFor(t, 5*time.Second, "the publishers resumed and refilled the stream", func() bool {
+	testenv.WaitFor(t, 5*time.Second, "the publishers resumed and refilled the stream", func() bool {
 		return sum().Published >= depth+20 && blocksTestDepth(t, nc, uidclient.DefaultBlocksStream) == depth
 	})
 	if st := sum(); st.Failed != 0 {
@@ -419,7 +409,7 @@ func TestBlocksRestartedPublisherOldBlocksStillUsedNoCollision(t *testing.T) {
 	// The first incarnation fills the stream, then stops.
 	first := blocksTestGenerator(t, worker, 0)
 	p1 := blocksTestPublisher(t, blocksTestConn(t, srv), first, cfg, nil)
-	blocksWaitFor(t, 5*time.Second, "the stream filled", func() bool { return blocksTestDepth(t, nc, uidclient.DefaultBlocksStream) == depth })
+	testenv.WaitFor(t, 5*time.Second, "the stream filled", func() bool { return blocksTestDepth(t, nc, uidclient.DefaultBlocksStream) == depth })
 	blocksTestStop(t, p1)
 	first.Close()
 	// A leased worker ID comes back with After = the last second the
@@ -471,7 +461,7 @@ func TestBlocksMalformedBlockTerminatedAndReported(t *testing.T) {
 	log := logs.Logger(slog.LevelInfo)
 	p := blocksTestPublisher(t, nc, blocksTestGenerator(t, 3, 0),
 		natsio.BlocksConfig{BlockSize: 64, BlocksTargetDepth: 3, BlocksPollInterval: 10 * time.Millisecond}, nil)
-	blocksWaitFor(t, 5*time.Second, "the stream filled", func() bool { return blocksTestDepth(t, nc, uidclient.DefaultBlocksStream) == 3 })
+	testenv.WaitFor(t, 5*time.Second, "the stream filled", func() bool { return blocksTestDepth(t, nc, uidclient.DefaultBlocksStream) == 3 })
 	blocksTestStop(t, p)
 
 	// Put garbage first in line: drain the three blocks with a source,
@@ -513,7 +503,7 @@ func TestBlocksMalformedBlockTerminatedAndReported(t *testing.T) {
 	if n := strings.Count(logs.String(), "malformed block"); n != 2 {
 		t.Fatalf("%d reports of malformed blocks, want 2:\n%s", n, logs.String())
 	}
-	blocksWaitFor(t, 5*time.Second, "the terminated blocks left the stream", func() bool {
+	testenv.WaitFor(t, 5*time.Second, "the terminated blocks left the stream", func() bool {
 		return blocksTestDepth(t, nc, uidclient.DefaultBlocksStream) == 0
 	})
 }

@@ -432,7 +432,7 @@ func TestMySQLLeastPrivileges(t *testing.T) {
 			// A renewal too: reserve well ahead.
 			u, _ := l.Until()
 			l.Reserve(u + 1)
-			waitUntil(t, 5*time.Second, func() bool { v, err := l.Until(); return err == nil && v > u })
+			testenv.WaitFor(t, 5*time.Second, "the lease extends its reservation", func() bool { v, err := l.Until(); return err == nil && v > u })
 		}
 		release(t, claim)
 	}
@@ -442,14 +442,5 @@ func TestMySQLLeastPrivileges(t *testing.T) {
 	_, err = mysqlstore.NewAssigner(context.Background(), cfg, testLogger())
 	if err == nil || !strings.Contains(err.Error(), "DISPENSER_CREATE_TABLES=false") || strings.Contains(err.Error(), password) {
 		t.Errorf("CREATE_TABLES without the privilege: %v", err)
-	}
-}
-
-func waitUntil(t testing.TB, limit time.Duration, cond func() bool) {
-	t.Helper()
-	for start := time.Now(); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Since(start) > limit {
-			t.Fatalf("condition not met within %s", limit)
-		}
 	}
 }
