@@ -90,6 +90,32 @@ func startClients(t *testing.T, url string, n, perClient int, batch int, callTim
 	return res, wg.Wait
 }
 
+// loadThroughFault runs 16 clients against the instances, waits until
+// every instance serves them, runs fault, waits until the load has moved
+// on by 20 calls a client (well past any attempt timeout), then stops the
+// clients and returns what they got.
+func loadThroughFault(t *testing.T, url string, instances []*instance, callTimeout time.Duration, opts uidclient.Config, fault func()) *loadResult {
+	t.Helper()
+	stop := make(chan struct{})
+	res, wait := startClients(t, url, 16, 0, 500, callTimeout, opts, stop)
+	defer func() {
+		close(stop)
+		wait()
+	}()
+	testenv.WaitFor(t, 10*time.Second, "every instance serves the load", func() bool {
+		for _, i := range instances {
+			if i.served() < 20 {
+				return false
+			}
+		}
+		return true
+	})
+	fault()
+	at := res.calls.Load()
+	testenv.WaitFor(t, 10*time.Second, "the load moves on after the fault", func() bool { return res.calls.Load() >= at+16*20 })
+	return res
+}
+
 // served is how many successful replies an instance has sent.
 func (i *instance) served() uint64 {
 	var n uint64
@@ -131,31 +157,14 @@ func TestAbruptStopDuringLoad(t *testing.T) {
 	for w := range uint64(3) {
 		victims = append(victims, startInstance(t, url, w+1, instanceOpts{}))
 	}
-	stop := make(chan struct{})
 	const callTimeout = 2 * time.Second
+	var servedBefore uint64
 	// A short attempt timeout: a request held by the dead instance is
 	// asked again well within the call's deadline.
-	res, wait := startClients(t, url, 16, 0, 500, callTimeout, uidclient.Config{AttemptTimeout: 250 * time.Millisecond}, stop)
-	defer func() {
-		if stop != nil {
-			close(stop)
-			wait()
-		}
-	}()
-	testenv.WaitFor(t, 10*time.Second, "every instance serves the load", func() bool {
-		return victims[0].served() >= 20 && victims[1].served() >= 20 && victims[2].served() >= 20
+	res := loadThroughFault(t, url, victims, callTimeout, uidclient.Config{AttemptTimeout: 250 * time.Millisecond}, func() {
+		servedBefore = victims[1].served()
+		victims[1].crash()
 	})
-	servedBefore := victims[1].served()
-	victims[1].crash()
-	// Well past the attempt timeout, so that the requests the dead
-	// instance held have been asked again and answered.
-	atCrash := res.calls.Load()
-	testenv.WaitFor(t, 10*time.Second, "the survivors serve on after the crash", func() bool {
-		return res.calls.Load() >= atCrash+16*20
-	})
-	close(stop)
-	stop = nil
-	wait()
 	if servedBefore == 0 {
 		t.Fatal("the crashed instance served nothing before its crash; the test proves nothing")
 	}
@@ -178,28 +187,13 @@ func TestGracefulStopDuringLoadLosesNoRequest(t *testing.T) {
 	for w := range uint64(3) {
 		instances = append(instances, startInstance(t, url, w+1, instanceOpts{}))
 	}
-	stop := make(chan struct{})
+	var servedBefore uint64
 	// One attempt only and a long one: a request lost by the stopping
 	// instance would show as an error or a call of 5 s.
-	res, wait := startClients(t, url, 16, 0, 500, 5*time.Second, uidclient.Config{AttemptTimeout: 5 * time.Second}, stop)
-	defer func() {
-		if stop != nil {
-			close(stop)
-			wait()
-		}
-	}()
-	testenv.WaitFor(t, 10*time.Second, "every instance serves the load", func() bool {
-		return instances[0].served() >= 20 && instances[1].served() >= 20 && instances[2].served() >= 20
+	res := loadThroughFault(t, url, instances, 5*time.Second, uidclient.Config{AttemptTimeout: 5 * time.Second}, func() {
+		servedBefore = instances[1].svc.endpoints[uidclient.EndpointBatch].ok.Load()
+		instances[1].stopGracefully(t)
 	})
-	servedBefore := instances[1].svc.endpoints[uidclient.EndpointBatch].ok.Load()
-	instances[1].stopGracefully(t)
-	atStop := res.calls.Load()
-	testenv.WaitFor(t, 10*time.Second, "the others serve on after the stop", func() bool {
-		return res.calls.Load() >= atStop+16*20
-	})
-	close(stop)
-	stop = nil
-	wait()
 	if len(res.errs) > 0 {
 		t.Fatalf("%d of %d calls failed, first: %v", len(res.errs), res.calls.Load(), res.errs[0])
 	}
