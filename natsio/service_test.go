@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -339,6 +340,7 @@ func TestSetSourceToNewWorkerUpdatesMetadata(t *testing.T) {
 	var wg sync.WaitGroup
 	var ids []uint64
 	var loadErr error
+	var fromWorker [7]atomic.Int64 // IDs taken so far, by worker
 	stop := make(chan struct{})
 	wg.Add(1)
 	go func() {
@@ -355,16 +357,19 @@ func TestSetSourceToNewWorkerUpdatesMetadata(t *testing.T) {
 				return
 			}
 			ids = append(ids, id)
+			if p, err := uidcore.DefaultLayout().Parse(id); err == nil && p.WorkerID < uint64(len(fromWorker)) {
+				fromWorker[p.WorkerID].Add(1)
+			}
 		}
 	}()
-	time.Sleep(50 * time.Millisecond)
+	testenv.WaitFor(t, 5*time.Second, "IDs from the first source", func() bool { return fromWorker[5].Load() >= 10 })
 	old := inst.gen
 	if err := inst.svc.SetSource(replacement); err != nil {
 		t.Fatal(err)
 	}
 	inst.gen = replacement
 	old.Close()
-	time.Sleep(50 * time.Millisecond)
+	testenv.WaitFor(t, 5*time.Second, "IDs from the new source", func() bool { return fromWorker[6].Load() >= 10 })
 	close(stop)
 	wg.Wait()
 	if loadErr != nil {
