@@ -10,6 +10,7 @@ import (
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
@@ -24,9 +25,9 @@ func blocksConfig(url string) Config {
 	return cfg
 }
 
-func blockSource(t *testing.T, url string) *natsio.BlockSource {
+func blockSource(t *testing.T, url string) *uidclient.BlockSource {
 	t.Helper()
-	src, err := natsio.NewBlockSource(testConn(t, url).Conn, natsio.BlockSourceConfig{FetchWait: 200 * time.Millisecond, Logger: testLogger()})
+	src, err := uidclient.NewBlockSource(testConn(t, url).Conn, uidclient.BlockSourceConfig{FetchWait: 200 * time.Millisecond, Logger: testLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +36,7 @@ func blockSource(t *testing.T, url string) *natsio.BlockSource {
 }
 
 // takeBlocks takes n IDs from each source concurrently.
-func takeBlocks(t *testing.T, n int, sources ...*natsio.BlockSource) []uint64 {
+func takeBlocks(t *testing.T, n int, sources ...*uidclient.BlockSource) []uint64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -67,7 +68,7 @@ func TestBlocksFromDispensersAcrossARestart(t *testing.T) {
 	first := start(t, cfg)
 	second := start(t, cfg)
 	c := client(t, url)
-	sources := []*natsio.BlockSource{blockSource(t, url), blockSource(t, url), blockSource(t, url)}
+	sources := []*uidclient.BlockSource{blockSource(t, url), blockSource(t, url), blockSource(t, url)}
 
 	// Blocks and requests at the same time.
 	var requested []uint64
@@ -130,7 +131,7 @@ func TestBlocksSettingsNameTheVariable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !loaded.BlocksEnabled || loaded.BlocksTargetDepth != 16 || loaded.BlockSize != natsio.DefaultBlockSize || loaded.BlocksStream != natsio.DefaultBlocksStream {
+	if !loaded.BlocksEnabled || loaded.BlocksTargetDepth != 16 || loaded.BlockSize != uidclient.DefaultBlockSize || loaded.BlocksStream != uidclient.DefaultBlocksStream {
 		t.Fatalf("loaded %+v", loaded.BlocksConfig)
 	}
 }

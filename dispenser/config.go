@@ -13,9 +13,11 @@ import (
 	"github.com/kelseyhightower/envconfig"
 
 	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/telemetry"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
+	"github.com/uid-dispenser/uid-dispenser/workerid/mysqlstore"
 )
 
 // EnvPrefix is the prefix of every configuration variable (envconfig
@@ -114,8 +116,8 @@ func DefaultConfig() Config {
 		MaxAhead:           uidcore.DefaultMaxAhead,
 		TakeWait:           DefaultTakeWait,
 		MaxLag:             uidcore.DefaultMaxLag,
-		QueueGroup:         natsio.DefaultQueueGroup,
-		SubjectPrefix:      natsio.DefaultSubjectPrefix,
+		QueueGroup:         uidclient.DefaultQueueGroup,
+		SubjectPrefix:      uidclient.DefaultSubjectPrefix,
 		MaxBatch:           natsio.DefaultMaxBatch,
 		ShutdownTimeout:    10 * time.Second,
 		LogLevel:           "info",
@@ -206,7 +208,7 @@ func (c Config) Validate() error {
 	if err := c.checkReachability(); err != nil {
 		return err
 	}
-	return c.Config.Validate()
+	return mysqlstore.Validate(c.Config)
 }
 
 func validPrefix(p string) bool {

@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/kvstore"
 	"github.com/uid-dispenser/uid-dispenser/telemetry"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
+	"github.com/uid-dispenser/uid-dispenser/workerid/mysqlstore"
 )
 
 // Option adjusts how Start builds an instance.
@@ -185,7 +187,7 @@ func Start(ctx context.Context, cfg Config, opts ...Option) (_ *Dispenser, err e
 // close it.
 func (d *Dispenser) openAssigner(ctx context.Context, url string) (func(), error) {
 	if d.cfg.MySQLDSN != "" {
-		a, err := workerid.NewMySQLAssigner(ctx, d.cfg.Config, d.log)
+		a, err := mysqlstore.NewAssigner(ctx, d.cfg.Config, d.log)
 		if err != nil {
 			return nil, fmt.Errorf("dispenser: worker-ID store: %w", err)
 		}
@@ -201,7 +203,7 @@ func (d *Dispenser) openAssigner(ctx context.Context, url string) (func(), error
 	if err != nil {
 		return nil, fmt.Errorf("dispenser: %w", err)
 	}
-	a, err := natsio.NewKVAssigner(ctx, conn.Conn, d.cfg.Config, d.log)
+	a, err := kvstore.NewAssigner(ctx, conn.Conn, d.cfg.Config, d.log)
 	if err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("dispenser: worker-ID store (JetStream KV bucket %s): %w", d.cfg.WorkerKVBucket, err)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
@@ -83,14 +84,14 @@ func testConn(t testing.TB, url string) *natsio.Conn {
 	return conn
 }
 
-func client(t *testing.T, url string) *natsio.Client {
+func client(t *testing.T, url string) *uidclient.Client {
 	t.Helper()
-	return natsio.NewClient(testConn(t, url).Conn, natsio.ClientOptions{AttemptTimeout: 500 * time.Millisecond})
+	return uidclient.New(testConn(t, url).Conn, uidclient.Config{AttemptTimeout: 500 * time.Millisecond})
 }
 
 // collect takes IDs with n concurrent callers until stop is closed or each
 // has taken perCaller (0: until stop). Errors fail the test.
-func collect(t *testing.T, c *natsio.Client, n, perCaller int, stop <-chan struct{}) []uint64 {
+func collect(t *testing.T, c *uidclient.Client, n, perCaller int, stop <-chan struct{}) []uint64 {
 	t.Helper()
 	var mu sync.Mutex
 	var all []uint64

@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
-	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 )
 
 // A lease taken over by another owner while requests and the block
@@ -24,7 +24,7 @@ func TestReclaimWhileServingAndPublishingBlocks(t *testing.T) {
 	d := start(t, cfg)
 	lostWorker := d.WorkerID()
 	c := client(t, url)
-	sources := []*natsio.BlockSource{blockSource(t, url), blockSource(t, url)}
+	sources := []*uidclient.BlockSource{blockSource(t, url), blockSource(t, url)}
 
 	stop := make(chan struct{})
 	var requested []uint64

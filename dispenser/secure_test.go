@@ -14,6 +14,7 @@ import (
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 )
 
 // TestSecureConnections starts a dispenser from DISPENSER_NATS_*
@@ -125,7 +126,7 @@ func TestSecureConnections(t *testing.T) {
 					t.Fatalf("client not on TLS: %v", err)
 				}
 			}
-			ids := takeIDs(ctx, t, natsio.NewClient(conn.Conn, natsio.ClientOptions{}), 4, 20, 500)
+			ids := takeIDs(ctx, t, uidclient.New(conn.Conn, uidclient.Config{}), 4, 20, 500)
 			if w := workers(ids); len(w) != 1 || w[d.WorkerID()] != len(ids) {
 				t.Fatalf("IDs by worker %v; the dispenser holds %d", w, d.WorkerID())
 			}
@@ -143,7 +144,7 @@ func TestSecureConnections(t *testing.T) {
 
 // takeIDs runs clients goroutines, each asking for n single IDs and one
 // batch, and returns everything they got.
-func takeIDs(ctx context.Context, t *testing.T, c *natsio.Client, clients, n, batch int) []uint64 {
+func takeIDs(ctx context.Context, t *testing.T, c *uidclient.Client, clients, n, batch int) []uint64 {
 	t.Helper()
 	var (
 		mu  sync.Mutex

@@ -13,6 +13,7 @@ import (
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 )
 
 // readmePermissions is the nats-server configuration block of the
@@ -102,7 +103,7 @@ func TestREADMEPermissions(t *testing.T) {
 	}
 	var serviceLog testenv.LogBuffer
 	service := connectAs("service", servicePassword, &serviceLog)
-	client := natsio.NewClient(service.Conn, natsio.ClientOptions{})
+	client := uidclient.New(service.Conn, uidclient.Config{})
 	ids := takeIDs(ctx, t, client, 4, 25, 1000)
 	if w := workers(ids); w[d.WorkerID()] != len(ids) {
 		t.Fatalf("IDs by worker %v, the dispenser holds %d", w, d.WorkerID())
@@ -113,11 +114,11 @@ func TestREADMEPermissions(t *testing.T) {
 
 	// The blocks user takes IDs from the blocks the dispenser publishes.
 	var blocksLog testenv.LogBuffer
-	src, err := natsio.NewBlockSource(connectAs("blocks", blocksPassword, &blocksLog).Conn, natsio.BlockSourceConfig{Logger: blocksLog.Logger(slog.LevelDebug)})
+	src, err := uidclient.NewBlockSource(connectAs("blocks", blocksPassword, &blocksLog).Conn, uidclient.BlockSourceConfig{Logger: blocksLog.Logger(slog.LevelDebug)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	fromBlocks := make([]uint64, 2*natsio.DefaultBlockSize)
+	fromBlocks := make([]uint64, 2*uidclient.DefaultBlockSize)
 	n, err := src.NextN(ctx, fromBlocks)
 	src.Close()
 	if err != nil || n != len(fromBlocks) {

@@ -18,7 +18,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
-	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
@@ -93,7 +93,7 @@ func runSustained(b *testing.B, url, prefix string, layout *uidcore.Layout) {
 	for i := range conns {
 		conns[i] = testConn(b, url).Conn
 	}
-	subject := natsio.Subject(prefix, natsio.EndpointBatch)
+	subject := uidclient.Subject(prefix, uidclient.EndpointBatch)
 	var (
 		next    atomic.Int64
 		errs    atomic.Int64
@@ -112,7 +112,7 @@ func runSustained(b *testing.B, url, prefix string, layout *uidcore.Layout) {
 	b.RunParallel(func(pb *testing.PB) {
 		nc := conns[int(next.Add(1)-1)%clients]
 		msg := &nats.Msg{Subject: subject, Data: []byte(strconv.Itoa(sustainedBatch)),
-			Header: nats.Header{natsio.EncodingHeader: {natsio.EncodingBinary}}}
+			Header: nats.Header{uidclient.EncodingHeader: {uidclient.EncodingBinary}}}
 		var mine []time.Duration
 		for pb.Next() {
 			t0 := time.Now()
@@ -238,7 +238,7 @@ func recordSeries(b *testing.B, received, ahead *atomic.Int64) (stop func()) {
 func startCounterResponder(b *testing.B, url string) {
 	nc := testConn(b, url).Conn
 	var counter atomic.Uint64
-	sub, err := nc.QueueSubscribe(natsio.Subject("bare", natsio.EndpointBatch), "bare", func(m *nats.Msg) {
+	sub, err := nc.QueueSubscribe(uidclient.Subject("bare", uidclient.EndpointBatch), "bare", func(m *nats.Msg) {
 		n, err := strconv.Atoi(string(m.Data))
 		if err != nil || n < 1 || n > 1<<20 {
 			_ = m.Respond(nil)

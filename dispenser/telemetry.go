@@ -57,7 +57,7 @@ func (d *Dispenser) startTelemetry(ctx context.Context, given *telemetry.Telemet
 	}
 	d.telemetry.tel.SetReady(d.ready)
 	if d.observer == nil {
-		obs, err := d.telemetry.tel.NewObserver(telemetry.ObserverOptions{
+		obs, err := d.telemetry.tel.NewObserver(telemetry.ObserverConfig{
 			Layout:    d.cfg.Layout(),
 			WorkerID:  workerID,
 			LeaseLeft: d.leaseLeft,

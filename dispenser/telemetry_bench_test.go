@@ -16,6 +16,7 @@ import (
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/telemetry/telemetrytest"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
 )
@@ -79,11 +80,11 @@ func BenchmarkNextTracing(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				var opts natsio.ClientOptions
+				var opts uidclient.Config
 				if strings.HasPrefix(tracing, "server") {
 					opts.TracerProvider = tracenoop.NewTracerProvider()
 				}
-				c := natsio.NewClient(conn.Conn, opts)
+				c := uidclient.New(conn.Conn, opts)
 				b.SetParallelism((clients + 1) / 2) // 2 cores: clients callers in all
 				cpuBefore := processCPU(b)
 				b.ResetTimer()

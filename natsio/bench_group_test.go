@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
@@ -45,9 +46,9 @@ func BenchmarkQueueGroup(b *testing.B) {
 			for w := range dispensers {
 				startInstance(b, url, uint64(w+1), instanceOpts{cached: uidcore.CachedOptions{MaxAhead: uidcore.NoAheadBound}})
 			}
-			pool := make([]*Client, clients)
+			pool := make([]*uidclient.Client, clients)
 			for i := range pool {
-				pool[i] = NewClient(connect(b, url).Conn, ClientOptions{})
+				pool[i] = uidclient.New(connect(b, url).Conn, uidclient.Config{})
 			}
 			ctx := context.Background()
 			if _, err := pool[0].Next(ctx); err != nil { // all subscribed

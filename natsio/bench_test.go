@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
@@ -30,7 +31,7 @@ func benchInstance(b *testing.B) string {
 // benchmark report's (make bench).
 func BenchmarkBatchBinary(b *testing.B) {
 	url := benchInstance(b)
-	client := NewClient(connect(b, url).Conn, ClientOptions{})
+	client := uidclient.New(connect(b, url).Conn, uidclient.Config{})
 	for _, n := range []int{1, 64, 1000, 1024, 10_000, 16_384, 100_000} {
 		b.Run(fmt.Sprintf("ids=%d", n), func(b *testing.B) {
 			ctx := context.Background()
@@ -56,10 +57,10 @@ func BenchmarkBatchBinary(b *testing.B) {
 // in the background with binary batches. One op is one ID.
 func BenchmarkPrefetcher(b *testing.B) {
 	url := benchInstance(b)
-	client := NewClient(connect(b, url).Conn, ClientOptions{})
+	client := uidclient.New(connect(b, url).Conn, uidclient.Config{})
 	for _, size := range []int{8192, 100_000} {
 		b.Run(fmt.Sprintf("batch=%d", size), func(b *testing.B) {
-			p := NewPrefetcher(client, PrefetchOptions{BatchSize: size, LowWater: 2 * size})
+			p := uidclient.NewPrefetcher(client, uidclient.PrefetchConfig{BatchSize: size, LowWater: 2 * size})
 			defer p.Close()
 			ctx := context.Background()
 			if _, err := p.Next(ctx); err != nil { // wait for the first refill

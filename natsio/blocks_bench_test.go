@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
@@ -59,9 +60,9 @@ func benchmarkBlocks(b *testing.B, publishers, consumers int) {
 		pubs = append(pubs, p)
 		b.Cleanup(func() { p.Stop(context.Background()) })
 	}
-	var sources []*BlockSource
+	var sources []*uidclient.BlockSource
 	for range consumers {
-		s, err := NewBlockSource(connect(), BlockSourceConfig{})
+		s, err := uidclient.NewBlockSource(connect(), uidclient.BlockSourceConfig{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -102,5 +103,5 @@ func benchmarkBlocks(b *testing.B, publishers, consumers int) {
 	for _, p := range pubs {
 		refused += p.Stats().Refused
 	}
-	b.ReportMetric(float64(refused)/float64(max(1, b.N/DefaultBlockSize)), "refused/block")
+	b.ReportMetric(float64(refused)/float64(max(1, b.N/uidclient.DefaultBlockSize)), "refused/block")
 }

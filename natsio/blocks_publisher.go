@@ -14,6 +14,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/uid-dispenser/uid-dispenser/natsio/internal/problemlog"
+	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
@@ -83,7 +85,7 @@ type BlockPublisher struct {
 
 	// Owned by the run goroutine.
 	window                                      int // blocks per round, up to publishWindow
-	depthProblem, sourceProblem, publishProblem problemLog
+	depthProblem, sourceProblem, publishProblem problemlog.Log
 }
 
 type blockIDSourceBox struct{ src BlockIDSource }
@@ -133,9 +135,9 @@ func NewBlockPublisher(ctx context.Context, nc *nats.Conn, src BlockIDSource, cf
 		done:   make(chan struct{}),
 		otel:   newProducerTelemetry(),
 	}
-	p.depthProblem = problemLog{log: p.log, what: "blocks: stream depth check"}
-	p.sourceProblem = problemLog{log: p.log, what: "blocks: taking IDs"}
-	p.publishProblem = problemLog{log: p.log, what: "blocks: publish"}
+	p.depthProblem = problemlog.Log{Log: p.log, What: "blocks: stream depth check"}
+	p.sourceProblem = problemlog.Log{Log: p.log, What: "blocks: taking IDs"}
+	p.publishProblem = problemlog.Log{Log: p.log, What: "blocks: publish"}
 	p.source.Store(&blockIDSourceBox{src})
 	go p.run(runCtx)
 	return p, nil
@@ -262,11 +264,11 @@ func (p *BlockPublisher) topUp(ctx context.Context) roundResult {
 	info, err := p.stream.Info(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
-			p.depthProblem.fail(err)
+			p.depthProblem.Fail(err)
 		}
 		return roundStreamFailed
 	}
-	p.depthProblem.ok()
+	p.depthProblem.OK()
 	p.depth.Store(info.State.Msgs)
 	missing := int64(p.cfg.BlocksTargetDepth) - int64(info.State.Msgs)
 	if missing <= 0 {
@@ -313,11 +315,11 @@ func (p *BlockPublisher) topUp(ctx context.Context) roundResult {
 	}
 	if srcErr != nil {
 		if ctx.Err() == nil {
-			p.sourceProblem.fail(srcErr)
+			p.sourceProblem.Fail(srcErr)
 		}
 		return roundSourceFailed
 	}
-	p.sourceProblem.ok()
+	p.sourceProblem.OK()
 	if full || stored < want {
 		return roundFull
 	}
@@ -342,7 +344,7 @@ func (p *BlockPublisher) takeBlock(ctx context.Context) (*nats.Msg, int, error) 
 		p.idsDiscarded.Add(uint64(n))
 		return nil, 0, fmt.Errorf("natsio: blocks: %w", perr)
 	}
-	return encodeBlock(p.cfg.BlocksSubject, parts.WorkerID, ids), n, err
+	return uidclient.EncodeBlock(p.cfg.BlocksSubject, parts.WorkerID, ids), n, err
 }
 
 type blockOutcome int
@@ -396,13 +398,13 @@ func (p *BlockPublisher) await(ctx context.Context, pb pendingBlock) blockOutcom
 func (p *BlockPublisher) stored(ids int) {
 	p.published.Add(1)
 	p.idsPublished.Add(uint64(ids))
-	p.publishProblem.ok()
+	p.publishProblem.OK()
 }
 
 func (p *BlockPublisher) giveUp(ids int, err error) {
 	p.failed.Add(1)
 	p.idsDiscarded.Add(uint64(ids))
-	p.publishProblem.fail(err)
+	p.publishProblem.Fail(err)
 }
 
 // definitive tells whether a publish error is the server's answer (an
@@ -418,46 +420,4 @@ func isStreamFull(err error) bool {
 	var apiErr *jetstream.APIError
 	return errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrCodeStoreFailed &&
 		strings.Contains(apiErr.Description, "maximum messages")
-}
-
-// problemRewarn is how often a failure that persists, or keeps coming
-// back, is logged at Warn again.
-const problemRewarn = time.Minute
-
-// problemLog logs a recurring failure without flooding the log: at Warn
-// at most once a minute (with the failures since), at Debug otherwise; a
-// recovery is logged at Info when its failure was warned about. A failure
-// that flaps (a ring running dry every second) thus logs two lines a
-// minute. Used from one goroutine.
-type problemLog struct {
-	log      *slog.Logger
-	what     string
-	failing  bool
-	warned   bool // this failure was logged at Warn
-	lastWarn time.Time
-	since    int // failures since the last Warn
-}
-
-func (l *problemLog) fail(err error) {
-	now := time.Now()
-	l.since++
-	if l.lastWarn.IsZero() || now.Sub(l.lastWarn) >= problemRewarn {
-		l.log.Warn(l.what+" failed", "err", err, "failures", l.since)
-		l.lastWarn, l.since, l.warned = now, 0, true
-	} else {
-		l.log.Debug(l.what+" failed", "err", err)
-	}
-	l.failing = true
-}
-
-func (l *problemLog) ok() {
-	if !l.failing {
-		return
-	}
-	if l.warned {
-		l.log.Info(l.what + " recovered")
-	} else {
-		l.log.Debug(l.what + " recovered")
-	}
-	l.failing, l.warned = false, false
 }

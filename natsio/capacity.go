@@ -10,12 +10,9 @@ import (
 
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
-
-// RetryAfterHeader is sent with a 503 of an instance at its capacity: the
-// milliseconds after which the instance has new IDs (its next second).
-const RetryAfterHeader = "Uid-Retry-After-Ms"
 
 // maxWaitingBatches bounds the bulk requests waiting for capacity; past
 // it a bulk request is answered 503 at once.
@@ -194,5 +191,5 @@ func retryHeaders(err error) []micro.RespondOpt {
 	if !errors.As(err, &ce) {
 		return nil
 	}
-	return []micro.RespondOpt{micro.WithHeaders(micro.Headers{RetryAfterHeader: {strconv.FormatInt(max(ce.retryAfter.Milliseconds(), 1), 10)}})}
+	return []micro.RespondOpt{micro.WithHeaders(micro.Headers{uidclient.RetryAfterHeader: {strconv.FormatInt(max(ce.retryAfter.Milliseconds(), 1), 10)}})}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
@@ -42,7 +43,7 @@ func TestAtCapacitySmallRequestsStayFastAndBulkGetsTheRest(t *testing.T) {
 		wg.Go(func() {
 			for time.Now().Before(end) {
 				msg, err := nc.RequestMsg(&nats.Msg{Subject: "uid.batch", Data: []byte("4096"),
-					Header: nats.Header{EncodingHeader: {EncodingBinary}}}, 2*time.Second)
+					Header: nats.Header{uidclient.EncodingHeader: {uidclient.EncodingBinary}}}, 2*time.Second)
 				if err != nil {
 					t.Errorf("bulk request: %v", err)
 					return

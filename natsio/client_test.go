@@ -13,6 +13,8 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
@@ -39,13 +41,24 @@ func (r *loadResult) add(ids []uint64, err error, latency time.Duration) {
 // runClients runs n clients that each loop until stop is closed or they
 // have taken perClient IDs (0: no limit), mixing next and batch calls,
 // every call bounded by callTimeout.
-func runClients(t *testing.T, url string, n, perClient int, batch int, callTimeout time.Duration, opts ClientOptions, stop <-chan struct{}) *loadResult {
+func runClients(t *testing.T, url string, n, perClient int, batch int, callTimeout time.Duration, opts uidclient.Config, stop <-chan struct{}) *loadResult {
 	t.Helper()
-	res := &loadResult{}
+	res, wait := startClients(t, url, n, perClient, batch, callTimeout, opts, stop)
+	wait()
+	return res
+}
+
+// startClients is runClients in the background: it connects the clients
+// on the test's goroutine (where a failed connect may end the test),
+// starts them and returns their result, which fills as they go, and a
+// wait for them to finish. The clients' goroutines only record.
+func startClients(t *testing.T, url string, n, perClient int, batch int, callTimeout time.Duration, opts uidclient.Config, stop <-chan struct{}) (res *loadResult, wait func()) {
+	t.Helper()
+	res = &loadResult{}
 	var wg sync.WaitGroup
 	for c := range n {
 		conn := connect(t, url)
-		client := NewClient(conn.Conn, opts)
+		client := uidclient.New(conn.Conn, opts)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -74,8 +87,42 @@ func runClients(t *testing.T, url string, n, perClient int, batch int, callTimeo
 			}
 		}()
 	}
-	wg.Wait()
+	return res, wg.Wait
+}
+
+// loadThroughFault runs 16 clients against the instances, waits until
+// every instance serves them, runs fault, waits until the load has moved
+// on by 20 calls a client (well past any attempt timeout), then stops the
+// clients and returns what they got.
+func loadThroughFault(t *testing.T, url string, instances []*instance, callTimeout time.Duration, opts uidclient.Config, fault func()) *loadResult {
+	t.Helper()
+	stop := make(chan struct{})
+	res, wait := startClients(t, url, 16, 0, 500, callTimeout, opts, stop)
+	defer func() {
+		close(stop)
+		wait()
+	}()
+	testenv.WaitFor(t, 10*time.Second, "every instance serves the load", func() bool {
+		for _, i := range instances {
+			if i.served() < 20 {
+				return false
+			}
+		}
+		return true
+	})
+	fault()
+	at := res.calls.Load()
+	testenv.WaitFor(t, 10*time.Second, "the load moves on after the fault", func() bool { return res.calls.Load() >= at+16*20 })
 	return res
+}
+
+// served is how many successful replies an instance has sent.
+func (i *instance) served() uint64 {
+	var n uint64
+	for _, c := range i.svc.endpoints {
+		n += c.ok.Load()
+	}
+	return n
 }
 
 func TestThreeInstancesSixteenClientsMillionIDs(t *testing.T) {
@@ -84,7 +131,7 @@ func TestThreeInstancesSixteenClientsMillionIDs(t *testing.T) {
 		startInstance(t, url, w+1, instanceOpts{})
 	}
 	const clients, perClient = 16, 62_500 // 1,000,000 IDs
-	res := runClients(t, url, clients, perClient, 5000, 10*time.Second, ClientOptions{}, nil)
+	res := runClients(t, url, clients, perClient, 5000, 10*time.Second, uidclient.Config{}, nil)
 	if len(res.errs) > 0 {
 		t.Fatalf("%d errors, first: %v", len(res.errs), res.errs[0])
 	}
@@ -110,21 +157,17 @@ func TestAbruptStopDuringLoad(t *testing.T) {
 	for w := range uint64(3) {
 		victims = append(victims, startInstance(t, url, w+1, instanceOpts{}))
 	}
-	stop := make(chan struct{})
 	const callTimeout = 2 * time.Second
-	var res *loadResult
-	done := make(chan struct{})
-	go func() {
-		// A short attempt timeout: a request held by the dead instance is
-		// asked again well within the call's deadline.
-		res = runClients(t, url, 16, 0, 500, callTimeout, ClientOptions{AttemptTimeout: 250 * time.Millisecond}, stop)
-		close(done)
-	}()
-	time.Sleep(300 * time.Millisecond)
-	victims[1].crash()
-	time.Sleep(700 * time.Millisecond)
-	close(stop)
-	<-done
+	var servedBefore uint64
+	// A short attempt timeout: a request held by the dead instance is
+	// asked again well within the call's deadline.
+	res := loadThroughFault(t, url, victims, callTimeout, uidclient.Config{AttemptTimeout: 250 * time.Millisecond}, func() {
+		servedBefore = victims[1].served()
+		victims[1].crash()
+	})
+	if servedBefore == 0 {
+		t.Fatal("the crashed instance served nothing before its crash; the test proves nothing")
+	}
 	if len(res.errs) > 0 {
 		t.Fatalf("%d of %d calls failed, first: %v", len(res.errs), res.calls.Load(), res.errs[0])
 	}
@@ -144,21 +187,13 @@ func TestGracefulStopDuringLoadLosesNoRequest(t *testing.T) {
 	for w := range uint64(3) {
 		instances = append(instances, startInstance(t, url, w+1, instanceOpts{}))
 	}
-	stop := make(chan struct{})
-	var res *loadResult
-	done := make(chan struct{})
-	go func() {
-		// One attempt only and a long one: a request lost by the stopping
-		// instance would show as an error or a call of 5 s.
-		res = runClients(t, url, 16, 0, 500, 5*time.Second, ClientOptions{AttemptTimeout: 5 * time.Second}, stop)
-		close(done)
-	}()
-	time.Sleep(300 * time.Millisecond)
-	servedBefore := instances[1].svc.endpoints[EndpointBatch].ok.Load()
-	instances[1].stopGracefully(t)
-	time.Sleep(500 * time.Millisecond)
-	close(stop)
-	<-done
+	var servedBefore uint64
+	// One attempt only and a long one: a request lost by the stopping
+	// instance would show as an error or a call of 5 s.
+	res := loadThroughFault(t, url, instances, 5*time.Second, uidclient.Config{AttemptTimeout: 5 * time.Second}, func() {
+		servedBefore = instances[1].svc.endpoints[uidclient.EndpointBatch].ok.Load()
+		instances[1].stopGracefully(t)
+	})
 	if len(res.errs) > 0 {
 		t.Fatalf("%d of %d calls failed, first: %v", len(res.errs), res.calls.Load(), res.errs[0])
 	}
@@ -173,29 +208,47 @@ func TestGracefulStopDuringLoadLosesNoRequest(t *testing.T) {
 }
 
 func TestClientRetriesUntilAServiceAppears(t *testing.T) {
-	url := startNATS(t, nil)
+	srv := testenv.NATS(t, nil)
+	url := srv.ClientURL()
 	nc := connect(t, url)
-	client := NewClient(nc.Conn, ClientOptions{})
-	go func() {
-		time.Sleep(300 * time.Millisecond)
-		startInstance(t, url, 9, instanceOpts{})
-	}()
+	client := uidclient.New(nc.Conn, uidclient.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	start := time.Now()
-	id, err := client.Next(ctx)
-	if err != nil {
-		t.Fatal(err)
+	type reply struct {
+		id  uint64
+		err error
 	}
-	if p, _ := uidcore.DefaultLayout().Parse(id); p.WorkerID != 9 || time.Since(start) < 250*time.Millisecond {
-		t.Fatalf("id %d (worker %d) after %v", id, p.WorkerID, time.Since(start))
+	got := make(chan reply, 1)
+	start := time.Now()
+	go func() {
+		id, err := client.Next(ctx)
+		got <- reply{id, err}
+	}()
+	// No responders yet: the client asks again and again.
+	testenv.WaitFor(t, 5*time.Second, "three requests with nobody to answer", func() bool {
+		v, err := srv.Varz(nil)
+		return err == nil && v.InMsgs >= 3
+	})
+	select {
+	case r := <-got:
+		t.Fatalf("Next returned %d, %v before any service existed", r.id, r.err)
+	default:
+	}
+	waited := time.Since(start)
+	startInstance(t, url, 9, instanceOpts{})
+	r := <-got
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if p, _ := uidcore.DefaultLayout().Parse(r.id); p.WorkerID != 9 || time.Since(start) < waited {
+		t.Fatalf("id %d (worker %d) after %v", r.id, p.WorkerID, time.Since(start))
 	}
 }
 
 func TestClientGivesUpAtTheDeadline(t *testing.T) {
 	url := startNATS(t, nil)
 	nc := connect(t, url)
-	client := NewClient(nc.Conn, ClientOptions{})
+	client := uidclient.New(nc.Conn, uidclient.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -213,16 +266,16 @@ func TestClientTypedErrorsAndParse(t *testing.T) {
 	url := startNATS(t, nil)
 	startInstance(t, url, 4, instanceOpts{})
 	nc := connect(t, url)
-	client := NewClient(nc.Conn, ClientOptions{})
+	client := uidclient.New(nc.Conn, uidclient.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 
 	_, err := client.Batch(ctx, DefaultMaxBatch+1)
-	var se *ServiceError
-	if !errors.Is(err, ErrBadRequest) || !errors.As(err, &se) || se.Code != 400 || !strings.Contains(se.Description, "too large") || se.Subject != "uid.batch" {
+	var se *uidclient.ServiceError
+	if !errors.Is(err, uidclient.ErrBadRequest) || !errors.As(err, &se) || se.Code != 400 || !strings.Contains(se.Description, "too large") || se.Subject != "uid.batch" {
 		t.Fatalf("oversized batch: %v", err)
 	}
-	if _, err := client.Batch(ctx, 0); !errors.Is(err, ErrBadRequest) {
+	if _, err := client.Batch(ctx, 0); !errors.Is(err, uidclient.ErrBadRequest) {
 		t.Fatalf("zero batch: %v", err)
 	}
 	ids, err := client.Batch(ctx, DefaultMaxBatch)
@@ -237,7 +290,7 @@ func TestClientTypedErrorsAndParse(t *testing.T) {
 	if parts != want {
 		t.Fatalf("Parse = %+v, want %+v", parts, want)
 	}
-	if _, err := client.Parse(ctx, 1<<63); !errors.Is(err, ErrBadRequest) {
+	if _, err := client.Parse(ctx, 1<<63); !errors.Is(err, uidclient.ErrBadRequest) {
 		t.Fatalf("sign-bit ID: %v", err)
 	}
 }
@@ -249,7 +302,7 @@ func TestClientRetries503(t *testing.T) {
 	layout := uidcore.Layout{TimeBits: 43, WorkerBits: 10, SeqBits: 10, Epoch: uidcore.DefaultEpoch}
 	startInstance(t, url, 2, instanceOpts{cached: uidcore.CachedOptions{Layout: layout, BoostPower: -1, MaxAhead: time.Second, TakeWait: time.Nanosecond}})
 	nc := connect(t, url)
-	client := NewClient(nc.Conn, ClientOptions{})
+	client := uidclient.New(nc.Conn, uidclient.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var all []uint64
@@ -273,7 +326,7 @@ func TestPrefetcherConcurrentDistinct(t *testing.T) {
 	startInstance(t, url, 1, instanceOpts{})
 	startInstance(t, url, 2, instanceOpts{})
 	nc := connect(t, url)
-	p := NewPrefetcher(NewClient(nc.Conn, ClientOptions{}), PrefetchOptions{BatchSize: 1000, LowWater: 3000})
+	p := uidclient.NewPrefetcher(uidclient.New(nc.Conn, uidclient.Config{}), uidclient.PrefetchConfig{BatchSize: 1000, LowWater: 3000})
 	defer p.Close()
 	const goroutines, each = 8, 25_000
 	results := make([][]uint64, goroutines)
@@ -314,7 +367,7 @@ func TestPrefetcherConcurrentDistinct(t *testing.T) {
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Next(context.Background()); !errors.Is(err, ErrPrefetcherClosed) {
+	if _, err := p.Next(context.Background()); !errors.Is(err, uidclient.ErrPrefetcherClosed) {
 		t.Fatalf("Next after Close: %v", err)
 	}
 }
@@ -323,12 +376,12 @@ func TestPrefetcherReportsBadBatchSize(t *testing.T) {
 	url := startNATS(t, nil)
 	startInstance(t, url, 1, instanceOpts{service: ServiceConfig{MaxBatch: 100}})
 	nc := connect(t, url)
-	p := NewPrefetcher(NewClient(nc.Conn, ClientOptions{}), PrefetchOptions{BatchSize: 101})
+	p := uidclient.NewPrefetcher(uidclient.New(nc.Conn, uidclient.Config{}), uidclient.PrefetchConfig{BatchSize: 101})
 	defer p.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_, err := p.Next(ctx)
-	if !errors.Is(err, ErrBadRequest) || ctx.Err() != nil {
+	if !errors.Is(err, uidclient.ErrBadRequest) || ctx.Err() != nil {
 		t.Fatalf("Next = %v; want the 400 at once", err)
 	}
 }
@@ -336,7 +389,7 @@ func TestPrefetcherReportsBadBatchSize(t *testing.T) {
 func TestPrefetcherWaitsWithinDeadlineWithoutService(t *testing.T) {
 	url := startNATS(t, nil)
 	nc := connect(t, url)
-	p := NewPrefetcher(NewClient(nc.Conn, ClientOptions{}), PrefetchOptions{FetchTimeout: 100 * time.Millisecond})
+	p := uidclient.NewPrefetcher(uidclient.New(nc.Conn, uidclient.Config{}), uidclient.PrefetchConfig{FetchTimeout: 100 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -419,8 +472,8 @@ func TestLocalServerStartsOnceThenReuses(t *testing.T) {
 	if err != nil || emb2 != nil || url2 != "nats://"+addr {
 		t.Fatalf("second LocalServer: %s %v %v; want the running one", url2, emb2, err)
 	}
-	if _, err := StartEmbedded(cfg); !errors.Is(err, ErrAddrInUse) {
-		t.Fatalf("StartEmbedded on a used address: %v", err)
+	if _, err := startEmbedded(cfg); !errors.Is(err, ErrAddrInUse) {
+		t.Fatalf("startEmbedded on a used address: %v", err)
 	}
 	// JetStream is on: the KV assigner needs it.
 	conn := connect(t, url)

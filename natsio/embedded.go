@@ -40,12 +40,12 @@ func DefaultStoreDir() string {
 	return filepath.Join("data", "nats")
 }
 
-// ErrAddrInUse is returned by StartEmbedded when something already listens
-// on the address.
+// ErrAddrInUse is what LocalServer's error matches when it cannot bind the
+// address and yet finds nothing to connect to there.
 var ErrAddrInUse = errors.New("natsio: address already in use")
 
-// StartEmbedded starts a nats-server with JetStream listening on cfg.Addr.
-func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
+// startEmbedded starts a nats-server with JetStream listening on cfg.Addr.
+func startEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 	if cfg.Addr == "" {
 		cfg.Addr = DefaultLocalAddr
 	}
@@ -116,7 +116,7 @@ func LocalServer(ctx context.Context, cfg EmbeddedConfig) (url string, emb *Embe
 		if listening(ctx, cfg.Addr) {
 			return url, nil, nil
 		}
-		emb, err = StartEmbedded(cfg)
+		emb, err = startEmbedded(cfg)
 		if err == nil {
 			return emb.ClientURL(), emb, nil
 		}

@@ -2,7 +2,6 @@ package natsio
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"time"
 
@@ -12,16 +11,16 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
-	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/telemetry/uidattr"
 )
 
-// This file is the OpenTelemetry side of natsio: trace context carried in
-// NATS headers, a server span and request metrics per request, a client
-// span per call. It uses the global providers and propagator, which the
+// This file is the OpenTelemetry side of the service: a server span and
+// request metrics per request, a producer span per block published (the
+// trace context in NATS headers is the client's HeaderCarrier). It uses the global providers and propagator, which the
 // telemetry package installs; without them everything here is a no-op
 // that still passes a caller's trace context on.
 
@@ -33,70 +32,28 @@ const messagingSystem = "nats"
 
 // Outcomes of a request, the uid.outcome attribute.
 const (
-	OutcomeOK          = "ok"
-	OutcomeBadRequest  = "bad_request"
-	OutcomeUnavailable = "unavailable"
-	OutcomeInternal    = "internal"
+	outcomeOK          = "ok"
+	outcomeBadRequest  = "bad_request"
+	outcomeUnavailable = "unavailable"
+	outcomeInternal    = "internal"
 )
 
 // outcomeOf names the outcome of a reply by its error code (0: success).
 func outcomeOf(code int) string {
 	switch code {
 	case 0:
-		return OutcomeOK
-	case CodeBadRequest:
-		return OutcomeBadRequest
-	case CodeUnavailable:
-		return OutcomeUnavailable
+		return outcomeOK
+	case uidclient.CodeBadRequest:
+		return outcomeBadRequest
+	case uidclient.CodeUnavailable:
+		return outcomeUnavailable
 	}
-	return OutcomeInternal
-}
-
-// HeaderCarrier lets an OpenTelemetry propagator read and write trace
-// context in NATS headers (nats.Header and micro.Headers convert to it).
-// Keys match case-insensitively: nats.Header is case-sensitive, the W3C
-// propagator writes "traceparent" and other clients may send
-// "Traceparent" or "TRACEPARENT". (propagation.HeaderCarrier would
-// canonicalise the key to "Traceparent" and miss the lower-case one.)
-type HeaderCarrier map[string][]string
-
-var _ propagation.TextMapCarrier = HeaderCarrier(nil)
-
-// Get returns the first value of key, matched without regard to case.
-func (c HeaderCarrier) Get(key string) string {
-	if v := c[key]; len(v) > 0 {
-		return v[0]
-	}
-	for k, v := range c {
-		if len(v) > 0 && strings.EqualFold(k, key) {
-			return v[0]
-		}
-	}
-	return ""
-}
-
-// Set replaces every spelling of key with key itself holding value. The
-// map must not be nil.
-func (c HeaderCarrier) Set(key, value string) {
-	for k := range c {
-		if k != key && strings.EqualFold(k, key) {
-			delete(c, k)
-		}
-	}
-	c[key] = []string{value}
-}
-
-// Keys lists the header names as they are spelt.
-func (c HeaderCarrier) Keys() []string {
-	keys := make([]string, 0, len(c))
-	for k := range c {
-		keys = append(keys, k)
-	}
-	return keys
+	return outcomeInternal
 }
 
 // serverTelemetry holds a service's tracer and request instruments, taken
-// from the global providers when the service is made.
+// from ServiceConfig's providers (or the global ones) when the service is
+// made.
 type serverTelemetry struct {
 	tracer     trace.Tracer
 	queueGroup attribute.KeyValue
@@ -133,8 +90,8 @@ func (tmpl *spanTemplate) start(ctx context.Context, tracer trace.Tracer) (conte
 	return ctx, span
 }
 
-// spanTemplates caches a spanTemplate per subject (a service or client
-// has one subject per endpoint).
+// spanTemplates caches a spanTemplate per subject (a service has one
+// subject per endpoint).
 type spanTemplates struct {
 	m sync.Map // subject -> *spanTemplate
 }
@@ -147,12 +104,20 @@ func (c *spanTemplates) get(subject string, build func() *spanTemplate) *spanTem
 	return t.(*spanTemplate)
 }
 
-func newServerTelemetry(queueGroup string) *serverTelemetry {
+// newServerTelemetry takes the tracer and meter from tp and mp, the global
+// providers where nil (as uidclient.Config.TracerProvider does).
+func newServerTelemetry(queueGroup string, tp trace.TracerProvider, mp metric.MeterProvider) *serverTelemetry {
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
 	t := &serverTelemetry{
-		tracer:     otel.GetTracerProvider().Tracer(instrumentationName, trace.WithInstrumentationVersion(ServiceVersion)),
+		tracer:     tp.Tracer(instrumentationName, trace.WithInstrumentationVersion(uidclient.ServiceVersion)),
 		queueGroup: semconv.MessagingConsumerGroupNameKey.String(queueGroup),
 	}
-	m := otel.GetMeterProvider().Meter(instrumentationName, metric.WithInstrumentationVersion(ServiceVersion))
+	m := mp.Meter(instrumentationName, metric.WithInstrumentationVersion(uidclient.ServiceVersion))
 	var err error
 	t.requests = counter(m, "uid.requests", "{request}", "Requests served, by endpoint and outcome.")
 	if t.duration, err = m.Float64Histogram("uid.request.duration", metric.WithUnit("s"),
@@ -211,7 +176,7 @@ func (t *serverTelemetry) start(endpoint, subject string, headers map[string][]s
 	r := serverRequest{endpoint: endpoint, start: time.Now()}
 	ctx := context.Background()
 	if len(headers) > 0 {
-		ctx = otel.GetTextMapPropagator().Extract(ctx, HeaderCarrier(headers))
+		ctx = otel.GetTextMapPropagator().Extract(ctx, uidclient.HeaderCarrier(headers))
 	}
 	tmpl := t.spans.get(subject, func() *spanTemplate {
 		return &spanTemplate{name: "process " + subject, kind: trace.WithSpanKind(trace.SpanKindServer), attrs: []attribute.KeyValue{
@@ -256,69 +221,13 @@ func (t *serverTelemetry) end(ctx context.Context, r serverRequest, ids int, wor
 	return took
 }
 
-// clientTelemetry holds a client's tracer, from ClientOptions or the
-// global provider when the client is made.
-type clientTelemetry struct {
-	tracer trace.Tracer
-	spans  *spanTemplates
-}
-
-func newClientTelemetry(tp trace.TracerProvider) clientTelemetry {
-	if tp == nil {
-		tp = otel.GetTracerProvider()
-	}
-	return clientTelemetry{
-		tracer: tp.Tracer(instrumentationName, trace.WithInstrumentationVersion(ServiceVersion)),
-		spans:  &spanTemplates{},
-	}
-}
-
-// start starts the client span of a request (all its attempts) and
-// injects the trace context into msg's headers.
-func (t clientTelemetry) start(ctx context.Context, msg *nats.Msg) (context.Context, trace.Span) {
-	tmpl := t.spans.get(msg.Subject, func() *spanTemplate {
-		return &spanTemplate{name: "send " + msg.Subject, kind: trace.WithSpanKind(trace.SpanKindClient), attrs: []attribute.KeyValue{
-			semconv.MessagingSystemKey.String(messagingSystem),
-			semconv.MessagingDestinationNameKey.String(msg.Subject),
-			semconv.MessagingOperationTypeSend,
-			semconv.MessagingOperationNameKey.String("send"),
-		}}
-	})
-	ctx, span := tmpl.start(ctx, t.tracer)
-	injectTraceContext(ctx, msg)
-	return ctx, span
-}
-
-// end ends a client span, recording err.
-func (clientTelemetry) end(span trace.Span, err error) {
-	if err != nil && span.IsRecording() {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
-	}
-	span.End()
-}
-
-// injectTraceContext writes ctx's trace context into msg's headers,
-// creating them only when there is something to carry.
-func injectTraceContext(ctx context.Context, msg *nats.Msg) {
-	if msg.Header != nil {
-		otel.GetTextMapPropagator().Inject(ctx, HeaderCarrier(msg.Header))
-		return
-	}
-	h := HeaderCarrier{}
-	otel.GetTextMapPropagator().Inject(ctx, h)
-	if len(h) > 0 {
-		msg.Header = nats.Header(h)
-	}
-}
-
 // producerTelemetry makes the producer spans of JetStream block publishes.
 type producerTelemetry struct {
 	tracer trace.Tracer
 }
 
 func newProducerTelemetry() producerTelemetry {
-	return producerTelemetry{tracer: otel.GetTracerProvider().Tracer(instrumentationName, trace.WithInstrumentationVersion(ServiceVersion))}
+	return producerTelemetry{tracer: otel.GetTracerProvider().Tracer(instrumentationName, trace.WithInstrumentationVersion(uidclient.ServiceVersion))}
 }
 
 // start starts the producer span of publishing msg (a block of ids IDs)
@@ -333,7 +242,8 @@ func (t producerTelemetry) start(ctx context.Context, msg *nats.Msg, ids int) tr
 		semconv.MessagingOperationNameKey.String("publish"),
 		uidattr.Count.Int(ids),
 	))
-	injectTraceContext(ctx, msg)
+	// A block message always has headers (encodeBlock makes them).
+	otel.GetTextMapPropagator().Inject(ctx, uidclient.HeaderCarrier(msg.Header))
 	return span
 }
 

@@ -3,6 +3,7 @@ package natsio
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -17,9 +18,12 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/telemetry"
 	"github.com/uid-dispenser/uid-dispenser/telemetry/telemetrytest"
 	"github.com/uid-dispenser/uid-dispenser/telemetry/uidattr"
@@ -52,38 +56,36 @@ func installOTel(t *testing.T) *otelCapture {
 // ends just after its reply is sent, so the client may be quicker.
 func (c *otelCapture) span(t *testing.T, name string, n int) sdktrace.ReadOnlySpan {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	var found sdktrace.ReadOnlySpan
+	testenv.WaitFor(t, 5*time.Second, fmt.Sprintf("%d spans %q ended", n, name), func() bool {
 		seen := 0
 		for _, s := range c.Spans.Ended() {
 			if s.Name() == name {
 				if seen++; seen == n {
-					return s
+					found = s
+					return true
 				}
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d spans %q ended, want %d", seen, name, n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return false
+	})
+	return found
 }
 
 // spanWhere waits for an ended span named name that satisfies match.
 func (c *otelCapture) spanWhere(t *testing.T, name string, match func(sdktrace.ReadOnlySpan) bool) sdktrace.ReadOnlySpan {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	var found sdktrace.ReadOnlySpan
+	testenv.WaitFor(t, 5*time.Second, fmt.Sprintf("a span %q as wanted ended", name), func() bool {
 		for _, s := range c.Spans.Ended() {
 			if s.Name() == name && match(s) {
-				return s
+				found = s
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no span %q as wanted ended", name)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return false
+	})
+	return found
 }
 
 // metric sums the points of the named metric carrying all of match.
@@ -97,28 +99,6 @@ func (c *otelCapture) metric(t *testing.T, name string, match ...attribute.KeyVa
 	return sum
 }
 
-func TestHeaderCarrierIsCaseInsensitive(t *testing.T) {
-	const tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
-	prop := propagation.TraceContext{}
-	for _, key := range []string{"traceparent", "Traceparent", "TRACEPARENT"} {
-		h := nats.Header{key: {tp}}
-		sc := trace.SpanContextFromContext(prop.Extract(context.Background(), HeaderCarrier(h)))
-		if !sc.IsValid() || sc.TraceID().String() != "0af7651916cd43dd8448eb211c80319c" || sc.SpanID().String() != "b7ad6b7169203331" || !sc.IsRemote() {
-			t.Errorf("header %q: extracted %v, want the trace context it carries", key, sc)
-		}
-	}
-	// Set replaces any other spelling, so a forwarded message never
-	// carries two trace parents.
-	h := HeaderCarrier{"Traceparent": {"old"}, "TRACEPARENT": {"older"}, "Uid-Encoding": {"binary"}}
-	h.Set("traceparent", tp)
-	if len(h) != 2 || h.Get("traceparent") != tp || h.Get("uid-encoding") != "binary" || len(h.Keys()) != 2 {
-		t.Errorf("after Set: %v", h)
-	}
-	if HeaderCarrier(nil).Get("traceparent") != "" {
-		t.Error("nil carrier returned a value")
-	}
-}
-
 // TestTraceAcrossNATS: the client's span and the dispenser's server span
 // share the caller's trace, with messaging attributes, and the request
 // metrics count them.
@@ -126,7 +106,7 @@ func TestTraceAcrossNATS(t *testing.T) {
 	capture := installOTel(t)
 	url := startNATS(t, nil)
 	startInstance(t, url, 7, instanceOpts{})
-	client := NewClient(connect(t, url).Conn, ClientOptions{})
+	client := uidclient.New(connect(t, url).Conn, uidclient.Config{})
 
 	ctx, caller := otel.Tracer("test").Start(context.Background(), "caller")
 	id, err := client.Next(ctx)
@@ -144,8 +124,8 @@ func TestTraceAcrossNATS(t *testing.T) {
 	for _, c := range []struct {
 		endpoint string
 		count    int64
-	}{{EndpointNext, 1}, {EndpointBatch, 5}} {
-		subject := Subject(DefaultSubjectPrefix, c.endpoint)
+	}{{uidclient.EndpointNext, 1}, {uidclient.EndpointBatch, 5}} {
+		subject := uidclient.Subject(uidclient.DefaultSubjectPrefix, c.endpoint)
 		send := capture.span(t, "send "+subject, 1)
 		process := capture.span(t, "process "+subject, 1)
 		if send.SpanKind() != trace.SpanKindClient || send.Parent().SpanID() != callerSC.SpanID() {
@@ -159,12 +139,12 @@ func TestTraceAcrossNATS(t *testing.T) {
 		for key, want := range map[attribute.Key]attribute.Value{
 			"messaging.system":              attribute.StringValue("nats"),
 			"messaging.destination.name":    attribute.StringValue(subject),
-			"messaging.consumer.group.name": attribute.StringValue(DefaultQueueGroup),
+			"messaging.consumer.group.name": attribute.StringValue(uidclient.DefaultQueueGroup),
 			"messaging.operation.type":      attribute.StringValue("process"),
 			uidattr.Endpoint:                attribute.StringValue(c.endpoint),
 			uidattr.Count:                   attribute.Int64Value(c.count),
 			uidattr.WorkerID:                attribute.Int64Value(7),
-			uidattr.Outcome:                 attribute.StringValue(OutcomeOK),
+			uidattr.Outcome:                 attribute.StringValue(outcomeOK),
 		} {
 			if got := telemetrytest.Attr(process.Attributes(), key); got != want {
 				t.Errorf("%s: server span %s = %v, want %v", subject, key, got.String(), want.String())
@@ -174,10 +154,10 @@ func TestTraceAcrossNATS(t *testing.T) {
 			t.Errorf("%s: server span status %v", subject, process.Status())
 		}
 	}
-	if got := capture.metric(t, "uid.requests", uidattr.Endpoint.String(EndpointNext), uidattr.Outcome.String(OutcomeOK)); got != 1 {
+	if got := capture.metric(t, "uid.requests", uidattr.Endpoint.String(uidclient.EndpointNext), uidattr.Outcome.String(outcomeOK)); got != 1 {
 		t.Errorf("uid.requests{next,ok} = %v, want 1", got)
 	}
-	if got := capture.metric(t, "uid.request.duration", uidattr.Endpoint.String(EndpointBatch)); got != 1 {
+	if got := capture.metric(t, "uid.request.duration", uidattr.Endpoint.String(uidclient.EndpointBatch)); got != 1 {
 		t.Errorf("uid.request.duration{batch} count = %v, want 1", got)
 	}
 	if got := capture.metric(t, "uid.ids.issued"); got != 6 {
@@ -212,20 +192,20 @@ func TestServerSpanRecordsErrors(t *testing.T) {
 	capture := installOTel(t)
 	url := startNATS(t, nil)
 	startInstance(t, url, 4, instanceOpts{})
-	client := NewClient(connect(t, url).Conn, ClientOptions{})
+	client := uidclient.New(connect(t, url).Conn, uidclient.Config{})
 	_, err := client.Batch(context.Background(), DefaultMaxBatch+1)
-	if !errors.Is(err, ErrBadRequest) {
+	if !errors.Is(err, uidclient.ErrBadRequest) {
 		t.Fatalf("oversized batch: %v, want a bad request", err)
 	}
 	s := capture.span(t, "process uid.batch", 1)
-	if s.Status().Code != codes.Error || telemetrytest.Attr(s.Attributes(), uidattr.Outcome).AsString() != OutcomeBadRequest || len(s.Events()) == 0 {
+	if s.Status().Code != codes.Error || telemetrytest.Attr(s.Attributes(), uidattr.Outcome).AsString() != outcomeBadRequest || len(s.Events()) == 0 {
 		t.Errorf("server span status %v outcome %q events %v, want an error, bad_request, the error recorded",
 			s.Status(), telemetrytest.Attr(s.Attributes(), uidattr.Outcome).AsString(), s.Events())
 	}
 	if c := capture.span(t, "send uid.batch", 1); c.Status().Code != codes.Error {
 		t.Errorf("client span status %v, want an error", c.Status())
 	}
-	if got := capture.metric(t, "uid.requests", uidattr.Outcome.String(OutcomeBadRequest)); got != 1 {
+	if got := capture.metric(t, "uid.requests", uidattr.Outcome.String(outcomeBadRequest)); got != 1 {
 		t.Errorf("uid.requests{bad_request} = %v, want 1", got)
 	}
 }
@@ -237,7 +217,7 @@ func TestRejectedTakeIsAnEventOnTheServerSpan(t *testing.T) {
 	capture := installOTel(t)
 	url := startNATS(t, nil)
 	layout := uidcore.Layout{TimeBits: 43, WorkerBits: 10, SeqBits: 10, Epoch: uidcore.DefaultEpoch}
-	obs, err := telemetry.NewObserver(telemetry.ObserverOptions{Layout: layout, WorkerID: 2})
+	obs, err := telemetry.NewObserver(telemetry.ObserverConfig{Layout: layout, WorkerID: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +238,7 @@ func TestRejectedTakeIsAnEventOnTheServerSpan(t *testing.T) {
 		t.Fatalf("drained ring answered %q, want 503", code)
 	}
 	rejected := capture.spanWhere(t, "process uid.batch", func(s sdktrace.ReadOnlySpan) bool {
-		return telemetrytest.Attr(s.Attributes(), uidattr.Outcome).AsString() == OutcomeUnavailable
+		return telemetrytest.Attr(s.Attributes(), uidattr.Outcome).AsString() == outcomeUnavailable
 	})
 	var event bool
 	for _, e := range rejected.Events() {
@@ -276,13 +256,23 @@ func TestRejectedTakeIsAnEventOnTheServerSpan(t *testing.T) {
 // producer span, and the stored block carries its trace context.
 func TestBlockPublishesAreProducerSpans(t *testing.T) {
 	capture := installOTel(t)
-	srv := blocksTestServer(t)
-	nc := blocksTestConn(t, srv)
+	inst := startInstance(t, startNATS(t, nil), 9, instanceOpts{})
+	nc := inst.conn.Conn
 	const depth, size = 3, 100
-	blocksTestPublisher(t, nc, blocksTestGenerator(t, 9, 0), BlocksConfig{BlockSize: size, BlocksTargetDepth: depth}, quietLogger())
-	blocksWaitFor(t, 5*time.Second, "the stream filled", func() bool { return blocksTestDepth(t, nc, DefaultBlocksStream) == depth })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p, err := NewBlockPublisher(ctx, nc, inst.gen, BlocksConfig{BlocksEnabled: true, BlockSize: size, BlocksTargetDepth: depth}, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := p.Stop(ctx); err != nil {
+			t.Error(err)
+		}
+	}()
+	testenv.WaitFor(t, 5*time.Second, "the stream filled", func() bool { return p.Stats().Published == depth })
 
-	name := "send " + DefaultBlocksSubject
+	name := "send " + uidclient.DefaultBlocksSubject
 	spanIDs := map[string]bool{}
 	for i := 1; i <= depth; i++ {
 		s := capture.span(t, name, i)
@@ -296,9 +286,7 @@ func TestBlockPublishesAreProducerSpans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	stream, err := js.Stream(ctx, DefaultBlocksStream)
+	stream, err := js.Stream(ctx, uidclient.DefaultBlocksStream)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +294,7 @@ func TestBlockPublishesAreProducerSpans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc := trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), HeaderCarrier(stored.Header)))
+	sc := trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), uidclient.HeaderCarrier(stored.Header)))
 	if !sc.IsValid() || !spanIDs[sc.SpanID().String()] {
 		t.Errorf("stored block carries trace context %v, want one of the producer spans %v", sc, spanIDs)
 	}
@@ -343,21 +331,63 @@ func BenchmarkRequestTelemetry(b *testing.B) {
 					otel.SetMeterProvider(metricnoop.NewMeterProvider())
 					otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator())
 				}()
-				server := newServerTelemetry(DefaultQueueGroup)
-				client := newClientTelemetry(nil)
+				server := newServerTelemetry(uidclient.DefaultQueueGroup, nil, nil)
+				clientTP := otel.GetTracerProvider()
 				if side == "server" {
-					client = newClientTelemetry(tracenoop.NewTracerProvider())
+					clientTP = tracenoop.NewTracerProvider()
 				}
+				client := clientStandIn{tracer: clientTP.Tracer("bench")}
 				b.ReportAllocs()
 				b.ResetTimer()
 				for range b.N {
 					msg := &nats.Msg{Subject: "uid.next"}
-					_, span := client.start(context.Background(), msg)
-					ctx, r := server.start(EndpointNext, msg.Subject, msg.Header)
+					span := client.start(msg)
+					ctx, r := server.start(uidclient.EndpointNext, msg.Subject, msg.Header)
 					server.end(ctx, r, 1, 7, 0, nil)
-					client.end(span, nil)
+					span.End()
 				}
 			})
 		}
+	}
+}
+
+// clientStandIn does per request what uidclient's telemetry does (its own
+// cost is measured by uidclient's BenchmarkClientTelemetry): a client span
+// with the messaging attributes and its trace context injected into the
+// headers.
+type clientStandIn struct{ tracer trace.Tracer }
+
+func (c clientStandIn) start(msg *nats.Msg) trace.Span {
+	ctx, span := c.tracer.Start(context.Background(), "send "+msg.Subject, trace.WithSpanKind(trace.SpanKindClient))
+	if span.IsRecording() {
+		span.SetAttributes(semconv.MessagingSystemKey.String("nats"), semconv.MessagingDestinationNameKey.String(msg.Subject),
+			semconv.MessagingOperationTypeSend, semconv.MessagingOperationNameKey.String("send"))
+	}
+	h := uidclient.HeaderCarrier{}
+	otel.GetTextMapPropagator().Inject(ctx, h)
+	if len(h) > 0 {
+		msg.Header = nats.Header(h)
+	}
+	return span
+}
+
+// TestServiceTakesInjectedProviders: providers in ServiceConfig make the
+// server spans and metrics, with the global ones left as they are (no-op).
+func TestServiceTakesInjectedProviders(t *testing.T) {
+	p := telemetrytest.NewProviders(t)
+	url := startNATS(t, nil)
+	startInstance(t, url, 4, instanceOpts{service: ServiceConfig{TracerProvider: p.Tracer, MeterProvider: p.Meter}})
+	client := uidclient.New(connect(t, url).Conn, uidclient.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := client.Next(ctx); err != nil {
+		t.Fatal(err)
+	}
+	capture := otelCapture{p}
+	if s := capture.span(t, "process uid.next", 1); s.SpanKind() != trace.SpanKindServer {
+		t.Errorf("span kind %v, want server", s.SpanKind())
+	}
+	if got := capture.metric(t, "uid.requests", uidattr.Endpoint.String(uidclient.EndpointNext)); got != 1 {
+		t.Errorf("uid.requests = %v, want 1", got)
 	}
 }

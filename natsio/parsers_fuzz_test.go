@@ -3,7 +3,6 @@ package natsio
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
@@ -78,7 +78,7 @@ func FuzzServiceRequest(f *testing.F) {
 	})
 	nc := connect(f, url)
 	layout := inst.gen.Layout()
-	endpoints := []string{EndpointNext, EndpointBatch, EndpointParse}
+	endpoints := []string{uidclient.EndpointNext, uidclient.EndpointBatch, uidclient.EndpointParse}
 	var (
 		mu   sync.Mutex
 		seen = map[uint64]struct{}{}
@@ -101,9 +101,9 @@ func FuzzServiceRequest(f *testing.F) {
 			t.Skip("not a header value NATS can carry")
 		}
 		ep := endpoints[int(endpoint)%len(endpoints)]
-		msg := &nats.Msg{Subject: Subject(DefaultSubjectPrefix, ep), Data: body, Header: nats.Header{}}
+		msg := &nats.Msg{Subject: uidclient.Subject(uidclient.DefaultSubjectPrefix, ep), Data: body, Header: nats.Header{}}
 		if encoding != "" {
-			msg.Header.Set(EncodingHeader, encoding)
+			msg.Header.Set(uidclient.EncodingHeader, encoding)
 		}
 		if traceparent != "" {
 			msg.Header.Set("traceparent", traceparent)
@@ -113,13 +113,13 @@ func FuzzServiceRequest(f *testing.F) {
 			t.Fatalf("%s %q: no answer: %v", msg.Subject, body, err)
 		}
 		code, desc := reply.Header.Get(micro.ErrorCodeHeader), reply.Header.Get(micro.ErrorHeader)
-		if code != "" && code != strconv.Itoa(CodeBadRequest) {
+		if code != "" && code != strconv.Itoa(uidclient.CodeBadRequest) {
 			t.Fatalf("%s %q: error %s %q; bad input must get a 400", msg.Subject, body, code, desc)
 		}
 
 		var wantErr error
 		switch ep {
-		case EndpointNext:
+		case uidclient.EndpointNext:
 			if code != "" {
 				t.Fatalf("uid.next %q: error %s %q", body, code, desc)
 			}
@@ -129,18 +129,18 @@ func FuzzServiceRequest(f *testing.F) {
 			}
 			record(t, []uint64{id})
 			return
-		case EndpointBatch:
-			binary := strings.EqualFold(encoding, EncodingBinary)
-			n, perr := ParseCount(body, MaxBatchFor(maxBatch, nc.MaxPayload(), binary))
+		case uidclient.EndpointBatch:
+			binary := strings.EqualFold(encoding, uidclient.EncodingBinary)
+			n, perr := parseCount(body, maxBatchFor(maxBatch, nc.MaxPayload(), binary))
 			if wantErr = perr; perr == nil {
 				if code != "" {
 					t.Fatalf("uid.batch %q: error %s %q for a valid count", body, code, desc)
 				}
 				var ids []uint64
 				if binary {
-					ids, err = DecodeBinaryIDs(nil, reply.Data)
+					ids, err = uidclient.DecodeBinaryIDs(nil, reply.Data)
 				} else {
-					ids, err = DecodeDecimalIDs(nil, reply.Data)
+					ids, err = uidclient.DecodeDecimalIDs(nil, reply.Data)
 				}
 				if err != nil || len(ids) != n {
 					t.Fatalf("uid.batch %q (binary %v): %d IDs, %v; want %d", body, binary, len(ids), err, n)
@@ -153,12 +153,12 @@ func FuzzServiceRequest(f *testing.F) {
 				record(t, ids)
 				return
 			}
-		case EndpointParse:
-			id, perr := ParseIDRequest(body)
+		case uidclient.EndpointParse:
+			id, perr := parseIDRequest(body)
 			if wantErr = perr; perr == nil {
 				parts, err := layout.Parse(id)
 				if err != nil {
-					t.Fatalf("ParseIDRequest accepted %d, which the layout refuses: %v", id, err)
+					t.Fatalf("parseIDRequest accepted %d, which the layout refuses: %v", id, err)
 				}
 				want, _ := parts.MarshalJSON()
 				if code != "" || !bytes.Equal(reply.Data, want) {
@@ -167,7 +167,7 @@ func FuzzServiceRequest(f *testing.F) {
 				return
 			}
 		}
-		var se *ServiceError
+		var se *uidclient.ServiceError
 		if !errors.As(wantErr, &se) || code != "400" || desc != se.Description || len(reply.Data) != 0 {
 			t.Fatalf("%s %q: got %s %q body %q; want 400 %v", msg.Subject, body, code, desc, reply.Data, wantErr)
 		}
@@ -183,93 +183,6 @@ func headerValueOK(s string) bool {
 		}
 	}
 	return s == strings.TrimSpace(s)
-}
-
-// FuzzDecodeDecimalIDs: the client's decoder of decimal batch replies.
-func FuzzDecodeDecimalIDs(f *testing.F) {
-	for _, s := range []string{"", "1", "1\n2\n3", " 4 \n 5 ", "1\n\n2", "18446744073709551615", "18446744073709551616", "-1", "1\r\n2", "x", "\n"} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		ids, err := DecodeDecimalIDs(nil, data)
-		if err != nil {
-			if len(err.Error()) > 200 {
-				t.Fatalf("error of %d bytes: replies are quoted in full", len(err.Error()))
-			}
-			return
-		}
-		lines := 0
-		if s := strings.TrimSpace(string(data)); s != "" {
-			lines = strings.Count(s, "\n") + 1
-		}
-		if len(ids) != lines {
-			t.Fatalf("%q: %d IDs from %d lines", data, len(ids), lines)
-		}
-		again, err := DecodeDecimalIDs(nil, AppendDecimalIDs(nil, ids))
-		if err != nil || fmt.Sprint(again) != fmt.Sprint(ids) {
-			t.Fatalf("%q: re-encoded IDs decode to %v, %v; want %v", data, again, err, ids)
-		}
-	})
-}
-
-// FuzzDecodeParts: the client's decoder of uid.parse replies.
-func FuzzDecodeParts(f *testing.F) {
-	good, _ := uidcore.Parts{ID: 123757721697648640, Time: time.Date(2026, 11, 30, 12, 3, 10, 0, time.UTC), WorkerID: 3}.MarshalJSON()
-	for _, s := range []string{string(good), `{}`, `{"UID":"1","timestamp":"2026-01-01 00:00:00","workerId":"0","sequence":"0"}`,
-		`{"UID":1}`, `{"UID":"-1","timestamp":"x","workerId":"","sequence":"9"}`, `[]`, `null`, ``, `{"UID":"1","timestamp":"2026-02-30 25:00:00","workerId":"0","sequence":"0"}`} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		p, err := decodeParts(data)
-		if err != nil {
-			if len(err.Error()) > 600 {
-				t.Fatalf("error of %d bytes: the reply is quoted in full", len(err.Error()))
-			}
-			return
-		}
-		if p.Time.Location() != time.UTC {
-			t.Fatalf("%q: time %v not in UTC", data, p.Time)
-		}
-		enc, err := p.MarshalJSON()
-		if err != nil {
-			t.Fatal(err)
-		}
-		again, err := decodeParts(enc)
-		if err != nil || again != p {
-			t.Fatalf("%q: round trip through %s gives %+v, %v; want %+v", data, enc, again, err, p)
-		}
-	})
-}
-
-// FuzzServiceErrorFromHeaders: the client's reading of the micro error
-// headers of a reply.
-func FuzzServiceErrorFromHeaders(f *testing.F) {
-	for _, s := range [][2]string{{"", ""}, {"400", "count is 0"}, {"503", "buffer empty"}, {"500", ""}, {"abc", "x"}, {"-1", ""}, {"99999999999999999999", "big"}} {
-		f.Add(s[0], s[1])
-	}
-	f.Fuzz(func(t *testing.T, code, description string) {
-		err := serviceErrorFromHeaders("uid.next", code, description)
-		if code == "" {
-			if err != nil {
-				t.Fatalf("no error code, error %v", err)
-			}
-			return
-		}
-		var se *ServiceError
-		if !errors.As(err, &se) {
-			t.Fatalf("code %q: %T is not a *ServiceError", code, err)
-		}
-		n, perr := strconv.Atoi(code)
-		if perr != nil {
-			n = CodeInternal
-		}
-		if se.Code != n || !strings.Contains(se.Description, description) {
-			t.Fatalf("code %q %q: got %d %q", code, description, se.Code, se.Description)
-		}
-		if errors.Is(err, ErrBadRequest) != (n == CodeBadRequest) || errors.Is(err, ErrUnavailable) != (n == CodeUnavailable) {
-			t.Fatalf("code %q: Is(ErrBadRequest)=%v Is(ErrUnavailable)=%v", code, errors.Is(err, ErrBadRequest), errors.Is(err, ErrUnavailable))
-		}
-	})
 }
 
 // FuzzRedactURL: whatever the user name, password and host, the password

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
@@ -37,15 +38,15 @@ func TestParseCount(t *testing.T) {
 		{"\x00\xff", 10, 0, `"\x00\xff" is not a decimal number`},
 		{strings.Repeat("1", 65), 10, 0, "body of 65 bytes is too long"},
 	} {
-		got, err := ParseCount([]byte(tc.body), tc.max)
+		got, err := parseCount([]byte(tc.body), tc.max)
 		if tc.errPart == "" {
 			if err != nil || got != tc.want {
-				t.Errorf("ParseCount(%q) = %d, %v; want %d", tc.body, got, err, tc.want)
+				t.Errorf("parseCount(%q) = %d, %v; want %d", tc.body, got, err, tc.want)
 			}
 			continue
 		}
-		if err == nil || !strings.Contains(err.Error(), tc.errPart) || !errors.Is(err, ErrBadRequest) {
-			t.Errorf("ParseCount(%q) = %d, %v; want a bad request containing %q", tc.body, got, err, tc.errPart)
+		if err == nil || !strings.Contains(err.Error(), tc.errPart) || !errors.Is(err, uidclient.ErrBadRequest) {
+			t.Errorf("parseCount(%q) = %d, %v; want a bad request containing %q", tc.body, got, err, tc.errPart)
 		}
 	}
 }
@@ -68,15 +69,15 @@ func TestParseIDRequest(t *testing.T) {
 		{"\xde\xad\xbe\xef", 0, "not a decimal number"},
 		{strings.Repeat("9", 100), 0, "too long"},
 	} {
-		got, err := ParseIDRequest([]byte(tc.body))
+		got, err := parseIDRequest([]byte(tc.body))
 		if tc.errPart == "" {
 			if err != nil || got != tc.want {
-				t.Errorf("ParseIDRequest(%q) = %d, %v; want %d", tc.body, got, err, tc.want)
+				t.Errorf("parseIDRequest(%q) = %d, %v; want %d", tc.body, got, err, tc.want)
 			}
 			continue
 		}
-		if err == nil || !strings.Contains(err.Error(), tc.errPart) || !errors.Is(err, ErrBadRequest) {
-			t.Errorf("ParseIDRequest(%q) = %d, %v; want a bad request containing %q", tc.body, got, err, tc.errPart)
+		if err == nil || !strings.Contains(err.Error(), tc.errPart) || !errors.Is(err, uidclient.ErrBadRequest) {
+			t.Errorf("parseIDRequest(%q) = %d, %v; want a bad request containing %q", tc.body, got, err, tc.errPart)
 		}
 	}
 }
@@ -85,8 +86,8 @@ func TestParseIDRequest(t *testing.T) {
 // description fits one header line.
 func checkBadRequest(t *testing.T, body []byte, err error) {
 	t.Helper()
-	var se *ServiceError
-	if !errors.As(err, &se) || se.Code != CodeBadRequest {
+	var se *uidclient.ServiceError
+	if !errors.As(err, &se) || se.Code != uidclient.CodeBadRequest {
 		t.Fatalf("body %q: error %v is not a 400 *ServiceError", body, err)
 	}
 	if se.Description == "" || strings.ContainsAny(se.Description, "\r\n") || len(se.Description) > 512 {
@@ -100,17 +101,17 @@ func FuzzParseCount(f *testing.F) {
 	}
 	const max = 1000
 	f.Fuzz(func(t *testing.T, body []byte) {
-		n, err := ParseCount(body, max)
+		n, err := parseCount(body, max)
 		if err != nil {
 			checkBadRequest(t, body, err)
 			return
 		}
 		if n < 1 || n > max {
-			t.Fatalf("ParseCount(%q) = %d, outside 1..%d", body, n, max)
+			t.Fatalf("parseCount(%q) = %d, outside 1..%d", body, n, max)
 		}
 		want, perr := strconv.ParseUint(strings.TrimPrefix(strings.TrimSpace(string(body)), "+"), 10, 64)
 		if perr != nil || want != uint64(n) {
-			t.Fatalf("ParseCount(%q) = %d; strconv says %d, %v", body, n, want, perr)
+			t.Fatalf("parseCount(%q) = %d; strconv says %d, %v", body, n, want, perr)
 		}
 	})
 }
@@ -120,13 +121,13 @@ func FuzzParseIDRequest(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		id, err := ParseIDRequest(body)
+		id, err := parseIDRequest(body)
 		if err != nil {
 			checkBadRequest(t, body, err)
 			return
 		}
 		if id>>63 != 0 {
-			t.Fatalf("ParseIDRequest(%q) = %d with the sign bit", body, id)
+			t.Fatalf("parseIDRequest(%q) = %d with the sign bit", body, id)
 		}
 		if _, err := uidcore.DefaultLayout().Parse(id); err != nil {
 			t.Fatalf("accepted ID %d does not parse: %v", id, err)
@@ -134,49 +135,14 @@ func FuzzParseIDRequest(f *testing.F) {
 	})
 }
 
-func FuzzDecodeBinaryIDs(f *testing.F) {
-	f.Add([]byte{}, uint8(0))
-	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 1}, uint8(3))
-	f.Fuzz(func(t *testing.T, data []byte, _ uint8) {
-		ids, err := DecodeBinaryIDs(nil, data)
-		if len(data)%8 != 0 {
-			if err == nil {
-				t.Fatalf("%d bytes accepted", len(data))
-			}
-			return
-		}
-		if err != nil || len(ids) != len(data)/8 {
-			t.Fatalf("%d bytes: %d IDs, %v", len(data), len(ids), err)
-		}
-		if got := AppendBinaryIDs(nil, ids); string(got) != string(data) {
-			t.Fatal("binary round trip differs")
-		}
-	})
-}
-
-func TestEncodingsRoundTrip(t *testing.T) {
-	ids := []uint64{0, 1, 42, math.MaxInt64, 1 << 40}
-	dec, err := DecodeDecimalIDs(nil, AppendDecimalIDs(nil, ids))
-	if err != nil || fmt.Sprint(dec) != fmt.Sprint(ids) {
-		t.Fatalf("decimal round trip: %v, %v", dec, err)
-	}
-	bin, err := DecodeBinaryIDs(nil, AppendBinaryIDs(nil, ids))
-	if err != nil || fmt.Sprint(bin) != fmt.Sprint(ids) {
-		t.Fatalf("binary round trip: %v, %v", bin, err)
-	}
-	if _, err := DecodeDecimalIDs(nil, []byte("1\nx")); err == nil {
-		t.Fatal("decimal junk accepted")
-	}
-}
-
 func TestMaxBatchFor(t *testing.T) {
-	if got := MaxBatchFor(100_000, 1<<20, true); got != 100_000 {
+	if got := maxBatchFor(100_000, 1<<20, true); got != 100_000 {
 		t.Errorf("binary, 1 MiB: %d", got)
 	}
-	if got := MaxBatchFor(100_000, 1<<20, false); got != 52428 {
+	if got := maxBatchFor(100_000, 1<<20, false); got != 52428 {
 		t.Errorf("decimal, 1 MiB: %d", got)
 	}
-	if got := MaxBatchFor(100_000, 800, true); got != 100 {
+	if got := maxBatchFor(100_000, 800, true); got != 100 {
 		t.Errorf("binary, 800 B: %d", got)
 	}
 }

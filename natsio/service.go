@@ -14,7 +14,10 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
+	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
@@ -56,6 +59,11 @@ type ServiceConfig struct {
 	// capacity, from its receipt (default DefaultCapacityWait). It waits
 	// off the endpoint's goroutine, so small requests are not held up.
 	CapacityWait time.Duration
+
+	// TracerProvider and MeterProvider make the server spans and request
+	// metrics; nil: the global ones (as uidclient.Config.TracerProvider).
+	TracerProvider trace.TracerProvider
+	MeterProvider  metric.MeterProvider
 }
 
 // DefaultCapacityWait is the default ServiceConfig.CapacityWait: below the
@@ -66,11 +74,10 @@ const DefaultCapacityWait = 800 * time.Millisecond
 // and parse under the subject prefix, in one queue group, with the ring
 // state in the micro stats.
 //
-// A micro service stops when an async error on one of its subscriptions
-// stops it (older micro versions do so on a slow consumer) or when
-// anything else calls its Stop. Service notices and adds the micro service
-// again, unless its connection is closed or Stop was called: the instance
-// never silently stops answering.
+// The micro service (nats.go >= 1.50) keeps running through async errors
+// on its subscriptions, such as a slow consumer: it stops only on Stop or
+// when its connection is closed (TestSlowConsumerDoesNotStopTheService
+// holds the pinned version to it).
 type Service struct {
 	nc          *nats.Conn
 	cfg         ServiceConfig
@@ -78,7 +85,6 @@ type Service struct {
 	source      atomic.Pointer[sourceBox]
 	endpoints   map[string]*endpointCounters
 	asyncErrors atomic.Uint64
-	restarts    atomic.Uint64
 	idBufs      sync.Pool // *[]uint64 for batch replies
 	replyBufs   sync.Pool // *[]byte for reply bodies
 	otel        *serverTelemetry
@@ -87,7 +93,6 @@ type Service struct {
 	mu      sync.Mutex
 	svc     micro.Service
 	stopped bool
-	retry   *time.Timer // pending restart after a failed one
 }
 
 // sourceBox lets an interface value live in an atomic.Pointer.
@@ -111,10 +116,10 @@ func NewService(nc *nats.Conn, src IDSource, cfg ServiceConfig) (*Service, error
 		return nil, errors.New("natsio: NewService: nil IDSource")
 	}
 	if cfg.QueueGroup == "" {
-		cfg.QueueGroup = DefaultQueueGroup
+		cfg.QueueGroup = uidclient.DefaultQueueGroup
 	}
 	if cfg.SubjectPrefix == "" {
-		cfg.SubjectPrefix = DefaultSubjectPrefix
+		cfg.SubjectPrefix = uidclient.DefaultSubjectPrefix
 	}
 	if cfg.MaxBatch == 0 {
 		cfg.MaxBatch = DefaultMaxBatch
@@ -142,9 +147,9 @@ func NewService(nc *nats.Conn, src IDSource, cfg ServiceConfig) (*Service, error
 		cfg: cfg,
 		log: cfg.Logger,
 		endpoints: map[string]*endpointCounters{
-			EndpointNext: {}, EndpointBatch: {}, EndpointParse: {},
+			uidclient.EndpointNext: {}, uidclient.EndpointBatch: {}, uidclient.EndpointParse: {},
 		},
-		otel: newServerTelemetry(cfg.QueueGroup),
+		otel: newServerTelemetry(cfg.QueueGroup, cfg.TracerProvider, cfg.MeterProvider),
 	}
 	s.source.Store(&sourceBox{src})
 	s.capacity = newCapacityQueue(s)
@@ -171,8 +176,8 @@ func (s *Service) start() error {
 	layout := src.Layout()
 	maxPayload := s.nc.MaxPayload()
 	svc, err := micro.AddService(s.nc, micro.Config{
-		Name:        ServiceName,
-		Version:     ServiceVersion,
+		Name:        uidclient.ServiceName,
+		Version:     uidclient.ServiceVersion,
 		Description: s.cfg.Description,
 		QueueGroup:  s.cfg.QueueGroup,
 		Metadata: map[string]string{
@@ -194,18 +199,18 @@ func (s *Service) start() error {
 		fn   handlerFunc
 		meta map[string]string
 	}{
-		{EndpointNext, s.next, map[string]string{"reply": "one decimal ID"}},
-		{EndpointBatch, s.batch, map[string]string{
-			"reply":            "newline-separated decimal IDs, or 8-byte big-endian IDs with header " + EncodingHeader + ": " + EncodingBinary,
-			"max_batch_binary": strconv.Itoa(MaxBatchFor(s.cfg.MaxBatch, maxPayload, true)),
-			"max_batch_text":   strconv.Itoa(MaxBatchFor(s.cfg.MaxBatch, maxPayload, false)),
+		{uidclient.EndpointNext, s.next, map[string]string{"reply": "one decimal ID"}},
+		{uidclient.EndpointBatch, s.batch, map[string]string{
+			"reply":            "newline-separated decimal IDs, or 8-byte big-endian IDs with header " + uidclient.EncodingHeader + ": " + uidclient.EncodingBinary,
+			"max_batch_binary": strconv.Itoa(maxBatchFor(s.cfg.MaxBatch, maxPayload, true)),
+			"max_batch_text":   strconv.Itoa(maxBatchFor(s.cfg.MaxBatch, maxPayload, false)),
 		}},
-		{EndpointParse, s.parse, map[string]string{"reply": "JSON {UID, timestamp, workerId, sequence}"}},
+		{uidclient.EndpointParse, s.parse, map[string]string{"reply": "JSON {UID, timestamp, workerId, sequence}"}},
 	} {
 		err := group.AddEndpoint(e.name, s.handle(e.name, e.fn), limits, micro.WithEndpointMetadata(e.meta))
 		if err != nil {
 			_ = svc.Stop()
-			return fmt.Errorf("natsio: add endpoint %s: %w", Subject(s.cfg.SubjectPrefix, e.name), err)
+			return fmt.Errorf("natsio: add endpoint %s: %w", uidclient.Subject(s.cfg.SubjectPrefix, e.name), err)
 		}
 	}
 	s.svc = svc
@@ -255,7 +260,7 @@ func (s *Service) finish(c *call, reply []byte, ids int, err error) {
 	} else {
 		var description string
 		code, description = replyFor(err)
-		if code == CodeInternal {
+		if code == uidclient.CodeInternal {
 			s.log.Error("request failed", "subject", req.Subject(), "err", err)
 		}
 		if rerr := req.Error(strconv.Itoa(code), headerSafe(description), nil, retryHeaders(err)...); rerr != nil && !errors.Is(rerr, nats.ErrMsgNoReply) {
@@ -289,9 +294,9 @@ func (c *endpointCounters) record(code int) {
 	switch code {
 	case 0:
 		c.ok.Add(1)
-	case CodeBadRequest:
+	case uidclient.CodeBadRequest:
 		c.badRequest.Add(1)
-	case CodeUnavailable:
+	case uidclient.CodeUnavailable:
 		c.unavailable.Add(1)
 	default:
 		c.internal.Add(1)
@@ -338,7 +343,7 @@ func (s *Service) take(ctx context.Context, ids []uint64, wait bool) (int, error
 // rest in the capacity queue, up to ServiceConfig.CapacityWait.
 func (s *Service) batch(ctx context.Context, req micro.Request, buf []byte) ([]byte, int, error) {
 	binary := wantsBinary(req.Headers())
-	n, err := ParseCount(req.Data(), MaxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), binary))
+	n, err := parseCount(req.Data(), maxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), binary))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -352,9 +357,9 @@ func (s *Service) batch(ctx context.Context, req micro.Request, buf []byte) ([]b
 			return nil, 0, err
 		}
 		if binary {
-			return AppendBinaryIDs(buf, ids), n, nil
+			return uidclient.AppendBinaryIDs(buf, ids), n, nil
 		}
-		return AppendDecimalIDs(buf, ids), n, nil
+		return uidclient.AppendDecimalIDs(buf, ids), n, nil
 	}
 	if n <= uidcore.SmallTake {
 		got, err := s.take(ctx, ids, true)
@@ -372,7 +377,7 @@ func (s *Service) batch(ctx context.Context, req micro.Request, buf []byte) ([]b
 
 // parse answers the fields of an ID as UidGenerator's parseUID JSON.
 func (s *Service) parse(_ context.Context, req micro.Request, buf []byte) ([]byte, int, error) {
-	id, err := ParseIDRequest(req.Data())
+	id, err := parseIDRequest(req.Data())
 	if err != nil {
 		return nil, 0, err
 	}
@@ -388,12 +393,12 @@ func (s *Service) parse(_ context.Context, req micro.Request, buf []byte) ([]byt
 // names are matched case-insensitively because clients in other languages
 // may lower-case them.
 func wantsBinary(h micro.Headers) bool {
-	if v := h.Get(EncodingHeader); v != "" {
-		return strings.EqualFold(v, EncodingBinary)
+	if v := h.Get(uidclient.EncodingHeader); v != "" {
+		return strings.EqualFold(v, uidclient.EncodingBinary)
 	}
 	for k, vs := range h {
-		if strings.EqualFold(k, EncodingHeader) && len(vs) > 0 {
-			return strings.EqualFold(vs[0], EncodingBinary)
+		if strings.EqualFold(k, uidclient.EncodingHeader) && len(vs) > 0 {
+			return strings.EqualFold(vs[0], uidclient.EncodingBinary)
 		}
 	}
 	return false
@@ -452,10 +457,6 @@ func (s *Service) ID() string {
 	return s.svc.Info().ID
 }
 
-// Restarts counts how often the micro service was added again after it
-// stopped without Stop being called.
-func (s *Service) Restarts() uint64 { return s.restarts.Load() }
-
 // AsyncErrors counts async errors (such as slow consumers) on the
 // service's subscriptions.
 func (s *Service) AsyncErrors() uint64 { return s.asyncErrors.Load() }
@@ -466,9 +467,6 @@ func (s *Service) AsyncErrors() uint64 { return s.asyncErrors.Load() }
 func (s *Service) Stop() error {
 	s.mu.Lock()
 	s.stopped = true
-	if s.retry != nil {
-		s.retry.Stop()
-	}
 	svc := s.svc
 	s.mu.Unlock()
 	err := svc.Stop()
@@ -481,7 +479,8 @@ func (s *Service) Stop() error {
 }
 
 // onDone runs when a micro service stops. Unless we stopped it (Stop, or
-// SetSource replacing it) or the connection is closed, it is added again.
+// SetSource replacing it), the instance no longer answers: say so (it is
+// the connection closing, the one other way the pinned micro stops).
 func (s *Service) onDone(svc micro.Service) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -492,31 +491,12 @@ func (s *Service) onDone(svc micro.Service) {
 		s.log.Error("NATS connection closed: the service no longer answers")
 		return
 	}
-	s.restarts.Add(1)
-	s.log.Warn("micro service stopped unexpectedly; adding it again")
-	s.restartLocked()
-}
-
-func (s *Service) restartLocked() {
-	err := s.start()
-	if err == nil {
-		s.log.Info("micro service added again", "id", s.svc.Info().ID)
-		return
-	}
-	s.log.Error("adding the micro service again failed; retrying in 1s", "err", err)
-	s.retry = time.AfterFunc(time.Second, func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if !s.stopped && !s.nc.IsClosed() {
-			s.restartLocked()
-		}
-	})
+	s.log.Error("micro service stopped: the service no longer answers")
 }
 
 // onAsyncError logs async errors on the service's subscriptions, such as
 // a slow consumer (requests dropped because the handler fell behind).
-// The micro service keeps running in nats.go >= 1.50; should a version
-// stop it, onDone adds it again.
+// The micro service keeps running.
 func (s *Service) onAsyncError(_ micro.Service, err *micro.NATSError) {
 	n := s.asyncErrors.Add(1)
 	if n&(n-1) == 0 { // log the 1st, 2nd, 4th, 8th... to stay readable under a storm
@@ -534,7 +514,6 @@ type EndpointData struct {
 	Unavailable uint64    `json:"unavailable"`  // 503 replies
 	Internal    uint64    `json:"internal"`     // 500 replies
 	AsyncErrors uint64    `json:"async_errors"` // slow consumers etc. on the service's subscriptions
-	Restarts    uint64    `json:"restarts"`     // times the micro service was added again
 }
 
 // RingStats is the ring buffer's state as the stats show it.
@@ -585,7 +564,6 @@ func (s *Service) statsData(e *micro.Endpoint) any {
 			Claim:          claim,
 		},
 		AsyncErrors: s.asyncErrors.Load(),
-		Restarts:    s.restarts.Load(),
 	}
 	if c := s.endpoints[e.Name]; c != nil {
 		d.IDs, d.OK, d.BadRequest = c.ids.Load(), c.ok.Load(), c.badRequest.Load()

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +14,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
@@ -54,17 +57,17 @@ func TestBatchEncodingsAndParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	text, err := DecodeDecimalIDs(nil, msg.Data)
+	text, err := uidclient.DecodeDecimalIDs(nil, msg.Data)
 	if err != nil || len(text) != 5 || strings.Count(string(msg.Data), "\n") != 4 {
 		t.Fatalf("decimal batch %q: %v, %v", msg.Data, text, err)
 	}
 	bin := &nats.Msg{Subject: "uid.batch", Data: []byte("1000"), Header: nats.Header{}}
-	bin.Header.Set(EncodingHeader, EncodingBinary)
+	bin.Header.Set(uidclient.EncodingHeader, uidclient.EncodingBinary)
 	msg, err = nc.RequestMsg(bin, 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids, err := DecodeBinaryIDs(nil, msg.Data)
+	ids, err := uidclient.DecodeBinaryIDs(nil, msg.Data)
 	if err != nil || len(ids) != 1000 {
 		t.Fatalf("binary batch: %d IDs, %v", len(ids), err)
 	}
@@ -110,7 +113,7 @@ func TestMonitoringEndpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ping micro.Ping
-	if err := json.Unmarshal(msg.Data, &ping); err != nil || ping.Name != ServiceName || ping.Version != ServiceVersion {
+	if err := json.Unmarshal(msg.Data, &ping); err != nil || ping.Name != uidclient.ServiceName || ping.Version != uidclient.ServiceVersion {
 		t.Fatalf("PING %s: %v", msg.Data, err)
 	}
 	if ping.Metadata["worker_id"] != "11" || ping.Metadata["layout"] != "31/10/22" || ping.Metadata["epoch"] != "2026-01-01T00:00:00Z" {
@@ -128,13 +131,13 @@ func TestMonitoringEndpoints(t *testing.T) {
 	subjects := map[string]string{}
 	for _, e := range info.Endpoints {
 		subjects[e.Subject] = e.QueueGroup
-		if e.Name == EndpointBatch && e.Metadata["max_batch_binary"] != "100000" {
+		if e.Name == uidclient.EndpointBatch && e.Metadata["max_batch_binary"] != "100000" {
 			t.Errorf("batch metadata %v", e.Metadata)
 		}
 	}
 	for _, s := range []string{"uid.next", "uid.batch", "uid.parse"} {
-		if subjects[s] != DefaultQueueGroup {
-			t.Errorf("INFO endpoints %v: %s missing or not in queue group %s", subjects, s, DefaultQueueGroup)
+		if subjects[s] != uidclient.DefaultQueueGroup {
+			t.Errorf("INFO endpoints %v: %s missing or not in queue group %s", subjects, s, uidclient.DefaultQueueGroup)
 		}
 	}
 	if info.ID != inst.svc.ID() || info.Metadata["worker_id"] != "11" {
@@ -144,7 +147,7 @@ func TestMonitoringEndpoints(t *testing.T) {
 	// The counters are updated after the reply is sent: ask until they
 	// have caught up.
 	var stats micro.Stats
-	for deadline := time.Now().Add(5 * time.Second); ; {
+	testenv.WaitFor(t, 5*time.Second, "the stats count the request", func() bool {
 		msg, err = nc.Request("$SRV.STATS.uid-dispenser", nil, 2*time.Second)
 		if err != nil {
 			t.Fatal(err)
@@ -152,11 +155,8 @@ func TestMonitoringEndpoints(t *testing.T) {
 		if err := json.Unmarshal(msg.Data, &stats); err != nil {
 			t.Fatal(err)
 		}
-		if counted(stats, EndpointNext) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return counted(stats, uidclient.EndpointNext)
+	})
 	found := false
 	for _, e := range stats.Endpoints {
 		var d EndpointData
@@ -166,7 +166,7 @@ func TestMonitoringEndpoints(t *testing.T) {
 		if d.Ring.WorkerID != 11 || d.Ring.Size != 1<<20 || len(d.Ring.WorkerIDs) != 1 || d.Ring.PerSecond != 4<<20 || d.Ring.Available == 0 || d.Ring.PaddingRounds == 0 || d.Ring.Claim != "ok" {
 			t.Errorf("ring stats %+v", d.Ring)
 		}
-		if e.Name == EndpointNext {
+		if e.Name == uidclient.EndpointNext {
 			found = true
 			if d.OK != 1 || d.IDs != 1 || e.NumRequests != 1 {
 				t.Errorf("next stats %+v / %+v", e, d)
@@ -194,7 +194,7 @@ func errorReply(t *testing.T, nc *Conn, msg *nats.Msg) (string, string) {
 	t.Helper()
 	reply, err := nc.RequestMsg(msg, 5*time.Second)
 	if err != nil {
-		t.Fatalf("%s %q: %v", msg.Subject, shorten(string(msg.Data), 20), err)
+		t.Fatalf("%s %.20q: %v", msg.Subject, msg.Data, err)
 	}
 	return reply.Header.Get(micro.ErrorCodeHeader), reply.Header.Get(micro.ErrorHeader)
 }
@@ -207,7 +207,7 @@ func TestBadInputGets400AndServiceKeepsServing(t *testing.T) {
 	for i := range megabytes {
 		megabytes[i] = byte('0' + i%10)
 	}
-	binary := nats.Header{EncodingHeader: []string{EncodingBinary}}
+	binary := nats.Header{uidclient.EncodingHeader: []string{uidclient.EncodingBinary}}
 	for _, tc := range []struct {
 		subject string
 		body    []byte
@@ -228,7 +228,7 @@ func TestBadInputGets400AndServiceKeepsServing(t *testing.T) {
 	} {
 		code, desc := errorReply(t, nc, &nats.Msg{Subject: tc.subject, Data: tc.body, Header: tc.header})
 		if code != "400" || !strings.Contains(desc, tc.want) {
-			t.Errorf("%s %q: got %s %q, want 400 containing %q", tc.subject, shorten(string(tc.body), 20), code, desc, tc.want)
+			t.Errorf("%s %.20q: got %s %q, want 400 containing %q", tc.subject, tc.body, code, desc, tc.want)
 		}
 		reply, err := nc.Request("uid.next", nil, 2*time.Second)
 		if err != nil || reply.Header.Get(micro.ErrorCodeHeader) != "" {
@@ -241,7 +241,7 @@ func TestMaxBatchCappedByMaxPayload(t *testing.T) {
 	url := startNATS(t, &server.Options{MaxPayload: 4000})
 	startInstance(t, url, 1, instanceOpts{})
 	nc := connect(t, url)
-	binary := nats.Header{EncodingHeader: []string{EncodingBinary}}
+	binary := nats.Header{uidclient.EncodingHeader: []string{uidclient.EncodingBinary}}
 	if code, desc := errorReply(t, nc, &nats.Msg{Subject: "uid.batch", Data: []byte("501"), Header: binary}); code != "400" || !strings.Contains(desc, "at most 500") {
 		t.Fatalf("binary over the cap: %s %q", code, desc)
 	}
@@ -276,7 +276,7 @@ func TestUnavailableSays503AndWhy(t *testing.T) {
 		}
 		code, desc = msg.Header.Get(micro.ErrorCodeHeader), msg.Header.Get(micro.ErrorHeader)
 		if code != "" {
-			retryAfter = msg.Header.Get(RetryAfterHeader)
+			retryAfter = msg.Header.Get(uidclient.RetryAfterHeader)
 			break
 		}
 	}
@@ -285,7 +285,7 @@ func TestUnavailableSays503AndWhy(t *testing.T) {
 		t.Fatalf("drained ring: %s %q, want 503 at capacity ... retry in", code, desc)
 	}
 	if ms, err := strconv.Atoi(retryAfter); err != nil || ms < 1 || ms > 1000 {
-		t.Errorf("%s: %q, want milliseconds to the next second", RetryAfterHeader, retryAfter)
+		t.Errorf("%s: %q, want milliseconds to the next second", uidclient.RetryAfterHeader, retryAfter)
 	}
 
 	inst.gen.Close()
@@ -302,6 +302,7 @@ func TestSlowConsumerDoesNotStopTheService(t *testing.T) {
 	// A tiny pending limit makes NATS drop requests and report a slow
 	// consumer under a burst.
 	inst := startInstance(t, url, 1, instanceOpts{service: ServiceConfig{PendingMsgs: 2, PendingBytes: 1 << 20}})
+	firstID := inst.svc.ID()
 	nc := connect(t, url)
 	inbox := nats.NewInbox()
 	sub, err := nc.SubscribeSync(inbox)
@@ -317,44 +318,20 @@ func TestSlowConsumerDoesNotStopTheService(t *testing.T) {
 			nc.Flush()
 		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for inst.svc.AsyncErrors() == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if inst.svc.AsyncErrors() == 0 {
-		t.Fatal("no slow consumer reported; the test did not provoke one")
-	}
-	client := NewClient(nc.Conn, ClientOptions{})
+	testenv.WaitFor(t, 5*time.Second, "a slow consumer reported (else the test did not provoke one)", func() bool { return inst.svc.AsyncErrors() > 0 })
+	client := uidclient.New(nc.Conn, uidclient.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if _, err := client.Next(ctx); err != nil {
 		t.Fatalf("after a slow consumer the service does not answer: %v", err)
 	}
-}
-
-func TestServiceAddedAgainAfterUnexpectedStop(t *testing.T) {
-	url := startNATS(t, nil)
-	inst := startInstance(t, url, 5, instanceOpts{})
-	nc := connect(t, url)
-	firstID := inst.svc.ID()
+	// The very micro service answers (the pinned micro does not stop a
+	// service on an async error): its ID is the one it started with.
 	inst.svc.mu.Lock()
-	micro := inst.svc.svc
+	stopped := inst.svc.svc.Stopped()
 	inst.svc.mu.Unlock()
-	if err := micro.Stop(); err != nil { // as a micro version that stops on async errors would
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for inst.svc.Restarts() == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if inst.svc.Restarts() != 1 || inst.svc.ID() == firstID {
-		t.Fatalf("restarts %d, id %s (was %s)", inst.svc.Restarts(), inst.svc.ID(), firstID)
-	}
-	client := NewClient(nc.Conn, ClientOptions{})
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if _, err := client.Next(ctx); err != nil {
-		t.Fatal(err)
+	if stopped || inst.svc.ID() != firstID {
+		t.Fatalf("after a slow consumer: micro service stopped %v, id %s (was %s)", stopped, inst.svc.ID(), firstID)
 	}
 }
 
@@ -362,7 +339,7 @@ func TestSetSourceToNewWorkerUpdatesMetadata(t *testing.T) {
 	url := startNATS(t, nil)
 	inst := startInstance(t, url, 5, instanceOpts{})
 	nc := connect(t, url)
-	client := NewClient(nc.Conn, ClientOptions{})
+	client := uidclient.New(nc.Conn, uidclient.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
@@ -374,6 +351,7 @@ func TestSetSourceToNewWorkerUpdatesMetadata(t *testing.T) {
 	var wg sync.WaitGroup
 	var ids []uint64
 	var loadErr error
+	var fromWorker [7]atomic.Int64 // IDs taken so far, by worker
 	stop := make(chan struct{})
 	wg.Add(1)
 	go func() {
@@ -390,16 +368,19 @@ func TestSetSourceToNewWorkerUpdatesMetadata(t *testing.T) {
 				return
 			}
 			ids = append(ids, id)
+			if p, err := uidcore.DefaultLayout().Parse(id); err == nil && p.WorkerID < uint64(len(fromWorker)) {
+				fromWorker[p.WorkerID].Add(1)
+			}
 		}
 	}()
-	time.Sleep(50 * time.Millisecond)
+	testenv.WaitFor(t, 5*time.Second, "IDs from the first source", func() bool { return fromWorker[5].Load() >= 10 })
 	old := inst.gen
 	if err := inst.svc.SetSource(replacement); err != nil {
 		t.Fatal(err)
 	}
 	inst.gen = replacement
 	old.Close()
-	time.Sleep(50 * time.Millisecond)
+	testenv.WaitFor(t, 5*time.Second, "IDs from the new source", func() bool { return fromWorker[6].Load() >= 10 })
 	close(stop)
 	wg.Wait()
 	if loadErr != nil {

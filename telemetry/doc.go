@@ -57,7 +57,8 @@
 //	uid.ids.issued          counter    IDs sent to requesters, uid.endpoint
 //
 // and the spans "process uid.next" (server, per request, a child of the
-// caller's trace context) and "send uid.next" (client).
+// caller's trace context); the client, natsio/uidclient, makes "send
+// uid.next" (tracer "github.com/uid-dispenser/uid-dispenser/natsio/uidclient").
 //
 // In Prometheus's text format the dots become underscores, counters get
 // a _total suffix and units a _seconds or _ratio suffix

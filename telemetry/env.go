@@ -17,7 +17,7 @@ const MetricsAddrEnv = "DISPENSER_METRICS_ADDR"
 // configured otherwise: a year, time enough to plan a new layout.
 const DefaultRunwayWarning = 365 * 24 * time.Hour
 
-// RunwayWarningOff as ObserverOptions.RunwayWarning turns the warning off.
+// RunwayWarningOff as ObserverConfig.RunwayWarning turns the warning off.
 const RunwayWarningOff time.Duration = -1
 
 // ErrBadDuration is wrapped by ParseRunway's errors.

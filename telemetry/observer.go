@@ -47,8 +47,8 @@ const (
 // stopFull is the padding-round stop label of a round that filled the ring.
 const stopFull = "full"
 
-// ObserverOptions configure an Observer.
-type ObserverOptions struct {
+// ObserverConfig configures an Observer.
+type ObserverConfig struct {
 	// Layout gives the runway (required: its zero value means the default
 	// layout).
 	Layout uidcore.Layout
@@ -105,7 +105,7 @@ type StateSource interface {
 var _ uidcore.Observer = (*Observer)(nil)
 
 // NewObserver makes the instruments and registers the gauges' callback.
-func NewObserver(opts ObserverOptions) (*Observer, error) {
+func NewObserver(opts ObserverConfig) (*Observer, error) {
 	if opts.Layout == (uidcore.Layout{}) {
 		opts.Layout = uidcore.DefaultLayout()
 	}

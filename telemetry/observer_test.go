@@ -56,7 +56,7 @@ func TestPaddingAndRejectionsAreTraced(t *testing.T) {
 	clk := uidcoretest.NewClock(start)
 	T := start.Unix()
 	layout := tinyLayout()
-	obs, err := NewObserver(ObserverOptions{Layout: layout, WorkerID: 7, Clock: clk, TracerProvider: p.Tracer, MeterProvider: p.Meter})
+	obs, err := NewObserver(ObserverConfig{Layout: layout, WorkerID: 7, Clock: clk, TracerProvider: p.Tracer, MeterProvider: p.Meter})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func checkRound(t *testing.T, s sdktrace.ReadOnlySpan, trigger uidcore.PaddingTr
 // generator first.
 func newObservedGenerator(t *testing.T, p *providers, claim uidcore.Claim) *uidcore.CachedGenerator {
 	t.Helper()
-	obs, err := NewObserver(ObserverOptions{Layout: tinyLayout(), TracerProvider: p.Tracer, MeterProvider: p.Meter})
+	obs, err := NewObserver(ObserverConfig{Layout: tinyLayout(), TracerProvider: p.Tracer, MeterProvider: p.Meter})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +295,7 @@ func TestRunwayWarning(t *testing.T) {
 			logs := &testenv.LogBuffer{}
 			logger := logs.Logger(slog.LevelInfo)
 			clk := uidcoretest.NewClock(now)
-			obs, err := NewObserver(ObserverOptions{Layout: c.layout, Clock: clk, RunwayWarning: c.threshold,
+			obs, err := NewObserver(ObserverConfig{Layout: c.layout, Clock: clk, RunwayWarning: c.threshold,
 				TracerProvider: p.Tracer, MeterProvider: p.Meter, Logger: logger})
 			if err != nil {
 				t.Fatal(err)
@@ -338,7 +338,7 @@ func TestRunwayWarning(t *testing.T) {
 func TestLeaseGaugeAndClose(t *testing.T) {
 	p := newProviders(t)
 	left, ok := 42*time.Second, true
-	obs, err := NewObserver(ObserverOptions{Layout: tinyLayout(), WorkerID: 3, TracerProvider: p.Tracer, MeterProvider: p.Meter,
+	obs, err := NewObserver(ObserverConfig{Layout: tinyLayout(), WorkerID: 3, TracerProvider: p.Tracer, MeterProvider: p.Meter,
 		LeaseLeft: func() (time.Duration, bool) { return left, ok }})
 	if err != nil {
 		t.Fatal(err)
@@ -387,7 +387,7 @@ func TestTakeRejectReason(t *testing.T) {
 // new claim too; spans and gauges carry the new worker ID.
 func TestObserverFollowsANewGenerator(t *testing.T) {
 	p := newProviders(t)
-	obs, err := NewObserver(ObserverOptions{Layout: tinyLayout(), WorkerID: 1, TracerProvider: p.Tracer, MeterProvider: p.Meter})
+	obs, err := NewObserver(ObserverConfig{Layout: tinyLayout(), WorkerID: 1, TracerProvider: p.Tracer, MeterProvider: p.Meter})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,7 +62,7 @@ type Config struct {
 	// worker claim and serves, and why not otherwise. Nil: not ready until
 	// SetReady installs a check.
 	Ready func() error
-	// RunwayWarning is the default of ObserverOptions.RunwayWarning for
+	// RunwayWarning is the default of ObserverConfig.RunwayWarning for
 	// observers made with [Telemetry.NewObserver].
 	RunwayWarning time.Duration
 
@@ -285,7 +285,7 @@ func (t *Telemetry) SetReady(check func() error) { t.ready.Store(&check) }
 
 // NewObserver is [NewObserver] with the providers and runway warning of
 // this set-up as defaults.
-func (t *Telemetry) NewObserver(opts ObserverOptions) (*Observer, error) {
+func (t *Telemetry) NewObserver(opts ObserverConfig) (*Observer, error) {
 	if opts.TracerProvider == nil {
 		opts.TracerProvider = t.tracerProvider
 	}

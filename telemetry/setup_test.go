@@ -56,7 +56,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	telemetrytest.ClearEnv(t)
 	worker := uint64(5)
 	tel := setup(t, Config{MetricsAddr: "127.0.0.1:0", InstanceID: "test-instance", ServiceVersion: "v9.9.9", WorkerID: &worker})
-	obs, err := tel.NewObserver(ObserverOptions{Layout: tinyLayout(), WorkerID: worker})
+	obs, err := tel.NewObserver(ObserverConfig{Layout: tinyLayout(), WorkerID: worker})
 	if err != nil {
 		t.Fatal(err)
 	}

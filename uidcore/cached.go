@@ -503,7 +503,8 @@ func (g *CachedGenerator) rejectTake(ctx context.Context, wanted int, err error)
 }
 
 // Pad runs a padding round now, even while padding backs off, and returns
-// its report. It is for operators and tests; padding runs on its own.
+// its report (trigger TriggerForced). It is for operators and tests;
+// padding runs on its own.
 func (g *CachedGenerator) Pad(ctx context.Context) (PaddingReport, error) {
 	reply := make(chan PaddingReport, 1)
 	select {

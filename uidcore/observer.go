@@ -16,7 +16,7 @@ const (
 	// TriggerFreshness: IDs in the ring lag the wall clock by more than
 	// MaxLag; the round discards them and refills.
 	TriggerFreshness PaddingTrigger = "freshness"
-	// TriggerForced: a round asked for with Pad.
+	// TriggerForced: a caller asked for the round (CachedGenerator.Pad).
 	TriggerForced PaddingTrigger = "forced"
 )
 

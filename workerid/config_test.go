@@ -86,7 +86,6 @@ func TestConfigValidateNamesTheVariable(t *testing.T) {
 		{func(c *workerid.Config) { c.WorkerLeaseTable = "worker_node" }, "DISPENSER_WORKER_LEASE_TABLE", "worker-node table"},
 		{func(c *workerid.Config) { c.WorkerKVBucket = "a.b" }, "DISPENSER_WORKER_KV_BUCKET", "a.b"},
 		{func(c *workerid.Config) { c.StoreStartupDeadline = -time.Second }, "DISPENSER_STORE_STARTUP_DEADLINE", "negative"},
-		{func(c *workerid.Config) { c.MySQLDSN = "root:hunter2-secret@127.0.0.1:3306/db" }, "DISPENSER_MYSQL_DSN", "valid DSN"},
 	}
 	for _, tc := range cases {
 		c := workerid.DefaultConfig()
@@ -104,26 +103,4 @@ func TestConfigValidateNamesTheVariable(t *testing.T) {
 			t.Errorf("%s: error shows the password: %v", tc.envVar, err)
 		}
 	}
-}
-
-// FuzzValidateDSNKeepsPasswordSecret: whatever follows the credentials, a
-// DSN's password never appears in Validate's error (unless it also
-// appears after the credentials, where it is not a password).
-func FuzzValidateDSNKeepsPasswordSecret(f *testing.F) {
-	f.Add("s3cret-Pass", "tcp(127.0.0.1:3306)/db")
-	f.Add("s3cret-Pass", "tcp(127.0.0.1:3306)/db?parseTime=maybe")
-	f.Add("s3cret-Pass", "127.0.0.1:3306/db")
-	f.Add("p@ss:word/x", "tcp(h)/d?timeout=xyz")
-	f.Add("longpassword", "unix(/tmp/sock)/db?charset=%zz")
-	f.Fuzz(func(t *testing.T, password, rest string) {
-		if len(password) < 8 || strings.Contains(rest, password) {
-			return
-		}
-		c := workerid.DefaultConfig()
-		c.MySQLDSN = "dispenser:" + password + "@" + rest
-		err := c.Validate()
-		if err != nil && strings.Contains(err.Error(), password) {
-			t.Fatalf("error shows the password: %v", err)
-		}
-	})
 }

@@ -1,7 +1,18 @@
 // Package workerid assigns worker IDs to dispenser instances: the part of
 // an ID that keeps two instances from ever issuing the same ID.
 //
-// Two modes, on two stores (MySQL here, a JetStream KV bucket in natsio):
+// Two modes, on either of two stores, each its own package implementing
+// uidcore.Assigner with this package's lease machinery:
+//
+//   - [github.com/uid-dispenser/uid-dispenser/workerid/mysqlstore]: MySQL,
+//     UidGenerator's WORKER_NODE table (disposable) and a WORKER_LEASE
+//     table (leased); the one library package that imports the MySQL
+//     driver.
+//   - [github.com/uid-dispenser/uid-dispenser/natsio/kvstore]: a JetStream
+//     key-value bucket on the dispenser's NATS server (the zero-config
+//     run).
+//
+// Both pass the same conformance suite, workerid/workeridtest. The modes:
 //
 //   - Disposable: every start takes a fresh worker ID that is never used
 //     again, as Baidu UidGenerator does with its WORKER_NODE table. Simple
@@ -18,7 +29,7 @@
 //
 // The lease machinery ([Lease], [LeaseAssigner]) is written once against the
 // small [LeaseStore] interface; the MySQL and KV stores only implement its
-// three atomic operations.
+// three atomic operations. This package links no store's client.
 //
 // # Fencing
 //

@@ -75,8 +75,8 @@ type Grant struct {
 	PrevReserved int64 // the last second an earlier owner reserved (0: none)
 }
 
-// LeaseOptions configure a LeaseAssigner and its leases.
-type LeaseOptions struct {
+// LeaseConfig configures a LeaseAssigner and its leases.
+type LeaseConfig struct {
 	TTL          time.Duration // lease length; renewed every TTL/3
 	ReserveChunk time.Duration // how far ahead seconds are reserved, rounded up to whole seconds
 	// RetryFor is how long Claim retries a failing store before it gives
@@ -90,9 +90,9 @@ type LeaseOptions struct {
 	StoreName string
 }
 
-// LeaseOptionsFrom fills LeaseOptions from a Config.
-func LeaseOptionsFrom(cfg Config, host Host, logger *slog.Logger, storeName string) LeaseOptions {
-	return LeaseOptions{
+// LeaseConfigFrom fills LeaseConfig from a Config.
+func LeaseConfigFrom(cfg Config, host Host, logger *slog.Logger, storeName string) LeaseConfig {
+	return LeaseConfig{
 		TTL:          cfg.LeaseTTL,
 		ReserveChunk: cfg.ReserveChunk,
 		RetryFor:     cfg.StoreStartupDeadline,
@@ -106,11 +106,11 @@ func LeaseOptionsFrom(cfg Config, host Host, logger *slog.Logger, storeName stri
 // implements uidcore.Assigner.
 type LeaseAssigner struct {
 	store LeaseStore
-	opts  LeaseOptions
+	opts  LeaseConfig
 }
 
 // NewLeaseAssigner returns an assigner leasing worker IDs from store.
-func NewLeaseAssigner(store LeaseStore, opts LeaseOptions) (*LeaseAssigner, error) {
+func NewLeaseAssigner(store LeaseStore, opts LeaseConfig) (*LeaseAssigner, error) {
 	if opts.TTL < time.Second/10 {
 		return nil, fmt.Errorf("workerid: lease TTL %s is too short", opts.TTL)
 	}
@@ -204,7 +204,7 @@ type Lease struct {
 	releaseErr  error
 }
 
-func newLease(store LeaseStore, g Grant, opts LeaseOptions) *Lease {
+func newLease(store LeaseStore, g Grant, opts LeaseConfig) *Lease {
 	ctx, cancel := context.WithCancel(context.Background())
 	chunk := int64((opts.ReserveChunk + time.Second - 1) / time.Second)
 	return &Lease{

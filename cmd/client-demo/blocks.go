@@ -5,14 +5,14 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 )
 
 // runBlocks takes IDs from the block stream with o.clients block sources,
 // each on its own connection, o.batch IDs per take, for o.duration or
 // o.requests takes in all, and reports like the load mode.
 func runBlocks(ctx context.Context, o options, stdout, stderr io.Writer) int {
-	sources := make([]*natsio.BlockSource, o.clients)
+	sources := make([]*uidclient.BlockSource, o.clients)
 	for i := range sources {
 		conn, err := connect(ctx, o.url)
 		if err != nil {
@@ -20,7 +20,7 @@ func runBlocks(ctx context.Context, o options, stdout, stderr io.Writer) int {
 			return 1
 		}
 		defer conn.Close()
-		src, err := natsio.NewBlockSource(conn.Conn, natsio.BlockSourceConfig{Stream: o.stream, Consumer: o.consumer})
+		src, err := uidclient.NewBlockSource(conn.Conn, uidclient.BlockSourceConfig{Stream: o.stream, Consumer: o.consumer})
 		if err != nil {
 			fmt.Fprintln(stderr, "client-demo:", err)
 			return 1

@@ -30,6 +30,7 @@ import (
 
 	"github.com/uid-dispenser/uid-dispenser/internal/numfmt"
 	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
@@ -61,7 +62,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	}
 	flags := flag.NewFlagSet("client-demo", flag.ContinueOnError)
 	flags.SetOutput(stderr)
-	flags.StringVar(&o.prefix, "prefix", natsio.DefaultSubjectPrefix, "subject prefix of the dispensers")
+	flags.StringVar(&o.prefix, "prefix", uidclient.DefaultSubjectPrefix, "subject prefix of the dispensers")
 	flags.IntVar(&o.show, "show", 3, "demo: how many IDs to fetch with next, and with one batch")
 	flags.BoolVar(&o.load, "load", false, "run the load mode")
 	flags.IntVar(&o.clients, "c", 8, "load: concurrent clients, each with its own connection")
@@ -70,8 +71,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	flags.IntVar(&o.batch, "batch", 1, "load: IDs per request; 1 uses uid.next, more uses uid.batch (binary)")
 	flags.DurationVar(&o.timeout, "timeout", 5*time.Second, "deadline of each request, retries included")
 	flags.BoolVar(&o.blocks, "blocks", false, "take IDs from the JetStream block stream instead of requests (-c sources, -batch IDs per take, -d or -n takes)")
-	flags.StringVar(&o.stream, "stream", natsio.DefaultBlocksStream, "blocks: stream name")
-	flags.StringVar(&o.consumer, "consumer", natsio.DefaultBlocksConsumer, "blocks: durable consumer shared by every block source")
+	flags.StringVar(&o.stream, "stream", uidclient.DefaultBlocksStream, "blocks: stream name")
+	flags.StringVar(&o.consumer, "consumer", uidclient.DefaultBlocksConsumer, "blocks: durable consumer shared by every block source")
 	flags.Usage = func() {
 		fmt.Fprintln(stderr, "usage: client-demo [flags]   (NATS_URL sets the server, default nats://127.0.0.1:4222)")
 		flags.PrintDefaults()
@@ -109,10 +110,10 @@ func runDemo(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	}
 	defer conn.Close()
 	fmt.Fprintf(stdout, "connected to %s\n", conn.RedactedURL())
-	client := natsio.NewClient(conn.Conn, natsio.ClientOptions{SubjectPrefix: o.prefix})
+	client := uidclient.New(conn.Conn, uidclient.Config{SubjectPrefix: o.prefix})
 	call := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, o.timeout) }
 
-	fmt.Fprintf(stdout, "\n%s (one ID per request):\n", natsio.Subject(o.prefix, natsio.EndpointNext))
+	fmt.Fprintf(stdout, "\n%s (one ID per request):\n", uidclient.Subject(o.prefix, uidclient.EndpointNext))
 	var ids []uint64
 	for range o.show {
 		c, cancel := call()
@@ -128,7 +129,7 @@ func runDemo(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		return 1
 	}
 
-	fmt.Fprintf(stdout, "\n%s %d (binary):\n", natsio.Subject(o.prefix, natsio.EndpointBatch), o.show)
+	fmt.Fprintf(stdout, "\n%s %d (binary):\n", uidclient.Subject(o.prefix, uidclient.EndpointBatch), o.show)
 	c, cancel := call()
 	ids, err = client.Batch(c, o.show)
 	cancel()
@@ -143,7 +144,7 @@ func runDemo(ctx context.Context, o options, stdout, stderr io.Writer) int {
 }
 
 // printParsed prints each ID with its fields as the service parses them.
-func printParsed(ctx context.Context, o options, client *natsio.Client, ids []uint64, stdout, stderr io.Writer) bool {
+func printParsed(ctx context.Context, o options, client *uidclient.Client, ids []uint64, stdout, stderr io.Writer) bool {
 	for _, id := range ids {
 		c, cancel := context.WithTimeout(ctx, o.timeout)
 		p, err := client.Parse(c, id)
@@ -176,9 +177,9 @@ func runLoad(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		defer conn.Close()
 		conns[i] = conn
 	}
-	mode := fmt.Sprintf("%s (1 ID per request)", natsio.Subject(o.prefix, natsio.EndpointNext))
+	mode := fmt.Sprintf("%s (1 ID per request)", uidclient.Subject(o.prefix, uidclient.EndpointNext))
 	if o.batch > 1 {
-		mode = fmt.Sprintf("%s (%d IDs per request, binary)", natsio.Subject(o.prefix, natsio.EndpointBatch), o.batch)
+		mode = fmt.Sprintf("%s (%d IDs per request, binary)", uidclient.Subject(o.prefix, uidclient.EndpointBatch), o.batch)
 	}
 	limit := fmt.Sprintf("for %s", o.duration)
 	if o.requests > 0 {
@@ -186,9 +187,9 @@ func runLoad(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "load: clients %d, server %s, %s %s\n", o.clients, conns[0].RedactedURL(), mode, limit)
 
-	clients := make([]*natsio.Client, o.clients)
+	clients := make([]*uidclient.Client, o.clients)
 	for i, conn := range conns {
-		clients[i] = natsio.NewClient(conn.Conn, natsio.ClientOptions{SubjectPrefix: o.prefix})
+		clients[i] = uidclient.New(conn.Conn, uidclient.Config{SubjectPrefix: o.prefix})
 	}
 	workers, elapsed := drive(ctx, o, func(ctx context.Context, i int, w *worker) (int, error) {
 		if o.batch == 1 {
@@ -206,7 +207,7 @@ func runLoad(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		return o.batch, nil
 	}, stderr)
 	code := report(o, workers, elapsed, stdout)
-	var absorbed natsio.ClientStats
+	var absorbed uidclient.ClientStats
 	for _, c := range clients {
 		st := c.Stats()
 		absorbed.Requests += st.Requests

@@ -17,6 +17,7 @@ import (
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
@@ -34,7 +35,7 @@ func ringStats(t *testing.T, nc *nats.Conn) map[string]natsio.RingStats {
 		t.Fatal(err)
 	}
 	defer sub.Unsubscribe()
-	if err := nc.PublishRequest("$SRV.STATS."+natsio.ServiceName, inbox, nil); err != nil {
+	if err := nc.PublishRequest("$SRV.STATS."+uidclient.ServiceName, inbox, nil); err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]natsio.RingStats{}
@@ -82,7 +83,7 @@ func TestLanesThroughTheBinary(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	client := natsio.NewClient(conn.Conn, natsio.ClientOptions{})
+	client := uidclient.New(conn.Conn, uidclient.Config{})
 	var mu sync.Mutex
 	var all []uint64
 	var ahead int64

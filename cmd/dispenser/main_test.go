@@ -18,6 +18,7 @@ import (
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 )
 
 // The test binary doubles as the dispenser: run as a child with
@@ -141,7 +142,7 @@ func TestSignalStopsGracefullyWithExit0(t *testing.T) {
 			defer conn.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			if _, err := natsio.NewClient(conn.Conn, natsio.ClientOptions{}).Next(ctx); err != nil {
+			if _, err := uidclient.New(conn.Conn, uidclient.Config{}).Next(ctx); err != nil {
 				t.Fatal(err)
 			}
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 )
 
 // TestSecretsNeverReachTheOutput runs the dispenser binary at debug level
@@ -98,7 +99,7 @@ func TestSecretsNeverReachTheOutput(t *testing.T) {
 						t.Fatal(err)
 					}
 					defer conn.Close()
-					if _, err := natsio.NewClient(conn.Conn, natsio.ClientOptions{}).Next(ctx); err != nil {
+					if _, err := uidclient.New(conn.Conn, uidclient.Config{}).Next(ctx); err != nil {
 						t.Fatalf("no ID from the dispenser: %v\n%s", err, c.output())
 					}
 					if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 )
 
 // load is how hard the clients work. The defaults give about 40,000 IDs
@@ -52,9 +53,9 @@ func defaultLoad(rate float64) load {
 type soakClient struct {
 	log     *clientLog
 	conn    *natsio.Conn
-	client  *natsio.Client
-	pre     *natsio.Prefetcher
-	blocks  *natsio.BlockSource
+	client  *uidclient.Client
+	pre     *uidclient.Prefetcher
+	blocks  *uidclient.BlockSource
 	rng     *rand.Rand
 	buf     []uint64
 	bulk    bool // a batch client of the high-rate phase
@@ -84,12 +85,12 @@ func startClients(ctx context.Context, n, bulk int, urls []string, logger *slog.
 		}
 		switch kind {
 		case kindNext, kindBatch:
-			c.client = natsio.NewClient(conn.Conn, natsio.ClientOptions{})
+			c.client = uidclient.New(conn.Conn, uidclient.Config{})
 		case kindPrefetch:
-			c.client = natsio.NewClient(conn.Conn, natsio.ClientOptions{})
-			c.pre = natsio.NewPrefetcher(c.client, natsio.PrefetchOptions{BatchSize: ld.prefetchBatch})
+			c.client = uidclient.New(conn.Conn, uidclient.Config{})
+			c.pre = uidclient.NewPrefetcher(c.client, uidclient.PrefetchConfig{BatchSize: ld.prefetchBatch})
 		case kindBlocks:
-			c.blocks, err = natsio.NewBlockSource(conn.Conn, natsio.BlockSourceConfig{Logger: logger})
+			c.blocks, err = uidclient.NewBlockSource(conn.Conn, uidclient.BlockSourceConfig{Logger: logger})
 			if err != nil {
 				conn.Close()
 				closeClients(clients)
@@ -184,8 +185,8 @@ func (c *soakClient) call(ctx context.Context, ld load) ([]uint64, error) {
 }
 
 // blockStats sums the block sources' counters.
-func blockStats(clients []*soakClient) natsio.BlockSourceStats {
-	var sum natsio.BlockSourceStats
+func blockStats(clients []*soakClient) uidclient.BlockSourceStats {
+	var sum uidclient.BlockSourceStats
 	for _, c := range clients {
 		if c.blocks == nil {
 			continue

@@ -14,8 +14,8 @@
 //     and reserve chunk, ID blocks on JetStream (three replicas), each
 //     connected to a different node.
 //   - Sixteen clients, each with its own connection to one node (spread
-//     over the three): natsio.Client.Next, natsio.Client.Batch,
-//     natsio.Prefetcher and natsio.BlockSource, four of each, at a
+//     over the three): uidclient.Client.Next, uidclient.Client.Batch,
+//     uidclient.Prefetcher and uidclient.BlockSource, four of each, at a
 //     moderate rate.
 //
 // # Faults, in a cycle that repeats while the run lasts

@@ -7,17 +7,17 @@ import (
 	"sync"
 	"time"
 
-	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 )
 
 // callKind is the API a client uses.
 type callKind uint8
 
 const (
-	kindNext     callKind = iota // natsio.Client.Next
-	kindBatch                    // natsio.Client.Batch
-	kindPrefetch                 // natsio.Prefetcher.Next
-	kindBlocks                   // natsio.BlockSource.NextN
+	kindNext     callKind = iota // uidclient.Client.Next
+	kindBatch                    // uidclient.Client.Batch
+	kindPrefetch                 // uidclient.Prefetcher.Next
+	kindBlocks                   // uidclient.BlockSource.NextN
 	numKinds
 )
 
@@ -104,14 +104,14 @@ func (r *recorder) errorKind(err error) int16 {
 // else (a 400 or 500 reply, a closed source, an error without a known
 // cause) is not.
 func classify(err error) (kind string, clear bool) {
-	var se *natsio.ServiceError
+	var se *uidclient.ServiceError
 	hasService := errors.As(err, &se)
 	switch {
-	case errors.Is(err, natsio.ErrPrefetcherClosed), errors.Is(err, natsio.ErrBlockSourceClosed):
+	case errors.Is(err, uidclient.ErrPrefetcherClosed), errors.Is(err, uidclient.ErrBlockSourceClosed):
 		return "source closed", false
-	case errors.Is(err, natsio.ErrBadRequest):
+	case errors.Is(err, uidclient.ErrBadRequest):
 		return "400 bad request", false
-	case hasService && se.Code != natsio.CodeUnavailable:
+	case hasService && se.Code != uidclient.CodeUnavailable:
 		return "unexpected reply " + se.Error(), false
 	case !errors.Is(err, context.DeadlineExceeded):
 		return "unclassified: " + shortMessage(err), false

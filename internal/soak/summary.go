@@ -8,24 +8,24 @@ import (
 	"strings"
 	"time"
 
-	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 )
 
 // Summary is what a run found. The run failed when Violations is not
 // empty.
 type Summary struct {
 	checkResult
-	Duration           time.Duration           `json:"duration_ns"`
-	Faults             map[string]int          `json:"faults"`
-	FaultLog           []faultRecord           `json:"fault_log"`
-	ZombieTakeovers    int                     `json:"zombie_takeovers"`
-	Blocks             natsio.BlockSourceStats `json:"block_sources"`
-	Processes          []ProcessFigures        `json:"processes"`
-	DispenserLogErrors map[string]int          `json:"dispenser_log_errors"`
-	WorkDir            string                  `json:"work_dir"`
-	ErrorExamples      map[string]string       `json:"error_examples"`
-	Stalls             []stall                 `json:"soak_stalls"`
-	HighRate           HighRate                `json:"high_rate"`
+	Duration           time.Duration              `json:"duration_ns"`
+	Faults             map[string]int             `json:"faults"`
+	FaultLog           []faultRecord              `json:"fault_log"`
+	ZombieTakeovers    int                        `json:"zombie_takeovers"`
+	Blocks             uidclient.BlockSourceStats `json:"block_sources"`
+	Processes          []ProcessFigures           `json:"processes"`
+	DispenserLogErrors map[string]int             `json:"dispenser_log_errors"`
+	WorkDir            string                     `json:"work_dir"`
+	ErrorExamples      map[string]string          `json:"error_examples"`
+	Stalls             []stall                    `json:"soak_stalls"`
+	HighRate           HighRate                   `json:"high_rate"`
 }
 
 // HighRate is what the bulk clients got in the high-rate phase.
@@ -54,7 +54,7 @@ type ProcessFigures struct {
 // Failed tells whether the run found a violation (or did not run).
 func (s *Summary) Failed() bool { return s == nil || len(s.Violations) > 0 }
 
-func (s *soak) summarise(rec *recorder, clients []*soakClient, blocks natsio.BlockSourceStats, stalls []stall) *Summary {
+func (s *soak) summarise(rec *recorder, clients []*soakClient, blocks uidclient.BlockSourceStats, stalls []stall) *Summary {
 	logs := make([]*clientLog, len(clients))
 	for i, c := range clients {
 		logs[i] = c.log

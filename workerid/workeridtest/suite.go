@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
 )
@@ -123,7 +124,7 @@ func checkReserved(t testing.TB, layout uidcore.Layout, ids []uint64, reserved i
 func reclaim(t testing.TB, a uidcore.Assigner, layout uidcore.Layout, workerID uint64, limit time.Duration, what string) *workerid.Lease {
 	t.Helper()
 	var lease *workerid.Lease
-	waitFor(t, limit, what, func() bool {
+	testenv.WaitFor(t, limit, what, func() bool {
 		c := asLease(t, claim(t, a, layout))
 		if c.WorkerID() == workerID {
 			lease = c
@@ -150,20 +151,6 @@ func until(t testing.TB, c uidcore.Claim) int64 {
 		t.Fatalf("Until: %v", err)
 	}
 	return u
-}
-
-// waitFor polls cond every 10ms for up to limit and returns how long it
-// took, failing the test when cond never held.
-func waitFor(t testing.TB, limit time.Duration, what string, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > limit {
-			t.Fatalf("%s: not within %s", what, limit)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return time.Since(start)
 }
 
 // testConcurrentClaimers: n instances claim at once and get n distinct
@@ -371,7 +358,7 @@ func testExpiredLeaseRecycled(t *testing.T, st Store) {
 	defer releaseQuietly(old)
 	oldReserved := until(t, old)
 	proxy.Cut()
-	waitFor(t, 3*time.Second, "old lease expiring", func() bool {
+	testenv.WaitFor(t, 3*time.Second, "old lease expiring", func() bool {
 		_, err := old.Until()
 		return errors.Is(err, workerid.ErrLeaseExpired)
 	})
@@ -569,7 +556,7 @@ func testStoreOutage(t *testing.T, st Store) {
 	if left := lease.TimeLeft(); left <= 0 || left > cfg.LeaseTTL {
 		t.Errorf("TimeLeft %s during the outage, want within (0, %s]", left, cfg.LeaseTTL)
 	}
-	waitFor(t, cfg.LeaseTTL+time.Second, "lease expiring during the outage", func() bool {
+	testenv.WaitFor(t, cfg.LeaseTTL+time.Second, "lease expiring during the outage", func() bool {
 		_, err := lease.Until()
 		return err != nil
 	})
@@ -589,7 +576,7 @@ func testStoreOutage(t *testing.T, st Store) {
 	}
 
 	proxy.Restore()
-	took := waitFor(t, 10*time.Second, "lease resuming after the store came back", func() bool {
+	took := testenv.WaitFor(t, 10*time.Second, "lease resuming after the store came back", func() bool {
 		_, err := lease.Until()
 		return err == nil
 	})

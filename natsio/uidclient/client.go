@@ -1,4 +1,4 @@
-package natsio
+package uidclient
 
 import (
 	"context"
@@ -17,8 +17,8 @@ import (
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
-// ClientOptions configure a Client. Zero values take defaults.
-type ClientOptions struct {
+// Config configures a Client. Zero values take defaults.
+type Config struct {
 	SubjectPrefix string // default DefaultSubjectPrefix
 	// AttemptTimeout bounds one request. An instance that dies while it
 	// holds a request never answers it; the client then asks again and
@@ -44,7 +44,7 @@ type ClientOptions struct {
 // request.
 type Client struct {
 	nc                             *nats.Conn
-	opts                           ClientOptions
+	opts                           Config
 	subjNext, subjBatch, subjParse string
 	otel                           clientTelemetry
 	stats                          clientCounters
@@ -75,8 +75,8 @@ func (c *Client) Stats() ClientStats {
 	}
 }
 
-// NewClient returns a client that sends requests on nc.
-func NewClient(nc *nats.Conn, opts ClientOptions) *Client {
+// New returns a client that sends requests on nc.
+func New(nc *nats.Conn, opts Config) *Client {
 	if opts.SubjectPrefix == "" {
 		opts.SubjectPrefix = DefaultSubjectPrefix
 	}
@@ -89,14 +89,15 @@ func NewClient(nc *nats.Conn, opts ClientOptions) *Client {
 	if opts.MaxBackoff < opts.MinBackoff {
 		opts.MaxBackoff = max(250*time.Millisecond, opts.MinBackoff)
 	}
-	return &Client{
+	c := &Client{
 		nc:        nc,
 		opts:      opts,
 		subjNext:  Subject(opts.SubjectPrefix, EndpointNext),
 		subjBatch: Subject(opts.SubjectPrefix, EndpointBatch),
 		subjParse: Subject(opts.SubjectPrefix, EndpointParse),
-		otel:      newClientTelemetry(opts.TracerProvider),
 	}
+	c.otel = newClientTelemetry(opts.TracerProvider, c.subjNext, c.subjBatch, c.subjParse)
+	return c
 }
 
 // Next returns one new ID.

@@ -1,4 +1,4 @@
-package workerid_test
+package mysqlstore_test
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
+	"github.com/uid-dispenser/uid-dispenser/workerid/mysqlstore"
 	"github.com/uid-dispenser/uid-dispenser/workerid/workeridtest"
 )
 
@@ -49,13 +50,13 @@ func withAddr(t testing.TB, dsn, addr string) string {
 	return c.FormatDSN()
 }
 
-func newMySQLAssigner(t testing.TB, cfg workerid.Config) *workerid.MySQLAssigner {
+func newMySQLAssigner(t testing.TB, cfg workerid.Config) *mysqlstore.Assigner {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	a, err := workerid.NewMySQLAssigner(ctx, cfg, testLogger())
+	a, err := mysqlstore.NewAssigner(ctx, cfg, testLogger())
 	if err != nil {
-		t.Fatalf("NewMySQLAssigner: %v", err)
+		t.Fatalf("NewAssigner: %v", err)
 	}
 	t.Cleanup(func() { a.Close() })
 	return a
@@ -249,7 +250,7 @@ func TestMySQLMissingTableWithoutCreate(t *testing.T) {
 	cfg.MySQLDSN = testenv.MySQL(t)
 	cfg.CreateTables = false
 	begin := time.Now()
-	_, err := workerid.NewMySQLAssigner(context.Background(), cfg, testLogger())
+	_, err := mysqlstore.NewAssigner(context.Background(), cfg, testLogger())
 	if err == nil {
 		t.Fatal("no error for a missing WORKER_LEASE table")
 	}
@@ -281,7 +282,7 @@ func TestMySQLUnreachable(t *testing.T) {
 	cfg.MySQLDSN = "dispenser:" + password + "@tcp(" + addr + ")/uids"
 	cfg.StoreStartupDeadline = time.Second
 	begin := time.Now()
-	_, err := workerid.NewMySQLAssigner(context.Background(), cfg, testLogger())
+	_, err := mysqlstore.NewAssigner(context.Background(), cfg, testLogger())
 	took := time.Since(begin)
 	if !errors.Is(err, workerid.ErrStoreUnavailable) {
 		t.Fatalf("err = %v, want ErrStoreUnavailable", err)
@@ -311,7 +312,7 @@ func TestMySQLWrongPassword(t *testing.T) {
 	cfg := workerid.DefaultConfig()
 	cfg.MySQLDSN = c.FormatDSN()
 	begin := time.Now()
-	_, err = workerid.NewMySQLAssigner(context.Background(), cfg, testLogger())
+	_, err = mysqlstore.NewAssigner(context.Background(), cfg, testLogger())
 	if err == nil {
 		t.Fatal("no error for a wrong password")
 	}
@@ -433,24 +434,15 @@ func TestMySQLLeastPrivileges(t *testing.T) {
 			// A renewal too: reserve well ahead.
 			u, _ := l.Until()
 			l.Reserve(u + 1)
-			waitUntil(t, 5*time.Second, func() bool { v, err := l.Until(); return err == nil && v > u })
+			testenv.WaitFor(t, 5*time.Second, "the lease extends its reservation", func() bool { v, err := l.Until(); return err == nil && v > u })
 		}
 		release(t, claim)
 	}
 	// With CREATE_TABLES on, the missing privilege is a clear error.
 	cfg := workerid.DefaultConfig()
 	cfg.MySQLDSN = c.FormatDSN()
-	_, err = workerid.NewMySQLAssigner(context.Background(), cfg, testLogger())
+	_, err = mysqlstore.NewAssigner(context.Background(), cfg, testLogger())
 	if err == nil || !strings.Contains(err.Error(), "DISPENSER_CREATE_TABLES=false") || strings.Contains(err.Error(), password) {
 		t.Errorf("CREATE_TABLES without the privilege: %v", err)
-	}
-}
-
-func waitUntil(t testing.TB, limit time.Duration, cond func() bool) {
-	t.Helper()
-	for start := time.Now(); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Since(start) > limit {
-			t.Fatalf("condition not met within %s", limit)
-		}
 	}
 }

@@ -1,4 +1,4 @@
-package natsio
+package kvstore
 
 import (
 	"errors"

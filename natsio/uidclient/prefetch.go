@@ -1,4 +1,4 @@
-package natsio
+package uidclient
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// PrefetchOptions configure a Prefetcher. Zero values take defaults.
-type PrefetchOptions struct {
+// PrefetchConfig configures a Prefetcher. Zero values take defaults.
+type PrefetchConfig struct {
 	// BatchSize is how many IDs one refill request asks for (default
 	// 8192). It must not exceed the service's largest batch.
 	BatchSize int
@@ -35,7 +35,7 @@ var ErrPrefetcherClosed = errors.New("natsio: prefetcher closed")
 // while before Next returns it at low load.
 type Prefetcher struct {
 	client *Client
-	opts   PrefetchOptions
+	opts   PrefetchConfig
 	wake   chan struct{}
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -52,7 +52,7 @@ type Prefetcher struct {
 
 // NewPrefetcher starts the background fetcher, which fills the reserve
 // at once. Close it to stop the fetcher.
-func NewPrefetcher(c *Client, opts PrefetchOptions) *Prefetcher {
+func NewPrefetcher(c *Client, opts PrefetchConfig) *Prefetcher {
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = 8192
 	}

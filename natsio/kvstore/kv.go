@@ -1,4 +1,4 @@
-package natsio
+package kvstore
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/uid-dispenser/uid-dispenser/natsio"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
 )
@@ -24,8 +25,8 @@ const (
 	kvLeasePrefix = "lease."           // leased: one key per worker ID
 )
 
-// KVAssigner hands out worker IDs from a JetStream key-value bucket, in
-// the same two modes as workerid's MySQL assigner: disposable (a
+// Assigner hands out worker IDs from a JetStream key-value bucket, in
+// the same two modes as mysqlstore.Assigner: disposable (a
 // compare-and-set counter) or leased (one key per worker ID holding owner
 // token, expiry and reserved second, written only with revision checks).
 // It implements uidcore.Assigner; leased claims are *workerid.Lease.
@@ -38,7 +39,7 @@ const (
 // lost the worker ID (its next renewal fails the revision check) and the
 // new owner starts after the old reservation, so IDs stay unique; only
 // availability suffers.
-type KVAssigner struct {
+type Assigner struct {
 	kv        jetstream.KeyValue
 	cfg       workerid.Config
 	host      workerid.Host
@@ -47,12 +48,12 @@ type KVAssigner struct {
 	leases    *workerid.LeaseAssigner // leased mode
 }
 
-// NewKVAssigner opens (creating when missing) the bucket cfg.WorkerKVBucket
+// NewAssigner opens (creating when missing) the bucket cfg.WorkerKVBucket
 // on nc, retrying up to cfg.StoreStartupDeadline while JetStream does not
 // answer. A bucket made beforehand (for example with more replicas) is
 // used as it is. Only the worker-ID fields of cfg matter; MySQLDSN is
 // ignored.
-func NewKVAssigner(ctx context.Context, nc *nats.Conn, cfg workerid.Config, logger *slog.Logger) (*KVAssigner, error) {
+func NewAssigner(ctx context.Context, nc *nats.Conn, cfg workerid.Config, logger *slog.Logger) (*Assigner, error) {
 	cfg.MySQLDSN = ""
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -68,8 +69,8 @@ func NewKVAssigner(ctx context.Context, nc *nats.Conn, cfg workerid.Config, logg
 	if err != nil {
 		return nil, fmt.Errorf("natsio: worker-ID bucket: %w", err)
 	}
-	a := &KVAssigner{cfg: cfg, host: host, log: logger,
-		storeName: fmt.Sprintf("NATS KV bucket %s at %s", cfg.WorkerKVBucket, RedactURL(nc.ConnectedUrlRedacted()))}
+	a := &Assigner{cfg: cfg, host: host, log: logger,
+		storeName: fmt.Sprintf("NATS KV bucket %s at %s", cfg.WorkerKVBucket, natsio.RedactURL(nc.ConnectedUrlRedacted()))}
 	err = workerid.RetryStore(ctx, cfg.StoreStartupDeadline, logger, "open "+a.storeName, func(ctx context.Context) error {
 		kv, err := openBucket(ctx, js, cfg.WorkerKVBucket, cfg.WorkerKVReplicas)
 		if errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
@@ -87,7 +88,7 @@ func NewKVAssigner(ctx context.Context, nc *nats.Conn, cfg workerid.Config, logg
 	}
 	if cfg.WorkerMode == workerid.ModeLeased {
 		store := &kvLeaseStore{kv: a.kv, log: logger}
-		a.leases, err = workerid.NewLeaseAssigner(store, workerid.LeaseOptionsFrom(cfg, host, logger, a.storeName))
+		a.leases, err = workerid.NewLeaseAssigner(store, workerid.LeaseConfigFrom(cfg, host, logger, a.storeName))
 		if err != nil {
 			return nil, err
 		}
@@ -118,7 +119,7 @@ func openBucket(ctx context.Context, js jetstream.JetStream, bucket string, repl
 // *workerid.Lease; disposable mode takes the next value of the counter, or
 // fails with workerid.ErrWorkerIDsExhausted beyond the layout's range
 // (without consuming it).
-func (a *KVAssigner) Claim(ctx context.Context, layout uidcore.Layout) (uidcore.Claim, error) {
+func (a *Assigner) Claim(ctx context.Context, layout uidcore.Layout) (uidcore.Claim, error) {
 	if a.leases != nil {
 		return a.leases.Claim(ctx, layout)
 	}
@@ -158,7 +159,7 @@ type kvNode struct {
 // nextDisposable advances the counter with compare-and-set, retrying lost
 // races. A worker ID beyond the layout is returned without being taken,
 // for DisposableClaim to refuse.
-func (a *KVAssigner) nextDisposable(ctx context.Context, layout uidcore.Layout) (uint64, error) {
+func (a *Assigner) nextDisposable(ctx context.Context, layout uidcore.Layout) (uint64, error) {
 	for {
 		var next uint64
 		e, err := a.kv.Get(ctx, kvCounterKey)

@@ -1,13 +1,10 @@
-package natsio
+package uidclient_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
-	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +17,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
@@ -57,12 +56,12 @@ func blocksTestGenerator(t *testing.T, worker uint64, after int64) *uidcore.Cach
 	return g
 }
 
-func blocksTestPublisher(t *testing.T, nc *nats.Conn, src BlockIDSource, cfg BlocksConfig, log *slog.Logger) *BlockPublisher {
+func blocksTestPublisher(t *testing.T, nc *nats.Conn, src natsio.BlockIDSource, cfg natsio.BlocksConfig, log *slog.Logger) *natsio.BlockPublisher {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	cfg.BlocksEnabled = true
-	p, err := NewBlockPublisher(ctx, nc, src, cfg, log)
+	p, err := natsio.NewBlockPublisher(ctx, nc, src, cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +69,7 @@ func blocksTestPublisher(t *testing.T, nc *nats.Conn, src BlockIDSource, cfg Blo
 	return p
 }
 
-func blocksTestStop(t *testing.T, p *BlockPublisher) {
+func blocksTestStop(t *testing.T, p *natsio.BlockPublisher) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -79,17 +78,17 @@ func blocksTestStop(t *testing.T, p *BlockPublisher) {
 	}
 }
 
-func blocksTestSource(t *testing.T, nc *nats.Conn, cfg BlockSourceConfig) *BlockSource {
+func blocksTestSource(t *testing.T, nc *nats.Conn, cfg uidclient.BlockSourceConfig) *uidclient.BlockSource {
 	t.Helper()
 	return blocksTestSourceWithHook(t, nc, cfg, nil)
 }
 
-func blocksTestSourceWithHook(t *testing.T, nc *nats.Conn, cfg BlockSourceConfig, beforeAck func(*jetstream.MsgMetadata, []uint64)) *BlockSource {
+func blocksTestSourceWithHook(t *testing.T, nc *nats.Conn, cfg uidclient.BlockSourceConfig, beforeAck func(*jetstream.MsgMetadata, []uint64)) *uidclient.BlockSource {
 	t.Helper()
 	if cfg.FetchWait == 0 {
 		cfg.FetchWait = 200 * time.Millisecond
 	}
-	s, err := newBlockSource(nc, cfg, beforeAck)
+	s, err := uidclient.NewBlockSourceWithHook(nc, cfg, beforeAck)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,18 +114,6 @@ func blocksTestDepth(t *testing.T, nc *nats.Conn, stream string) uint64 {
 		t.Fatal(err)
 	}
 	return info.State.Msgs
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func blocksWaitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %s: %s", within, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // assertDistinct fails on any ID that occurs twice.
@@ -155,7 +142,7 @@ type blocksCollector struct {
 	ids []uint64
 }
 
-func (c *blocksCollector) run(ctx context.Context, s *BlockSource, batch int, total *atomic.Int64, goal int64) error {
+func (c *blocksCollector) run(ctx context.Context, s *uidclient.BlockSource, batch int, total *atomic.Int64, goal int64) error {
 	buf := make([]uint64, batch)
 	var mine []uint64
 	defer func() {
@@ -180,14 +167,14 @@ func (c *blocksCollector) run(ctx context.Context, s *BlockSource, batch int, to
 func TestBlocksThreePublishersEightConsumersAllDistinct(t *testing.T) {
 	srv := blocksTestServer(t)
 	const goal = 2_000_000
-	cfg := BlocksConfig{BlocksPollInterval: 10 * time.Millisecond}
-	var publishers []*BlockPublisher
+	cfg := natsio.BlocksConfig{BlocksPollInterval: 10 * time.Millisecond}
+	var publishers []*natsio.BlockPublisher
 	for w := uint64(1); w <= 3; w++ {
 		publishers = append(publishers, blocksTestPublisher(t, blocksTestConn(t, srv), blocksTestGenerator(t, w, 0), cfg, nil))
 	}
-	var sources []*BlockSource
+	var sources []*uidclient.BlockSource
 	for range 8 {
-		sources = append(sources, blocksTestSource(t, blocksTestConn(t, srv), BlockSourceConfig{AckWait: 5 * time.Second}))
+		sources = append(sources, blocksTestSource(t, blocksTestConn(t, srv), uidclient.BlockSourceConfig{AckWait: 5 * time.Second}))
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -255,7 +242,7 @@ func TestBlocksStalledConsumerBlockUsedOnce(t *testing.T) {
 	srv := blocksTestServer(t)
 	const ackWait = 300 * time.Millisecond
 	blocksTestPublisher(t, blocksTestConn(t, srv), blocksTestGenerator(t, 1, 0),
-		BlocksConfig{BlockSize: 512, BlocksTargetDepth: 4, BlocksPollInterval: 10 * time.Millisecond}, nil)
+		natsio.BlocksConfig{BlockSize: 512, BlocksTargetDepth: 4, BlocksPollInterval: 10 * time.Millisecond}, nil)
 
 	// Source A stalls past the ack wait on its first block, then acks.
 	var stalls atomic.Int32
@@ -264,7 +251,7 @@ func TestBlocksStalledConsumerBlockUsedOnce(t *testing.T) {
 	release := make(chan struct{})
 	var releaseOnce sync.Once
 	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) }) // on failure too
-	stalled := blocksTestSourceWithHook(t, blocksTestConn(t, srv), BlockSourceConfig{AckWait: ackWait, LowWater: 1},
+	stalled := blocksTestSourceWithHook(t, blocksTestConn(t, srv), uidclient.BlockSourceConfig{AckWait: ackWait, LowWater: 1},
 		func(meta *jetstream.MsgMetadata, ids []uint64) {
 			if stalls.Add(1) == 1 {
 				held = slices.Clone(ids)
@@ -272,10 +259,10 @@ func TestBlocksStalledConsumerBlockUsedOnce(t *testing.T) {
 				<-release
 			}
 		})
-	blocksWaitFor(t, 5*time.Second, "the stalled source holds a block", func() bool { return heldSeq.Load() != 0 })
+	testenv.WaitFor(t, 5*time.Second, "the stalled source holds a block", func() bool { return heldSeq.Load() != 0 })
 
 	// Source B takes everything, including the redelivery of A's block.
-	other := blocksTestSource(t, blocksTestConn(t, srv), BlockSourceConfig{AckWait: ackWait})
+	other := blocksTestSource(t, blocksTestConn(t, srv), uidclient.BlockSourceConfig{AckWait: ackWait})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	otherCtx, stopOther := context.WithCancel(ctx)
@@ -284,8 +271,9 @@ func TestBlocksStalledConsumerBlockUsedOnce(t *testing.T) {
 	var total atomic.Int64
 	done := make(chan error, 1)
 	go func() { done <- otherIDs.run(otherCtx, other, 256, &total, 1<<62) }()
-	// Well past the ack wait the server has redelivered A's block to B.
-	time.Sleep(3 * ackWait)
+	// Past the ack wait the server redelivers A's block to B, which
+	// terminates it.
+	testenv.WaitFor(t, 10*time.Second, "the other source got the redelivery", func() bool { return other.Stats().Redelivered >= 1 })
 	releaseOnce.Do(func() { close(release) }) // A acks late: the server still accepts it
 
 	buf := make([]uint64, 512)
@@ -299,7 +287,8 @@ func TestBlocksStalledConsumerBlockUsedOnce(t *testing.T) {
 	if st := stalled.Stats(); st.BlocksUsed != 1 || st.AckFailed != 0 || !slices.Equal(stalledIDs, held) {
 		t.Fatalf("stalled source stats %+v; handed out %d IDs, held %d: want the late-acknowledged block used", st, len(stalledIDs), len(held))
 	}
-	time.Sleep(100 * time.Millisecond) // let the other source take a few more blocks
+	usedBefore := other.Stats().BlocksUsed
+	testenv.WaitFor(t, 10*time.Second, "the other source takes more blocks", func() bool { return other.Stats().BlocksUsed >= usedBefore+2 })
 	stopOther()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -319,13 +308,13 @@ func TestBlocksFullStreamPublishersBackOffAndResume(t *testing.T) {
 	var logs testenv.LogBuffer
 	log := logs.Logger(slog.LevelDebug)
 	const depth, size = 8, 256
-	cfg := BlocksConfig{BlockSize: size, BlocksTargetDepth: depth, BlocksPollInterval: 20 * time.Millisecond}
+	cfg := natsio.BlocksConfig{BlockSize: size, BlocksTargetDepth: depth, BlocksPollInterval: 20 * time.Millisecond}
 	nc := blocksTestConn(t, srv)
-	pubs := []*BlockPublisher{
+	pubs := []*natsio.BlockPublisher{
 		blocksTestPublisher(t, blocksTestConn(t, srv), blocksTestGenerator(t, 10, 0), cfg, log),
 		blocksTestPublisher(t, blocksTestConn(t, srv), blocksTestGenerator(t, 11, 0), cfg, log),
 	}
-	sum := func() (s BlockPublisherStats) {
+	sum := func() (s natsio.BlockPublisherStats) {
 		for _, p := range pubs {
 			st := p.Stats()
 			s.Published += st.Published
@@ -334,14 +323,14 @@ func TestBlocksFullStreamPublishersBackOffAndResume(t *testing.T) {
 		}
 		return s
 	}
-	blocksWaitFor(t, 5*time.Second, "the stream filled", func() bool { return blocksTestDepth(t, nc, DefaultBlocksStream) == depth })
+	testenv.WaitFor(t, 5*time.Second, "the stream filled", func() bool { return blocksTestDepth(t, nc, uidclient.DefaultBlocksStream) == depth })
 
 	// Full: the publishers only check the depth; nothing is published or
 	// refused, nothing is logged above debug.
 	before := sum()
 	time.Sleep(500 * time.Millisecond)
 	after := sum()
-	if d := blocksTestDepth(t, nc, DefaultBlocksStream); d != depth {
+	if d := blocksTestDepth(t, nc, uidclient.DefaultBlocksStream); d != depth {
 		t.Fatalf("stream holds %d blocks, cap %d", d, depth)
 	}
 	if after != before {
@@ -355,7 +344,7 @@ func TestBlocksFullStreamPublishersBackOffAndResume(t *testing.T) {
 	}
 
 	// A consumer drains 20 blocks: the publishers top the stream up again.
-	src := blocksTestSource(t, blocksTestConn(t, srv), BlockSourceConfig{})
+	src := blocksTestSource(t, blocksTestConn(t, srv), uidclient.BlockSourceConfig{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	ids := make([]uint64, 20*size)
@@ -363,8 +352,8 @@ func TestBlocksFullStreamPublishersBackOffAndResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	blocksAssertDistinct(t, ids)
-	blocksWaitFor(t, 5*time.Second, "the publishers resumed and refilled the stream", func() bool {
-		return sum().Published >= depth+20 && blocksTestDepth(t, nc, DefaultBlocksStream) == depth
+	testenv.WaitFor(t, 5*time.Second, "the publishers resumed and refilled the stream", func() bool {
+		return sum().Published >= depth+20 && blocksTestDepth(t, nc, uidclient.DefaultBlocksStream) == depth
 	})
 	if st := sum(); st.Failed != 0 {
 		t.Fatalf("publisher stats %+v", st)
@@ -393,8 +382,8 @@ func TestBlocksPublisherOutrunByConsumers(t *testing.T) {
 	}
 	t.Cleanup(func() { g.Close() })
 	p := blocksTestPublisher(t, blocksTestConn(t, srv), g,
-		BlocksConfig{BlockSize: 128, BlocksTargetDepth: 8, BlocksPollInterval: 20 * time.Millisecond}, log)
-	src := blocksTestSource(t, blocksTestConn(t, srv), BlockSourceConfig{})
+		natsio.BlocksConfig{BlockSize: 128, BlocksTargetDepth: 8, BlocksPollInterval: 20 * time.Millisecond}, log)
+	src := blocksTestSource(t, blocksTestConn(t, srv), uidclient.BlockSourceConfig{})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	ids := make([]uint64, 4_000)
@@ -414,13 +403,13 @@ func TestBlocksPublisherOutrunByConsumers(t *testing.T) {
 func TestBlocksRestartedPublisherOldBlocksStillUsedNoCollision(t *testing.T) {
 	srv := blocksTestServer(t)
 	const worker, depth, size = 7, 16, 1024
-	cfg := BlocksConfig{BlockSize: size, BlocksTargetDepth: depth, BlocksPollInterval: 10 * time.Millisecond}
+	cfg := natsio.BlocksConfig{BlockSize: size, BlocksTargetDepth: depth, BlocksPollInterval: 10 * time.Millisecond}
 	nc := blocksTestConn(t, srv)
 
 	// The first incarnation fills the stream, then stops.
 	first := blocksTestGenerator(t, worker, 0)
 	p1 := blocksTestPublisher(t, blocksTestConn(t, srv), first, cfg, nil)
-	blocksWaitFor(t, 5*time.Second, "the stream filled", func() bool { return blocksTestDepth(t, nc, DefaultBlocksStream) == depth })
+	testenv.WaitFor(t, 5*time.Second, "the stream filled", func() bool { return blocksTestDepth(t, nc, uidclient.DefaultBlocksStream) == depth })
 	blocksTestStop(t, p1)
 	first.Close()
 	// A leased worker ID comes back with After = the last second the
@@ -438,7 +427,7 @@ func TestBlocksRestartedPublisherOldBlocksStillUsedNoCollision(t *testing.T) {
 		t.Fatalf("direct take: %d, %v", n, err)
 	}
 
-	src := blocksTestSource(t, blocksTestConn(t, srv), BlockSourceConfig{})
+	src := blocksTestSource(t, blocksTestConn(t, srv), uidclient.BlockSourceConfig{})
 	fromBlocks := make([]uint64, 3*depth*size)
 	if _, err := src.NextN(ctx, fromBlocks); err != nil {
 		t.Fatal(err)
@@ -471,8 +460,8 @@ func TestBlocksMalformedBlockTerminatedAndReported(t *testing.T) {
 	var logs testenv.LogBuffer
 	log := logs.Logger(slog.LevelInfo)
 	p := blocksTestPublisher(t, nc, blocksTestGenerator(t, 3, 0),
-		BlocksConfig{BlockSize: 64, BlocksTargetDepth: 3, BlocksPollInterval: 10 * time.Millisecond}, nil)
-	blocksWaitFor(t, 5*time.Second, "the stream filled", func() bool { return blocksTestDepth(t, nc, DefaultBlocksStream) == 3 })
+		natsio.BlocksConfig{BlockSize: 64, BlocksTargetDepth: 3, BlocksPollInterval: 10 * time.Millisecond}, nil)
+	testenv.WaitFor(t, 5*time.Second, "the stream filled", func() bool { return blocksTestDepth(t, nc, uidclient.DefaultBlocksStream) == 3 })
 	blocksTestStop(t, p)
 
 	// Put garbage first in line: drain the three blocks with a source,
@@ -483,15 +472,15 @@ func TestBlocksMalformedBlockTerminatedAndReported(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	good := encodeBlock(DefaultBlocksSubject, 3, []uint64{100, 200, 300})
-	badCount := encodeBlock(DefaultBlocksSubject, 3, []uint64{5, 6, 7})
-	badCount.Header.Set(HeaderBlockCount, "2")
+	good := uidclient.EncodeBlock(uidclient.DefaultBlocksSubject, 3, []uint64{100, 200, 300})
+	badCount := uidclient.EncodeBlock(uidclient.DefaultBlocksSubject, 3, []uint64{5, 6, 7})
+	badCount.Header.Set(uidclient.HeaderBlockCount, "2")
 	badCount.Header.Set(jetstream.MsgIDHeader, "bad-count")
-	torn := encodeBlock(DefaultBlocksSubject, 3, []uint64{8, 9})
+	torn := uidclient.EncodeBlock(uidclient.DefaultBlocksSubject, 3, []uint64{8, 9})
 	torn.Data = torn.Data[:12]
 	torn.Header.Set(jetstream.MsgIDHeader, "torn")
 
-	src := blocksTestSource(t, blocksTestConn(t, srv), BlockSourceConfig{LowWater: 1, Logger: log})
+	src := blocksTestSource(t, blocksTestConn(t, srv), uidclient.BlockSourceConfig{LowWater: 1, Logger: log})
 	drained := make([]uint64, 3*64)
 	if _, err := src.NextN(ctx, drained); err != nil {
 		t.Fatal(err)
@@ -514,15 +503,15 @@ func TestBlocksMalformedBlockTerminatedAndReported(t *testing.T) {
 	if n := strings.Count(logs.String(), "malformed block"); n != 2 {
 		t.Fatalf("%d reports of malformed blocks, want 2:\n%s", n, logs.String())
 	}
-	blocksWaitFor(t, 5*time.Second, "the terminated blocks left the stream", func() bool {
-		return blocksTestDepth(t, nc, DefaultBlocksStream) == 0
+	testenv.WaitFor(t, 5*time.Second, "the terminated blocks left the stream", func() bool {
+		return blocksTestDepth(t, nc, uidclient.DefaultBlocksStream) == 0
 	})
 }
 
 func TestBlockSourceWaitsForTheStreamAndClosesCleanly(t *testing.T) {
 	srv := blocksTestServer(t)
 	var logs testenv.LogBuffer
-	src := blocksTestSource(t, blocksTestConn(t, srv), BlockSourceConfig{Stream: "LATE_BLOCKS",
+	src := blocksTestSource(t, blocksTestConn(t, srv), uidclient.BlockSourceConfig{Stream: "LATE_BLOCKS",
 		Logger: logs.Logger(slog.LevelInfo)})
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
 	_, err := src.Next(ctx)
@@ -533,7 +522,7 @@ func TestBlockSourceWaitsForTheStreamAndClosesCleanly(t *testing.T) {
 
 	// The dispensers start later: the source binds and serves.
 	blocksTestPublisher(t, blocksTestConn(t, srv), blocksTestGenerator(t, 4, 0),
-		BlocksConfig{BlocksStream: "LATE_BLOCKS", BlocksSubject: "late.blocks", BlockSize: 100, BlocksTargetDepth: 2}, nil)
+		natsio.BlocksConfig{BlocksStream: "LATE_BLOCKS", BlocksSubject: "late.blocks", BlockSize: 100, BlocksTargetDepth: 2}, nil)
 	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	id, err := src.Next(ctx)
@@ -554,149 +543,10 @@ func TestBlockSourceWaitsForTheStreamAndClosesCleanly(t *testing.T) {
 	}()
 	time.Sleep(50 * time.Millisecond)
 	src.Close()
-	if err := <-waiting; !errors.Is(err, ErrBlockSourceClosed) {
+	if err := <-waiting; !errors.Is(err, uidclient.ErrBlockSourceClosed) {
 		t.Fatalf("NextN across Close: %v", err)
 	}
-	if _, err := src.Next(ctx); !errors.Is(err, ErrBlockSourceClosed) {
+	if _, err := src.Next(ctx); !errors.Is(err, uidclient.ErrBlockSourceClosed) {
 		t.Fatalf("Next after Close: %v", err)
 	}
-}
-
-func TestBlocksConfigDefaultsMatchTags(t *testing.T) {
-	def := DefaultBlocksConfig()
-	v := reflect.ValueOf(def)
-	for i := range v.NumField() {
-		f := v.Type().Field(i)
-		tag, ok := f.Tag.Lookup("default")
-		if !ok {
-			t.Errorf("%s has no default tag", f.Name)
-			continue
-		}
-		var got string
-		switch x := v.Field(i).Interface().(type) {
-		case time.Duration:
-			d, err := time.ParseDuration(tag)
-			if err != nil || d != x {
-				t.Errorf("%s: tag %q, DefaultBlocksConfig %s", f.Name, tag, x)
-			}
-			continue
-		case bool:
-			got = strconv.FormatBool(x)
-		case int:
-			got = strconv.Itoa(x)
-		case string:
-			got = x
-		default:
-			t.Fatalf("%s: unhandled type %T", f.Name, x)
-		}
-		if got != tag {
-			t.Errorf("%s: tag %q, DefaultBlocksConfig %q", f.Name, tag, got)
-		}
-		if !strings.HasPrefix(f.Tag.Get("envconfig"), "BLOCKS_") || f.Tag.Get("desc") == "" {
-			t.Errorf("%s: envconfig tag %q, desc %q", f.Name, f.Tag.Get("envconfig"), f.Tag.Get("desc"))
-		}
-	}
-	if err := (BlocksConfig{BlocksEnabled: true}).Validate(); err != nil {
-		t.Errorf("zero config with blocks enabled: %v", err)
-	}
-}
-
-func TestBlocksConfigValidateNamesTheVariable(t *testing.T) {
-	cases := []struct {
-		mutate func(*BlocksConfig)
-		envVar string
-	}{
-		{func(c *BlocksConfig) { c.BlocksStream = "UID.BLOCKS" }, "DISPENSER_BLOCKS_STREAM"},
-		{func(c *BlocksConfig) { c.BlocksSubject = "uid.>" }, "DISPENSER_BLOCKS_SUBJECT"},
-		{func(c *BlocksConfig) { c.BlocksSubject = "uid..blocks" }, "DISPENSER_BLOCKS_SUBJECT"},
-		{func(c *BlocksConfig) { c.BlockSize = -1 }, "DISPENSER_BLOCKS_BLOCK_SIZE"},
-		{func(c *BlocksConfig) { c.BlockSize = MaxBlockSize + 1 }, "DISPENSER_BLOCKS_BLOCK_SIZE"},
-		{func(c *BlocksConfig) { c.BlocksTargetDepth = -3 }, "DISPENSER_BLOCKS_TARGET_DEPTH"},
-		{func(c *BlocksConfig) { c.BlocksStorage = "disk" }, "DISPENSER_BLOCKS_STORAGE"},
-		{func(c *BlocksConfig) { c.BlocksReplicas = 7 }, "DISPENSER_BLOCKS_REPLICAS"},
-		{func(c *BlocksConfig) { c.BlocksDuplicateWindow = time.Millisecond }, "DISPENSER_BLOCKS_DUPLICATE_WINDOW"},
-		{func(c *BlocksConfig) { c.BlocksPollInterval = time.Microsecond }, "DISPENSER_BLOCKS_POLL_INTERVAL"},
-	}
-	for _, tc := range cases {
-		c := DefaultBlocksConfig()
-		c.BlocksEnabled = true
-		tc.mutate(&c)
-		err := c.Validate()
-		var ce *BlocksConfigError
-		if !errors.As(err, &ce) || ce.Var != tc.envVar || !strings.Contains(err.Error(), tc.envVar) {
-			t.Errorf("%+v: error %v, want one naming %s", c, err, tc.envVar)
-		}
-		c.BlocksEnabled = false
-		if err := c.Validate(); err != nil {
-			t.Errorf("disabled blocks config rejected: %v", err)
-		}
-	}
-}
-
-func TestDecodeBlockRejectsInconsistentBlocks(t *testing.T) {
-	valid := func() *nats.Msg { return encodeBlock("s", 1, []uint64{10, 20, 30}) }
-	cases := map[string]func(m *nats.Msg){
-		"empty":           func(m *nats.Msg) { m.Data = nil; m.Header.Set(HeaderBlockCount, "0") },
-		"torn":            func(m *nats.Msg) { m.Data = m.Data[:23] },
-		"count mismatch":  func(m *nats.Msg) { m.Header.Set(HeaderBlockCount, "4") },
-		"count missing":   func(m *nats.Msg) { m.Header.Del(HeaderBlockCount) },
-		"first mismatch":  func(m *nats.Msg) { m.Header.Set(HeaderBlockFirst, "11") },
-		"last mismatch":   func(m *nats.Msg) { m.Header.Set(HeaderBlockLast, "-30") },
-		"not increasing":  func(m *nats.Msg) { m.Data[15] = 10; m.Data[7] = 10 },
-		"duplicate in it": func(m *nats.Msg) { m.Data[15] = 30 },
-	}
-	for name, mutate := range cases {
-		m := valid()
-		mutate(m)
-		if ids, err := decodeBlock(m.Data, m.Header); !errors.Is(err, ErrMalformedBlock) {
-			t.Errorf("%s: decoded %v, %v; want ErrMalformedBlock", name, ids, err)
-		}
-	}
-	m := valid()
-	ids, err := decodeBlock(m.Data, m.Header)
-	if err != nil || !slices.Equal(ids, []uint64{10, 20, 30}) {
-		t.Fatalf("valid block: %v, %v", ids, err)
-	}
-	if got := m.Header.Get(jetstream.MsgIDHeader); got != "w1-10" {
-		t.Errorf("Nats-Msg-Id %q", got)
-	}
-}
-
-func FuzzDecodeBlock(f *testing.F) {
-	add := func(m *nats.Msg) {
-		f.Add(m.Data, m.Header.Get(HeaderBlockCount), m.Header.Get(HeaderBlockFirst), m.Header.Get(HeaderBlockLast))
-	}
-	add(encodeBlock("s", 1, []uint64{1}))
-	add(encodeBlock("s", 1, []uint64{1, 2, 3, 1 << 62}))
-	add(encodeBlock("s", 9, []uint64{0, 1<<64 - 1}))
-	f.Add([]byte{1, 2, 3}, "1", "1", "1")
-	f.Add(make([]byte, 16), "2", "0", "0")
-	f.Add([]byte{}, "0", "", "")
-	f.Add(make([]byte, 8), "+1", "0", "0")
-	f.Fuzz(func(t *testing.T, data []byte, count, first, last string) {
-		h := nats.Header{}
-		h.Set(HeaderBlockCount, count)
-		h.Set(HeaderBlockFirst, first)
-		h.Set(HeaderBlockLast, last)
-		ids, err := decodeBlock(data, h)
-		if err != nil {
-			if !errors.Is(err, ErrMalformedBlock) || ids != nil {
-				t.Fatalf("error %v with IDs %v", err, ids)
-			}
-			return
-		}
-		// Accepted: it must be what the publisher would have sent.
-		again := encodeBlock("s", 1, ids)
-		n, _ := strconv.Atoi(count)
-		f, _ := strconv.ParseUint(first, 10, 64)
-		l, _ := strconv.ParseUint(last, 10, 64)
-		if !bytes.Equal(again.Data, data) || n != len(ids) || f != ids[0] || l != ids[len(ids)-1] {
-			t.Fatalf("accepted block %x (count %q, first %q, last %q) decodes to %v", data, count, first, last, ids)
-		}
-		for i := 1; i < len(ids); i++ {
-			if ids[i] <= ids[i-1] {
-				t.Fatalf("accepted non-increasing IDs %v", ids)
-			}
-		}
-	})
 }

@@ -1,4 +1,4 @@
-package workerid
+package mysqlstore
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package natsio_test
+package kvstore_test
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
-	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/kvstore"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
 	"github.com/uid-dispenser/uid-dispenser/workerid/workeridtest"
@@ -38,13 +38,13 @@ func kvConnect(t testing.TB, addr string) *nats.Conn {
 	return nc
 }
 
-func newKVAssigner(t testing.TB, cfg workerid.Config, addr string) *natsio.KVAssigner {
+func newKVAssigner(t testing.TB, cfg workerid.Config, addr string) *kvstore.Assigner {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	a, err := natsio.NewKVAssigner(ctx, kvConnect(t, addr), cfg, kvQuietLogger())
+	a, err := kvstore.NewAssigner(ctx, kvConnect(t, addr), cfg, kvQuietLogger())
 	if err != nil {
-		t.Fatalf("NewKVAssigner: %v", err)
+		t.Fatalf("NewAssigner: %v", err)
 	}
 	return a
 }
@@ -203,7 +203,7 @@ func TestKVAssignerBadConfig(t *testing.T) {
 	addr := embeddedAddr(t)
 	cfg := workerid.DefaultConfig()
 	cfg.WorkerKVBucket = "bad bucket"
-	_, err := natsio.NewKVAssigner(context.Background(), kvConnect(t, addr), cfg, kvQuietLogger())
+	_, err := kvstore.NewAssigner(context.Background(), kvConnect(t, addr), cfg, kvQuietLogger())
 	var ce *workerid.ConfigError
 	if !errors.As(err, &ce) || ce.Var != "DISPENSER_WORKER_KV_BUCKET" {
 		t.Fatalf("err = %v, want a ConfigError for DISPENSER_WORKER_KV_BUCKET", err)
@@ -226,7 +226,7 @@ func TestKVAssignerNoJetStream(t *testing.T) {
 	cfg := workerid.DefaultConfig()
 	cfg.StoreStartupDeadline = time.Second
 	begin := time.Now()
-	_, err = natsio.NewKVAssigner(context.Background(), kvConnect(t, strings.TrimPrefix(srv.ClientURL(), "nats://")), cfg, kvQuietLogger())
+	_, err = kvstore.NewAssigner(context.Background(), kvConnect(t, strings.TrimPrefix(srv.ClientURL(), "nats://")), cfg, kvQuietLogger())
 	if !errors.Is(err, workerid.ErrStoreUnavailable) || !strings.Contains(err.Error(), "no JetStream") {
 		t.Fatalf("err = %v, want ErrStoreUnavailable saying there is no JetStream", err)
 	}

@@ -1,4 +1,4 @@
-package workerid
+package mysqlstore
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
+	"github.com/uid-dispenser/uid-dispenser/workerid"
 )
 
 // schemaSQL is the DDL of both tables, shipped as schema.sql for operators
@@ -70,41 +71,41 @@ func mysqlErrorNumber(err error) uint16 {
 	return 0
 }
 
-// MySQLAssigner hands out worker IDs from MySQL: disposable IDs from
+// Assigner hands out worker IDs from MySQL: disposable IDs from
 // UidGenerator's WORKER_NODE table, or leases from the WORKER_LEASE table.
 // It implements uidcore.Assigner. Close it when done.
-type MySQLAssigner struct {
+type Assigner struct {
 	db        *sql.DB
-	cfg       Config
-	host      Host
+	cfg       workerid.Config
+	host      workerid.Host
 	log       *slog.Logger
-	storeName string           // "MySQL at host:port", for messages
-	leases    *LeaseAssigner   // leased mode
-	store     *mysqlLeaseStore // leased mode
+	storeName string                  // "MySQL at host:port", for messages
+	leases    *workerid.LeaseAssigner // leased mode
+	store     *mysqlLeaseStore        // leased mode
 }
 
-// NewMySQLAssigner connects to cfg.MySQLDSN, retrying with back-off up to
+// NewAssigner connects to cfg.MySQLDSN, retrying with back-off up to
 // cfg.StoreStartupDeadline, creates the table of cfg.WorkerMode when
 // cfg.CreateTables is set, and checks that it is usable. Errors name the
 // server's address, never the password.
-func NewMySQLAssigner(ctx context.Context, cfg Config, logger *slog.Logger) (*MySQLAssigner, error) {
-	if err := cfg.Validate(); err != nil {
+func NewAssigner(ctx context.Context, cfg workerid.Config, logger *slog.Logger) (*Assigner, error) {
+	if err := Validate(cfg); err != nil {
 		return nil, err
 	}
 	if cfg.MySQLDSN == "" {
-		return nil, &ConfigError{Var: envVar("MySQLDSN"), Reason: "not set"}
+		return nil, &workerid.ConfigError{Var: dsnVar, Reason: "not set"}
 	}
 	if logger == nil {
 		logger = slog.Default()
 	}
 	dsn, err := mysql.ParseDSN(cfg.MySQLDSN)
 	if err != nil { // Validate parsed it already
-		return nil, &ConfigError{Var: envVar("MySQLDSN"), Reason: "not a valid DSN"}
+		return nil, &workerid.ConfigError{Var: dsnVar, Reason: "not a valid DSN"}
 	}
 	if dsn.Timeout == 0 {
 		dsn.Timeout = 5 * time.Second
 	}
-	host, err := DetectHost()
+	host, err := workerid.DetectHost()
 	if err != nil {
 		return nil, err
 	}
@@ -118,10 +119,10 @@ func NewMySQLAssigner(ctx context.Context, cfg Config, logger *slog.Logger) (*My
 	}
 	db := sql.OpenDB(connector)
 	db.SetConnMaxLifetime(3 * time.Minute)
-	a := &MySQLAssigner{db: db, cfg: cfg, host: host, log: logger, storeName: "MySQL at " + dsn.Addr}
+	a := &Assigner{db: db, cfg: cfg, host: host, log: logger, storeName: "MySQL at " + dsn.Addr}
 	table := cfg.WorkerNodeTable
 	def := defaultNodeTable
-	if cfg.WorkerMode == ModeLeased {
+	if cfg.WorkerMode == workerid.ModeLeased {
 		table, def = cfg.WorkerLeaseTable, defaultLeaseTable
 	}
 	create, err := createStatement(def, table)
@@ -129,17 +130,17 @@ func NewMySQLAssigner(ctx context.Context, cfg Config, logger *slog.Logger) (*My
 		db.Close()
 		return nil, err
 	}
-	err = RetryStore(ctx, cfg.StoreStartupDeadline, logger, "connect to "+a.storeName, func(ctx context.Context) error {
+	err = workerid.RetryStore(ctx, cfg.StoreStartupDeadline, logger, "connect to "+a.storeName, func(ctx context.Context) error {
 		if err := db.PingContext(ctx); err != nil {
 			return a.classify(err, "")
 		}
 		if cfg.CreateTables {
 			if _, err := db.ExecContext(ctx, create); err != nil {
-				return a.classify(err, fmt.Sprintf("create table %s (set %s=false and run workerid/schema.sql by hand when the user may not create tables)", table, envVar("CreateTables")))
+				return a.classify(err, fmt.Sprintf("create table %s (set %s=false and run workerid/mysqlstore/schema.sql by hand when the user may not create tables)", table, createTablesVar))
 			}
 		}
 		if _, err := db.ExecContext(ctx, "SELECT 1 FROM "+quoteIdent(table)+" LIMIT 0"); err != nil {
-			return a.classify(err, fmt.Sprintf("table %s (create it with workerid/schema.sql or set %s=true)", table, envVar("CreateTables")))
+			return a.classify(err, fmt.Sprintf("table %s (create it with workerid/mysqlstore/schema.sql or set %s=true)", table, createTablesVar))
 		}
 		return nil
 	})
@@ -147,9 +148,9 @@ func NewMySQLAssigner(ctx context.Context, cfg Config, logger *slog.Logger) (*My
 		db.Close()
 		return nil, fmt.Errorf("workerid: MySQL at %s (user %q, database %q): %w", dsn.Addr, dsn.User, dsn.DBName, err)
 	}
-	if cfg.WorkerMode == ModeLeased {
+	if cfg.WorkerMode == workerid.ModeLeased {
 		a.store = &mysqlLeaseStore{db: db, table: quoteIdent(table)}
-		a.leases, err = NewLeaseAssigner(a.store, LeaseOptionsFrom(cfg, host, logger, a.storeName+" table "+table))
+		a.leases, err = workerid.NewLeaseAssigner(a.store, workerid.LeaseConfigFrom(cfg, host, logger, a.storeName+" table "+table))
 		if err != nil {
 			db.Close()
 			return nil, err
@@ -161,7 +162,7 @@ func NewMySQLAssigner(ctx context.Context, cfg Config, logger *slog.Logger) (*My
 
 // classify redacts err and marks the errors that retrying cannot cure
 // (bad credentials, missing database, table or privilege) as permanent.
-func (a *MySQLAssigner) classify(err error, doing string) error {
+func (a *Assigner) classify(err error, doing string) error {
 	msg := err.Error()
 	if dsn, perr := mysql.ParseDSN(a.cfg.MySQLDSN); perr == nil {
 		msg = redactPassword(msg, dsn.Passwd)
@@ -173,7 +174,7 @@ func (a *MySQLAssigner) classify(err error, doing string) error {
 	switch mysqlErrorNumber(err) {
 	case mysqlAccessDenied, mysqlDBAccessDenied, mysqlUnknownDatabase, mysqlTableAccessDenied,
 		mysqlNoSuchTable, mysqlCommandDeniedToUse, mysqlSyntaxError:
-		return Permanent(out)
+		return workerid.Permanent(out)
 	}
 	return out
 }
@@ -199,7 +200,7 @@ func redactPassword(msg, password string) string {
 // disposable mode inserts a WORKER_NODE row and returns a claim on its
 // auto-increment ID, or an error wrapping ErrWorkerIDsExhausted when that
 // ID is beyond the layout's range.
-func (a *MySQLAssigner) Claim(ctx context.Context, layout uidcore.Layout) (uidcore.Claim, error) {
+func (a *Assigner) Claim(ctx context.Context, layout uidcore.Layout) (uidcore.Claim, error) {
 	if a.leases != nil {
 		return a.leases.Claim(ctx, layout)
 	}
@@ -208,7 +209,7 @@ func (a *MySQLAssigner) Claim(ctx context.Context, layout uidcore.Layout) (uidco
 	}
 	table := quoteIdent(a.cfg.WorkerNodeTable)
 	var id int64
-	err := RetryStore(ctx, a.cfg.StoreStartupDeadline, a.log, "insert into "+a.cfg.WorkerNodeTable+" of "+a.storeName, func(ctx context.Context) error {
+	err := workerid.RetryStore(ctx, a.cfg.StoreStartupDeadline, a.log, "insert into "+a.cfg.WorkerNodeTable+" of "+a.storeName, func(ctx context.Context) error {
 		res, err := a.db.ExecContext(ctx, "INSERT INTO "+table+" (HOST_NAME, PORT, TYPE, LAUNCH_DATE, MODIFIED, CREATED) VALUES (?, ?, ?, CURDATE(), NOW(), NOW())",
 			a.host.Name, a.host.Port, int(a.host.Type))
 		if err != nil {
@@ -220,7 +221,7 @@ func (a *MySQLAssigner) Claim(ctx context.Context, layout uidcore.Layout) (uidco
 	if err != nil {
 		return nil, fmt.Errorf("workerid: disposable worker ID from %s: %w", a.storeName, err)
 	}
-	claim, err := DisposableClaim(uint64(id), layout, a.storeName+" table "+a.cfg.WorkerNodeTable)
+	claim, err := workerid.DisposableClaim(uint64(id), layout, a.storeName+" table "+a.cfg.WorkerNodeTable)
 	if err != nil {
 		return nil, err
 	}
@@ -229,7 +230,7 @@ func (a *MySQLAssigner) Claim(ctx context.Context, layout uidcore.Layout) (uidco
 }
 
 // Close closes the database handle. Release leases first.
-func (a *MySQLAssigner) Close() error { return a.db.Close() }
+func (a *Assigner) Close() error { return a.db.Close() }
 
 // mysqlLeaseStore is the LeaseStore on the WORKER_LEASE table. Expiry is
 // compared on the database server's clock (UTC_TIMESTAMP), so the clocks
@@ -244,10 +245,10 @@ type mysqlLeaseStore struct {
 // the condition on rows another claimer just updated, so concurrent
 // claimers move on to the next row); else the lowest unused ID, inserted
 // with its primary key deciding races.
-func (s *mysqlLeaseStore) Acquire(ctx context.Context, req LeaseRequest) (Grant, error) {
+func (s *mysqlLeaseStore) Acquire(ctx context.Context, req workerid.LeaseRequest) (workerid.Grant, error) {
 	for {
 		if err := ctx.Err(); err != nil {
-			return Grant{}, err
+			return workerid.Grant{}, err
 		}
 		// A worker ID whose reservation has (nearly) passed serves at once;
 		// one reserved further into the future (its owner died holding a
@@ -264,7 +265,7 @@ func (s *mysqlLeaseStore) Acquire(ctx context.Context, req LeaseRequest) (Grant,
 		err = s.db.QueryRowContext(ctx, "SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM "+s.table+" WHERE WORKER_ID = 0) THEN 0 ELSE "+
 			"(SELECT MIN(a.WORKER_ID) + 1 FROM "+s.table+" a LEFT JOIN "+s.table+" b ON b.WORKER_ID = a.WORKER_ID + 1 WHERE b.WORKER_ID IS NULL) END").Scan(&next)
 		if err != nil {
-			return Grant{}, err
+			return workerid.Grant{}, err
 		}
 		if !next.Valid || next.Int64 < 0 || uint64(next.Int64) > req.MaxWorkerID {
 			g, ok, err := s.recycle(ctx, req, false)
@@ -274,7 +275,7 @@ func (s *mysqlLeaseStore) Acquire(ctx context.Context, req LeaseRequest) (Grant,
 			if err != nil || ok {
 				return g, err
 			}
-			return Grant{}, fmt.Errorf("%w: every worker ID up to %d has a live lease", ErrWorkerIDsExhausted, req.MaxWorkerID)
+			return workerid.Grant{}, fmt.Errorf("%w: every worker ID up to %d has a live lease", workerid.ErrWorkerIDsExhausted, req.MaxWorkerID)
 		}
 		_, err = s.db.ExecContext(ctx, "INSERT INTO "+s.table+" (WORKER_ID, OWNER_TOKEN, LEASE_EXPIRY, RESERVED_SECOND, HOST_NAME, PORT, TYPE, CREATED, MODIFIED) "+
 			"VALUES (?, ?, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, 0, ?, ?, ?, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))",
@@ -283,9 +284,9 @@ func (s *mysqlLeaseStore) Acquire(ctx context.Context, req LeaseRequest) (Grant,
 			continue // another claimer inserted it first
 		}
 		if err != nil {
-			return Grant{}, err
+			return workerid.Grant{}, err
 		}
-		return Grant{WorkerID: uint64(next.Int64), Token: req.Token}, nil
+		return workerid.Grant{WorkerID: uint64(next.Int64), Token: req.Token}, nil
 	}
 }
 
@@ -301,10 +302,10 @@ func retryableRace(err error) bool {
 // recycle takes the lowest expired or released lease, with pastOnly only
 // one reserved at most a second beyond the database's clock (what a
 // generator may run ahead anyway).
-func (s *mysqlLeaseStore) recycle(ctx context.Context, req LeaseRequest, pastOnly bool) (g Grant, ok bool, err error) {
+func (s *mysqlLeaseStore) recycle(ctx context.Context, req workerid.LeaseRequest, pastOnly bool) (g workerid.Grant, ok bool, err error) {
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	if err != nil {
-		return Grant{}, false, err
+		return workerid.Grant{}, false, err
 	}
 	defer func() {
 		if err != nil || !ok {
@@ -316,19 +317,19 @@ func (s *mysqlLeaseStore) recycle(ctx context.Context, req LeaseRequest, pastOnl
 		"WHERE LEASE_EXPIRY < UTC_TIMESTAMP(6) AND WORKER_ID <= ? AND (? = 0 OR RESERVED_SECOND <= UNIX_TIMESTAMP() + 1) ORDER BY WORKER_ID LIMIT 1",
 		req.Token, req.TTL.Microseconds(), req.Host.Name, req.Host.Port, int(req.Host.Type), req.MaxWorkerID, pastOnly)
 	if err != nil {
-		return Grant{}, false, err
+		return workerid.Grant{}, false, err
 	}
 	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return Grant{}, false, err
+		return workerid.Grant{}, false, err
 	}
 	var id, reserved int64
 	if err := tx.QueryRowContext(ctx, "SELECT WORKER_ID, RESERVED_SECOND FROM "+s.table+" WHERE OWNER_TOKEN = ?", req.Token).Scan(&id, &reserved); err != nil {
-		return Grant{}, false, err
+		return workerid.Grant{}, false, err
 	}
 	if err := tx.Commit(); err != nil {
-		return Grant{}, false, err
+		return workerid.Grant{}, false, err
 	}
-	return Grant{WorkerID: uint64(id), Token: req.Token, PrevReserved: reserved}, true, nil
+	return workerid.Grant{WorkerID: uint64(id), Token: req.Token, PrevReserved: reserved}, true, nil
 }
 
 // Renew implements LeaseStore.
@@ -362,11 +363,11 @@ func (s *mysqlLeaseStore) checkOwner(ctx context.Context, res sql.Result, worker
 	err := s.db.QueryRowContext(ctx, "SELECT OWNER_TOKEN FROM "+s.table+" WHERE WORKER_ID = ?", workerID).Scan(&owner)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return fmt.Errorf("%w: worker ID %d has no lease row", ErrLeaseTaken, workerID)
+		return fmt.Errorf("%w: worker ID %d has no lease row", workerid.ErrLeaseTaken, workerID)
 	case err != nil:
 		return err
 	case owner != token:
-		return fmt.Errorf("%w: worker ID %d", ErrLeaseTaken, workerID)
+		return fmt.Errorf("%w: worker ID %d", workerid.ErrLeaseTaken, workerID)
 	}
 	return nil
 }
@@ -380,4 +381,40 @@ type driverLogger struct {
 
 func (l driverLogger) Print(v ...any) {
 	l.log.Warn(redactPassword(strings.TrimSpace(fmt.Sprint(v...)), l.password))
+}
+
+// The environment variables of the Config fields that errors name.
+const (
+	dsnVar          = workerid.EnvPrefix + "MYSQL_DSN"
+	createTablesVar = workerid.EnvPrefix + "CREATE_TABLES"
+)
+
+// Validate is cfg.Validate that also checks cfg.MySQLDSN, when set, is a
+// DSN the driver reads. Its errors are *workerid.ConfigError and never
+// echo the DSN's password.
+func Validate(cfg workerid.Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if cfg.MySQLDSN != "" {
+		if _, err := mysql.ParseDSN(cfg.MySQLDSN); err != nil {
+			return &workerid.ConfigError{Var: dsnVar, Reason: "not a valid DSN: " + redactDSN(err.Error(), cfg.MySQLDSN)}
+		}
+	}
+	return nil
+}
+
+// redactDSN removes from msg anything that could be the DSN's credentials
+// (everything before its last '@').
+func redactDSN(msg, dsn string) string {
+	at := strings.LastIndex(dsn, "@")
+	if at <= 0 {
+		return msg
+	}
+	msg = strings.ReplaceAll(msg, dsn, "***")
+	creds := dsn[:at]
+	if i := strings.Index(creds, ":"); i >= 0 && i+1 < len(creds) {
+		msg = strings.ReplaceAll(msg, creds[i+1:], "***")
+	}
+	return strings.ReplaceAll(msg, creds, "***")
 }

@@ -1,4 +1,4 @@
-package workerid_test
+package mysqlstore_test
 
 import (
 	"context"

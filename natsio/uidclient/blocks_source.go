@@ -1,4 +1,4 @@
-package natsio
+package uidclient
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/uid-dispenser/uid-dispenser/natsio/internal/problemlog"
 )
 
 // ErrBlockSourceClosed is returned by a BlockSource after Close.
@@ -294,8 +296,8 @@ func (s *BlockSource) Close() error {
 func (s *BlockSource) fetchLoop(ctx context.Context) {
 	defer close(s.done)
 	var cons jetstream.Consumer
-	bindProblem := problemLog{log: s.log, what: "blocks: bind consumer"}
-	fetchProblem := problemLog{log: s.log, what: "blocks: fetch"}
+	bindProblem := problemlog.Log{Log: s.log, What: "blocks: bind consumer"}
+	fetchProblem := problemlog.Log{Log: s.log, What: "blocks: fetch"}
 	backoff := 100 * time.Millisecond
 	pause := func() bool {
 		t := time.NewTimer(backoff)
@@ -324,13 +326,13 @@ func (s *BlockSource) fetchLoop(ctx context.Context) {
 				if ctx.Err() != nil {
 					return
 				}
-				bindProblem.fail(err)
+				bindProblem.Fail(err)
 				if !pause() {
 					return
 				}
 				continue
 			}
-			bindProblem.ok()
+			bindProblem.OK()
 		}
 		fctx, cancel := context.WithTimeout(ctx, s.cfg.FetchWait)
 		msg, err := cons.Next(jetstream.FetchContext(fctx))
@@ -344,19 +346,19 @@ func (s *BlockSource) fetchLoop(ctx context.Context) {
 		case errors.Is(err, jetstream.ErrConsumerNotFound), errors.Is(err, jetstream.ErrConsumerDeleted),
 			errors.Is(err, jetstream.ErrStreamNotFound):
 			cons = nil
-			fetchProblem.fail(err)
+			fetchProblem.Fail(err)
 			if !pause() {
 				return
 			}
 			continue
 		default:
-			fetchProblem.fail(err)
+			fetchProblem.Fail(err)
 			if !pause() {
 				return
 			}
 			continue
 		}
-		fetchProblem.ok()
+		fetchProblem.OK()
 		backoff = 100 * time.Millisecond
 		if ids := s.claim(ctx, msg); ids != nil {
 			s.deliver(ids)

@@ -1,0 +1,139 @@
+package uidclient
+
+import (
+	"context"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// This file is the OpenTelemetry side of the client: trace context carried
+// in NATS headers and a client span per call. It uses the global
+// propagator, and the global tracer provider unless Config names
+// one; without them everything here is a no-op that still passes a
+// caller's trace context on.
+
+// instrumentationName names the client's tracer: its import path, as
+// OpenTelemetry scopes are named.
+const instrumentationName = "github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
+
+// messagingSystem is the messaging.system attribute's value.
+const messagingSystem = "nats"
+
+// HeaderCarrier lets an OpenTelemetry propagator read and write trace
+// context in NATS headers (nats.Header and micro.Headers convert to it).
+// Keys match case-insensitively: nats.Header is case-sensitive, the W3C
+// propagator writes "traceparent" and other clients may send
+// "Traceparent" or "TRACEPARENT". (propagation.HeaderCarrier would
+// canonicalise the key to "Traceparent" and miss the lower-case one.)
+type HeaderCarrier map[string][]string
+
+var _ propagation.TextMapCarrier = HeaderCarrier(nil)
+
+// Get returns the first value of key, matched without regard to case.
+func (c HeaderCarrier) Get(key string) string {
+	if v := c[key]; len(v) > 0 {
+		return v[0]
+	}
+	for k, v := range c {
+		if len(v) > 0 && strings.EqualFold(k, key) {
+			return v[0]
+		}
+	}
+	return ""
+}
+
+// Set replaces every spelling of key with key itself holding value. The
+// map must not be nil.
+func (c HeaderCarrier) Set(key, value string) {
+	for k := range c {
+		if k != key && strings.EqualFold(k, key) {
+			delete(c, k)
+		}
+	}
+	c[key] = []string{value}
+}
+
+// Keys lists the header names as they are spelt.
+func (c HeaderCarrier) Keys() []string {
+	keys := make([]string, 0, len(c))
+	for k := range c {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// clientTelemetry holds a client's tracer, from Config or the
+// global provider when the client is made, and the name and attributes of
+// the span of each of its subjects.
+type clientTelemetry struct {
+	tracer trace.Tracer
+	spans  map[string]clientSpan // by subject; read-only once made
+}
+
+// clientSpan is the name and attributes of the client spans on one
+// subject, built once. The attributes are set only on recording spans.
+type clientSpan struct {
+	name  string
+	attrs []attribute.KeyValue
+}
+
+func newClientTelemetry(tp trace.TracerProvider, subjects ...string) clientTelemetry {
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	t := clientTelemetry{
+		tracer: tp.Tracer(instrumentationName, trace.WithInstrumentationVersion(ServiceVersion)),
+		spans:  make(map[string]clientSpan, len(subjects)),
+	}
+	for _, subject := range subjects {
+		t.spans[subject] = clientSpan{name: "send " + subject, attrs: []attribute.KeyValue{
+			semconv.MessagingSystemKey.String(messagingSystem),
+			semconv.MessagingDestinationNameKey.String(subject),
+			semconv.MessagingOperationTypeSend,
+			semconv.MessagingOperationNameKey.String("send"),
+		}}
+	}
+	return t
+}
+
+// start starts the client span of a request (all its attempts) and
+// injects the trace context into msg's headers.
+func (t clientTelemetry) start(ctx context.Context, msg *nats.Msg) (context.Context, trace.Span) {
+	s := t.spans[msg.Subject]
+	ctx, span := t.tracer.Start(ctx, s.name, trace.WithSpanKind(trace.SpanKindClient))
+	if span.IsRecording() {
+		span.SetAttributes(s.attrs...)
+	}
+	injectTraceContext(ctx, msg)
+	return ctx, span
+}
+
+// end ends a client span, recording err.
+func (clientTelemetry) end(span trace.Span, err error) {
+	if err != nil && span.IsRecording() {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
+}
+
+// injectTraceContext writes ctx's trace context into msg's headers,
+// creating them only when there is something to carry.
+func injectTraceContext(ctx context.Context, msg *nats.Msg) {
+	if msg.Header != nil {
+		otel.GetTextMapPropagator().Inject(ctx, HeaderCarrier(msg.Header))
+		return
+	}
+	h := HeaderCarrier{}
+	otel.GetTextMapPropagator().Inject(ctx, h)
+	if len(h) > 0 {
+		msg.Header = nats.Header(h)
+	}
+}
