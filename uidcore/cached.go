@@ -169,6 +169,7 @@ type CachedGenerator struct {
 	dirty      bool // padding wrote some ID of nextSecond
 	target     uint64
 	smallRate  uint64 // IDs small takes got in the last second while throttled
+	hitBound   bool   // a round stopped at MaxAhead since the last second began
 	lastCursor uint64
 	targetNow  atomic.Uint64 // target, for State
 	lanes      laneSet
@@ -597,6 +598,8 @@ func (g *CachedGenerator) everySecond() {
 	taken := c - g.lastCursor
 	g.lastCursor = c
 	g.smallRate = g.smallTaken.Swap(0)
+	g.throttled.Store(g.hitBound)
+	g.hitBound = false
 	// Never more than the lanes give in a second: refreshing a target
 	// beyond that would borrow the future at idle.
 	perLane := g.layout.MaxSequence() + 1
@@ -771,7 +774,12 @@ func (g *CachedGenerator) pad(trigger PaddingTrigger) (PaddingReport, PutRejectR
 	if reason == RejectAheadBound && trigger == TriggerThreshold {
 		g.lanes.want()
 	}
-	g.throttled.Store(reason == RejectAheadBound)
+	if reason == RejectAheadBound {
+		// Sticky until a second passes without the bound: the refill at
+		// each new second must not open the reserve to bulk takes.
+		g.throttled.Store(true)
+		g.hitBound = true
+	}
 	g.paddingRounds.Add(1)
 	report.SecondsAhead = g.secondsAhead()
 	report.Duration = time.Since(began)
