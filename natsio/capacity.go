@@ -4,13 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go/micro"
-
-	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
@@ -183,13 +179,4 @@ func (q *capacityQueue) endEpisodeIfQuiet() {
 func (q *capacityQueue) stop() {
 	q.once.Do(func() { close(q.done) })
 	q.wg.Wait()
-}
-
-// retryHeaders carries the retry hint of a capacity 503.
-func retryHeaders(err error) []micro.RespondOpt {
-	var ce *capacityError
-	if !errors.As(err, &ce) {
-		return nil
-	}
-	return []micro.RespondOpt{micro.WithHeaders(micro.Headers{uidclient.RetryAfterHeader: {strconv.FormatInt(max(ce.retryAfter.Milliseconds(), 1), 10)}})}
 }

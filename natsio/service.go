@@ -225,6 +225,10 @@ type call struct {
 	req      micro.Request
 	counters *endpointCounters
 	bp       *[]byte // reply buffer from the pool
+	// replyTo is set once the call is deferred: it is then answered with
+	// a plain publish, because micro reads the request's error state once
+	// the handler has returned.
+	replyTo string
 }
 
 // handle is the one wrapper every endpoint handler passes through: it
@@ -238,6 +242,7 @@ func (s *Service) handle(endpoint string, fn handlerFunc) micro.Handler {
 		reply, ids, err := s.invoke(ctx, endpoint, fn, req, (*c.bp)[:0])
 		var d *deferredBatch
 		if errors.As(err, &d) {
+			c.replyTo = req.Reply()
 			w := waitingBatch{call: c, wait: d.wait, deadline: span.start.Add(s.cfg.CapacityWait)}
 			if s.capacity.enqueue(w) {
 				return // the capacity queue answers it
@@ -253,7 +258,7 @@ func (s *Service) finish(c *call, reply []byte, ids int, err error) {
 	req := c.req
 	code := 0
 	if err == nil {
-		if rerr := req.Respond(reply); rerr != nil && !errors.Is(rerr, nats.ErrMsgNoReply) {
+		if rerr := s.respond(c, reply); rerr != nil && !errors.Is(rerr, nats.ErrMsgNoReply) {
 			s.log.Warn("reply failed", "subject", req.Subject(), "err", rerr)
 		}
 		c.counters.ids.Add(uint64(ids))
@@ -263,11 +268,11 @@ func (s *Service) finish(c *call, reply []byte, ids int, err error) {
 		if code == uidclient.CodeInternal {
 			s.log.Error("request failed", "subject", req.Subject(), "err", err)
 		}
-		if rerr := req.Error(strconv.Itoa(code), headerSafe(description), nil, retryHeaders(err)...); rerr != nil && !errors.Is(rerr, nats.ErrMsgNoReply) {
+		if rerr := s.respondError(c, code, headerSafe(description), err); rerr != nil && !errors.Is(rerr, nats.ErrMsgNoReply) {
 			s.log.Warn("error reply failed", "subject", req.Subject(), "err", rerr)
 		}
 	}
-	// Respond has copied the reply into the connection's buffer.
+	// The reply has been copied into the connection's buffer.
 	if cap(reply) > cap(*c.bp) {
 		*c.bp = reply
 	}
@@ -276,6 +281,33 @@ func (s *Service) finish(c *call, reply []byte, ids int, err error) {
 	if d := s.otel.end(c.ctx, c.span, ids, s.source.Load().src.WorkerID(), code, err); d > time.Second {
 		s.log.Warn("slow request", "subject", req.Subject(), "duration", d)
 	}
+}
+
+// respond sends a reply: through micro from the handler, as a plain
+// message once the call was deferred (micro reads the request's state
+// after its handler returns).
+func (s *Service) respond(c *call, data []byte) error {
+	if c.replyTo != "" {
+		return s.nc.PublishMsg(&nats.Msg{Subject: c.replyTo, Data: data})
+	}
+	return c.req.Respond(data)
+}
+
+// respondError sends micro's error reply, with the retry hint of a
+// capacity 503; from the handler through micro, so its stats count it.
+func (s *Service) respondError(c *call, code int, description string, err error) error {
+	extra := micro.Headers{}
+	var ce *capacityError
+	if errors.As(err, &ce) {
+		extra[uidclient.RetryAfterHeader] = []string{strconv.FormatInt(max(ce.retryAfter.Milliseconds(), 1), 10)}
+	}
+	if c.replyTo != "" {
+		h := nats.Header(extra)
+		h.Set(micro.ErrorHeader, description)
+		h.Set(micro.ErrorCodeHeader, strconv.Itoa(code))
+		return s.nc.PublishMsg(&nats.Msg{Subject: c.replyTo, Header: h})
+	}
+	return c.req.Error(strconv.Itoa(code), description, nil, micro.WithHeaders(extra))
 }
 
 // invoke runs fn and turns a panic into an error, so one bad request never

@@ -600,7 +600,9 @@ func testReserveOnDemand(t *testing.T, st Store) {
 	lease := asLease(t, claim(t, st.New(t, cfg, st.Addr), layout))
 	defer release(t, lease)
 	initial := until(t, lease)
-	gen, err := uidcore.NewCached(uidcore.CachedOptions{Layout: layout, Claim: lease, BoostPower: -1, TakeWait: 2 * time.Second})
+	// Borrowing eight seconds is the point here: the ahead bound must not
+	// be what holds the generator back.
+	gen, err := uidcore.NewCached(uidcore.CachedOptions{Layout: layout, Claim: lease, BoostPower: -1, TakeWait: 2 * time.Second, MaxAhead: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
