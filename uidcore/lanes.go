@@ -190,21 +190,22 @@ func (s *laneSet) sync() {
 }
 
 // dropIdle marks for giving back, at the next second, the extra lanes
-// beyond the first needed ones (in worker-ID order, the first lane always
-// kept) that have been surplus for the idle time, and those lost for good.
+// beyond the needed ones (the first lane counts first, wherever it sits;
+// then the others in worker-ID order) that have been surplus for the idle
+// time, and those lost for good.
 // Padding calls it once a second.
 func (s *laneSet) dropIdle(now int64, needed int) {
-	kept := 0
+	kept := 1 // the first lane, wherever it sits in worker-ID order
 	for _, ln := range s.lanes {
-		if ln.drop {
+		if ln.drop || ln.primary {
 			continue
 		}
-		if lostForGood(ln.claim) && !ln.primary {
+		if lostForGood(ln.claim) {
 			ln.drop, s.dropping = true, true
 			continue
 		}
 		kept++
-		if ln.primary || kept <= needed {
+		if kept <= needed {
 			ln.surplusSince = 0
 			continue
 		}

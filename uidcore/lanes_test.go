@@ -288,3 +288,23 @@ func TestLanesClosedGeneratorGivesEveryExtraLaneBack(t *testing.T) {
 		}
 	}
 }
+
+// The first lane is kept whatever its worker ID; an extra lane below it
+// is as surplus as one above it once demand falls.
+func TestLanesBelowTheFirstAreGivenBackToo(t *testing.T) {
+	store := &laneStore{}
+	layout := Layout{TimeBits: 43, WorkerBits: 8, SeqBits: 12, Epoch: DefaultEpoch}
+	// The first lane is worker 200; extra lanes come from 10 up.
+	g := newTestCached(t, CachedOptions{Layout: layout, BoostPower: 2, Claim: StaticClaim{ID: 200},
+		Lanes: store, MaxLanes: 3, LaneIdle: time.Second, TakeWait: 2 * time.Second})
+	dst := make([]uint64, 1000)
+	for len(g.State().Lanes) < 2 {
+		if _, err := g.NextN(context.Background(), dst); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitUntil(t, 10*time.Second, "the lane below the first given back", func() bool {
+		st := g.State()
+		return len(st.Lanes) == 1 && st.Lanes[0] == 200
+	})
+}
