@@ -179,6 +179,9 @@ func (c Config) Validate() error {
 	if _, err := telemetry.ParseRunway(c.RunwayWarning); err != nil {
 		return bad("RUNWAY_WARNING", "%v", err)
 	}
+	if err := c.checkIssuable(time.Now()); err != nil {
+		return err
+	}
 	// Blocks settings are checked also while blocks are off: a bad value
 	// should not wait to stop an instance until someone turns them on.
 	blocks := c.BlocksConfig

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
 )
 
@@ -62,7 +63,7 @@ func TestLoadConfigReadsVariables(t *testing.T) {
 	t.Setenv("DISPENSER_NATS_URL", "nats://a:4222,nats://b:4222")
 	t.Setenv("DISPENSER_TIME_BITS", "30")
 	t.Setenv("DISPENSER_WORKER_BITS", "17")
-	t.Setenv("DISPENSER_EPOCH", "2030-06-01T00:00:00+02:00")
+	t.Setenv("DISPENSER_EPOCH", "2020-06-01T00:00:00+02:00")
 	t.Setenv("DISPENSER_MAX_AHEAD", "-1s")
 	t.Setenv("DISPENSER_WORKER_MODE", "disposable")
 	cfg, err := LoadConfig()
@@ -72,7 +73,7 @@ func TestLoadConfigReadsVariables(t *testing.T) {
 	if cfg.NATSURL != "nats://a:4222,nats://b:4222" || cfg.TimeBits != 30 || cfg.WorkerBits != 17 || cfg.MaxAhead != -time.Second || cfg.WorkerMode != workerid.ModeDisposable {
 		t.Fatalf("%+v", cfg)
 	}
-	if got := cfg.Layout().String(); got != "30/17/16@2030-05-31T22:00:00Z" {
+	if got := cfg.Layout().String(); got != "30/17/16@2020-05-31T22:00:00Z" {
 		t.Fatalf("layout %s", got)
 	}
 	if opts := cfg.cachedOptions(nil, nil); opts.MaxAhead >= 0 {
@@ -91,6 +92,9 @@ func TestInvalidValuesNameTheVariable(t *testing.T) {
 		{"DISPENSER_MAX_AHEAD", "0s", "DISPENSER_MAX_AHEAD"},
 		{"DISPENSER_TAKE_WAIT", "soon", "DISPENSER_TAKE_WAIT"},
 		{"DISPENSER_BOOST_POWER", "30", "DISPENSER_BOOST_POWER"},
+		{"DISPENSER_BOOST_POWER", "9", "DISPENSER_BOOST_POWER"},
+		{"DISPENSER_EPOCH", "2999-01-01T00:00:00Z", "DISPENSER_EPOCH"},
+		{"DISPENSER_RUNWAY_WARNING", "69y", "DISPENSER_RUNWAY_WARNING"},
 		{"DISPENSER_PADDING_FACTOR", "101", "DISPENSER_PADDING_FACTOR"},
 		{"DISPENSER_QUEUE_GROUP", "a b", "DISPENSER_QUEUE_GROUP"},
 		{"DISPENSER_SUBJECT_PREFIX", "uid.>", "DISPENSER_SUBJECT_PREFIX"},
@@ -154,5 +158,51 @@ func TestUsageListsEveryVariableWithItsDefault(t *testing.T) {
 	check(reflect.TypeFor[Config]())
 	if !strings.Contains(out, "DISPENSER_MYSQL_DSN") || !strings.Contains(out, "DISPENSER_NATS_URL") {
 		t.Fatalf("usage:\n%s", out)
+	}
+}
+
+// Every layout the generator cannot issue IDs with for the runway-warning
+// horizon is refused by Validate, naming the variables, at the edges as
+// well: a runway one second shorter than the horizon is refused, one a
+// minute longer passes.
+func TestValidateRefusesLayoutsThatCannotIssue(t *testing.T) {
+	now := time.Now()
+	withLayout := func(timeBits, workerBits, seqBits uint, epoch time.Time, warning string) Config {
+		c := DefaultConfig()
+		c.TimeBits, c.WorkerBits, c.SeqBits, c.Epoch, c.RunwayWarning = timeBits, workerBits, seqBits, epoch, warning
+		return c
+	}
+	// An epoch that leaves exactly d of runway to the 30/17/16 layout.
+	epochLeaving := func(d time.Duration) time.Time {
+		l := withLayout(30, 17, 16, uidcore.DefaultEpoch, "1y").Layout()
+		return now.Add(d).Add(-time.Duration(l.MaxDelta()+1) * time.Second).Truncate(time.Second)
+	}
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want string // "" when valid
+	}{
+		{"default", DefaultConfig(), ""},
+		{"epoch a minute ahead", withLayout(31, 16, 16, now.Add(time.Minute), "1y"), "DISPENSER_EPOCH: "},
+		{"epoch now", withLayout(31, 16, 16, now.Add(-time.Second), "1y"), ""},
+		{"20/27/16 from 2026", withLayout(20, 27, 16, uidcore.DefaultEpoch, "1y"), "ran out at 2026-01-13T03:16:16Z"},
+		{"UidGenerator's", withLayout(28, 22, 13, uidcore.UidGeneratorLayout().Epoch, "1y"), "ran out at 2024-11-20T13:24:16Z"},
+		{"UidGenerator's, no warning", withLayout(28, 22, 13, uidcore.UidGeneratorLayout().Epoch, "0"), "ran out"},
+		{"runway seconds short of the horizon", withLayout(30, 17, 16, epochLeaving(24*time.Hour-2*time.Second), "1d"), "within DISPENSER_RUNWAY_WARNING=1d"},
+		{"runway a minute beyond the horizon", withLayout(30, 17, 16, epochLeaving(24*time.Hour+time.Minute), "1d"), ""},
+		{"ring 65536<<9", func() Config { c := DefaultConfig(); c.BoostPower = 9; return c }(), "DISPENSER_SEQ_BITS/DISPENSER_BOOST_POWER"},
+		{"ring 65536<<8", func() Config { c := DefaultConfig(); c.BoostPower = 8; return c }(), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.cfg.Validate()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("err = %v, want it to say %q", err, tc.want)
+			case err != nil && strings.Contains(err.Error(), "uidcore:"):
+				t.Fatalf("err %q repeats a package prefix", err)
+			}
+		})
 	}
 }

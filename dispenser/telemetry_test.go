@@ -167,3 +167,19 @@ func TestTelemetryConfig(t *testing.T) {
 		t.Fatalf("bad runway warning: %v, want a ConfigError naming DISPENSER_RUNWAY_WARNING", err)
 	}
 }
+
+// Readiness needs time left on the layout: the same instance that can
+// issue IDs now could not at its runway's end.
+func TestReadinessNeedsTimeLeft(t *testing.T) {
+	d := start(t, testConfig(testenv.NATS(t, nil).ClientURL(), ""))
+	if err := d.ready(); err != nil {
+		t.Fatalf("not ready while serving: %v", err)
+	}
+	end := d.cfg.Layout().RunwayEnd()
+	if err := d.canIssue(end.Add(-time.Second)); err != nil {
+		t.Fatalf("not issuable in the last second of the runway: %v", err)
+	}
+	if err := d.canIssue(end); err == nil || !strings.Contains(err.Error(), "ran out") {
+		t.Fatalf("at the runway's end: %v, want ran out", err)
+	}
+}
