@@ -107,7 +107,8 @@ func Start(ctx context.Context, cfg Config, opts ...Option) (_ *Dispenser, err e
 
 	connectCtx, cancel := context.WithTimeout(ctx, cfg.NATSConnectTimeout)
 	defer cancel()
-	d.svcNC, err = natsio.Connect(connectCtx, cfg.connConfig(url, "uid-dispenser", d.log))
+	// Waited for like the store: NATS may come up after the dispenser.
+	d.svcNC, err = natsio.ConnectWaiting(connectCtx, cfg.connConfig(url, "uid-dispenser", d.log))
 	if err != nil {
 		return nil, fmt.Errorf("dispenser: %w", err)
 	}
@@ -197,7 +198,7 @@ func (d *Dispenser) openAssigner(ctx context.Context, url string) (func(), error
 	// drained at shutdown while the lease is still released over NATS.
 	connectCtx, cancel := context.WithTimeout(ctx, d.cfg.NATSConnectTimeout)
 	defer cancel()
-	conn, err := natsio.Connect(connectCtx, d.cfg.connConfig(url, "uid-dispenser worker claim", d.log))
+	conn, err := natsio.ConnectWaiting(connectCtx, d.cfg.connConfig(url, "uid-dispenser worker claim", d.log))
 	if err != nil {
 		return nil, fmt.Errorf("dispenser: %w", err)
 	}

@@ -84,7 +84,7 @@ func TestUnreachableNATSExits1Fast(t *testing.T) {
 	url := "nats://" + l.Addr().String()
 	l.Close()
 	var stderr bytes.Buffer
-	cmd := command(t, nil, "DISPENSER_NATS_URL="+url)
+	cmd := command(t, nil, "DISPENSER_NATS_URL="+url, "DISPENSER_NATS_CONNECT_TIMEOUT=1s")
 	cmd.Stderr = &stderr
 	start := time.Now()
 	if code := exitCode(cmd.Run()); code != 1 || !strings.Contains(stderr.String(), url) || time.Since(start) > 5*time.Second {
