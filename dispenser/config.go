@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"reflect"
 	"regexp"
 	"strings"
 	"time"
@@ -18,8 +19,9 @@ import (
 	"github.com/uid-dispenser/uid-dispenser/workerid"
 )
 
-// EnvPrefix is the prefix of every configuration variable (envconfig
-// adds the underscore).
+// EnvPrefix is the prefix of every configuration variable (an underscore
+// joins it to a field's envconfig tag); variables without it are never
+// read.
 const EnvPrefix = "DISPENSER"
 
 // Config is a dispenser instance's configuration, read from the
@@ -34,7 +36,7 @@ type Config struct {
 	NATSTLSCA          string        `envconfig:"NATS_TLS_CA" desc:"PEM file of the CA(s) that signed the server certificate"`
 	NATSTLSCert        string        `envconfig:"NATS_TLS_CERT" desc:"PEM client certificate (with DISPENSER_NATS_TLS_KEY)"`
 	NATSTLSKey         string        `envconfig:"NATS_TLS_KEY" desc:"PEM key of the client certificate"`
-	NATSConnectTimeout time.Duration `envconfig:"NATS_CONNECT_TIMEOUT" default:"5s" desc:"how long start-up waits for NATS before it fails"`
+	NATSConnectTimeout time.Duration `envconfig:"NATS_CONNECT_TIMEOUT" default:"5s" desc:"how long start-up waits for a NATS server to listen (retrying with back-off) before it fails"`
 
 	EmbeddedAddr    string `envconfig:"EMBEDDED_ADDR" default:"127.0.0.1:4222" desc:"with no DISPENSER_NATS_URL: where to look for a NATS server, and where to start the embedded one when none listens"`
 	EmbeddedDataDir string `envconfig:"EMBEDDED_DATA_DIR" desc:"JetStream directory of the embedded server (default: <user cache dir>/uid-dispenser/nats, else ./data/nats)"`
@@ -77,7 +79,7 @@ func (e *ConfigError) Error() string { return e.Var + ": " + e.Reason }
 // it. Errors name the variable.
 func LoadConfig() (Config, error) {
 	var cfg Config
-	if err := envconfig.Process(EnvPrefix, &cfg); err != nil {
+	if err := processEnv(&cfg); err != nil {
 		var pe *envconfig.ParseError
 		if errors.As(err, &pe) {
 			return Config{}, &ConfigError{Var: pe.KeyName, Reason: fmt.Sprintf("%q is not a valid %s: %v", pe.Value, pe.TypeName, pe.Err)}
@@ -85,6 +87,52 @@ func LoadConfig() (Config, error) {
 		return Config{}, err
 	}
 	return cfg, cfg.Validate()
+}
+
+// processEnv is envconfig.Process(EnvPrefix, cfg) without envconfig's
+// fallback to a variable's unprefixed name (it reads the tag MYSQL_DSN
+// from MYSQL_DSN when DISPENSER_MYSQL_DSN is unset), through which a
+// MYSQL_DSN or LOG_LEVEL meant for another program in the same container
+// would configure the dispenser. envconfig skips the fallback when a tag
+// is the whole name, so the leaf fields are processed as one flat struct
+// whose tags carry the prefix, then copied back: the same parsing, the
+// same defaults, only DISPENSER_* read.
+func processEnv(cfg *Config) error {
+	var (
+		leaves []reflect.Value
+		fields []reflect.StructField
+	)
+	var collect func(v reflect.Value) error
+	collect = func(v reflect.Value) error {
+		for i := range v.NumField() {
+			f := v.Type().Field(i)
+			if f.Anonymous {
+				if err := collect(v.Field(i)); err != nil {
+					return err
+				}
+				continue
+			}
+			name, ok := f.Tag.Lookup("envconfig")
+			if !ok || name == "" {
+				return fmt.Errorf("dispenser: configuration field %s has no envconfig tag", f.Name)
+			}
+			tag := strings.Replace(string(f.Tag), `envconfig:"`+name+`"`, `envconfig:"`+EnvPrefix+"_"+name+`"`, 1)
+			leaves = append(leaves, v.Field(i))
+			fields = append(fields, reflect.StructField{Name: fmt.Sprintf("F%d", len(fields)), Type: f.Type, Tag: reflect.StructTag(tag)})
+		}
+		return nil
+	}
+	if err := collect(reflect.ValueOf(cfg).Elem()); err != nil {
+		return err
+	}
+	flat := reflect.New(reflect.StructOf(fields))
+	if err := envconfig.Process("", flat.Interface()); err != nil {
+		return err
+	}
+	for i, leaf := range leaves {
+		leaf.Set(flat.Elem().Field(i))
+	}
+	return nil
 }
 
 // DefaultConfig is the configuration with every default, as LoadConfig

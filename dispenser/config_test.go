@@ -206,3 +206,30 @@ func TestValidateRefusesLayoutsThatCannotIssue(t *testing.T) {
 		})
 	}
 }
+
+// Variables meant for other programs in the same container, under the
+// unprefixed names envconfig would fall back to, change nothing: the
+// configuration is the default one. The prefixed names still count.
+func TestUnprefixedVariablesAreIgnored(t *testing.T) {
+	clearEnv(t)
+	for name, value := range map[string]string{
+		"MYSQL_DSN": "root:hunter2@tcp(127.0.0.1:1)/other", "LOG_LEVEL": "debug", "NATS_URL": "nats://elsewhere:4222",
+		"EPOCH": "not a time", "WORKER_MODE": "disposable", "MAX_BATCH": "7", "BLOCKS_ENABLED": "true",
+	} {
+		t.Setenv(name, value)
+	}
+	cfg, err := LoadConfig()
+	if err != nil {
+		t.Fatalf("LoadConfig read an unprefixed variable: %v", err)
+	}
+	want := DefaultConfig()
+	if cfg.MySQLDSN != "" || cfg.LogLevel != want.LogLevel || cfg.NATSURL != "" || !cfg.Epoch.Equal(want.Epoch) ||
+		cfg.WorkerMode != want.WorkerMode || cfg.MaxBatch != want.MaxBatch || cfg.BlocksEnabled {
+		t.Fatalf("unprefixed variables changed the configuration: %+v", cfg)
+	}
+	t.Setenv("DISPENSER_LOG_LEVEL", "debug")
+	t.Setenv("DISPENSER_BLOCKS_ENABLED", "true")
+	if cfg, err = LoadConfig(); err != nil || cfg.LogLevel != "debug" || !cfg.BlocksEnabled {
+		t.Fatalf("prefixed variables: %v %+v", err, cfg)
+	}
+}
