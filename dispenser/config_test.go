@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"reflect"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -231,5 +232,34 @@ func TestUnprefixedVariablesAreIgnored(t *testing.T) {
 	t.Setenv("DISPENSER_BLOCKS_ENABLED", "true")
 	if cfg, err = LoadConfig(); err != nil || cfg.LogLevel != "debug" || !cfg.BlocksEnabled {
 		t.Fatalf("prefixed variables: %v %+v", err, cfg)
+	}
+}
+
+func TestBuildInfoFrom(t *testing.T) {
+	vcs := func(rev, modified string) []debug.BuildSetting {
+		return []debug.BuildSetting{{Key: "vcs.revision", Value: rev}, {Key: "vcs.modified", Value: modified}}
+	}
+	for _, tc := range []struct {
+		name    string
+		info    *debug.BuildInfo
+		version string
+		commit  string
+	}{
+		{"no build info", nil, "1.0.0", ""},
+		{"work tree without VCS", &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "(devel)"}}, "1.0.0", ""},
+		{"work tree", &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "(devel)"}, Settings: vcs("0123456789abcdef0123", "false")}, "1.0.0+0123456789ab", "0123456789abcdef0123"},
+		{"modified work tree", &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "(devel)"}, Settings: vcs("0123456789abcdef0123", "true")}, "1.0.0+0123456789ab.dirty", "0123456789abcdef0123"},
+		{"module version", &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "v1.4.2"}}, "1.4.2", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := buildInfoFrom(tc.info)
+			if b.Version != tc.version || b.Commit != tc.commit {
+				t.Fatalf("%+v, want version %q commit %q", b, tc.version, tc.commit)
+			}
+			out := b.String()
+			if !strings.HasPrefix(out, "dispenser "+tc.version+"\n") || tc.info != nil && !strings.Contains(out, tc.info.GoVersion) {
+				t.Fatalf("-version output %q", out)
+			}
+		})
 	}
 }

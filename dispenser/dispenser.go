@@ -147,6 +147,7 @@ func Start(ctx context.Context, cfg Config, opts ...Option) (_ *Dispenser, err e
 		QueueGroup:    cfg.QueueGroup,
 		SubjectPrefix: cfg.SubjectPrefix,
 		MaxBatch:      cfg.MaxBatch,
+		Version:       Build().Version,
 		Logger:        d.log,
 		ClaimStatus:   d.claimStatus,
 	})

@@ -42,10 +42,11 @@ func (d *Dispenser) startTelemetry(ctx context.Context, given *telemetry.Telemet
 			return fmt.Errorf("dispenser: %s_RUNWAY_WARNING: %w", EnvPrefix, err)
 		}
 		d.telemetry.tel, err = telemetry.Setup(ctx, telemetry.Config{
-			WorkerID:      &workerID,
-			MetricsAddr:   d.cfg.MetricsAddr,
-			RunwayWarning: threshold,
-			Logger:        d.log,
+			WorkerID:       &workerID,
+			ServiceVersion: Build().Version,
+			MetricsAddr:    d.cfg.MetricsAddr,
+			RunwayWarning:  threshold,
+			Logger:         d.log,
 		})
 		if err != nil {
 			return fmt.Errorf("dispenser: %w", err)

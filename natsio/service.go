@@ -1,6 +1,7 @@
 package natsio
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -37,7 +38,10 @@ type ServiceConfig struct {
 	SubjectPrefix string // default DefaultSubjectPrefix
 	MaxBatch      int    // largest batch count, default DefaultMaxBatch; capped by the max payload
 	Description   string
-	Logger        *slog.Logger // default slog.Default()
+	// Version is the micro service's version (a semantic version, the
+	// binary's own); default ServiceVersion.
+	Version string
+	Logger  *slog.Logger // default slog.Default()
 
 	// PendingMsgs and PendingBytes bound each endpoint subscription's
 	// client-side queue; past them NATS drops requests and reports a slow
@@ -152,7 +156,7 @@ func (s *Service) start() error {
 	maxPayload := s.nc.MaxPayload()
 	svc, err := micro.AddService(s.nc, micro.Config{
 		Name:        ServiceName,
-		Version:     ServiceVersion,
+		Version:     cmp.Or(s.cfg.Version, ServiceVersion),
 		Description: s.cfg.Description,
 		QueueGroup:  s.cfg.QueueGroup,
 		Metadata: map[string]string{

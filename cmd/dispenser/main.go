@@ -5,7 +5,9 @@
 // embedded one there, and claims its worker ID in a JetStream KV bucket.
 //
 // SIGINT or SIGTERM stops it gracefully (exit 0); a configuration error
-// exits 2, any other failure 1.
+// or an unexpected argument exits 2, any other failure 1. -version prints
+// the version (also the micro service's and service.version), the commit
+// and the Go version.
 package main
 
 import (
@@ -26,8 +28,11 @@ func main() {
 func run() int {
 	flags := flag.NewFlagSet("dispenser", flag.ContinueOnError)
 	flags.SetOutput(os.Stdout)
+	version := flags.Bool("version", false, "print the version, commit and Go version, and exit")
 	flags.Usage = func() {
-		fmt.Fprintln(flags.Output(), "usage: dispenser\n\nHands out unique 64-bit IDs over NATS.")
+		fmt.Fprintln(flags.Output(), "usage: dispenser [-version]\n\nHands out unique 64-bit IDs over NATS.")
+		fmt.Fprintln(flags.Output())
+		flags.PrintDefaults()
 		fmt.Fprintln(flags.Output())
 		if err := dispenser.Usage(flags.Output()); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -38,6 +43,17 @@ func run() int {
 			return 0
 		}
 		return 2
+	}
+	if flags.NArg() > 0 {
+		// Arguments are not configuration: a command line that seems to
+		// say something must not start an instance that ignores it.
+		fmt.Fprintf(os.Stderr, "dispenser: unexpected argument %q; it takes no arguments (configuration is DISPENSER_* variables, see dispenser -h)\n", flags.Arg(0))
+		fmt.Fprintln(os.Stderr, "usage: dispenser [-h] [-version]")
+		return 2
+	}
+	if *version {
+		fmt.Print(dispenser.Build())
+		return 0
 	}
 	cfg, err := dispenser.LoadConfig()
 	if err != nil {
