@@ -88,34 +88,14 @@ func Start(ctx context.Context, cfg Config, opts ...Option) (_ *Dispenser, err e
 		}
 	}()
 
-	url := cfg.NATSURL
-	if url == "" {
-		var emb *natsio.Embedded
-		url, emb, err = natsio.LocalServer(ctx, natsio.EmbeddedConfig{Addr: cfg.EmbeddedAddr, StoreDir: cfg.EmbeddedDataDir, Logger: d.log})
-		if err != nil {
-			return nil, fmt.Errorf("dispenser: no DISPENSER_NATS_URL and no local NATS server: %w", err)
-		}
-		if emb != nil {
-			d.embedded = emb
-			cleanup = append(cleanup, emb.Shutdown)
-			d.log.Info("started embedded nats-server with JetStream", "url", url, "data_dir", dataDirOrDefault(cfg.EmbeddedDataDir))
-		} else {
-			d.log.Info("using the NATS server already listening", "url", url)
-		}
-	}
-	d.url = natsio.RedactURL(url)
-
-	connectCtx, cancel := context.WithTimeout(ctx, cfg.NATSConnectTimeout)
-	defer cancel()
-	// Waited for like the store: NATS may come up after the dispenser.
-	d.svcNC, err = natsio.ConnectWaiting(connectCtx, cfg.connConfig(url, "uid-dispenser", d.log))
+	url, closeNATS, err := d.connectNATS(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("dispenser: %w", err)
+		return nil, err
 	}
-	cleanup = append(cleanup, func() { d.svcNC.Close() })
+	cleanup = append(cleanup, closeNATS)
 
 	if d.assigner == nil {
-		// ctx, not connectCtx: the store is waited for up to its own
+		// ctx, not the NATS connect timeout: the store is waited for up to its own
 		// DISPENSER_STORE_STARTUP_DEADLINE.
 		closeAssigner, err := d.openAssigner(ctx, url)
 		if err != nil {
@@ -181,6 +161,49 @@ func Start(ctx context.Context, cfg Config, opts ...Option) (_ *Dispenser, err e
 		"nats", d.url,
 		"service_id", d.svc.ID())
 	return d, nil
+}
+
+// connectNATS reaches NATS (the configured server, or the local one,
+// started embedded when none listens), connects the service's connection
+// and returns the URL and how to close what it opened.
+func (d *Dispenser) connectNATS(ctx context.Context) (url string, closeAll func(), err error) {
+	var cleanup []func()
+	closeAll = func() {
+		for i := len(cleanup) - 1; i >= 0; i-- {
+			cleanup[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			closeAll()
+		}
+	}()
+	url = d.cfg.NATSURL
+	if url == "" {
+		var emb *natsio.Embedded
+		url, emb, err = natsio.LocalServer(ctx, natsio.EmbeddedConfig{Addr: d.cfg.EmbeddedAddr, StoreDir: d.cfg.EmbeddedDataDir, Logger: d.log})
+		if err != nil {
+			return "", nil, fmt.Errorf("dispenser: no DISPENSER_NATS_URL and no local NATS server: %w", err)
+		}
+		if emb != nil {
+			d.embedded = emb
+			cleanup = append(cleanup, emb.Shutdown)
+			d.log.Info("started embedded nats-server with JetStream", "url", url, "data_dir", dataDirOrDefault(d.cfg.EmbeddedDataDir))
+		} else {
+			d.log.Info("using the NATS server already listening", "url", url)
+		}
+	}
+	d.url = natsio.RedactURL(url)
+
+	connectCtx, cancel := context.WithTimeout(ctx, d.cfg.NATSConnectTimeout)
+	defer cancel()
+	// Waited for like the store: NATS may come up after the dispenser.
+	d.svcNC, err = natsio.ConnectWaiting(connectCtx, d.cfg.connConfig(url, "uid-dispenser", d.log))
+	if err != nil {
+		return "", nil, fmt.Errorf("dispenser: %w", err)
+	}
+	cleanup = append(cleanup, func() { d.svcNC.Close() })
+	return url, closeAll, nil
 }
 
 // openAssigner sets up the configured worker-ID store and returns how to
