@@ -104,6 +104,9 @@ func Start(ctx context.Context, cfg Config, opts ...Option) (_ *Dispenser, err e
 		cleanup = append(cleanup, closeAssigner)
 	}
 
+	if err := d.joinFleet(ctx); err != nil {
+		return nil, err
+	}
 	claim, err := d.assigner.Claim(ctx, cfg.Layout())
 	if err != nil {
 		return nil, fmt.Errorf("dispenser: claim a worker ID: %w", err)

@@ -25,6 +25,7 @@ var schemaSQL string
 const (
 	defaultNodeTable  = "WORKER_NODE"
 	defaultLeaseTable = "WORKER_LEASE"
+	defaultFleetTable = "UID_FLEET"
 )
 
 // createStatement returns schema.sql's CREATE TABLE statement of the
@@ -129,17 +130,24 @@ func NewMySQLAssigner(ctx context.Context, cfg Config, logger *slog.Logger) (*My
 		db.Close()
 		return nil, err
 	}
+	createFleet, err := createStatement(defaultFleetTable, cfg.FleetTable)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
 	err = RetryStore(ctx, cfg.StoreStartupDeadline, logger, "connect to "+a.storeName, func(ctx context.Context) error {
 		if err := db.PingContext(ctx); err != nil {
 			return a.classify(err, "")
 		}
-		if cfg.CreateTables {
-			if _, err := db.ExecContext(ctx, create); err != nil {
-				return a.classify(err, fmt.Sprintf("create table %s (set %s=false and run workerid/schema.sql by hand when the user may not create tables)", table, envVar("CreateTables")))
+		for _, t := range []struct{ name, create string }{{table, create}, {cfg.FleetTable, createFleet}} {
+			if cfg.CreateTables {
+				if _, err := db.ExecContext(ctx, t.create); err != nil {
+					return a.classify(err, fmt.Sprintf("create table %s (set %s=false and run workerid/schema.sql by hand when the user may not create tables)", t.name, envVar("CreateTables")))
+				}
 			}
-		}
-		if _, err := db.ExecContext(ctx, "SELECT 1 FROM "+quoteIdent(table)+" LIMIT 0"); err != nil {
-			return a.classify(err, fmt.Sprintf("table %s (create it with workerid/schema.sql or set %s=true)", table, envVar("CreateTables")))
+			if _, err := db.ExecContext(ctx, "SELECT 1 FROM "+quoteIdent(t.name)+" LIMIT 0"); err != nil {
+				return a.classify(err, fmt.Sprintf("table %s (create it with workerid/schema.sql or set %s=true)", t.name, envVar("CreateTables")))
+			}
 		}
 		return nil
 	})

@@ -413,6 +413,7 @@ func TestMySQLLeastPrivileges(t *testing.T) {
 		for _, q := range []string{
 			"GRANT SELECT, INSERT, UPDATE ON " + c.DBName + ".WORKER_LEASE TO '" + user + "'@'" + host + "'",
 			"GRANT SELECT, INSERT ON " + c.DBName + ".WORKER_NODE TO '" + user + "'@'" + host + "'",
+			"GRANT SELECT, INSERT, UPDATE ON " + c.DBName + ".UID_FLEET TO '" + user + "'@'" + host + "'",
 		} {
 			if _, err := root.Exec(q); err != nil {
 				t.Fatalf("%s: %v", q, err)
@@ -426,6 +427,10 @@ func TestMySQLLeastPrivileges(t *testing.T) {
 		cfg.WorkerMode = mode
 		cfg.CreateTables = false
 		a := newMySQLAssigner(t, cfg)
+		fleet := workerid.Fleet{Generation: 1, Layout: uidcore.DefaultLayout().String(), WorkerMode: mode, SubjectPrefix: "uid"}
+		if _, err := a.RecordFleet(context.Background(), fleet); err != nil {
+			t.Fatalf("%s: record the fleet: %v", mode, err)
+		}
 		claim := claimOK(t, a, uidcore.DefaultLayout())
 		if l, ok := claim.(*workerid.Lease); ok {
 			// A renewal too: reserve well ahead.

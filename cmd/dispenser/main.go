@@ -12,13 +12,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/uid-dispenser/uid-dispenser/dispenser"
+	"github.com/uid-dispenser/uid-dispenser/workerid"
 )
 
 func main() {
@@ -29,8 +32,9 @@ func run() int {
 	flags := flag.NewFlagSet("dispenser", flag.ContinueOnError)
 	flags.SetOutput(os.Stdout)
 	version := flags.Bool("version", false, "print the version, commit and Go version, and exit")
+	newGeneration := flags.Bool("new-generation", false, "record the configured layout, worker mode and subject prefix as the next generation of the fleet in the worker-ID store (every instance stopped), and exit")
 	flags.Usage = func() {
-		fmt.Fprintln(flags.Output(), "usage: dispenser [-version]\n\nHands out unique 64-bit IDs over NATS.")
+		fmt.Fprintln(flags.Output(), "usage: dispenser [-version | -new-generation]\n\nHands out unique 64-bit IDs over NATS.")
 		fmt.Fprintln(flags.Output())
 		flags.PrintDefaults()
 		fmt.Fprintln(flags.Output())
@@ -48,7 +52,7 @@ func run() int {
 		// Arguments are not configuration: a command line that seems to
 		// say something must not start an instance that ignores it.
 		fmt.Fprintf(os.Stderr, "dispenser: unexpected argument %q; it takes no arguments (configuration is DISPENSER_* variables, see dispenser -h)\n", flags.Arg(0))
-		fmt.Fprintln(os.Stderr, "usage: dispenser [-h] [-version]")
+		fmt.Fprintln(os.Stderr, "usage: dispenser [-h] [-version | -new-generation]")
 		return 2
 	}
 	if *version {
@@ -63,7 +67,22 @@ func run() int {
 	log := dispenser.NewLogger(cfg)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := dispenser.Run(ctx, cfg, dispenser.WithLogger(log)); err != nil {
+
+	if *newGeneration {
+		var f workerid.Fleet
+		if f, err = dispenser.NewGeneration(ctx, cfg, log); err == nil {
+			fmt.Printf("generation %d: layout %s, worker mode %s, subject prefix %s, IDs after %s\n", f.Generation, f.Layout, f.WorkerMode, f.SubjectPrefix, time.Unix(f.StartsAfter, 0).UTC().Format(time.RFC3339))
+		}
+	} else {
+		err = dispenser.Run(ctx, cfg, dispenser.WithLogger(log))
+	}
+	var ce *dispenser.ConfigError
+	switch {
+	case errors.As(err, &ce):
+		// The store's fleet record disagrees with the configuration.
+		fmt.Fprintln(os.Stderr, "dispenser: configuration:", err)
+		return 2
+	case err != nil:
 		log.Error("dispenser failed", "err", err)
 		return 1
 	}

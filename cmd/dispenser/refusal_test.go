@@ -92,4 +92,15 @@ func TestUnissuableConfigurationsLeaveNothingBehind(t *testing.T) {
 	if n, m := tables(), streams(); n == 0 || m == 0 {
 		t.Fatalf("a good start left %d tables and %d streams: the checks above could not see them", n, m)
 	}
+
+	// The fleet is recorded now: another subject prefix on the same store
+	// is refused with exit 2, naming both values.
+	for _, env := range [][]string{{"DISPENSER_NATS_URL=" + url}, {"DISPENSER_NATS_URL=" + url, "DISPENSER_MYSQL_DSN=" + dsn, "DISPENSER_WORKER_MODE=disposable"}} {
+		cmd := command(t, nil, append(env, "DISPENSER_SUBJECT_PREFIX=ids")...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if code := exitCode(cmd.Run()); code != 2 || !strings.Contains(stderr.String(), "DISPENSER_SUBJECT_PREFIX") || !strings.Contains(stderr.String(), "subject prefix ids, the fleet's is uid") {
+			t.Fatalf("another prefix on the fleet's store: exit %d; stderr:\n%s", code, stderr.String())
+		}
+	}
 }

@@ -84,6 +84,7 @@ func TestEveryInvalidSettingStopsStartUpNamingIt(t *testing.T) {
 		"WORKER_NODE_TABLE":       {{"1table", nil}},
 		"WORKER_LEASE_TABLE":      {{"drop table", nil}, {"WORKER_NODE", nil}},
 		"CREATE_TABLES":           {{"maybe", nil}},
+		"FLEET_TABLE":             {{"drop table", nil}, {"WORKER_NODE", nil}},
 		"WORKER_KV_BUCKET":        {{"a.b", nil}},
 		"WORKER_KV_REPLICAS":      {{"0", nil}, {"6", nil}},
 		"STORE_STARTUP_DEADLINE":  {{"-1s", nil}},
