@@ -169,9 +169,9 @@ func Start(ctx context.Context, cfg Config, opts ...Option) (_ *Dispenser, err e
 // connectNATS reaches NATS (the configured server, or the local one,
 // started embedded when none listens), connects the service's connection
 // and returns the URL and how to close what it opened.
-func (d *Dispenser) connectNATS(ctx context.Context) (url string, closeAll func(), err error) {
+func (d *Dispenser) connectNATS(ctx context.Context) (url string, _ func(), err error) {
 	var cleanup []func()
-	closeAll = func() {
+	closeAll := func() {
 		for i := len(cleanup) - 1; i >= 0; i-- {
 			cleanup[i]()
 		}
