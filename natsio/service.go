@@ -275,12 +275,27 @@ func (s *Service) next(ctx context.Context, _ micro.Request, buf []byte) ([]byte
 	return strconv.AppendUint(buf, id, 10), 1, nil
 }
 
+// binaryHint adds to a text batch refused as too large that binary
+// replies, a third the size, would take it: the caller may not know the
+// text limit is the payload's, not the configured one.
+func (s *Service) binaryHint(err error, body []byte, binary bool) error {
+	var se *ServiceError
+	limit := MaxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), true)
+	if binary || !errors.As(err, &se) || limit <= MaxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), false) {
+		return err
+	}
+	if _, berr := ParseCount(body, limit); berr != nil {
+		return err
+	}
+	return badRequest("%s as text (decimal lines); up to %d with the header %s: %s (8 bytes per ID)", se.Description, limit, EncodingHeader, EncodingBinary)
+}
+
 // batch answers the number of IDs the body asks for.
 func (s *Service) batch(ctx context.Context, req micro.Request, buf []byte) ([]byte, int, error) {
 	binary := wantsBinary(req.Headers())
 	n, err := ParseCount(req.Data(), MaxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), binary))
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, s.binaryHint(err, req.Data(), binary)
 	}
 	idp := s.idBuffer(n)
 	defer s.idBufs.Put(idp)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"log/slog"
@@ -455,5 +456,34 @@ func waitUntil(t testing.TB, limit time.Duration, cond func() bool) {
 		if time.Since(start) > limit {
 			t.Fatalf("condition not met within %s", limit)
 		}
+	}
+}
+
+// The lease logs carry unix seconds and their RFC 3339 times, and the
+// release says the second the store keeps (what the generator used, not
+// the whole reservation), which the next owner starts after.
+func TestLeaseLogsSecondsWithTimes(t *testing.T) {
+	cfg := workerid.DefaultConfig()
+	cfg.MySQLDSN = testenv.MySQL(t)
+	var log testenv.LogBuffer
+	a, err := workerid.NewMySQLAssigner(context.Background(), cfg, log.Logger(slog.LevelInfo))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	lease := claimOK(t, a, uidcore.DefaultLayout()).(*workerid.Lease)
+	used := time.Now().Unix() + 1
+	lease.Retire(used)
+	release(t, lease)
+	next := claimOK(t, a, uidcore.DefaultLayout())
+	defer release(t, next)
+	out := log.String()
+	kept := fmt.Sprintf("kept=%d kept_time=%s", used, time.Unix(used, 0).UTC().Format(time.RFC3339))
+	if !strings.Contains(out, kept) || next.After() != used {
+		t.Fatalf("release log lacks %q or the next owner starts after %d, not %d:\n%s", kept, next.After(), used, out)
+	}
+	after := fmt.Sprintf("after=%d after_time=%s", used, time.Unix(used, 0).UTC().Format(time.RFC3339))
+	if !strings.Contains(out, after) || !strings.Contains(out, "reserved_time=20") {
+		t.Fatalf("claim log lacks %q or reserved_time:\n%s", after, out)
 	}
 }
