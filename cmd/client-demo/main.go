@@ -163,6 +163,8 @@ type worker struct {
 	latencies []time.Duration
 	errors    int
 	lastErr   error
+	inFlight  int   // calls the end of the run cut short: neither ok nor errors
+	cutErr    error // what the last of them returned
 }
 
 func runLoad(ctx context.Context, o options, stdout, stderr io.Writer) int {
@@ -239,7 +241,11 @@ func drive(ctx context.Context, o options, take func(ctx context.Context, i int,
 				received.Add(int64(n))
 				if err != nil {
 					if runCtx.Err() != nil {
-						return // the run ended during the call: not a failure
+						// The run ended during the call: not a failure,
+						// but not a success either.
+						w.inFlight++
+						w.cutErr = err
+						return
 					}
 					w.errors++
 					w.lastErr = err
@@ -308,14 +314,18 @@ func progress(o options, start time.Time, received *atomic.Int64, done <-chan st
 func report(o options, workers []*worker, elapsed time.Duration, stdout io.Writer) int {
 	var ids []uint64
 	var lat []time.Duration
-	errors := 0
-	var lastErr error
+	errors, inFlight := 0, 0
+	var lastErr, cutErr error
 	for _, w := range workers {
 		ids = append(ids, w.ids...)
 		lat = append(lat, w.latencies...)
 		errors += w.errors
+		inFlight += w.inFlight
 		if w.lastErr != nil {
 			lastErr = w.lastErr
+		}
+		if w.cutErr != nil {
+			cutErr = w.cutErr
 		}
 	}
 	secs := elapsed.Seconds()
@@ -326,8 +336,19 @@ func report(o options, workers []*worker, elapsed time.Duration, stdout io.Write
 		fmt.Fprintf(stdout, "latency     p50 %s  p99 %s  max %s\n", roundUs(percentile(lat, 50)), roundUs(percentile(lat, 99)), roundUs(lat[len(lat)-1]))
 	}
 	fmt.Fprintf(stdout, "errors      %d\n", errors)
+	if inFlight > 0 {
+		fmt.Fprintf(stdout, "in flight   %d calls still running when the run ended\n", inFlight)
+	}
 	if lastErr != nil {
 		fmt.Fprintf(stdout, "last error  %v\n", lastErr)
+	}
+	if len(ids) == 0 {
+		// Nothing answered: a run of nothing is no success.
+		fmt.Fprintln(stdout, "no IDs received")
+		if lastErr == nil && cutErr != nil {
+			fmt.Fprintf(stdout, "last call   %v\n", cutErr)
+		}
+		return 1
 	}
 	slices.Sort(ids)
 	dups := 0
