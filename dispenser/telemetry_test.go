@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -145,6 +146,21 @@ func TestMetricsServerFromConfig(t *testing.T) {
 	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
 		if code, body, err := telemetrytest.HTTPGet(base + path); err != nil || code != http.StatusOK {
 			t.Errorf("%s: %d %v\n%s", path, code, err, body)
+		}
+	}
+	// Before any request or rejection, the counters that may stay at zero
+	// are there at zero, every reason and outcome.
+	_, body, _ := telemetrytest.HTTPGet(base + "/metrics")
+	for _, series := range []string{
+		`uid_take_rejections_total\{[^}]*reason="empty"[^}]*\} 0`,
+		`uid_take_rejections_total\{[^}]*reason="claim_lost"[^}]*\} 0`,
+		`uid_put_rejections_total\{[^}]*reason="time_exhausted"[^}]*\} 0`,
+		`uid_put_rejections_total\{[^}]*reason="ahead_of_clock_bound"[^}]*\} 0`,
+		`uid_requests_total\{[^}]*outcome="unavailable"[^}]*\} 0`,
+		`uid_requests_total\{[^}]*outcome="internal"[^}]*\} 0`,
+	} {
+		if !regexp.MustCompile(`(?m)^` + series + `$`).MatchString(body) {
+			t.Errorf("/metrics lacks %s before the first event", series)
 		}
 	}
 	shutdown(t, d)

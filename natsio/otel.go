@@ -166,6 +166,17 @@ func newServerTelemetry(queueGroup string) *serverTelemetry {
 		otel.Handle(err)
 		t.issued = metricnoop.Int64Counter{}
 	}
+	// Every series at 0 from the start: an alert on the rate of 503s, or a
+	// dashboard, sees the series before the first one.
+	ctx := context.Background()
+	for _, endpoint := range []string{EndpointNext, EndpointBatch, EndpointParse} {
+		for _, outcome := range []string{OutcomeOK, OutcomeBadRequest, OutcomeUnavailable, OutcomeInternal} {
+			t.requests.Add(ctx, 0, t.attrs(endpoint, outcome))
+		}
+		if endpoint != EndpointParse {
+			t.issued.Add(ctx, 0, t.attrs(endpoint, ""))
+		}
+	}
 	return t
 }
 
