@@ -8,6 +8,11 @@
 // shows a progress bar, and prints requests and IDs per second, p50/p99
 // latency, and whether every ID received was distinct.
 //
+// client-demo parse [-layout L] [ID ...] decodes IDs locally, without a
+// server, into UidGenerator's parseUID JSON, for any layout (a preset such
+// as uidgenerator, or T/W/S@epoch), IDs from standard input when none are
+// given; it reads UidGenerator's wrapped negative IDs too.
+//
 // With -blocks it takes IDs from the prefilled blocks that dispensers with
 // DISPENSER_BLOCKS_ENABLED publish on JetStream, with -c block sources
 // (-batch IDs per take), and reports the same way.
@@ -36,7 +41,7 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv))
+	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
 }
 
 type options struct {
@@ -54,7 +59,10 @@ type options struct {
 	consumer string
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	if len(args) > 0 && args[0] == "parse" {
+		return runParse(args[1:], stdin, stdout, stderr)
+	}
 	o := options{url: getenv("NATS_URL")}
 	if o.url == "" {
 		o.url = "nats://127.0.0.1:4222"
@@ -74,6 +82,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	flags.StringVar(&o.consumer, "consumer", natsio.DefaultBlocksConsumer, "blocks: durable consumer shared by every block source")
 	flags.Usage = func() {
 		fmt.Fprintln(stderr, "usage: client-demo [flags]   (NATS_URL sets the server, default nats://127.0.0.1:4222)")
+		fmt.Fprintln(stderr, "       client-demo parse [-layout L] [ID ...]   (decodes IDs locally; -h for more)")
 		flags.PrintDefaults()
 	}
 	if err := flags.Parse(args); err != nil {

@@ -51,7 +51,7 @@ func runWith(t *testing.T, url string, args ...string) (int, string, string) {
 		}
 		return ""
 	}
-	code := run(context.Background(), args, &stdout, &stderr, env)
+	code := run(context.Background(), args, strings.NewReader(""), &stdout, &stderr, env)
 	return code, stdout.String(), stderr.String()
 }
 
