@@ -41,6 +41,7 @@ type Config struct {
 	EmbeddedAddr    string `envconfig:"EMBEDDED_ADDR" default:"127.0.0.1:4222" desc:"with no DISPENSER_NATS_URL: where to look for a NATS server, and where to start the embedded one when none listens"`
 	EmbeddedDataDir string `envconfig:"EMBEDDED_DATA_DIR" desc:"JetStream directory of the embedded server (default: <user cache dir>/uid-dispenser/nats, else ./data/nats)"`
 
+	LayoutName string    `envconfig:"LAYOUT" desc:"the ID layout by name: default, uidgenerator (for reading old IDs; it can no longer issue any), or time/worker/sequence bits such as 31/16/16, optionally @ an RFC 3339 epoch; set instead of DISPENSER_TIME_BITS, _WORKER_BITS, _SEQ_BITS and DISPENSER_EPOCH"`
 	TimeBits   uint      `envconfig:"TIME_BITS" default:"31" desc:"bits of delta seconds in an ID (time+worker+seq bits = 63)"`
 	WorkerBits uint      `envconfig:"WORKER_BITS" default:"16" desc:"bits of worker ID"`
 	SeqBits    uint      `envconfig:"SEQ_BITS" default:"16" desc:"bits of sequence per second (2^bits IDs per second per worker at wall-clock pace)"`
@@ -84,6 +85,9 @@ func LoadConfig() (Config, error) {
 		if errors.As(err, &pe) {
 			return Config{}, &ConfigError{Var: pe.KeyName, Reason: fmt.Sprintf("%q is not a valid %s: %v", pe.Value, pe.TypeName, pe.Err)}
 		}
+		return Config{}, err
+	}
+	if err := cfg.applyLayoutName(); err != nil {
 		return Config{}, err
 	}
 	return cfg, cfg.Validate()
@@ -184,11 +188,24 @@ func (c Config) Validate() error {
 	bad := func(name, format string, args ...any) error {
 		return &ConfigError{Var: EnvPrefix + "_" + name, Reason: fmt.Sprintf(format, args...)}
 	}
+	if c.LayoutName != "" {
+		l, err := uidcore.ParseLayout(c.LayoutName)
+		if err != nil {
+			return bad("LAYOUT", "%s", readOnce(err))
+		}
+		if l.String() != c.Layout().String() {
+			// Only a Go caller can get here: LoadConfig sets both.
+			return bad("LAYOUT", "%s, but the layout fields say %s: set them from it (LoadConfig does)", l, c.Layout())
+		}
+	}
 	if err := c.Layout().Validate(); err != nil {
 		le, _ := err.(*uidcore.LayoutError)
 		name := map[string]string{"TimeBits": "TIME_BITS", "WorkerBits": "WORKER_BITS", "SeqBits": "SEQ_BITS", "Epoch": "EPOCH"}[le.Field]
 		if name == "" {
 			name = "TIME_BITS/WORKER_BITS/SEQ_BITS"
+		}
+		if c.LayoutName != "" {
+			name = "LAYOUT"
 		}
 		return bad(name, "%s", le.Reason)
 	}
@@ -241,6 +258,41 @@ func (c Config) Validate() error {
 		return err
 	}
 	return c.Config.Validate()
+}
+
+// layoutVars are the variables DISPENSER_LAYOUT stands for.
+var layoutVars = []string{"TIME_BITS", "WORKER_BITS", "SEQ_BITS", "EPOCH"}
+
+// applyLayoutName sets the layout fields from DISPENSER_LAYOUT. It is
+// one way to say the layout or the other: set together with one of the
+// separate variables it is refused rather than one silently winning.
+func (c *Config) applyLayoutName() error {
+	if c.LayoutName == "" {
+		return nil
+	}
+	for _, v := range layoutVars {
+		if _, set := os.LookupEnv(EnvPrefix + "_" + v); set {
+			return &ConfigError{Var: EnvPrefix + "_LAYOUT", Reason: fmt.Sprintf("set together with %s_%s: say the layout one way", EnvPrefix, v)}
+		}
+	}
+	l, err := uidcore.ParseLayout(c.LayoutName)
+	if err != nil {
+		return &ConfigError{Var: EnvPrefix + "_LAYOUT", Reason: readOnce(err)}
+	}
+	c.TimeBits, c.WorkerBits, c.SeqBits, c.Epoch = l.TimeBits, l.WorkerBits, l.SeqBits, l.Epoch
+	return nil
+}
+
+// layoutNames is how errors name the layout's variables: DISPENSER_LAYOUT
+// when the layout was given by it, else the separate variables.
+func (c Config) layoutNames(vars ...string) string {
+	if c.LayoutName != "" {
+		return EnvPrefix + "_LAYOUT"
+	}
+	for i, v := range vars {
+		vars[i] = EnvPrefix + "_" + v
+	}
+	return strings.Join(vars, "/")
 }
 
 func validPrefix(p string) bool {

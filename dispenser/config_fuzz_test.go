@@ -34,6 +34,9 @@ func FuzzLoadConfig(f *testing.F) {
 	f.Add(uint8(index(names, "EPOCH")), "2999-01-01T00:00:00Z", uint8(index(names, "RUNWAY_WARNING")), "0")
 	f.Add(uint8(index(names, "EPOCH")), "1990-01-01T00:00:00Z", uint8(index(names, "TIME_BITS")), "30")
 	f.Add(uint8(index(names, "BOOST_POWER")), "9", uint8(index(names, "RUNWAY_WARNING")), "100y")
+	f.Add(uint8(index(names, "LAYOUT")), "uidgenerator", uint8(index(names, "RUNWAY_WARNING")), "0")
+	f.Add(uint8(index(names, "LAYOUT")), "28/22/13@2016-05-20T00:00:00+08:00", uint8(index(names, "EPOCH")), "2026-01-01T00:00:00Z")
+	f.Add(uint8(index(names, "LAYOUT")), "31/8/24", uint8(index(names, "BOOST_POWER")), "0")
 
 	f.Fuzz(func(t *testing.T, i uint8, v string, j uint8, w string) {
 		if strings.ContainsRune(v+w, 0) {

@@ -21,7 +21,7 @@ import (
 func (c Config) checkIssuable(now time.Time) error {
 	layout := c.Layout()
 	if layout.Epoch.After(now) {
-		return &ConfigError{Var: EnvPrefix + "_EPOCH", Reason: fmt.Sprintf(
+		return &ConfigError{Var: c.layoutNames("EPOCH"), Reason: fmt.Sprintf(
 			"%s is in the future (now %s): no second before it can be expressed, so no ID could be issued until then",
 			layout.Epoch.Format(time.RFC3339), now.UTC().Format(time.RFC3339))}
 	}
@@ -29,7 +29,7 @@ func (c Config) checkIssuable(now time.Time) error {
 	end := layout.RunwayEnd()
 	// The runway is the layout's (bits and epoch) business, but a horizon
 	// longer than any layout could reach is the warning's: name all three.
-	names := EnvPrefix + "_TIME_BITS/" + EnvPrefix + "_EPOCH"
+	names := c.layoutNames("TIME_BITS", "EPOCH")
 	switch {
 	case !end.After(now):
 		return &ConfigError{Var: names, Reason: fmt.Sprintf(
@@ -51,7 +51,7 @@ func (c Config) checkIssuable(now time.Time) error {
 func (c Config) checkGenerator() error {
 	gen, err := uidcore.NewCached(c.cachedOptions(probeClaim{}, nil))
 	if err != nil {
-		return &ConfigError{Var: EnvPrefix + "_SEQ_BITS/" + EnvPrefix + "_BOOST_POWER",
+		return &ConfigError{Var: c.layoutNames("SEQ_BITS") + "/" + EnvPrefix + "_BOOST_POWER",
 			Reason: fmt.Sprintf("the ring buffer refuses %d sequence bits with boost power %d: %s", c.SeqBits, c.BoostPower, readOnce(err))}
 	}
 	return gen.Close()

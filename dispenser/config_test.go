@@ -263,3 +263,43 @@ func TestBuildInfoFrom(t *testing.T) {
 		})
 	}
 }
+
+// DISPENSER_LAYOUT names the layout by preset or as T/W/S@epoch, instead
+// of the four separate variables, never together with one of them; the
+// refusals of a layout given this way name it.
+func TestLayoutByName(t *testing.T) {
+	for _, tc := range []struct {
+		value, want string
+	}{
+		{"default", uidcore.DefaultLayout().String()},
+		{"31/14/18", "31/14/18@2026-01-01T00:00:00Z"},
+		{"30/17/16@2020-06-01T00:00:00+02:00", "30/17/16@2020-05-31T22:00:00Z"},
+	} {
+		clearEnv(t)
+		t.Setenv("DISPENSER_LAYOUT", tc.value)
+		cfg, err := LoadConfig()
+		if err != nil || cfg.Layout().String() != tc.want {
+			t.Errorf("DISPENSER_LAYOUT=%s: %v, %v; want %s", tc.value, cfg.Layout(), err, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		env  []string
+		want string
+	}{
+		{[]string{"DISPENSER_LAYOUT=uidgenerator"}, "DISPENSER_LAYOUT: the time field of the layout 28/22/13@2016-05-19T16:00:00Z ran out at 2024-11-20T13:24:16Z"},
+		{[]string{"DISPENSER_LAYOUT=snowflake"}, `DISPENSER_LAYOUT: layout "snowflake"`},
+		{[]string{"DISPENSER_LAYOUT=31/16/17"}, "DISPENSER_LAYOUT: "},
+		{[]string{"DISPENSER_LAYOUT=31/16/16@2999-01-01T00:00:00Z"}, "DISPENSER_LAYOUT: 2999-01-01T00:00:00Z is in the future"},
+		{[]string{"DISPENSER_LAYOUT=default", "DISPENSER_EPOCH=2026-01-01T00:00:00Z"}, "DISPENSER_LAYOUT: set together with DISPENSER_EPOCH"},
+		{[]string{"DISPENSER_LAYOUT=31/8/24"}, "DISPENSER_LAYOUT/DISPENSER_BOOST_POWER"},
+	} {
+		clearEnv(t)
+		for _, kv := range tc.env {
+			k, v, _ := strings.Cut(kv, "=")
+			t.Setenv(k, v)
+		}
+		if _, err := LoadConfig(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v; want %q", tc.env, err, tc.want)
+		}
+	}
+}

@@ -29,7 +29,11 @@ func (c Config) checkFleet(stored workerid.Fleet) error {
 	mine := c.fleet()
 	var vars, diffs []string
 	if stored.Layout != mine.Layout {
-		vars = append(vars, layoutVars(stored.Layout, c.Layout())...)
+		if c.LayoutName != "" {
+			vars = append(vars, EnvPrefix+"_LAYOUT")
+		} else {
+			vars = append(vars, differingLayoutVars(stored.Layout, c.Layout())...)
+		}
 		diffs = append(diffs, fmt.Sprintf("layout %s, the fleet's is %s", mine.Layout, stored.Layout))
 	}
 	if stored.WorkerMode != mine.WorkerMode {
@@ -48,8 +52,9 @@ func (c Config) checkFleet(stored workerid.Fleet) error {
 		strings.Join(diffs, "; "), stored.Generation)}
 }
 
-// layoutVars names the variables of the layout fields that differ.
-func layoutVars(stored string, mine uidcore.Layout) []string {
+// differingLayoutVars names the variables of the layout fields that
+// differ.
+func differingLayoutVars(stored string, mine uidcore.Layout) []string {
 	old, err := uidcore.ParseLayout(stored)
 	if err != nil {
 		return []string{EnvPrefix + "_TIME_BITS/WORKER_BITS/SEQ_BITS/EPOCH"}

@@ -59,6 +59,7 @@ func TestEveryInvalidSettingStopsStartUpNamingIt(t *testing.T) {
 		"NATS_CONNECT_TIMEOUT":    {{"0s", nil}, {"soon", nil}},
 		"EMBEDDED_ADDR":           {{"localhost", nil}, {"127.0.0.1:70000", nil}},
 		"EMBEDDED_DATA_DIR":       {{garbage, nil}, {filepath.Join(garbage, "nats"), nil}},
+		"LAYOUT":                  {{"snowflake", nil}, {"uidgenerator", nil}, {"31/16/16", []string{"DISPENSER_TIME_BITS=31"}}},
 		"TIME_BITS":               {{"many", nil}, {"19", nil}},
 		"WORKER_BITS":             {{"-1", nil}, {"0", nil}},
 		"SEQ_BITS":                {{"0", nil}, {"17", nil}},
