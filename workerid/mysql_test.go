@@ -224,6 +224,12 @@ func TestMySQLSchema(t *testing.T) {
 	if got := columns("WORKER_NODE"); got != "" {
 		t.Errorf("a WORKER_NODE table exists although the names were configured: %s", got)
 	}
+	// The fleet record sits beside UidGenerator's table, which it leaves
+	// as it is (checked above).
+	const fleet = "ID tinyint(4) NO, GENERATION int(11) NO, LAYOUT varchar(64) NO, WORKER_MODE varchar(16) NO, SUBJECT_PREFIX varchar(255) NO, STARTS_AFTER bigint(20) NO, MODIFIED datetime(6) NO"
+	if got := columns("UID_FLEET"); got != fleet {
+		t.Errorf("UID_FLEET columns:\n got %s\nwant %s", got, fleet)
+	}
 
 	// schema.sql as an operator would run it.
 	ddl, err := os.ReadFile("schema.sql")
