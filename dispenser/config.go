@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"reflect"
 	"regexp"
 	"strings"
 	"time"
@@ -20,8 +21,9 @@ import (
 	"github.com/uid-dispenser/uid-dispenser/workerid/mysqlstore"
 )
 
-// EnvPrefix is the prefix of every configuration variable (envconfig
-// adds the underscore).
+// EnvPrefix is the prefix of every configuration variable (an underscore
+// joins it to a field's envconfig tag); variables without it are never
+// read.
 const EnvPrefix = "DISPENSER"
 
 // Config is a dispenser instance's configuration, read from the
@@ -36,11 +38,12 @@ type Config struct {
 	NATSTLSCA          string        `envconfig:"NATS_TLS_CA" desc:"PEM file of the CA(s) that signed the server certificate"`
 	NATSTLSCert        string        `envconfig:"NATS_TLS_CERT" desc:"PEM client certificate (with DISPENSER_NATS_TLS_KEY)"`
 	NATSTLSKey         string        `envconfig:"NATS_TLS_KEY" desc:"PEM key of the client certificate"`
-	NATSConnectTimeout time.Duration `envconfig:"NATS_CONNECT_TIMEOUT" default:"5s" desc:"how long start-up waits for NATS before it fails"`
+	NATSConnectTimeout time.Duration `envconfig:"NATS_CONNECT_TIMEOUT" default:"5s" desc:"how long start-up waits for a NATS server to listen (retrying with back-off) before it fails"`
 
 	EmbeddedAddr    string `envconfig:"EMBEDDED_ADDR" default:"127.0.0.1:4222" desc:"with no DISPENSER_NATS_URL: where to look for a NATS server, and where to start the embedded one when none listens"`
 	EmbeddedDataDir string `envconfig:"EMBEDDED_DATA_DIR" desc:"JetStream directory of the embedded server (default: <user cache dir>/uid-dispenser/nats, else ./data/nats)"`
 
+	LayoutName string    `envconfig:"LAYOUT" desc:"the ID layout by name: default, uidgenerator (for reading old IDs; it can no longer issue any), or time/worker/sequence bits such as 31/16/16, optionally @ an RFC 3339 epoch; set instead of DISPENSER_TIME_BITS, _WORKER_BITS, _SEQ_BITS and DISPENSER_EPOCH"`
 	TimeBits   uint      `envconfig:"TIME_BITS" default:"31" desc:"bits of delta seconds in an ID (time+worker+seq bits = 63)"`
 	WorkerBits uint      `envconfig:"WORKER_BITS" default:"10" desc:"bits of worker ID (2^bits worker IDs; an instance holds one per lane)"`
 	SeqBits    uint      `envconfig:"SEQ_BITS" default:"22" desc:"bits of sequence per second (2^bits IDs per second per worker ID, a lane, at wall-clock pace)"`
@@ -87,14 +90,63 @@ func (e *ConfigError) Error() string { return e.Var + ": " + e.Reason }
 // it. Errors name the variable.
 func LoadConfig() (Config, error) {
 	var cfg Config
-	if err := envconfig.Process(EnvPrefix, &cfg); err != nil {
+	if err := processEnv(&cfg); err != nil {
 		var pe *envconfig.ParseError
 		if errors.As(err, &pe) {
 			return Config{}, &ConfigError{Var: pe.KeyName, Reason: fmt.Sprintf("%q is not a valid %s: %v", pe.Value, pe.TypeName, pe.Err)}
 		}
 		return Config{}, err
 	}
+	if err := cfg.applyLayoutName(); err != nil {
+		return Config{}, err
+	}
 	return cfg, cfg.Validate()
+}
+
+// processEnv is envconfig.Process(EnvPrefix, cfg) without envconfig's
+// fallback to a variable's unprefixed name (it reads the tag MYSQL_DSN
+// from MYSQL_DSN when DISPENSER_MYSQL_DSN is unset), through which a
+// MYSQL_DSN or LOG_LEVEL meant for another program in the same container
+// would configure the dispenser. envconfig skips the fallback when a tag
+// is the whole name, so the leaf fields are processed as one flat struct
+// whose tags carry the prefix, then copied back: the same parsing, the
+// same defaults, only DISPENSER_* read.
+func processEnv(cfg *Config) error {
+	var (
+		leaves []reflect.Value
+		fields []reflect.StructField
+	)
+	var collect func(v reflect.Value) error
+	collect = func(v reflect.Value) error {
+		for i := range v.NumField() {
+			f := v.Type().Field(i)
+			if f.Anonymous {
+				if err := collect(v.Field(i)); err != nil {
+					return err
+				}
+				continue
+			}
+			name, ok := f.Tag.Lookup("envconfig")
+			if !ok || name == "" {
+				return fmt.Errorf("dispenser: configuration field %s has no envconfig tag", f.Name)
+			}
+			tag := strings.Replace(string(f.Tag), `envconfig:"`+name+`"`, `envconfig:"`+EnvPrefix+"_"+name+`"`, 1)
+			leaves = append(leaves, v.Field(i))
+			fields = append(fields, reflect.StructField{Name: fmt.Sprintf("F%d", len(fields)), Type: f.Type, Tag: reflect.StructTag(tag)})
+		}
+		return nil
+	}
+	if err := collect(reflect.ValueOf(cfg).Elem()); err != nil {
+		return err
+	}
+	flat := reflect.New(reflect.StructOf(fields))
+	if err := envconfig.Process("", flat.Interface()); err != nil {
+		return err
+	}
+	for i, leaf := range leaves {
+		leaf.Set(flat.Elem().Field(i))
+	}
+	return nil
 }
 
 // DefaultConfig is the configuration with every default, as LoadConfig
@@ -149,11 +201,24 @@ func (c Config) Validate() error {
 	bad := func(name, format string, args ...any) error {
 		return &ConfigError{Var: EnvPrefix + "_" + name, Reason: fmt.Sprintf(format, args...)}
 	}
+	if c.LayoutName != "" {
+		l, err := uidcore.ParseLayout(c.LayoutName)
+		if err != nil {
+			return bad("LAYOUT", "%s", readOnce(err))
+		}
+		if l.String() != c.Layout().String() {
+			// Only a Go caller can get here: LoadConfig sets both.
+			return bad("LAYOUT", "%s, but the layout fields say %s: set them from it (LoadConfig does)", l, c.Layout())
+		}
+	}
 	if err := c.Layout().Validate(); err != nil {
 		le, _ := err.(*uidcore.LayoutError)
 		name := map[string]string{"TimeBits": "TIME_BITS", "WorkerBits": "WORKER_BITS", "SeqBits": "SEQ_BITS", "Epoch": "EPOCH"}[le.Field]
 		if name == "" {
 			name = "TIME_BITS/WORKER_BITS/SEQ_BITS"
+		}
+		if c.LayoutName != "" {
+			name = "LAYOUT"
 		}
 		return bad(name, "%s", le.Reason)
 	}
@@ -198,6 +263,9 @@ func (c Config) Validate() error {
 	if _, err := telemetry.ParseRunway(c.RunwayWarning); err != nil {
 		return bad("RUNWAY_WARNING", "%v", err)
 	}
+	if err := c.checkIssuable(time.Now()); err != nil {
+		return err
+	}
 	// Blocks settings are checked also while blocks are off: a bad value
 	// should not wait to stop an instance until someone turns them on.
 	blocks := c.BlocksConfig
@@ -209,6 +277,41 @@ func (c Config) Validate() error {
 		return err
 	}
 	return mysqlstore.Validate(c.Config)
+}
+
+// layoutVars are the variables DISPENSER_LAYOUT stands for.
+var layoutVars = []string{"TIME_BITS", "WORKER_BITS", "SEQ_BITS", "EPOCH"}
+
+// applyLayoutName sets the layout fields from DISPENSER_LAYOUT. It is
+// one way to say the layout or the other: set together with one of the
+// separate variables it is refused rather than one silently winning.
+func (c *Config) applyLayoutName() error {
+	if c.LayoutName == "" {
+		return nil
+	}
+	for _, v := range layoutVars {
+		if _, set := os.LookupEnv(EnvPrefix + "_" + v); set {
+			return &ConfigError{Var: EnvPrefix + "_LAYOUT", Reason: fmt.Sprintf("set together with %s_%s: say the layout one way", EnvPrefix, v)}
+		}
+	}
+	l, err := uidcore.ParseLayout(c.LayoutName)
+	if err != nil {
+		return &ConfigError{Var: EnvPrefix + "_LAYOUT", Reason: readOnce(err)}
+	}
+	c.TimeBits, c.WorkerBits, c.SeqBits, c.Epoch = l.TimeBits, l.WorkerBits, l.SeqBits, l.Epoch
+	return nil
+}
+
+// layoutNames is how errors name the layout's variables: DISPENSER_LAYOUT
+// when the layout was given by it, else the separate variables.
+func (c Config) layoutNames(vars ...string) string {
+	if c.LayoutName != "" {
+		return EnvPrefix + "_LAYOUT"
+	}
+	for i, v := range vars {
+		vars[i] = EnvPrefix + "_" + v
+	}
+	return strings.Join(vars, "/")
 }
 
 func validPrefix(p string) bool {

@@ -28,6 +28,15 @@ func FuzzLoadConfig(f *testing.F) {
 	f.Add(uint8(index(names, "NATS_PASSWORD")), "hunter2", uint8(index(names, "MAX_BATCH")), "5")
 	f.Add(uint8(index(names, "MYSQL_DSN")), "root:hunter2@tcp(127.0.0.1:3306)/uids", uint8(index(names, "WORKER_MODE")), "disposable")
 	f.Add(uint8(index(names, "BLOCKS_ENABLED")), "true", uint8(index(names, "BLOCKS_BLOCK_SIZE")), "200000")
+	// Layouts and rings the generator could not issue IDs with.
+	f.Add(uint8(index(names, "TIME_BITS")), "20", uint8(index(names, "WORKER_BITS")), "27")
+	f.Add(uint8(index(names, "WORKER_BITS")), "8", uint8(index(names, "SEQ_BITS")), "24")
+	f.Add(uint8(index(names, "EPOCH")), "2999-01-01T00:00:00Z", uint8(index(names, "RUNWAY_WARNING")), "0")
+	f.Add(uint8(index(names, "EPOCH")), "1990-01-01T00:00:00Z", uint8(index(names, "TIME_BITS")), "30")
+	f.Add(uint8(index(names, "BOOST_POWER")), "9", uint8(index(names, "RUNWAY_WARNING")), "100y")
+	f.Add(uint8(index(names, "LAYOUT")), "uidgenerator", uint8(index(names, "RUNWAY_WARNING")), "0")
+	f.Add(uint8(index(names, "LAYOUT")), "28/22/13@2016-05-20T00:00:00+08:00", uint8(index(names, "EPOCH")), "2026-01-01T00:00:00Z")
+	f.Add(uint8(index(names, "LAYOUT")), "31/8/24", uint8(index(names, "BOOST_POWER")), "0")
 
 	f.Fuzz(func(t *testing.T, i uint8, v string, j uint8, w string) {
 		if strings.ContainsRune(v+w, 0) {

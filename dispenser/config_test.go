@@ -5,10 +5,12 @@ import (
 	"errors"
 	"os"
 	"reflect"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
 )
 
@@ -62,7 +64,7 @@ func TestLoadConfigReadsVariables(t *testing.T) {
 	t.Setenv("DISPENSER_NATS_URL", "nats://a:4222,nats://b:4222")
 	t.Setenv("DISPENSER_TIME_BITS", "30")
 	t.Setenv("DISPENSER_WORKER_BITS", "11")
-	t.Setenv("DISPENSER_EPOCH", "2030-06-01T00:00:00+02:00")
+	t.Setenv("DISPENSER_EPOCH", "2020-06-01T00:00:00+02:00")
 	t.Setenv("DISPENSER_MAX_AHEAD", "-1s")
 	t.Setenv("DISPENSER_WORKER_MODE", "disposable")
 	cfg, err := LoadConfig()
@@ -72,7 +74,7 @@ func TestLoadConfigReadsVariables(t *testing.T) {
 	if cfg.NATSURL != "nats://a:4222,nats://b:4222" || cfg.TimeBits != 30 || cfg.WorkerBits != 11 || cfg.MaxAhead != -time.Second || cfg.WorkerMode != workerid.ModeDisposable {
 		t.Fatalf("%+v", cfg)
 	}
-	if got := cfg.Layout().String(); got != "30/11/22@2030-05-31T22:00:00Z" {
+	if got := cfg.Layout().String(); got != "30/11/22@2020-05-31T22:00:00Z" {
 		t.Fatalf("layout %s", got)
 	}
 	if opts := cfg.cachedOptions(nil, nil, nil); opts.MaxAhead >= 0 {
@@ -91,6 +93,9 @@ func TestInvalidValuesNameTheVariable(t *testing.T) {
 		{"DISPENSER_MAX_AHEAD", "0s", "DISPENSER_MAX_AHEAD"},
 		{"DISPENSER_TAKE_WAIT", "soon", "DISPENSER_TAKE_WAIT"},
 		{"DISPENSER_BOOST_POWER", "30", "DISPENSER_BOOST_POWER"},
+		{"DISPENSER_BOOST_POWER", "9", "DISPENSER_BOOST_POWER"},
+		{"DISPENSER_EPOCH", "2999-01-01T00:00:00Z", "DISPENSER_EPOCH"},
+		{"DISPENSER_RUNWAY_WARNING", "69y", "DISPENSER_RUNWAY_WARNING"},
 		{"DISPENSER_PADDING_FACTOR", "101", "DISPENSER_PADDING_FACTOR"},
 		{"DISPENSER_QUEUE_GROUP", "a b", "DISPENSER_QUEUE_GROUP"},
 		{"DISPENSER_SUBJECT_PREFIX", "uid.>", "DISPENSER_SUBJECT_PREFIX"},
@@ -154,5 +159,147 @@ func TestUsageListsEveryVariableWithItsDefault(t *testing.T) {
 	check(reflect.TypeFor[Config]())
 	if !strings.Contains(out, "DISPENSER_MYSQL_DSN") || !strings.Contains(out, "DISPENSER_NATS_URL") {
 		t.Fatalf("usage:\n%s", out)
+	}
+}
+
+// Every layout the generator cannot issue IDs with for the runway-warning
+// horizon is refused by Validate, naming the variables, at the edges as
+// well: a runway one second shorter than the horizon is refused, one a
+// minute longer passes.
+func TestValidateRefusesLayoutsThatCannotIssue(t *testing.T) {
+	now := time.Now()
+	withLayout := func(timeBits, workerBits, seqBits uint, epoch time.Time, warning string) Config {
+		c := DefaultConfig()
+		c.TimeBits, c.WorkerBits, c.SeqBits, c.Epoch, c.RunwayWarning = timeBits, workerBits, seqBits, epoch, warning
+		return c
+	}
+	// An epoch that leaves exactly d of runway to the 30/17/16 layout.
+	epochLeaving := func(d time.Duration) time.Time {
+		l := withLayout(30, 17, 16, uidcore.DefaultEpoch, "1y").Layout()
+		return now.Add(d).Add(-time.Duration(l.MaxDelta()+1) * time.Second).Truncate(time.Second)
+	}
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want string // "" when valid
+	}{
+		{"default", DefaultConfig(), ""},
+		{"epoch a minute ahead", withLayout(31, 16, 16, now.Add(time.Minute), "1y"), "DISPENSER_EPOCH: "},
+		{"epoch now", withLayout(31, 16, 16, now.Add(-time.Second), "1y"), ""},
+		{"20/27/16 from 2026", withLayout(20, 27, 16, uidcore.DefaultEpoch, "1y"), "ran out at 2026-01-13T03:16:16Z"},
+		{"UidGenerator's", withLayout(28, 22, 13, uidcore.UidGeneratorLayout().Epoch, "1y"), "ran out at 2024-11-20T13:24:16Z"},
+		{"UidGenerator's, no warning", withLayout(28, 22, 13, uidcore.UidGeneratorLayout().Epoch, "0"), "ran out"},
+		{"runway seconds short of the horizon", withLayout(30, 17, 16, epochLeaving(24*time.Hour-2*time.Second), "1d"), "within DISPENSER_RUNWAY_WARNING=1d"},
+		{"runway a minute beyond the horizon", withLayout(30, 17, 16, epochLeaving(24*time.Hour+time.Minute), "1d"), ""},
+		{"ring 65536<<9", func() Config { c := DefaultConfig(); c.BoostPower = 9; return c }(), "DISPENSER_SEQ_BITS/DISPENSER_BOOST_POWER"},
+		{"ring 65536<<8", func() Config { c := DefaultConfig(); c.BoostPower = 8; return c }(), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.cfg.Validate()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("err = %v, want it to say %q", err, tc.want)
+			case err != nil && strings.Contains(err.Error(), "uidcore:"):
+				t.Fatalf("err %q repeats a package prefix", err)
+			}
+		})
+	}
+}
+
+// Variables meant for other programs in the same container, under the
+// unprefixed names envconfig would fall back to, change nothing: the
+// configuration is the default one. The prefixed names still count.
+func TestUnprefixedVariablesAreIgnored(t *testing.T) {
+	clearEnv(t)
+	for name, value := range map[string]string{
+		"MYSQL_DSN": "root:hunter2@tcp(127.0.0.1:1)/other", "LOG_LEVEL": "debug", "NATS_URL": "nats://elsewhere:4222",
+		"EPOCH": "not a time", "WORKER_MODE": "disposable", "MAX_BATCH": "7", "BLOCKS_ENABLED": "true",
+	} {
+		t.Setenv(name, value)
+	}
+	cfg, err := LoadConfig()
+	if err != nil {
+		t.Fatalf("LoadConfig read an unprefixed variable: %v", err)
+	}
+	want := DefaultConfig()
+	if cfg.MySQLDSN != "" || cfg.LogLevel != want.LogLevel || cfg.NATSURL != "" || !cfg.Epoch.Equal(want.Epoch) ||
+		cfg.WorkerMode != want.WorkerMode || cfg.MaxBatch != want.MaxBatch || cfg.BlocksEnabled {
+		t.Fatalf("unprefixed variables changed the configuration: %+v", cfg)
+	}
+	t.Setenv("DISPENSER_LOG_LEVEL", "debug")
+	t.Setenv("DISPENSER_BLOCKS_ENABLED", "true")
+	if cfg, err = LoadConfig(); err != nil || cfg.LogLevel != "debug" || !cfg.BlocksEnabled {
+		t.Fatalf("prefixed variables: %v %+v", err, cfg)
+	}
+}
+
+func TestBuildInfoFrom(t *testing.T) {
+	vcs := func(rev, modified string) []debug.BuildSetting {
+		return []debug.BuildSetting{{Key: "vcs.revision", Value: rev}, {Key: "vcs.modified", Value: modified}}
+	}
+	for _, tc := range []struct {
+		name    string
+		info    *debug.BuildInfo
+		version string
+		commit  string
+	}{
+		{"no build info", nil, "1.0.0", ""},
+		{"work tree without VCS", &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "(devel)"}}, "1.0.0", ""},
+		{"work tree", &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "(devel)"}, Settings: vcs("0123456789abcdef0123", "false")}, "1.0.0+0123456789ab", "0123456789abcdef0123"},
+		{"modified work tree", &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "(devel)"}, Settings: vcs("0123456789abcdef0123", "true")}, "1.0.0+0123456789ab.dirty", "0123456789abcdef0123"},
+		{"module version", &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "v1.4.2"}}, "1.4.2", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := buildInfoFrom(tc.info)
+			if b.Version != tc.version || b.Commit != tc.commit {
+				t.Fatalf("%+v, want version %q commit %q", b, tc.version, tc.commit)
+			}
+			out := b.String()
+			if !strings.HasPrefix(out, "dispenser "+tc.version+"\n") || tc.info != nil && !strings.Contains(out, tc.info.GoVersion) {
+				t.Fatalf("-version output %q", out)
+			}
+		})
+	}
+}
+
+// DISPENSER_LAYOUT names the layout by preset or as T/W/S@epoch, instead
+// of the four separate variables, never together with one of them; the
+// refusals of a layout given this way name it.
+func TestLayoutByName(t *testing.T) {
+	for _, tc := range []struct {
+		value, want string
+	}{
+		{"default", uidcore.DefaultLayout().String()},
+		{"31/14/18", "31/14/18@2026-01-01T00:00:00Z"},
+		{"30/17/16@2020-06-01T00:00:00+02:00", "30/17/16@2020-05-31T22:00:00Z"},
+	} {
+		clearEnv(t)
+		t.Setenv("DISPENSER_LAYOUT", tc.value)
+		cfg, err := LoadConfig()
+		if err != nil || cfg.Layout().String() != tc.want {
+			t.Errorf("DISPENSER_LAYOUT=%s: %v, %v; want %s", tc.value, cfg.Layout(), err, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		env  []string
+		want string
+	}{
+		{[]string{"DISPENSER_LAYOUT=uidgenerator"}, "DISPENSER_LAYOUT: the time field of the layout 28/22/13@2016-05-19T16:00:00Z ran out at 2024-11-20T13:24:16Z"},
+		{[]string{"DISPENSER_LAYOUT=snowflake"}, `DISPENSER_LAYOUT: layout "snowflake"`},
+		{[]string{"DISPENSER_LAYOUT=31/16/17"}, "DISPENSER_LAYOUT: "},
+		{[]string{"DISPENSER_LAYOUT=31/16/16@2999-01-01T00:00:00Z"}, "DISPENSER_LAYOUT: 2999-01-01T00:00:00Z is in the future"},
+		{[]string{"DISPENSER_LAYOUT=default", "DISPENSER_EPOCH=2026-01-01T00:00:00Z"}, "DISPENSER_LAYOUT: set together with DISPENSER_EPOCH"},
+		{[]string{"DISPENSER_LAYOUT=31/8/24"}, "DISPENSER_LAYOUT/DISPENSER_BOOST_POWER"},
+	} {
+		clearEnv(t)
+		for _, kv := range tc.env {
+			k, v, _ := strings.Cut(kv, "=")
+			t.Setenv(k, v)
+		}
+		if _, err := LoadConfig(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v; want %q", tc.env, err, tc.want)
+		}
 	}
 }

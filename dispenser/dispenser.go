@@ -90,33 +90,14 @@ func Start(ctx context.Context, cfg Config, opts ...Option) (_ *Dispenser, err e
 		}
 	}()
 
-	url := cfg.NATSURL
-	if url == "" {
-		var emb *natsio.Embedded
-		url, emb, err = natsio.LocalServer(ctx, natsio.EmbeddedConfig{Addr: cfg.EmbeddedAddr, StoreDir: cfg.EmbeddedDataDir, Logger: d.log})
-		if err != nil {
-			return nil, fmt.Errorf("dispenser: no DISPENSER_NATS_URL and no local NATS server: %w", err)
-		}
-		if emb != nil {
-			d.embedded = emb
-			cleanup = append(cleanup, emb.Shutdown)
-			d.log.Info("started embedded nats-server with JetStream", "url", url, "data_dir", dataDirOrDefault(cfg.EmbeddedDataDir))
-		} else {
-			d.log.Info("using the NATS server already listening", "url", url)
-		}
-	}
-	d.url = natsio.RedactURL(url)
-
-	connectCtx, cancel := context.WithTimeout(ctx, cfg.NATSConnectTimeout)
-	defer cancel()
-	d.svcNC, err = natsio.Connect(connectCtx, cfg.connConfig(url, "uid-dispenser", d.log))
+	url, closeNATS, err := d.connectNATS(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("dispenser: %w", err)
+		return nil, err
 	}
-	cleanup = append(cleanup, func() { d.svcNC.Close() })
+	cleanup = append(cleanup, closeNATS)
 
 	if d.assigner == nil {
-		// ctx, not connectCtx: the store is waited for up to its own
+		// ctx, not the NATS connect timeout: the store is waited for up to its own
 		// DISPENSER_STORE_STARTUP_DEADLINE.
 		closeAssigner, err := d.openAssigner(ctx, url)
 		if err != nil {
@@ -125,6 +106,9 @@ func Start(ctx context.Context, cfg Config, opts ...Option) (_ *Dispenser, err e
 		cleanup = append(cleanup, closeAssigner)
 	}
 
+	if err := d.joinFleet(ctx); err != nil {
+		return nil, err
+	}
 	claim, err := d.assigner.Claim(ctx, cfg.Layout())
 	if err != nil {
 		return nil, fmt.Errorf("dispenser: claim a worker ID: %w", err)
@@ -148,6 +132,7 @@ func Start(ctx context.Context, cfg Config, opts ...Option) (_ *Dispenser, err e
 		QueueGroup:    cfg.QueueGroup,
 		SubjectPrefix: cfg.SubjectPrefix,
 		MaxBatch:      cfg.MaxBatch,
+		Version:       Build().Version,
 		Logger:        d.log,
 		ClaimStatus:   d.claimStatus,
 	})
@@ -183,6 +168,49 @@ func Start(ctx context.Context, cfg Config, opts ...Option) (_ *Dispenser, err e
 	return d, nil
 }
 
+// connectNATS reaches NATS (the configured server, or the local one,
+// started embedded when none listens), connects the service's connection
+// and returns the URL and how to close what it opened.
+func (d *Dispenser) connectNATS(ctx context.Context) (url string, _ func(), err error) {
+	var cleanup []func()
+	closeAll := func() {
+		for i := len(cleanup) - 1; i >= 0; i-- {
+			cleanup[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			closeAll()
+		}
+	}()
+	url = d.cfg.NATSURL
+	if url == "" {
+		var emb *natsio.Embedded
+		url, emb, err = natsio.LocalServer(ctx, natsio.EmbeddedConfig{Addr: d.cfg.EmbeddedAddr, StoreDir: d.cfg.EmbeddedDataDir, Logger: d.log})
+		if err != nil {
+			return "", nil, fmt.Errorf("dispenser: no DISPENSER_NATS_URL and no local NATS server: %w", err)
+		}
+		if emb != nil {
+			d.embedded = emb
+			cleanup = append(cleanup, emb.Shutdown)
+			d.log.Info("started embedded nats-server with JetStream", "url", url, "data_dir", dataDirOrDefault(d.cfg.EmbeddedDataDir))
+		} else {
+			d.log.Info("using the NATS server already listening", "url", url)
+		}
+	}
+	d.url = natsio.RedactURL(url)
+
+	connectCtx, cancel := context.WithTimeout(ctx, d.cfg.NATSConnectTimeout)
+	defer cancel()
+	// Waited for like the store: NATS may come up after the dispenser.
+	d.svcNC, err = natsio.ConnectWaiting(connectCtx, d.cfg.connConfig(url, "uid-dispenser", d.log))
+	if err != nil {
+		return "", nil, fmt.Errorf("dispenser: %w", err)
+	}
+	cleanup = append(cleanup, func() { d.svcNC.Close() })
+	return url, closeAll, nil
+}
+
 // openAssigner sets up the configured worker-ID store and returns how to
 // close it.
 func (d *Dispenser) openAssigner(ctx context.Context, url string) (func(), error) {
@@ -199,7 +227,7 @@ func (d *Dispenser) openAssigner(ctx context.Context, url string) (func(), error
 	// drained at shutdown while the lease is still released over NATS.
 	connectCtx, cancel := context.WithTimeout(ctx, d.cfg.NATSConnectTimeout)
 	defer cancel()
-	conn, err := natsio.Connect(connectCtx, d.cfg.connConfig(url, "uid-dispenser worker claim", d.log))
+	conn, err := natsio.ConnectWaiting(connectCtx, d.cfg.connConfig(url, "uid-dispenser worker claim", d.log))
 	if err != nil {
 		return nil, fmt.Errorf("dispenser: %w", err)
 	}

@@ -264,6 +264,7 @@ func TestZeroConfigStartsEmbeddedNATSAndClaimsThroughKV(t *testing.T) {
 
 func TestStartFailsFastOnWrongNATS(t *testing.T) {
 	cfg := testConfig("nats://"+freeAddr(t), "")
+	cfg.NATSConnectTimeout = time.Second // waited for up to this long
 	start := time.Now()
 	_, err := Start(context.Background(), cfg, WithLogger(testLogger()))
 	if err == nil || !strings.Contains(err.Error(), cfg.NATSURL) || time.Since(start) > 3*time.Second {

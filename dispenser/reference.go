@@ -12,8 +12,10 @@ const referenceFormat = `# Configuration reference
 
 Generated from the dispenser's configuration by ` + "`make docs`" + `; a test keeps it
 current. ` + "`dispenser -h`" + ` prints the same list. An invalid value stops start-up
-with a message naming the variable. The OpenTelemetry exporters also follow
-the standard ` + "`OTEL_*`" + ` variables (see the README's Observability section).
+with a message naming the variable, and so does a configuration that could
+not issue IDs for ` + "`DISPENSER_RUNWAY_WARNING`" + `. Only these variables are read
+(never their names without the prefix); the OpenTelemetry exporters also
+follow the standard ` + "`OTEL_*`" + ` variables (see the README's Observability section).
 
 | variable | type | default | meaning |
 |---|---|---|---|

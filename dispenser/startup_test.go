@@ -1,13 +1,19 @@
 package dispenser
 
 import (
+	"context"
+	"fmt"
 	"io"
+	"log/slog"
 	"net"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 )
@@ -91,5 +97,66 @@ func TestStartWaitsForTheStoreUpToItsOwnDeadline(t *testing.T) {
 	checkDistinct(t, ids)
 	if shares := workers(ids); shares[d.WorkerID()] != len(ids) {
 		t.Fatalf("IDs per worker %v: want all from %d", shares, d.WorkerID())
+	}
+}
+
+// NATS that comes up during start-up (a container started before it) is
+// waited for up to DISPENSER_NATS_CONNECT_TIMEOUT, each failed attempt
+// logged once at info, and the instance then serves: the server here
+// starts on a fixed port about two seconds after the dispenser.
+func TestStartWaitsForNATS(t *testing.T) {
+	addr := freeAddr(t)
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig("nats://"+addr, "")
+	cfg.NATSConnectTimeout = 20 * time.Second
+	var log testenv.LogBuffer
+	started := make(chan error, 1)
+	var d *Dispenser
+	go func() {
+		var err error
+		d, err = Start(context.Background(), cfg, WithLogger(log.Logger(slog.LevelInfo)))
+		started <- err
+	}()
+	// Five failed attempts back off 100+200+400+800 ms: about 1.5 s.
+	waitForLog(t, &log, "attempt=5")
+	select {
+	case err := <-started:
+		t.Fatalf("Start returned before NATS was up: %v", err)
+	default:
+	}
+	p, _ := strconv.Atoi(port)
+	url := testenv.NATS(t, &server.Options{Host: host, Port: p}).ClientURL()
+	if err := <-started; err != nil {
+		t.Fatalf("Start after NATS came up: %v\n%s", err, log.String())
+	}
+	t.Cleanup(func() { shutdown(t, d) })
+	checkDistinct(t, collect(t, client(t, url), 2, 200, nil))
+	for i := 1; i <= 5; i++ {
+		line := fmt.Sprintf("attempt=%d ", i)
+		if n := strings.Count(log.String(), line); n != 1 {
+			t.Errorf("%q logged %d times, want once:\n%s", line, n, log.String())
+		}
+	}
+	if !strings.Contains(log.String(), `level=INFO msg="NATS not reachable yet; retrying"`) {
+		t.Errorf("the attempts are not logged at info:\n%s", log.String())
+	}
+}
+
+// A server that never comes up fails start-up at the connect timeout,
+// naming the URL and how often it was tried.
+func TestStartGivesUpOnNATSAtTheConnectTimeout(t *testing.T) {
+	cfg := testConfig("nats://"+freeAddr(t), "")
+	cfg.NATSConnectTimeout = 1500 * time.Millisecond
+	began := time.Now()
+	_, err := Start(context.Background(), cfg, WithLogger(testLogger()))
+	took := time.Since(began)
+	if err == nil || !strings.Contains(err.Error(), cfg.NATSURL) || !strings.Contains(err.Error(), "attempts in") {
+		t.Fatalf("err = %v", err)
+	}
+	if took < cfg.NATSConnectTimeout-100*time.Millisecond || took > cfg.NATSConnectTimeout+time.Second {
+		t.Fatalf("gave up after %v, want about %v", took, cfg.NATSConnectTimeout)
 	}
 }

@@ -42,10 +42,11 @@ func (d *Dispenser) startTelemetry(ctx context.Context, given *telemetry.Telemet
 			return fmt.Errorf("dispenser: %s_RUNWAY_WARNING: %w", EnvPrefix, err)
 		}
 		d.telemetry.tel, err = telemetry.Setup(ctx, telemetry.Config{
-			WorkerID:      &workerID,
-			MetricsAddr:   d.cfg.MetricsAddr,
-			RunwayWarning: threshold,
-			Logger:        d.log,
+			WorkerID:       &workerID,
+			ServiceVersion: Build().Version,
+			MetricsAddr:    d.cfg.MetricsAddr,
+			RunwayWarning:  threshold,
+			Logger:         d.log,
 		})
 		if err != nil {
 			return fmt.Errorf("dispenser: %w", err)
@@ -103,8 +104,9 @@ func (d *Dispenser) newGenerator(claim uidcore.Claim) (*uidcore.CachedGenerator,
 	return gen, err
 }
 
-// ready backs /readyz: the instance has started, is not shutting down and
-// holds a valid worker claim.
+// ready backs /readyz: the instance has started, is not shutting down,
+// holds a valid worker claim and can issue an ID now: the time field has
+// seconds left and the ring is not empty at its end.
 func (d *Dispenser) ready() error {
 	if !d.telemetry.serving.Load() {
 		return errNotServing
@@ -114,7 +116,31 @@ func (d *Dispenser) ready() error {
 		return errNotServing
 	default:
 	}
-	return d.claimStatus()
+	if err := d.claimStatus(); err != nil {
+		return err
+	}
+	return d.canIssue(time.Now())
+}
+
+// canIssue says why no ID can be issued at now, or nil. Only a bound that
+// lasts counts: a ring drained under load (at the ahead-of-clock bound)
+// refills within a second, and marking the instance unready for that
+// would push its share onto peers that are just as loaded.
+func (d *Dispenser) canIssue(now time.Time) error {
+	layout := d.cfg.Layout()
+	if end := layout.RunwayEnd(); !now.Before(end) {
+		return fmt.Errorf("the layout's time field ran out at %s", end.Format(time.RFC3339))
+	}
+	d.mu.Lock()
+	gen := d.gen
+	d.mu.Unlock()
+	if gen == nil {
+		return errNotServing
+	}
+	if st := gen.State(); st.Available == 0 && st.LogicalSecond > layout.LastSecond() {
+		return fmt.Errorf("the ring is empty and padding has reached the time field's end (%s)", layout.RunwayEnd().Format(time.RFC3339))
+	}
+	return nil
 }
 
 // leaseLeft is the time left on a leased worker claim.

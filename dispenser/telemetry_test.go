@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -147,6 +148,21 @@ func TestMetricsServerFromConfig(t *testing.T) {
 			t.Errorf("%s: %d %v\n%s", path, code, err, body)
 		}
 	}
+	// Before any request or rejection, the counters that may stay at zero
+	// are there at zero, every reason and outcome.
+	_, body, _ := telemetrytest.HTTPGet(base + "/metrics")
+	for _, series := range []string{
+		`uid_take_rejections_total\{[^}]*reason="empty"[^}]*\} 0`,
+		`uid_take_rejections_total\{[^}]*reason="claim_lost"[^}]*\} 0`,
+		`uid_put_rejections_total\{[^}]*reason="time_exhausted"[^}]*\} 0`,
+		`uid_put_rejections_total\{[^}]*reason="ahead_of_clock_bound"[^}]*\} 0`,
+		`uid_requests_total\{[^}]*outcome="unavailable"[^}]*\} 0`,
+		`uid_requests_total\{[^}]*outcome="internal"[^}]*\} 0`,
+	} {
+		if !regexp.MustCompile(`(?m)^` + series + `$`).MatchString(body) {
+			t.Errorf("/metrics lacks %s before the first event", series)
+		}
+	}
 	shutdown(t, d)
 	if _, _, err := telemetrytest.HTTPGet(base + "/healthz"); err == nil {
 		t.Error("/healthz still answers after shutdown")
@@ -165,5 +181,21 @@ func TestTelemetryConfig(t *testing.T) {
 	var ce *ConfigError
 	if !errors.As(err, &ce) || ce.Var != "DISPENSER_RUNWAY_WARNING" {
 		t.Fatalf("bad runway warning: %v, want a ConfigError naming DISPENSER_RUNWAY_WARNING", err)
+	}
+}
+
+// Readiness needs time left on the layout: the same instance that can
+// issue IDs now could not at its runway's end.
+func TestReadinessNeedsTimeLeft(t *testing.T) {
+	d := start(t, testConfig(testenv.NATS(t, nil).ClientURL(), ""))
+	if err := d.ready(); err != nil {
+		t.Fatalf("not ready while serving: %v", err)
+	}
+	end := d.cfg.Layout().RunwayEnd()
+	if err := d.canIssue(end.Add(-time.Second)); err != nil {
+		t.Fatalf("not issuable in the last second of the runway: %v", err)
+	}
+	if err := d.canIssue(end); err == nil || !strings.Contains(err.Error(), "ran out") {
+		t.Fatalf("at the runway's end: %v, want ran out", err)
 	}
 }

@@ -215,3 +215,52 @@ func RedactURL(raw string) string {
 	}
 	return strings.Join(parts, ",")
 }
+
+// ConnectWaiting connects like Connect, but while no server answers (none
+// listening yet: a container that starts before NATS) it tries again with
+// back-off until ctx ends, logging each failed attempt once at info. A
+// server that answers and refuses (credentials, TLS) fails at once: that
+// does not get better by waiting.
+func ConnectWaiting(ctx context.Context, cfg ConnConfig) (*Conn, error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	began := time.Now()
+	backoff := 100 * time.Millisecond
+	var last error // the last "no servers" failure
+	giveUp := func(attempts int, err error) error {
+		if last == nil {
+			return err
+		}
+		return fmt.Errorf("%w (%d attempts in %s)", last, attempts, time.Since(began).Round(time.Millisecond))
+	}
+	for attempt := 1; ; attempt++ {
+		c, err := Connect(ctx, cfg)
+		switch {
+		case err == nil:
+			return c, nil
+		case ctx.Err() != nil:
+			return nil, giveUp(attempt-1, err)
+		case !errors.Is(err, nats.ErrNoServers):
+			return nil, err
+		}
+		last = err
+		wait := backoff
+		if deadline, ok := ctx.Deadline(); ok {
+			wait = min(wait, time.Until(deadline))
+		}
+		if wait <= 0 {
+			return nil, giveUp(attempt, err)
+		}
+		log.Info("NATS not reachable yet; retrying", "url", RedactURL(cfg.URL), "attempt", attempt, "err", nats.ErrNoServers, "in", wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, giveUp(attempt, err)
+		case <-t.C:
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}

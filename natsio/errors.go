@@ -26,20 +26,45 @@ func replyFor(err error) (code int, description string) {
 	case errors.As(err, &ce):
 		return uidclient.CodeUnavailable, ce.Error()
 	case errors.Is(err, uidcore.ErrClosed):
-		return uidclient.CodeUnavailable, "shutting down: " + err.Error()
+		return uidclient.CodeUnavailable, describe("shutting down", err, uidcore.ErrClosed)
 	case errors.Is(err, uidcore.ErrClaimLost):
-		return uidclient.CodeUnavailable, "worker claim lost: " + err.Error()
+		return uidclient.CodeUnavailable, describe("worker claim lost", err, uidcore.ErrClaimLost)
 	case errors.Is(err, uidcore.ErrTimeExhausted):
 		// Permanent for every instance of the layout: not worth a retry.
-		return uidclient.CodeInternal, "time field exhausted: " + err.Error()
+		return uidclient.CodeInternal, describe("time field exhausted", err, uidcore.ErrTimeExhausted)
 	case errors.Is(err, uidcore.ErrNotReserved):
-		return uidclient.CodeUnavailable, "worker claim has not reserved the time yet: " + err.Error()
+		return uidclient.CodeUnavailable, describe("worker claim has not reserved the time yet", err, uidcore.ErrNotReserved)
 	case errors.Is(err, uidcore.ErrBufferEmpty):
-		return uidclient.CodeUnavailable, "buffer empty: " + err.Error()
+		return uidclient.CodeUnavailable, describe("buffer empty", err, uidcore.ErrBufferEmpty)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return uidclient.CodeUnavailable, "request abandoned: " + err.Error()
+		return uidclient.CodeUnavailable, describe("request abandoned", err)
 	}
-	return uidclient.CodeInternal, "internal error: " + err.Error()
+	return uidclient.CodeInternal, describe("internal error", err)
+}
+
+// packagePrefixes are what the layers of the dispenser put before their
+// messages; a caller reads the description without them.
+var packagePrefixes = strings.NewReplacer("uidcore: ", "", "workerid: ", "", "natsio: ", "", "dispenser: ", "")
+
+// describe is what a caller reads: the condition once, then the details
+// of err without the package prefixes each layer put in and without the
+// parts that only repeat the condition (the sentinels it matched, the
+// empty ring a failed padding round left).
+func describe(condition string, err error, repeats ...error) string {
+	skip := map[string]bool{condition: true, packagePrefixes.Replace(uidcore.ErrBufferEmpty.Error()): true}
+	for _, r := range repeats {
+		skip[packagePrefixes.Replace(r.Error())] = true
+	}
+	var kept []string
+	for part := range strings.SplitSeq(packagePrefixes.Replace(err.Error()), ": ") {
+		if !skip[part] {
+			kept = append(kept, part)
+		}
+	}
+	if len(kept) == 0 {
+		return condition
+	}
+	return condition + ": " + strings.Join(kept, ": ")
 }
 
 // headerSafe makes s fit a header value: one line, bounded length.

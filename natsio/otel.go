@@ -132,6 +132,17 @@ func newServerTelemetry(queueGroup string, tp trace.TracerProvider, mp metric.Me
 	// Exported from the start, so that alerts see them before the first episode.
 	t.episodes.Add(context.Background(), 0)
 	t.waits.Add(context.Background(), 0)
+	// Every series at 0 from the start: an alert on the rate of 503s, or a
+	// dashboard, sees the series before the first one.
+	ctx := context.Background()
+	for _, endpoint := range []string{uidclient.EndpointNext, uidclient.EndpointBatch, uidclient.EndpointParse} {
+		for _, outcome := range []string{outcomeOK, outcomeBadRequest, outcomeUnavailable, outcomeInternal} {
+			t.requests.Add(ctx, 0, t.attrs(endpoint, outcome))
+		}
+		if endpoint != uidclient.EndpointParse {
+			t.issued.Add(ctx, 0, t.attrs(endpoint, ""))
+		}
+	}
 	return t
 }
 

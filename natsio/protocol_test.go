@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
@@ -190,6 +191,31 @@ func TestRedactURL(t *testing.T) {
 			if strings.Contains(in, secret) && strings.Contains(got, secret) {
 				t.Errorf("RedactURL(%q) = %q leaks %q", in, got, secret)
 			}
+		}
+	}
+}
+
+// Descriptions read once: the condition first, no package prefix, no
+// part that repeats the condition, with the details kept.
+func TestReplyForReadsOnce(t *testing.T) {
+	epoch := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	exhausted := &uidcore.ExhaustedError{Second: epoch.Unix() - 10, RunwayEnd: epoch.Add(time.Hour)}
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		// What a future epoch gave: "time field exhausted: uidcore: ring
+		// buffer empty: uidcore: time field exhausted: second … is before
+		// the epoch".
+		{fmt.Errorf("%w: %w", uidcore.ErrBufferEmpty, exhausted), "time field exhausted: second 2029-12-31T23:59:50Z is before the epoch"},
+		{fmt.Errorf("%w: %w", uidcore.ErrBufferEmpty, fmt.Errorf("workerid: lease of worker ID 3 taken over: %w", uidcore.ErrClaimLost)), "worker claim lost: lease of worker ID 3 taken over"},
+		{fmt.Errorf("%w: %w", uidcore.ErrBufferEmpty, errors.New("uidcore: logical second is 61s ahead of the wall clock, the bound is 60s")), "buffer empty: logical second is 61s ahead of the wall clock, the bound is 60s"},
+		{fmt.Errorf("%w: second 5 > 4", uidcore.ErrNotReserved), "worker claim has not reserved the time yet: second 5 > 4"},
+		{uidcore.ErrClosed, "shutting down"},
+	} {
+		_, desc := replyFor(tc.err)
+		if desc != tc.want {
+			t.Errorf("replyFor(%v)\n got %q\nwant %q", tc.err, desc, tc.want)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package natsio
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -43,7 +44,10 @@ type ServiceConfig struct {
 	SubjectPrefix string // default DefaultSubjectPrefix
 	MaxBatch      int    // largest batch count, default DefaultMaxBatch; capped by the max payload
 	Description   string
-	Logger        *slog.Logger // default slog.Default()
+	// Version is the micro service's version (a semantic version, the
+	// binary's own); default ServiceVersion.
+	Version string
+	Logger  *slog.Logger // default slog.Default()
 
 	// PendingMsgs and PendingBytes bound each endpoint subscription's
 	// client-side queue; past them NATS drops requests and reports a slow
@@ -177,7 +181,7 @@ func (s *Service) start() error {
 	maxPayload := s.nc.MaxPayload()
 	svc, err := micro.AddService(s.nc, micro.Config{
 		Name:        uidclient.ServiceName,
-		Version:     uidclient.ServiceVersion,
+		Version:     cmp.Or(s.cfg.Version, uidclient.ServiceVersion),
 		Description: s.cfg.Description,
 		QueueGroup:  s.cfg.QueueGroup,
 		Metadata: map[string]string{
@@ -370,6 +374,21 @@ func (s *Service) take(ctx context.Context, ids []uint64, wait bool) (int, error
 	return got, nil
 }
 
+// binaryHint adds to a text batch refused as too large that binary
+// replies, a third the size, would take it: the caller may not know the
+// text limit is the payload's, not the configured one.
+func (s *Service) binaryHint(err error, body []byte, binary bool) error {
+	var se *uidclient.ServiceError
+	limit := maxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), true)
+	if binary || !errors.As(err, &se) || limit <= maxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), false) {
+		return err
+	}
+	if _, berr := parseCount(body, limit); berr != nil {
+		return err
+	}
+	return badRequest("%s as text (decimal lines); up to %d with the header %s: %s (8 bytes per ID)", se.Description, limit, uidclient.EncodingHeader, uidclient.EncodingBinary)
+}
+
 // batch answers the number of IDs the body asks for. A batch of more than
 // uidcore.SmallTake IDs that the ring cannot fill at once waits for the
 // rest in the capacity queue, up to ServiceConfig.CapacityWait.
@@ -377,7 +396,7 @@ func (s *Service) batch(ctx context.Context, req micro.Request, buf []byte) ([]b
 	binary := wantsBinary(req.Headers())
 	n, err := parseCount(req.Data(), maxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), binary))
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, s.binaryHint(err, req.Data(), binary)
 	}
 	idp := s.idBuffer(n)
 	ids := (*idp)[:n]

@@ -245,8 +245,12 @@ func TestMaxBatchCappedByMaxPayload(t *testing.T) {
 	if code, desc := errorReply(t, nc, &nats.Msg{Subject: "uid.batch", Data: []byte("501"), Header: binary}); code != "400" || !strings.Contains(desc, "at most 500") {
 		t.Fatalf("binary over the cap: %s %q", code, desc)
 	}
-	if code, desc := errorReply(t, nc, &nats.Msg{Subject: "uid.batch", Data: []byte("201")}); code != "400" || !strings.Contains(desc, "at most 200") {
-		t.Fatalf("decimal over the cap: %s %q", code, desc)
+	if code, desc := errorReply(t, nc, &nats.Msg{Subject: "uid.batch", Data: []byte("201")}); code != "400" || !strings.Contains(desc, "at most 200 IDs per batch request as text") ||
+		!strings.Contains(desc, "up to 500 with the header Uid-Encoding: binary") {
+		t.Fatalf("decimal over the cap, within the binary one: %s %q; want both limits", code, desc)
+	}
+	if code, desc := errorReply(t, nc, &nats.Msg{Subject: "uid.batch", Data: []byte("501")}); code != "400" || strings.Contains(desc, "binary") {
+		t.Fatalf("decimal over both caps: %s %q; want no binary hint", code, desc)
 	}
 	reply, err := nc.RequestMsg(&nats.Msg{Subject: "uid.batch", Data: []byte("500"), Header: binary}, 2*time.Second)
 	if err != nil || len(reply.Data) != 4000 {

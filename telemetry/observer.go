@@ -139,6 +139,7 @@ func NewObserver(opts ObserverConfig) (*Observer, error) {
 	if err := o.makeInstruments(opts.MeterProvider.Meter(instrumentationName)); err != nil {
 		return nil, fmt.Errorf("telemetry: observer instruments: %w", err)
 	}
+	o.zeroCounters()
 	o.checkRunway()
 	return o, nil
 }
@@ -369,19 +370,43 @@ func (o *Observer) TakeRejected(ctx context.Context, rej uidcore.TakeRejection) 
 func TakeRejectReason(err error) string {
 	switch {
 	case errors.Is(err, uidcore.ErrClaimLost):
-		return "claim_lost"
+		return takeClaimLost
 	case errors.Is(err, uidcore.ErrClosed):
-		return "closed"
+		return takeClosed
 	case errors.Is(err, uidcore.ErrTimeExhausted):
-		return "time_exhausted"
+		return takeTimeExhausted
 	case errors.Is(err, uidcore.ErrNotReserved):
-		return "not_reserved"
+		return takeNotReserved
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return "canceled"
+		return takeCanceled
 	case errors.Is(err, uidcore.ErrBufferEmpty):
-		return "empty"
+		return takeEmpty
 	}
-	return "other"
+	return takeOther
+}
+
+// The reasons of TakeRejectReason.
+const (
+	takeClaimLost     = "claim_lost"
+	takeClosed        = "closed"
+	takeTimeExhausted = "time_exhausted"
+	takeNotReserved   = "not_reserved"
+	takeCanceled      = "canceled"
+	takeEmpty         = "empty"
+	takeOther         = "other"
+)
+
+// zeroCounters exports every rejection reason at 0 from the start, so
+// that alerts and dashboards see the series before the first event.
+func (o *Observer) zeroCounters() {
+	ctx := context.Background()
+	for _, r := range []uidcore.PutRejectReason{uidcore.RejectAheadBound, uidcore.RejectNotReserved, uidcore.RejectExhausted, uidcore.RejectSlotBusy} {
+		o.putRejections.Add(ctx, 0, metric.WithAttributes(ReasonKey.String(string(r))))
+	}
+	for _, r := range []string{takeClaimLost, takeClosed, takeTimeExhausted, takeNotReserved, takeCanceled, takeEmpty, takeOther} {
+		o.takeRejections.Add(ctx, 0, metric.WithAttributes(ReasonKey.String(r)))
+	}
+	o.paddingIDs.Add(ctx, 0)
 }
 
 // runwayLeft is the time until the layout's time field is exhausted,

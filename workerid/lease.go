@@ -167,8 +167,8 @@ func (a *LeaseAssigner) ClaimLease(ctx context.Context, layout uidcore.Layout) (
 	if err != nil {
 		return nil, err
 	}
-	a.opts.Logger.Info("workerid: leased worker ID", "worker_id", lease.WorkerID(), "after", lease.After(),
-		"reserved", lease.reserved.Load(), "ttl", a.opts.TTL, "store", a.opts.StoreName)
+	a.opts.Logger.Info("workerid: leased worker ID", "worker_id", lease.WorkerID(), secondAttr("after", lease.After()),
+		secondAttr("reserved", lease.reserved.Load()), "ttl", a.opts.TTL, "store", a.opts.StoreName)
 	return lease, nil
 }
 
@@ -337,7 +337,9 @@ func (l *Lease) Release(ctx context.Context) error {
 		case err != nil:
 			l.releaseErr = fmt.Errorf("workerid: release worker ID %d (it frees itself when the lease expires in at most %s): %w", l.grant.WorkerID, l.ttl, err)
 		default:
-			l.log.Info("workerid: released worker ID", "reserved", l.reserved.Load())
+			// The store keeps the smaller of the reservation and what the
+			// generator used: that is the next owner's start.
+			l.log.Info("workerid: released worker ID", secondAttr("reserved", l.reserved.Load()), secondAttr("kept", min(l.reserved.Load(), usedUpTo)))
 		}
 	})
 	return l.releaseErr
@@ -407,7 +409,7 @@ func (l *Lease) renewOnce(ctx context.Context) error {
 	l.expiry.Reset(time.Until(deadline))
 	if l.invalid.Load() != nil {
 		l.invalid.Store(nil)
-		l.log.Warn("workerid: lease renewed after it had expired: issuing IDs again", "reserved", target)
+		l.log.Warn("workerid: lease renewed after it had expired: issuing IDs again", secondAttr("reserved", target))
 	}
 	return nil
 }
@@ -425,7 +427,7 @@ func (l *Lease) checkExpiry() {
 	}
 	err := fmt.Errorf("%w: %w: worker ID %d, no successful renewal within %s", uidcore.ErrClaimLost, ErrLeaseExpired, l.grant.WorkerID, l.ttl)
 	l.invalid.Store(&err)
-	l.log.Error("workerid: lease expired: no IDs until it is renewed", "reserved", l.reserved.Load())
+	l.log.Error("workerid: lease expired: no IDs until it is renewed", secondAttr("reserved", l.reserved.Load()))
 }
 
 // setLost marks the lease lost for good; l.mu must be held.
@@ -471,7 +473,7 @@ func (l *Lease) heartbeat() {
 				l.expiry.Stop()
 			}
 			l.mu.Unlock()
-			l.log.Error("workerid: lease taken over by another owner: this worker ID is lost for good", "reserved", l.reserved.Load())
+			l.log.Error("workerid: lease taken over by another owner: this worker ID is lost for good", secondAttr("reserved", l.reserved.Load()))
 			return
 		case l.ctx.Err() != nil:
 			return
@@ -557,4 +559,11 @@ func DisposableClaim(workerID uint64, layout uidcore.Layout, source string) (uid
 			ErrWorkerIDsExhausted, source, workerID, layout.MaxWorkerID(), layout.WorkerBits, envVar("WorkerMode"), ModeLeased, uidcore.ErrWorkerRange)
 	}
 	return uidcore.StaticClaim{ID: workerID}, nil
+}
+
+// secondAttr logs a unix second as the number (which tools such as the
+// soak read) and, beside it as key_time, the RFC 3339 instant a person
+// reads.
+func secondAttr(key string, second int64) slog.Attr {
+	return slog.Group("", slog.Int64(key, second), slog.String(key+"_time", time.Unix(second, 0).UTC().Format(time.RFC3339)))
 }

@@ -44,10 +44,22 @@ func runBlocks(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		return n, err
 	}, stderr)
 	code := report(o, workers, elapsed, stdout)
+	if received(workers) == 0 {
+		fmt.Fprintf(stderr, "client-demo: no block from stream %s: blocks are published by dispensers started with DISPENSER_BLOCKS_ENABLED=true (and DISPENSER_BLOCKS_STREAM=%s)\n", o.stream, o.stream)
+	}
 	for i, src := range sources {
 		st := src.Stats()
 		fmt.Fprintf(stdout, "source %-4d blocks used %d, redeliveries terminated %d, acks failed %d, malformed %d\n",
 			i, st.BlocksUsed, st.Redelivered, st.AckFailed, st.Malformed)
 	}
 	return code
+}
+
+// received is how many IDs the workers got in all.
+func received(workers []*worker) int {
+	n := 0
+	for _, w := range workers {
+		n += len(w.ids)
+	}
+	return n
 }

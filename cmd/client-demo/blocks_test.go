@@ -53,3 +53,13 @@ func TestBlocksModeTakesDistinctIDs(t *testing.T) {
 		t.Fatalf("duration mode: exit %d\n%s", code, out)
 	}
 }
+
+// With no dispenser publishing blocks, -blocks says which variable turns
+// them on and exits 1.
+func TestBlocksWithoutPublisherNamesTheVariable(t *testing.T) {
+	url := testenv.NATS(t, nil).ClientURL()
+	code, out, errOut := runWith(t, url, "-blocks", "-c", "1", "-d", "300ms")
+	if code != 1 || !strings.Contains(out+errOut, "DISPENSER_BLOCKS_ENABLED=true") {
+		t.Fatalf("exit %d; want 1 naming DISPENSER_BLOCKS_ENABLED\n%s\n%s", code, out, errOut)
+	}
+}

@@ -8,6 +8,11 @@
 // shows a progress bar, and prints requests and IDs per second, p50/p99
 // latency, and whether every ID received was distinct.
 //
+// client-demo parse [-layout L] [ID ...] decodes IDs locally, without a
+// server, into UidGenerator's parseUID JSON, for any layout (a preset such
+// as uidgenerator, or T/W/S@epoch), IDs from standard input when none are
+// given; it reads UidGenerator's wrapped negative IDs too.
+//
 // With -blocks it takes IDs from the prefilled blocks that dispensers with
 // DISPENSER_BLOCKS_ENABLED publish on JetStream, with -c block sources
 // (-batch IDs per take), and reports the same way.
@@ -37,7 +42,7 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv))
+	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
 }
 
 type options struct {
@@ -55,7 +60,10 @@ type options struct {
 	consumer string
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	if len(args) > 0 && args[0] == "parse" {
+		return runParse(args[1:], stdin, stdout, stderr)
+	}
 	o := options{url: getenv("NATS_URL")}
 	if o.url == "" {
 		o.url = "nats://127.0.0.1:4222"
@@ -75,6 +83,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	flags.StringVar(&o.consumer, "consumer", uidclient.DefaultBlocksConsumer, "blocks: durable consumer shared by every block source")
 	flags.Usage = func() {
 		fmt.Fprintln(stderr, "usage: client-demo [flags]   (NATS_URL sets the server, default nats://127.0.0.1:4222)")
+		fmt.Fprintln(stderr, "       client-demo parse [-layout L] [ID ...]   (decodes IDs locally; -h for more)")
 		flags.PrintDefaults()
 	}
 	if err := flags.Parse(args); err != nil {
@@ -164,6 +173,8 @@ type worker struct {
 	latencies []time.Duration
 	errors    int
 	lastErr   error
+	inFlight  int   // calls the end of the run cut short: neither ok nor errors
+	cutErr    error // what the last of them returned
 }
 
 func runLoad(ctx context.Context, o options, stdout, stderr io.Writer) int {
@@ -255,7 +266,11 @@ func drive(ctx context.Context, o options, take func(ctx context.Context, i int,
 				received.Add(int64(n))
 				if err != nil {
 					if runCtx.Err() != nil {
-						return // the run ended during the call: not a failure
+						// The run ended during the call: not a failure,
+						// but not a success either.
+						w.inFlight++
+						w.cutErr = err
+						return
 					}
 					w.errors++
 					w.lastErr = err
@@ -324,14 +339,18 @@ func progress(o options, start time.Time, received *atomic.Int64, done <-chan st
 func report(o options, workers []*worker, elapsed time.Duration, stdout io.Writer) int {
 	var ids []uint64
 	var lat []time.Duration
-	errors := 0
-	var lastErr error
+	errors, inFlight := 0, 0
+	var lastErr, cutErr error
 	for _, w := range workers {
 		ids = append(ids, w.ids...)
 		lat = append(lat, w.latencies...)
 		errors += w.errors
+		inFlight += w.inFlight
 		if w.lastErr != nil {
 			lastErr = w.lastErr
+		}
+		if w.cutErr != nil {
+			cutErr = w.cutErr
 		}
 	}
 	secs := elapsed.Seconds()
@@ -342,8 +361,19 @@ func report(o options, workers []*worker, elapsed time.Duration, stdout io.Write
 		fmt.Fprintf(stdout, "latency     p50 %s  p99 %s  max %s\n", roundUs(percentile(lat, 50)), roundUs(percentile(lat, 99)), roundUs(lat[len(lat)-1]))
 	}
 	fmt.Fprintf(stdout, "errors      %d\n", errors)
+	if inFlight > 0 {
+		fmt.Fprintf(stdout, "in flight   %d calls still running when the run ended\n", inFlight)
+	}
 	if lastErr != nil {
 		fmt.Fprintf(stdout, "last error  %v\n", lastErr)
+	}
+	if len(ids) == 0 {
+		// Nothing answered: a run of nothing is no success.
+		fmt.Fprintln(stdout, "no IDs received")
+		if lastErr == nil && cutErr != nil {
+			fmt.Fprintf(stdout, "last call   %v\n", cutErr)
+		}
+		return 1
 	}
 	slices.Sort(ids)
 	dups := 0

@@ -51,7 +51,7 @@ func runWith(t *testing.T, url string, args ...string) (int, string, string) {
 		}
 		return ""
 	}
-	code := run(context.Background(), args, &stdout, &stderr, env)
+	code := run(context.Background(), args, strings.NewReader(""), &stdout, &stderr, env)
 	return code, stdout.String(), stderr.String()
 }
 
@@ -113,5 +113,18 @@ func TestUnreachableServerExits1(t *testing.T) {
 	code, _, errOut := runWith(t, "nats://127.0.0.1:1")
 	if code != 1 || !strings.Contains(errOut, "127.0.0.1:1") {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+}
+
+// With no dispenser answering, a load run is no success: exit 1, "no IDs
+// received", and the calls the end of the run cut short are counted.
+func TestLoadWithNobodyAnsweringExits1(t *testing.T) {
+	url := testenv.NATS(t, nil).ClientURL()
+	code, out, errOut := runWith(t, url, "-load", "-c", "2", "-d", "500ms", "-timeout", "5s")
+	if code != 1 || !strings.Contains(out, "no IDs received") || !strings.Contains(out, "in flight   2 calls") {
+		t.Fatalf("exit %d; want 1, no IDs received and 2 calls in flight\n%s\n%s", code, out, errOut)
+	}
+	if strings.Contains(out, "distinct") {
+		t.Fatalf("a run of no IDs reports them distinct:\n%s", out)
 	}
 }

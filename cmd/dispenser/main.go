@@ -5,18 +5,23 @@
 // embedded one there, and claims its worker ID in a JetStream KV bucket.
 //
 // SIGINT or SIGTERM stops it gracefully (exit 0); a configuration error
-// exits 2, any other failure 1.
+// or an unexpected argument exits 2, any other failure 1. -version prints
+// the version (also the micro service's and service.version), the commit
+// and the Go version.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/uid-dispenser/uid-dispenser/dispenser"
+	"github.com/uid-dispenser/uid-dispenser/workerid"
 )
 
 func main() {
@@ -26,8 +31,12 @@ func main() {
 func run() int {
 	flags := flag.NewFlagSet("dispenser", flag.ContinueOnError)
 	flags.SetOutput(os.Stdout)
+	version := flags.Bool("version", false, "print the version, commit and Go version, and exit")
+	newGeneration := flags.Bool("new-generation", false, "record the configured layout, worker mode and subject prefix as the next generation of the fleet in the worker-ID store (every instance stopped), and exit")
 	flags.Usage = func() {
-		fmt.Fprintln(flags.Output(), "usage: dispenser\n\nHands out unique 64-bit IDs over NATS.")
+		fmt.Fprintln(flags.Output(), "usage: dispenser [-version | -new-generation]\n\nHands out unique 64-bit IDs over NATS.")
+		fmt.Fprintln(flags.Output())
+		flags.PrintDefaults()
 		fmt.Fprintln(flags.Output())
 		if err := dispenser.Usage(flags.Output()); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -39,6 +48,17 @@ func run() int {
 		}
 		return 2
 	}
+	if flags.NArg() > 0 {
+		// Arguments are not configuration: a command line that seems to
+		// say something must not start an instance that ignores it.
+		fmt.Fprintf(os.Stderr, "dispenser: unexpected argument %q; it takes no arguments (configuration is DISPENSER_* variables, see dispenser -h)\n", flags.Arg(0))
+		fmt.Fprintln(os.Stderr, "usage: dispenser [-h] [-version | -new-generation]")
+		return 2
+	}
+	if *version {
+		fmt.Print(dispenser.Build())
+		return 0
+	}
 	cfg, err := dispenser.LoadConfig()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "dispenser: configuration:", err)
@@ -47,7 +67,22 @@ func run() int {
 	log := dispenser.NewLogger(cfg)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := dispenser.Run(ctx, cfg, dispenser.WithLogger(log)); err != nil {
+
+	if *newGeneration {
+		var f workerid.Fleet
+		if f, err = dispenser.NewGeneration(ctx, cfg, log); err == nil {
+			fmt.Printf("generation %d: layout %s, worker mode %s, subject prefix %s, IDs after %s\n", f.Generation, f.Layout, f.WorkerMode, f.SubjectPrefix, time.Unix(f.StartsAfter, 0).UTC().Format(time.RFC3339))
+		}
+	} else {
+		err = dispenser.Run(ctx, cfg, dispenser.WithLogger(log))
+	}
+	var ce *dispenser.ConfigError
+	switch {
+	case errors.As(err, &ce):
+		// The store's fleet record disagrees with the configuration.
+		fmt.Fprintln(os.Stderr, "dispenser: configuration:", err)
+		return 2
+	case err != nil:
 		log.Error("dispenser failed", "err", err)
 		return 1
 	}

@@ -85,7 +85,7 @@ func TestUnreachableNATSExits1Fast(t *testing.T) {
 	url := "nats://" + l.Addr().String()
 	l.Close()
 	var stderr bytes.Buffer
-	cmd := command(t, nil, "DISPENSER_NATS_URL="+url)
+	cmd := command(t, nil, "DISPENSER_NATS_URL="+url, "DISPENSER_NATS_CONNECT_TIMEOUT=1s")
 	cmd.Stderr = &stderr
 	start := time.Now()
 	if code := exitCode(cmd.Run()); code != 1 || !strings.Contains(stderr.String(), url) || time.Since(start) > 5*time.Second {
@@ -97,42 +97,8 @@ func TestSignalStopsGracefullyWithExit0(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
 			url := testenv.NATS(t, nil).ClientURL()
-			cmd := command(t, nil, "DISPENSER_NATS_URL="+url, "DISPENSER_LOG_FORMAT=json")
-			stderr, err := cmd.StderrPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			lines := make(chan string, 100)
-			go func() {
-				defer close(lines)
-				sc := bufio.NewScanner(stderr)
-				for sc.Scan() {
-					lines <- sc.Text()
-				}
-			}()
-			var log strings.Builder
-			waitFor := func(what string) {
-				t.Helper()
-				timeout := time.After(15 * time.Second)
-				for {
-					select {
-					case l, ok := <-lines:
-						if !ok {
-							t.Fatalf("dispenser ended before %q; log:\n%s", what, log.String())
-						}
-						log.WriteString(l + "\n")
-						if strings.Contains(l, what) {
-							return
-						}
-					case <-timeout:
-						cmd.Process.Kill()
-						t.Fatalf("no %q within 15s; log:\n%s", what, log.String())
-					}
-				}
-			}
+			p := startLogged(t, "DISPENSER_NATS_URL="+url, "DISPENSER_LOG_FORMAT=json")
+			cmd, lines, log, waitFor := p.cmd, p.lines, &p.log, p.waitFor
 			waitFor(`"msg":"serving"`)
 
 			conn, err := natsio.Connect(context.Background(), natsio.ConnConfig{URL: url})
@@ -153,7 +119,6 @@ func TestSignalStopsGracefullyWithExit0(t *testing.T) {
 			for l := range lines {
 				log.WriteString(l + "\n")
 			}
-			_, _ = io.Copy(io.Discard, stderr)
 			done := make(chan error, 1)
 			go func() { done <- cmd.Wait() }()
 			select {
@@ -170,4 +135,71 @@ func TestSignalStopsGracefullyWithExit0(t *testing.T) {
 			}
 		})
 	}
+}
+
+// loggedProcess is the dispenser binary running with its stderr read
+// line by line.
+type loggedProcess struct {
+	t     *testing.T
+	cmd   *exec.Cmd
+	lines chan string
+	log   strings.Builder // the lines read so far
+}
+
+// startLogged starts the dispenser with env; it is killed at the end of
+// the test if still running.
+func startLogged(t *testing.T, env ...string) *loggedProcess {
+	t.Helper()
+	p := &loggedProcess{t: t, cmd: command(t, nil, env...), lines: make(chan string, 100)}
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.cmd.Process.Kill() })
+	go func() {
+		defer close(p.lines)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			p.lines <- sc.Text()
+		}
+		_, _ = io.Copy(io.Discard, stderr)
+	}()
+	return p
+}
+
+// waitFor reads the log until a line contains what, failing the test
+// after 15 s or when the process ends first.
+func (p *loggedProcess) waitFor(what string) {
+	p.t.Helper()
+	timeout := time.After(15 * time.Second)
+	for {
+		select {
+		case l, ok := <-p.lines:
+			if !ok {
+				p.t.Fatalf("dispenser ended before %q; log:\n%s", what, p.log.String())
+			}
+			p.log.WriteString(l + "\n")
+			if strings.Contains(l, what) {
+				return
+			}
+		case <-timeout:
+			_ = p.cmd.Process.Kill()
+			p.t.Fatalf("no %q within 15s; log:\n%s", what, p.log.String())
+		}
+	}
+}
+
+// stop sends sig, reads the rest of the log and waits for the exit code.
+func (p *loggedProcess) stop(sig syscall.Signal) int {
+	p.t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		p.t.Fatal(err)
+	}
+	for l := range p.lines {
+		p.log.WriteString(l + "\n")
+	}
+	return exitCode(p.cmd.Wait())
 }

@@ -26,6 +26,7 @@ var schemaSQL string
 const (
 	defaultNodeTable  = "WORKER_NODE"
 	defaultLeaseTable = "WORKER_LEASE"
+	defaultFleetTable = "UID_FLEET"
 )
 
 // createStatement returns schema.sql's CREATE TABLE statement of the
@@ -130,17 +131,24 @@ func NewAssigner(ctx context.Context, cfg workerid.Config, logger *slog.Logger) 
 		db.Close()
 		return nil, err
 	}
+	createFleet, err := createStatement(defaultFleetTable, cfg.FleetTable)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
 	err = workerid.RetryStore(ctx, cfg.StoreStartupDeadline, logger, "connect to "+a.storeName, func(ctx context.Context) error {
 		if err := db.PingContext(ctx); err != nil {
 			return a.classify(err, "")
 		}
-		if cfg.CreateTables {
-			if _, err := db.ExecContext(ctx, create); err != nil {
-				return a.classify(err, fmt.Sprintf("create table %s (set %s=false and run workerid/mysqlstore/schema.sql by hand when the user may not create tables)", table, createTablesVar))
+		for _, t := range []struct{ name, create string }{{table, create}, {cfg.FleetTable, createFleet}} {
+			if cfg.CreateTables {
+				if _, err := db.ExecContext(ctx, t.create); err != nil {
+					return a.classify(err, fmt.Sprintf("create table %s (set %s=false and run workerid/mysqlstore/schema.sql by hand when the user may not create tables)", t.name, createTablesVar))
+				}
 			}
-		}
-		if _, err := db.ExecContext(ctx, "SELECT 1 FROM "+quoteIdent(table)+" LIMIT 0"); err != nil {
-			return a.classify(err, fmt.Sprintf("table %s (create it with workerid/mysqlstore/schema.sql or set %s=true)", table, createTablesVar))
+			if _, err := db.ExecContext(ctx, "SELECT 1 FROM "+quoteIdent(t.name)+" LIMIT 0"); err != nil {
+				return a.classify(err, fmt.Sprintf("table %s (create it with workerid/mysqlstore/schema.sql or set %s=true)", t.name, createTablesVar))
+			}
 		}
 		return nil
 	})

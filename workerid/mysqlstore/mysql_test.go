@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"log/slog"
@@ -226,6 +227,12 @@ func TestMySQLSchema(t *testing.T) {
 	if got := columns("WORKER_NODE"); got != "" {
 		t.Errorf("a WORKER_NODE table exists although the names were configured: %s", got)
 	}
+	// The fleet record sits beside UidGenerator's table, which it leaves
+	// as it is (checked above).
+	const fleet = "ID tinyint(4) NO, GENERATION int(11) NO, LAYOUT varchar(64) NO, WORKER_MODE varchar(16) NO, SUBJECT_PREFIX varchar(255) NO, STARTS_AFTER bigint(20) NO, MODIFIED datetime(6) NO"
+	if got := columns("UID_FLEET"); got != fleet {
+		t.Errorf("UID_FLEET columns:\n got %s\nwant %s", got, fleet)
+	}
 
 	// schema.sql as an operator would run it.
 	ddl, err := os.ReadFile("schema.sql")
@@ -416,6 +423,7 @@ func TestMySQLLeastPrivileges(t *testing.T) {
 		for _, q := range []string{
 			"GRANT SELECT, INSERT, UPDATE ON " + c.DBName + ".WORKER_LEASE TO '" + user + "'@'" + host + "'",
 			"GRANT SELECT, INSERT ON " + c.DBName + ".WORKER_NODE TO '" + user + "'@'" + host + "'",
+			"GRANT SELECT, INSERT, UPDATE ON " + c.DBName + ".UID_FLEET TO '" + user + "'@'" + host + "'",
 		} {
 			if _, err := root.Exec(q); err != nil {
 				t.Fatalf("%s: %v", q, err)
@@ -429,6 +437,10 @@ func TestMySQLLeastPrivileges(t *testing.T) {
 		cfg.WorkerMode = mode
 		cfg.CreateTables = false
 		a := newMySQLAssigner(t, cfg)
+		fleet := workerid.Fleet{Generation: 1, Layout: uidcore.DefaultLayout().String(), WorkerMode: mode, SubjectPrefix: "uid"}
+		if _, err := a.RecordFleet(context.Background(), fleet); err != nil {
+			t.Fatalf("%s: record the fleet: %v", mode, err)
+		}
 		claim := claimOK(t, a, uidcore.DefaultLayout())
 		if l, ok := claim.(*workerid.Lease); ok {
 			// A renewal too: reserve well ahead.
@@ -444,5 +456,43 @@ func TestMySQLLeastPrivileges(t *testing.T) {
 	_, err = mysqlstore.NewAssigner(context.Background(), cfg, testLogger())
 	if err == nil || !strings.Contains(err.Error(), "DISPENSER_CREATE_TABLES=false") || strings.Contains(err.Error(), password) {
 		t.Errorf("CREATE_TABLES without the privilege: %v", err)
+	}
+}
+
+func waitUntil(t testing.TB, limit time.Duration, cond func() bool) {
+	t.Helper()
+	for start := time.Now(); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Since(start) > limit {
+			t.Fatalf("condition not met within %s", limit)
+		}
+	}
+}
+
+// The lease logs carry unix seconds and their RFC 3339 times, and the
+// release says the second the store keeps (what the generator used, not
+// the whole reservation), which the next owner starts after.
+func TestLeaseLogsSecondsWithTimes(t *testing.T) {
+	cfg := workerid.DefaultConfig()
+	cfg.MySQLDSN = testenv.MySQL(t)
+	var log testenv.LogBuffer
+	a, err := mysqlstore.NewAssigner(context.Background(), cfg, log.Logger(slog.LevelInfo))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	lease := claimOK(t, a, uidcore.DefaultLayout()).(*workerid.Lease)
+	used := time.Now().Unix() + 1
+	lease.Retire(used)
+	release(t, lease)
+	next := claimOK(t, a, uidcore.DefaultLayout())
+	defer release(t, next)
+	out := log.String()
+	kept := fmt.Sprintf("kept=%d kept_time=%s", used, time.Unix(used, 0).UTC().Format(time.RFC3339))
+	if !strings.Contains(out, kept) || next.After() != used {
+		t.Fatalf("release log lacks %q or the next owner starts after %d, not %d:\n%s", kept, next.After(), used, out)
+	}
+	after := fmt.Sprintf("after=%d after_time=%s", used, time.Unix(used, 0).UTC().Format(time.RFC3339))
+	if !strings.Contains(out, after) || !strings.Contains(out, "reserved_time=20") {
+		t.Fatalf("claim log lacks %q or reserved_time:\n%s", after, out)
 	}
 }

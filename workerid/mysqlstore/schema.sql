@@ -37,3 +37,20 @@ CREATE TABLE IF NOT EXISTS `WORKER_LEASE` (
   MODIFIED        DATETIME(6) NOT NULL COMMENT 'UTC, last acquire, renewal or release',
   PRIMARY KEY (WORKER_ID)
 ) ENGINE = InnoDB COMMENT = 'uid-dispenser leased worker IDs';
+
+-- Both modes: the fleet's identity, one row (ID 1) written by the first
+-- instance on the store and compared by every later one: the layout (bits
+-- and epoch), the worker mode and the subject prefix. Instances that
+-- differ refuse to start. GENERATION grows when the fleet moves to a new
+-- layout (dispenser -new-generation); STARTS_AFTER is the unix second after
+-- which that generation's IDs exceed every ID of the one before.
+CREATE TABLE IF NOT EXISTS `UID_FLEET` (
+  ID             TINYINT      NOT NULL COMMENT 'always 1: one fleet per store',
+  GENERATION     INT          NOT NULL COMMENT '1 for the first layout, then one more per change',
+  LAYOUT         VARCHAR(64)  NOT NULL COMMENT 'time/worker/sequence bits@RFC 3339 epoch',
+  WORKER_MODE    VARCHAR(16)  NOT NULL COMMENT 'leased or disposable',
+  SUBJECT_PREFIX VARCHAR(255) NOT NULL COMMENT 'subjects <prefix>.next, .batch, .parse',
+  STARTS_AFTER   BIGINT       NOT NULL COMMENT 'unix second; the generation issues IDs only for later ones',
+  MODIFIED       DATETIME(6)  NOT NULL COMMENT 'UTC, when the generation was recorded',
+  PRIMARY KEY (ID)
+) ENGINE = InnoDB COMMENT = 'uid-dispenser fleet identity';

@@ -67,6 +67,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 			test(t, newStore(t))
 		})
 	}
+	runFleet(t, newStore)
 }
 
 func claim(t testing.TB, a uidcore.Assigner, layout uidcore.Layout) uidcore.Claim {

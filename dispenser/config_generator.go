@@ -1,0 +1,80 @@
+package dispenser
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/uid-dispenser/uid-dispenser/telemetry"
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
+)
+
+// checkIssuable refuses a configuration under which the instance could
+// not issue IDs for the runway-warning horizon from now: an epoch in the
+// future, a time field that has run out or runs out within the horizon,
+// and any set of ring options the generator would refuse. These used to
+// pass validation and fail only after NATS was reached and a worker ID
+// claimed (a burnt WORKER_NODE row in disposable mode), or, worse, start,
+// report ready and answer every request with a 500.
+func (c Config) checkIssuable(now time.Time) error {
+	layout := c.Layout()
+	if layout.Epoch.After(now) {
+		return &ConfigError{Var: c.layoutNames("EPOCH"), Reason: fmt.Sprintf(
+			"%s is in the future (now %s): no second before it can be expressed, so no ID could be issued until then",
+			layout.Epoch.Format(time.RFC3339), now.UTC().Format(time.RFC3339))}
+	}
+	horizon, _ := telemetry.ParseRunway(c.RunwayWarning) // Validate checked it
+	end := layout.RunwayEnd()
+	// The runway is the layout's (bits and epoch) business, but a horizon
+	// longer than any layout could reach is the warning's: name all three.
+	names := c.layoutNames("TIME_BITS", "EPOCH")
+	switch {
+	case !end.After(now):
+		return &ConfigError{Var: names, Reason: fmt.Sprintf(
+			"the time field of the layout %s ran out at %s: no ID can be issued; choose more time bits or a later epoch (a new generation, see docs/operations.md)",
+			layout, end.Format(time.RFC3339))}
+	case horizon > 0 && end.Sub(now) < horizon:
+		return &ConfigError{Var: names, Reason: fmt.Sprintf(
+			"the time field of the layout %s runs out at %s, within %s_RUNWAY_WARNING=%s of now: choose more time bits or a later epoch, or a shorter %s_RUNWAY_WARNING",
+			layout, end.Format(time.RFC3339), EnvPrefix, c.RunwayWarning, EnvPrefix)}
+	}
+	return c.checkGenerator()
+}
+
+// checkGenerator builds the ring-buffer generator once on a claim that
+// allows no second, so that every option it refuses is refused here,
+// before anything is connected or claimed, by the generator's own rules
+// (which may change) rather than a copy of them. Nothing is padded: the
+// claim stops the start-up round at its first second.
+func (c Config) checkGenerator() error {
+	gen, err := uidcore.NewCached(c.cachedOptions(probeClaim{}, nil, nil))
+	if err != nil {
+		return &ConfigError{Var: c.layoutNames("SEQ_BITS") + "/" + EnvPrefix + "_BOOST_POWER/" + EnvPrefix + "_RING_MEMORY",
+			Reason: fmt.Sprintf("the ring buffer refuses %d sequence bits with boost power %d and %d bytes: %s", c.SeqBits, c.BoostPower, c.RingMemory, readOnce(err))}
+	}
+	return gen.Close()
+}
+
+// errProbe is why a probeClaim allows no second.
+var errProbe = errors.New("configuration probe: no second may be issued")
+
+// probeClaim is the claim checkGenerator builds its generator on.
+type probeClaim struct{}
+
+func (probeClaim) WorkerID() uint64                  { return 0 }
+func (probeClaim) After() int64                      { return 0 }
+func (probeClaim) Until() (int64, error)             { return 0, errProbe }
+func (probeClaim) Release(ctx context.Context) error { return nil }
+
+// readOnce is err's text without the package prefixes ("uidcore: ")
+// each wrapping layer put in, for messages a person reads: they say what
+// happened once, not which packages it passed through.
+func readOnce(err error) string {
+	msg := err.Error()
+	for _, p := range []string{"uidcore: ", "workerid: ", "natsio: ", "dispenser: "} {
+		msg = strings.ReplaceAll(msg, p, "")
+	}
+	return msg
+}

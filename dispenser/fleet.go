@@ -1,0 +1,184 @@
+package dispenser
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
+	"github.com/uid-dispenser/uid-dispenser/workerid"
+)
+
+// maxGenerationWait bounds how far in the future a new generation may
+// start: its instances wait for that second before they serve.
+const maxGenerationWait = 10 * time.Minute
+
+// fleet is the fleet record this instance's configuration makes.
+func (c Config) fleet() workerid.Fleet {
+	return workerid.Fleet{Generation: 1, Layout: c.Layout().String(), WorkerMode: c.WorkerMode, SubjectPrefix: c.SubjectPrefix}
+}
+
+// checkFleet compares the store's fleet record with the configuration
+// and names, in a *ConfigError, the variables that differ with both
+// values. Instances of one store with another layout, mode or prefix
+// would hand out the same ID twice.
+func (c Config) checkFleet(stored workerid.Fleet) error {
+	mine := c.fleet()
+	var vars, diffs []string
+	if stored.Layout != mine.Layout {
+		if c.LayoutName != "" {
+			vars = append(vars, EnvPrefix+"_LAYOUT")
+		} else {
+			vars = append(vars, differingLayoutVars(stored.Layout, c.Layout())...)
+		}
+		diffs = append(diffs, fmt.Sprintf("layout %s, the fleet's is %s", mine.Layout, stored.Layout))
+	}
+	if stored.WorkerMode != mine.WorkerMode {
+		vars = append(vars, EnvPrefix+"_WORKER_MODE")
+		diffs = append(diffs, fmt.Sprintf("worker mode %s, the fleet's is %s", mine.WorkerMode, stored.WorkerMode))
+	}
+	if stored.SubjectPrefix != mine.SubjectPrefix {
+		vars = append(vars, EnvPrefix+"_SUBJECT_PREFIX")
+		diffs = append(diffs, fmt.Sprintf("subject prefix %s, the fleet's is %s", mine.SubjectPrefix, stored.SubjectPrefix))
+	}
+	if len(vars) == 0 {
+		return nil
+	}
+	return &ConfigError{Var: strings.Join(vars, ", "), Reason: fmt.Sprintf(
+		"this instance has %s (generation %d recorded in the worker-ID store): instances sharing a store must agree, or they could issue the same ID twice; to change the fleet, stop it and run dispenser -new-generation (docs/operations.md)",
+		strings.Join(diffs, "; "), stored.Generation)}
+}
+
+// differingLayoutVars names the variables of the layout fields that
+// differ.
+func differingLayoutVars(stored string, mine uidcore.Layout) []string {
+	old, err := uidcore.ParseLayout(stored)
+	if err != nil {
+		return []string{EnvPrefix + "_TIME_BITS/WORKER_BITS/SEQ_BITS/EPOCH"}
+	}
+	var vars []string
+	for _, f := range []struct {
+		name string
+		diff bool
+	}{
+		{"TIME_BITS", old.TimeBits != mine.TimeBits},
+		{"WORKER_BITS", old.WorkerBits != mine.WorkerBits},
+		{"SEQ_BITS", old.SeqBits != mine.SeqBits},
+		{"EPOCH", !old.Epoch.Equal(mine.Epoch)},
+	} {
+		if f.diff {
+			vars = append(vars, EnvPrefix+"_"+f.name)
+		}
+	}
+	return vars
+}
+
+// joinFleet records the fleet when the store has none yet, refuses a
+// configuration that differs from the store's, and waits for the start
+// of a generation recorded moments ago. Assigners given by WithAssigner
+// that keep no fleet record are taken as they are.
+func (d *Dispenser) joinFleet(ctx context.Context) error {
+	fs, ok := d.assigner.(workerid.FleetStore)
+	if !ok {
+		return nil
+	}
+	stored, err := fs.RecordFleet(ctx, d.cfg.fleet())
+	if err != nil {
+		return fmt.Errorf("dispenser: the fleet record: %w", err)
+	}
+	if err := d.cfg.checkFleet(stored); err != nil {
+		return err
+	}
+	wait := time.Until(time.Unix(stored.StartsAfter+1, 0))
+	if wait <= 0 {
+		return nil
+	}
+	if wait > maxGenerationWait+time.Minute {
+		return fmt.Errorf("dispenser: generation %d starts at %s, more than %s from now: is this machine's clock behind?",
+			stored.Generation, time.Unix(stored.StartsAfter+1, 0).UTC().Format(time.RFC3339), maxGenerationWait)
+	}
+	d.log.Info("waiting for the start of the fleet's generation", "generation", stored.Generation,
+		"starts", time.Unix(stored.StartsAfter+1, 0).UTC().Format(time.RFC3339), "in", wait.Round(time.Millisecond))
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("dispenser: waiting for generation %d: %w", stored.Generation, ctx.Err())
+	case <-time.After(wait):
+		return nil
+	}
+}
+
+// NewGeneration moves the fleet of the configured store to the
+// configuration's layout, worker mode and subject prefix: the safe way
+// to change them. Every instance of the old generation must have stopped
+// (no lease live). The new generation starts after the last second whose
+// IDs the old one could have issued (its highest reserved second, or for
+// disposable worker IDs, which reserve nothing, now plus
+// DISPENSER_MAX_AHEAD), converted so that every new ID is larger than
+// every old one; its instances wait for that second. A store without a
+// record gets the configuration as its first generation.
+func NewGeneration(ctx context.Context, cfg Config, log *slog.Logger) (workerid.Fleet, error) {
+	if err := cfg.Validate(); err != nil {
+		return workerid.Fleet{}, err
+	}
+	d := &Dispenser{cfg: cfg, log: log}
+	url, closeNATS, err := d.connectNATS(ctx)
+	if err != nil {
+		return workerid.Fleet{}, err
+	}
+	defer closeNATS()
+	closeAssigner, err := d.openAssigner(ctx, url)
+	if err != nil {
+		return workerid.Fleet{}, err
+	}
+	defer closeAssigner()
+	fs, ok := d.assigner.(workerid.FleetStore)
+	if !ok {
+		return workerid.Fleet{}, errors.New("dispenser: the worker-ID store keeps no fleet record")
+	}
+	return nextGeneration(ctx, fs, cfg, log)
+}
+
+func nextGeneration(ctx context.Context, fs workerid.FleetStore, cfg Config, log *slog.Logger) (workerid.Fleet, error) {
+	mine := cfg.fleet()
+	current, err := fs.RecordFleet(ctx, mine)
+	if err != nil {
+		return workerid.Fleet{}, fmt.Errorf("dispenser: the fleet record: %w", err)
+	}
+	if cfg.checkFleet(current) == nil {
+		log.Info("the fleet already has this configuration", "generation", current.Generation, "layout", current.Layout)
+		return current, nil
+	}
+	last, live, err := fs.LeaseHorizon(ctx)
+	if err != nil {
+		return workerid.Fleet{}, fmt.Errorf("dispenser: the leases: %w", err)
+	}
+	if live > 0 {
+		return workerid.Fleet{}, fmt.Errorf("dispenser: %d worker-ID leases of generation %d are live: stop every instance first (a killed instance's lease expires after its %s_LEASE_TTL)", live, current.Generation, EnvPrefix)
+	}
+	now := time.Now()
+	if current.WorkerMode == workerid.ModeDisposable {
+		if cfg.MaxAhead < 0 {
+			return workerid.Fleet{}, &ConfigError{Var: EnvPrefix + "_MAX_AHEAD", Reason: "a disposable fleet reserves no seconds, so a new generation must start after the farthest its instances may run ahead: set the bound they ran with"}
+		}
+		last = max(last, now.Add(cfg.MaxAhead).Unix())
+	}
+	next, err := workerid.NextGeneration(current, mine, max(last, current.StartsAfter))
+	if err != nil {
+		return workerid.Fleet{}, err
+	}
+	if start := time.Unix(next.StartsAfter+1, 0); start.Sub(now) > maxGenerationWait {
+		return workerid.Fleet{}, &ConfigError{Var: EnvPrefix + "_TIME_BITS/WORKER_BITS/SEQ_BITS/EPOCH", Reason: fmt.Sprintf(
+			"the layout %s exceeds every ID of generation %d (%s) only from %s, more than %s from now: choose an earlier epoch or more time bits",
+			mine.Layout, current.Generation, current.Layout, start.UTC().Format(time.RFC3339), maxGenerationWait)}
+	}
+	if err := fs.ReplaceFleet(ctx, current, next); err != nil {
+		return workerid.Fleet{}, fmt.Errorf("dispenser: record generation %d: %w", next.Generation, err)
+	}
+	log.Info("recorded a new generation of the fleet", "generation", next.Generation, "layout", next.Layout,
+		"worker_mode", next.WorkerMode, "subject_prefix", next.SubjectPrefix, "previous_layout", current.Layout,
+		"starts_after", next.StartsAfter, "starts_after_time", time.Unix(next.StartsAfter, 0).UTC().Format(time.RFC3339))
+	return next, nil
+}

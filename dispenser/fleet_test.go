@@ -1,0 +1,126 @@
+package dispenser
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
+	"github.com/uid-dispenser/uid-dispenser/workerid"
+)
+
+// fleetStores runs test on the KV bucket and on MySQL.
+func fleetStores(t *testing.T, test func(t *testing.T, url, dsn string)) {
+	t.Run("KV", func(t *testing.T) { test(t, testenv.NATS(t, nil).ClientURL(), "") })
+	t.Run("MySQL", func(t *testing.T) { test(t, testenv.NATS(t, nil).ClientURL(), testenv.MySQL(t)) })
+}
+
+func startErr(cfg Config) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	d, err := Start(ctx, cfg, WithLogger(testLogger()))
+	if err == nil {
+		_ = d.Shutdown(ctx)
+	}
+	return err
+}
+
+// Once an instance has recorded the fleet, one with another layout,
+// epoch, worker mode or subject prefix on the same store refuses to
+// start, naming the variables and both values, before it claims a
+// worker ID.
+func TestFleetRefusesAnotherLayoutModeOrPrefix(t *testing.T) {
+	fleetStores(t, func(t *testing.T, url, dsn string) {
+		first := start(t, testConfig(url, dsn))
+		checkDistinct(t, collect(t, client(t, url), 2, 100, nil))
+		for _, tc := range []struct {
+			name   string
+			change func(*Config)
+			want   []string
+		}{
+			{"epoch", func(c *Config) { c.Epoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC) }, []string{"DISPENSER_EPOCH", "31/16/16@2025-01-01T00:00:00Z", "31/16/16@2026-01-01T00:00:00Z"}},
+			{"bits", func(c *Config) { c.WorkerBits, c.SeqBits = 14, 18 }, []string{"DISPENSER_WORKER_BITS, DISPENSER_SEQ_BITS", "31/14/18@", "31/16/16@"}},
+			{"mode", func(c *Config) { c.WorkerMode = workerid.ModeDisposable }, []string{"DISPENSER_WORKER_MODE", "worker mode disposable, the fleet's is leased"}},
+			{"prefix", func(c *Config) { c.SubjectPrefix = "ids" }, []string{"DISPENSER_SUBJECT_PREFIX", "subject prefix ids, the fleet's is uid"}},
+		} {
+			cfg := testConfig(url, dsn)
+			tc.change(&cfg)
+			err := startErr(cfg)
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("%s: Start = %v, want a *ConfigError", tc.name, err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%s: %q does not say %q", tc.name, err, w)
+				}
+			}
+		}
+		// None of the refused instances took a worker ID.
+		if got := workers(collect(t, client(t, url), 2, 100, nil)); len(got) != 1 || got[first.WorkerID()] == 0 {
+			t.Fatalf("IDs per worker %v: want only the first instance's", got)
+		}
+	})
+}
+
+// The documented way to change a fleet's layout: stop every instance,
+// record the new generation, start the new layout. Every new ID is
+// larger than every old one (so none repeats), the old layout is
+// refused from then on, and a new generation is refused while an
+// instance of the old one still holds a lease.
+func TestNewGenerationChangesTheLayoutSafely(t *testing.T) {
+	fleetStores(t, func(t *testing.T, url, dsn string) {
+		// A small ring borrows one second ahead, not eight: the new
+		// generation starts after the seconds the old ring was filled for.
+		small := testConfig(url, dsn)
+		small.BoostPower = 0
+		old := start(t, small)
+		oldIDs := collect(t, client(t, url), 4, 2000, nil)
+
+		next := small
+		next.WorkerBits, next.SeqBits = 14, 18 // the same time shift: starts right after the old reservation
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := NewGeneration(ctx, next, testLogger()); err == nil || !strings.Contains(err.Error(), "leases of generation 1 are live") {
+			t.Fatalf("new generation while an instance serves: %v", err)
+		}
+		shutdown(t, old)
+
+		later := testConfig(url, dsn)
+		later.Epoch = uidcore.DefaultEpoch.Add(24 * time.Hour) // same widths, later epoch: smaller IDs for a day
+		var ce *ConfigError
+		if _, err := NewGeneration(ctx, later, testLogger()); !errors.As(err, &ce) || !strings.Contains(err.Error(), "exceeds every ID of generation 1") {
+			t.Fatalf("a later epoch with the same widths: %v, want refused", err)
+		}
+
+		f, err := NewGeneration(ctx, next, testLogger())
+		if err != nil {
+			t.Fatal(err)
+		}
+		maxOld := slices.Max(oldIDs)
+		p, _ := uidcore.DefaultLayout().Parse(maxOld)
+		if f.Generation != 2 || f.Layout != next.Layout().String() || f.StartsAfter < p.Time.Unix() {
+			t.Fatalf("recorded %+v; the old generation's last ID is of %s", f, p.Time)
+		}
+		if err := startErr(testConfig(url, dsn)); !errors.As(err, &ce) {
+			t.Fatalf("the old layout after the new generation: %v, want refused", err)
+		}
+		d := start(t, next)
+		newIDs := collect(t, client(t, url), 4, 2000, nil)
+		if low := slices.Min(newIDs); low <= maxOld {
+			t.Fatalf("new generation issued %d, not above the old generation's %d", low, maxOld)
+		}
+		checkDistinct(t, append(oldIDs, newIDs...))
+		if nl := next.Layout(); d.WorkerID() > nl.MaxWorkerID() {
+			t.Fatalf("worker ID %d outside the new layout", d.WorkerID())
+		}
+		// Running it again changes nothing.
+		if again, err := NewGeneration(ctx, next, testLogger()); err != nil || again != f {
+			t.Fatalf("again: %+v, %v; want %+v", again, err, f)
+		}
+	})
+}

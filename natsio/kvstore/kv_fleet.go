@@ -1,0 +1,87 @@
+package kvstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/uid-dispenser/uid-dispenser/workerid"
+)
+
+// kvFleetKey holds the fleet record (JSON workerid.Fleet) beside the
+// worker-ID keys.
+const kvFleetKey = "fleet"
+
+// RecordFleet implements workerid.FleetStore: Create, so the first writer
+// wins, then read what the bucket holds.
+func (a *Assigner) RecordFleet(ctx context.Context, f workerid.Fleet) (workerid.Fleet, error) {
+	var got workerid.Fleet
+	err := workerid.RetryStore(ctx, a.cfg.StoreStartupDeadline, a.log, "record the fleet in "+a.storeName, func(ctx context.Context) error {
+		value, _ := json.Marshal(f)
+		if _, err := a.kv.Create(ctx, kvFleetKey, value); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+			return err
+		}
+		var err error
+		got, _, err = a.readFleet(ctx)
+		return err
+	})
+	return got, err
+}
+
+func (a *Assigner) readFleet(ctx context.Context) (workerid.Fleet, uint64, error) {
+	e, err := a.kv.Get(ctx, kvFleetKey)
+	if err != nil {
+		return workerid.Fleet{}, 0, err
+	}
+	var f workerid.Fleet
+	if err := json.Unmarshal(e.Value(), &f); err != nil {
+		return workerid.Fleet{}, 0, workerid.Permanent(fmt.Errorf("natsio: key %s of %s is not a fleet record (%s): %w", kvFleetKey, a.storeName, kvExcerpt(e.Value()), err))
+	}
+	return f, e.Revision(), nil
+}
+
+// ReplaceFleet implements workerid.FleetStore: an Update at the revision
+// of the record read, when it is old.
+func (a *Assigner) ReplaceFleet(ctx context.Context, old, next workerid.Fleet) error {
+	cur, rev, err := a.readFleet(ctx)
+	if err != nil {
+		return err
+	}
+	if cur != old {
+		return fmt.Errorf("%w (%s holds generation %d)", workerid.ErrFleetChanged, a.storeName, cur.Generation)
+	}
+	value, _ := json.Marshal(next)
+	if _, err := a.kv.Update(ctx, kvFleetKey, value, rev); lostRace(err) {
+		return fmt.Errorf("%w (%s)", workerid.ErrFleetChanged, a.storeName)
+	} else if err != nil {
+		return err
+	}
+	return nil
+}
+
+// LeaseHorizon implements workerid.FleetStore from the lease keys,
+// whichever the instance's mode.
+func (a *Assigner) LeaseHorizon(ctx context.Context) (int64, int, error) {
+	leases, err := (&kvLeaseStore{kv: a.kv, log: a.log}).snapshot(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	var last int64
+	live := 0
+	now := time.Now().UnixMilli()
+	for _, e := range leases {
+		l, err := decodeKVLease(e.Value())
+		if err != nil {
+			continue // skipped by claims too; its worker ID is never reused
+		}
+		last = max(last, l.Reserved)
+		if l.Owner != "" && l.ExpiresMs > now {
+			live++
+		}
+	}
+	return last, live, nil
+}

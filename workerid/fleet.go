@@ -1,0 +1,90 @@
+package workerid
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
+)
+
+// Fleet is what every instance sharing one worker-ID store must agree
+// on, recorded in the store by the first instance: the layout (bits and
+// epoch), the worker mode (the two modes' worker IDs overlap) and the
+// subject prefix (instances of one store serve one set of subjects).
+// Instances with another layout on the same store could issue the same
+// 64-bit value twice, even with distinct worker IDs.
+//
+// A fleet changes its layout or epoch only as a new generation: with no
+// lease live any more, the record is replaced by one whose StartsAfter
+// is the last second at which the old generation's largest possible ID
+// is not yet exceeded by the new layout's smallest, so every ID of the
+// new generation is larger than every ID of the old.
+type Fleet struct {
+	Generation    int    `json:"generation"`
+	Layout        string `json:"layout"` // uidcore.Layout.String()
+	WorkerMode    Mode   `json:"worker_mode"`
+	SubjectPrefix string `json:"subject_prefix"`
+	// StartsAfter: IDs of this generation are issued only for later unix
+	// seconds (0 for the first generation).
+	StartsAfter int64 `json:"starts_after"`
+}
+
+// FleetStore is implemented by assigners whose store records the fleet
+// (both of this module's). The dispenser checks an instance against the
+// record before it claims a worker ID.
+type FleetStore interface {
+	// RecordFleet stores f when the store holds no fleet record yet and
+	// returns the record the store holds: f, or the one an earlier
+	// instance wrote.
+	RecordFleet(ctx context.Context, f Fleet) (Fleet, error)
+	// ReplaceFleet writes next in place of the record of old.Generation,
+	// failing with ErrFleetChanged when the store holds another record
+	// (another instance replaced it first).
+	ReplaceFleet(ctx context.Context, old, next Fleet) error
+	// LeaseHorizon is the last unix second any lease ever reserved (0
+	// without leases) and the number of leases live now.
+	LeaseHorizon(ctx context.Context) (lastReserved int64, live int, err error)
+}
+
+// ErrFleetChanged: the store's fleet record is no longer the one read.
+var ErrFleetChanged = errors.New("workerid: the store's fleet record changed meanwhile")
+
+// NextGeneration is the fleet record that lets next's layout follow
+// current's on the same store: every ID next can issue from StartsAfter+1
+// on is larger than every ID current's instances could have issued up to
+// lastSecond (the last second any of them reserved, or could run ahead
+// to). It fails when next's layout cannot exceed those IDs at all.
+func NextGeneration(current Fleet, next Fleet, lastSecond int64) (Fleet, error) {
+	old, err := uidcore.ParseLayout(current.Layout)
+	if err != nil {
+		return Fleet{}, fmt.Errorf("workerid: the store's fleet record: %w", err)
+	}
+	nl, err := uidcore.ParseLayout(next.Layout)
+	if err != nil {
+		return Fleet{}, err
+	}
+	// Every old ID is below the first ID of the second after lastSecond.
+	delta := lastSecond + 1 - old.EpochSecond()
+	if delta < 0 {
+		delta = 0
+	}
+	oldShift := old.WorkerBits + old.SeqBits
+	newShift := nl.WorkerBits + nl.SeqBits
+	if delta >= 1<<(63-oldShift) {
+		// The old generation may have used its time field to the end, up
+		// to the largest positive 64-bit ID: nothing is above it.
+		return Fleet{}, fmt.Errorf("workerid: the layout %s may have issued IDs up to the end of its time field: no layout can issue IDs above them", old)
+	}
+	bound := uint64(delta) << oldShift
+	// The first second whose sequence-0 ID of worker 0 reaches bound.
+	first := (bound + 1<<newShift - 1) >> newShift
+	if first > nl.MaxDelta() {
+		return Fleet{}, fmt.Errorf("workerid: the layout %s cannot issue IDs above those of %s up to %s: its time field ends first",
+			nl, old, time.Unix(lastSecond, 0).UTC().Format(time.RFC3339))
+	}
+	next.Generation = current.Generation + 1
+	next.StartsAfter = max(nl.EpochSecond()+int64(first)-1, current.StartsAfter)
+	return next, nil
+}

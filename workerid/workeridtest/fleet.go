@@ -1,0 +1,132 @@
+package workeridtest
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
+	"github.com/uid-dispenser/uid-dispenser/workerid"
+)
+
+// runFleet is the part of the suite for the fleet record
+// (workerid.FleetStore), which every store must implement.
+func runFleet(t *testing.T, newStore func(t *testing.T) Store) {
+	for name, test := range map[string]func(*testing.T, Store){
+		"FirstRecordWins":        testFirstFleetRecordWins,
+		"ReplaceIsCompareAndSet": testReplaceFleetIsCompareAndSet,
+		"LeaseHorizon":           testLeaseHorizon,
+	} {
+		t.Run("fleet/"+name, func(t *testing.T) {
+			t.Parallel()
+			test(t, newStore(t))
+		})
+	}
+}
+
+func fleetStore(t testing.TB, s Store, mode workerid.Mode) workerid.FleetStore {
+	t.Helper()
+	fs, ok := s.New(t, Config(mode), s.Addr).(workerid.FleetStore)
+	if !ok {
+		t.Fatal("the assigner does not implement workerid.FleetStore")
+	}
+	return fs
+}
+
+func testFleet(layout uidcore.Layout, mode workerid.Mode, prefix string) workerid.Fleet {
+	return workerid.Fleet{Generation: 1, Layout: layout.String(), WorkerMode: mode, SubjectPrefix: prefix}
+}
+
+// Ten instances with ten different identities record at once: one
+// record wins and every one of them reads that same record, also later.
+func testFirstFleetRecordWins(t *testing.T, s Store) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	const n = 10
+	stores := make([]workerid.FleetStore, n)
+	for i := range stores {
+		stores[i] = fleetStore(t, s, workerid.ModeLeased)
+	}
+	got := make([]workerid.Fleet, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			got[i], errs[i] = stores[i].RecordFleet(ctx, testFleet(SmallLayout(), workerid.ModeLeased, "p"+string(rune('a'+i))))
+		})
+	}
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("RecordFleet %d: %v", i, errs[i])
+		}
+		if got[i] != got[0] {
+			t.Fatalf("instance %d read %+v, instance 0 %+v: two records", i, got[i], got[0])
+		}
+	}
+	if got[0].SubjectPrefix == "" || got[0].Layout != SmallLayout().String() || got[0].Generation != 1 {
+		t.Fatalf("record %+v is none of those written", got[0])
+	}
+	later, err := fleetStore(t, s, workerid.ModeDisposable).RecordFleet(ctx, testFleet(uidcore.DefaultLayout(), workerid.ModeDisposable, "other"))
+	if err != nil || later != got[0] {
+		t.Fatalf("a later instance read %+v, %v; want the first record %+v", later, err, got[0])
+	}
+}
+
+// Two instances replace the same record with different generations: one
+// succeeds, the other gets ErrFleetChanged, and the store holds the
+// winner's record.
+func testReplaceFleetIsCompareAndSet(t *testing.T, s Store) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	a, b := fleetStore(t, s, workerid.ModeLeased), fleetStore(t, s, workerid.ModeLeased)
+	first, err := a.RecordFleet(ctx, testFleet(SmallLayout(), workerid.ModeLeased, "uid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := func(prefix string) workerid.Fleet {
+		f := testFleet(uidcore.DefaultLayout(), workerid.ModeLeased, prefix)
+		f.Generation, f.StartsAfter = 2, time.Now().Unix()
+		return f
+	}
+	errA, errB := a.ReplaceFleet(ctx, first, next("a")), b.ReplaceFleet(ctx, first, next("b"))
+	if errA != nil || !errors.Is(errB, workerid.ErrFleetChanged) {
+		t.Fatalf("replacements: %v, %v; want the first to win and the second ErrFleetChanged", errA, errB)
+	}
+	now, err := b.RecordFleet(ctx, first)
+	if err != nil || now.SubjectPrefix != "a" || now.Generation != 2 || now.StartsAfter == 0 {
+		t.Fatalf("the store holds %+v (%v), want the winner's record, generation 2 with its start", now, err)
+	}
+}
+
+// The horizon counts live leases and the highest reserved second, and a
+// release leaves the reservation (at most what was used) with no lease
+// live.
+func testLeaseHorizon(t *testing.T, s Store) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	fs := fleetStore(t, s, workerid.ModeLeased)
+	if last, live, err := fs.LeaseHorizon(ctx); err != nil || last != 0 || live != 0 {
+		t.Fatalf("empty store: %d, %d, %v", last, live, err)
+	}
+	a := s.New(t, Config(workerid.ModeLeased), s.Addr)
+	c1, c2 := claim(t, a, SmallLayout()), claim(t, a, SmallLayout())
+	reserved := max(until(t, c1), until(t, c2))
+	last, live, err := fs.LeaseHorizon(ctx)
+	if err != nil || live != 2 || last < reserved {
+		t.Fatalf("two leases reserving up to %d: horizon %d, %d live, %v", reserved, last, live, err)
+	}
+	release(t, c1)
+	release(t, c2)
+	last, live, err = fs.LeaseHorizon(ctx)
+	if err != nil || live != 0 || last == 0 || last > reserved {
+		t.Fatalf("after release: horizon %d (reserved %d), %d live, %v", last, reserved, live, err)
+	}
+	// A disposable instance on the same store sees the leases too: a
+	// fleet moving from one mode to the other must start after them.
+	if l2, _, err := fleetStore(t, s, workerid.ModeDisposable).LeaseHorizon(ctx); err != nil || l2 != last {
+		t.Fatalf("disposable instance: horizon %d, %v; want %d", l2, err, last)
+	}
+}
