@@ -459,15 +459,6 @@ func TestMySQLLeastPrivileges(t *testing.T) {
 	}
 }
 
-func waitUntil(t testing.TB, limit time.Duration, cond func() bool) {
-	t.Helper()
-	for start := time.Now(); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Since(start) > limit {
-			t.Fatalf("condition not met within %s", limit)
-		}
-	}
-}
-
 // The lease logs carry unix seconds and their RFC 3339 times, and the
 // release says the second the store keeps (what the generator used, not
 // the whole reservation), which the next owner starts after.
