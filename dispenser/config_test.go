@@ -93,7 +93,8 @@ func TestInvalidValuesNameTheVariable(t *testing.T) {
 		{"DISPENSER_MAX_AHEAD", "0s", "DISPENSER_MAX_AHEAD"},
 		{"DISPENSER_TAKE_WAIT", "soon", "DISPENSER_TAKE_WAIT"},
 		{"DISPENSER_BOOST_POWER", "30", "DISPENSER_BOOST_POWER"},
-		{"DISPENSER_BOOST_POWER", "9", "DISPENSER_BOOST_POWER"},
+		{"DISPENSER_RING_MEMORY", "100", "DISPENSER_RING_MEMORY"},
+		{"DISPENSER_MAX_LANES", "0", "DISPENSER_MAX_LANES"},
 		{"DISPENSER_EPOCH", "2999-01-01T00:00:00Z", "DISPENSER_EPOCH"},
 		{"DISPENSER_RUNWAY_WARNING", "69y", "DISPENSER_RUNWAY_WARNING"},
 		{"DISPENSER_PADDING_FACTOR", "101", "DISPENSER_PADDING_FACTOR"},
@@ -191,7 +192,7 @@ func TestValidateRefusesLayoutsThatCannotIssue(t *testing.T) {
 		{"UidGenerator's, no warning", withLayout(28, 22, 13, uidcore.UidGeneratorLayout().Epoch, "0"), "ran out"},
 		{"runway seconds short of the horizon", withLayout(30, 17, 16, epochLeaving(24*time.Hour-2*time.Second), "1d"), "within DISPENSER_RUNWAY_WARNING=1d"},
 		{"runway a minute beyond the horizon", withLayout(30, 17, 16, epochLeaving(24*time.Hour+time.Minute), "1d"), ""},
-		{"ring 65536<<9", func() Config { c := DefaultConfig(); c.BoostPower = 9; return c }(), "DISPENSER_SEQ_BITS/DISPENSER_BOOST_POWER"},
+		{"more lanes than worker IDs", func() Config { c := DefaultConfig(); c.MaxLanes = 2000; return c }(), "DISPENSER_MAX_LANES"},
 		{"ring 65536<<8", func() Config { c := DefaultConfig(); c.BoostPower = 8; return c }(), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -291,7 +292,7 @@ func TestLayoutByName(t *testing.T) {
 		{[]string{"DISPENSER_LAYOUT=31/16/17"}, "DISPENSER_LAYOUT: "},
 		{[]string{"DISPENSER_LAYOUT=31/16/16@2999-01-01T00:00:00Z"}, "DISPENSER_LAYOUT: 2999-01-01T00:00:00Z is in the future"},
 		{[]string{"DISPENSER_LAYOUT=default", "DISPENSER_EPOCH=2026-01-01T00:00:00Z"}, "DISPENSER_LAYOUT: set together with DISPENSER_EPOCH"},
-		{[]string{"DISPENSER_LAYOUT=31/8/24"}, "DISPENSER_LAYOUT/DISPENSER_BOOST_POWER"},
+		{[]string{"DISPENSER_LAYOUT=31/3/29", "DISPENSER_MAX_LANES=16"}, "DISPENSER_MAX_LANES"},
 	} {
 		clearEnv(t)
 		for _, kv := range tc.env {

@@ -42,8 +42,8 @@ func TestFleetRefusesAnotherLayoutModeOrPrefix(t *testing.T) {
 			change func(*Config)
 			want   []string
 		}{
-			{"epoch", func(c *Config) { c.Epoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC) }, []string{"DISPENSER_EPOCH", "31/16/16@2025-01-01T00:00:00Z", "31/16/16@2026-01-01T00:00:00Z"}},
-			{"bits", func(c *Config) { c.WorkerBits, c.SeqBits = 14, 18 }, []string{"DISPENSER_WORKER_BITS, DISPENSER_SEQ_BITS", "31/14/18@", "31/16/16@"}},
+			{"epoch", func(c *Config) { c.Epoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC) }, []string{"DISPENSER_EPOCH", "31/10/22@2025-01-01T00:00:00Z", "31/10/22@2026-01-01T00:00:00Z"}},
+			{"bits", func(c *Config) { c.WorkerBits, c.SeqBits = 14, 18 }, []string{"DISPENSER_WORKER_BITS, DISPENSER_SEQ_BITS", "31/14/18@", "31/10/22@"}},
 			{"mode", func(c *Config) { c.WorkerMode = workerid.ModeDisposable }, []string{"DISPENSER_WORKER_MODE", "worker mode disposable, the fleet's is leased"}},
 			{"prefix", func(c *Config) { c.SubjectPrefix = "ids" }, []string{"DISPENSER_SUBJECT_PREFIX", "subject prefix ids, the fleet's is uid"}},
 		} {

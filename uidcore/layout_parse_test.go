@@ -12,7 +12,7 @@ func TestParseLayout(t *testing.T) {
 	}{
 		{"default", DefaultLayout()},
 		{" UidGenerator ", UidGeneratorLayout()},
-		{"31/16/16", DefaultLayout()},
+		{"31/10/22", DefaultLayout()},
 		{"28/22/13@2016-05-20T00:00:00+08:00", UidGeneratorLayout()},
 		{UidGeneratorLayout().String(), UidGeneratorLayout()},
 	} {

@@ -32,13 +32,13 @@ func runParseWith(t *testing.T, stdin string, args ...string) (int, []parsedID, 
 // Parse), without a server.
 func TestParseDecodesLikeTheService(t *testing.T) {
 	l := uidcore.DefaultLayout()
-	id, _ := l.Compose(time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC).Unix(), 65535, 42)
+	id, _ := l.Compose(time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC).Unix(), 1023, 42)
 	code, out, errOut := runParseWith(t, "", strconv.FormatUint(id, 10))
 	want, _ := l.Parse(id)
 	if code != 0 || len(out) != 1 || out[0].ParsedJSON != want.JSON() || out[0].Wrapped != "" {
 		t.Fatalf("exit %d %+v %s; want %+v", code, out, errOut, want.JSON())
 	}
-	if out[0].Timestamp != "2026-12-01 09:30:00" || out[0].WorkerID != "65535" || out[0].Sequence != "42" {
+	if out[0].Timestamp != "2026-12-01 09:30:00" || out[0].WorkerID != "1023" || out[0].Sequence != "42" {
 		t.Fatalf("%+v", out[0])
 	}
 }
