@@ -187,7 +187,11 @@ type Lease struct {
 	reserved atomic.Int64          // last second reserved in the store (as far as this process knows)
 	retired  atomic.Int64          // last second the generator may have used, once it stopped (0: not yet)
 	demanded atomic.Int64          // the highest second a generator asked for
-	invalid  atomic.Pointer[error] // nil while the lease is valid
+	invalid  atomic.Pointer[error] // nil until the lease is lost for good or released
+	// expired is the error of a lease not renewed before its local
+	// deadline (nil while renewals get through). It stops nothing: the
+	// reserved seconds stay this lease's whoever takes the worker ID over.
+	expired atomic.Pointer[error]
 	origin   time.Time             // monotonic origin of deadline
 	deadline atomic.Int64          // local lease deadline, nanoseconds after origin
 
@@ -243,9 +247,15 @@ func (l *Lease) WorkerID() uint64 { return l.grant.WorkerID }
 func (l *Lease) After() int64 { return l.grant.PrevReserved }
 
 // Until implements uidcore.Claim: the last second reserved in the store.
-// It returns an error wrapping uidcore.ErrClaimLost while the lease is
-// expired (ErrLeaseExpired, temporary) or for good (ErrLeaseTaken,
-// ErrReleased).
+// It returns an error wrapping uidcore.ErrClaimLost once the lease is lost
+// for good (ErrLeaseTaken, ErrReleased).
+//
+// A lease not renewed in time (the store unreachable: a failover, a cut)
+// keeps its reserved seconds: a later owner of the worker ID starts
+// strictly after the last second this lease reserved, so issuing those
+// seconds stays safe whether or not the store answers, and the generator
+// stops by itself when they run out, since nothing can extend them. See
+// Expired.
 func (l *Lease) Until() (int64, error) {
 	if p := l.invalid.Load(); p != nil {
 		return 0, *p
@@ -299,13 +309,14 @@ type LeaseStatus struct {
 	After    int64         // the previous owner's last reserved second
 	Reserved int64         // the last second reserved in the store
 	TimeLeft time.Duration // until the local deadline
-	Err      error         // nil while valid; wraps uidcore.ErrClaimLost otherwise
+	Err      error         // nil while valid; wraps uidcore.ErrClaimLost once lost for good
+	Expired  error         // not renewed in time: issuing only Reserved's seconds (see Lease.Expired)
 }
 
 // Status returns a snapshot of the lease.
 func (l *Lease) Status() LeaseStatus {
 	_, err := l.Until()
-	return LeaseStatus{WorkerID: l.grant.WorkerID, After: l.grant.PrevReserved, Reserved: l.reserved.Load(), TimeLeft: l.TimeLeft(), Err: err}
+	return LeaseStatus{WorkerID: l.grant.WorkerID, After: l.grant.PrevReserved, Reserved: l.reserved.Load(), TimeLeft: l.TimeLeft(), Err: err, Expired: l.Expired()}
 }
 
 // Release implements uidcore.Claim: it stops the heartbeat and frees the
@@ -407,9 +418,9 @@ func (l *Lease) renewOnce(ctx context.Context) error {
 	deadline := sent.Add(l.ttl)
 	l.deadline.Store(int64(deadline.Sub(l.origin)))
 	l.expiry.Reset(time.Until(deadline))
-	if l.invalid.Load() != nil {
-		l.invalid.Store(nil)
-		l.log.Warn("workerid: lease renewed after it had expired: issuing IDs again", secondAttr("reserved", target))
+	if l.expired.Load() != nil {
+		l.expired.Store(nil)
+		l.log.Warn("workerid: lease renewed after it had expired: reserving seconds again", secondAttr("reserved", target))
 	}
 	return nil
 }
@@ -418,16 +429,29 @@ func (l *Lease) renewOnce(ctx context.Context) error {
 func (l *Lease) checkExpiry() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.lostErr != nil || l.invalid.Load() != nil {
+	if l.lostErr != nil || l.expired.Load() != nil {
 		return
 	}
 	if left := time.Duration(l.deadline.Load()) - time.Since(l.origin); left > 0 {
 		l.expiry.Reset(left)
 		return
 	}
-	err := fmt.Errorf("%w: %w: worker ID %d, no successful renewal within %s", uidcore.ErrClaimLost, ErrLeaseExpired, l.grant.WorkerID, l.ttl)
-	l.invalid.Store(&err)
-	l.log.Error("workerid: lease expired: no IDs until it is renewed", secondAttr("reserved", l.reserved.Load()))
+	err := fmt.Errorf("%w: worker ID %d, no successful renewal within %s", ErrLeaseExpired, l.grant.WorkerID, l.ttl)
+	l.expired.Store(&err)
+	l.log.Warn("workerid: lease not renewed before its deadline: issuing only the seconds already reserved until a renewal gets through",
+		secondAttr("reserved", l.reserved.Load()))
+}
+
+// Expired is the error of a lease not renewed before its deadline
+// (wrapping ErrLeaseExpired), nil while renewals get through. The store
+// may then let another instance take the worker ID over, which this
+// lease learns at its next renewal (ErrLeaseTaken, lost for good);
+// meanwhile it issues only the seconds it had reserved.
+func (l *Lease) Expired() error {
+	if p := l.expired.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // setLost marks the lease lost for good; l.mu must be held.

@@ -360,8 +360,7 @@ func testExpiredLeaseRecycled(t *testing.T, st Store) {
 	oldReserved := until(t, old)
 	proxy.Cut()
 	testenv.WaitFor(t, 3*time.Second, "old lease expiring", func() bool {
-		_, err := old.Until()
-		return errors.Is(err, workerid.ErrLeaseExpired)
+		return errors.Is(old.Expired(), workerid.ErrLeaseExpired)
 	})
 	next := reclaim(t, st.New(t, cfg, st.Addr), uidcore.DefaultLayout(), old.WorkerID(), 5*time.Second, "old worker ID recycled")
 	defer release(t, next)
@@ -515,13 +514,16 @@ func testZombieOwner(t *testing.T, st Store) {
 	t.Logf("zombie issued %d IDs up to second %d, new owner %d IDs from second %d: disjoint", len(oldIDs), oldReserved, len(newIDs), next.After()+1)
 }
 
-// testStoreOutage: cut off from the store an owner keeps issuing until its
-// lease deadline, then stops with ErrClaimLost, then resumes when the store
-// is back (nobody took the worker ID).
+// testStoreOutage: cut off from the store an owner keeps issuing past its
+// lease deadline, from the seconds it reserved (a later owner would start
+// after them), stops when they run out (ErrNotReserved), never beyond
+// them, and resumes when the store is back (nobody took the worker ID).
 func testStoreOutage(t *testing.T, st Store) {
 	cfg := Config(workerid.ModeLeased)
 	cfg.LeaseTTL = 2 * time.Second
-	cfg.ReserveChunk = time.Minute
+	// Seconds reserved ahead: between half a chunk and a chunk, so the
+	// outage outlasts the lease (2s) and then the reservation.
+	cfg.ReserveChunk = 4 * time.Second
 	proxy := NewProxy(t, st.Addr)
 	lease := asLease(t, claim(t, st.New(t, cfg, proxy.Addr()), uidcore.DefaultLayout()))
 	defer release(t, lease)
@@ -531,6 +533,7 @@ func testStoreOutage(t *testing.T, st Store) {
 	}
 	defer gen.Close()
 	seen := map[uint64]bool{}
+	newest := int64(0)
 	next := func() error {
 		id, err := gen.Next(context.Background())
 		if err == nil {
@@ -538,6 +541,8 @@ func testStoreOutage(t *testing.T, st Store) {
 				t.Fatalf("ID %d issued twice", id)
 			}
 			seen[id] = true
+			p, _ := uidcore.DefaultLayout().Parse(id)
+			newest = max(newest, p.Time.Unix())
 		}
 		return err
 	}
@@ -558,17 +563,28 @@ func testStoreOutage(t *testing.T, st Store) {
 		t.Errorf("TimeLeft %s during the outage, want within (0, %s]", left, cfg.LeaseTTL)
 	}
 	testenv.WaitFor(t, cfg.LeaseTTL+time.Second, "lease expiring during the outage", func() bool {
-		_, err := lease.Until()
-		return err != nil
+		return errors.Is(lease.Expired(), workerid.ErrLeaseExpired)
 	})
 	if lost := time.Since(cutAt); lost < cfg.LeaseTTL/2 {
-		t.Errorf("lease lost %s after the cut, before the window (last renewal + %s) could end", lost, cfg.LeaseTTL)
+		t.Errorf("lease expired %s after the cut, before the window (last renewal + %s) could end", lost, cfg.LeaseTTL)
 	}
-	if err := next(); !errors.Is(err, uidcore.ErrClaimLost) || !errors.Is(err, workerid.ErrLeaseExpired) {
-		t.Fatalf("Next after the lease expired: %v, want ErrClaimLost (ErrLeaseExpired)", err)
+	// Expired, the lease still owns the seconds it reserved (a later owner
+	// starts after them): the instance rides the outage out on them, and
+	// stops when they run out, at no second beyond the reservation.
+	reserved := lease.Status().Reserved
+	if err := next(); err != nil {
+		t.Fatalf("Next after the lease expired, within its reservation (up to %d): %v", reserved, err)
 	}
-	if lease.TimeLeft() != 0 {
-		t.Errorf("TimeLeft %s after expiry", lease.TimeLeft())
+	var stopped error
+	testenv.WaitFor(t, cfg.ReserveChunk+3*time.Second, "the reservation running out", func() bool {
+		stopped = next()
+		return stopped != nil
+	})
+	if !errors.Is(stopped, uidcore.ErrNotReserved) || lease.TimeLeft() != 0 {
+		t.Errorf("after the reservation ran out: %v (TimeLeft %s), want ErrNotReserved", stopped, lease.TimeLeft())
+	}
+	if newest > reserved {
+		t.Fatalf("an ID of second %d was issued beyond the reservation %d during the outage", newest, reserved)
 	}
 	select {
 	case <-lease.Done():
@@ -578,12 +594,9 @@ func testStoreOutage(t *testing.T, st Store) {
 
 	proxy.Restore()
 	took := testenv.WaitFor(t, 10*time.Second, "lease resuming after the store came back", func() bool {
-		_, err := lease.Until()
-		return err == nil
+		return lease.Expired() == nil
 	})
-	if err := next(); err != nil {
-		t.Fatalf("Next after resuming: %v", err)
-	}
+	testenv.WaitFor(t, 5*time.Second, "IDs again after resuming", func() bool { return next() == nil })
 	if lease.Err() != nil || lease.TimeLeft() <= 0 {
 		t.Errorf("after resuming: Err %v, TimeLeft %s", lease.Err(), lease.TimeLeft())
 	}
