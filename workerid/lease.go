@@ -191,9 +191,9 @@ type Lease struct {
 	// expired is the error of a lease not renewed before its local
 	// deadline (nil while renewals get through). It stops nothing: the
 	// reserved seconds stay this lease's whoever takes the worker ID over.
-	expired atomic.Pointer[error]
-	origin   time.Time             // monotonic origin of deadline
-	deadline atomic.Int64          // local lease deadline, nanoseconds after origin
+	expired  atomic.Pointer[error]
+	origin   time.Time    // monotonic origin of deadline
+	deadline atomic.Int64 // local lease deadline, nanoseconds after origin
 
 	mu      sync.Mutex // serialises validity changes
 	lostErr error      // set once, when lost for good or released
