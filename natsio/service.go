@@ -188,6 +188,11 @@ func (s *Service) start() error {
 			"worker_id": strconv.FormatUint(src.WorkerID(), 10),
 			"layout":    fmt.Sprintf("%d/%d/%d", layout.TimeBits, layout.WorkerBits, layout.SeqBits),
 			"epoch":     layout.Epoch.UTC().Format(time.RFC3339),
+			// Capacity: lanes come and go with demand (the stats list the
+			// worker IDs held now); what one sustains and how many it may
+			// hold are fixed.
+			"ids_per_second_per_lane": strconv.FormatUint(layout.MaxSequence()+1, 10),
+			"max_lanes":               strconv.Itoa(src.State().MaxLanes),
 		},
 		StatsHandler: s.statsData,
 		DoneHandler:  s.onDone,

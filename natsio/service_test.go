@@ -116,7 +116,8 @@ func TestMonitoringEndpoints(t *testing.T) {
 	if err := json.Unmarshal(msg.Data, &ping); err != nil || ping.Name != uidclient.ServiceName || ping.Version != uidclient.ServiceVersion {
 		t.Fatalf("PING %s: %v", msg.Data, err)
 	}
-	if ping.Metadata["worker_id"] != "11" || ping.Metadata["layout"] != "31/10/22" || ping.Metadata["epoch"] != "2026-01-01T00:00:00Z" {
+	if ping.Metadata["worker_id"] != "11" || ping.Metadata["layout"] != "31/10/22" || ping.Metadata["epoch"] != "2026-01-01T00:00:00Z" ||
+		ping.Metadata["ids_per_second_per_lane"] != "4194304" || ping.Metadata["max_lanes"] != "1" {
 		t.Fatalf("PING metadata %v", ping.Metadata)
 	}
 
