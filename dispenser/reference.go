@@ -15,7 +15,7 @@ current. ` + "`dispenser -h`" + ` prints the same list. An invalid value stops s
 with a message naming the variable, and so does a configuration that could
 not issue IDs for ` + "`DISPENSER_RUNWAY_WARNING`" + `. Only these variables are read
 (never their names without the prefix); the OpenTelemetry exporters also
-follow the standard ` + "`OTEL_*`" + ` variables (see the README's Observability section).
+follow the standard ` + "`OTEL_*`" + ` variables (see [observability.md](observability.md)).
 
 | variable | type | default | meaning |
 |---|---|---|---|

@@ -16,24 +16,28 @@ import (
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 )
 
-// readmePermissions is the nats-server configuration block of the
-// README's Security section.
-func readmePermissions(t *testing.T) string {
+// securityDocPermissions is the nats-server configuration block of the NATS
+// section of docs/security.md (the README links it as the permissions to
+// use): the one ```conf block there.
+func securityDocPermissions(t *testing.T) string {
 	t.Helper()
-	readme, err := os.ReadFile("../README.md")
+	doc, err := os.ReadFile("../docs/security.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(readme), "\n## Security\n")
+	_, section, ok := strings.Cut(string(doc), "\n## NATS\n")
 	if !ok {
-		t.Fatal("README.md has no Security section")
+		t.Fatal("docs/security.md has no NATS section")
 	}
 	if next := strings.Index(section, "\n## "); next >= 0 {
 		section = section[:next]
 	}
+	if n := strings.Count(section, "\n```conf\n"); n != 1 {
+		t.Fatalf("the NATS section of docs/security.md has %d ```conf blocks, want 1", n)
+	}
 	_, block, ok := strings.Cut(section, "\n```conf\n")
 	if !ok {
-		t.Fatal("the Security section has no ```conf block")
+		t.Fatal("the NATS section has no ```conf block")
 	}
 	block, _, ok = strings.Cut(block, "\n```\n")
 	if !ok {
@@ -54,28 +58,29 @@ func waitForLog(t *testing.T, log *testenv.LogBuffer, want string) {
 	}
 }
 
-// TestREADMEPermissions loads the README's NATS permissions block into an
-// embedded nats-server with the server's own configuration loader, then
+// TestSecurityDocPermissions loads the NATS permissions block of
+// docs/security.md into an embedded nats-server with the server's own
+// configuration loader, then
 // runs a dispenser (with blocks) as the dispenser user, takes IDs as the
 // service user, and checks the refusals: the service user may not serve
 // (subscribe to uid.next, in the queue group or not) nor touch JetStream,
 // and the dispenser user may not request IDs nor serve outside the queue
 // group.
-func TestREADMEPermissions(t *testing.T) {
+func TestSecurityDocPermissions(t *testing.T) {
 	const dispenserPassword, servicePassword, blocksPassword = "d-pw-8Hq", "s-pw-3Zx", "b-pw-5Rt"
 	t.Setenv("UID_DISPENSER_PASSWORD", dispenserPassword)
 	t.Setenv("UID_SERVICE_PASSWORD", servicePassword)
 	t.Setenv("UID_BLOCKS_PASSWORD", blocksPassword)
 	confFile := filepath.Join(t.TempDir(), "nats.conf")
-	if err := os.WriteFile(confFile, []byte(readmePermissions(t)), 0o600); err != nil {
+	if err := os.WriteFile(confFile, []byte(securityDocPermissions(t)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	opts, err := server.ProcessConfigFile(confFile)
 	if err != nil {
-		t.Fatalf("the README's permissions block does not load: %v", err)
+		t.Fatalf("the permissions block of docs/security.md does not load: %v", err)
 	}
 	if len(opts.Users) != 3 {
-		t.Fatalf("%d users in the README's block, want dispenser, service and blocks", len(opts.Users))
+		t.Fatalf("%d users in the block of docs/security.md, want dispenser, service and blocks", len(opts.Users))
 	}
 	srv := testenv.NATS(t, opts)
 	url := srv.ClientURL()
@@ -161,7 +166,7 @@ func TestREADMEPermissions(t *testing.T) {
 
 // TestMySQLTLSNeverFallsBackToPlaintext: with tls=true in the DSN and a
 // server without TLS, start-up fails instead of going on in plaintext, as
-// the README's Security section says.
+// docs/security.md says.
 func TestMySQLTLSNeverFallsBackToPlaintext(t *testing.T) {
 	dsn := testenv.MySQL(t)
 	cfg := testConfig(testenv.NATS(t, nil).ClientURL(), dsn+"&tls=true")

@@ -58,7 +58,7 @@ type Config struct {
 	LongCut         time.Duration // default LeaseTTL + 2s
 	NATSDown        time.Duration // how long a restarted NATS node stays down, default 2s
 	// NATSWriteDeadline is the NATS nodes' write_deadline (0: the
-	// server's default, 10s). See the README's Soak section: a paused
+	// server's default, 10s). See docs/soak.md: a paused
 	// dispenser stalls the cluster for up to this long.
 	NATSWriteDeadline time.Duration
 	FaultGap          time.Duration // pause before each fault, default 2s

@@ -8,8 +8,7 @@ import (
 )
 
 // Protocol constants shared by the service and the client. Other languages
-// speak the same protocol without our client: see the README's Protocol
-// section.
+// speak the same protocol without our client: see docs/protocol.md.
 const (
 	// ServiceName is the micro service name that `nats micro ls` shows.
 	ServiceName = "uid-dispenser"

@@ -390,7 +390,7 @@ func TestMySQLLeaseRows(t *testing.T) {
 	}
 }
 
-// TestMySQLLeastPrivileges: the grants the README lists are enough for
+// TestMySQLLeastPrivileges: the grants docs/worker-ids.md lists are enough for
 // both modes once the tables exist.
 func TestMySQLLeastPrivileges(t *testing.T) {
 	dsn := testenv.MySQL(t)
