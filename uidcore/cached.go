@@ -171,8 +171,10 @@ type CachedGenerator struct {
 	smallRate  uint64 // IDs small takes got in the last second while throttled
 	hitBound   bool   // a round stopped at MaxAhead since the last second began
 	lastCursor uint64
-	targetNow  atomic.Uint64 // target, for State
-	lanes      laneSet
+	// lastDiscarded is discarded at the last once-a-second look.
+	lastDiscarded uint64
+	targetNow     atomic.Uint64 // target, for State
+	lanes         laneSet
 
 	logicalSecond  atomic.Int64 // for State, written by padding
 	lastFilled     atomic.Int64 // second of the newest ID in the ring
@@ -594,9 +596,11 @@ func (g *CachedGenerator) paddingLoop() {
 // (twice as many, so a second's demand is met from the ring while padding
 // runs) and gives back lanes that went unused.
 func (g *CachedGenerator) everySecond() {
-	c := g.cursor.Load()
-	taken := c - g.lastCursor
-	g.lastCursor = c
+	// Takes only: IDs dropped for lagging the clock moved the cursor too,
+	// and counting them as demand would keep idle lanes "needed".
+	c, dropped := g.cursor.Load(), g.discarded.Load()
+	taken := (c - g.lastCursor) - (dropped - g.lastDiscarded)
+	g.lastCursor, g.lastDiscarded = c, dropped
 	g.smallRate = g.smallTaken.Swap(0)
 	g.throttled.Store(g.hitBound)
 	g.hitBound = false

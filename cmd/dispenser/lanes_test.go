@@ -178,7 +178,7 @@ func TestLanesThroughTheBinary(t *testing.T) {
 		}
 	}
 	// Idle: extra lanes go back after DISPENSER_LANE_IDLE.
-	deadline = time.Now().Add(10 * time.Second)
+	deadline = time.Now().Add(20 * time.Second)
 	for {
 		idle := ringStats(t, conn.Conn)
 		shrunk := len(idle) == 2
@@ -189,7 +189,7 @@ func TestLanesThroughTheBinary(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("lanes not given back 10s after the load stopped: %+v", idle)
+			t.Fatalf("lanes not given back 20s after the load stopped: %+v", idle)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
