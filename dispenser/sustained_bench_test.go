@@ -238,13 +238,19 @@ func recordSeries(b *testing.B, received, ahead *atomic.Int64) (stop func()) {
 func startCounterResponder(b *testing.B, url string) {
 	nc := testConn(b, url).Conn
 	var counter atomic.Uint64
+	// One reply buffer, reused: the handler runs on one goroutine and
+	// Respond copies the body, so the limit pays for no allocation.
+	var buf []byte
 	sub, err := nc.QueueSubscribe(uidclient.Subject("bare", uidclient.EndpointBatch), "bare", func(m *nats.Msg) {
 		n, err := strconv.Atoi(string(m.Data))
 		if err != nil || n < 1 || n > 1<<20 {
 			_ = m.Respond(nil)
 			return
 		}
-		buf := make([]byte, 8*n)
+		if cap(buf) < 8*n {
+			buf = make([]byte, 8*n)
+		}
+		buf = buf[:8*n]
 		first := counter.Add(uint64(n)) - uint64(n)
 		for i := range n {
 			binary.BigEndian.PutUint64(buf[8*i:], first+uint64(i))
