@@ -279,7 +279,9 @@ func (a *Allocator) await(ctx context.Context, st *seqState, short uint64) error
 		}
 		return nil
 	default:
-		return ctx.Err()
+		// The fetch goes on (its segment is kept); this caller has waited
+		// as long as it may.
+		return a.unavailable(st, fmt.Errorf("waited for a segment: %w", ctx.Err()))
 	}
 }
 
