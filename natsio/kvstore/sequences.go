@@ -24,9 +24,10 @@ type SequenceStore struct {
 	name string
 }
 
-// Sequences returns the sequence store in the assigner's bucket.
-func (a *Assigner) Sequences() *SequenceStore {
-	return &SequenceStore{kv: a.kv, name: a.storeName}
+// Sequences returns the sequence store in the assigner's bucket (ctx and
+// the error make it read as mysqlstore's, which creates its table).
+func (a *Assigner) Sequences(context.Context) (*SequenceStore, error) {
+	return &SequenceStore{kv: a.kv, name: a.storeName}, nil
 }
 
 func (s *SequenceStore) String() string { return s.name }

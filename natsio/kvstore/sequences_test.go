@@ -15,7 +15,8 @@ func kvSequenceStore(addr, bucket string) sequencetest.Store {
 	return sequencetest.Store{Addr: addr, New: func(t testing.TB, via string) sequence.SegmentStore {
 		cfg := workeridtest.Config(workerid.ModeLeased)
 		cfg.WorkerKVBucket = bucket
-		return newKVAssigner(t, cfg, via).Sequences()
+		s, _ := newKVAssigner(t, cfg, via).Sequences(context.Background())
+		return s
 	}}
 }
 
@@ -37,8 +38,8 @@ func TestKVSequenceConformanceNATS29(t *testing.T) {
 // numbers a second time); the error says what to do.
 func TestKVSequenceDeletedKeyNotRedeclared(t *testing.T) {
 	addr := embeddedAddr(t)
-	s := newKVAssigner(t, workeridtest.Config(workerid.ModeLeased), addr).Sequences()
 	ctx := context.Background()
+	s, _ := newKVAssigner(t, workeridtest.Config(workerid.ModeLeased), addr).Sequences(ctx)
 	if created, err := s.Declare(ctx, "orders", 1); err != nil || !created {
 		t.Fatalf("Declare: %v, %v", created, err)
 	}
