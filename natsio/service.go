@@ -198,16 +198,26 @@ func (s *Service) start() error {
 	src := s.source.Load().src
 	layout := src.Layout()
 	maxPayload := s.nc.MaxPayload()
+	metadata := map[string]string{
+		"worker_id": strconv.FormatUint(src.WorkerID(), 10),
+		"layout":    fmt.Sprintf("%d/%d/%d", layout.TimeBits, layout.WorkerBits, layout.SeqBits),
+		"epoch":     layout.Epoch.UTC().Format(time.RFC3339),
+	}
+	if s.cfg.Sequences != nil {
+		// The sequences known at start (`nats micro info`); the stats
+		// list also those met later.
+		var names []string
+		for _, st := range s.cfg.Sequences.Stats() {
+			names = append(names, st.Name)
+		}
+		metadata["sequences"] = strings.Join(names, ",")
+	}
 	svc, err := micro.AddService(s.nc, micro.Config{
 		Name:        uidclient.ServiceName,
 		Version:     cmp.Or(s.cfg.Version, uidclient.ServiceVersion),
 		Description: s.cfg.Description,
 		QueueGroup:  s.cfg.QueueGroup,
-		Metadata: map[string]string{
-			"worker_id": strconv.FormatUint(src.WorkerID(), 10),
-			"layout":    fmt.Sprintf("%d/%d/%d", layout.TimeBits, layout.WorkerBits, layout.SeqBits),
-			"epoch":     layout.Epoch.UTC().Format(time.RFC3339),
-		},
+		Metadata:    metadata,
 		StatsHandler: s.statsData,
 		DoneHandler:  s.onDone,
 		ErrorHandler: s.onAsyncError,

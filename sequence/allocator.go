@@ -76,7 +76,11 @@ type Allocator struct {
 
 // seqState is one name's segments and counters.
 type seqState struct {
-	name string
+	name  string
+	known bool // listed by the store at start: kept in Stats whatever happens
+
+	// dropped: removed from the allocator (forget); set under mu.
+	dropped bool
 
 	mu       sync.Mutex
 	held     []Segment // in the order taken; numbers come from held[0]
@@ -126,7 +130,8 @@ func NewAllocator(store SegmentStore, cfg Config) (*Allocator, error) {
 }
 
 // Declare declares each sequence on the store (an existing one keeps its
-// numbers: first matters only when it is created) and lists it in Stats.
+// numbers: first matters only when it is created), then lists in Stats
+// every sequence the store holds, declared here or elsewhere.
 func (a *Allocator) Declare(ctx context.Context, decls []Declaration) error {
 	for _, d := range decls {
 		if err := ValidName(d.Name); err != nil {
@@ -139,10 +144,16 @@ func (a *Allocator) Declare(ctx context.Context, decls []Declaration) error {
 		if created {
 			a.cfg.Logger.Info("sequence declared", "sequence", d.Name, "first", d.First, "store", a.cfg.StoreName)
 		}
-		a.mu.Lock()
-		delete(a.unknown, d.Name)
-		a.state(d.Name)
-		a.mu.Unlock()
+	}
+	names, err := a.store.List(ctx)
+	if err != nil {
+		return fmt.Errorf("list the sequences of %s: %w", a.cfg.StoreName, err)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, name := range names {
+		delete(a.unknown, name)
+		a.state(name).known = true
 	}
 	return nil
 }
@@ -166,11 +177,10 @@ func (a *Allocator) Fill(ctx context.Context, name string, dst []uint64) error {
 	if ValidName(name) != nil {
 		return &UnknownError{Name: name}
 	}
-	st, err := a.lookup(name)
+	st, err := a.lockedState(name)
 	if err != nil {
 		return err
 	}
-	st.mu.Lock()
 	defer st.mu.Unlock()
 	need := uint64(len(dst))
 	for {
@@ -202,6 +212,23 @@ func (a *Allocator) Fill(ctx context.Context, name string, dst []uint64) error {
 	return nil
 }
 
+// lockedState returns name's state locked. A state dropped (by forget)
+// while this caller waited for its lock is not used: a second state of
+// the name would hand out numbers out of order.
+func (a *Allocator) lockedState(name string) (*seqState, error) {
+	for {
+		st, err := a.lookup(name)
+		if err != nil {
+			return nil, err
+		}
+		st.mu.Lock()
+		if !st.dropped {
+			return st, nil
+		}
+		st.mu.Unlock()
+	}
+}
+
 // lookup returns name's state, refusing names the store recently did not
 // know.
 func (a *Allocator) lookup(name string) (*seqState, error) {
@@ -226,22 +253,25 @@ func (a *Allocator) state(name string) *seqState {
 	return st
 }
 
-// forget turns a failed take into the caller's error; a name the store
-// does not know is dropped (and cached as unknown for a moment) so that
-// requests for made-up names leave nothing behind. st.mu is held.
+// forget turns a failed take into the caller's error. A name that never
+// got a segment is dropped, so that requests for made-up names leave
+// nothing behind, also while the store is down; one the store does not
+// know is cached as unknown for a moment. st.mu is held.
 func (a *Allocator) forget(st *seqState, err error) error {
-	if !errors.Is(err, ErrUnknownSequence) {
-		return err
-	}
+	unknown := errors.Is(err, ErrUnknownSequence)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if len(st.held) == 0 && a.seqs[st.name] == st {
+	if (unknown || !st.known) && st.segments == 0 && len(st.held) == 0 && st.fetch == nil && a.seqs[st.name] == st {
 		delete(a.seqs, st.name)
-		if len(a.unknown) >= 1024 { // bounded: made-up names cannot grow it
-			clear(a.unknown)
-		}
-		a.unknown[st.name] = time.Now().Add(unknownTTL)
+		st.dropped = true
 	}
+	if !unknown {
+		return err
+	}
+	if len(a.unknown) >= 1024 { // bounded: made-up names cannot grow it
+		clear(a.unknown)
+	}
+	a.unknown[st.name] = time.Now().Add(unknownTTL)
 	return &UnknownError{Name: st.name}
 }
 

@@ -285,6 +285,18 @@ func testDeclareAndList(t *testing.T, st Store) {
 	if err != nil || !slices.Equal(names, []string{"a_seq", "b-seq"}) {
 		t.Fatalf("List = %v, %v", names, err)
 	}
+	// An allocator declaring one more shows every sequence of the store.
+	a := NewAllocator(t, st.New(t, st.Addr), Config())
+	if err := a.Declare(ctx, []sequence.Declaration{{Name: "c", First: 0}}); err != nil {
+		t.Fatal(err)
+	}
+	var shown []string
+	for _, s := range a.Stats() {
+		shown = append(shown, s.Name)
+	}
+	if !slices.Equal(shown, []string{"a_seq", "b-seq", "c"}) {
+		t.Fatalf("stats list %v", shown)
+	}
 }
 
 // testRestartContinues: an allocator closed gracefully gives the rest of
@@ -444,6 +456,14 @@ func testStoreCut(t *testing.T, st Store) {
 		t.Fatalf("with the numbers held used up and the store cut: %v, want ErrUnavailable", err)
 	}
 	t.Logf("served %d held numbers through the cut, then: %v", held, err)
+	// A made-up name during the outage is an error too, and leaves no
+	// state behind.
+	if _, err := a.Next(ctx, "madeup"); err == nil {
+		t.Fatal("a made-up name was served with the store cut")
+	}
+	if n := len(a.Stats()); n != 1 {
+		t.Fatalf("%d sequences in the stats after a made-up name, want 1", n)
+	}
 	proxy.Restore()
 	testenv.WaitFor(t, 30*time.Second, "serving again after the store is back", func() bool {
 		n, err := a.Next(ctx, "orders")
