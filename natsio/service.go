@@ -213,11 +213,11 @@ func (s *Service) start() error {
 		metadata["sequences"] = strings.Join(names, ",")
 	}
 	svc, err := micro.AddService(s.nc, micro.Config{
-		Name:        uidclient.ServiceName,
-		Version:     cmp.Or(s.cfg.Version, uidclient.ServiceVersion),
-		Description: s.cfg.Description,
-		QueueGroup:  s.cfg.QueueGroup,
-		Metadata:    metadata,
+		Name:         uidclient.ServiceName,
+		Version:      cmp.Or(s.cfg.Version, uidclient.ServiceVersion),
+		Description:  s.cfg.Description,
+		QueueGroup:   s.cfg.QueueGroup,
+		Metadata:     metadata,
 		StatsHandler: s.statsData,
 		DoneHandler:  s.onDone,
 		ErrorHandler: s.onAsyncError,
