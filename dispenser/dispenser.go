@@ -281,6 +281,13 @@ func (d *Dispenser) openSequences(ctx context.Context) error {
 		}
 		return nil
 	}
+	if err != nil && d.cfg.Sequences == "" {
+		// An instance that declares none may run where the sequence table
+		// does not exist and may not be created (DISPENSER_CREATE_TABLES=false
+		// on a store set up before sequences): it serves IDs without them.
+		d.log.Warn("named sequences off: their store is not usable", "err", err)
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("dispenser: sequence store: %w", err)
 	}
