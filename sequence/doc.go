@@ -28,7 +28,9 @@
 //     ([SegmentStore.GiveBack]) that succeeds only when no later segment
 //     was taken since, so a quiet fleet restarted gracefully continues
 //     with no gap. An instance killed without Close loses at most the
-//     segments it held (at most two per name, each at most MaxStep).
+//     segments it held: two per name, each at most MaxStep (a batch
+//     larger than MaxStep that meets a store failure while it gathers
+//     segments may leave its count plus a step held).
 //
 // The package imports only the standard library; the stores live with
 // their clients (workerid/mysqlstore, natsio/kvstore) and one conformance
