@@ -15,6 +15,7 @@ import (
 
 	"github.com/uid-dispenser/uid-dispenser/natsio"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
+	"github.com/uid-dispenser/uid-dispenser/sequence"
 	"github.com/uid-dispenser/uid-dispenser/telemetry"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
@@ -65,6 +66,11 @@ type Config struct {
 	ShutdownTimeout time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"10s" desc:"bound on a graceful shutdown"`
 	LogLevel        string        `envconfig:"LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
 	LogFormat       string        `envconfig:"LOG_FORMAT" default:"text" desc:"text or json"`
+
+	Sequences       string        `envconfig:"SEQUENCES" desc:"named sequences to declare in the store: comma-separated name[=first number] (first default 1), e.g. orders,invoices=1000000; names are letters, digits, - and _. Served on <prefix>.seq.<name>.next and .batch; names other instances declared are served too"`
+	SequenceStep    uint64        `envconfig:"SEQUENCE_STEP" default:"1000" desc:"sequences: size of a name's first segment taken from the store, and the smallest the adaptive step halves to"`
+	SequenceMaxStep uint64        `envconfig:"SEQUENCE_MAX_STEP" default:"1000000" desc:"sequences: the largest segment; a kill -9 loses at most two segments per name"`
+	SequenceTarget  time.Duration `envconfig:"SEQUENCE_TARGET" default:"15m" desc:"sequences: how long a segment should last; a shorter one doubles the next step, one lasting more than twice as long halves it (the store sees about one write per target per name and instance)"`
 
 	MetricsAddr   string `envconfig:"METRICS_ADDR" desc:"listen address of the HTTP server with /metrics (Prometheus), /healthz and /readyz, e.g. :9464 (empty: none). Traces and OTLP metrics follow the OTEL_* variables"`
 	RunwayWarning string `envconfig:"RUNWAY_WARNING" default:"1y" desc:"log a warning and set uid_runway_warning when the layout's time field runs out sooner than this: a Go duration, days (90d) or years (2y); 0: never"`
@@ -175,6 +181,9 @@ func DefaultConfig() Config {
 		LogLevel:           "info",
 		LogFormat:          "text",
 		RunwayWarning:      "1y",
+		SequenceStep:       sequence.DefaultConfig().MinStep,
+		SequenceMaxStep:    sequence.DefaultConfig().MaxStep,
+		SequenceTarget:     sequence.DefaultConfig().Target,
 		Config:             workerid.DefaultConfig(),
 		BlocksConfig:       natsio.DefaultBlocksConfig(),
 	}
@@ -263,6 +272,9 @@ func (c Config) Validate() error {
 	if _, err := telemetry.ParseRunway(c.RunwayWarning); err != nil {
 		return bad("RUNWAY_WARNING", "%v", err)
 	}
+	if err := c.checkSequences(); err != nil {
+		return err
+	}
 	if err := c.checkIssuable(time.Now()); err != nil {
 		return err
 	}
@@ -277,6 +289,32 @@ func (c Config) Validate() error {
 		return err
 	}
 	return mysqlstore.Validate(c.Config)
+}
+
+// checkSequences validates the DISPENSER_SEQUENCE* settings.
+func (c Config) checkSequences() error {
+	bad := func(name, format string, args ...any) error {
+		return &ConfigError{Var: EnvPrefix + "_" + name, Reason: fmt.Sprintf(format, args...)}
+	}
+	if _, err := sequence.ParseDeclarations(c.Sequences); err != nil {
+		return bad("SEQUENCES", "%v", err)
+	}
+	switch {
+	case c.SequenceStep < 1 || c.SequenceStep > sequence.MaxValue:
+		return bad("SEQUENCE_STEP", "%d is outside 1..%d", c.SequenceStep, uint64(sequence.MaxValue))
+	case c.SequenceMaxStep < c.SequenceStep || c.SequenceMaxStep > sequence.MaxValue:
+		return bad("SEQUENCE_MAX_STEP", "%d is below DISPENSER_SEQUENCE_STEP %d (or above %d)", c.SequenceMaxStep, c.SequenceStep, uint64(sequence.MaxValue))
+	case c.SequenceTarget < time.Second:
+		return bad("SEQUENCE_TARGET", "%s: use at least 1s", c.SequenceTarget)
+	}
+	return nil
+}
+
+// sequenceConfig is the allocator's configuration.
+func (c Config) sequenceConfig(log *slog.Logger) sequence.Config {
+	cfg := sequence.DefaultConfig()
+	cfg.MinStep, cfg.MaxStep, cfg.Target, cfg.Logger = c.SequenceStep, c.SequenceMaxStep, c.SequenceTarget, log
+	return cfg
 }
 
 // layoutVars are the variables DISPENSER_LAYOUT stands for.

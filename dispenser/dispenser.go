@@ -11,6 +11,7 @@ import (
 
 	"github.com/uid-dispenser/uid-dispenser/natsio"
 	"github.com/uid-dispenser/uid-dispenser/natsio/kvstore"
+	"github.com/uid-dispenser/uid-dispenser/sequence"
 	"github.com/uid-dispenser/uid-dispenser/telemetry"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
@@ -51,6 +52,7 @@ type Dispenser struct {
 	assigner uidcore.Assigner
 	svc      *natsio.Service
 	blocks   *natsio.BlockPublisher // nil unless DISPENSER_BLOCKS_ENABLED
+	seq      *sequence.Allocator    // nil when the store keeps no sequences (WithAssigner)
 
 	telemetry instanceTelemetry
 
@@ -109,6 +111,18 @@ func Start(ctx context.Context, cfg Config, opts ...Option) (_ *Dispenser, err e
 	if err := d.joinFleet(ctx); err != nil {
 		return nil, err
 	}
+	if err := d.openSequences(ctx); err != nil {
+		return nil, err
+	}
+	if d.seq != nil {
+		// Nothing is held before the service starts: a failed start loses
+		// no numbers, and a later one gives them back.
+		cleanup = append(cleanup, func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			_ = d.closeSequences(ctx)
+		})
+	}
 	claim, err := d.assigner.Claim(ctx, cfg.Layout())
 	if err != nil {
 		return nil, fmt.Errorf("dispenser: claim a worker ID: %w", err)
@@ -135,6 +149,7 @@ func Start(ctx context.Context, cfg Config, opts ...Option) (_ *Dispenser, err e
 		Version:       Build().Version,
 		Logger:        d.log,
 		ClaimStatus:   d.claimStatus,
+		Sequences:     d.sequenceSource(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("dispenser: %w", err)
@@ -160,6 +175,7 @@ func Start(ctx context.Context, cfg Config, opts ...Option) (_ *Dispenser, err e
 	d.log.Info("serving",
 		"worker_id", claim.WorkerID(),
 		"subjects", cfg.SubjectPrefix+".{next,batch,parse}",
+		"sequences", d.sequenceNames(),
 		"queue_group", cfg.QueueGroup,
 		"layout", layout.String(),
 		"runway_end", layout.RunwayEnd().Format(time.RFC3339),
@@ -239,6 +255,93 @@ func (d *Dispenser) openAssigner(ctx context.Context, url string) (func(), error
 	d.claimNC, d.assigner = conn, a
 	return func() { conn.Close() }, nil
 }
+
+// openSequences sets up the named sequences on the worker-ID store and
+// declares DISPENSER_SEQUENCES there. An assigner given with WithAssigner
+// that is neither store serves no sequences.
+func (d *Dispenser) openSequences(ctx context.Context) error {
+	var (
+		store sequence.SegmentStore
+		err   error
+	)
+	switch a := d.assigner.(type) {
+	case *mysqlstore.Assigner:
+		var s *mysqlstore.SequenceStore
+		if s, err = a.Sequences(ctx); err == nil {
+			store = s
+		}
+	case *kvstore.Assigner:
+		var s *kvstore.SequenceStore
+		if s, err = a.Sequences(ctx); err == nil {
+			store = s
+		}
+	default:
+		if d.cfg.Sequences != "" {
+			return fmt.Errorf("dispenser: DISPENSER_SEQUENCES is set, but the worker-ID store (%T) keeps no sequences", d.assigner)
+		}
+		return nil
+	}
+	if err != nil && d.cfg.Sequences == "" {
+		// An instance that declares none may run where the sequence table
+		// does not exist and may not be created (DISPENSER_CREATE_TABLES=false
+		// on a store set up before sequences): it serves IDs without them.
+		d.log.Warn("named sequences off: their store is not usable", "err", err)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("dispenser: sequence store: %w", err)
+	}
+	decls, err := sequence.ParseDeclarations(d.cfg.Sequences) // validated already
+	if err != nil {
+		return err
+	}
+	alloc, err := sequence.NewAllocator(store, d.cfg.sequenceConfig(d.log))
+	if err != nil {
+		return fmt.Errorf("dispenser: %w", err)
+	}
+	if err := alloc.Declare(ctx, decls); err != nil {
+		alloc.Abandon()
+		return fmt.Errorf("dispenser: DISPENSER_SEQUENCES: %w", err)
+	}
+	d.seq = alloc
+	return nil
+}
+
+// sequenceSource is the allocator for the service, nil (no sequence
+// endpoints) without one: a nil *Allocator in the interface would not be.
+func (d *Dispenser) sequenceSource() natsio.SequenceSource {
+	if d.seq == nil {
+		return nil
+	}
+	return d.seq
+}
+
+func (d *Dispenser) sequenceNames() []string {
+	if d.seq == nil {
+		return nil
+	}
+	var names []string
+	for _, s := range d.seq.Stats() {
+		names = append(names, s.Name)
+	}
+	return names
+}
+
+// closeSequences gives the unused rest of the sequences' segments back
+// (compare-and-set: only where no instance took a later one since).
+func (d *Dispenser) closeSequences(ctx context.Context) error {
+	if d.seq == nil {
+		return nil
+	}
+	if err := d.seq.Close(ctx); err != nil {
+		return fmt.Errorf("dispenser: give back sequence segments: %w", err)
+	}
+	return nil
+}
+
+// Sequences is the allocator of the named sequences (nil when the store
+// keeps none), for its stats.
+func (d *Dispenser) Sequences() *sequence.Allocator { return d.seq }
 
 // watchClaim replaces a claim that is lost for good (its lease taken over
 // by another instance): it claims a new worker ID, builds a new generator
@@ -357,7 +460,8 @@ func (d *Dispenser) Err() error {
 
 // Shutdown stops gracefully: it leaves the queue group so peers take the
 // traffic, answers the requests already delivered, closes the generator,
-// releases the worker claim, closes the connections and the embedded
+// gives the unused rest of the sequences' segments back, releases the
+// worker claim, closes the connections and the embedded
 // server. It gives up waiting when ctx ends and then closes what is left at
 // once; the claim is released in every case.
 func (d *Dispenser) Shutdown(ctx context.Context) error {
@@ -394,6 +498,11 @@ func (d *Dispenser) doShutdown(ctx context.Context) error {
 		var cancel context.CancelFunc
 		releaseCtx, cancel = context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
+	}
+	// After the service stopped and its requests were answered (no number
+	// is handed out any more), before the store closes.
+	if err := d.closeSequences(releaseCtx); err != nil {
+		errs = append(errs, err)
 	}
 	if err := claim.Release(releaseCtx); err != nil {
 		errs = append(errs, fmt.Errorf("dispenser: release worker ID %d: %w", claim.WorkerID(), err))

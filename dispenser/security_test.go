@@ -67,7 +67,8 @@ func waitForLog(t *testing.T, log *testenv.LogBuffer, want string) {
 // and the dispenser user may not request IDs nor serve outside the queue
 // group.
 func TestSecurityDocPermissions(t *testing.T) {
-	const dispenserPassword, servicePassword, blocksPassword = "d-pw-8Hq", "s-pw-3Zx", "b-pw-5Rt"
+	const dispenserPassword, servicePassword, blocksPassword, ordersPassword = "d-pw-8Hq", "s-pw-3Zx", "b-pw-5Rt", "o-pw-2Kw"
+	t.Setenv("UID_ORDERS_PASSWORD", ordersPassword)
 	t.Setenv("UID_DISPENSER_PASSWORD", dispenserPassword)
 	t.Setenv("UID_SERVICE_PASSWORD", servicePassword)
 	t.Setenv("UID_BLOCKS_PASSWORD", blocksPassword)
@@ -79,8 +80,8 @@ func TestSecurityDocPermissions(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the permissions block of docs/security.md does not load: %v", err)
 	}
-	if len(opts.Users) != 3 {
-		t.Fatalf("%d users in the block of docs/security.md, want dispenser, service and blocks", len(opts.Users))
+	if len(opts.Users) != 4 {
+		t.Fatalf("%d users in the block of docs/security.md, want dispenser, service, blocks and orders", len(opts.Users))
 	}
 	srv := testenv.NATS(t, opts)
 	url := srv.ClientURL()
@@ -88,6 +89,7 @@ func TestSecurityDocPermissions(t *testing.T) {
 	cfg := testConfig(url, "")
 	cfg.NATSUser, cfg.NATSPassword = "dispenser", dispenserPassword
 	cfg.BlocksEnabled = true
+	cfg.Sequences = "orders,invoices"
 	var dispenserLog testenv.LogBuffer
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -130,7 +132,17 @@ func TestSecurityDocPermissions(t *testing.T) {
 		t.Fatalf("%d IDs from blocks as the blocks user, %v; log:\n%s", n, err, blocksLog.String())
 	}
 	checkDistinct(t, append(ids, fromBlocks...))
-	for _, log := range []*testenv.LogBuffer{&dispenserLog, &blocksLog} {
+
+	// The orders user takes the numbers of orders, and only those.
+	var ordersLog testenv.LogBuffer
+	orders := uidclient.New(connectAs("orders", ordersPassword, &ordersLog).Conn, uidclient.Config{})
+	if n, err := orders.SeqNext(ctx, "orders"); err != nil || n != 1 {
+		t.Fatalf("uid.seq.orders.next as the orders user: %d, %v; log:\n%s", n, err, ordersLog.String())
+	}
+	if nums, err := orders.SeqBatch(ctx, "orders", 3); err != nil || len(nums) != 3 || nums[0] != 2 {
+		t.Fatalf("uid.seq.orders.batch as the orders user: %v, %v", nums, err)
+	}
+	for _, log := range []*testenv.LogBuffer{&dispenserLog, &blocksLog, &ordersLog} {
 		if strings.Contains(log.String(), "Permissions Violation") {
 			t.Fatalf("a user lacks a permission:\n%s", log.String())
 		}
@@ -149,6 +161,19 @@ func TestSecurityDocPermissions(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitForLog(t, &serviceLog, `Permissions Violation for Publish to \"$JS.API.STREAM.INFO.UID_BLOCKS\"`)
+	if err := service.Conn.Publish("uid.seq.orders.next", nil); err != nil {
+		t.Fatal(err)
+	}
+	waitForLog(t, &serviceLog, `Permissions Violation for Publish to \"uid.seq.orders.next\"`)
+
+	// The orders user may not take another sequence's numbers, nor IDs.
+	ordersConn := connectAs("orders", ordersPassword, &ordersLog)
+	for _, subject := range []string{"uid.seq.invoices.next", "uid.next"} {
+		if err := ordersConn.Conn.Publish(subject, nil); err != nil {
+			t.Fatal(err)
+		}
+		waitForLog(t, &ordersLog, `Permissions Violation for Publish to \"`+subject+`\"`)
+	}
 
 	// The dispenser user may not request IDs, nor serve outside the
 	// queue group.

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
+	"github.com/uid-dispenser/uid-dispenser/sequence"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
@@ -25,6 +26,13 @@ func replyFor(err error) (code int, description string) {
 		return se.Code, se.Description
 	case errors.As(err, &ce):
 		return uidclient.CodeUnavailable, ce.Error()
+	case errors.Is(err, sequence.ErrUnknownSequence):
+		return uidclient.CodeNotFound, err.Error()
+	case errors.Is(err, sequence.ErrUnavailable):
+		// The allocator's error names the sequence and the store.
+		return uidclient.CodeUnavailable, describe("sequence store unavailable", err, sequence.ErrUnavailable)
+	case errors.Is(err, sequence.ErrClosed):
+		return uidclient.CodeUnavailable, describe("shutting down", err, sequence.ErrClosed)
 	case errors.Is(err, uidcore.ErrClosed):
 		return uidclient.CodeUnavailable, describe("shutting down", err, uidcore.ErrClosed)
 	case errors.Is(err, uidcore.ErrClaimLost):

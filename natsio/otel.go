@@ -34,6 +34,7 @@ const messagingSystem = "nats"
 const (
 	outcomeOK          = "ok"
 	outcomeBadRequest  = "bad_request"
+	outcomeNotFound    = "not_found"
 	outcomeUnavailable = "unavailable"
 	outcomeInternal    = "internal"
 )
@@ -45,6 +46,8 @@ func outcomeOf(code int) string {
 		return outcomeOK
 	case uidclient.CodeBadRequest:
 		return outcomeBadRequest
+	case uidclient.CodeNotFound:
+		return outcomeNotFound
 	case uidclient.CodeUnavailable:
 		return outcomeUnavailable
 	}

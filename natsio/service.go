@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
+	"github.com/uid-dispenser/uid-dispenser/sequence"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
@@ -36,6 +37,13 @@ type IDSource interface {
 	Layout() uidcore.Layout
 	WorkerID() uint64
 	State() uidcore.State
+}
+
+// SequenceSource is where a Service takes the numbers of named
+// sequences; *sequence.Allocator implements it.
+type SequenceSource interface {
+	Fill(ctx context.Context, name string, dst []uint64) error
+	Stats() []sequence.Stats
 }
 
 // ServiceConfig configures a Service. Zero values take defaults.
@@ -63,6 +71,10 @@ type ServiceConfig struct {
 	// capacity, from its receipt (default DefaultCapacityWait). It waits
 	// off the endpoint's goroutine, so small requests are not held up.
 	CapacityWait time.Duration
+
+	// Sequences, when set, serves the named sequences on
+	// <prefix>.seq.<name>.next and .batch (uidclient.SeqSubject).
+	Sequences SequenceSource
 
 	// TracerProvider and MeterProvider make the server spans and request
 	// metrics; nil: the global ones (as uidclient.Config.TracerProvider).
@@ -104,8 +116,8 @@ type sourceBox struct{ src IDSource }
 
 // endpointCounters count an endpoint's replies by outcome.
 type endpointCounters struct {
-	ok, badRequest, unavailable, internal atomic.Uint64
-	ids                                   atomic.Uint64
+	ok, badRequest, notFound, unavailable, internal atomic.Uint64
+	ids                                             atomic.Uint64
 }
 
 // handlerFunc serves one request: it appends the reply body to buf and
@@ -142,6 +154,9 @@ func NewService(nc *nats.Conn, src IDSource, cfg ServiceConfig) (*Service, error
 	}
 	if cfg.Description == "" {
 		cfg.Description = "Unique 64-bit IDs: " + cfg.SubjectPrefix + ".next, " + cfg.SubjectPrefix + ".batch, " + cfg.SubjectPrefix + ".parse"
+		if cfg.Sequences != nil {
+			cfg.Description += "; named sequences: " + uidclient.SeqSubject(cfg.SubjectPrefix, "<name>", "{next,batch}")
+		}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -154,6 +169,10 @@ func NewService(nc *nats.Conn, src IDSource, cfg ServiceConfig) (*Service, error
 			uidclient.EndpointNext: {}, uidclient.EndpointBatch: {}, uidclient.EndpointParse: {},
 		},
 		otel: newServerTelemetry(cfg.QueueGroup, cfg.TracerProvider, cfg.MeterProvider),
+	}
+	if cfg.Sequences != nil {
+		s.endpoints[uidclient.EndpointSeqNext] = &endpointCounters{}
+		s.endpoints[uidclient.EndpointSeqBatch] = &endpointCounters{}
 	}
 	s.source.Store(&sourceBox{src})
 	s.capacity = newCapacityQueue(s)
@@ -179,21 +198,31 @@ func (s *Service) start() error {
 	src := s.source.Load().src
 	layout := src.Layout()
 	maxPayload := s.nc.MaxPayload()
+	metadata := map[string]string{
+		"worker_id": strconv.FormatUint(src.WorkerID(), 10),
+		"layout":    fmt.Sprintf("%d/%d/%d", layout.TimeBits, layout.WorkerBits, layout.SeqBits),
+		"epoch":     layout.Epoch.UTC().Format(time.RFC3339),
+		// Capacity: lanes come and go with demand (the stats list the
+		// worker IDs held now); what one sustains and how many it may
+		// hold are fixed.
+		"ids_per_second_per_lane": strconv.FormatUint(layout.MaxSequence()+1, 10),
+		"max_lanes":               strconv.Itoa(src.State().MaxLanes),
+	}
+	if s.cfg.Sequences != nil {
+		// The sequences known at start (`nats micro info`); the stats
+		// list also those met later.
+		var names []string
+		for _, st := range s.cfg.Sequences.Stats() {
+			names = append(names, st.Name)
+		}
+		metadata["sequences"] = strings.Join(names, ",")
+	}
 	svc, err := micro.AddService(s.nc, micro.Config{
-		Name:        uidclient.ServiceName,
-		Version:     cmp.Or(s.cfg.Version, uidclient.ServiceVersion),
-		Description: s.cfg.Description,
-		QueueGroup:  s.cfg.QueueGroup,
-		Metadata: map[string]string{
-			"worker_id": strconv.FormatUint(src.WorkerID(), 10),
-			"layout":    fmt.Sprintf("%d/%d/%d", layout.TimeBits, layout.WorkerBits, layout.SeqBits),
-			"epoch":     layout.Epoch.UTC().Format(time.RFC3339),
-			// Capacity: lanes come and go with demand (the stats list the
-			// worker IDs held now); what one sustains and how many it may
-			// hold are fixed.
-			"ids_per_second_per_lane": strconv.FormatUint(layout.MaxSequence()+1, 10),
-			"max_lanes":               strconv.Itoa(src.State().MaxLanes),
-		},
+		Name:         uidclient.ServiceName,
+		Version:      cmp.Or(s.cfg.Version, uidclient.ServiceVersion),
+		Description:  s.cfg.Description,
+		QueueGroup:   s.cfg.QueueGroup,
+		Metadata:     metadata,
 		StatsHandler: s.statsData,
 		DoneHandler:  s.onDone,
 		ErrorHandler: s.onAsyncError,
@@ -216,13 +245,45 @@ func (s *Service) start() error {
 		}},
 		{uidclient.EndpointParse, s.parse, map[string]string{"reply": "JSON {UID, timestamp, workerId, sequence}"}},
 	} {
-		err := group.AddEndpoint(e.name, s.handle(e.name, e.fn), limits, micro.WithEndpointMetadata(e.meta))
+		err := group.AddEndpoint(e.name, s.handle(e.name, "", e.fn), limits, micro.WithEndpointMetadata(e.meta))
 		if err != nil {
 			_ = svc.Stop()
 			return fmt.Errorf("natsio: add endpoint %s: %w", uidclient.Subject(s.cfg.SubjectPrefix, e.name), err)
 		}
 	}
+	if err := s.addSequenceEndpoints(svc, limits, maxPayload); err != nil {
+		_ = svc.Stop()
+		return err
+	}
 	s.svc = svc
+	return nil
+}
+
+// addSequenceEndpoints subscribes the sequence endpoints, when
+// configured, to wildcard subjects: every name the store knows is served,
+// also one this instance was not configured with.
+func (s *Service) addSequenceEndpoints(svc micro.Service, limits micro.EndpointOpt, maxPayload int64) error {
+	if s.cfg.Sequences == nil {
+		return nil
+	}
+	for _, e := range []struct {
+		name, op string
+		fn       handlerFunc
+		meta     map[string]string
+	}{
+		{uidclient.EndpointSeqNext, uidclient.EndpointNext, s.seqNext, map[string]string{"reply": "the sequence's next number, decimal"}},
+		{uidclient.EndpointSeqBatch, uidclient.EndpointBatch, s.seqBatch, map[string]string{
+			"reply":            "the sequence's next numbers, increasing: newline-separated decimal, or 8 bytes big-endian each with header " + uidclient.EncodingHeader + ": " + uidclient.EncodingBinary,
+			"max_batch_binary": strconv.Itoa(maxBatchFor(s.cfg.MaxBatch, maxPayload, true)),
+			"max_batch_text":   strconv.Itoa(maxBatchFor(s.cfg.MaxBatch, maxPayload, false)),
+		}},
+	} {
+		subject := uidclient.SeqSubject(s.cfg.SubjectPrefix, "*", e.op)
+		err := svc.AddEndpoint(e.name, s.handle(e.name, subject, e.fn), limits, micro.WithEndpointSubject(subject), micro.WithEndpointMetadata(e.meta))
+		if err != nil {
+			return fmt.Errorf("natsio: add endpoint %s: %w", subject, err)
+		}
+	}
 	return nil
 }
 
@@ -242,11 +303,14 @@ type call struct {
 
 // handle is the one wrapper every endpoint handler passes through: it
 // builds the request context, recovers panics, maps errors to error
-// replies, always answers, and records the outcome and duration.
-func (s *Service) handle(endpoint string, fn handlerFunc) micro.Handler {
+// replies, always answers, and records the outcome and duration. The
+// spans of a wildcard endpoint are named after its subject template, so
+// that made-up sequence names do not make spans (and cached templates)
+// of their own.
+func (s *Service) handle(endpoint, template string, fn handlerFunc) micro.Handler {
 	counters := s.endpoints[endpoint]
 	return micro.HandlerFunc(func(req micro.Request) {
-		ctx, span := s.otel.start(endpoint, req.Subject(), req.Headers())
+		ctx, span := s.otel.start(endpoint, cmp.Or(template, req.Subject()), req.Headers())
 		c := &call{ctx: ctx, span: span, req: req, counters: counters, bp: s.replyBuffer()}
 		reply, ids, err := s.invoke(ctx, endpoint, fn, req, (*c.bp)[:0])
 		var d *deferredBatch
@@ -337,6 +401,8 @@ func (c *endpointCounters) record(code int) {
 		c.ok.Add(1)
 	case uidclient.CodeBadRequest:
 		c.badRequest.Add(1)
+	case uidclient.CodeNotFound:
+		c.notFound.Add(1)
 	case uidclient.CodeUnavailable:
 		c.unavailable.Add(1)
 	default:
@@ -412,10 +478,7 @@ func (s *Service) batch(ctx context.Context, req micro.Request, buf []byte) ([]b
 			// be a silent truncation. Dropped IDs are never reissued.
 			return nil, 0, err
 		}
-		if binary {
-			return uidclient.AppendBinaryIDs(buf, ids), n, nil
-		}
-		return uidclient.AppendDecimalIDs(buf, ids), n, nil
+		return appendIDs(buf, ids, binary), n, nil
 	}
 	if n <= uidcore.SmallTake {
 		got, err := s.take(ctx, ids, true)
@@ -429,6 +492,62 @@ func (s *Service) batch(ctx context.Context, req micro.Request, buf []byte) ([]b
 		more, err := s.take(ctx, ids[got:], true)
 		return reply(got+more, err, buf)
 	}}
+}
+
+// appendIDs encodes a batch reply as the request asked.
+func appendIDs(buf []byte, ids []uint64, binary bool) []byte {
+	if binary {
+		return uidclient.AppendBinaryIDs(buf, ids)
+	}
+	return uidclient.AppendDecimalIDs(buf, ids)
+}
+
+// seqName is the sequence a request's subject names:
+// <prefix>.seq.<name>.<op>, name one token (the endpoint's wildcard).
+func (s *Service) seqName(subject string) string {
+	name := strings.TrimPrefix(subject, s.cfg.SubjectPrefix+".seq.")
+	if i := strings.LastIndexByte(name, '.'); i >= 0 {
+		name = name[:i]
+	}
+	return name
+}
+
+// seqContext bounds how long a sequence request waits for the store: the
+// endpoint's handlers run one at a time, so a request waiting for a
+// segment holds up the others (the store is asked ahead, at 10% of a
+// segment, so only an outage or a name's first request waits).
+func (s *Service) seqContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.cfg.CapacityWait)
+}
+
+// seqNext answers the next number of the subject's sequence.
+func (s *Service) seqNext(ctx context.Context, req micro.Request, buf []byte) ([]byte, int, error) {
+	ctx, cancel := s.seqContext(ctx)
+	defer cancel()
+	var n [1]uint64
+	if err := s.cfg.Sequences.Fill(ctx, s.seqName(req.Subject()), n[:]); err != nil {
+		return nil, 0, err
+	}
+	return strconv.AppendUint(buf, n[0], 10), 1, nil
+}
+
+// seqBatch answers the number of the subject's sequence's numbers the
+// body asks for, all or none.
+func (s *Service) seqBatch(ctx context.Context, req micro.Request, buf []byte) ([]byte, int, error) {
+	binary := wantsBinary(req.Headers())
+	n, err := parseCount(req.Data(), maxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), binary))
+	if err != nil {
+		return nil, 0, s.binaryHint(err, req.Data(), binary)
+	}
+	ctx, cancel := s.seqContext(ctx)
+	defer cancel()
+	idp := s.idBuffer(n)
+	defer s.idBufs.Put(idp)
+	ids := (*idp)[:n]
+	if err := s.cfg.Sequences.Fill(ctx, s.seqName(req.Subject()), ids); err != nil {
+		return nil, 0, err
+	}
+	return appendIDs(buf, ids, binary), n, nil
 }
 
 // parse answers the fields of an ID as UidGenerator's parseUID JSON.
@@ -567,9 +686,12 @@ type EndpointData struct {
 	IDs         uint64    `json:"ids"`          // IDs handed out by this endpoint
 	OK          uint64    `json:"ok"`           // successful replies
 	BadRequest  uint64    `json:"bad_request"`  // 400 replies
+	NotFound    uint64    `json:"not_found"`    // 404 replies (unknown sequences)
 	Unavailable uint64    `json:"unavailable"`  // 503 replies
 	Internal    uint64    `json:"internal"`     // 500 replies
 	AsyncErrors uint64    `json:"async_errors"` // slow consumers etc. on the service's subscriptions
+	// Sequences is every named sequence's state (sequence endpoints only).
+	Sequences []sequence.Stats `json:"sequences,omitempty"`
 }
 
 // RingStats is the ring buffer's state as the stats show it.
@@ -622,8 +744,11 @@ func (s *Service) statsData(e *micro.Endpoint) any {
 		AsyncErrors: s.asyncErrors.Load(),
 	}
 	if c := s.endpoints[e.Name]; c != nil {
-		d.IDs, d.OK, d.BadRequest = c.ids.Load(), c.ok.Load(), c.badRequest.Load()
+		d.IDs, d.OK, d.BadRequest, d.NotFound = c.ids.Load(), c.ok.Load(), c.badRequest.Load(), c.notFound.Load()
 		d.Unavailable, d.Internal = c.unavailable.Load(), c.internal.Load()
+	}
+	if s.cfg.Sequences != nil && (e.Name == uidclient.EndpointSeqNext || e.Name == uidclient.EndpointSeqBatch) {
+		d.Sequences = s.cfg.Sequences.Stats()
 	}
 	return d
 }

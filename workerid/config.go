@@ -38,6 +38,7 @@ type Config struct {
 	WorkerLeaseTable     string        `envconfig:"WORKER_LEASE_TABLE" default:"WORKER_LEASE" desc:"leased on MySQL: the lease table"`
 	CreateTables         bool          `envconfig:"CREATE_TABLES" default:"true" desc:"MySQL: create the table of the mode at start-up when missing (needs the CREATE privilege)"`
 	FleetTable           string        `envconfig:"FLEET_TABLE" default:"UID_FLEET" desc:"MySQL: the table holding the fleet's layout, worker mode and subject prefix (one row), compared by every instance"`
+	SequenceTable        string        `envconfig:"SEQUENCE_TABLE" default:"UID_SEQUENCE" desc:"MySQL: the table of the named sequences (one row per name, like Leaf's leaf_alloc), created with DISPENSER_CREATE_TABLES"`
 	WorkerKVBucket       string        `envconfig:"WORKER_KV_BUCKET" default:"uid_workers" desc:"JetStream KV bucket of the worker-ID store when no MySQL DSN is set"`
 	WorkerKVReplicas     int           `envconfig:"WORKER_KV_REPLICAS" default:"1" desc:"replicas of the KV bucket when the dispenser creates it (3 on a cluster), 1..5"`
 	StoreStartupDeadline time.Duration `envconfig:"STORE_STARTUP_DEADLINE" default:"30s" desc:"how long start-up (and a claim) retries an unreachable store before it fails"`
@@ -118,7 +119,7 @@ func (c Config) Validate() error {
 	if c.ReserveChunk < time.Second {
 		return bad("ReserveChunk", "%s is shorter than 1s", c.ReserveChunk)
 	}
-	for _, t := range []struct{ field, name string }{{"WorkerNodeTable", c.WorkerNodeTable}, {"WorkerLeaseTable", c.WorkerLeaseTable}, {"FleetTable", c.FleetTable}} {
+	for _, t := range []struct{ field, name string }{{"WorkerNodeTable", c.WorkerNodeTable}, {"WorkerLeaseTable", c.WorkerLeaseTable}, {"FleetTable", c.FleetTable}, {"SequenceTable", c.SequenceTable}} {
 		if !identifierPattern.MatchString(t.name) {
 			return bad(t.field, "%q is not a plain SQL identifier (letters, digits and _, not starting with a digit, at most 64)", t.name)
 		}
@@ -128,6 +129,11 @@ func (c Config) Validate() error {
 	}
 	if strings.EqualFold(c.FleetTable, c.WorkerNodeTable) || strings.EqualFold(c.FleetTable, c.WorkerLeaseTable) {
 		return bad("FleetTable", "%q is also a worker-ID table", c.FleetTable)
+	}
+	for _, other := range []string{c.WorkerNodeTable, c.WorkerLeaseTable, c.FleetTable} {
+		if strings.EqualFold(c.SequenceTable, other) {
+			return bad("SequenceTable", "%q is also the table %s", c.SequenceTable, other)
+		}
 	}
 	if !bucketPattern.MatchString(c.WorkerKVBucket) {
 		return bad("WorkerKVBucket", "%q is not a valid bucket name (letters, digits, _ and -)", c.WorkerKVBucket)

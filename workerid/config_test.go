@@ -55,6 +55,7 @@ func TestConfigFromEnvironment(t *testing.T) {
 	t.Setenv("DISPENSER_WORKER_LEASE_TABLE", "LEASES")
 	t.Setenv("DISPENSER_CREATE_TABLES", "false")
 	t.Setenv("DISPENSER_FLEET_TABLE", "FLEET")
+	t.Setenv("DISPENSER_SEQUENCE_TABLE", "SEQS")
 	t.Setenv("DISPENSER_WORKER_KV_BUCKET", "ids")
 	t.Setenv("DISPENSER_WORKER_KV_REPLICAS", "3")
 	t.Setenv("DISPENSER_STORE_STARTUP_DEADLINE", "5s")
@@ -64,7 +65,7 @@ func TestConfigFromEnvironment(t *testing.T) {
 	}
 	want := workerid.Config{MySQLDSN: "u:p@tcp(db:3306)/uids", WorkerMode: workerid.ModeDisposable, LeaseTTL: 45 * time.Second,
 		ReserveChunk: 2 * time.Minute, WorkerNodeTable: "NODES", WorkerLeaseTable: "LEASES", CreateTables: false,
-		FleetTable: "FLEET", WorkerKVBucket: "ids", WorkerKVReplicas: 3, StoreStartupDeadline: 5 * time.Second}
+		FleetTable: "FLEET", SequenceTable: "SEQS", WorkerKVBucket: "ids", WorkerKVReplicas: 3, StoreStartupDeadline: 5 * time.Second}
 	if c.Config != want {
 		t.Errorf("got %+v\nwant %+v", c.Config, want)
 	}

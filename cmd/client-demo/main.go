@@ -58,6 +58,7 @@ type options struct {
 	blocks   bool
 	stream   string
 	consumer string
+	seq      string
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
@@ -81,6 +82,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	flags.BoolVar(&o.blocks, "blocks", false, "take IDs from the JetStream block stream instead of requests (-c sources, -batch IDs per take, -d or -n takes)")
 	flags.StringVar(&o.stream, "stream", uidclient.DefaultBlocksStream, "blocks: stream name")
 	flags.StringVar(&o.consumer, "consumer", uidclient.DefaultBlocksConsumer, "blocks: durable consumer shared by every block source")
+	flags.StringVar(&o.seq, "seq", "", "demo: ask for the numbers of this named sequence (DISPENSER_SEQUENCES) instead of IDs: -show with next, -show in one batch")
 	flags.Usage = func() {
 		fmt.Fprintln(stderr, "usage: client-demo [flags]   (NATS_URL sets the server, default nats://127.0.0.1:4222)")
 		fmt.Fprintln(stderr, "       client-demo parse [-layout L] [ID ...]   (decodes IDs locally; -h for more)")
@@ -102,7 +104,44 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if o.load {
 		return runLoad(ctx, o, stdout, stderr)
 	}
+	if o.seq != "" {
+		return runSeq(ctx, o, stdout, stderr)
+	}
 	return runDemo(ctx, o, stdout, stderr)
+}
+
+// runSeq shows a named sequence: -show numbers one per request, then
+// -show in one batch; an undeclared name is the service's 404.
+func runSeq(ctx context.Context, o options, stdout, stderr io.Writer) int {
+	conn, err := connect(ctx, o.url)
+	if err != nil {
+		fmt.Fprintln(stderr, "client-demo:", err)
+		return 1
+	}
+	defer conn.Close()
+	fmt.Fprintf(stdout, "connected to %s\n", conn.RedactedURL())
+	client := uidclient.New(conn.Conn, uidclient.Config{SubjectPrefix: o.prefix})
+	c, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	fmt.Fprintf(stdout, "\n%s (one number per request):\n", uidclient.SeqSubject(o.prefix, o.seq, uidclient.EndpointNext))
+	for range o.show {
+		n, err := client.SeqNext(c, o.seq)
+		if err != nil {
+			fmt.Fprintln(stderr, "client-demo:", err)
+			return 1
+		}
+		fmt.Fprintln(stdout, n)
+	}
+	fmt.Fprintf(stdout, "\n%s %d (binary):\n", uidclient.SeqSubject(o.prefix, o.seq, uidclient.EndpointBatch), o.show)
+	nums, err := client.SeqBatch(c, o.seq, o.show)
+	if err != nil {
+		fmt.Fprintln(stderr, "client-demo:", err)
+		return 1
+	}
+	for _, n := range nums {
+		fmt.Fprintln(stdout, n)
+	}
+	return 0
 }
 
 func connect(ctx context.Context, url string) (*natsio.Conn, error) {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/sequence"
+	"github.com/uid-dispenser/uid-dispenser/sequence/sequencetest"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
@@ -30,7 +32,11 @@ func serve(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := natsio.NewService(conn.Conn, gen, natsio.ServiceConfig{})
+	seqs := sequencetest.NewAllocator(t, sequencetest.NewMemStore(), sequencetest.Config())
+	if err := seqs.Declare(context.Background(), []sequence.Declaration{{Name: "orders", First: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := natsio.NewService(conn.Conn, gen, natsio.ServiceConfig{Sequences: seqs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,6 +59,20 @@ func runWith(t *testing.T, url string, args ...string) (int, string, string) {
 	}
 	code := run(context.Background(), args, strings.NewReader(""), &stdout, &stderr, env)
 	return code, stdout.String(), stderr.String()
+}
+
+// TestDemoSequence: -seq prints the sequence's numbers, increasing, and
+// an undeclared name fails with the service's 404.
+func TestDemoSequence(t *testing.T) {
+	url := serve(t)
+	code, out, errOut := runWith(t, url, "-seq", "orders", "-show", "2")
+	if code != 0 || !strings.Contains(out, "uid.seq.orders.next") || !strings.Contains(out, "1\n2\n\nuid.seq.orders.batch 2 (binary):\n3\n4\n") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	code, _, errOut = runWith(t, url, "-seq", "nosuch")
+	if code != 1 || !strings.Contains(errOut, `404 unknown sequence "nosuch"`) {
+		t.Fatalf("undeclared: exit %d, %s", code, errOut)
+	}
 }
 
 func TestDemoPrintsParsedIDs(t *testing.T) {

@@ -77,6 +77,15 @@ func TestKVConformance(t *testing.T) {
 // per-key TTL), each test in a bucket of its own, deleted afterwards.
 // Skipped when no JetStream server listens on 127.0.0.1:4222.
 func TestKVConformanceNATS29(t *testing.T) {
+	addr := machineNATS(t)
+	workeridtest.Run(t, func(t *testing.T) workeridtest.Store {
+		return kvStore(addr, tempBucket(t, addr))
+	})
+}
+
+// machineNATS is the address of the machine's nats-server (2.9) with
+// JetStream; the test is skipped when none listens on 127.0.0.1:4222.
+func machineNATS(t *testing.T) string {
 	const addr = "127.0.0.1:4222"
 	conn, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
@@ -94,19 +103,27 @@ func TestKVConformanceNATS29(t *testing.T) {
 		t.Skipf("nats-server on %s has no JetStream: %v", addr, err)
 	}
 	t.Logf("nats-server %s on %s", nc.ConnectedServerVersion(), addr)
-	workeridtest.Run(t, func(t *testing.T) workeridtest.Store {
-		b := make([]byte, 6)
-		_, _ = rand.Read(b)
-		bucket := "uid_test_" + hex.EncodeToString(b)
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			if err := js.DeleteKeyValue(ctx, bucket); err != nil {
-				t.Errorf("delete bucket %s: %v", bucket, err)
-			}
-		})
-		return kvStore(addr, bucket)
+	return addr
+}
+
+// tempBucket names a bucket of the test's own on the server at addr,
+// deleted when the test ends.
+func tempBucket(t *testing.T, addr string) string {
+	js, err := jetstream.New(kvConnect(t, addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	bucket := "uid_test_" + hex.EncodeToString(b)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := js.DeleteKeyValue(ctx, bucket); err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
+			t.Errorf("delete bucket %s: %v", bucket, err)
+		}
 	})
+	return bucket
 }
 
 // kvBucket opens the bucket of the tests directly.

@@ -46,6 +46,7 @@ type Client struct {
 	nc                             *nats.Conn
 	opts                           Config
 	subjNext, subjBatch, subjParse string
+	seqNext, seqBatch              string // wildcard subjects, for the spans
 	otel                           clientTelemetry
 	stats                          clientCounters
 }
@@ -95,20 +96,38 @@ func New(nc *nats.Conn, opts Config) *Client {
 		subjNext:  Subject(opts.SubjectPrefix, EndpointNext),
 		subjBatch: Subject(opts.SubjectPrefix, EndpointBatch),
 		subjParse: Subject(opts.SubjectPrefix, EndpointParse),
+		seqNext:   SeqSubject(opts.SubjectPrefix, "*", EndpointNext),
+		seqBatch:  SeqSubject(opts.SubjectPrefix, "*", EndpointBatch),
 	}
-	c.otel = newClientTelemetry(opts.TracerProvider, c.subjNext, c.subjBatch, c.subjParse)
+	c.otel = newClientTelemetry(opts.TracerProvider, c.subjNext, c.subjBatch, c.subjParse, c.seqNext, c.seqBatch)
 	return c
 }
 
 // Next returns one new ID.
 func (c *Client) Next(ctx context.Context) (uint64, error) {
-	reply, err := c.request(ctx, &nats.Msg{Subject: c.subjNext})
+	return c.next(ctx, c.subjNext, c.subjNext)
+}
+
+// SeqNext returns the next number of the sequence name. An undeclared
+// name is a *ServiceError matching ErrNotFound, at once (not retried).
+func (c *Client) SeqNext(ctx context.Context, name string) (uint64, error) {
+	return c.next(ctx, SeqSubject(c.opts.SubjectPrefix, name, EndpointNext), c.seqNext)
+}
+
+// SeqBatch returns the next n numbers of the sequence name, increasing,
+// fetched in one request with binary encoding.
+func (c *Client) SeqBatch(ctx context.Context, name string, n int) ([]uint64, error) {
+	return c.appendBatch(ctx, nil, n, SeqSubject(c.opts.SubjectPrefix, name, EndpointBatch), c.seqBatch)
+}
+
+func (c *Client) next(ctx context.Context, subject, template string) (uint64, error) {
+	reply, err := c.request(ctx, &nats.Msg{Subject: subject}, template)
 	if err != nil {
 		return 0, err
 	}
 	id, err := strconv.ParseUint(string(reply.Data), 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("natsio: %s: reply %q is not a decimal ID", c.subjNext, shorten(string(reply.Data), 40))
+		return 0, fmt.Errorf("natsio: %s: reply %q is not a decimal number", subject, shorten(string(reply.Data), 40))
 	}
 	return id, nil
 }
@@ -121,20 +140,24 @@ func (c *Client) Batch(ctx context.Context, n int) ([]uint64, error) {
 
 // AppendBatch is Batch appending to dst.
 func (c *Client) AppendBatch(ctx context.Context, dst []uint64, n int) ([]uint64, error) {
+	return c.appendBatch(ctx, dst, n, c.subjBatch, c.subjBatch)
+}
+
+func (c *Client) appendBatch(ctx context.Context, dst []uint64, n int, subject, template string) ([]uint64, error) {
 	if n < 1 {
-		return dst, &ServiceError{Subject: c.subjBatch, Code: CodeBadRequest, Description: fmt.Sprintf("count %d: ask for at least 1 ID", n)}
+		return dst, &ServiceError{Subject: subject, Code: CodeBadRequest, Description: fmt.Sprintf("count %d: ask for at least 1 ID", n)}
 	}
 	msg := &nats.Msg{
-		Subject: c.subjBatch,
+		Subject: subject,
 		Header:  nats.Header{EncodingHeader: []string{EncodingBinary}},
 		Data:    strconv.AppendInt(nil, int64(n), 10),
 	}
-	reply, err := c.request(ctx, msg)
+	reply, err := c.request(ctx, msg, template)
 	if err != nil {
 		return dst, err
 	}
 	if len(reply.Data) != n*binaryIDWidth {
-		return dst, fmt.Errorf("natsio: %s: asked for %d IDs, the reply holds %d bytes", c.subjBatch, n, len(reply.Data))
+		return dst, fmt.Errorf("natsio: %s: asked for %d IDs, the reply holds %d bytes", subject, n, len(reply.Data))
 	}
 	return DecodeBinaryIDs(dst, reply.Data)
 }
@@ -142,7 +165,7 @@ func (c *Client) AppendBatch(ctx context.Context, dst []uint64, n int) ([]uint64
 // Parse asks a dispenser to split id into its fields under the service's
 // layout.
 func (c *Client) Parse(ctx context.Context, id uint64) (uidcore.Parts, error) {
-	reply, err := c.request(ctx, &nats.Msg{Subject: c.subjParse, Data: strconv.AppendUint(nil, id, 10)})
+	reply, err := c.request(ctx, &nats.Msg{Subject: c.subjParse, Data: strconv.AppendUint(nil, id, 10)}, c.subjParse)
 	if err != nil {
 		return uidcore.Parts{}, err
 	}
@@ -169,9 +192,10 @@ func decodeParts(data []byte) (uidcore.Parts, error) {
 }
 
 // request sends msg until a dispenser answers it, the error is final, or
-// ctx is done. One client span covers all attempts.
-func (c *Client) request(ctx context.Context, msg *nats.Msg) (_ *nats.Msg, err error) {
-	ctx, span := c.otel.start(ctx, msg)
+// ctx is done. One client span, named after the subject template, covers
+// all attempts.
+func (c *Client) request(ctx context.Context, msg *nats.Msg, template string) (_ *nats.Msg, err error) {
+	ctx, span := c.otel.start(ctx, msg, template)
 	defer func() { c.otel.end(span, err) }()
 	backoff := c.opts.MinBackoff
 	var last error

@@ -104,9 +104,11 @@ func newClientTelemetry(tp trace.TracerProvider, subjects ...string) clientTelem
 }
 
 // start starts the client span of a request (all its attempts) and
-// injects the trace context into msg's headers.
-func (t clientTelemetry) start(ctx context.Context, msg *nats.Msg) (context.Context, trace.Span) {
-	s := t.spans[msg.Subject]
+// injects the trace context into msg's headers. The span is named after
+// the subject template (a sequence's wildcard subject, not its name, so
+// span names stay few).
+func (t clientTelemetry) start(ctx context.Context, msg *nats.Msg, template string) (context.Context, trace.Span) {
+	s := t.spans[template]
 	ctx, span := t.tracer.Start(ctx, s.name, trace.WithSpanKind(trace.SpanKindClient))
 	if span.IsRecording() {
 		span.SetAttributes(s.attrs...)

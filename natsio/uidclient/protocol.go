@@ -28,6 +28,12 @@ const (
 	// EndpointParse answers the fields of the decimal ID in the body as JSON.
 	EndpointParse = "parse"
 
+	// EndpointSeqNext and EndpointSeqBatch are the micro endpoints of the
+	// named sequences, on the subjects SeqSubject gives: next and batch
+	// as for IDs, the numbers of one sequence.
+	EndpointSeqNext  = "seq_next"
+	EndpointSeqBatch = "seq_batch"
+
 	// EncodingHeader selects the batch reply's encoding; absent or any
 	// other value means newline-separated decimal.
 	EncodingHeader = "Uid-Encoding"
@@ -44,6 +50,12 @@ const (
 
 // Subject returns the subject of an endpoint under prefix.
 func Subject(prefix, endpoint string) string { return prefix + "." + endpoint }
+
+// SeqSubject returns the subject of op (EndpointNext or EndpointBatch) on
+// the sequence name under prefix: <prefix>.seq.<name>.<op>. With name "*"
+// it is the wildcard the service subscribes to; a plain permission such
+// as uid.seq.orders.> grants one sequence.
+func SeqSubject(prefix, name, op string) string { return prefix + ".seq." + name + "." + op }
 
 // AppendDecimalIDs appends ids to dst as decimal numbers separated by
 // newlines (no trailing newline).

@@ -54,3 +54,20 @@ CREATE TABLE IF NOT EXISTS `UID_FLEET` (
   MODIFIED       DATETIME(6)  NOT NULL COMMENT 'UTC, when the generation was recorded',
   PRIMARY KEY (ID)
 ) ENGINE = InnoDB COMMENT = 'uid-dispenser fleet identity';
+
+-- Named sequences (DISPENSER_SEQUENCES; the table of
+-- DISPENSER_SEQUENCE_TABLE), one row per name, as Meituan Leaf's
+-- leaf_alloc: MAX_ID is the end of the last segment handed out. A segment
+-- is taken by `UPDATE … SET MAX_ID = MAX_ID + step` and read back in the
+-- same transaction; a graceful shutdown lowers MAX_ID back to the unused
+-- rest only WHERE MAX_ID is still the end of its own segment. Never lower
+-- MAX_ID by hand, nor delete a row in use: numbers below it were handed out.
+-- Privileges: SELECT, INSERT, UPDATE on this table.
+CREATE TABLE IF NOT EXISTS `UID_SEQUENCE` (
+  BIZ_TAG  VARCHAR(64) NOT NULL COMMENT 'sequence name (letters, digits, - and _)',
+  MAX_ID   BIGINT      NOT NULL COMMENT 'end (exclusive) of the last segment taken',
+  STEP     BIGINT      NOT NULL COMMENT 'size of the last segment taken',
+  CREATED  DATETIME(6) NOT NULL COMMENT 'UTC, declaration',
+  MODIFIED DATETIME(6) NOT NULL COMMENT 'UTC, last take or give-back',
+  PRIMARY KEY (BIZ_TAG)
+) ENGINE = InnoDB COMMENT = 'uid-dispenser named sequences';

@@ -1,0 +1,133 @@
+package kvstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/uid-dispenser/uid-dispenser/sequence"
+)
+
+// kvSequencePrefix keys the named sequences: seq.<name> holds the end of
+// the last segment taken, in decimal.
+const kvSequencePrefix = "seq."
+
+// SequenceStore is sequence.SegmentStore on the worker-ID bucket: one
+// key per sequence, every write an Update at the revision read (a lost
+// race reads again), which nats-server 2.9 offers.
+type SequenceStore struct {
+	kv   jetstream.KeyValue
+	name string
+}
+
+// Sequences returns the sequence store in the assigner's bucket (ctx and
+// the error make it read as mysqlstore's, which creates its table).
+func (a *Assigner) Sequences(context.Context) (*SequenceStore, error) {
+	return &SequenceStore{kv: a.kv, name: a.storeName}, nil
+}
+
+func (s *SequenceStore) String() string { return s.name }
+
+// read returns the end of name's last segment and the key's revision.
+func (s *SequenceStore) read(ctx context.Context, name string) (uint64, uint64, error) {
+	e, err := s.kv.Get(ctx, kvSequencePrefix+name)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return 0, 0, &sequence.UnknownError{Name: name}
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	v, err := strconv.ParseUint(string(e.Value()), 10, 64)
+	if err != nil || v > sequence.MaxValue {
+		return 0, 0, fmt.Errorf("natsio: key %s holds %q, not a sequence's end: restore it (never lower it)", e.Key(), kvExcerpt(e.Value()))
+	}
+	return v, e.Revision(), nil
+}
+
+// Take implements sequence.SegmentStore.
+func (s *SequenceStore) Take(ctx context.Context, name string, step uint64) (sequence.Segment, error) {
+	for {
+		end, rev, err := s.read(ctx, name)
+		if err != nil {
+			return sequence.Segment{}, err
+		}
+		if step > sequence.MaxValue-end {
+			return sequence.Segment{}, fmt.Errorf("%w: %q is at %d", sequence.ErrExhausted, name, end)
+		}
+		_, err = s.kv.Update(ctx, kvSequencePrefix+name, []byte(strconv.FormatUint(end+step, 10)), rev)
+		if lostRace(err) {
+			continue
+		}
+		if err != nil {
+			return sequence.Segment{}, err
+		}
+		return sequence.Segment{From: end, To: end + step}, nil
+	}
+}
+
+// GiveBack implements sequence.SegmentStore.
+func (s *SequenceStore) GiveBack(ctx context.Context, name string, seg sequence.Segment) (bool, error) {
+	for {
+		end, rev, err := s.read(ctx, name)
+		if errors.Is(err, sequence.ErrUnknownSequence) {
+			return false, nil
+		}
+		if err != nil || end != seg.To {
+			return false, err
+		}
+		_, err = s.kv.Update(ctx, kvSequencePrefix+name, []byte(strconv.FormatUint(seg.From, 10)), rev)
+		if lostRace(err) {
+			continue // the next read says whether a segment was taken since
+		}
+		return err == nil, err
+	}
+}
+
+// Declare implements sequence.SegmentStore. It writes with an Update at
+// revision 0 rather than Create: Create also succeeds on a deleted key,
+// and a deleted sequence started over would hand its numbers out again.
+func (s *SequenceStore) Declare(ctx context.Context, name string, first uint64) (bool, error) {
+	key := kvSequencePrefix + name
+	_, err := s.kv.Update(ctx, key, []byte(strconv.FormatUint(first, 10)), 0)
+	if err == nil {
+		return true, nil
+	}
+	if !lostRace(err) {
+		return false, err
+	}
+	if _, _, err := s.read(ctx, name); err != nil {
+		if errors.Is(err, sequence.ErrUnknownSequence) {
+			return false, fmt.Errorf("natsio: key %s was deleted: its numbers may have been handed out, so it is not declared again; put back its last value", key)
+		}
+		return false, err
+	}
+	return false, nil
+}
+
+// List implements sequence.SegmentStore.
+func (s *SequenceStore) List(ctx context.Context) ([]string, error) {
+	w, err := s.kv.Watch(ctx, kvSequencePrefix+"*", jetstream.MetaOnly(), jetstream.IgnoreDeletes())
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = w.Stop() }()
+	var names []string
+	for {
+		select {
+		case e, ok := <-w.Updates():
+			if !ok {
+				return nil, errors.New("natsio: sequence watcher closed")
+			}
+			if e == nil {
+				return names, nil
+			}
+			names = append(names, strings.TrimPrefix(e.Key(), kvSequencePrefix))
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}

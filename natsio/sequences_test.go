@@ -1,0 +1,204 @@
+package natsio
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
+	"github.com/uid-dispenser/uid-dispenser/sequence"
+	"github.com/uid-dispenser/uid-dispenser/sequence/sequencetest"
+)
+
+// seqInstance is an instance serving the sequences of store (the
+// reference store: the protocol is under test here; the real stores are
+// in the dispenser's tests).
+func seqInstance(t *testing.T, url string, store sequence.SegmentStore, decls ...sequence.Declaration) (*instance, *sequence.Allocator) {
+	t.Helper()
+	alloc := sequencetest.NewAllocator(t, store, sequencetest.Config())
+	if err := alloc.Declare(context.Background(), decls); err != nil {
+		t.Fatal(err)
+	}
+	return startInstance(t, url, 3, instanceOpts{service: ServiceConfig{Sequences: alloc}}), alloc
+}
+
+// TestSequenceProtocol: next and batch (binary and decimal) on
+// <prefix>.seq.<name>, increasing and dense; undeclared names a 404 at
+// once; bad counts a 400; the service answers on after each.
+func TestSequenceProtocol(t *testing.T) {
+	url := startNATS(t, nil)
+	seqInstance(t, url, sequencetest.NewMemStore(), sequence.Declaration{Name: "orders", First: 1})
+	nc := connect(t, url)
+	client := uidclient.New(nc.Conn, uidclient.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	var got []uint64
+	for range 3 {
+		n, err := client.SeqNext(ctx, "orders")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, n)
+	}
+	batch, err := client.SeqBatch(ctx, "orders", 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, batch...)
+	msg, err := nc.Request(uidclient.SeqSubject("uid", "orders", "batch"), []byte("5"), 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := uidclient.DecodeDecimalIDs(nil, msg.Data)
+	if err != nil || len(text) != 5 {
+		t.Fatalf("decimal batch %q: %v", msg.Data, err)
+	}
+	got = append(got, text...)
+	for i, n := range got {
+		if n != uint64(i+1) {
+			t.Fatalf("number %d is %d, want %d (one instance: dense and increasing)", i, n, i+1)
+		}
+	}
+
+	begin := time.Now()
+	_, err = client.SeqNext(ctx, "nosuch")
+	var se *uidclient.ServiceError
+	if !errors.As(err, &se) || se.Code != uidclient.CodeNotFound || se.Description != `unknown sequence "nosuch"` || !errors.Is(err, uidclient.ErrNotFound) {
+		t.Fatalf("undeclared sequence: %v, want 404 unknown sequence \"nosuch\"", err)
+	}
+	if took := time.Since(begin); took > 500*time.Millisecond || client.Stats().Retries != 0 {
+		t.Errorf("the 404 took %s and %d retries, want it at once", took, client.Stats().Retries)
+	}
+	if _, err := client.SeqBatch(ctx, "nosuch", 3); !errors.Is(err, uidclient.ErrNotFound) {
+		t.Errorf("batch of an undeclared sequence: %v", err)
+	}
+	for body, want := range map[string]string{"0": "count is 0", "x": "not a decimal number", "100001": "too large"} {
+		msg, err := nc.Request(uidclient.SeqSubject("uid", "orders", "batch"), []byte(body), 2*time.Second)
+		if err != nil || msg.Header.Get(micro.ErrorCodeHeader) != "400" || !strings.Contains(msg.Header.Get(micro.ErrorHeader), want) {
+			t.Errorf("batch %q: %v %v, want a 400 saying %q", body, msg.Header, err, want)
+		}
+	}
+	if n, err := client.SeqNext(ctx, "orders"); err != nil || n != uint64(len(got)+1) {
+		t.Fatalf("after the bad requests: %d, %v; want %d", n, err, len(got)+1)
+	}
+}
+
+// TestSequenceUndeclaredHereServed: a name declared in the store by
+// another instance is served by one that was not configured with it.
+func TestSequenceUndeclaredHereServed(t *testing.T) {
+	url := startNATS(t, nil)
+	store := sequencetest.NewMemStore()
+	seqInstance(t, url, store)
+	if _, err := store.Declare(context.Background(), "invoices", 1000); err != nil {
+		t.Fatal(err)
+	}
+	client := uidclient.New(connect(t, url).Conn, uidclient.Config{})
+	n, err := client.SeqNext(context.Background(), "invoices")
+	if err != nil || n != 1000 {
+		t.Fatalf("SeqNext(invoices) = %d, %v; want 1000", n, err)
+	}
+}
+
+// TestSequenceStoreDown503: with the numbers held used up and the store
+// failing, a request gets a 503 naming the sequence and the store, never
+// a number.
+func TestSequenceStoreDown503(t *testing.T) {
+	url := startNATS(t, nil)
+	store := &failingStore{MemStore: sequencetest.NewMemStore()}
+	seqInstance(t, url, store, sequence.Declaration{Name: "orders", First: 1})
+	nc := connect(t, url)
+	subject := uidclient.SeqSubject("uid", "orders", "next")
+	if msg, err := nc.Request(subject, nil, 2*time.Second); err != nil || string(msg.Data) != "1" {
+		t.Fatalf("first number: %v %q", err, msg.Data)
+	}
+	store.fail.Store(true)
+	var last *nats.Msg
+	testenv.WaitFor(t, 10*time.Second, "a 503 once the held numbers are used up", func() bool {
+		msg, err := nc.Request(subject, nil, 2*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = msg
+		return msg.Header.Get(micro.ErrorCodeHeader) != ""
+	})
+	desc := last.Header.Get(micro.ErrorHeader)
+	if last.Header.Get(micro.ErrorCodeHeader) != "503" || len(last.Data) != 0 || !strings.Contains(desc, `sequence "orders"`) || !strings.Contains(desc, "memory store") {
+		t.Fatalf("reply %q %v, want a 503 naming the sequence and the store", last.Data, last.Header)
+	}
+	t.Log(desc)
+}
+
+// failingStore is the reference store with its Take cut on demand.
+type failingStore struct {
+	*sequencetest.MemStore
+	fail atomic.Bool
+}
+
+func (f *failingStore) Take(ctx context.Context, name string, step uint64) (sequence.Segment, error) {
+	if f.fail.Load() {
+		return sequence.Segment{}, errors.New("connection refused")
+	}
+	return f.MemStore.Take(ctx, name, step)
+}
+
+// TestSequenceStats: the stats of the sequence endpoints carry each
+// sequence's counters.
+func TestSequenceStats(t *testing.T) {
+	url := startNATS(t, nil)
+	seqInstance(t, url, sequencetest.NewMemStore(), sequence.Declaration{Name: "orders", First: 1})
+	nc := connect(t, url)
+	client := uidclient.New(nc.Conn, uidclient.Config{})
+	if _, err := client.SeqBatch(context.Background(), "orders", 7); err != nil {
+		t.Fatal(err)
+	}
+	var seq []sequence.Stats
+	testenv.WaitFor(t, 5*time.Second, "the stats show the sequence", func() bool {
+		msg, err := nc.Request("$SRV.STATS.uid-dispenser", nil, 2*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stats micro.Stats
+		if err := json.Unmarshal(msg.Data, &stats); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range stats.Endpoints {
+			var d EndpointData
+			if err := json.Unmarshal(e.Data, &d); err != nil {
+				t.Fatal(err)
+			}
+			if e.Name == uidclient.EndpointSeqBatch && d.IDs == 7 {
+				seq = d.Sequences
+				return e.Subject == "uid.seq.*.batch"
+			}
+		}
+		return false
+	})
+	if len(seq) != 1 || seq[0].Name != "orders" || seq[0].Issued != 7 || seq[0].Segments == 0 || seq[0].Left == 0 || seq[0].Step == 0 {
+		t.Fatalf("sequence stats %+v", seq)
+	}
+	msg, err := nc.Request("$SRV.INFO.uid-dispenser", nil, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info micro.Info
+	if err := json.Unmarshal(msg.Data, &info); err != nil {
+		t.Fatal(err)
+	}
+	subjects := map[string]string{}
+	for _, e := range info.Endpoints {
+		subjects[e.Name] = e.Subject + " " + e.QueueGroup
+	}
+	if info.Metadata["sequences"] != "orders" || subjects[uidclient.EndpointSeqNext] != "uid.seq.*.next uid-dispenser" || subjects[uidclient.EndpointSeqBatch] != "uid.seq.*.batch uid-dispenser" {
+		t.Fatalf("INFO metadata %v, endpoints %v", info.Metadata, subjects)
+	}
+	t.Logf("stats %+v", seq)
+}

@@ -1,0 +1,493 @@
+package sequence
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Config tunes an Allocator. Zero values take the defaults of
+// DefaultConfig.
+type Config struct {
+	// MinStep is the first segment's size and the smallest the adaptive
+	// step halves to.
+	MinStep uint64
+	// MaxStep caps the adaptive step, and so what a kill can lose: at most
+	// two segments per name.
+	MaxStep uint64
+	// Target is how long a segment should last: a shorter one doubles
+	// the next step, one lasting more than twice as long halves it. The
+	// store then sees about one write per Target per name and instance.
+	Target time.Duration
+	// FetchTimeout bounds one Take on the store.
+	FetchTimeout time.Duration
+	// RetryPause is how long after a failed Take the allocator answers
+	// from the failure instead of asking the store again, so an outage is
+	// not hammered by every request.
+	RetryPause time.Duration
+	// StoreName names the store in errors ("MySQL at db:3306"); default:
+	// the store's String method, else "the sequence store".
+	StoreName string
+	Logger    *slog.Logger // default slog.Default()
+}
+
+// DefaultConfig is Leaf's tuning: steps from 1,000 doubling up to
+// 1,000,000, aiming at segments that last 15 minutes.
+func DefaultConfig() Config {
+	return Config{
+		MinStep:      1000,
+		MaxStep:      1_000_000,
+		Target:       15 * time.Minute,
+		FetchTimeout: 5 * time.Second,
+		RetryPause:   500 * time.Millisecond,
+	}
+}
+
+// prefetchPercent is how much of a segment is used when the next one is
+// taken in the background (Leaf's 10%): early, so that a store outage
+// finds almost two segments in hand.
+const prefetchPercent = 10
+
+// unknownTTL is how long a name the store did not know is answered 404
+// without asking again; a name declared meanwhile is served after it.
+const unknownTTL = time.Second
+
+// Allocator hands out the numbers of named sequences from segments of a
+// SegmentStore. It is safe for concurrent use. Close it to give the
+// unused rest of its segments back.
+type Allocator struct {
+	store  SegmentStore
+	cfg    Config
+	ctx    context.Context // ends fetches in flight on Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // fetches in flight
+	closed atomic.Bool
+
+	mu      sync.Mutex
+	seqs    map[string]*seqState
+	unknown map[string]time.Time // negative cache: name -> until
+}
+
+// seqState is one name's segments and counters.
+type seqState struct {
+	name  string
+	known bool // listed by the store at start: kept in Stats whatever happens
+
+	// dropped: removed from the allocator (forget); set under mu.
+	dropped bool
+
+	mu       sync.Mutex
+	held     []Segment // in the order taken; numbers come from held[0]
+	curSize  uint64    // held[0]'s size when taken
+	step     uint64    // size of the next background take
+	lastTake time.Time
+	fetch    *fetch // in flight, or nil
+	failedAt time.Time
+	lastErr  error
+	issued   uint64
+	segments uint64
+}
+
+// fetch is one Take in flight; done is closed when err (or the segment,
+// appended to held) is in.
+type fetch struct {
+	done chan struct{}
+	err  error
+}
+
+// NewAllocator serves the sequences of store.
+func NewAllocator(store SegmentStore, cfg Config) (*Allocator, error) {
+	def := DefaultConfig()
+	cfg.MinStep = cmp.Or(cfg.MinStep, def.MinStep)
+	cfg.MaxStep = cmp.Or(cfg.MaxStep, def.MaxStep)
+	cfg.Target = cmp.Or(cfg.Target, def.Target)
+	cfg.FetchTimeout = cmp.Or(cfg.FetchTimeout, def.FetchTimeout)
+	cfg.RetryPause = cmp.Or(cfg.RetryPause, def.RetryPause)
+	if cfg.StoreName == "" {
+		cfg.StoreName = "the sequence store"
+		if s, ok := store.(fmt.Stringer); ok {
+			cfg.StoreName = s.String()
+		}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.MaxStep < cfg.MinStep {
+		return nil, fmt.Errorf("sequence: max step %d is below the min step %d", cfg.MaxStep, cfg.MinStep)
+	}
+	if cfg.Target < time.Second {
+		return nil, fmt.Errorf("sequence: segment target %s: use at least 1s", cfg.Target)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Allocator{store: store, cfg: cfg, ctx: ctx, cancel: cancel,
+		seqs: map[string]*seqState{}, unknown: map[string]time.Time{}}, nil
+}
+
+// Declare declares each sequence on the store (an existing one keeps its
+// numbers: first matters only when it is created), then lists in Stats
+// every sequence the store holds, declared here or elsewhere.
+func (a *Allocator) Declare(ctx context.Context, decls []Declaration) error {
+	for _, d := range decls {
+		if err := ValidName(d.Name); err != nil {
+			return err
+		}
+		created, err := a.store.Declare(ctx, d.Name, d.First)
+		if err != nil {
+			return fmt.Errorf("declare sequence %q on %s: %w", d.Name, a.cfg.StoreName, err)
+		}
+		if created {
+			a.cfg.Logger.Info("sequence declared", "sequence", d.Name, "first", d.First, "store", a.cfg.StoreName)
+		}
+	}
+	names, err := a.store.List(ctx)
+	if err != nil {
+		return fmt.Errorf("list the sequences of %s: %w", a.cfg.StoreName, err)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, name := range names {
+		delete(a.unknown, name)
+		a.state(name).known = true
+	}
+	return nil
+}
+
+// Next returns the next number of the sequence name.
+func (a *Allocator) Next(ctx context.Context, name string) (uint64, error) {
+	var one [1]uint64
+	err := a.Fill(ctx, name, one[:])
+	return one[0], err
+}
+
+// Fill fills dst with the next numbers of the sequence name, increasing.
+// It fails with *UnknownError for a name the store does not know,
+// ErrUnavailable when it holds too few numbers and the store gives no
+// segment, ErrClosed after Close. On error nothing is taken: a batch
+// waits until it holds enough numbers for all of dst.
+func (a *Allocator) Fill(ctx context.Context, name string, dst []uint64) error {
+	if len(dst) == 0 {
+		return nil
+	}
+	if ValidName(name) != nil {
+		return &UnknownError{Name: name}
+	}
+	st, err := a.lockedState(name)
+	if err != nil {
+		return err
+	}
+	defer st.mu.Unlock()
+	need := uint64(len(dst))
+	for {
+		if a.closed.Load() {
+			return ErrClosed
+		}
+		if st.heldTotal() >= need {
+			break
+		}
+		if err := a.await(ctx, st, need-st.heldTotal()); err != nil {
+			return a.forget(st, err)
+		}
+	}
+	for i := 0; i < len(dst); {
+		cur := &st.held[0]
+		for ; i < len(dst) && cur.From < cur.To; i++ {
+			dst[i] = cur.From
+			cur.From++
+		}
+		if cur.Len() == 0 {
+			st.held = st.held[1:]
+			if len(st.held) > 0 {
+				st.curSize = st.held[0].Len()
+			}
+		}
+	}
+	st.issued += need
+	a.maybePrefetch(st)
+	return nil
+}
+
+// lockedState returns name's state locked. A state dropped (by forget)
+// while this caller waited for its lock is not used: a second state of
+// the name would hand out numbers out of order.
+func (a *Allocator) lockedState(name string) (*seqState, error) {
+	for {
+		st, err := a.lookup(name)
+		if err != nil {
+			return nil, err
+		}
+		st.mu.Lock()
+		if !st.dropped {
+			return st, nil
+		}
+		st.mu.Unlock()
+	}
+}
+
+// lookup returns name's state, refusing names the store recently did not
+// know.
+func (a *Allocator) lookup(name string) (*seqState, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if until, ok := a.unknown[name]; ok {
+		if time.Now().Before(until) {
+			return nil, &UnknownError{Name: name}
+		}
+		delete(a.unknown, name)
+	}
+	return a.state(name), nil
+}
+
+// state returns name's state, creating it. a.mu must be held.
+func (a *Allocator) state(name string) *seqState {
+	st := a.seqs[name]
+	if st == nil {
+		st = &seqState{name: name, step: a.cfg.MinStep}
+		a.seqs[name] = st
+	}
+	return st
+}
+
+// forget turns a failed take into the caller's error. A name that never
+// got a segment is dropped, so that requests for made-up names leave
+// nothing behind, also while the store is down; one the store does not
+// know is cached as unknown for a moment. st.mu is held.
+func (a *Allocator) forget(st *seqState, err error) error {
+	unknown := errors.Is(err, ErrUnknownSequence)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if (unknown || !st.known) && st.segments == 0 && len(st.held) == 0 && st.fetch == nil && a.seqs[st.name] == st {
+		delete(a.seqs, st.name)
+		st.dropped = true
+	}
+	if !unknown {
+		return err
+	}
+	if len(a.unknown) >= 1024 { // bounded: made-up names cannot grow it
+		clear(a.unknown)
+	}
+	a.unknown[st.name] = time.Now().Add(unknownTTL)
+	return &UnknownError{Name: st.name}
+}
+
+func (st *seqState) heldTotal() uint64 {
+	var n uint64
+	for _, s := range st.held {
+		n += s.Len()
+	}
+	return n
+}
+
+// await waits, with st.mu unlocked, for a segment of at least short
+// numbers (or the fetch in flight). st.mu is held on entry and return.
+func (a *Allocator) await(ctx context.Context, st *seqState, short uint64) error {
+	f := st.fetch
+	if f == nil {
+		if st.lastErr != nil && time.Since(st.failedAt) < a.cfg.RetryPause {
+			return a.unavailable(st, st.lastErr)
+		}
+		f = a.startFetch(st, min(max(a.adaptStep(st), short), a.cfg.MaxStep))
+		if f == nil {
+			return ErrClosed
+		}
+	}
+	st.mu.Unlock()
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+	}
+	st.mu.Lock()
+	select {
+	case <-f.done:
+		if f.err != nil {
+			return a.unavailable(st, f.err)
+		}
+		return nil
+	default:
+		// The fetch goes on (its segment is kept); this caller has waited
+		// as long as it may.
+		return a.unavailable(st, fmt.Errorf("waited for a segment: %w", ctx.Err()))
+	}
+}
+
+func (a *Allocator) unavailable(st *seqState, err error) error {
+	if errors.Is(err, ErrUnknownSequence) || errors.Is(err, ErrExhausted) {
+		return err
+	}
+	return fmt.Errorf("%w: sequence %q: %s: %w", ErrUnavailable, st.name, a.cfg.StoreName, err)
+}
+
+// maybePrefetch takes the next segment in the background once the one
+// numbers come from is prefetchPercent used and no other is held.
+func (a *Allocator) maybePrefetch(st *seqState) {
+	if st.fetch != nil || len(st.held) > 1 || a.closed.Load() {
+		return
+	}
+	if st.lastErr != nil && time.Since(st.failedAt) < a.cfg.RetryPause {
+		return
+	}
+	if len(st.held) == 1 && (st.curSize-st.held[0].Len())*100 < st.curSize*prefetchPercent {
+		return
+	}
+	a.startFetch(st, a.adaptStep(st))
+}
+
+// adaptStep is Leaf's rule, applied when a segment is taken: the previous
+// one lasted less than the target, double; more than twice, halve.
+func (a *Allocator) adaptStep(st *seqState) uint64 {
+	if !st.lastTake.IsZero() {
+		switch lasted := time.Since(st.lastTake); {
+		case lasted < a.cfg.Target:
+			st.step = min(st.step*2, a.cfg.MaxStep)
+		case lasted > 2*a.cfg.Target:
+			st.step = max(st.step/2, a.cfg.MinStep)
+		}
+	}
+	return st.step
+}
+
+// startFetch takes a segment of size numbers in the background; nil once
+// the allocator is closed. st.mu is held.
+func (a *Allocator) startFetch(st *seqState, size uint64) *fetch {
+	a.mu.Lock()
+	if a.closed.Load() {
+		a.mu.Unlock()
+		return nil
+	}
+	a.wg.Add(1)
+	a.mu.Unlock()
+	f := &fetch{done: make(chan struct{})}
+	st.fetch = f
+	go func() {
+		defer a.wg.Done()
+		ctx, cancel := context.WithTimeout(a.ctx, a.cfg.FetchTimeout)
+		seg, err := a.store.Take(ctx, st.name, size)
+		cancel()
+		st.mu.Lock()
+		st.fetch, f.err = nil, err
+		if err == nil {
+			st.held = append(st.held, seg)
+			if len(st.held) == 1 {
+				st.curSize = seg.Len()
+			}
+			st.segments++
+			st.lastTake, st.lastErr = time.Now(), nil
+		} else {
+			st.failedAt, st.lastErr = time.Now(), err
+			if !errors.Is(err, ErrUnknownSequence) {
+				a.cfg.Logger.Warn("taking a sequence segment failed", "sequence", st.name, "store", a.cfg.StoreName, "err", err)
+			}
+		}
+		st.mu.Unlock()
+		close(f.done)
+	}()
+	return f
+}
+
+// Close stops serving and gives the unused rest of every name's segments
+// back to the store, newest first, each with the store's compare-and-set:
+// a rest is given back only when no instance took a later segment since,
+// so a number is never handed out twice. What is not given back is lost
+// (a gap). Fetches in flight are waited for (their segments are given
+// back too) until ctx ends.
+func (a *Allocator) Close(ctx context.Context) error {
+	seqs, ok := a.stop(ctx)
+	if !ok {
+		return nil
+	}
+	var errs []error
+	for _, st := range seqs {
+		st.mu.Lock()
+		held := st.held
+		st.held = nil
+		st.mu.Unlock()
+		var given, lost uint64
+		for i := len(held) - 1; i >= 0; i-- {
+			if held[i].Len() == 0 {
+				continue
+			}
+			ok, err := a.store.GiveBack(ctx, st.name, held[i])
+			if err != nil {
+				errs = append(errs, fmt.Errorf("sequence %q: give back %s to %s: %w", st.name, held[i], a.cfg.StoreName, err))
+			}
+			if err != nil || !ok {
+				for _, s := range held[:i+1] {
+					lost += s.Len()
+				}
+				break
+			}
+			given += held[i].Len()
+		}
+		if given+lost > 0 {
+			a.cfg.Logger.Info("sequence segments given back", "sequence", st.name, "given_back", given, "lost", lost)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Abandon stops serving without giving anything back, as a killed
+// instance would: the numbers held are lost, never reissued.
+func (a *Allocator) Abandon() { a.stop(context.Background()) }
+
+// stop refuses new requests and fetches and waits for the fetches in
+// flight (cancelling them when ctx ends); it returns the states, sorted
+// by name, and false when already stopped.
+func (a *Allocator) stop(ctx context.Context) ([]*seqState, bool) {
+	a.mu.Lock()
+	if a.closed.Swap(true) {
+		a.mu.Unlock()
+		return nil, false
+	}
+	seqs := make([]*seqState, 0, len(a.seqs))
+	for _, st := range a.seqs {
+		seqs = append(seqs, st)
+	}
+	a.mu.Unlock()
+	stopCancel := context.AfterFunc(ctx, a.cancel)
+	a.wg.Wait()
+	stopCancel()
+	a.cancel()
+	slices.SortFunc(seqs, func(x, y *seqState) int { return cmp.Compare(x.name, y.name) })
+	return seqs, true
+}
+
+// Stats is one sequence's state, as the service's stats show it.
+type Stats struct {
+	Name     string `json:"name"`
+	Issued   uint64 `json:"issued"`   // numbers handed out by this instance
+	Segments uint64 `json:"segments"` // segments taken from the store (its writes)
+	Step     uint64 `json:"step"`     // size of the next segment
+	Left     uint64 `json:"left"`     // numbers left in the current segment
+	Held     uint64 `json:"held"`     // numbers left in all segments held
+	Error    string `json:"error,omitempty"`
+}
+
+// Stats returns every known sequence's state, sorted by name.
+func (a *Allocator) Stats() []Stats {
+	a.mu.Lock()
+	seqs := make([]*seqState, 0, len(a.seqs))
+	for _, st := range a.seqs {
+		seqs = append(seqs, st)
+	}
+	a.mu.Unlock()
+	out := make([]Stats, 0, len(seqs))
+	for _, st := range seqs {
+		st.mu.Lock()
+		s := Stats{Name: st.name, Issued: st.issued, Segments: st.segments, Step: st.step, Held: st.heldTotal()}
+		if len(st.held) > 0 {
+			s.Left = st.held[0].Len()
+		}
+		if st.lastErr != nil {
+			s.Error = st.lastErr.Error()
+		}
+		st.mu.Unlock()
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(x, y Stats) int { return cmp.Compare(x.Name, y.Name) })
+	return out
+}

@@ -1,0 +1,73 @@
+package sequencetest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/uid-dispenser/uid-dispenser/sequence"
+)
+
+// MemStore is the reference SegmentStore, in memory: what the suite
+// expects of every store, in a dozen lines. It is real (its takes never
+// overlap) and runs through the same suite, so the allocator's own tests
+// do not need a server.
+type MemStore struct {
+	mu  sync.Mutex
+	max map[string]uint64
+}
+
+// NewMemStore returns an empty store.
+func NewMemStore() *MemStore { return &MemStore{max: map[string]uint64{}} }
+
+func (m *MemStore) String() string { return "memory store" }
+
+// Take implements sequence.SegmentStore.
+func (m *MemStore) Take(_ context.Context, name string, step uint64) (sequence.Segment, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cur, ok := m.max[name]
+	if !ok {
+		return sequence.Segment{}, &sequence.UnknownError{Name: name}
+	}
+	if step > sequence.MaxValue-cur {
+		return sequence.Segment{}, fmt.Errorf("%w: %q at %d", sequence.ErrExhausted, name, cur)
+	}
+	m.max[name] = cur + step
+	return sequence.Segment{From: cur, To: cur + step}, nil
+}
+
+// GiveBack implements sequence.SegmentStore.
+func (m *MemStore) GiveBack(_ context.Context, name string, seg sequence.Segment) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if cur, ok := m.max[name]; !ok || cur != seg.To {
+		return false, nil
+	}
+	m.max[name] = seg.From
+	return true, nil
+}
+
+// Declare implements sequence.SegmentStore.
+func (m *MemStore) Declare(_ context.Context, name string, first uint64) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.max[name]; ok {
+		return false, nil
+	}
+	m.max[name] = first
+	return true, nil
+}
+
+// List implements sequence.SegmentStore.
+func (m *MemStore) List(context.Context) ([]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var names []string
+	for n := range m.max {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names, nil
+}

@@ -1,0 +1,553 @@
+// Package sequencetest holds what the tests of every sequence store
+// share: the conformance suite (Run), which drives a store directly and
+// through sequence.Allocator, and MemStore, the reference store.
+package sequencetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/sequence"
+	"github.com/uid-dispenser/uid-dispenser/workerid/workeridtest"
+)
+
+// Store is a fresh, empty sequence store under test.
+type Store struct {
+	// Addr is the host:port of the server the store lives on; the suite
+	// puts a workeridtest.Proxy in front of it to cut it. Empty: no server
+	// (MemStore), the outage test is skipped.
+	Addr string
+	// New opens the store through the server at addr (Addr or a proxy's);
+	// each call is a new client, as another instance would have. It is
+	// closed when the test ends; call it from the test's goroutine.
+	New func(t testing.TB, addr string) sequence.SegmentStore
+}
+
+// Config is the allocator configuration of the suite: small steps, so
+// that a test crosses many segments, doubling on every take.
+func Config() sequence.Config {
+	return sequence.Config{MinStep: 10, MaxStep: 80, Target: time.Hour, FetchTimeout: 2 * time.Second,
+		RetryPause: 50 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+}
+
+// Run runs the suite; newStore gives each test a fresh store. The tests
+// run in parallel.
+func Run(t *testing.T, newStore func(t *testing.T) Store) {
+	for name, test := range map[string]func(*testing.T, Store){
+		"FiftyConcurrentTakers":   testConcurrentTakers,
+		"GiveBackRaces":           testGiveBackRaces,
+		"DeclareAndList":          testDeclareAndList,
+		"RestartContinues":        testRestartContinues,
+		"ThreeInstances":          testThreeInstances,
+		"KillLosesAtMostHeld":     testKillLosesAtMostHeld,
+		"StoreCut":                testStoreCut,
+		"UnknownSequence":         testUnknownSequence,
+		"BatchLargerThanMaxStep":  testBatchLargerThanMaxStep,
+		"StepDoublesUpToTheLimit": testStepDoubles,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			test(t, newStore(t))
+		})
+	}
+}
+
+func ctxFor(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func declare(t testing.TB, s sequence.SegmentStore, name string, first uint64) {
+	t.Helper()
+	if _, err := s.Declare(ctxFor(t, 10*time.Second), name, first); err != nil {
+		t.Fatalf("Declare %s: %v", name, err)
+	}
+}
+
+func take(t testing.TB, s sequence.SegmentStore, name string, step uint64) sequence.Segment {
+	t.Helper()
+	seg, err := s.Take(ctxFor(t, 10*time.Second), name, step)
+	if err != nil {
+		t.Fatalf("Take %s %d: %v", name, step, err)
+	}
+	if seg.Len() != step {
+		t.Fatalf("Take %s %d gave %s", name, step, seg)
+	}
+	return seg
+}
+
+// NewAllocator is an allocator with cfg on s, abandoned (not closed)
+// when the test ends unless the test closed it.
+func NewAllocator(t testing.TB, s sequence.SegmentStore, cfg sequence.Config) *sequence.Allocator {
+	t.Helper()
+	a, err := sequence.NewAllocator(s, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Abandon)
+	return a
+}
+
+// CheckDisjoint fails the test when two segments overlap.
+func CheckDisjoint(t testing.TB, segs []sequence.Segment) {
+	t.Helper()
+	slices.SortFunc(segs, func(a, b sequence.Segment) int { return compare(a.From, b.From) })
+	for i := 1; i < len(segs); i++ {
+		if segs[i].From < segs[i-1].To {
+			t.Fatalf("segments %s and %s overlap", segs[i-1], segs[i])
+		}
+	}
+}
+
+func compare(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// CheckUnique fails the test when a number appears twice in all.
+func CheckUnique(t testing.TB, all ...[]uint64) int {
+	t.Helper()
+	seen := map[uint64]int{}
+	for who, nums := range all {
+		for _, n := range nums {
+			if prev, dup := seen[n]; dup {
+				t.Fatalf("number %d handed out twice (by %d and %d)", n, prev, who)
+			}
+			seen[n] = who
+		}
+	}
+	return len(seen)
+}
+
+// CheckIncreasing fails the test unless nums strictly increase.
+func CheckIncreasing(t testing.TB, who string, nums []uint64) {
+	t.Helper()
+	for i := 1; i < len(nums); i++ {
+		if nums[i] <= nums[i-1] {
+			t.Fatalf("%s: number %d came after %d", who, nums[i], nums[i-1])
+		}
+	}
+}
+
+// testConcurrentTakers: 50 clients (each its own connection) taking
+// segments of varied size at once never get overlapping segments, and
+// together they cover the range from the first number without a hole.
+func testConcurrentTakers(t *testing.T, st Store) {
+	const takers, each = 50, 8
+	stores := make([]sequence.SegmentStore, takers)
+	for i := range stores {
+		stores[i] = st.New(t, st.Addr)
+	}
+	declare(t, stores[0], "orders", 100)
+	var mu sync.Mutex
+	var segs []sequence.Segment
+	var wg sync.WaitGroup
+	errs := make(chan error, takers)
+	for i, s := range stores {
+		wg.Go(func() {
+			for j := range each {
+				step := uint64(1 + (i*7+j)%13)
+				seg, err := s.Take(context.Background(), "orders", step)
+				if err == nil && seg.Len() != step {
+					err = fmt.Errorf("asked for %d, got %s", step, seg)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				segs = append(segs, seg)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	CheckDisjoint(t, segs)
+	if segs[0].From != 100 {
+		t.Errorf("first segment %s, want it to start at the declared 100", segs[0])
+	}
+	for i := 1; i < len(segs); i++ {
+		if segs[i].From != segs[i-1].To {
+			t.Fatalf("hole between %s and %s", segs[i-1], segs[i])
+		}
+	}
+}
+
+// testGiveBackRaces: a give-back is refused once a later segment was
+// taken (by anyone); when it succeeds the next take continues from its
+// start. Racing take-and-give-back cycles keep what they keep disjoint.
+func testGiveBackRaces(t *testing.T, st Store) {
+	s := st.New(t, st.Addr)
+	declare(t, s, "invoices", 0)
+	a := take(t, s, "invoices", 10)
+	b := take(t, s, "invoices", 10)
+	ctx := ctxFor(t, 10*time.Second)
+	if ok, err := s.GiveBack(ctx, "invoices", sequence.Segment{From: a.From + 3, To: a.To}); err != nil || ok {
+		t.Fatalf("give back of %s after %s was taken: ok %v, err %v; want refused", a, b, ok, err)
+	}
+	if ok, err := s.GiveBack(ctx, "invoices", sequence.Segment{From: b.From + 4, To: b.To}); err != nil || !ok {
+		t.Fatalf("give back of the rest of the last segment %s: ok %v, err %v", b, ok, err)
+	}
+	if c := take(t, s, "invoices", 5); c.From != b.From+4 {
+		t.Fatalf("take after the give-back gave %s, want it to start at %d", c, b.From+4)
+	}
+	if ok, _ := s.GiveBack(ctx, "nosuch", b); ok {
+		t.Fatal("give back to an undeclared sequence succeeded")
+	}
+
+	// Racing: each worker takes, uses part, tries to give the rest back.
+	const workers, rounds = 10, 10
+	stores := make([]sequence.SegmentStore, workers)
+	for i := range stores {
+		stores[i] = st.New(t, st.Addr)
+	}
+	var mu sync.Mutex
+	var kept []sequence.Segment
+	var gaveBack int
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for i, s := range stores {
+		wg.Go(func() {
+			for j := range rounds {
+				seg, err := s.Take(context.Background(), "invoices", 10)
+				if err != nil {
+					errs <- err
+					return
+				}
+				used := sequence.Segment{From: seg.From, To: seg.From + uint64(1+(i+j)%9)}
+				ok, err := s.GiveBack(context.Background(), "invoices", sequence.Segment{From: used.To, To: seg.To})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if !ok {
+					used = seg // refused: the whole segment stays taken
+				}
+				mu.Lock()
+				kept = append(kept, used)
+				if ok {
+					gaveBack++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	CheckDisjoint(t, kept)
+	if gaveBack == 0 {
+		t.Error("no give-back succeeded in 100 rounds: the test checked nothing")
+	}
+	t.Logf("%d of %d give-backs succeeded", gaveBack, workers*rounds)
+}
+
+// testDeclareAndList: declaring twice keeps the numbers (the second first
+// value is ignored), List names every sequence.
+func testDeclareAndList(t *testing.T, st Store) {
+	s := st.New(t, st.Addr)
+	ctx := ctxFor(t, 10*time.Second)
+	if created, err := s.Declare(ctx, "b-seq", 7); err != nil || !created {
+		t.Fatalf("Declare: created %v, err %v", created, err)
+	}
+	declare(t, s, "a_seq", 1)
+	seg := take(t, s, "b-seq", 3)
+	if seg.From != 7 {
+		t.Fatalf("first segment %s, want it to start at 7", seg)
+	}
+	if created, err := st.New(t, st.Addr).Declare(ctx, "b-seq", 1000); err != nil || created {
+		t.Fatalf("second Declare: created %v, err %v", created, err)
+	}
+	if seg := take(t, s, "b-seq", 3); seg.From != 10 {
+		t.Fatalf("after a second Declare the segment is %s, want it to continue at 10", seg)
+	}
+	names, err := s.List(ctx)
+	if err != nil || !slices.Equal(names, []string{"a_seq", "b-seq"}) {
+		t.Fatalf("List = %v, %v", names, err)
+	}
+	// An allocator declaring one more shows every sequence of the store.
+	a := NewAllocator(t, st.New(t, st.Addr), Config())
+	if err := a.Declare(ctx, []sequence.Declaration{{Name: "c", First: 0}}); err != nil {
+		t.Fatal(err)
+	}
+	var shown []string
+	for _, s := range a.Stats() {
+		shown = append(shown, s.Name)
+	}
+	if !slices.Equal(shown, []string{"a_seq", "b-seq", "c"}) {
+		t.Fatalf("stats list %v", shown)
+	}
+}
+
+// testRestartContinues: an allocator closed gracefully gives the rest of
+// its segments back, and the next instance continues with no gap.
+func testRestartContinues(t *testing.T, st Store) {
+	s := st.New(t, st.Addr)
+	declare(t, s, "orders", 1)
+	a := NewAllocator(t, s, Config())
+	ctx := ctxFor(t, 20*time.Second)
+	var got []uint64
+	for range 137 {
+		n, err := a.Next(ctx, "orders")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, n)
+	}
+	if held := a.Stats()[0].Held; held == 0 {
+		t.Fatal("allocator holds nothing before the restart: the test would check nothing")
+	}
+	if err := a.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Next(ctx, "orders"); !errors.Is(err, sequence.ErrClosed) {
+		t.Fatalf("Next after Close: %v, want ErrClosed", err)
+	}
+	b := NewAllocator(t, st.New(t, st.Addr), Config())
+	batch := make([]uint64, 50)
+	if err := b.Fill(ctx, "orders", batch); err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, batch...)
+	for i, n := range got {
+		if n != uint64(1+i) {
+			t.Fatalf("number %d is %d after a graceful restart, want %d (dense)", i, n, 1+i)
+		}
+	}
+}
+
+// testThreeInstances: three allocators (three clients) serving one name
+// under concurrent load hand out no number twice, each strictly
+// increasing; closed gracefully one after another, the last one's rest
+// goes back and a new instance continues after the highest number.
+func testThreeInstances(t *testing.T, st Store) {
+	declare(t, st.New(t, st.Addr), "orders", 1)
+	const instances, clients, requests = 3, 4, 60
+	allocs := make([]*sequence.Allocator, instances)
+	for i := range allocs {
+		allocs[i] = NewAllocator(t, st.New(t, st.Addr), Config())
+	}
+	nums := make([][]uint64, instances*clients)
+	var wg sync.WaitGroup
+	errs := make(chan error, instances*clients)
+	for i := range nums {
+		a := allocs[i%instances]
+		wg.Go(func() {
+			for j := range requests {
+				batch := make([]uint64, 1+j%7)
+				if err := a.Fill(context.Background(), "orders", batch); err != nil {
+					errs <- err
+					return
+				}
+				nums[i] = append(nums[i], batch...)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for i, n := range nums {
+		CheckIncreasing(t, fmt.Sprintf("instance %d client %d", i%instances, i/instances), n)
+	}
+	total := CheckUnique(t, nums...)
+	var highest uint64
+	for _, n := range nums {
+		highest = max(highest, slices.Max(n))
+	}
+	for _, a := range allocs {
+		if err := a.Close(ctxFor(t, 10*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next, err := NewAllocator(t, st.New(t, st.Addr), Config()).Next(ctxFor(t, 10*time.Second), "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next <= highest {
+		t.Fatalf("after the restart the next number is %d, not above the highest handed out, %d", next, highest)
+	}
+	t.Logf("%d numbers from 3 instances, highest %d (%.1f%% gap); after a restart: %d", total, highest, 100*float64(highest-uint64(total))/float64(highest), next)
+}
+
+// testKillLosesAtMostHeld: an instance that stops without giving back
+// (kill -9) loses exactly the numbers it held, at most two segments.
+func testKillLosesAtMostHeld(t *testing.T, st Store) {
+	declare(t, st.New(t, st.Addr), "orders", 1)
+	cfg := Config()
+	a := NewAllocator(t, st.New(t, st.Addr), cfg)
+	ctx := ctxFor(t, 20*time.Second)
+	var last uint64
+	for range 95 {
+		n, err := a.Next(ctx, "orders")
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = n
+	}
+	// The background take after 10% of a segment may still be in flight.
+	testenv.WaitFor(t, 5*time.Second, "the next segment taken", func() bool { return a.Stats()[0].Held > a.Stats()[0].Left })
+	held := a.Stats()[0].Held
+	a.Abandon()
+	next, err := NewAllocator(t, st.New(t, st.Addr), cfg).Next(ctx, "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := next - last - 1
+	if lost != held || lost > 2*cfg.MaxStep {
+		t.Fatalf("the kill lost %d numbers (next %d after %d); it held %d, at most %d", lost, next, last, held, 2*cfg.MaxStep)
+	}
+	t.Logf("kill lost %d numbers, the %d held", lost, held)
+}
+
+// testStoreCut: with the store cut, an instance serves the numbers it
+// holds, then answers ErrUnavailable naming the store (never a made-up
+// number); once the store is back it serves again, uniquely.
+func testStoreCut(t *testing.T, st Store) {
+	if st.Addr == "" {
+		t.Skip("no server to cut")
+	}
+	declare(t, st.New(t, st.Addr), "orders", 1)
+	proxy := workeridtest.NewProxy(t, st.Addr)
+	cfg := Config()
+	a := NewAllocator(t, st.New(t, proxy.Addr()), cfg)
+	ctx := ctxFor(t, 60*time.Second)
+	var got []uint64
+	for range 5 {
+		n, err := a.Next(ctx, "orders")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, n)
+	}
+	testenv.WaitFor(t, 5*time.Second, "the next segment taken", func() bool { return a.Stats()[0].Held > a.Stats()[0].Left })
+	held := a.Stats()[0].Held
+	proxy.Cut()
+	for range held {
+		n, err := a.Next(ctx, "orders")
+		if err != nil {
+			t.Fatalf("after %d of the %d numbers held, with the store cut: %v", len(got)-5, held, err)
+		}
+		got = append(got, n)
+	}
+	_, err := a.Next(ctx, "orders")
+	if !errors.Is(err, sequence.ErrUnavailable) {
+		t.Fatalf("with the numbers held used up and the store cut: %v, want ErrUnavailable", err)
+	}
+	t.Logf("served %d held numbers through the cut, then: %v", held, err)
+	// A made-up name during the outage is an error too, and leaves no
+	// state behind.
+	if _, err := a.Next(ctx, "madeup"); err == nil {
+		t.Fatal("a made-up name was served with the store cut")
+	}
+	if n := len(a.Stats()); n != 1 {
+		t.Fatalf("%d sequences in the stats after a made-up name, want 1", n)
+	}
+	proxy.Restore()
+	testenv.WaitFor(t, 30*time.Second, "serving again after the store is back", func() bool {
+		n, err := a.Next(ctx, "orders")
+		if err == nil {
+			got = append(got, n)
+		}
+		return err == nil
+	})
+	CheckIncreasing(t, "the instance", got)
+	CheckUnique(t, got)
+}
+
+// testUnknownSequence: an undeclared name is an UnknownError at once,
+// from the store and the allocator; once declared (elsewhere) it is
+// served without a restart.
+func testUnknownSequence(t *testing.T, st Store) {
+	s := st.New(t, st.Addr)
+	if _, err := s.Take(ctxFor(t, 10*time.Second), "nosuch", 10); !errors.Is(err, sequence.ErrUnknownSequence) {
+		t.Fatalf("Take of an undeclared name: %v", err)
+	}
+	a := NewAllocator(t, s, Config())
+	ctx := ctxFor(t, 20*time.Second)
+	for _, name := range []string{"nosuch", "bad name", "", "x.y"} {
+		_, err := a.Next(ctx, name)
+		var ue *sequence.UnknownError
+		if !errors.As(err, &ue) || ue.Name != name || err.Error() != fmt.Sprintf("unknown sequence %q", name) {
+			t.Fatalf("Next(%q) = %v, want unknown sequence %q", name, err, name)
+		}
+	}
+	if n := len(a.Stats()); n != 0 {
+		t.Errorf("unknown names left %d states behind", n)
+	}
+	declare(t, st.New(t, st.Addr), "nosuch", 5)
+	testenv.WaitFor(t, 5*time.Second, "a name declared elsewhere served", func() bool {
+		n, err := a.Next(ctx, "nosuch")
+		return err == nil && n == 5
+	})
+}
+
+// testBatchLargerThanMaxStep: a batch larger than a segment is filled
+// from several, increasing, without loss.
+func testBatchLargerThanMaxStep(t *testing.T, st Store) {
+	s := st.New(t, st.Addr)
+	declare(t, s, "big", 0)
+	cfg := Config()
+	a := NewAllocator(t, s, cfg)
+	batch := make([]uint64, 3*cfg.MaxStep+5)
+	if err := a.Fill(ctxFor(t, 20*time.Second), "big", batch); err != nil {
+		t.Fatal(err)
+	}
+	CheckIncreasing(t, "batch", batch)
+	if batch[0] != 0 || batch[len(batch)-1] != uint64(len(batch)-1) {
+		t.Fatalf("batch runs %d..%d, want 0..%d", batch[0], batch[len(batch)-1], len(batch)-1)
+	}
+}
+
+// testStepDoubles: segments used up faster than the target double the
+// step, up to MaxStep, and the stats say so.
+func testStepDoubles(t *testing.T, st Store) {
+	s := st.New(t, st.Addr)
+	declare(t, s, "fast", 0)
+	cfg := Config()
+	a := NewAllocator(t, s, cfg)
+	ctx := ctxFor(t, 20*time.Second)
+	var issued uint64
+	batch := make([]uint64, 5)
+	for {
+		if err := a.Fill(ctx, "fast", batch); err != nil {
+			t.Fatal(err)
+		}
+		issued += uint64(len(batch))
+		if a.Stats()[0].Step == cfg.MaxStep && issued >= 10*cfg.MaxStep {
+			break
+		}
+		if issued > 100*cfg.MaxStep {
+			t.Fatalf("step still %d after %d numbers", a.Stats()[0].Step, issued)
+		}
+	}
+	stats := a.Stats()[0]
+	if stats.Step != cfg.MaxStep || stats.Issued != issued {
+		t.Fatalf("stats %+v after %d numbers, want step %d", stats, issued, cfg.MaxStep)
+	}
+	// Doubling from 10 to 80 takes 3 segments; the rest are 80 each.
+	if most := 4 + issued/cfg.MaxStep + 1; stats.Segments > most {
+		t.Fatalf("%d segments for %d numbers, want at most %d", stats.Segments, issued, most)
+	}
+}

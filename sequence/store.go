@@ -1,0 +1,57 @@
+package sequence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Segment is the numbers [From, To) of a sequence.
+type Segment struct{ From, To uint64 }
+
+// Len is how many numbers the segment holds.
+func (s Segment) Len() uint64 { return s.To - s.From }
+
+func (s Segment) String() string { return fmt.Sprintf("[%d, %d)", s.From, s.To) }
+
+// SegmentStore keeps the sequences. Implementations are safe for
+// concurrent use by many instances at once.
+type SegmentStore interface {
+	// Take reserves the next step numbers of name in one atomic write and
+	// returns them. Concurrent takes, from any instance, never overlap.
+	// An undeclared name is ErrUnknownSequence.
+	Take(ctx context.Context, name string, step uint64) (Segment, error)
+	// GiveBack returns the unused rest seg of the last segment taken for
+	// name: it succeeds (true) only when no segment was taken after seg
+	// (the store's max_id is still seg.To), and then lowers max_id to
+	// seg.From so the next Take continues from there.
+	GiveBack(ctx context.Context, name string, seg Segment) (bool, error)
+	// Declare creates name with first as its first number, unless it
+	// exists (then nothing changes; created is false).
+	Declare(ctx context.Context, name string, first uint64) (created bool, err error)
+	// List returns the names of every declared sequence.
+	List(ctx context.Context) ([]string, error)
+}
+
+// Errors callers branch on.
+var (
+	// ErrUnknownSequence: no sequence of that name was declared.
+	ErrUnknownSequence = errors.New("unknown sequence")
+	// ErrUnavailable: the numbers held are used up and the store does not
+	// give a new segment right now; retrying (elsewhere) may help.
+	ErrUnavailable = errors.New("sequence store unavailable")
+	// ErrClosed: the allocator was closed.
+	ErrClosed = errors.New("sequence allocator closed")
+	// ErrExhausted: the sequence reached MaxValue.
+	ErrExhausted = errors.New("sequence exhausted")
+)
+
+// UnknownError is ErrUnknownSequence for one name.
+type UnknownError struct{ Name string }
+
+func (e *UnknownError) Error() string        { return fmt.Sprintf("unknown sequence %q", e.Name) }
+func (e *UnknownError) Is(target error) bool { return target == ErrUnknownSequence }
+
+// MaxValue is the largest number a sequence hands out: numbers stay
+// within a signed 64-bit integer, which every language and database reads.
+const MaxValue = 1<<63 - 1

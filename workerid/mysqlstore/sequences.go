@@ -1,0 +1,118 @@
+package mysqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/uid-dispenser/uid-dispenser/sequence"
+)
+
+const defaultSequenceTable = "UID_SEQUENCE"
+
+// SequenceStore is sequence.SegmentStore on one table of the assigner's
+// database (schema.sql's UID_SEQUENCE, Leaf's leaf_alloc): a row per
+// name whose MAX_ID is the end of the last segment taken.
+type SequenceStore struct {
+	db    *sql.DB
+	table string // quoted
+	name  string // for messages
+	a     *Assigner
+}
+
+// Sequences returns the sequence store in the table cfg.SequenceTable on
+// the assigner's database, creating the table when cfg.CreateTables is
+// set. It shares the assigner's connections: close the assigner after
+// the allocator on it.
+func (a *Assigner) Sequences(ctx context.Context) (*SequenceStore, error) {
+	table := a.cfg.SequenceTable
+	s := &SequenceStore{db: a.db, table: quoteIdent(table), name: a.storeName + " table " + table, a: a}
+	if a.cfg.CreateTables {
+		create, err := createStatement(defaultSequenceTable, table)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := a.db.ExecContext(ctx, create); err != nil {
+			return nil, fmt.Errorf("workerid: %s: %w", s.name, a.classify(err, fmt.Sprintf("create the sequence table (set %s=false and run workerid/mysqlstore/schema.sql by hand when the user may not create tables)", createTablesVar)))
+		}
+	}
+	if _, err := a.db.ExecContext(ctx, "SELECT 1 FROM "+s.table+" LIMIT 0"); err != nil {
+		return nil, fmt.Errorf("workerid: %s: %w", s.name, a.classify(err, fmt.Sprintf("create it with workerid/mysqlstore/schema.sql or set %s=true", createTablesVar)))
+	}
+	return s, nil
+}
+
+func (s *SequenceStore) String() string { return s.name }
+
+// Take implements sequence.SegmentStore: one UPDATE advancing MAX_ID
+// (the row lock orders concurrent takers) and the read of the new value,
+// in one transaction.
+func (s *SequenceStore) Take(ctx context.Context, name string, step uint64) (sequence.Segment, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return sequence.Segment{}, s.a.classify(err, "")
+	}
+	defer func() { _ = tx.Rollback() }()
+	res, err := tx.ExecContext(ctx, "UPDATE "+s.table+" SET MAX_ID = MAX_ID + ?, STEP = ?, MODIFIED = UTC_TIMESTAMP(6) WHERE BIZ_TAG = ? AND MAX_ID <= ?",
+		step, step, name, uint64(sequence.MaxValue)-step)
+	if err != nil {
+		return sequence.Segment{}, s.a.classify(err, "")
+	}
+	var maxID int64
+	err = tx.QueryRowContext(ctx, "SELECT MAX_ID FROM "+s.table+" WHERE BIZ_TAG = ?", name).Scan(&maxID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return sequence.Segment{}, &sequence.UnknownError{Name: name}
+	}
+	if err != nil {
+		return sequence.Segment{}, s.a.classify(err, "")
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return sequence.Segment{}, fmt.Errorf("%w: %q is at %d", sequence.ErrExhausted, name, maxID)
+	}
+	if err := tx.Commit(); err != nil {
+		return sequence.Segment{}, s.a.classify(err, "")
+	}
+	return sequence.Segment{From: uint64(maxID) - step, To: uint64(maxID)}, nil
+}
+
+// GiveBack implements sequence.SegmentStore: MAX_ID goes back to
+// seg.From only WHERE it is still seg.To.
+func (s *SequenceStore) GiveBack(ctx context.Context, name string, seg sequence.Segment) (bool, error) {
+	res, err := s.db.ExecContext(ctx, "UPDATE "+s.table+" SET MAX_ID = ?, MODIFIED = UTC_TIMESTAMP(6) WHERE BIZ_TAG = ? AND MAX_ID = ?", seg.From, name, seg.To)
+	if err != nil {
+		return false, s.a.classify(err, "")
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// Declare implements sequence.SegmentStore; an existing row is left as
+// it is.
+func (s *SequenceStore) Declare(ctx context.Context, name string, first uint64) (bool, error) {
+	res, err := s.db.ExecContext(ctx, "INSERT INTO "+s.table+" (BIZ_TAG, MAX_ID, STEP, CREATED, MODIFIED) VALUES (?, ?, 0, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6)) "+
+		"ON DUPLICATE KEY UPDATE BIZ_TAG = BIZ_TAG", name, first)
+	if err != nil {
+		return false, s.a.classify(err, "")
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// List implements sequence.SegmentStore.
+func (s *SequenceStore) List(ctx context.Context) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT BIZ_TAG FROM "+s.table+" ORDER BY BIZ_TAG")
+	if err != nil {
+		return nil, s.a.classify(err, "")
+	}
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+		names = append(names, n)
+	}
+	return names, rows.Err()
+}
