@@ -2,6 +2,7 @@ package natsio
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
 	"go.uber.org/goleak"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
@@ -136,4 +139,18 @@ func workerShares(ids []uint64) map[uint64]int {
 		shares[p.WorkerID]++
 	}
 	return shares
+}
+
+// serviceInfo asks the service for its micro INFO.
+func serviceInfo(t testing.TB, nc *nats.Conn) micro.Info {
+	t.Helper()
+	msg, err := nc.Request("$SRV.INFO.uid-dispenser", nil, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info micro.Info
+	if err := json.Unmarshal(msg.Data, &info); err != nil {
+		t.Fatal(err)
+	}
+	return info
 }

@@ -185,14 +185,7 @@ func TestSequenceStats(t *testing.T) {
 	if len(seq) != 1 || seq[0].Name != "orders" || seq[0].Issued != 7 || seq[0].Segments == 0 || seq[0].Left == 0 || seq[0].Step == 0 {
 		t.Fatalf("sequence stats %+v", seq)
 	}
-	msg, err := nc.Request("$SRV.INFO.uid-dispenser", nil, 2*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var info micro.Info
-	if err := json.Unmarshal(msg.Data, &info); err != nil {
-		t.Fatal(err)
-	}
+	info := serviceInfo(t, nc.Conn)
 	subjects := map[string]string{}
 	for _, e := range info.Endpoints {
 		subjects[e.Name] = e.Subject + " " + e.QueueGroup

@@ -121,14 +121,7 @@ func TestMonitoringEndpoints(t *testing.T) {
 		t.Fatalf("PING metadata %v", ping.Metadata)
 	}
 
-	msg, err = nc.Request("$SRV.INFO.uid-dispenser", nil, 2*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var info micro.Info
-	if err := json.Unmarshal(msg.Data, &info); err != nil {
-		t.Fatal(err)
-	}
+	info := serviceInfo(t, nc.Conn)
 	subjects := map[string]string{}
 	for _, e := range info.Endpoints {
 		subjects[e.Subject] = e.QueueGroup

@@ -113,14 +113,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // runSeq shows a named sequence: -show numbers one per request, then
 // -show in one batch; an undeclared name is the service's 404.
 func runSeq(ctx context.Context, o options, stdout, stderr io.Writer) int {
-	conn, err := connect(ctx, o.url)
-	if err != nil {
-		fmt.Fprintln(stderr, "client-demo:", err)
+	client, closeConn, ok := dial(ctx, o, stdout, stderr)
+	if !ok {
 		return 1
 	}
-	defer conn.Close()
-	fmt.Fprintf(stdout, "connected to %s\n", conn.RedactedURL())
-	client := uidclient.New(conn.Conn, uidclient.Config{SubjectPrefix: o.prefix})
+	defer closeConn()
 	c, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	fmt.Fprintf(stdout, "\n%s (one number per request):\n", uidclient.SeqSubject(o.prefix, o.seq, uidclient.EndpointNext))
@@ -150,15 +147,23 @@ func connect(ctx context.Context, url string) (*natsio.Conn, error) {
 	return natsio.Connect(cctx, natsio.ConnConfig{URL: url, Name: "client-demo"})
 }
 
-func runDemo(ctx context.Context, o options, stdout, stderr io.Writer) int {
+// dial connects for the demos and says where; false when it could not.
+func dial(ctx context.Context, o options, stdout, stderr io.Writer) (*uidclient.Client, func(), bool) {
 	conn, err := connect(ctx, o.url)
 	if err != nil {
 		fmt.Fprintln(stderr, "client-demo:", err)
+		return nil, nil, false
+	}
+	fmt.Fprintf(stdout, "connected to %s\n", conn.RedactedURL())
+	return uidclient.New(conn.Conn, uidclient.Config{SubjectPrefix: o.prefix}), conn.Close, true
+}
+
+func runDemo(ctx context.Context, o options, stdout, stderr io.Writer) int {
+	client, closeConn, ok := dial(ctx, o, stdout, stderr)
+	if !ok {
 		return 1
 	}
-	defer conn.Close()
-	fmt.Fprintf(stdout, "connected to %s\n", conn.RedactedURL())
-	client := uidclient.New(conn.Conn, uidclient.Config{SubjectPrefix: o.prefix})
+	defer closeConn()
 	call := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, o.timeout) }
 
 	fmt.Fprintf(stdout, "\n%s (one ID per request):\n", uidclient.Subject(o.prefix, uidclient.EndpointNext))
@@ -179,7 +184,7 @@ func runDemo(ctx context.Context, o options, stdout, stderr io.Writer) int {
 
 	fmt.Fprintf(stdout, "\n%s %d (binary):\n", uidclient.Subject(o.prefix, uidclient.EndpointBatch), o.show)
 	c, cancel := call()
-	ids, err = client.Batch(c, o.show)
+	ids, err := client.Batch(c, o.show)
 	cancel()
 	if err != nil {
 		fmt.Fprintln(stderr, "client-demo:", err)
