@@ -43,7 +43,7 @@ type Config struct {
 	Clients int     // default 16
 	Rate    float64 // load multiplier, default 1 (about 40,000 IDs/s)
 	// BulkClients ask for batches of 4,096 at BulkRate IDs/s each during
-	// the high-rate phase (the middle third of the faulted part of the
+	// the high-rate phase (the first third of the faulted part of the
 	// run, at most a minute): by default 4 × 200,000, about 24 times what
 	// one worker ID of the soak's layout sustains, so the dispensers must
 	// hold lanes, with the faults running. 0 clients: no phase.
@@ -121,12 +121,14 @@ func (c Config) withDefaults() Config {
 }
 
 // highRatePhase is when the bulk clients run, from the run's origin: the
-// middle third of the faulted part, at most a minute.
+// first third of the faulted part, at most a minute. The cycle opens with
+// kills, a NATS node restart and the short MySQL cut, which the phase
+// must ride through; the long MySQL cut, which stops lane claims and
+// runs the reservations out by design, comes after it in a short run.
 func (c Config) highRatePhase() (from, to time.Duration) {
 	faulted := c.Duration - c.WarmUp - c.Quiet
 	third := max(faulted/3, 0)
-	from = c.WarmUp + third
-	return from, from + min(third, time.Minute)
+	return c.WarmUp, c.WarmUp + min(third, time.Minute)
 }
 
 // numDispensers is fixed: one per NATS node.
