@@ -357,10 +357,11 @@ func (g *CachedGenerator) NextN(ctx context.Context, dst []uint64) (int, error) 
 	return g.take(ctx, dst, true)
 }
 
-// TryNextN is NextN without waiting: it takes what the ring holds now, up
-// to len(dst), and returns how many. The error is nil unless the claim is
-// lost or the generator closed; a short count is no error (and no
-// rejection), so that a caller can wait elsewhere for the rest.
+// TryNextN is NextN without waiting: it fills dst if the ring holds
+// len(dst) IDs now, and takes none otherwise (a partial take would be
+// lost if the rest never came). It returns how many it took; the error is
+// nil unless the claim is lost or the generator closed, so that a caller
+// can wait elsewhere for the whole batch.
 func (g *CachedGenerator) TryNextN(dst []uint64) (int, error) {
 	return g.take(context.Background(), dst, false)
 }
@@ -374,7 +375,20 @@ func (g *CachedGenerator) take(ctx context.Context, dst []uint64, wait bool) (in
 		c := g.cursor.Load()
 		t := g.tail.Load()
 		if len(dst) > SmallTake && g.throttled.Load() {
-			t -= min(t-min(c, t), g.reserve.Load())
+			t -= min(t-min(c, t), g.bulkReserve(len(dst)))
+		}
+		if !wait && t-min(c, t) < uint64(len(dst)-filled) {
+			// All or nothing: a partial take would be dropped if the rest
+			// never came.
+			if c >= t {
+				select {
+				case <-g.done:
+					return filled, ErrClosed
+				default:
+				}
+			}
+			g.requestPadding()
+			return filled, nil
 		}
 		if c >= t {
 			if !wait {
@@ -454,8 +468,7 @@ func (g *CachedGenerator) awaitPadding(ctx context.Context, wanted int) error {
 	if g.takeWait <= 0 {
 		return g.rejectTake(ctx, wanted, g.emptyCause())
 	}
-	bulk := wanted > SmallTake
-	if g.ready(bulk) {
+	if g.ready(wanted) {
 		return nil
 	}
 	deadline, cancel := context.WithTimeout(ctx, g.takeWait)
@@ -463,7 +476,7 @@ func (g *CachedGenerator) awaitPadding(ctx context.Context, wanted int) error {
 	for {
 		select {
 		case <-round:
-			if g.ready(bulk) {
+			if g.ready(wanted) {
 				return nil
 			}
 			round = *g.roundEnd.Load()
@@ -476,14 +489,22 @@ func (g *CachedGenerator) awaitPadding(ctx context.Context, wanted int) error {
 	}
 }
 
-// ready reports whether a take would find IDs: a bulk take leaves the
-// small takes' reserve while the generator is throttled.
-func (g *CachedGenerator) ready(bulk bool) bool {
+// ready reports whether a take of wanted IDs would find some: a bulk take
+// leaves the small takes' reserve while the generator is throttled.
+func (g *CachedGenerator) ready(wanted int) bool {
 	c, t := g.cursor.Load(), g.tail.Load()
-	if bulk && g.throttled.Load() {
-		return c+g.reserve.Load() < t
+	if wanted > SmallTake && g.throttled.Load() {
+		return c+g.bulkReserve(wanted) < t
 	}
 	return c < t
+}
+
+// bulkReserve is what a bulk take of n IDs leaves for small takes: the
+// reserve, but never so much that a take fitting in one second of the
+// lanes held could not be served in a second.
+func (g *CachedGenerator) bulkReserve(n int) uint64 {
+	perSecond := uint64(len(*g.lanes.ids.Load())) * (g.layout.MaxSequence() + 1)
+	return min(g.reserve.Load(), perSecond-min(perSecond, uint64(n)))
 }
 
 // emptyCause explains an empty ring: ErrBufferEmpty, wrapping why padding
