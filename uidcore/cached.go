@@ -669,17 +669,18 @@ func (g *CachedGenerator) pad(trigger PaddingTrigger) (PaddingReport, PutRejectR
 	tail := g.tail.Load()
 	var stop *PutRejection
 	var now int64
-	// Of the current second: lanes that filled it, lanes skipped for
-	// seconds their previous holder may have used, and why the last
-	// other skipped lane could not serve.
-	var usable, afterSkips int
+	// Of the current second, in this round: lanes skipped for seconds
+	// their previous holder may have used, and why the last other skipped
+	// lane could not serve. (Whether any lane wrote to it, in any round,
+	// is g.dirty.)
+	var afterSkips int
 	var invalid error
 	for stop == nil {
 		if !g.dirty && g.lanes.hasPending() {
 			// Nothing of this second is written yet: new lanes may join it.
 			g.lanes.sync()
 			g.laneIdx, g.nextSeq = 0, 0
-			usable, afterSkips, invalid = 0, 0, nil
+			afterSkips, invalid = 0, nil
 		}
 		inRing := tail - g.cursor.Load()
 		if inRing >= g.target {
@@ -691,19 +692,21 @@ func (g *CachedGenerator) pad(trigger PaddingTrigger) (PaddingReport, PutRejectR
 			// Re-sync: at low load the wall clock overtakes the logical
 			// second, and IDs should carry the real time.
 			g.startSecond(now)
-			usable, afterSkips, invalid = 0, 0, nil
+			afterSkips, invalid = 0, nil
 		}
 		if g.laneIdx >= g.lanes.len() {
-			if usable == 0 && afterSkips == 0 && invalid != nil {
+			if !g.dirty && afterSkips == 0 && invalid != nil {
 				// No lane may fill any second now (claims lost): wait
 				// rather than burn seconds, and look at the lanes again
-				// from the first.
+				// from the first. Only when nothing of this second was
+				// written, by this round or an earlier one: a lane that
+				// filled part of it must never fill it again.
 				stop = &PutRejection{Reason: RejectNotReserved, Second: g.nextSecond, Err: invalid}
 				g.laneIdx, g.nextSeq = 0, 0
 				break
 			}
 			g.startSecond(g.nextSecond + 1)
-			usable, afterSkips, invalid = 0, 0, nil
+			afterSkips, invalid = 0, nil
 			continue
 		}
 		if g.maxAhead >= 0 && g.nextSecond-now > g.maxAhead {
@@ -731,9 +734,6 @@ func (g *CachedGenerator) pad(trigger PaddingTrigger) (PaddingReport, PutRejectR
 			}
 			g.laneIdx, g.nextSeq = g.laneIdx+1, 0
 			continue
-		}
-		if g.nextSeq == 0 {
-			usable++
 		}
 		base, err := g.layout.secondBase(g.nextSecond, ln.workerID)
 		if err != nil {

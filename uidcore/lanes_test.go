@@ -308,3 +308,31 @@ func TestLanesBelowTheFirstAreGivenBackToo(t *testing.T) {
 		return len(st.Lanes) == 1 && st.Lanes[0] == 200
 	})
 }
+
+// A second partly filled by one round (the first lane, then the ring was
+// full) must not be filled again when the next round finds every other
+// lane unusable: it moves on to the next second instead of starting the
+// lanes over (which handed the first lane's IDs out twice).
+func TestLanesNeverRefillASecondAfterTheOthersFail(t *testing.T) {
+	clock := newFakeClock(t0)
+	store := &laneStore{}
+	g := newTestCached(t, CachedOptions{Layout: smallLayout(), BoostPower: -1, Clock: clock, Claim: StaticClaim{ID: 3},
+		Lanes: store, MaxLanes: 3, TakeWait: time.Second, MaxAhead: 10 * time.Second})
+	ctx := context.Background()
+	ids := takeSmall(t, g, 3*256)
+	waitUntil(t, 5*time.Second, "two extra lanes", func() bool { return g.State().LanesClaimed == 2 })
+	clock.Add(20 * time.Second)
+	g.Pad(ctx) // fills the new second's first lane: the 256-slot ring is full
+	ids = append(ids, takeSmall(t, g, 256)...)
+	for _, c := range store.all() {
+		c.invalid.Store(true) // the other lanes become unusable
+	}
+	for range 4 {
+		g.Pad(ctx)
+		dst := make([]uint64, 64)
+		if got, _ := g.TryNextN(dst); got > 0 {
+			ids = append(ids, dst[:got]...)
+		}
+	}
+	assertUnique(t, ids, len(ids))
+}
