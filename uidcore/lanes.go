@@ -37,7 +37,6 @@ type lane struct {
 	workerID uint64
 	after    int64
 	primary  bool  // the caller's claim: never dropped by the generator
-	joined   int64 // wall second it was adopted
 	lastUsed int64 // newest second padding filled (0: none); padding-owned
 	// surplusSince is the second since which demand has not needed the
 	// lane (0: it is needed); padding-owned.
@@ -124,7 +123,7 @@ func (s *laneSet) init(g *CachedGenerator, opts CachedOptions) {
 	s.release = make(chan *lane, s.max)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	c := opts.Claim
-	s.lanes = []*lane{{claim: c, workerID: c.WorkerID(), after: c.After(), primary: true, joined: g.clock.Now().Unix()}}
+	s.lanes = []*lane{{claim: c, workerID: c.WorkerID(), after: c.After(), primary: true}}
 	s.held.Store(1)
 	s.publish()
 }
@@ -163,7 +162,6 @@ func (s *laneSet) sync() {
 	s.pending = nil
 	s.npending.Store(0)
 	s.mu.Unlock()
-	now := s.g.clock.Now().Unix()
 	kept := make([]*lane, 0, len(s.lanes)+len(add))
 	for _, ln := range s.lanes {
 		if ln.drop {
@@ -172,10 +170,7 @@ func (s *laneSet) sync() {
 		}
 		kept = append(kept, ln)
 	}
-	for _, ln := range add {
-		ln.joined = now
-		kept = append(kept, ln)
-	}
+	kept = append(kept, add...)
 	slices.SortFunc(kept, func(a, b *lane) int {
 		switch {
 		case a.workerID < b.workerID:
