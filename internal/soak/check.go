@@ -42,8 +42,10 @@ type checkInput struct {
 	grace    time.Duration // how late a call may return after it
 	// faults explain failed calls: a call may fail when it starts while a
 	// fault lasts or within settle after it, or when a fault begins while
-	// it runs; except during a short MySQL cut (and cutSettle after it),
-	// which the leases must ride out without a failure.
+	// it runs; except during a store outage shorter than the lease TTL (a
+	// short MySQL cut, a SIGKILL and restart or a pause of mariadbd; and
+	// cutSettle after it), which the leases must ride out without a
+	// failure.
 	faults    []faultRecord
 	settle    time.Duration
 	cutSettle time.Duration
@@ -56,11 +58,11 @@ type checkInput struct {
 // unexplainedFailure says why a call failing from start to end is not
 // explained by a fault ("" when it is).
 func (in checkInput) unexplainedFailure(start, end time.Duration) string {
-	inShortCut := false
+	rideOut := ""
 	for _, f := range in.faults {
-		if f.Kind == faultCutShort {
+		if rideOutFaults[f.Kind] {
 			if start >= f.Start && start <= f.End+in.cutSettle {
-				inShortCut = true
+				rideOut = f.Kind
 			}
 			continue
 		}
@@ -68,8 +70,8 @@ func (in checkInput) unexplainedFailure(start, end time.Duration) string {
 			return ""
 		}
 	}
-	if inShortCut {
-		return "during a MySQL cut shorter than the lease TTL"
+	if rideOut != "" {
+		return "during " + rideOut + ", a store outage shorter than the lease TTL"
 	}
 	for _, f := range in.faults {
 		if f.Start >= start && f.Start <= end {

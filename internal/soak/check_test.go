@@ -179,6 +179,7 @@ func TestUnexplainedFailures(t *testing.T) {
 			{Kind: faultKill9, Start: 10 * s, End: 11 * s},
 			{Kind: faultCutShort, Start: 30 * s, End: 32 * s},
 			{Kind: faultNATSRestart, Start: 50 * s, End: 53 * s},
+			{Kind: faultMySQLKill, Start: 70 * s, End: 73 * s},
 		},
 		settle: 4 * s, cutSettle: s,
 	}
@@ -189,9 +190,10 @@ func TestUnexplainedFailures(t *testing.T) {
 		{10 * s, 13 * s, ""},                          // during the kill
 		{14 * s, 17 * s, ""},                          // within the settle time
 		{16 * s, 19 * s, "while no fault was active"}, // after it
-		{31 * s, 34 * s, "during a MySQL cut shorter than the lease TTL"},
-		{33 * s, 36 * s, "during a MySQL cut shorter than the lease TTL"}, // within its settle time
-		{48 * s, 51 * s, ""},                                              // the NATS restart began while it ran
+		{31 * s, 34 * s, "during mysql-cut-short, a store outage shorter than the lease TTL"},
+		{33 * s, 36 * s, "during mysql-cut-short, a store outage shorter than the lease TTL"}, // within its settle time
+		{48 * s, 51 * s, ""}, // the NATS restart began while it ran
+		{71 * s, 72 * s, "during mysql-kill, a store outage shorter than the lease TTL"},
 		{2 * s, 5 * s, "while no fault was active"},
 	} {
 		if got := in.unexplainedFailure(tc.start, tc.end); got != tc.want {

@@ -13,11 +13,35 @@ const (
 	faultSIGTERM     = "sigterm"
 	faultNATSRestart = "nats-restart"
 	faultCutShort    = "mysql-cut-short"
+	faultMySQLKill   = "mysql-kill"
+	faultMySQLPause  = "mysql-pause"
 	faultCutLong     = "mysql-cut-long"
 	faultZombie      = "zombie"
 )
 
-var faultCycle = []string{faultKill9, faultSIGTERM, faultNATSRestart, faultCutShort, faultCutLong, faultZombie}
+var faultCycle = []string{faultKill9, faultSIGTERM, faultNATSRestart, faultCutShort, faultMySQLKill, faultMySQLPause, faultCutLong, faultZombie}
+
+// ownMySQLFaults need the soak's own mariadbd: with the MySQL server of
+// Config.MySQLDSN (external, or the fallback when none is installed) they
+// are left out of the cycle.
+var ownMySQLFaults = map[string]bool{faultMySQLKill: true, faultMySQLPause: true}
+
+// rideOutFaults are the store outages shorter than the lease TTL: the
+// leases must ride them out, so a call failing during one (or within
+// checkInput.cutSettle after it) is a violation.
+var rideOutFaults = map[string]bool{faultCutShort: true, faultMySQLKill: true, faultMySQLPause: true}
+
+// cycle is the faults of a cycle this run injects.
+func (s *soak) cycle() []string {
+	var kinds []string
+	for _, k := range faultCycle {
+		if ownMySQLFaults[k] && s.mysqld == nil {
+			continue
+		}
+		kinds = append(kinds, k)
+	}
+	return kinds
+}
 
 // survivorSlot is the dispenser that is never restarted, so that its
 // resources are judged over the whole run; it still goes through the NATS
@@ -38,7 +62,7 @@ type faultRecord struct {
 // the first cycle always runs to its end.
 func (s *soak) runFaults(ctx context.Context, until time.Time) {
 	for cycle := 0; ; cycle++ {
-		for _, kind := range faultCycle {
+		for _, kind := range s.cycle() {
 			if ctx.Err() != nil || (cycle > 0 && time.Now().After(until)) {
 				return
 			}
@@ -103,6 +127,21 @@ func (s *soak) inject(ctx context.Context, kind string, cycle int) {
 			}
 		}
 		// Let the leases renew (after a long cut: every dispenser resumes).
+		sleep(ctx, s.cfg.LeaseTTL/2)
+	case faultMySQLKill:
+		rec.Target = "mariadbd"
+		down, err := s.mysqld.killAndRestart(ctx, s.cfg.MySQLDown)
+		if err != nil {
+			s.events.violation("restart of mariadbd after SIGKILL: %v", err)
+		}
+		rec.Note = fmt.Sprintf("down %.2fs (SIGKILL to accepting logins; reserve chunk %s)", down.Seconds(), s.cfg.ReserveChunk)
+		sleep(ctx, s.cfg.LeaseTTL/2) // the leases renew
+	case faultMySQLPause:
+		rec.Target = "mariadbd"
+		rec.Note = "SIGSTOP for " + s.cfg.ShortCut.String()
+		if err := s.mysqld.pause(ctx, s.cfg.ShortCut); err != nil {
+			s.events.violation("%v", err)
+		}
 		sleep(ctx, s.cfg.LeaseTTL/2)
 	case faultZombie:
 		rec.Target, rec.Note = s.zombie(ctx)

@@ -29,11 +29,22 @@ import (
 type Config struct {
 	Duration     time.Duration // how long the clients run (the first fault cycle may extend it)
 	DispenserBin string        // path of the dispenser binary (cmd/dispenser)
-	// MySQLDSN reaches the MySQL server (go-sql-driver form). With a
-	// database name, that database is used (it should be empty) and left
-	// in place; without, a fresh one is created and dropped at the end.
-	// Default root@tcp(127.0.0.1:3306)/.
+	// The soak starts its own mariadbd (data directory, port and error
+	// log under WorkDir/mysql), which it can kill and pause. With
+	// ExternalMySQL, or when no mariadbd is installed (a progress line
+	// says so), it uses the server MySQLDSN names instead, without the
+	// mysql-kill and mysql-pause faults.
+	ExternalMySQL bool
+	// MySQLDSN reaches that server (go-sql-driver form). With a database
+	// name, that database is used (it should be empty) and left in place;
+	// without, a fresh one is created and dropped at the end. Default
+	// root@tcp(127.0.0.1:3306)/.
 	MySQLDSN string
+	// MySQLDown is how long a SIGKILLed mariadbd stays down before its
+	// restart (default 500ms): with its crash recovery, the outage stays
+	// well within the lease TTL and the reservation, which the leases
+	// must ride out.
+	MySQLDown time.Duration
 	// WorkDir holds the dispensers' logs, the soak's log and the NATS
 	// stores. Default: a temporary directory, removed after a run without
 	// violations unless Keep.
@@ -76,7 +87,7 @@ func DefaultConfig() Config {
 		Duration: 10 * time.Minute, MySQLDSN: "root@tcp(127.0.0.1:3306)/", Clients: 16, Rate: 1,
 		BulkClients: 4, BulkRate: 200_000,
 		LeaseTTL: 4 * time.Second, ReserveChunk: 5 * time.Second, ShutdownTimeout: 5 * time.Second,
-		CallDeadline: 3 * time.Second, Grace: time.Second, NATSDown: 2 * time.Second, FaultGap: 2 * time.Second,
+		CallDeadline: 3 * time.Second, Grace: time.Second, NATSDown: 2 * time.Second, MySQLDown: 500 * time.Millisecond, FaultGap: 2 * time.Second,
 		WarmUp: 3 * time.Second, ServeWithin: 30 * time.Second, SampleEvery: time.Second,
 	}
 }
@@ -97,6 +108,7 @@ func (c Config) withDefaults() Config {
 	set(&c.ShortCut, c.LeaseTTL*2/5)
 	set(&c.LongCut, c.LeaseTTL+2*time.Second)
 	set(&c.NATSDown, d.NATSDown)
+	set(&c.MySQLDown, d.MySQLDown)
 	set(&c.FaultGap, d.FaultGap)
 	set(&c.WarmUp, d.WarmUp)
 	set(&c.Quiet, max(8*time.Second, c.Duration/10))
@@ -140,6 +152,7 @@ type soak struct {
 	origin  time.Time
 	log     *slog.Logger // the soak's own log file (clients' connection notices)
 	cluster *cluster
+	mysqld  *mysqld // nil: an external MySQL server
 	proxy   *workeridtest.Proxy
 	slots   []*dispenserSlot
 	events  *events
@@ -192,7 +205,14 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 	s.log = slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo}))
 
 	// MySQL: a fresh database (unless given one), reached through the proxy.
-	dsn, dropDB, err := prepareDatabase(cfg.MySQLDSN)
+	mysqlDSN, err := s.startMySQL(ctx, workDir)
+	if err != nil {
+		return nil, err
+	}
+	if s.mysqld != nil {
+		defer s.mysqld.stop()
+	}
+	dsn, dropDB, err := prepareDatabase(mysqlDSN)
 	if err != nil {
 		return nil, err
 	}
@@ -315,6 +335,27 @@ func dispenserEnv(cfg Config, natsURL, dsn, metrics string) []string {
 		"DISPENSER_LOG_FORMAT=json",
 		"DISPENSER_LOG_LEVEL=info",
 	}
+}
+
+// startMySQL starts the soak's own mariadbd unless the configuration
+// asks for an external server or none is installed; it returns the DSN
+// of the server to use.
+func (s *soak) startMySQL(ctx context.Context, workDir string) (string, error) {
+	if s.cfg.ExternalMySQL {
+		return s.cfg.MySQLDSN, nil
+	}
+	start := time.Now()
+	m, err := startMySQLd(ctx, filepath.Join(workDir, "mysql"), s.log, func(msg string) { s.events.violation("%s", msg) })
+	if errors.Is(err, errNoMariaDB) {
+		s.progress("no mariadbd installed: using the MySQL server of the DSN given (-mysql), without the mysql-kill and mysql-pause faults")
+		return s.cfg.MySQLDSN, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	s.mysqld = m
+	s.progress("started mariadbd on %s in %.1fs (error log %s)", m.DSN(), time.Since(start).Seconds(), m.ErrorLog())
+	return m.DSN(), nil
 }
 
 // prepareDatabase parses dsn and, when it names no database, creates a

@@ -26,6 +26,9 @@ type Summary struct {
 	ErrorExamples      map[string]string          `json:"error_examples"`
 	Stalls             []stall                    `json:"soak_stalls"`
 	HighRate           HighRate                   `json:"high_rate"`
+	// MySQL says which server the run used: "own mariadbd" or
+	// "external" (without the faults that need the soak's own).
+	MySQL string `json:"mysql"`
 }
 
 // HighRate is what the bulk clients got in the high-rate phase.
@@ -107,7 +110,11 @@ func (s *soak) summarise(rec *recorder, clients []*soakClient, blocks uidclient.
 	if blocks.Malformed > 0 {
 		sum.Violations = append(sum.Violations, fmt.Sprintf("block sources met %d malformed blocks", blocks.Malformed))
 	}
-	for _, kind := range faultCycle {
+	sum.MySQL = "external"
+	if s.mysqld != nil {
+		sum.MySQL = "own mariadbd"
+	}
+	for _, kind := range s.cycle() {
 		if sum.Faults[kind] == 0 {
 			sum.Violations = append(sum.Violations, "no fault of kind "+kind+" was injected")
 		}
@@ -155,7 +162,7 @@ func (s *Summary) Print(w io.Writer) {
 	p("order violations:   %d (block reorders across blocks, allowed: %d)", s.OrderViolations, s.BlockReorders)
 	p("unclaimed IDs:      %d", s.Unclaimed)
 	p("worker claims:      %d on %d worker IDs", s.Claims, s.WorkerIDs)
-	p("faults injected:    %d", len(s.FaultLog))
+	p("faults injected:    %d (MySQL: %s)", len(s.FaultLog), s.MySQL)
 	for _, k := range faultCycle {
 		p("  %-16s %d", k, s.Faults[k])
 	}
