@@ -195,3 +195,63 @@ func TestSequenceStats(t *testing.T) {
 	}
 	t.Logf("stats %+v", seq)
 }
+
+// TestSequenceInstanceHeader: every sequence reply names the instance
+// that answered (Uid-Instance, its micro ID), so a client can check that
+// the numbers of one instance increase: two instances on one store, each
+// seen, each increasing, no number twice. Error replies carry it too;
+// the ID endpoints do not.
+func TestSequenceInstanceHeader(t *testing.T) {
+	url := startNATS(t, nil)
+	store := sequencetest.NewMemStore()
+	a, _ := seqInstance(t, url, store, sequence.Declaration{Name: "orders", First: 1})
+	b, _ := seqInstance(t, url, store)
+	ids := map[string]bool{a.svc.ID(): true, b.svc.ID(): true}
+	if len(ids) != 2 {
+		t.Fatalf("instance IDs %v: want two different", ids)
+	}
+	nc := connect(t, url)
+	client := uidclient.New(nc.Conn, uidclient.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	last := map[string]uint64{}
+	seen := map[uint64]bool{}
+	for i := range 200 {
+		var nums []uint64
+		var inst string
+		var err error
+		if i%2 == 0 {
+			var n uint64
+			n, inst, err = client.SeqNextFrom(ctx, "orders")
+			nums = []uint64{n}
+		} else {
+			nums, inst, err = client.SeqBatchFrom(ctx, "orders", 7)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ids[inst] {
+			t.Fatalf("reply %d names instance %q, want one of %v", i, inst, ids)
+		}
+		for _, n := range nums {
+			if n <= last[inst] || seen[n] {
+				t.Fatalf("instance %s: %d after %d (seen before: %v)", inst, n, last[inst], seen[n])
+			}
+			last[inst] = n
+			seen[n] = true
+		}
+	}
+	if len(last) != 2 {
+		t.Errorf("only instances %v answered 200 requests, want both", last)
+	}
+
+	msg, err := nc.Request(uidclient.SeqSubject("uid", "nosuch", "next"), nil, 2*time.Second)
+	if err != nil || msg.Header.Get(micro.ErrorCodeHeader) != "404" || !ids[msg.Header.Get(uidclient.InstanceHeader)] {
+		t.Errorf("404 reply %v (%v): want the instance header beside the error", msg.Header, err)
+	}
+	msg, err = nc.Request("uid.next", nil, 2*time.Second)
+	if err != nil || msg.Header.Get(uidclient.InstanceHeader) != "" {
+		t.Errorf("uid.next reply %v (%v): want no instance header", msg.Header, err)
+	}
+}

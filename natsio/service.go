@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -245,7 +246,7 @@ func (s *Service) start() error {
 		}},
 		{uidclient.EndpointParse, s.parse, map[string]string{"reply": "JSON {UID, timestamp, workerId, sequence}"}},
 	} {
-		err := group.AddEndpoint(e.name, s.handle(e.name, "", e.fn), limits, micro.WithEndpointMetadata(e.meta))
+		err := group.AddEndpoint(e.name, s.handle(e.name, "", e.fn, nil), limits, micro.WithEndpointMetadata(e.meta))
 		if err != nil {
 			_ = svc.Stop()
 			return fmt.Errorf("natsio: add endpoint %s: %w", uidclient.Subject(s.cfg.SubjectPrefix, e.name), err)
@@ -266,6 +267,11 @@ func (s *Service) addSequenceEndpoints(svc micro.Service, limits micro.EndpointO
 	if s.cfg.Sequences == nil {
 		return nil
 	}
+	// The numbers of one instance increase (its segments); the header
+	// says which instance answered, so that a client (the soak) can
+	// check that across its calls. The micro instance ID, as `nats micro
+	// info` lists it.
+	headers := micro.Headers{uidclient.InstanceHeader: []string{svc.Info().ID}}
 	for _, e := range []struct {
 		name, op string
 		fn       handlerFunc
@@ -279,7 +285,7 @@ func (s *Service) addSequenceEndpoints(svc micro.Service, limits micro.EndpointO
 		}},
 	} {
 		subject := uidclient.SeqSubject(s.cfg.SubjectPrefix, "*", e.op)
-		err := svc.AddEndpoint(e.name, s.handle(e.name, subject, e.fn), limits, micro.WithEndpointSubject(subject), micro.WithEndpointMetadata(e.meta))
+		err := svc.AddEndpoint(e.name, s.handle(e.name, subject, e.fn, headers), limits, micro.WithEndpointSubject(subject), micro.WithEndpointMetadata(e.meta))
 		if err != nil {
 			return fmt.Errorf("natsio: add endpoint %s: %w", subject, err)
 		}
@@ -295,6 +301,9 @@ type call struct {
 	req      micro.Request
 	counters *endpointCounters
 	bp       *[]byte // reply buffer from the pool
+	// headers go on every reply (read only: shared by the calls of an
+	// endpoint); nil for most endpoints.
+	headers micro.Headers
 	// replyTo is set once the call is deferred: it is then answered with
 	// a plain publish, because micro reads the request's error state once
 	// the handler has returned.
@@ -306,12 +315,12 @@ type call struct {
 // replies, always answers, and records the outcome and duration. The
 // spans of a wildcard endpoint are named after its subject template, so
 // that made-up sequence names do not make spans (and cached templates)
-// of their own.
-func (s *Service) handle(endpoint, template string, fn handlerFunc) micro.Handler {
+// of their own. headers (nil for none) go on every reply.
+func (s *Service) handle(endpoint, template string, fn handlerFunc, headers micro.Headers) micro.Handler {
 	counters := s.endpoints[endpoint]
 	return micro.HandlerFunc(func(req micro.Request) {
 		ctx, span := s.otel.start(endpoint, cmp.Or(template, req.Subject()), req.Headers())
-		c := &call{ctx: ctx, span: span, req: req, counters: counters, bp: s.replyBuffer()}
+		c := &call{ctx: ctx, span: span, req: req, counters: counters, bp: s.replyBuffer(), headers: headers}
 		reply, ids, err := s.invoke(ctx, endpoint, fn, req, (*c.bp)[:0])
 		var d *deferredBatch
 		if errors.As(err, &d) {
@@ -361,7 +370,10 @@ func (s *Service) finish(c *call, reply []byte, ids int, err error) {
 // after its handler returns).
 func (s *Service) respond(c *call, data []byte) error {
 	if c.replyTo != "" {
-		return s.nc.PublishMsg(&nats.Msg{Subject: c.replyTo, Data: data})
+		return s.nc.PublishMsg(&nats.Msg{Subject: c.replyTo, Data: data, Header: nats.Header(c.headers)})
+	}
+	if c.headers != nil {
+		return c.req.Respond(data, micro.WithHeaders(c.headers))
 	}
 	return c.req.Respond(data)
 }
@@ -370,6 +382,7 @@ func (s *Service) respond(c *call, data []byte) error {
 // capacity 503; from the handler through micro, so its stats count it.
 func (s *Service) respondError(c *call, code int, description string, err error) error {
 	extra := micro.Headers{}
+	maps.Copy(extra, c.headers)
 	var ce *capacityError
 	if errors.As(err, &ce) {
 		extra[uidclient.RetryAfterHeader] = []string{strconv.FormatInt(max(ce.retryAfter.Milliseconds(), 1), 10)}

@@ -105,31 +105,54 @@ func New(nc *nats.Conn, opts Config) *Client {
 
 // Next returns one new ID.
 func (c *Client) Next(ctx context.Context) (uint64, error) {
-	return c.next(ctx, c.subjNext, c.subjNext)
+	id, _, err := c.next(ctx, c.subjNext, c.subjNext)
+	return id, err
 }
 
 // SeqNext returns the next number of the sequence name. An undeclared
 // name is a *ServiceError matching ErrNotFound, at once (not retried).
 func (c *Client) SeqNext(ctx context.Context, name string) (uint64, error) {
-	return c.next(ctx, SeqSubject(c.opts.SubjectPrefix, name, EndpointNext), c.seqNext)
+	n, _, err := c.SeqNextFrom(ctx, name)
+	return n, err
+}
+
+// SeqNextFrom is SeqNext also returning the instance that answered (the
+// reply's InstanceHeader; "" from an instance that does not send it).
+func (c *Client) SeqNextFrom(ctx context.Context, name string) (n uint64, instance string, err error) {
+	n, reply, err := c.next(ctx, SeqSubject(c.opts.SubjectPrefix, name, EndpointNext), c.seqNext)
+	if err != nil {
+		return 0, "", err
+	}
+	return n, reply.Header.Get(InstanceHeader), nil
 }
 
 // SeqBatch returns the next n numbers of the sequence name, increasing,
 // fetched in one request with binary encoding.
 func (c *Client) SeqBatch(ctx context.Context, name string, n int) ([]uint64, error) {
-	return c.appendBatch(ctx, nil, n, SeqSubject(c.opts.SubjectPrefix, name, EndpointBatch), c.seqBatch)
+	nums, _, err := c.SeqBatchFrom(ctx, name, n)
+	return nums, err
 }
 
-func (c *Client) next(ctx context.Context, subject, template string) (uint64, error) {
+// SeqBatchFrom is SeqBatch also returning the instance that answered (the
+// reply's InstanceHeader; "" from an instance that does not send it).
+func (c *Client) SeqBatchFrom(ctx context.Context, name string, n int) (nums []uint64, instance string, err error) {
+	nums, reply, err := c.appendBatch(ctx, nil, n, SeqSubject(c.opts.SubjectPrefix, name, EndpointBatch), c.seqBatch)
+	if err != nil {
+		return nums, "", err
+	}
+	return nums, reply.Header.Get(InstanceHeader), nil
+}
+
+func (c *Client) next(ctx context.Context, subject, template string) (uint64, *nats.Msg, error) {
 	reply, err := c.request(ctx, &nats.Msg{Subject: subject}, template)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	id, err := strconv.ParseUint(string(reply.Data), 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("natsio: %s: reply %q is not a decimal number", subject, shorten(string(reply.Data), 40))
+		return 0, nil, fmt.Errorf("natsio: %s: reply %q is not a decimal number", subject, shorten(string(reply.Data), 40))
 	}
-	return id, nil
+	return id, reply, nil
 }
 
 // Batch returns n new IDs, fetched in one request with binary encoding.
@@ -140,12 +163,14 @@ func (c *Client) Batch(ctx context.Context, n int) ([]uint64, error) {
 
 // AppendBatch is Batch appending to dst.
 func (c *Client) AppendBatch(ctx context.Context, dst []uint64, n int) ([]uint64, error) {
-	return c.appendBatch(ctx, dst, n, c.subjBatch, c.subjBatch)
+	ids, _, err := c.appendBatch(ctx, dst, n, c.subjBatch, c.subjBatch)
+	return ids, err
 }
 
-func (c *Client) appendBatch(ctx context.Context, dst []uint64, n int, subject, template string) ([]uint64, error) {
+// appendBatch returns the reply too, for its headers.
+func (c *Client) appendBatch(ctx context.Context, dst []uint64, n int, subject, template string) ([]uint64, *nats.Msg, error) {
 	if n < 1 {
-		return dst, &ServiceError{Subject: subject, Code: CodeBadRequest, Description: fmt.Sprintf("count %d: ask for at least 1 ID", n)}
+		return dst, nil, &ServiceError{Subject: subject, Code: CodeBadRequest, Description: fmt.Sprintf("count %d: ask for at least 1 ID", n)}
 	}
 	msg := &nats.Msg{
 		Subject: subject,
@@ -154,12 +179,13 @@ func (c *Client) appendBatch(ctx context.Context, dst []uint64, n int, subject, 
 	}
 	reply, err := c.request(ctx, msg, template)
 	if err != nil {
-		return dst, err
+		return dst, nil, err
 	}
 	if len(reply.Data) != n*binaryIDWidth {
-		return dst, fmt.Errorf("natsio: %s: asked for %d IDs, the reply holds %d bytes", subject, n, len(reply.Data))
+		return dst, nil, fmt.Errorf("natsio: %s: asked for %d IDs, the reply holds %d bytes", subject, n, len(reply.Data))
 	}
-	return DecodeBinaryIDs(dst, reply.Data)
+	ids, err := DecodeBinaryIDs(dst, reply.Data)
+	return ids, reply, err
 }
 
 // Parse asks a dispenser to split id into its fields under the service's

@@ -44,6 +44,12 @@ const (
 	// the milliseconds after which it has IDs again (its next second).
 	RetryAfterHeader = "Uid-Retry-After-Ms"
 
+	// InstanceHeader comes with every reply of the sequence endpoints:
+	// the micro instance ID of the instance that answered (as `nats
+	// micro info` lists it). The numbers one instance hands out for a
+	// name increase; across instances they interleave.
+	InstanceHeader = "Uid-Instance"
+
 	// binaryIDWidth is the size of one ID in a binary batch reply.
 	binaryIDWidth = 8
 )
