@@ -1,11 +1,13 @@
 // Command soak runs uid-dispenser's fault-injection soak (package
-// internal/soak): a 3-node NATS cluster, MySQL behind a cuttable proxy,
-// three dispenser processes and sixteen clients, with dispensers killed,
-// stopped, paused and cut off and NATS nodes restarted on a schedule; at
-// the end every ID received is checked for duplicates and order, every
-// call for its deadline, every process for leaks.
+// internal/soak): a 3-node NATS cluster, a mariadbd of its own behind a
+// cuttable proxy, three dispenser processes, ID and named-sequence
+// clients, with dispensers killed, stopped, paused and cut off, NATS
+// nodes restarted and mariadbd killed and paused on a schedule; at the
+// end every ID and number received is checked for duplicates and order,
+// every call for its deadline, every process for leaks.
 //
 //	go run ./cmd/soak -duration 10m
+//	go run ./cmd/soak -duration 60m -chart docs/soak-long.svg -summary-md docs/soak-long.md
 //
 // It exits 0 when the run found no violation, 1 when it found one, 2 when
 // it could not run (no MySQL, bad flags). Without -dispenser it builds
@@ -43,7 +45,9 @@ func run() int {
 	flags := flag.NewFlagSet("soak", flag.ContinueOnError)
 	flags.DurationVar(&cfg.Duration, "duration", def.Duration, "how long the clients run (env SOAK_DURATION); the first fault cycle always completes")
 	flags.StringVar(&cfg.DispenserBin, "dispenser", "", "dispenser binary (default: go build ./cmd/dispenser into a temporary directory)")
-	flags.StringVar(&cfg.MySQLDSN, "mysql", def.MySQLDSN, "MySQL DSN (env UID_TEST_MYSQL_DSN); without a database name a fresh one is created and dropped")
+	flags.StringVar(&cfg.MySQLDSN, "mysql", def.MySQLDSN, "MySQL DSN (env UID_TEST_MYSQL_DSN) of the server used with -external-mysql or when no mariadbd is installed; without a database name a fresh one is created and dropped")
+	flags.BoolVar(&cfg.ExternalMySQL, "external-mysql", false, "use the -mysql server instead of starting a mariadbd of the soak's own (no mysql-kill and mysql-pause faults)")
+	flags.IntVar(&cfg.SeqClients, "seq-clients", def.SeqClients, "clients asking for named sequence numbers (0: none)")
 	flags.StringVar(&cfg.WorkDir, "work-dir", "", "directory for logs and NATS stores (default: temporary, removed after a passing run)")
 	flags.BoolVar(&cfg.Keep, "keep", false, "keep the work directory after a passing run")
 	flags.Float64Var(&cfg.Rate, "rate", def.Rate, "load multiplier (1: about 40,000 IDs/s over 16 clients)")
@@ -52,6 +56,8 @@ func run() int {
 	flags.DurationVar(&cfg.LeaseTTL, "lease-ttl", def.LeaseTTL, "the dispensers' DISPENSER_LEASE_TTL")
 	flags.DurationVar(&cfg.NATSWriteDeadline, "nats-write-deadline", def.NATSWriteDeadline, "the NATS nodes' write_deadline (0: nats-server's default, 10s)")
 	summaryPath := flags.String("json", "", "also write the summary as JSON to this file")
+	chartPath := flags.String("chart", "", "also write the chart (IDs/s and failed calls over time, faults marked; SVG) to this file, e.g. docs/soak-long.svg")
+	mdPath := flags.String("summary-md", "", "also write the summary as a Markdown table to this file (linking the -chart), e.g. docs/soak-long.md")
 	quiet := flags.Bool("q", false, "no progress lines")
 	if err := flags.Parse(os.Args[1:]); err != nil {
 		if err == flag.ErrHelp {
@@ -97,8 +103,37 @@ func run() int {
 			return 2
 		}
 	}
+	if err := writeReports(sum, *chartPath, *mdPath); err != nil {
+		fmt.Fprintln(os.Stderr, "soak:", err)
+		return 2
+	}
 	if sum.Failed() {
 		return 1
 	}
 	return 0
+}
+
+// writeReports writes the chart and the Markdown summary where the flags
+// say (each optional).
+func writeReports(sum *soak.Summary, chartPath, mdPath string) error {
+	if chartPath != "" {
+		if err := os.WriteFile(chartPath, []byte(sum.ChartSVG()), 0o644); err != nil {
+			return fmt.Errorf("writing the chart: %w", err)
+		}
+	}
+	if mdPath == "" {
+		return nil
+	}
+	ref := ""
+	if chartPath != "" {
+		rel, err := filepath.Rel(filepath.Dir(mdPath), chartPath)
+		if err != nil {
+			return fmt.Errorf("the chart's path from the summary's: %w", err)
+		}
+		ref = filepath.ToSlash(rel)
+	}
+	if err := os.WriteFile(mdPath, []byte(sum.Markdown(ref)), 0o644); err != nil {
+		return fmt.Errorf("writing the summary: %w", err)
+	}
+	return nil
 }

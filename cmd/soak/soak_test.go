@@ -27,10 +27,17 @@ func TestSoakShort(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	summaryPath := filepath.Join(t.TempDir(), "summary.json")
+	reports := t.TempDir()
+	summaryPath := filepath.Join(reports, "summary.json")
+	chartPath, mdPath := filepath.Join(reports, "chart", "soak.svg"), filepath.Join(reports, "soak.md")
+	if err := os.Mkdir(filepath.Dir(chartPath), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	var out bytes.Buffer
+	// The soak's own mariadbd; dsn is the server it falls back to
+	// without one.
 	cmd := exec.Command(filepath.Join(bin, "soak"), "-duration", "60s", "-dispenser", filepath.Join(bin, "dispenser"),
-		"-mysql", dsn, "-json", summaryPath)
+		"-mysql", dsn, "-json", summaryPath, "-chart", chartPath, "-summary-md", mdPath)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
 	t.Logf("soak output:\n%s", out.String())
@@ -53,6 +60,11 @@ func TestSoakShort(t *testing.T) {
 		Faults          map[string]int    `json:"faults"`
 		ZombieTakeovers int               `json:"zombie_takeovers"`
 		Violations      []string          `json:"violations"`
+		MySQL           string            `json:"mysql"`
+		Sequences       map[string]struct {
+			HandedOut uint64 `json:"handed_out"`
+			Instances int    `json:"instances"`
+		} `json:"sequences"`
 	}
 	if err := json.Unmarshal(data, &sum); err != nil {
 		t.Fatalf("summary: %v", err)
@@ -70,10 +82,31 @@ func TestSoakShort(t *testing.T) {
 			t.Errorf("no IDs by %s", kind)
 		}
 	}
-	for _, kind := range []string{"kill9", "sigterm", "nats-restart", "mysql-cut-short", "mysql-cut-long", "zombie"} {
+	// Segments of at most 2,000 numbers (DISPENSER_SEQUENCE_MAX_STEP):
+	// more than two per instance means they turned over in the run.
+	for _, name := range []string{"orders", "invoices"} {
+		if f := sum.Sequences[name]; f.HandedOut < 3*2*2000 || f.Instances < 3 {
+			t.Errorf("sequence %s: %d numbers from %d instances; want segments turned over on every dispenser", name, f.HandedOut, f.Instances)
+		}
+	}
+	faults := []string{"kill9", "sigterm", "nats-restart", "mysql-cut-short", "mysql-cut-long", "zombie"}
+	if sum.MySQL == "own mariadbd" {
+		faults = append(faults, "mysql-kill", "mysql-pause")
+	} else {
+		t.Logf("MySQL %q: no mysql-kill and mysql-pause faults", sum.MySQL)
+	}
+	for _, kind := range faults {
 		if sum.Faults[kind] == 0 {
 			t.Errorf("no %s fault injected", kind)
 		}
+	}
+	chart, err := os.ReadFile(chartPath)
+	if err != nil || !bytes.Contains(chart, []byte("<polyline")) || !bytes.Contains(chart, []byte("fault: kill9")) {
+		t.Errorf("chart %s (%v): want the IDs/s line and the faults marked", chartPath, err)
+	}
+	md, err := os.ReadFile(mdPath)
+	if err != nil || !bytes.Contains(md, []byte("| result | PASS |")) || !bytes.Contains(md, []byte("](chart/soak.svg)")) {
+		t.Errorf("summary %s (%v):\n%s", mdPath, err, md)
 	}
 	if sum.ZombieTakeovers == 0 {
 		t.Error("no dispenser took a paused dispenser's worker ID over")

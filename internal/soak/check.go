@@ -1,6 +1,7 @@
 package soak
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -58,6 +59,21 @@ type checkInput struct {
 // unexplainedFailure says why a call failing from start to end is not
 // explained by a fault ("" when it is).
 func (in checkInput) unexplainedFailure(start, end time.Duration) string {
+	kind, explained := in.blame(start, end)
+	switch {
+	case explained:
+		return ""
+	case kind != "":
+		return "during " + kind + ", a store outage shorter than the lease TTL"
+	}
+	return "while no fault was active"
+}
+
+// blame is the fault a call failing from start to end falls in: the one
+// it started in (or within the settle time after), else one that began
+// while it ran. explained is false when there is none, or when it is a
+// store outage the leases must ride out.
+func (in checkInput) blame(start, end time.Duration) (kind string, explained bool) {
 	rideOut := ""
 	for _, f := range in.faults {
 		if rideOutFaults[f.Kind] {
@@ -67,18 +83,18 @@ func (in checkInput) unexplainedFailure(start, end time.Duration) string {
 			continue
 		}
 		if start >= f.Start && start <= f.End+in.settle {
-			return ""
+			return f.Kind, true
 		}
 	}
 	if rideOut != "" {
-		return "during " + rideOut + ", a store outage shorter than the lease TTL"
+		return rideOut, false
 	}
 	for _, f := range in.faults {
 		if f.Start >= start && f.Start <= end {
-			return ""
+			return f.Kind, true
 		}
 	}
-	return "while no fault was active"
+	return "", false
 }
 
 // checkResult is what the checks found.
@@ -91,14 +107,18 @@ type checkResult struct {
 	BlockReorders   int               `json:"block_reorders"`
 	Unclaimed       int               `json:"unclaimed_ids"`
 	Errors          map[string]int    `json:"errors_by_kind"`
-	Late            int               `json:"late_calls"`
-	MaxOverrun      time.Duration     `json:"max_overrun_ns"`
-	Stalled         int               `json:"calls_in_stalls"`
-	SlowestCall     time.Duration     `json:"slowest_call_ns"`
-	Unexplained     int               `json:"unexplained_failures"`
-	Claims          int               `json:"claims"`
-	WorkerIDs       int               `json:"worker_ids"`
-	Violations      []string          `json:"violations"`
+	// FailedByFault counts the failed calls by the fault they fell in
+	// (checkInput.blame; "none": no fault).
+	FailedByFault map[string]int        `json:"failed_by_fault"`
+	Late          int                   `json:"late_calls"`
+	MaxOverrun    time.Duration         `json:"max_overrun_ns"`
+	Stalled       int                   `json:"calls_in_stalls"`
+	SlowestCall   time.Duration         `json:"slowest_call_ns"`
+	Unexplained   int                   `json:"unexplained_failures"`
+	Claims        int                   `json:"claims"`
+	WorkerIDs     int                   `json:"worker_ids"`
+	Sequences     map[string]SeqFigures `json:"sequences"`
+	Violations    []string              `json:"violations"`
 }
 
 // examples keeps a few descriptions of one violation kind.
@@ -131,7 +151,7 @@ func (e *examples) report(out *[]string) {
 
 // check runs every check on what the clients received.
 func check(in checkInput) checkResult {
-	res := checkResult{Calls: map[string]uint64{}, IDs: map[string]uint64{}, Errors: map[string]int{}}
+	res := checkResult{Calls: map[string]uint64{}, IDs: map[string]uint64{}, Errors: map[string]int{}, FailedByFault: map[string]int{}}
 	for _, a := range in.claims {
 		res.Claims += len(a)
 	}
@@ -159,10 +179,8 @@ func check(in checkInput) checkResult {
 		claim  int
 	}
 	for _, c := range in.clients {
-		all = append(all, c.ids...)
 		res.IDs[c.kind.String()] += uint64(len(c.ids))
 		res.Calls[c.kind.String()] += uint64(len(c.calls))
-		last := map[claimKey]uint64{}
 		for i, call := range c.calls {
 			if call.elapsed > res.SlowestCall {
 				res.SlowestCall = call.elapsed
@@ -181,6 +199,8 @@ func check(in checkInput) checkResult {
 			if call.errKind >= 0 {
 				k := in.kinds[call.errKind]
 				res.Errors[k.name]++
+				blamed, _ := in.blame(call.start, call.start+call.elapsed)
+				res.FailedByFault[cmp.Or(blamed, "none")]++
 				if !k.clear {
 					unclear.add("client %d (%s) call %d at %s: %s", c.id, c.kind, i, call.start.Round(time.Millisecond), k.example)
 				}
@@ -195,6 +215,13 @@ func check(in checkInput) checkResult {
 			if excused {
 				res.Stalled++
 			}
+		}
+		if c.kind.isSeq() {
+			continue // numbers, not IDs: checkSequences
+		}
+		all = append(all, c.ids...)
+		last := map[claimKey]uint64{}
+		for i := range c.calls {
 			ids := c.callIDs(i)
 			for j, id := range ids {
 				worker := (id >> seqShift) & maxWorker
@@ -248,6 +275,7 @@ func check(in checkInput) checkResult {
 	for _, e := range []*examples{&dups, &order, &unclaimed, &late, &unclear, &unexplained} {
 		e.report(&res.Violations)
 	}
+	res.Sequences = checkSequences(in.clients, &res.Violations)
 	return res
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,6 +26,9 @@ type load struct {
 	prefetchBatch int           // the prefetcher's batch size
 	blocksEvery   time.Duration // one NextN of blocksTake per tick
 	blocksTake    int
+	seqNextEvery  time.Duration // one SeqNext per tick
+	seqBatchEvery time.Duration // one SeqBatch of 1..seqBatchMax per tick
+	seqBatchMax   int
 	// The bulk clients' batch of bulkBatch per tick, from bulkFrom to
 	// bulkTo after the run's origin.
 	bulkEvery        time.Duration
@@ -45,7 +49,26 @@ func defaultLoad(rate float64) load {
 		prefetchBatch: 1000,
 		blocksEvery:   every(20 * time.Millisecond),
 		blocksTake:    60,
+		seqNextEvery:  every(20 * time.Millisecond),
+		seqBatchEvery: every(100 * time.Millisecond),
+		seqBatchMax:   100,
 	}
+}
+
+// sequences are the named sequences the dispensers declare
+// (DISPENSER_SEQUENCES) and the sequence clients ask for, in turn.
+var sequences = []struct {
+	name  string
+	first uint64
+}{{"orders", 1}, {"invoices", 1_000_000}}
+
+// sequencesEnv is DISPENSER_SEQUENCES for them.
+func sequencesEnv() string {
+	var parts []string
+	for _, s := range sequences {
+		parts = append(parts, fmt.Sprintf("%s=%d", s.name, s.first))
+	}
+	return strings.Join(parts, ",")
 }
 
 // soakClient is one client: its own connection to one node and one way
@@ -62,13 +85,23 @@ type soakClient struct {
 	bulkIDs int  // IDs it received
 }
 
-// startClients connects n clients, kinds and nodes taken in turn, and
-// bulk batch clients.
-func startClients(ctx context.Context, n, bulk int, urls []string, logger *slog.Logger, ld load) ([]*soakClient, error) {
+// startClients connects n clients, kinds and nodes taken in turn, bulk
+// batch clients and seq sequence clients (names taken in turn, then
+// next and batch).
+func startClients(ctx context.Context, n, bulk, seq int, urls []string, logger *slog.Logger, ld load) ([]*soakClient, error) {
 	var clients []*soakClient
-	for i := range n + bulk {
+	for i := range n + bulk + seq {
 		kind := callKind(i % int(numKinds))
-		if i >= n {
+		seqName := ""
+		switch {
+		case i >= n+bulk:
+			j := i - n - bulk
+			seqName = sequences[j%len(sequences)].name
+			kind = kindSeqNext
+			if (j/len(sequences))%2 == 1 {
+				kind = kindSeqBatch
+			}
+		case i >= n:
 			kind = kindBatch
 		}
 		node := i % len(urls)
@@ -78,13 +111,13 @@ func startClients(ctx context.Context, n, bulk int, urls []string, logger *slog.
 			return nil, fmt.Errorf("soak: client %d: %w", i, err)
 		}
 		c := &soakClient{
-			log:  &clientLog{id: i, node: node, kind: kind},
+			log:  &clientLog{id: i, node: node, kind: kind, seq: seqName},
 			conn: conn,
 			rng:  rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(i))),
 			bulk: i >= n,
 		}
 		switch kind {
-		case kindNext, kindBatch:
+		case kindNext, kindBatch, kindSeqNext, kindSeqBatch:
 			c.client = uidclient.New(conn.Conn, uidclient.Config{})
 		case kindPrefetch:
 			c.client = uidclient.New(conn.Conn, uidclient.Config{})
@@ -113,7 +146,10 @@ func runClients(ctx context.Context, clients []*soakClient, rec *recorder, deadl
 }
 
 func (c *soakClient) run(ctx context.Context, rec *recorder, deadline time.Duration, ld load) {
-	every := map[callKind]time.Duration{kindNext: ld.nextEvery, kindBatch: ld.batchEvery, kindPrefetch: ld.prefetchEvery, kindBlocks: ld.blocksEvery}[c.log.kind]
+	every := map[callKind]time.Duration{
+		kindNext: ld.nextEvery, kindBatch: ld.batchEvery, kindPrefetch: ld.prefetchEvery, kindBlocks: ld.blocksEvery,
+		kindSeqNext: ld.seqNextEvery, kindSeqBatch: ld.seqBatchEvery,
+	}[c.log.kind]
 	if c.bulk {
 		every = ld.bulkEvery
 		select { // idle until the high-rate phase
@@ -137,50 +173,59 @@ func (c *soakClient) run(ctx context.Context, rec *recorder, deadline time.Durat
 		// rather than cancel it, so every recorded call is a real outcome.
 		callCtx, cancel := context.WithTimeout(context.Background(), deadline)
 		start := time.Now()
-		ids, err := c.call(callCtx, ld)
+		ids, instance, err := c.call(callCtx, ld)
 		elapsed := time.Since(start)
 		cancel()
 		if c.bulk {
 			c.bulkIDs += len(ids)
 		}
-		c.log.record(rec, start, elapsed, ids, err)
+		c.log.recordFrom(rec, start, elapsed, ids, instance, err)
 	}
 }
 
-// call makes one call of the client's kind and returns the IDs it got.
-func (c *soakClient) call(ctx context.Context, ld load) ([]uint64, error) {
+// call makes one call of the client's kind and returns the IDs (or
+// numbers) it got, and for a sequence call the instance that answered.
+func (c *soakClient) call(ctx context.Context, ld load) (ids []uint64, instance string, err error) {
 	switch c.log.kind {
 	case kindNext:
 		id, err := c.client.Next(ctx)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		c.buf = append(c.buf[:0], id)
-		return c.buf, nil
+		return c.buf, "", nil
 	case kindBatch:
 		n := 1 + c.rng.IntN(ld.batchMax)
 		if c.bulk {
 			n = bulkBatch
 		}
-		var err error
 		c.buf, err = c.client.AppendBatch(ctx, c.buf[:0], n)
-		return c.buf, err
+		return c.buf, "", err
 	case kindPrefetch:
 		c.buf = c.buf[:0]
 		for range ld.prefetchBurst {
 			id, err := c.pre.Next(ctx)
 			if err != nil {
-				return c.buf, err
+				return c.buf, "", err
 			}
 			c.buf = append(c.buf, id)
 		}
-		return c.buf, nil
+		return c.buf, "", nil
+	case kindSeqNext:
+		n, instance, err := c.client.SeqNextFrom(ctx, c.log.seq)
+		if err != nil {
+			return nil, "", err
+		}
+		c.buf = append(c.buf[:0], n)
+		return c.buf, instance, nil
+	case kindSeqBatch:
+		return c.client.SeqBatchFrom(ctx, c.log.seq, 1+c.rng.IntN(ld.seqBatchMax))
 	default:
 		if cap(c.buf) < ld.blocksTake {
 			c.buf = make([]uint64, ld.blocksTake)
 		}
 		n, err := c.blocks.NextN(ctx, c.buf[:ld.blocksTake])
-		return c.buf[:n], err
+		return c.buf[:n], "", err
 	}
 }
 

@@ -3,6 +3,7 @@ package soak
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -18,12 +19,20 @@ const (
 	kindBatch                    // uidclient.Client.Batch
 	kindPrefetch                 // uidclient.Prefetcher.Next
 	kindBlocks                   // uidclient.BlockSource.NextN
-	numKinds
+	kindSeqNext                  // uidclient.Client.SeqNextFrom
+	kindSeqBatch                 // uidclient.Client.SeqBatchFrom
 )
 
+// numKinds is the number of kinds of the ID clients, which take them in
+// turn; the sequence clients come apart.
+const numKinds = kindSeqNext
+
 func (k callKind) String() string {
-	return [...]string{"next", "batch", "prefetch", "blocks"}[k]
+	return [...]string{"next", "batch", "prefetch", "blocks", "seq-next", "seq-batch"}[k]
 }
+
+// isSeq tells the kinds that get numbers of a named sequence, not IDs.
+func (k callKind) isSeq() bool { return k == kindSeqNext || k == kindSeqBatch }
 
 // callRecord is one call of a client: when, how long, which of the
 // client's IDs it produced and how it failed.
@@ -33,6 +42,7 @@ type callRecord struct {
 	off     int   // its IDs are ids[off : off+n]
 	n       int32 // IDs received (a prefetch burst or a block take may fail part-way)
 	errKind int16 // index into the recorder's error kinds; -1: no error
+	inst    int16 // index into the recorder's instances (sequence replies); -1: none
 }
 
 // clientLog is everything one client received, in order. Only its
@@ -42,17 +52,24 @@ type clientLog struct {
 	id    int
 	node  int
 	kind  callKind
+	seq   string // the sequence a sequence client asks for
 	ids   []uint64
 	calls []callRecord
 }
 
 func (l *clientLog) record(r *recorder, start time.Time, elapsed time.Duration, ids []uint64, err error) {
+	l.recordFrom(r, start, elapsed, ids, "", err)
+}
+
+// recordFrom is record with the instance that answered a sequence call.
+func (l *clientLog) recordFrom(r *recorder, start time.Time, elapsed time.Duration, ids []uint64, instance string, err error) {
 	l.calls = append(l.calls, callRecord{
 		start:   start.Sub(r.origin),
 		elapsed: elapsed,
 		off:     len(l.ids),
 		n:       int32(len(ids)),
 		errKind: r.errorKind(err),
+		inst:    r.instance(instance),
 	})
 	l.ids = append(l.ids, ids...)
 }
@@ -63,13 +80,38 @@ func (l *clientLog) callIDs(i int) []uint64 {
 	return l.ids[c.off : c.off+int(c.n)]
 }
 
-// recorder interns the kinds of the errors clients met.
+// recorder interns the kinds of the errors clients met and the
+// instances that answered sequence calls.
 type recorder struct {
 	origin time.Time
 
-	mu       sync.Mutex
-	kinds    []errorKind
-	kindByID map[string]int16
+	mu        sync.Mutex
+	kinds     []errorKind
+	kindByID  map[string]int16
+	instances []string
+	instByID  map[string]int16
+}
+
+// instance interns a sequence reply's instance ("": -1). A run sees a
+// few per dispenser process (a new one per worker claim), far below an
+// int16's range; past it a reply is recorded without its instance (its
+// order unchecked) rather than share an index with another.
+func (r *recorder) instance(id string) int16 {
+	if id == "" {
+		return -1
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if i, ok := r.instByID[id]; ok {
+		return i
+	}
+	if len(r.instances) >= math.MaxInt16 {
+		return -1
+	}
+	i := int16(len(r.instances))
+	r.instances = append(r.instances, id)
+	r.instByID[id] = i
+	return i
 }
 
 type errorKind struct {
@@ -79,7 +121,7 @@ type errorKind struct {
 }
 
 func newRecorder(origin time.Time) *recorder {
-	return &recorder{origin: origin, kindByID: map[string]int16{}}
+	return &recorder{origin: origin, kindByID: map[string]int16{}, instByID: map[string]int16{}}
 }
 
 func (r *recorder) errorKind(err error) int16 {

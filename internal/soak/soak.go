@@ -58,8 +58,12 @@ type Config struct {
 	// run, at most a minute): by default 4 × 200,000, about 24 times what
 	// one worker ID of the soak's layout sustains, so the dispensers must
 	// hold lanes, with the faults running. 0 clients: no phase.
-	BulkClients     int
-	BulkRate        float64
+	BulkClients int
+	BulkRate    float64
+	// SeqClients ask for numbers of the named sequences the dispensers
+	// declare (orders and invoices in turn, SeqNext and SeqBatch of 1 to
+	// 100): default 4, 0 none.
+	SeqClients      int
 	LeaseTTL        time.Duration // DISPENSER_LEASE_TTL, default 4s
 	ReserveChunk    time.Duration // DISPENSER_RESERVE_CHUNK, default 5s
 	ShutdownTimeout time.Duration // DISPENSER_SHUTDOWN_TIMEOUT, default 5s
@@ -85,7 +89,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Duration: 10 * time.Minute, MySQLDSN: "root@tcp(127.0.0.1:3306)/", Clients: 16, Rate: 1,
-		BulkClients: 4, BulkRate: 200_000,
+		BulkClients: 4, BulkRate: 200_000, SeqClients: 4,
 		LeaseTTL: 4 * time.Second, ReserveChunk: 5 * time.Second, ShutdownTimeout: 5 * time.Second,
 		CallDeadline: 3 * time.Second, Grace: time.Second, NATSDown: 2 * time.Second, MySQLDown: 500 * time.Millisecond, FaultGap: 2 * time.Second,
 		WarmUp: 3 * time.Second, ServeWithin: 30 * time.Second, SampleEvery: time.Second,
@@ -126,6 +130,7 @@ func (c Config) withDefaults() Config {
 	if c.BulkClients < 0 {
 		c.BulkClients = 0
 	}
+	c.SeqClients = max(c.SeqClients, 0)
 	if c.BulkRate <= 0 {
 		c.BulkRate = d.BulkRate
 	}
@@ -263,15 +268,15 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 	ld := defaultLoad(cfg.Rate)
 	ld.bulkEvery = time.Duration(float64(time.Second) * bulkBatch / cfg.BulkRate)
 	ld.bulkFrom, ld.bulkTo = cfg.highRatePhase()
-	clients, err := startClients(ctx, cfg.Clients, cfg.BulkClients, urls, s.log, ld)
+	clients, err := startClients(ctx, cfg.Clients, cfg.BulkClients, cfg.SeqClients, urls, s.log, ld)
 	if err != nil {
 		s.stopDispensers()
 		return nil, err
 	}
 	s.origin = time.Now() // the run's clock starts with the clients
 	rec := newRecorder(s.origin)
-	s.progress("%d clients running for %s (and %d bulk clients at %.0f IDs/s each from %s to %s)",
-		cfg.Clients, cfg.Duration, cfg.BulkClients, cfg.BulkRate, ld.bulkFrom, ld.bulkTo)
+	s.progress("%d clients running for %s (and %d bulk clients at %.0f IDs/s each from %s to %s; %d sequence clients)",
+		cfg.Clients, cfg.Duration, cfg.BulkClients, cfg.BulkRate, ld.bulkFrom, ld.bulkTo, cfg.SeqClients)
 
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
@@ -305,6 +310,9 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 
 	sum = s.summarise(rec, clients, blocks, stalls)
 	sum.WorkDir = workDir
+	if err := sum.writeRecords(workDir); err != nil {
+		return nil, err
+	}
 	return sum, nil
 }
 
@@ -331,6 +339,11 @@ func dispenserEnv(cfg Config, natsURL, dsn, metrics string) []string {
 		"DISPENSER_BLOCKS_REPLICAS=3",
 		"DISPENSER_BLOCKS_BLOCK_SIZE=1024",
 		"DISPENSER_BLOCKS_TARGET_DEPTH=16",
+		// Small segments, so that they turn over within seconds and the
+		// sequence clients meet segment changes under the faults.
+		"DISPENSER_SEQUENCES=" + sequencesEnv(),
+		"DISPENSER_SEQUENCE_STEP=500",
+		"DISPENSER_SEQUENCE_MAX_STEP=2000",
 		"DISPENSER_METRICS_ADDR=" + metrics,
 		"DISPENSER_LOG_FORMAT=json",
 		"DISPENSER_LOG_LEVEL=info",
@@ -345,6 +358,9 @@ func (s *soak) startMySQL(ctx context.Context, workDir string) (string, error) {
 		return s.cfg.MySQLDSN, nil
 	}
 	start := time.Now()
+	// The driver logs a connection a SIGKILL broke to stderr; the soak's
+	// log is the place for it.
+	_ = mysql.SetLogger(slog.NewLogLogger(s.log.Handler(), slog.LevelWarn))
 	m, err := startMySQLd(ctx, filepath.Join(workDir, "mysql"), s.log, func(msg string) { s.events.violation("%s", msg) })
 	if errors.Is(err, errNoMariaDB) {
 		s.progress("no mariadbd installed: using the MySQL server of the DSN given (-mysql), without the mysql-kill and mysql-pause faults")

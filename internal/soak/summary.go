@@ -29,6 +29,8 @@ type Summary struct {
 	// MySQL says which server the run used: "own mariadbd" or
 	// "external" (without the faults that need the soak's own).
 	MySQL string `json:"mysql"`
+	// series is the run second by second (SeriesTSV, ChartSVG).
+	series []SecondStats
 }
 
 // HighRate is what the bulk clients got in the high-rate phase.
@@ -90,6 +92,7 @@ func (s *soak) summarise(rec *recorder, clients []*soakClient, blocks uidclient.
 		DispenserLogErrors: logErrors,
 		ErrorExamples:      map[string]string{},
 		Stalls:             stalls,
+		series:             timeSeries(logs),
 	}
 	for _, k := range kinds {
 		sum.ErrorExamples[k.name] = k.example
@@ -158,6 +161,11 @@ func (s *Summary) Print(w io.Writer) {
 			s.HighRate.From.Round(time.Second), s.HighRate.To.Round(time.Second), s.HighRate.IDs, s.HighRate.PerSecond(),
 			s.HighRate.PerSecond()/float64(layout.MaxSequence()+1), layout.MaxSequence()+1)
 	}
+	for _, name := range sortedKeys(s.Sequences) {
+		f := s.Sequences[name]
+		p("  sequence %-9s %d numbers (%d..%d) in %d calls from %d instances: %d duplicates, %d order violations, gap ratio %.4f (%d skipped)",
+			name+":", f.HandedOut, f.First, f.Max, f.Calls, f.Instances, f.Duplicates, f.OrderViolations, f.GapRatio, f.Skipped)
+	}
 	p("duplicates:         %d", s.Duplicates)
 	p("order violations:   %d (block reorders across blocks, allowed: %d)", s.OrderViolations, s.BlockReorders)
 	p("unclaimed IDs:      %d", s.Unclaimed)
@@ -174,6 +182,9 @@ func (s *Summary) Print(w io.Writer) {
 	p("failed calls:       %d (late beyond deadline+grace: %d, slowest call %s)", errs, s.Late, s.SlowestCall.Round(time.Millisecond))
 	for _, k := range sortedKeys(s.Errors) {
 		p("  %6d  %s", s.Errors[k], k)
+	}
+	for _, k := range sortedKeys(s.FailedByFault) {
+		p("  %6d  in or after %s", s.FailedByFault[k], k)
 	}
 	p("failed calls no fault explains (e.g. during a short MySQL cut): %d", s.Unexplained)
 	var longest time.Duration

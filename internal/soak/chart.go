@@ -1,0 +1,209 @@
+package soak
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/uid-dispenser/uid-dispenser/internal/svgchart"
+)
+
+// SecondStats is one second of the run, by when calls returned: the IDs
+// and sequence numbers the clients received, their calls and how many
+// of those failed.
+type SecondStats struct {
+	IDs, Numbers, Calls, Failed uint64
+}
+
+// timeSeries buckets every call by the second it returned in.
+func timeSeries(clients []*clientLog) []SecondStats {
+	var series []SecondStats
+	for _, c := range clients {
+		for i, call := range c.calls {
+			sec := int((call.start + call.elapsed) / time.Second)
+			for len(series) <= sec {
+				series = append(series, SecondStats{})
+			}
+			st := &series[sec]
+			st.Calls++
+			if call.errKind >= 0 {
+				st.Failed++
+			}
+			n := uint64(len(c.callIDs(i)))
+			if c.kind.isSeq() {
+				st.Numbers += n
+			} else {
+				st.IDs += n
+			}
+		}
+	}
+	return series
+}
+
+// SeriesTSV is the time series as tab-separated lines with a header.
+func (s *Summary) SeriesTSV() string {
+	var b strings.Builder
+	b.WriteString("second\tids\tseq_numbers\tcalls\tfailed_calls\n")
+	for i, st := range s.series {
+		fmt.Fprintf(&b, "%d\t%d\t%d\t%d\t%d\n", i, st.IDs, st.Numbers, st.Calls, st.Failed)
+	}
+	return b.String()
+}
+
+// faultColours colour the fault kinds in the chart.
+var faultColours = map[string]string{
+	faultKill9: "#e45756", faultSIGTERM: "#f58518", faultNATSRestart: "#4c78a8",
+	faultCutShort: "#72b7b2", faultMySQLKill: "#b279a2", faultMySQLPause: "#ff9da6",
+	faultCutLong: "#9d755d", faultZombie: "#bab0ac",
+}
+
+// ChartSVG draws the IDs received per second and the failed calls per
+// second over the run, the faults marked as bands coloured by kind
+// (hover for the target and note).
+func (s *Summary) ChartSVG() string {
+	ids := svgchart.Line{Colour: "#54a24b"}
+	failed := svgchart.Line{Colour: "#e45756"}
+	for i, st := range s.series {
+		ids.Points = append(ids.Points, svgchart.Point{X: float64(i), Y: float64(st.IDs)})
+		failed.Points = append(failed.Points, svgchart.Point{X: float64(i), Y: float64(st.Failed)})
+	}
+	chart := svgchart.Chart{
+		Title: fmt.Sprintf("Soak, %s: %s IDs, %d faults, %d failed calls, %d duplicates",
+			s.Duration.Round(time.Second), svgchart.Compact(float64(s.IDsChecked)), len(s.FaultLog), s.failedCalls(), s.Duplicates),
+		Panels: []svgchart.Panel{
+			{Caption: "IDs received per second", Height: 260, Lines: []svgchart.Line{ids}},
+			{Caption: "failed calls per second (at their deadline)", Height: 120, Lines: []svgchart.Line{failed}},
+		},
+		Legend: []svgchart.LegendItem{{Name: "IDs/s", Colour: ids.Colour}, {Name: "failed calls/s", Colour: failed.Colour}},
+		XMax:   s.Duration.Seconds(),
+	}
+	if s.Duration > 10*time.Minute {
+		chart.Label = func(sec float64) string { return fmt.Sprintf("%.0fm", sec/60) }
+	}
+	kinds := map[string]bool{}
+	for _, f := range s.FaultLog {
+		kinds[f.Kind] = true
+		chart.Marks = append(chart.Marks, svgchart.Mark{
+			From: f.Start.Seconds(), To: f.End.Seconds(), Colour: faultColours[f.Kind],
+			Title: strings.TrimSpace(fmt.Sprintf("%s %s at %.1fs for %.1fs %s", f.Kind, f.Target, f.Start.Seconds(), (f.End - f.Start).Seconds(), f.Note)),
+		})
+	}
+	for _, k := range faultCycle {
+		if kinds[k] {
+			chart.Legend = append(chart.Legend, svgchart.LegendItem{Name: "fault: " + k, Colour: faultColours[k]})
+		}
+	}
+	return chart.SVG()
+}
+
+func (s *Summary) failedCalls() int {
+	var n int
+	for _, c := range s.Errors {
+		n += c
+	}
+	return n
+}
+
+// writeRecords writes the time series and the chart into the work
+// directory (series.tsv, chart.svg).
+func (s *Summary) writeRecords(dir string) error {
+	if err := os.WriteFile(filepath.Join(dir, "series.tsv"), []byte(s.SeriesTSV()), 0o644); err != nil {
+		return fmt.Errorf("soak: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "chart.svg"), []byte(s.ChartSVG()), 0o644); err != nil {
+		return fmt.Errorf("soak: %w", err)
+	}
+	return nil
+}
+
+// Markdown is the summary as a Markdown table, for docs/; chartRef
+// (when not empty) is the chart's path relative to the Markdown file.
+func (s *Summary) Markdown(chartRef string) string {
+	var b strings.Builder
+	row := func(k, format string, args ...any) { fmt.Fprintf(&b, "| %s | %s |\n", k, fmt.Sprintf(format, args...)) }
+	join := func(m map[string]int, order []string) string {
+		var parts []string
+		for _, k := range order {
+			if m[k] > 0 {
+				parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+			}
+		}
+		if len(parts) == 0 {
+			return "none"
+		}
+		return strings.Join(parts, ", ")
+	}
+	var calls uint64
+	for _, n := range s.Calls {
+		calls += n
+	}
+	b.WriteString("| | |\n|---|---|\n")
+	row("duration", "%s (MySQL: %s)", s.Duration.Round(time.Second), s.MySQL)
+	row("IDs checked", "%d (next %d; batch %d; prefetch %d; blocks %d) in %d calls of every kind",
+		s.IDsChecked, s.IDs[kindNext.String()], s.IDs[kindBatch.String()], s.IDs[kindPrefetch.String()], s.IDs[kindBlocks.String()], calls)
+	if s.HighRate.IDs > 0 {
+		row("high-rate phase", "%s–%s: %d IDs to the bulk clients, %.0f IDs/s (%.1f × one worker ID's rate)",
+			s.HighRate.From.Round(time.Second), s.HighRate.To.Round(time.Second), s.HighRate.IDs, s.HighRate.PerSecond(),
+			s.HighRate.PerSecond()/float64(layout.MaxSequence()+1))
+	}
+	for _, name := range sortedKeys(s.Sequences) {
+		f := s.Sequences[name]
+		row("sequence "+name, "%d numbers (%d..%d) in %d calls from %d instances; gap ratio %.4f (%d skipped); duplicates %d, order violations %d",
+			f.HandedOut, f.First, f.Max, f.Calls, f.Instances, f.GapRatio, f.Skipped, f.Duplicates, f.OrderViolations)
+	}
+	row("faults injected", "%d: %s (%d worker IDs taken over from a zombie)", len(s.FaultLog), join(s.Faults, faultCycle), s.ZombieTakeovers)
+	failedBy := append(append([]string(nil), faultCycle...), "none")
+	row("failed calls", "%d of %d, by the fault they fell in: %s; late beyond deadline+grace %d (slowest call %s); no fault explains %d; excused by stalls of the soak %d",
+		s.failedCalls(), calls, join(s.FailedByFault, failedBy), s.Late, s.SlowestCall.Round(time.Millisecond), s.Unexplained, s.Stalled)
+	row("failed calls by error", "%s", join(s.Errors, sortedKeys(s.Errors)))
+	var seqDups, seqOrder int
+	for _, f := range s.Sequences {
+		seqDups += f.Duplicates
+		seqOrder += f.OrderViolations
+	}
+	row("**duplicates**", "**%d** IDs, **%d** sequence numbers", s.Duplicates, seqDups)
+	row("order violations", "%d IDs (block reorders allowed: %d), %d sequence numbers; unclaimed IDs %d; malformed blocks %d",
+		s.OrderViolations, s.BlockReorders, seqOrder, s.Unclaimed, s.Blocks.Malformed)
+	row("worker claims", "%d on %d worker IDs", s.Claims, s.WorkerIDs)
+	for _, pf := range s.longestLived() {
+		var parts []string
+		for _, k := range sortedKeys(pf.Growth) {
+			parts = append(parts, fmt.Sprintf("%s %d → %d", k, pf.Growth[k][0], pf.Growth[k][1]))
+		}
+		row("resources of "+pf.Name, "lived %s: %s (highest early → lowest late)", pf.Lived.Round(time.Second), strings.Join(parts, ", "))
+	}
+	result := "PASS"
+	if s.Failed() {
+		result = fmt.Sprintf("FAIL, %d violation(s)", len(s.Violations))
+	}
+	row("result", "%s", result)
+	if chartRef != "" {
+		fmt.Fprintf(&b, "\n![IDs per second and failed calls over the run, the faults marked](%s)\n", chartRef)
+	}
+	return b.String()
+}
+
+// longestLived are the dispenser that lived longest and the soak itself,
+// the processes whose resources tell most.
+func (s *Summary) longestLived() []ProcessFigures {
+	var best, self *ProcessFigures
+	for i := range s.Processes {
+		p := &s.Processes[i]
+		switch {
+		case len(p.Growth) == 0:
+		case p.Name == "soak":
+			self = p
+		case best == nil || p.Lived > best.Lived:
+			best = p
+		}
+	}
+	var out []ProcessFigures
+	for _, p := range []*ProcessFigures{best, self} {
+		if p != nil {
+			out = append(out, *p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,73 @@
+package soak
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestTimeSeriesChartAndMarkdown(t *testing.T) {
+	rec := newRecorder(time.Now())
+	// IDs: 2 in second 0, 1 in second 2 (a call returning at 2.5s), one
+	// failed call in second 1; sequence numbers apart.
+	ids := logOf(rec, 0, kindNext, []uint64{id(t, testSecond, 1, 0)}, []uint64{id(t, testSecond, 1, 1)})
+	ids.record(rec, rec.origin.Add(1500*time.Millisecond), 10*time.Millisecond, nil, fmt.Errorf("natsio: uid.next: %w after 3 attempt(s)", context.DeadlineExceeded))
+	ids.record(rec, rec.origin.Add(2*time.Second), 500*time.Millisecond, []uint64{id(t, testSecond, 1, 2)}, nil)
+	seq := seqLog(rec, 1, kindSeqBatch, "orders", seqCall{0, 10, "A", []uint64{1, 2, 3}})
+	series := timeSeries([]*clientLog{ids, seq})
+	want := []SecondStats{{IDs: 2, Numbers: 3, Calls: 3}, {Calls: 1, Failed: 1}, {IDs: 1, Calls: 1}}
+	if len(series) != len(want) {
+		t.Fatalf("series %+v, want %+v", series, want)
+	}
+	for i := range want {
+		if series[i] != want[i] {
+			t.Fatalf("second %d: %+v, want %+v", i, series[i], want[i])
+		}
+	}
+
+	in := baseInput(rec, ids, seq)
+	sum := &Summary{
+		checkResult: check(in), Duration: 3 * time.Second, MySQL: "own mariadbd", series: series,
+		Faults: map[string]int{faultKill9: 1, faultMySQLKill: 1},
+		FaultLog: []faultRecord{
+			{Kind: faultKill9, Target: "d0#1", Start: time.Second, End: time.Second, Note: "worker 0 → d0#2 worker 1"},
+			{Kind: faultMySQLKill, Target: "mariadbd", Start: 2 * time.Second, End: 2500 * time.Millisecond, Note: "down 0.40s"},
+		},
+		Processes: []ProcessFigures{
+			{Name: "d0#1", Lived: 40 * time.Second, Growth: map[string][2]int64{"fds": {12, 13}}},
+			{Name: "d2#1", Lived: 90 * time.Second, Growth: map[string][2]int64{"fds": {13, 12}, "goroutines": {40, 38}}},
+			{Name: "soak", Lived: 90 * time.Second, Growth: map[string][2]int64{"goroutines": {300, 290}}},
+		},
+	}
+	if tsv := sum.SeriesTSV(); !strings.HasPrefix(tsv, "second\tids\tseq_numbers\tcalls\tfailed_calls\n0\t2\t3\t3\t0\n1\t0\t0\t1\t1\n") {
+		t.Errorf("series TSV:\n%s", tsv)
+	}
+	svg := sum.ChartSVG()
+	for _, s := range []string{"<title>kill9 d0#1 at 1.0s for 0.0s worker 0 → d0#2 worker 1</title>", "<title>mysql-kill mariadbd", ">fault: kill9<", ">fault: mysql-kill<", ">IDs/s<"} {
+		if !strings.Contains(svg, s) {
+			t.Errorf("chart lacks %q:\n%s", s, svg)
+		}
+	}
+	if strings.Contains(svg, "fault: zombie") {
+		t.Error("the legend names a fault kind the run did not inject")
+	}
+	md := sum.Markdown("soak-long.svg")
+	for _, s := range []string{
+		"| duration | 3s (MySQL: own mariadbd) |",
+		"| IDs checked | 3 (next 3; batch 0; prefetch 0; blocks 0) in 5 calls",
+		"| sequence orders | 3 numbers (1..3) in 1 calls from 1 instances; gap ratio 0.0000",
+		"| faults injected | 2: kill9 1, mysql-kill 1",
+		"| failed calls | 1 of 5, by the fault they fell in: mysql-cut-long 1;",
+		"| **duplicates** | **0** IDs, **0** sequence numbers |",
+		"| resources of d2#1 | lived 1m30s: fds 13 → 12, goroutines 40 → 38",
+		"| resources of soak |",
+		"| result | PASS |",
+		"](soak-long.svg)",
+	} {
+		if !strings.Contains(md, s) {
+			t.Errorf("markdown lacks %q:\n%s", s, md)
+		}
+	}
+}
