@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -70,8 +71,8 @@ func (s *Summary) ChartSVG() string {
 		failed.Points = append(failed.Points, svgchart.Point{X: float64(i), Y: float64(st.Failed)})
 	}
 	chart := svgchart.Chart{
-		Title: fmt.Sprintf("Soak, %s: %s IDs, %d faults, %d failed calls, %d duplicates",
-			s.Duration.Round(time.Second), svgchart.Compact(float64(s.IDsChecked)), len(s.FaultLog), s.failedCalls(), s.Duplicates),
+		Title: fmt.Sprintf("Soak, %s: %s IDs, %d faults, %s failed calls, %d duplicates",
+			s.Duration.Round(time.Second), thousands(s.IDsChecked), len(s.FaultLog), thousands(uint64(s.failedCalls())), s.Duplicates),
 		Panels: []svgchart.Panel{
 			{Caption: "IDs received per second", Height: 260, Lines: []svgchart.Line{ids}},
 			{Caption: "failed calls per second (at their deadline)", Height: 120, Lines: []svgchart.Line{failed}},
@@ -141,22 +142,23 @@ func (s *Summary) Markdown(chartRef string) string {
 	}
 	b.WriteString("| | |\n|---|---|\n")
 	row("duration", "%s (MySQL: %s)", s.Duration.Round(time.Second), s.MySQL)
-	row("IDs checked", "%d (next %d; batch %d; prefetch %d; blocks %d) in %d calls of every kind",
-		s.IDsChecked, s.IDs[kindNext.String()], s.IDs[kindBatch.String()], s.IDs[kindPrefetch.String()], s.IDs[kindBlocks.String()], calls)
+	n := thousands
+	row("IDs checked", "%s (next %s; batch %s; prefetch %s; blocks %s) in %s calls of every kind",
+		n(s.IDsChecked), n(s.IDs[kindNext.String()]), n(s.IDs[kindBatch.String()]), n(s.IDs[kindPrefetch.String()]), n(s.IDs[kindBlocks.String()]), n(calls))
 	if s.HighRate.IDs > 0 {
-		row("high-rate phase", "%s–%s: %d IDs to the bulk clients, %.0f IDs/s (%.1f × one worker ID's rate)",
-			s.HighRate.From.Round(time.Second), s.HighRate.To.Round(time.Second), s.HighRate.IDs, s.HighRate.PerSecond(),
+		row("high-rate phase", "%s–%s: %s IDs to the bulk clients, %s IDs/s (%.1f × one worker ID's rate)",
+			s.HighRate.From.Round(time.Second), s.HighRate.To.Round(time.Second), n(uint64(s.HighRate.IDs)), n(uint64(s.HighRate.PerSecond())),
 			s.HighRate.PerSecond()/float64(layout.MaxSequence()+1))
 	}
 	for _, name := range sortedKeys(s.Sequences) {
 		f := s.Sequences[name]
-		row("sequence "+name, "%d numbers (%d..%d) in %d calls from %d instances; gap ratio %.4f (%d skipped); duplicates %d, order violations %d",
-			f.HandedOut, f.First, f.Max, f.Calls, f.Instances, f.GapRatio, f.Skipped, f.Duplicates, f.OrderViolations)
+		row("sequence "+name, "%s numbers (%d..%d) in %s calls from %d instances; gap ratio %.4f (%s skipped); duplicates %d, order violations %d",
+			n(f.HandedOut), f.First, f.Max, n(f.Calls), f.Instances, f.GapRatio, n(f.Skipped), f.Duplicates, f.OrderViolations)
 	}
 	row("faults injected", "%d: %s (%d worker IDs taken over from a zombie)", len(s.FaultLog), join(s.Faults, faultCycle), s.ZombieTakeovers)
 	failedBy := append(append([]string(nil), faultCycle...), "none")
-	row("failed calls", "%d of %d, by the fault they fell in: %s; late beyond deadline+grace %d (slowest call %s); no fault explains %d; excused by stalls of the soak %d",
-		s.failedCalls(), calls, join(s.FailedByFault, failedBy), s.Late, s.SlowestCall.Round(time.Millisecond), s.Unexplained, s.Stalled)
+	row("failed calls", "%s of %s, by the fault they fell in: %s; late beyond deadline+grace %d (slowest call %s); no fault explains %d; excused by stalls of the soak %d",
+		n(uint64(s.failedCalls())), n(calls), join(s.FailedByFault, failedBy), s.Late, s.SlowestCall.Round(time.Millisecond), s.Unexplained, s.Stalled)
 	row("failed calls by error", "%s", join(s.Errors, sortedKeys(s.Errors)))
 	var seqDups, seqOrder int
 	for _, f := range s.Sequences {
@@ -206,4 +208,17 @@ func (s *Summary) longestLived() []ProcessFigures {
 		}
 	}
 	return out
+}
+
+// thousands writes n with commas between groups of three digits.
+func thousands(n uint64) string {
+	s := strconv.FormatUint(n, 10)
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

@@ -7,8 +7,12 @@
 //   - A three-node NATS cluster with JetStream (nats-server v2.15 embedded
 //     in the soak's process, each node with its own name, ports and store,
 //     routed to the others), restartable node by node.
-//   - A fresh database on the MariaDB/MySQL server, reached by the
-//     dispensers through a TCP proxy the soak can cut.
+//   - A mariadbd of the soak's own (mysqld.go: data directory, port,
+//     socket and error log under the work directory, --no-defaults),
+//     reached by the dispensers through a TCP proxy the soak can cut; or,
+//     when none is installed or Config.ExternalMySQL asks, a fresh
+//     database on the server Config.MySQLDSN names (without the faults
+//     that need the soak's own).
 //   - Three dispensers, each a separate OS process of the real binary
 //     (cmd/dispenser), leased worker IDs on MySQL with a short lease TTL
 //     and reserve chunk, ID blocks on JetStream (three replicas), each
@@ -16,7 +20,9 @@
 //   - Sixteen clients, each with its own connection to one node (spread
 //     over the three): uidclient.Client.Next, uidclient.Client.Batch,
 //     uidclient.Prefetcher and uidclient.BlockSource, four of each, at a
-//     moderate rate.
+//     moderate rate; bulk batch clients in a high-rate phase; and
+//     sequence clients on the named sequences the dispensers declare
+//     (uidclient.Client.SeqNextFrom and SeqBatchFrom).
 //
 // # Faults, in a cycle that repeats while the run lasts
 //
@@ -31,6 +37,12 @@
 //     ports and store.
 //   - mysql-cut-short: cut the MySQL proxy for longer than the lease's
 //     renewal interval (TTL/3) but well within its expiry.
+//   - mysql-kill: SIGKILL mariadbd and start it again on the same data
+//     directory, down for well under the lease TTL and the reservation
+//     (Config.MySQLDown plus its crash recovery, recorded in the fault's
+//     note): the leases must ride it out, as the short cut.
+//   - mysql-pause: SIGSTOP mariadbd for the short cut's length, then
+//     SIGCONT: connections hang rather than break; the same rule.
 //   - mysql-cut-long: cut it for longer than the lease TTL (every lease
 //     expires; the dispensers answer 503 until a renewal gets through);
 //     meanwhile one dispenser is killed and started again, and must serve
@@ -76,6 +88,13 @@
 //     lost acknowledgement (a NATS node restarting) may store a claim's
 //     blocks out of order, which is harmless.
 //
+// Sequences (seqcheck.go), per name: no number received twice; the
+// numbers of one instance (the Uid-Instance header of each reply)
+// strictly increasing within a batch, and across calls: a call that
+// started after a call answered by the same instance had returned gets
+// only higher numbers; and the gap ratio, skipped ÷ handed out over what
+// the clients received, reported.
+//
 // Deadlines. Every call runs under a context with a deadline; it must
 // return, with IDs or with an error, by the deadline plus a grace. Errors
 // are counted by kind; a kind that is not a clear, expected failure (the
@@ -84,8 +103,9 @@
 // recognises, a closed source. A failure must also be explained by a
 // fault: the call started while a fault lasted or shortly after (the
 // deadline plus a second), or a fault began while it ran; a failure in a
-// quiet stretch, or during a MySQL cut shorter than the lease TTL (which
-// the leases must ride out), is a violation. The soak also measures stalls
+// quiet stretch, or during a store outage shorter than the lease TTL (a
+// short MySQL cut, a mariadbd kill or pause, which the leases must ride
+// out), is a violation. The soak also measures stalls
 // of its own process (gaps of more than 0.5 s in a 50 ms ticker: a
 // machine too loaded to run it); a call a stall explains (late by no more
 // than the stall, or failed across a stall of a second or more) is
@@ -101,6 +121,11 @@
 // bound is a violation: for a process that lived long enough, the lowest
 // of its last samples must not exceed the highest of its early samples
 // (after a warm-up) by more than a factor and a slack per resource.
+//
+// Records (chart.go). The run second by second (IDs, sequence numbers,
+// calls and failed calls, by when calls returned) goes to series.tsv in
+// the work directory, and a chart of it with the faults marked to
+// chart.svg; the summary can also be written as Markdown.
 //
 // The summary prints the IDs checked, the faults injected by kind, the
 // duplicates found, the errors by kind and every violation; the run fails

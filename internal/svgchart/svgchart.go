@@ -47,8 +47,8 @@ type Panel struct {
 // LegendItem names a colour.
 type LegendItem struct{ Name, Colour string }
 
-// Mark is a span of time marked across every panel (a band, or a line
-// when it is shorter than a pixel). Title is shown on hover.
+// Mark is a span of time marked across every panel (a band, at least
+// two pixels wide). Title is shown on hover.
 type Mark struct {
 	From, To float64
 	Colour   string
@@ -109,7 +109,7 @@ func (c Chart) SVG() string {
 	for _, m := range c.Marks {
 		x0, x1 := x(m.From), x(m.To)
 		fmt.Fprintf(&b, `<rect x="%.1f" y="%.0f" width="%.1f" height="%.0f" fill="%s" fill-opacity="0.25"><title>%s</title></rect>`+"\n",
-			x0, plotTop, math.Max(x1-x0, 1), plotBottom-plotTop, m.Colour, html.EscapeString(m.Title))
+			x0, plotTop, math.Max(x1-x0, 2), plotBottom-plotTop, m.Colour, html.EscapeString(m.Title))
 	}
 
 	y0 := top

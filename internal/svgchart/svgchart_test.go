@@ -34,9 +34,9 @@ func TestChart(t *testing.T) {
 	if !strings.Contains(svg, `points="70.0,210.0 770.0,260.0"`) {
 		t.Errorf("clamped line not at the panel's edges:\n%s", svg)
 	}
-	// A mark shorter than a pixel is still drawn a pixel wide.
-	if !strings.Contains(svg, `width="1.0"`) {
-		t.Errorf("no pixel-wide mark:\n%s", svg)
+	// A mark shorter than a pixel is still drawn two pixels wide.
+	if !strings.Contains(svg, `width="2.0"`) {
+		t.Errorf("no two-pixel mark:\n%s", svg)
 	}
 }
 
