@@ -15,10 +15,13 @@ import (
 	"time"
 )
 
-// dispenserSlot is one of the three dispensers: a place in the cluster
-// (its NATS node, its metrics port) that successive processes occupy.
+// dispenserSlot is one of the dispensers: a place in a fleet and the
+// cluster (its NATS node, its metrics port) that successive processes
+// occupy.
 type dispenserSlot struct {
 	index   int
+	label   string // d0..d2 (MySQL fleet), k0, k1 (KV fleet)
+	fleet   *fleet
 	bin     string
 	env     []string
 	logDir  string
@@ -34,7 +37,7 @@ type dispenserSlot struct {
 // dispenserProc is one OS process of the dispenser binary.
 type dispenserProc struct {
 	slot    *dispenserSlot
-	name    string // slot and process number, e.g. "d1#3"
+	name    string // slot and process number, e.g. "d1#3", "k0#2"
 	cmd     *exec.Cmd
 	pid     int
 	start   time.Time
@@ -56,13 +59,17 @@ type dispenserProc struct {
 // events collects what the dispensers' logs tell: claims and problems.
 type events struct {
 	mu         sync.Mutex
-	afters     map[uint64][]int64 // worker ID → "after" of each claim logged
+	afters     map[string]map[uint64][]int64 // fleet → worker ID → "after" of each claim logged
 	violations []string
 	logErrors  map[string]int // ERROR log messages of the dispensers, by message
 }
 
 func newEvents() *events {
-	return &events{afters: map[uint64][]int64{}, logErrors: map[string]int{}}
+	afters := map[string]map[uint64][]int64{}
+	for _, f := range fleets {
+		afters[f.name] = map[uint64][]int64{}
+	}
+	return &events{afters: afters, logErrors: map[string]int{}}
 }
 
 func (e *events) violation(format string, args ...any) {
@@ -83,9 +90,9 @@ const (
 func (s *dispenserSlot) start() (*dispenserProc, error) {
 	s.mu.Lock()
 	s.started++
-	name := fmt.Sprintf("d%d#%d", s.index, s.started)
+	name := fmt.Sprintf("%s#%d", s.label, s.started)
 	s.mu.Unlock()
-	logPath := filepath.Join(s.logDir, fmt.Sprintf("dispenser-%d-%d.log", s.index, s.started))
+	logPath := filepath.Join(s.logDir, fmt.Sprintf("dispenser-%s-%d.log", s.label, s.started))
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, fmt.Errorf("soak: %w", err)
@@ -197,7 +204,8 @@ func (p *dispenserProc) handleLine(line []byte) {
 	case l.Msg == msgLeased && l.WorkerID != nil && l.After != nil:
 		ev.mu.Lock()
 		w := uint64(*l.WorkerID)
-		ev.afters[w] = append(ev.afters[w], *l.After)
+		afters := ev.afters[p.slot.fleet.name]
+		afters[w] = append(afters[w], *l.After)
 		ev.mu.Unlock()
 	case (l.Msg == msgServing || l.Msg == msgNewID) && l.WorkerID != nil:
 		p.mu.Lock()
