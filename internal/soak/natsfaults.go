@@ -39,12 +39,27 @@ func (s *soak) killLeader(ctx context.Context, stream string, cycle int) (target
 		before = "no leader of " + stream + " found; " + before
 	}
 	target = s.cluster.nodes[i].name
+	killed := time.Now()
+	elected := make(chan string, 1)
+	go func() { elected <- s.awaitLeader(ctx, stream, target, killed) }()
 	err := s.cluster.killAndRestart(ctx, i, s.cfg.NATSDown)
 	if err != nil {
 		s.events.violation("kill -9 and restart of NATS node %s (leader of %s): %v", target, stream, err)
 	}
-	after := streamLeaders(ctx, s.admin.Conn, stream)[stream]
-	return target, fmt.Sprintf("killed as leader of %s, down %s (%s); %s now led by %s", stream, s.cfg.NATSDown, before, stream, after)
+	return target, fmt.Sprintf("killed as leader of %s, down %s (%s); %s", stream, s.cfg.NATSDown, before, <-elected)
+}
+
+// awaitLeader waits (up to 20 s) until stream has a leader other than
+// old, which was killed at killed, and says who and when: the stream's
+// leaderless time, which the leases must outlast.
+func (s *soak) awaitLeader(ctx context.Context, stream, old string, killed time.Time) string {
+	for time.Since(killed) < 20*time.Second && ctx.Err() == nil {
+		if l := streamLeaders(ctx, s.admin.Conn, stream)[stream]; l != "" && l != old {
+			return fmt.Sprintf("new leader %s after %.1fs", l, time.Since(killed).Seconds())
+		}
+		sleep(ctx, 100*time.Millisecond)
+	}
+	return fmt.Sprintf("no new leader within %.0fs", time.Since(killed).Seconds())
 }
 
 // partition cuts the partitioned dispenser (k0, of the KV fleet, whose
