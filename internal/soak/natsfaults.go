@@ -54,7 +54,8 @@ func (s *soak) killLeader(ctx context.Context, stream string, cycle int) (target
 // leaderless time, which the leases must outlast.
 func (s *soak) awaitLeader(ctx context.Context, stream, old string, killed time.Time) string {
 	for time.Since(killed) < 20*time.Second && ctx.Err() == nil {
-		if l := streamLeaders(ctx, s.admin.Conn, stream)[stream]; l != "" && l != old {
+		// The killed node may win the election once it is back.
+		if l := streamLeaders(ctx, s.admin.Conn, stream)[stream]; l != "" && (l != old || time.Since(killed) > s.cfg.NATSDown) {
 			return fmt.Sprintf("new leader %s after %.1fs", l, time.Since(killed).Seconds())
 		}
 		sleep(ctx, 100*time.Millisecond)
