@@ -236,10 +236,10 @@ func (s *soak) waitReclaimed(ctx context.Context, z *dispenserProc, wz int64, ta
 	s.takeovers++
 	s.mu.Unlock()
 	deadline := time.Now().Add(s.cfg.ServeWithin)
-	for z.WorkerID() == wz && time.Now().Before(deadline) && ctx.Err() == nil {
+	for (z.WorkerID() == wz || z.Holds(wz)) && time.Now().Before(deadline) && ctx.Err() == nil {
 		sleep(ctx, 100*time.Millisecond)
 	}
-	if w := z.WorkerID(); w == wz {
+	if z.WorkerID() == wz || z.Holds(wz) {
 		select {
 		case <-z.exited: // it may have failed instead (a violation already)
 		default:
@@ -247,7 +247,7 @@ func (s *soak) waitReclaimed(ctx context.Context, z *dispenserProc, wz int64, ta
 		}
 		return fmt.Sprintf("worker %d taken by %s; zombie did not reclaim", wz, takenBy)
 	}
-	return fmt.Sprintf("worker %d taken by %s; zombie now worker %d", wz, takenBy, z.WorkerID())
+	return fmt.Sprintf("worker %d taken by %s; zombie gave it up, now serving as worker %d", wz, takenBy, z.WorkerID())
 }
 
 // startDuringCut kills the slot's process and starts a new one while

@@ -92,8 +92,10 @@ func (s *soak) partition(ctx context.Context, long bool) (target, note string) {
 	takenBy := ""
 	other := s.slots[partitionedSlot+1]
 	s.restartSlot(ctx, other, true)
-	if p := other.current(); p != nil && p.WorkerID() == wz {
-		takenBy = p.name
+	// Its new claim may take the cut one's first worker ID or one of
+	// its other lanes.
+	if p := other.current(); p != nil && z.Holds(p.WorkerID()) {
+		takenBy, wz = p.name, p.WorkerID()
 	}
 	s.natsCut.Restore()
 	cutFor := time.Since(cut).Round(100 * time.Millisecond)

@@ -50,6 +50,7 @@ type dispenserProc struct {
 
 	mu       sync.Mutex
 	workerID int64 // -1 until serving
+	holds    map[int64]bool // worker IDs it holds leases on (its lanes), from its log
 	expected bool  // told to exit (signal sent by the soak)
 	paused   bool
 	samples  []sample
@@ -83,6 +84,8 @@ const (
 	msgLeased  = "workerid: leased worker ID"
 	msgServing = "serving"
 	msgNewID   = "serving under a new worker ID"
+	msgRelease = "workerid: released worker ID"
+	msgLost    = "workerid: lease taken over by another owner: this worker ID is lost for good"
 )
 
 // start starts a new process in the slot. It does not wait for it to
@@ -112,6 +115,7 @@ func (s *dispenserSlot) start() (*dispenserProc, error) {
 	p := &dispenserProc{
 		slot: s, name: name, cmd: cmd, pid: cmd.Process.Pid, start: time.Now(), logPath: logPath,
 		serving: make(chan struct{}), exited: make(chan struct{}), logDone: make(chan struct{}), workerID: -1,
+		holds: map[int64]bool{},
 	}
 	go p.readLog(pr, logFile)
 	go func() {
@@ -200,6 +204,18 @@ func (p *dispenserProc) handleLine(line []byte) {
 	if err := json.Unmarshal(line, &l); err != nil {
 		return
 	}
+	if l.WorkerID != nil {
+		switch l.Msg {
+		case msgLeased:
+			p.mu.Lock()
+			p.holds[*l.WorkerID] = true
+			p.mu.Unlock()
+		case msgRelease, msgLost:
+			p.mu.Lock()
+			delete(p.holds, *l.WorkerID)
+			p.mu.Unlock()
+		}
+	}
 	switch {
 	case l.Msg == msgLeased && l.WorkerID != nil && l.After != nil:
 		ev.mu.Lock()
@@ -229,6 +245,14 @@ func (p *dispenserProc) WorkerID() int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.workerID
+}
+
+// Holds tells whether the process holds a lease on worker ID w (as one
+// of its lanes), as far as its log says.
+func (p *dispenserProc) Holds(w int64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.holds[w]
 }
 
 // waitServing waits until the process serves, failing when it exits
