@@ -1,17 +1,21 @@
 // Command soak runs uid-dispenser's fault-injection soak (package
-// internal/soak): a 3-node NATS cluster, a mariadbd of its own behind a
-// cuttable proxy, three dispenser processes, ID and named-sequence
-// clients, with dispensers killed, stopped, paused and cut off, NATS
-// nodes restarted and mariadbd killed and paused on a schedule; at the
-// end every ID and number received is checked for duplicates and order,
-// every call for its deadline, every process for leaks.
+// internal/soak): a 3-node cluster of nats-server processes, a mariadbd
+// of its own behind a cuttable proxy, two fleets of dispenser processes
+// (three leasing worker IDs on MySQL, two on a JetStream KV bucket), ID
+// and named-sequence clients, with dispensers killed, stopped, paused
+// and cut off, NATS nodes (stream leaders) killed and paused, and
+// mariadbd killed and paused on a schedule; at the end every ID and
+// sequence number received is checked for duplicates and order, every
+// call for its deadline, every process for leaks.
 //
 //	go run ./cmd/soak -duration 10m
 //	go run ./cmd/soak -duration 60m -chart docs/soak-long.svg -summary-md docs/soak-long.md
 //
 // It exits 0 when the run found no violation, 1 when it found one, 2 when
 // it could not run (no MySQL, bad flags). Without -dispenser it builds
-// cmd/dispenser first (run it inside the module).
+// cmd/dispenser first, and without -nats-server it builds go.mod's
+// nats-server once into the user's cache directory (run it inside the
+// module).
 package main
 
 import (
@@ -45,9 +49,10 @@ func run() int {
 	flags := flag.NewFlagSet("soak", flag.ContinueOnError)
 	flags.DurationVar(&cfg.Duration, "duration", def.Duration, "how long the clients run (env SOAK_DURATION); the first fault cycle always completes")
 	flags.StringVar(&cfg.DispenserBin, "dispenser", "", "dispenser binary (default: go build ./cmd/dispenser into a temporary directory)")
+	flags.StringVar(&cfg.NATSServerBin, "nats-server", "", "nats-server binary the nodes run (default: go.mod's version, built once into the user's cache directory)")
 	flags.StringVar(&cfg.MySQLDSN, "mysql", def.MySQLDSN, "MySQL DSN (env UID_TEST_MYSQL_DSN) of the server used with -external-mysql or when no mariadbd is installed; without a database name a fresh one is created and dropped")
 	flags.BoolVar(&cfg.ExternalMySQL, "external-mysql", false, "use the -mysql server instead of starting a mariadbd of the soak's own (no mysql-kill and mysql-pause faults)")
-	flags.IntVar(&cfg.SeqClients, "seq-clients", def.SeqClients, "clients asking for named sequence numbers (0: none)")
+	flags.IntVar(&cfg.SeqClients, "seq-clients", def.SeqClients, "clients asking for named sequence numbers, both fleets (0: none)")
 	flags.StringVar(&cfg.WorkDir, "work-dir", "", "directory for logs and NATS stores (default: temporary, removed after a passing run)")
 	flags.BoolVar(&cfg.Keep, "keep", false, "keep the work directory after a passing run")
 	flags.Float64Var(&cfg.Rate, "rate", def.Rate, "load multiplier (1: about 40,000 IDs/s over 16 clients)")
@@ -85,6 +90,15 @@ func run() int {
 			fmt.Fprintln(os.Stderr, "soak: building the dispenser:", err)
 			return 2
 		}
+	}
+
+	if cfg.NATSServerBin == "" {
+		bin, err := soak.NATSServerBinary(ctx)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		cfg.NATSServerBin = bin
 	}
 
 	sum, err := soak.Run(ctx, cfg)

@@ -14,9 +14,10 @@ import (
 
 // TestSoakShort runs the soak for a minute, as CI does: every kind of
 // fault at least once, and no violation. The soak and the dispenser are
-// built without the race detector (a 3-node JetStream cluster and three
+// built without the race detector (a 3-node JetStream cluster and five
 // dispensers under -race would not fit two cores in a minute); the soak's
-// checks are tested under -race in internal/soak.
+// checks are tested under -race in internal/soak. The soak builds
+// nats-server once into the user's cache directory; later runs reuse it.
 func TestSoakShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the soak runs for a minute")
@@ -56,6 +57,7 @@ func TestSoakShort(t *testing.T) {
 	var sum struct {
 		IDsChecked      uint64            `json:"ids_checked"`
 		IDs             map[string]uint64 `json:"ids"`
+		FleetIDs        map[string]uint64 `json:"ids_by_fleet"`
 		Duplicates      int               `json:"duplicates"`
 		Faults          map[string]int    `json:"faults"`
 		ZombieTakeovers int               `json:"zombie_takeovers"`
@@ -82,14 +84,21 @@ func TestSoakShort(t *testing.T) {
 			t.Errorf("no IDs by %s", kind)
 		}
 	}
-	// Segments of at most 2,000 numbers (DISPENSER_SEQUENCE_MAX_STEP):
-	// more than two per instance means they turned over in the run.
-	for _, name := range []string{"orders", "invoices"} {
-		if f := sum.Sequences[name]; f.HandedOut < 3*2*2000 || f.Instances < 3 {
-			t.Errorf("sequence %s: %d numbers from %d instances; want segments turned over on every dispenser", name, f.HandedOut, f.Instances)
+	for _, fleet := range []string{"uid", "uidkv"} { // MySQL and JetStream KV worker IDs
+		if sum.FleetIDs[fleet] == 0 {
+			t.Errorf("no IDs from fleet %s", fleet)
 		}
 	}
-	faults := []string{"kill9", "sigterm", "nats-restart", "mysql-cut-short", "mysql-cut-long", "zombie"}
+	// Both fleets serve the sequences, each from its own store. Segments
+	// of at most 2,000 numbers (DISPENSER_SEQUENCE_MAX_STEP) and two held
+	// per instance: more numbers than that means they turned over.
+	for _, name := range []string{"uid.orders", "uid.invoices", "uidkv.orders", "uidkv.invoices"} {
+		if f := sum.Sequences[name]; f.HandedOut < 2*2000 || f.Instances < 2 {
+			t.Errorf("sequence %s: %d numbers from %d instances; want segments turned over on several dispensers", name, f.HandedOut, f.Instances)
+		}
+	}
+	faults := []string{"kill9", "sigterm", "nats-kill-kv-leader", "mysql-cut-short", "nats-pause", "partition-short",
+		"nats-kill-blocks-leader", "mysql-cut-long", "partition-long", "zombie"}
 	if sum.MySQL == "own mariadbd" {
 		faults = append(faults, "mysql-kill", "mysql-pause")
 	} else {

@@ -55,9 +55,10 @@ func (s *Summary) SeriesTSV() string {
 
 // faultColours colour the fault kinds in the chart.
 var faultColours = map[string]string{
-	faultKill9: "#e45756", faultSIGTERM: "#f58518", faultNATSRestart: "#4c78a8",
+	faultKill9: "#e45756", faultSIGTERM: "#f58518", faultKillKVLeader: "#4c78a8",
 	faultCutShort: "#72b7b2", faultMySQLKill: "#b279a2", faultMySQLPause: "#ff9da6",
-	faultCutLong: "#9d755d", faultZombie: "#bab0ac",
+	faultNATSPause: "#eeca3b", faultPartitionShort: "#54a24b", faultKillBlocksLeader: "#1f3f6e",
+	faultCutLong: "#9d755d", faultPartitionLong: "#2e6b2a", faultZombie: "#bab0ac",
 }
 
 // ChartSVG draws the IDs received per second and the failed calls per
@@ -156,9 +157,17 @@ func (s *Summary) Markdown(chartRef string) string {
 			n(f.HandedOut), f.First, f.Max, n(f.Calls), f.Instances, f.GapRatio, n(f.Skipped), f.Duplicates, f.OrderViolations)
 	}
 	row("faults injected", "%d: %s (%d worker IDs taken over from a zombie)", len(s.FaultLog), join(s.Faults, faultCycle), s.ZombieTakeovers)
-	failedBy := append(append([]string(nil), faultCycle...), "none")
-	row("failed calls", "%s of %s, by the fault they fell in: %s; late beyond deadline+grace %d (slowest call %s); no fault explains %d; excused by stalls of the soak %d",
-		n(uint64(s.failedCalls())), n(calls), join(s.FailedByFault, failedBy), s.Late, s.SlowestCall.Round(time.Millisecond), s.Unexplained, s.Stalled)
+	row("failed calls", "%s of %s; late beyond deadline+grace %d (slowest call %s); no fault explains %d; excused by stalls of the soak %d",
+		n(uint64(s.failedCalls())), n(calls), s.Late, s.SlowestCall.Round(time.Millisecond), s.Unexplained, s.Stalled)
+	var windows []string
+	for _, k := range faultCycle {
+		if w := s.FaultWindows[k]; w != nil && w.Faults > 0 {
+			windows = append(windows, fmt.Sprintf("%s %s of %s", k, n(uint64(w.Failed)), n(uint64(w.Calls))))
+		}
+	}
+	if len(windows) > 0 {
+		row("failed calls per fault kind", "calls started from a fault's start to %s after its end, failed of all: %s", windowSettle, strings.Join(windows, ", "))
+	}
 	row("failed calls by error", "%s", join(s.Errors, sortedKeys(s.Errors)))
 	var seqDups, seqOrder int
 	for _, f := range s.Sequences {

@@ -41,6 +41,7 @@ func TestTimeSeriesChartAndMarkdown(t *testing.T) {
 			{Name: "soak", Lived: 90 * time.Second, Growth: map[string][2]int64{"goroutines": {300, 290}}},
 		},
 	}
+	sum.FaultWindows, _ = faultWindows(in.clients, sum.FaultLog)
 	if tsv := sum.SeriesTSV(); !strings.HasPrefix(tsv, "second\tids\tseq_numbers\tcalls\tfailed_calls\n0\t2\t3\t3\t0\n1\t0\t0\t1\t1\n") {
 		t.Errorf("series TSV:\n%s", tsv)
 	}
@@ -62,7 +63,8 @@ func TestTimeSeriesChartAndMarkdown(t *testing.T) {
 		"| IDs checked | 3 (next 3; batch 0; prefetch 0; blocks 0) in 5 calls",
 		"| sequence orders | 3 numbers (1..3) in 1 calls from 1 instances; gap ratio 0.0000",
 		"| faults injected | 2: kill9 1, mysql-kill 1",
-		"| failed calls | 1 of 5, by the fault they fell in: mysql-cut-long 1;",
+		"| failed calls | 1 of 5;",
+		"| failed calls per fault kind | calls started from a fault's start to 1s after its end, failed of all: kill9 1 of 2, mysql-kill 0 of 1 |",
 		"| **duplicates** | **0** IDs, **0** sequence numbers |",
 		"| resources of d2#1 | lived 1m30s: fds 13 → 12, goroutines 40 → 38",
 		"| resources of soak |",

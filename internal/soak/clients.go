@@ -62,6 +62,20 @@ var sequences = []struct {
 	first uint64
 }{{"orders", 1}, {"invoices", 1_000_000}}
 
+// seqClient is what sequence client j asks for: SeqNext and SeqBatch in
+// turn, then the names, then the fleets (both declare the sequences, each
+// in its own store, so the numbers are checked per fleet). The default 8
+// clients cover every combination.
+func seqClient(j int) (kind callKind, name string, f *fleet) {
+	kind = kindSeqNext
+	if j%2 == 1 {
+		kind = kindSeqBatch
+	}
+	name = sequences[(j/2)%len(sequences)].name
+	f = fleets[(j/(2*len(sequences)))%len(fleets)]
+	return kind, name, f
+}
+
 // sequencesEnv is DISPENSER_SEQUENCES for them.
 func sequencesEnv() string {
 	var parts []string
@@ -85,52 +99,49 @@ type soakClient struct {
 	bulkIDs int  // IDs it received
 }
 
-// startClients connects n clients, kinds and nodes taken in turn, bulk
-// batch clients and seq sequence clients (names taken in turn, then
-// next and batch).
-func startClients(ctx context.Context, n, bulk, seq int, urls []string, logger *slog.Logger, ld load) ([]*soakClient, error) {
+// startClients connects n clients, kinds and nodes taken in turn, a
+// quarter of them on the KV fleet (clientFleet), bulk batch clients, and
+// seq sequence clients (seqClient). Each is given every node's URL, its
+// own node first, so that it fails over when that node dies.
+func startClients(ctx context.Context, n, bulk, seq int, c *cluster, logger *slog.Logger, ld load) ([]*soakClient, error) {
 	var clients []*soakClient
 	for i := range n + bulk + seq {
 		kind := callKind(i % int(numKinds))
+		f := clientFleet(i, n)
 		seqName := ""
 		switch {
 		case i >= n+bulk:
-			j := i - n - bulk
-			seqName = sequences[j%len(sequences)].name
-			kind = kindSeqNext
-			if (j/len(sequences))%2 == 1 {
-				kind = kindSeqBatch
-			}
+			kind, seqName, f = seqClient(i - n - bulk)
 		case i >= n:
 			kind = kindBatch
 		}
-		node := i % len(urls)
-		conn, err := natsio.Connect(ctx, natsio.ConnConfig{URL: urls[node], Name: fmt.Sprintf("uid-soak client %d (%s)", i, kind), Logger: logger})
+		node := i % len(c.nodes)
+		conn, err := natsio.Connect(ctx, natsio.ConnConfig{URL: c.URLs(node), Name: fmt.Sprintf("uid-soak client %d (%s on %s)", i, kind, f.name), Logger: logger})
 		if err != nil {
 			closeClients(clients)
 			return nil, fmt.Errorf("soak: client %d: %w", i, err)
 		}
-		c := &soakClient{
-			log:  &clientLog{id: i, node: node, kind: kind, seq: seqName},
+		sc := &soakClient{
+			log:  &clientLog{id: i, node: node, kind: kind, fleet: f.name, seq: seqName},
 			conn: conn,
 			rng:  rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(i))),
 			bulk: i >= n,
 		}
 		switch kind {
 		case kindNext, kindBatch, kindSeqNext, kindSeqBatch:
-			c.client = uidclient.New(conn.Conn, uidclient.Config{})
+			sc.client = uidclient.New(conn.Conn, uidclient.Config{SubjectPrefix: f.name})
 		case kindPrefetch:
-			c.client = uidclient.New(conn.Conn, uidclient.Config{})
-			c.pre = uidclient.NewPrefetcher(c.client, uidclient.PrefetchConfig{BatchSize: ld.prefetchBatch})
+			sc.client = uidclient.New(conn.Conn, uidclient.Config{SubjectPrefix: f.name})
+			sc.pre = uidclient.NewPrefetcher(sc.client, uidclient.PrefetchConfig{BatchSize: ld.prefetchBatch})
 		case kindBlocks:
-			c.blocks, err = uidclient.NewBlockSource(conn.Conn, uidclient.BlockSourceConfig{Logger: logger})
+			sc.blocks, err = uidclient.NewBlockSource(conn.Conn, uidclient.BlockSourceConfig{Stream: f.blocksStream, Logger: logger})
 			if err != nil {
 				conn.Close()
 				closeClients(clients)
 				return nil, fmt.Errorf("soak: client %d: %w", i, err)
 			}
 		}
-		clients = append(clients, c)
+		clients = append(clients, sc)
 	}
 	return clients, nil
 }

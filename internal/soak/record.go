@@ -52,6 +52,7 @@ type clientLog struct {
 	id    int
 	node  int
 	kind  callKind
+	fleet string // the fleet it asks, by name; IDs are unique per fleet
 	seq   string // the sequence a sequence client asks for
 	ids   []uint64
 	calls []callRecord

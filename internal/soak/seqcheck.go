@@ -8,7 +8,7 @@ import (
 )
 
 // SeqFigures are what the sequence clients received of one named
-// sequence, and what the checks found.
+// sequence of one fleet, and what the checks found.
 type SeqFigures struct {
 	Calls     uint64 `json:"calls"`
 	HandedOut uint64 `json:"handed_out"` // distinct numbers received
@@ -55,9 +55,10 @@ func checkSequences(clients []*clientLog, out *[]string) map[string]SeqFigures {
 		if !c.kind.isSeq() {
 			continue
 		}
-		f := figs[c.seq]
+		name := seqKey(c)
+		f := figs[name]
 		f.Calls += uint64(len(c.calls))
-		numbers[c.seq] = append(numbers[c.seq], c.ids...)
+		numbers[name] = append(numbers[name], c.ids...)
 		for i, call := range c.calls {
 			nums := c.callIDs(i)
 			if call.errKind >= 0 || len(nums) == 0 {
@@ -66,19 +67,19 @@ func checkSequences(clients []*clientLog, out *[]string) map[string]SeqFigures {
 			for j := 1; j < len(nums); j++ {
 				if nums[j] <= nums[j-1] {
 					f.OrderViolations++
-					order.add("%s: client %d call %d: %d after %d in one reply", c.seq, c.id, i, nums[j], nums[j-1])
+					order.add("%s: client %d call %d: %d after %d in one reply", name, c.id, i, nums[j], nums[j-1])
 				}
 			}
 			if call.inst < 0 {
 				f.NoInstance++
-				noInst.add("%s: client %d call %d at %s", c.seq, c.id, i, call.start.Round(time.Millisecond))
+				noInst.add("%s: client %d call %d at %s", name, c.id, i, call.start.Round(time.Millisecond))
 				continue
 			}
-			k := instKey{c.seq, call.inst}
+			k := instKey{name, call.inst}
 			spans[k] = append(spans[k], seqSpan{start: call.start, end: call.start + call.elapsed,
 				lo: slices.Min(nums), hi: slices.Max(nums), client: c.id, call: i})
 		}
-		figs[c.seq] = f
+		figs[name] = f
 	}
 
 	for k, ss := range spans {
@@ -121,6 +122,16 @@ func checkSequences(clients []*clientLog, out *[]string) map[string]SeqFigures {
 	return figs
 }
 
+// seqKey names a sequence client's sequence with its fleet
+// ("uid.orders"): each fleet keeps its sequences in its own store, so
+// their numbers are checked apart.
+func seqKey(c *clientLog) string {
+	if c.fleet == "" {
+		return c.seq
+	}
+	return c.fleet + "." + c.seq
+}
+
 // increasingAcross finds the calls to one instance that got a number not
 // above the highest of a call that had returned before they started; it
 // calls bad with the earlier call (the one with the highest number among
@@ -147,15 +158,12 @@ func increasingAcross(ss []seqSpan, bad func(earlier, later seqSpan)) int {
 }
 
 // whoGotSeq lists the sequence clients and calls that received number v
-// of seq.
+// of seq (a seqKey).
 func whoGotSeq(clients []*clientLog, seq string, v uint64) string {
 	var out string
 	for _, c := range clients {
-		if c.seq != seq {
-			continue
-		}
 		for i := range c.calls {
-			if slices.Contains(c.callIDs(i), v) {
+			if seqKey(c) == seq && slices.Contains(c.callIDs(i), v) {
 				if out != "" {
 					out += ", "
 				}

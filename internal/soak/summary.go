@@ -18,6 +18,7 @@ type Summary struct {
 	Duration           time.Duration              `json:"duration_ns"`
 	Faults             map[string]int             `json:"faults"`
 	FaultLog           []faultRecord              `json:"fault_log"`
+	FaultWindows       map[string]*FaultWindow    `json:"fault_windows"` // by kind
 	ZombieTakeovers    int                        `json:"zombie_takeovers"`
 	Blocks             uidclient.BlockSourceStats `json:"block_sources"`
 	Processes          []ProcessFigures           `json:"processes"`
@@ -65,7 +66,10 @@ func (s *soak) summarise(rec *recorder, clients []*soakClient, blocks uidclient.
 		logs[i] = c.log
 	}
 	s.events.mu.Lock()
-	book := newClaimBook(s.events.afters)
+	books := map[string]claimBook{}
+	for f, afters := range s.events.afters {
+		books[f] = newClaimBook(afters)
+	}
 	logErrors := maps.Clone(s.events.logErrors)
 	violations := slices.Clone(s.events.violations)
 	s.events.mu.Unlock()
@@ -79,7 +83,7 @@ func (s *soak) summarise(rec *recorder, clients []*soakClient, blocks uidclient.
 
 	sum := &Summary{
 		checkResult: check(checkInput{
-			layout: layout, clients: logs, claims: book, kinds: kinds,
+			layout: layout, clients: logs, claims: books, kinds: kinds,
 			deadline: s.cfg.CallDeadline, grace: s.cfg.Grace,
 			faults: faults, settle: s.cfg.CallDeadline + time.Second, cutSettle: s.cfg.LeaseTTL / 3,
 			stalls: stalls,
@@ -109,7 +113,10 @@ func (s *soak) summarise(rec *recorder, clients []*soakClient, blocks uidclient.
 	for _, f := range faults {
 		sum.Faults[f.Kind]++
 	}
+	windows, windowViolations := faultWindows(logs, faults)
+	sum.FaultWindows = windows
 	sum.Violations = append(violations, sum.Violations...)
+	sum.Violations = append(sum.Violations, windowViolations...)
 	if blocks.Malformed > 0 {
 		sum.Violations = append(sum.Violations, fmt.Sprintf("block sources met %d malformed blocks", blocks.Malformed))
 	}
@@ -161,18 +168,33 @@ func (s *Summary) Print(w io.Writer) {
 			s.HighRate.From.Round(time.Second), s.HighRate.To.Round(time.Second), s.HighRate.IDs, s.HighRate.PerSecond(),
 			s.HighRate.PerSecond()/float64(layout.MaxSequence()+1), layout.MaxSequence()+1)
 	}
+	for _, f := range fleets {
+		p("  fleet %-7s %10d IDs (worker IDs on %s), %d duplicates", f.name+":", s.FleetIDs[f.name], f.store, s.FleetDuplicates[f.name])
+	}
 	for _, name := range sortedKeys(s.Sequences) {
 		f := s.Sequences[name]
-		p("  sequence %-9s %d numbers (%d..%d) in %d calls from %d instances: %d duplicates, %d order violations, gap ratio %.4f (%d skipped)",
+		p("  sequence %-15s %d numbers (%d..%d) in %d calls from %d instances: %d duplicates, %d order violations, gap ratio %.4f (%d skipped)",
 			name+":", f.HandedOut, f.First, f.Max, f.Calls, f.Instances, f.Duplicates, f.OrderViolations, f.GapRatio, f.Skipped)
 	}
-	p("duplicates:         %d", s.Duplicates)
+	p("duplicates:         %d (IDs are unique per fleet: each fleet has its own worker IDs, so the fleets' IDs may coincide)", s.Duplicates)
 	p("order violations:   %d (block reorders across blocks, allowed: %d)", s.OrderViolations, s.BlockReorders)
 	p("unclaimed IDs:      %d", s.Unclaimed)
 	p("worker claims:      %d on %d worker IDs", s.Claims, s.WorkerIDs)
 	p("faults injected:    %d (MySQL: %s)", len(s.FaultLog), s.MySQL)
+	p("  %-24s %6s  %8s %7s  (calls started from a fault's start to %s after its end)", "kind", "faults", "calls", "failed", windowSettle)
 	for _, k := range faultCycle {
-		p("  %-16s %d", k, s.Faults[k])
+		w := s.FaultWindows[k]
+		if w == nil {
+			w = &FaultWindow{}
+		}
+		share := 0.0
+		if w.Calls > 0 {
+			share = 100 * float64(w.Failed) / float64(w.Calls)
+		}
+		p("  %-24s %6d  %8d %7d  %6.2f%%", k, s.Faults[k], w.Calls, w.Failed, share)
+		if leaderKill(k) && w.Worst != "" {
+			p("      worst: %s", w.Worst)
+		}
 	}
 	p("  zombie takeovers: %d", s.ZombieTakeovers)
 	var errs int
@@ -182,9 +204,6 @@ func (s *Summary) Print(w io.Writer) {
 	p("failed calls:       %d (late beyond deadline+grace: %d, slowest call %s)", errs, s.Late, s.SlowestCall.Round(time.Millisecond))
 	for _, k := range sortedKeys(s.Errors) {
 		p("  %6d  %s", s.Errors[k], k)
-	}
-	for _, k := range sortedKeys(s.FailedByFault) {
-		p("  %6d  in or after %s", s.FailedByFault[k], k)
 	}
 	p("failed calls no fault explains (e.g. during a short MySQL cut): %d", s.Unexplained)
 	var longest time.Duration
