@@ -53,30 +53,50 @@ func (s *Summary) SeriesTSV() string {
 	return b.String()
 }
 
+// maxChartPoints bounds the points of a line: about one per pixel of the
+// plot.
+const maxChartPoints = 600
+
 // faultColours colour the fault kinds in the chart.
 var faultColours = map[string]string{
 	faultKill9: "#e45756", faultSIGTERM: "#f58518", faultKillKVLeader: "#4c78a8",
 	faultCutShort: "#72b7b2", faultMySQLKill: "#b279a2", faultMySQLPause: "#ff9da6",
-	faultNATSPause: "#eeca3b", faultPartitionShort: "#54a24b", faultKillBlocksLeader: "#1f3f6e",
-	faultCutLong: "#9d755d", faultPartitionLong: "#2e6b2a", faultZombie: "#bab0ac",
+	faultNATSPause: "#eeca3b", faultPartitionShort: "#79706e", faultKillBlocksLeader: "#1f3f6e",
+	faultCutLong: "#9d755d", faultPartitionLong: "#d37295", faultZombie: "#bab0ac",
 }
 
 // ChartSVG draws the IDs received per second and the failed calls per
-// second over the run, the faults marked as bands coloured by kind
+// second over the run, and the faults in a strip below, a row per kind
 // (hover for the target and note).
 func (s *Summary) ChartSVG() string {
+	// A long run's seconds outnumber the pixels: each point then stands
+	// for a bucket of seconds, the IDs their mean, the failed calls their
+	// worst second (so that no burst of failures is averaged away).
+	bucket := max(1, (len(s.series)+maxChartPoints-1)/maxChartPoints)
+	idsCaption, failedCaption := "IDs received per second", "failed calls per second (at their deadline)"
+	if bucket > 1 {
+		idsCaption += fmt.Sprintf(" (mean of each %d s)", bucket)
+		failedCaption += fmt.Sprintf(" (worst second of each %d s)", bucket)
+	}
 	ids := svgchart.Line{Colour: "#54a24b"}
 	failed := svgchart.Line{Colour: "#e45756"}
-	for i, st := range s.series {
-		ids.Points = append(ids.Points, svgchart.Point{X: float64(i), Y: float64(st.IDs)})
-		failed.Points = append(failed.Points, svgchart.Point{X: float64(i), Y: float64(st.Failed)})
+	for from := 0; from < len(s.series); from += bucket {
+		part := s.series[from:min(from+bucket, len(s.series))]
+		var sum, worst uint64
+		for _, st := range part {
+			sum += st.IDs
+			worst = max(worst, st.Failed)
+		}
+		x := float64(from) + float64(len(part)-1)/2
+		ids.Points = append(ids.Points, svgchart.Point{X: x, Y: float64(sum) / float64(len(part))})
+		failed.Points = append(failed.Points, svgchart.Point{X: x, Y: float64(worst)})
 	}
 	chart := svgchart.Chart{
 		Title: fmt.Sprintf("Soak, %s: %s IDs, %d faults, %s failed calls, %d duplicates",
 			s.Duration.Round(time.Second), thousands(s.IDsChecked), len(s.FaultLog), thousands(uint64(s.failedCalls())), s.Duplicates),
 		Panels: []svgchart.Panel{
-			{Caption: "IDs received per second", Height: 260, Lines: []svgchart.Line{ids}},
-			{Caption: "failed calls per second (at their deadline)", Height: 120, Lines: []svgchart.Line{failed}},
+			{Caption: idsCaption, Height: 260, Lines: []svgchart.Line{ids}},
+			{Caption: failedCaption, Height: 120, Lines: []svgchart.Line{failed}},
 		},
 		Legend: []svgchart.LegendItem{{Name: "IDs/s", Colour: ids.Colour}, {Name: "failed calls/s", Colour: failed.Colour}},
 		XMax:   s.Duration.Seconds(),
@@ -84,19 +104,26 @@ func (s *Summary) ChartSVG() string {
 	if s.Duration > 10*time.Minute {
 		chart.Label = func(sec float64) string { return fmt.Sprintf("%.0fm", sec/60) }
 	}
-	kinds := map[string]bool{}
+	// A row of the strip per fault kind injected, in the cycle's order;
+	// bands across the panels too while they are few enough to tell
+	// apart (a long run's hundreds would wash the chart over).
+	row := map[string]int{}
 	for _, f := range s.FaultLog {
-		kinds[f.Kind] = true
+		row[f.Kind] = -1
+	}
+	for _, k := range faultCycle {
+		if _, ok := row[k]; ok {
+			row[k] = len(chart.MarkRows)
+			chart.MarkRows = append(chart.MarkRows, k)
+		}
+	}
+	for _, f := range s.FaultLog {
 		chart.Marks = append(chart.Marks, svgchart.Mark{
-			From: f.Start.Seconds(), To: f.End.Seconds(), Colour: faultColours[f.Kind],
+			From: f.Start.Seconds(), To: f.End.Seconds(), Colour: faultColours[f.Kind], Row: row[f.Kind],
 			Title: strings.TrimSpace(fmt.Sprintf("%s %s at %.1fs for %.1fs %s", f.Kind, f.Target, f.Start.Seconds(), (f.End - f.Start).Seconds(), f.Note)),
 		})
 	}
-	for _, k := range faultCycle {
-		if kinds[k] {
-			chart.Legend = append(chart.Legend, svgchart.LegendItem{Name: "fault: " + k, Colour: faultColours[k]})
-		}
-	}
+	chart.Bands = len(s.FaultLog) <= 40
 	return chart.SVG()
 }
 

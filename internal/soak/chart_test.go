@@ -46,7 +46,7 @@ func TestTimeSeriesChartAndMarkdown(t *testing.T) {
 		t.Errorf("series TSV:\n%s", tsv)
 	}
 	svg := sum.ChartSVG()
-	for _, s := range []string{"<title>kill9 d0#1 at 1.0s for 0.0s worker 0 → d0#2 worker 1</title>", "<title>mysql-kill mariadbd", ">fault: kill9<", ">fault: mysql-kill<", ">IDs/s<"} {
+	for _, s := range []string{"<title>kill9 d0#1 at 1.0s for 0.0s worker 0 → d0#2 worker 1</title>", "<title>mysql-kill mariadbd", ">kill9<", ">mysql-kill<", ">IDs/s<"} {
 		if !strings.Contains(svg, s) {
 			t.Errorf("chart lacks %q:\n%s", s, svg)
 		}
@@ -54,8 +54,8 @@ func TestTimeSeriesChartAndMarkdown(t *testing.T) {
 	if got := thousands(1234567); got != "1,234,567" || thousands(12) != "12" || thousands(123456) != "123,456" {
 		t.Errorf("thousands: %q", got)
 	}
-	if strings.Contains(svg, "fault: zombie") {
-		t.Error("the legend names a fault kind the run did not inject")
+	if strings.Contains(svg, ">zombie<") {
+		t.Error("the strip has a row for a fault kind the run did not inject")
 	}
 	md := sum.Markdown("soak-long.svg")
 	for _, s := range []string{
@@ -74,5 +74,33 @@ func TestTimeSeriesChartAndMarkdown(t *testing.T) {
 		if !strings.Contains(md, s) {
 			t.Errorf("markdown lacks %q:\n%s", s, md)
 		}
+	}
+}
+
+// A long run's chart has a point per bucket of seconds: the IDs' mean,
+// the failed calls' worst second.
+func TestChartBuckets(t *testing.T) {
+	sum := &Summary{Duration: 1300 * time.Second}
+	for i := range 1300 {
+		st := SecondStats{IDs: 100}
+		if i == 700 {
+			st.Failed = 9 // one bad second survives the bucketing
+		}
+		sum.series = append(sum.series, st)
+	}
+	svg := sum.ChartSVG()
+	if !strings.Contains(svg, "(mean of each 3 s)") || !strings.Contains(svg, "(worst second of each 3 s)") {
+		t.Fatalf("no bucket captions:\n%.2000s", svg)
+	}
+	// 1300 seconds in buckets of 3: 434 points per line.
+	for _, line := range strings.Split(svg, "\n") {
+		if strings.HasPrefix(line, "<polyline") {
+			if n := strings.Count(line, ","); n != 434 {
+				t.Errorf("%d points in a line, want 434", n)
+			}
+		}
+	}
+	if !strings.Contains(svg, ">10<") { // the failed panel's scale reaches the 9
+		t.Errorf("the worst second was averaged away:\n%.3000s", svg)
 	}
 }

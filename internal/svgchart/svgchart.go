@@ -47,12 +47,14 @@ type Panel struct {
 // LegendItem names a colour.
 type LegendItem struct{ Name, Colour string }
 
-// Mark is a span of time marked across every panel (a band, at least
-// two pixels wide). Title is shown on hover.
+// Mark is a span of time (at least two pixels wide): a band across every
+// panel when Chart.Bands is set, and a bar in its row of the strip under
+// the panels when Chart.MarkRows names the rows. Title is shown on hover.
 type Mark struct {
 	From, To float64
 	Colour   string
 	Title    string
+	Row      int // index into Chart.MarkRows
 }
 
 // Chart is panels over one time axis.
@@ -61,6 +63,12 @@ type Chart struct {
 	Panels []Panel
 	Legend []LegendItem
 	Marks  []Mark
+	// Bands draws the marks across the panels: clear for a few, a wash
+	// of colour for hundreds, which the strip shows better.
+	Bands bool
+	// MarkRows labels the rows of a strip of marks under the panels (none:
+	// no strip).
+	MarkRows []string
 	// Label writes a time-axis label (default "12s").
 	Label func(seconds float64) string
 	XMax  float64 // default: the highest X of any point (at least 1)
@@ -70,6 +78,7 @@ type Chart struct {
 const (
 	width, left, right = 1000, 70, 230
 	top, gap, bottom   = 50, 60, 40
+	stripGap, stripRow = 30, 14
 )
 
 // SVG renders the chart.
@@ -80,6 +89,10 @@ func (c Chart) SVG() string {
 			height += gap
 		}
 		height += p.Height
+	}
+	panelsBottom := height - bottom
+	if len(c.MarkRows) > 0 {
+		height += stripGap + len(c.MarkRows)*stripRow
 	}
 	xMax := c.XMax
 	if xMax <= 0 {
@@ -104,12 +117,26 @@ func (c Chart) SVG() string {
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
 	fmt.Fprintf(&b, `<text x="10" y="20" font-size="15" font-weight="bold">%s</text>`+"\n", html.EscapeString(c.Title))
 
-	// The marks first, under the panels' lines.
-	plotTop, plotBottom := float64(top), float64(height-bottom)
+	// The bands first, under the panels' lines.
 	for _, m := range c.Marks {
-		x0, x1 := x(m.From), x(m.To)
-		fmt.Fprintf(&b, `<rect x="%.1f" y="%.0f" width="%.1f" height="%.0f" fill="%s" fill-opacity="0.25"><title>%s</title></rect>`+"\n",
-			x0, plotTop, math.Max(x1-x0, 2), plotBottom-plotTop, m.Colour, html.EscapeString(m.Title))
+		if c.Bands {
+			x0, x1 := x(m.From), x(m.To)
+			fmt.Fprintf(&b, `<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="%s" fill-opacity="0.25"><title>%s</title></rect>`+"\n",
+				x0, top, math.Max(x1-x0, 2), panelsBottom-top, m.Colour, html.EscapeString(m.Title))
+		}
+	}
+	if len(c.MarkRows) > 0 {
+		stripTop := panelsBottom + stripGap
+		for i, name := range c.MarkRows {
+			y := stripTop + i*stripRow
+			fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%.1f" y2="%d" stroke="#eee"/><text x="%.1f" y="%d" dominant-baseline="middle" font-size="10" fill="#555">%s</text>`+"\n",
+				left, y+stripRow/2, left+plotW, y+stripRow/2, left+plotW+6, y+stripRow/2, html.EscapeString(name))
+		}
+		for _, m := range c.Marks {
+			x0, x1 := x(m.From), x(m.To)
+			fmt.Fprintf(&b, `<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="%s"><title>%s</title></rect>`+"\n",
+				x0, stripTop+m.Row*stripRow+2, math.Max(x1-x0, 2), stripRow-4, m.Colour, html.EscapeString(m.Title))
+		}
 	}
 
 	y0 := top
@@ -158,7 +185,7 @@ func (c Chart) SVG() string {
 		y0 += p.Height
 	}
 
-	// Time axis.
+	// Time axis, under the panels and the strip.
 	step := math.Max(1, math.Floor(xMax/10))
 	for sec := 0.0; sec <= xMax; sec += step {
 		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle" fill="#555">%s</text>`+"\n", x(sec), height-bottom+16, html.EscapeString(label(sec)))

@@ -14,7 +14,8 @@ func TestChart(t *testing.T) {
 				Lines: []Line{{Colour: "#222", Points: []Point{{0, 9}, {2, -9}}}}},
 		},
 		Legend: []LegendItem{{"one", "#111"}},
-		Marks:  []Mark{{From: 0.5, To: 0.5, Colour: "#f00", Title: "kill9 d0#1"}, {From: 1, To: 1.5, Colour: "#0f0", Title: "cut & co"}},
+		Marks:  []Mark{{From: 0.5, To: 0.5, Colour: "#f00", Title: "kill9 d0#1"}, {From: 1, To: 1.5, Colour: "#0f0", Title: "cut & co", Row: 1}},
+		Bands:  true,
 	}
 	svg := c.SVG()
 	for _, want := range []string{
@@ -45,5 +46,25 @@ func TestNiceCeil(t *testing.T) {
 		if got := NiceCeil(v); got != want {
 			t.Errorf("NiceCeil(%v) = %v, want %v", v, got, want)
 		}
+	}
+}
+
+// The strip: one row per label under the panels, each mark in its row;
+// without Bands nothing is drawn across the panels.
+func TestChartStrip(t *testing.T) {
+	c := Chart{
+		Panels:   []Panel{{Caption: "rate", Height: 100, Lines: []Line{{Colour: "#111", Points: []Point{{0, 1}, {10, 2}}}}}},
+		Marks:    []Mark{{From: 1, To: 2, Colour: "#f00", Title: "a"}, {From: 5, To: 6, Colour: "#0f0", Title: "b", Row: 1}},
+		MarkRows: []string{"kill9", "cut"},
+	}
+	svg := c.SVG()
+	// Panel 50..150, strip from 180 (30 below), rows of 14: row 1's bar at 196.
+	for _, want := range []string{">kill9<", ">cut<", `y="182" width="70.0" height="10" fill="#f00"`, `y="196" width="70.0" height="10" fill="#0f0"`, `height="248"`} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("no %q in\n%s", want, svg)
+		}
+	}
+	if strings.Contains(svg, `fill-opacity="0.25"`) {
+		t.Error("bands drawn without Bands")
 	}
 }
