@@ -184,6 +184,10 @@ func (s *Summary) Markdown(chartRef string) string {
 			n(f.HandedOut), f.First, f.Max, n(f.Calls), f.Instances, f.GapRatio, n(f.Skipped), f.Duplicates, f.OrderViolations)
 	}
 	row("faults injected", "%d: %s (%d worker IDs taken over from a zombie)", len(s.FaultLog), join(s.Faults, faultCycle), s.ZombieTakeovers)
+	if s.Faults[faultMySQLKill] > 0 {
+		row("mariadbd down per SIGKILL", "%s–%s, from the kill to the restarted server's first login (within the lease TTL and the reservation)",
+			s.MySQLDown[0].Round(10*time.Millisecond), s.MySQLDown[1].Round(10*time.Millisecond))
+	}
 	row("failed calls", "%s of %s; late beyond deadline+grace %d (slowest call %s); no fault explains %d; excused by stalls of the soak %d",
 		n(uint64(s.failedCalls())), n(calls), s.Late, s.SlowestCall.Round(time.Millisecond), s.Unexplained, s.Stalled)
 	var windows []string

@@ -30,7 +30,7 @@ func TestTimeSeriesChartAndMarkdown(t *testing.T) {
 	in := baseInput(rec, ids, seq)
 	sum := &Summary{
 		checkResult: check(in), Duration: 3 * time.Second, MySQL: "own mariadbd", series: series,
-		Faults: map[string]int{faultKill9: 1, faultMySQLKill: 1},
+		Faults: map[string]int{faultKill9: 1, faultMySQLKill: 1}, MySQLDown: [2]time.Duration{400 * time.Millisecond, 400 * time.Millisecond},
 		FaultLog: []faultRecord{
 			{Kind: faultKill9, Target: "d0#1", Start: time.Second, End: time.Second, Note: "worker 0 → d0#2 worker 1"},
 			{Kind: faultMySQLKill, Target: "mariadbd", Start: 2 * time.Second, End: 2500 * time.Millisecond, Note: "down 0.40s"},
@@ -63,6 +63,7 @@ func TestTimeSeriesChartAndMarkdown(t *testing.T) {
 		"| IDs checked | 3 (next 3; batch 0; prefetch 0; blocks 0) in 5 calls",
 		"| sequence orders | 3 numbers (1..3) in 1 calls from 1 instances; gap ratio 0.0000",
 		"| faults injected | 2: kill9 1, mysql-kill 1",
+		"| mariadbd down per SIGKILL | 400ms–400ms,",
 		"| failed calls | 1 of 5;",
 		"| failed calls per fault kind | calls started from a fault's start to 1s after its end, failed of all: kill9 1 of 2, mysql-kill 0 of 1 |",
 		"| **duplicates** | **0** IDs, **0** sequence numbers |",

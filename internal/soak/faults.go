@@ -155,6 +155,10 @@ func (s *soak) inject(ctx context.Context, kind string, cycle int) {
 		down, err := s.mysqld.killAndRestart(ctx, s.cfg.MySQLDown)
 		if err != nil {
 			s.events.violation("restart of mariadbd after SIGKILL: %v", err)
+		} else {
+			s.mu.Lock()
+			s.mysqlDown = append(s.mysqlDown, down)
+			s.mu.Unlock()
 		}
 		rec.Note = fmt.Sprintf("down %.2fs (SIGKILL to accepting logins; reserve chunk %s)", down.Seconds(), s.cfg.ReserveChunk)
 		sleep(ctx, s.cfg.LeaseTTL/2) // the leases renew

@@ -174,6 +174,9 @@ type soak struct {
 	mu        sync.Mutex
 	faults    []faultRecord
 	takeovers int
+	// mysqlDown is how long each mysql-kill left mariadbd unable to
+	// accept a login.
+	mysqlDown []time.Duration
 }
 
 func (s *soak) since() time.Duration { return time.Since(s.origin) }

@@ -15,11 +15,15 @@ import (
 // empty.
 type Summary struct {
 	checkResult
-	Duration           time.Duration              `json:"duration_ns"`
-	Faults             map[string]int             `json:"faults"`
-	FaultLog           []faultRecord              `json:"fault_log"`
-	FaultWindows       map[string]*FaultWindow    `json:"fault_windows"` // by kind
-	ZombieTakeovers    int                        `json:"zombie_takeovers"`
+	Duration        time.Duration           `json:"duration_ns"`
+	Faults          map[string]int          `json:"faults"`
+	FaultLog        []faultRecord           `json:"fault_log"`
+	FaultWindows    map[string]*FaultWindow `json:"fault_windows"` // by kind
+	ZombieTakeovers int                     `json:"zombie_takeovers"`
+	// MySQLDown is the shortest and longest time a mysql-kill left
+	// mariadbd unable to accept a login (SIGKILL to the restarted
+	// server's first login).
+	MySQLDown          [2]time.Duration           `json:"mysql_kill_down_ns"`
 	Blocks             uidclient.BlockSourceStats `json:"block_sources"`
 	Processes          []ProcessFigures           `json:"processes"`
 	DispenserLogErrors map[string]int             `json:"dispenser_log_errors"`
@@ -79,6 +83,10 @@ func (s *soak) summarise(rec *recorder, clients []*soakClient, blocks uidclient.
 	s.mu.Lock()
 	faults := slices.Clone(s.faults)
 	takeovers := s.takeovers
+	var mysqlDown [2]time.Duration
+	if len(s.mysqlDown) > 0 {
+		mysqlDown = [2]time.Duration{slices.Min(s.mysqlDown), slices.Max(s.mysqlDown)}
+	}
 	s.mu.Unlock()
 
 	sum := &Summary{
@@ -92,6 +100,7 @@ func (s *soak) summarise(rec *recorder, clients []*soakClient, blocks uidclient.
 		Faults:             map[string]int{},
 		FaultLog:           faults,
 		ZombieTakeovers:    takeovers,
+		MySQLDown:          mysqlDown,
 		Blocks:             blocks,
 		DispenserLogErrors: logErrors,
 		ErrorExamples:      map[string]string{},
@@ -197,6 +206,10 @@ func (s *Summary) Print(w io.Writer) {
 		}
 	}
 	p("  zombie takeovers: %d", s.ZombieTakeovers)
+	if s.Faults[faultMySQLKill] > 0 {
+		p("  mariadbd down after SIGKILL: %s–%s (to its first login; reserve chunk and lease TTL much longer)",
+			s.MySQLDown[0].Round(10*time.Millisecond), s.MySQLDown[1].Round(10*time.Millisecond))
+	}
 	var errs int
 	for _, n := range s.Errors {
 		errs += n
