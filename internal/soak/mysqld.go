@@ -1,6 +1,7 @@
 package soak
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -230,8 +231,44 @@ func (m *mysqld) pause(ctx context.Context, d time.Duration) error {
 	if err := m.signal(syscall.SIGSTOP); err != nil {
 		return err
 	}
+	// The signal is only queued: a thread running on another core goes on
+	// until the kernel stops it, so the pause counts from then.
+	deadline := time.Now().Add(2 * time.Second)
+	for !processStopped(m.pid()) && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
 	sleep(ctx, d)
 	return m.signal(syscall.SIGCONT)
+}
+
+func (m *mysqld) pid() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cmd == nil {
+		return 0
+	}
+	return m.cmd.Process.Pid
+}
+
+// processStopped tells whether every thread of pid is stopped (state T
+// in /proc/<pid>/task/*/stat).
+func processStopped(pid int) bool {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil || len(tasks) == 0 {
+		return false
+	}
+	for _, t := range tasks {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, t.Name()))
+		if err != nil {
+			return false
+		}
+		// pid (comm) state …: comm may hold spaces and parentheses.
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 || i+2 >= len(stat) || stat[i+2] != 'T' {
+			return false
+		}
+	}
+	return true
 }
 
 // stop shuts the server down (SIGTERM, a clean shutdown; SIGKILL after

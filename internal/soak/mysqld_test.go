@@ -79,11 +79,7 @@ func TestMySQLdKillRestartPause(t *testing.T) {
 	pauseDone := make(chan error, 1)
 	go func() { pauseDone <- m.pause(ctx, 500*time.Millisecond) }()
 	// A query sent while the server is stopped completes once it runs again.
-	testenv.WaitFor(t, 5*time.Second, "mariadbd paused", func() bool {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		return m.paused
-	})
+	testenv.WaitFor(t, 5*time.Second, "mariadbd stopped", func() bool { return processStopped(m.pid()) })
 	qStart := time.Now()
 	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM soaktest.t").Scan(&count); err != nil {
 		t.Fatalf("query across the pause: %v", err)
