@@ -49,9 +49,9 @@ type dispenserProc struct {
 	logDone chan struct{} // closed when its log is read to the end
 
 	mu       sync.Mutex
-	workerID int64 // -1 until serving
+	workerID int64          // -1 until serving
 	holds    map[int64]bool // worker IDs it holds leases on (its lanes), from its log
-	expected bool  // told to exit (signal sent by the soak)
+	expected bool           // told to exit (signal sent by the soak)
 	paused   bool
 	samples  []sample
 	end      time.Time
