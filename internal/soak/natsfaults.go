@@ -77,6 +77,7 @@ func (s *soak) partition(ctx context.Context, long bool) (target, note string) {
 		return s.slots[partitionedSlot].label, "no process"
 	}
 	wz := z.WorkerID()
+	expiries := z.Expiries()
 	cut := time.Now()
 	s.natsCut.Cut()
 	if !long {
@@ -100,6 +101,11 @@ func (s *soak) partition(ctx context.Context, long bool) (target, note string) {
 		if p := other.current(); p != nil && z.Holds(p.WorkerID()) {
 			takenBy, wz = p.name, p.WorkerID()
 		}
+	}
+	// Its leases, renewed through NATS, must have expired: if not, it
+	// reached the cluster around the proxy (a URL learnt from a node).
+	if z.Expiries() == expiries {
+		s.events.violation("%s kept its leases through a %s cut of its only NATS URL: it bypassed the partition", z.name, time.Since(cut).Round(time.Second))
 	}
 	s.natsCut.Restore()
 	cutFor := time.Since(cut).Round(100 * time.Millisecond)
