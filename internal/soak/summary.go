@@ -19,7 +19,7 @@ type Summary struct {
 	Faults             map[string]int             `json:"faults"`
 	FaultLog           []faultRecord              `json:"fault_log"`
 	FaultWindows       map[string]*FaultWindow    `json:"fault_windows"` // by kind
-	ZombieTakeovers    int                        `json:"zombie_takeovers"`
+	ZombieTakeovers    int                        `json:"zombie_takeovers"` // by the zombie and partition-long faults
 	Blocks             uidclient.BlockSourceStats `json:"block_sources"`
 	Processes          []ProcessFigures           `json:"processes"`
 	DispenserLogErrors map[string]int             `json:"dispenser_log_errors"`
@@ -181,7 +181,7 @@ func (s *Summary) Print(w io.Writer) {
 			p("      worst: %s", w.Worst)
 		}
 	}
-	p("  zombie takeovers: %d", s.ZombieTakeovers)
+	p("  worker IDs taken over from a paused or cut-off dispenser (zombie, partition-long): %d", s.ZombieTakeovers)
 	var errs int
 	for _, n := range s.Errors {
 		errs += n
