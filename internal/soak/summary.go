@@ -18,7 +18,7 @@ type Summary struct {
 	Duration           time.Duration              `json:"duration_ns"`
 	Faults             map[string]int             `json:"faults"`
 	FaultLog           []faultRecord              `json:"fault_log"`
-	FaultWindows       map[string]*FaultWindow    `json:"fault_windows"` // by kind
+	FaultWindows       map[string]*FaultWindow    `json:"fault_windows"`    // by kind
 	ZombieTakeovers    int                        `json:"zombie_takeovers"` // by the zombie and partition-long faults
 	Blocks             uidclient.BlockSourceStats `json:"block_sources"`
 	Processes          []ProcessFigures           `json:"processes"`
