@@ -77,6 +77,7 @@ func (s *soak) partition(ctx context.Context, long bool) (target, note string) {
 		return s.slots[partitionedSlot].label, "no process"
 	}
 	wz := z.WorkerID()
+	expiries := z.Expiries()
 	cut := time.Now()
 	s.natsCut.Cut()
 	if !long {
@@ -91,11 +92,20 @@ func (s *soak) partition(ctx context.Context, long bool) (target, note string) {
 	sleep(ctx, s.cfg.LeaseTTL+time.Second)
 	takenBy := ""
 	other := s.slots[partitionedSlot+1]
-	s.restartSlot(ctx, other, true)
-	// Its new claim may take the cut one's first worker ID or one of
-	// its other lanes.
-	if p := other.current(); p != nil && z.Holds(p.WorkerID()) {
-		takenBy, wz = p.name, p.WorkerID()
+	// A new claim takes the lowest worker ID free or expired: that may be
+	// one the fleet left free before, so restart until a claim takes one
+	// of the cut dispenser's (its first worker ID or another lane); each
+	// killed process's lease stays live and out of the way.
+	for attempt := 0; attempt < 4 && takenBy == "" && ctx.Err() == nil; attempt++ {
+		s.restartSlot(ctx, other, true)
+		if p := other.current(); p != nil && z.Holds(p.WorkerID()) {
+			takenBy, wz = p.name, p.WorkerID()
+		}
+	}
+	// Its leases, renewed through NATS, must have expired: if not, it
+	// reached the cluster around the proxy (a URL learnt from a node).
+	if z.Expiries() == expiries {
+		s.events.violation("%s kept its leases through a %s cut of its only NATS URL: it bypassed the partition", z.name, time.Since(cut).Round(time.Second))
 	}
 	s.natsCut.Restore()
 	cutFor := time.Since(cut).Round(100 * time.Millisecond)

@@ -51,6 +51,7 @@ type dispenserProc struct {
 	mu       sync.Mutex
 	workerID int64          // -1 until serving
 	holds    map[int64]bool // worker IDs it holds leases on (its lanes), from its log
+	expiries int            // leases it saw expire unrenewed, from its log
 	expected bool           // told to exit (signal sent by the soak)
 	paused   bool
 	samples  []sample
@@ -86,6 +87,7 @@ const (
 	msgNewID   = "serving under a new worker ID"
 	msgRelease = "workerid: released worker ID"
 	msgLost    = "workerid: lease taken over by another owner: this worker ID is lost for good"
+	msgExpired = "workerid: lease not renewed before its deadline: issuing only the seconds already reserved until a renewal gets through"
 )
 
 // start starts a new process in the slot. It does not wait for it to
@@ -214,6 +216,10 @@ func (p *dispenserProc) handleLine(line []byte) {
 			p.mu.Lock()
 			delete(p.holds, *l.WorkerID)
 			p.mu.Unlock()
+		case msgExpired:
+			p.mu.Lock()
+			p.expiries++
+			p.mu.Unlock()
 		}
 	}
 	switch {
@@ -245,6 +251,13 @@ func (p *dispenserProc) WorkerID() int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.workerID
+}
+
+// Expiries counts the leases the process saw expire unrenewed.
+func (p *dispenserProc) Expiries() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.expiries
 }
 
 // Holds tells whether the process holds a lease on worker ID w (as one

@@ -198,6 +198,9 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 	if _, err := os.Stat(cfg.DispenserBin); err != nil {
 		return nil, fmt.Errorf("soak: dispenser binary: %w", err)
 	}
+	if cfg.NATSServerBin == "" {
+		return nil, errors.New("soak: no nats-server binary (NATSServerBinary builds go.mod's)")
+	}
 	if _, err := os.Stat(cfg.NATSServerBin); err != nil {
 		return nil, fmt.Errorf("soak: nats-server binary: %w", err)
 	}

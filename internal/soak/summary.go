@@ -18,8 +18,8 @@ type Summary struct {
 	Duration        time.Duration           `json:"duration_ns"`
 	Faults          map[string]int          `json:"faults"`
 	FaultLog        []faultRecord           `json:"fault_log"`
-	FaultWindows    map[string]*FaultWindow `json:"fault_windows"` // by kind
-	ZombieTakeovers int                     `json:"zombie_takeovers"`
+	FaultWindows    map[string]*FaultWindow `json:"fault_windows"`    // by kind
+	ZombieTakeovers int                     `json:"zombie_takeovers"` // by the zombie and partition-long faults
 	// MySQLDown is the shortest and longest time a mysql-kill left
 	// mariadbd unable to accept a login (SIGKILL to the restarted
 	// server's first login).
@@ -205,7 +205,7 @@ func (s *Summary) Print(w io.Writer) {
 			p("      worst: %s", w.Worst)
 		}
 	}
-	p("  zombie takeovers: %d", s.ZombieTakeovers)
+	p("  worker IDs taken over from a paused or cut-off dispenser (zombie, partition-long): %d", s.ZombieTakeovers)
 	if s.Faults[faultMySQLKill] > 0 {
 		p("  mariadbd down after SIGKILL: %s–%s (to its first login; reserve chunk and lease TTL much longer)",
 			s.MySQLDown[0].Round(10*time.Millisecond), s.MySQLDown[1].Round(10*time.Millisecond))
