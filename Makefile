@@ -40,12 +40,16 @@ bench: bench-core bench-e2e
 services:
 	bash scripts/services.sh
 
-# Fault-injection soak (internal/soak): 3-node NATS cluster, MariaDB behind a
-# cuttable proxy, 3 dispenser processes, 16 clients; exits 1 on any violation.
-# Needs MariaDB on 127.0.0.1:3306 (UID_TEST_MYSQL_DSN for another server).
+# Fault-injection soak (internal/soak, docs/soak.md): 3-node NATS cluster, a
+# mariadbd of its own behind a cuttable proxy, two fleets of dispenser
+# processes, ID and sequence clients; exits 1 on any violation. Without
+# mariadbd installed it uses MariaDB on 127.0.0.1:3306 (UID_TEST_MYSQL_DSN for
+# another server). The long run for docs/:
+#   make soak SOAK_DURATION=60m SOAK_FLAGS="-chart docs/soak-long.svg -summary-md docs/soak-long.md"
 SOAK_DURATION ?= 10m
+SOAK_FLAGS ?=
 soak:
-	$(GO) run ./cmd/soak -duration $(SOAK_DURATION)
+	$(GO) run ./cmd/soak -duration $(SOAK_DURATION) $(SOAK_FLAGS)
 
 # The one-minute version CI runs (as a test of cmd/soak).
 soak-short:
