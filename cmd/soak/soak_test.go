@@ -22,7 +22,7 @@ func TestSoakShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the soak runs for a minute")
 	}
-	dsn := testenv.MySQL(t) // a fresh database; skips without MySQL unless UID_REQUIRE_MYSQL=1
+	ownMySQL := mariadbInstalled()
 	bin := t.TempDir()
 	build := exec.Command("go", "build", "-o", bin, ".", "../dispenser")
 	if out, err := build.CombinedOutput(); err != nil {
@@ -35,10 +35,14 @@ func TestSoakShort(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	// The soak's own mariadbd; dsn is the server it falls back to
-	// without one.
-	cmd := exec.Command(filepath.Join(bin, "soak"), "-duration", "60s", "-dispenser", filepath.Join(bin, "dispenser"),
-		"-mysql", dsn, "-json", summaryPath, "-chart", chartPath, "-summary-md", mdPath)
+	args := []string{"-duration", "60s", "-dispenser", filepath.Join(bin, "dispenser"),
+		"-json", summaryPath, "-chart", chartPath, "-summary-md", mdPath}
+	if !ownMySQL {
+		// The soak falls back to the machine's server: a fresh database on
+		// it (skips without one unless UID_REQUIRE_MYSQL=1).
+		args = append(args, "-mysql", testenv.MySQL(t))
+	}
+	cmd := exec.Command(filepath.Join(bin, "soak"), args...)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
 	t.Logf("soak output:\n%s", out.String())
@@ -99,10 +103,13 @@ func TestSoakShort(t *testing.T) {
 	}
 	faults := []string{"kill9", "sigterm", "nats-kill-kv-leader", "mysql-cut-short", "nats-pause", "partition-short",
 		"nats-kill-blocks-leader", "mysql-cut-long", "partition-long", "zombie"}
-	if sum.MySQL == "own mariadbd" {
+	switch {
+	case sum.MySQL == "own mariadbd":
 		faults = append(faults, "mysql-kill", "mysql-pause")
-	} else {
-		t.Logf("MySQL %q: no mysql-kill and mysql-pause faults", sum.MySQL)
+	case ownMySQL:
+		t.Errorf("MySQL %q, with mariadbd installed: want the soak's own", sum.MySQL)
+	default:
+		t.Logf("MySQL %q (no mariadbd installed): no mysql-kill and mysql-pause faults", sum.MySQL)
 	}
 	for _, kind := range faults {
 		if sum.Faults[kind] == 0 {
@@ -120,4 +127,18 @@ func TestSoakShort(t *testing.T) {
 	if sum.ZombieTakeovers == 0 {
 		t.Error("no dispenser took a paused dispenser's worker ID over")
 	}
+}
+
+// mariadbInstalled tells whether the soak can start a mariadbd of its own
+// (as internal/soak looks for it).
+func mariadbInstalled() bool {
+	found := func(names ...string) bool {
+		for _, name := range names {
+			if _, err := exec.LookPath(name); err == nil {
+				return true
+			}
+		}
+		return false
+	}
+	return found("mariadbd", "/usr/sbin/mariadbd", "mysqld", "/usr/sbin/mysqld") && found("mariadb-install-db", "mysql_install_db")
 }
