@@ -118,3 +118,19 @@ func TestSequenceFailureInQuietStretch(t *testing.T) {
 		t.Fatalf("unexplained %d; want the failure in a quiet stretch", res.Unexplained)
 	}
 }
+
+// Many duplicates are counted, a few shown.
+func TestSequencesManyDuplicates(t *testing.T) {
+	rec := newRecorder(time.Now())
+	var nums []uint64
+	for n := range uint64(1000) {
+		nums = append(nums, n+1)
+	}
+	a := seqLog(rec, 0, kindSeqBatch, "orders", seqCall{0, 10, "A", nums})
+	b := seqLog(rec, 1, kindSeqBatch, "orders", seqCall{0, 10, "B", nums})
+	res := check(baseInput(rec, a, b))
+	if res.Sequences["orders"].Duplicates != 1000 || len(res.Violations) != 1 ||
+		!strings.Contains(res.Violations[0], "handed out twice: 1000") || !strings.Contains(res.Violations[0], "and 995 more") {
+		t.Fatalf("duplicates %d, violations %q", res.Sequences["orders"].Duplicates, res.Violations)
+	}
+}
