@@ -37,6 +37,7 @@ type mysqld struct {
 	cmd      *exec.Cmd
 	exited   chan struct{}
 	expected bool // the current process was told to exit
+	ready    bool // the current process accepted a login
 	paused   bool
 }
 
@@ -144,21 +145,34 @@ func (m *mysqld) start(ctx context.Context) error {
 	}
 	exited := make(chan struct{})
 	m.mu.Lock()
-	m.cmd, m.exited, m.expected, m.paused = cmd, exited, false, false
+	m.cmd, m.exited, m.expected, m.ready, m.paused = cmd, exited, false, false, false
 	m.mu.Unlock()
 	go func() {
 		err := cmd.Wait()
 		out.Close()
 		m.mu.Lock()
-		expected := m.expected
+		crashed := m.ready && !m.expected // an exit while starting is start's error
 		m.mu.Unlock()
 		close(exited)
-		if !expected && m.onCrash != nil {
+		if crashed && m.onCrash != nil {
 			m.onCrash(fmt.Sprintf("mariadbd (pid %d) exited without being told to: %v (log %s)", cmd.Process.Pid, err, m.ErrorLog()))
 		}
 	}()
 	m.log.Info("mariadbd started", "pid", cmd.Process.Pid, "port", m.port)
-	return m.waitReady(ctx, exited, 30*time.Second)
+	if err := m.waitReady(ctx, exited, 30*time.Second); err != nil {
+		_ = m.signal(syscall.SIGKILL) // one that never answered goes
+		<-exited
+		return err
+	}
+	m.mu.Lock()
+	m.ready = true
+	m.mu.Unlock()
+	select {
+	case <-exited: // between its first login and now: not reported as a crash
+		return fmt.Errorf("soak: %w (log %s)", errExitedStarting, m.ErrorLog())
+	default:
+		return nil
+	}
 }
 
 // waitReady pings the server until a root login works.
@@ -178,7 +192,7 @@ func (m *mysqld) waitReady(ctx context.Context, exited chan struct{}, within tim
 		}
 		select {
 		case <-exited:
-			return fmt.Errorf("soak: mariadbd exited while starting (log %s)", m.ErrorLog())
+			return fmt.Errorf("soak: %w (log %s)", errExitedStarting, m.ErrorLog())
 		case <-ctx.Done():
 			return fmt.Errorf("soak: mariadbd not accepting logins %s after its start: %v (log %s)", within, err, m.ErrorLog())
 		case <-t.C:
@@ -221,9 +235,21 @@ func (m *mysqld) killAndRestart(ctx context.Context, down time.Duration) (time.D
 	m.mu.Unlock()
 	<-exited
 	sleep(ctx, down)
-	err := m.start(ctx)
+	// A start that fails at once (a port or file not yet let go) is tried
+	// again; its error log says why.
+	var err error
+	for attempt := 0; attempt < 3 && ctx.Err() == nil; attempt++ {
+		if err = m.start(ctx); err == nil || !errors.Is(err, errExitedStarting) {
+			break
+		}
+		m.log.Warn("mariadbd exited while starting; trying again", "err", err)
+		sleep(ctx, 500*time.Millisecond)
+	}
 	return time.Since(killed), err
 }
+
+// errExitedStarting: mariadbd exited before it accepted a login.
+var errExitedStarting = errors.New("mariadbd exited while starting")
 
 // pause SIGSTOPs the server for d, then SIGCONTs it: its connections
 // stay open but nothing answers on them.
