@@ -75,8 +75,76 @@ type Config struct {
 	MetricsAddr   string `envconfig:"METRICS_ADDR" desc:"listen address of the HTTP server with /metrics (Prometheus), /healthz and /readyz, e.g. :9464 (empty: none). Traces and OTLP metrics follow the OTEL_* variables"`
 	RunwayWarning string `envconfig:"RUNWAY_WARNING" default:"1y" desc:"log a warning and set uid_runway_warning when the layout's time field runs out sooner than this: a Go duration, days (90d) or years (2y); 0: never"`
 
-	workerid.Config
+	WorkerIDConfig
 	natsio.BlocksConfig // DISPENSER_BLOCKS_*: prefilled ID blocks on JetStream
+}
+
+// WorkerIDConfig is the worker-ID store's part of Config: the fields of
+// workerid.Config, named alike, with their variables (workerIDConfig
+// builds the library's struct from it, and errors naming a workerid
+// field name this one's variable).
+type WorkerIDConfig struct {
+	MySQLDSN             string        `envconfig:"MYSQL_DSN" desc:"MySQL DSN (go-sql-driver form, user:password@tcp(host:3306)/db) of the worker-ID store; empty: the JetStream KV bucket"`
+	WorkerMode           workerid.Mode `envconfig:"WORKER_MODE" default:"leased" desc:"leased (recyclable worker IDs with time reservations) or disposable (a new worker ID on every start, UidGenerator's WORKER_NODE)"`
+	LeaseTTL             time.Duration `envconfig:"LEASE_TTL" default:"30s" desc:"leased: how long a worker-ID lease lasts without renewal (renewed every third of it); at least 1s"`
+	ReserveChunk         time.Duration `envconfig:"RESERVE_CHUNK" default:"60s" desc:"leased: how far ahead seconds are reserved in the store at a time; at least 1s"`
+	WorkerNodeTable      string        `envconfig:"WORKER_NODE_TABLE" default:"WORKER_NODE" desc:"disposable on MySQL: UidGenerator's worker-node table"`
+	WorkerLeaseTable     string        `envconfig:"WORKER_LEASE_TABLE" default:"WORKER_LEASE" desc:"leased on MySQL: the lease table"`
+	CreateTables         bool          `envconfig:"CREATE_TABLES" default:"true" desc:"MySQL: create the table of the mode at start-up when missing (needs the CREATE privilege)"`
+	FleetTable           string        `envconfig:"FLEET_TABLE" default:"UID_FLEET" desc:"MySQL: the table holding the fleet's layout, worker mode and subject prefix (one row), compared by every instance"`
+	SequenceTable        string        `envconfig:"SEQUENCE_TABLE" default:"UID_SEQUENCE" desc:"MySQL: the table of the named sequences (one row per name, like Leaf's leaf_alloc), created with DISPENSER_CREATE_TABLES"`
+	WorkerKVBucket       string        `envconfig:"WORKER_KV_BUCKET" default:"uid_workers" desc:"JetStream KV bucket of the worker-ID store when no MySQL DSN is set"`
+	WorkerKVReplicas     int           `envconfig:"WORKER_KV_REPLICAS" default:"1" desc:"replicas of the KV bucket when the dispenser creates it (3 on a cluster), 1..5"`
+	StoreStartupDeadline time.Duration `envconfig:"STORE_STARTUP_DEADLINE" default:"30s" desc:"how long start-up (and a claim) retries an unreachable store before it fails"`
+}
+
+// workerIDConfig is the stores' configuration; their messages name
+// settings by this configuration's variables.
+func (c Config) workerIDConfig(log *slog.Logger) workerid.Config {
+	w := workerid.Config{Logger: log, SettingName: fieldVar}
+	copyFields(&w, c.WorkerIDConfig, reflect.TypeFor[WorkerIDConfig]())
+	return w
+}
+
+// copyFields copies the fields of ours, one of Config's nested structs,
+// from the struct src to the fields of the same name in *dst, one of
+// them being ours and the other the library's struct it stands for. The nested
+// structs carry the libraries' field names and types, so that neither
+// this copy (both ways) nor fieldVar's naming needs a list of its own; a
+// field the library lacks is a programming error every test meets.
+func copyFields(dst, src any, ours reflect.Type) {
+	d, s := reflect.ValueOf(dst).Elem(), reflect.ValueOf(src)
+	for _, f := range reflect.VisibleFields(ours) {
+		from, to := s.FieldByName(f.Name), d.FieldByName(f.Name)
+		if !from.IsValid() || !to.IsValid() || from.Type() != to.Type() {
+			panic(fmt.Sprintf("dispenser: %s.%s has no counterpart in %s", ours.Name(), f.Name, d.Type()))
+		}
+		to.Set(from)
+	}
+}
+
+// fieldVar is the variable of the Config field with that name (a
+// promoted one included), as errors name it: DISPENSER_LEASE_TTL for
+// LeaseTTL. The libraries name their settings by field, and Config's
+// fields carry the libraries' names, so this is the one mapping; a name
+// Config lacks is returned as it is.
+func fieldVar(field string) string {
+	f, ok := reflect.TypeFor[Config]().FieldByName(field)
+	if !ok {
+		return field
+	}
+	return EnvPrefix + "_" + f.Tag.Get("envconfig")
+}
+
+// namedError turns a library's error about one of its settings, which
+// names the field, into a *ConfigError naming the variable; other errors
+// are returned as they are.
+func namedError(err error) error {
+	var we *workerid.SettingError
+	if errors.As(err, &we) {
+		return &ConfigError{Var: fieldVar(we.Field), Reason: we.Reason}
+	}
+	return err
 }
 
 // DefaultTakeWait is how long a request waits for IDs at the instance's
@@ -184,9 +252,17 @@ func DefaultConfig() Config {
 		SequenceStep:       sequence.DefaultConfig().MinStep,
 		SequenceMaxStep:    sequence.DefaultConfig().MaxStep,
 		SequenceTarget:     sequence.DefaultConfig().Target,
-		Config:             workerid.DefaultConfig(),
+		WorkerIDConfig:     defaultsOf[WorkerIDConfig](workerid.DefaultConfig()),
 		BlocksConfig:       natsio.DefaultBlocksConfig(),
 	}
+}
+
+// defaultsOf is one of Config's nested structs filled from the defaults
+// of the library's struct it stands for.
+func defaultsOf[T any](library any) T {
+	var ours T
+	copyFields(&ours, library, reflect.TypeFor[T]())
+	return ours
 }
 
 // usageFormat lists each variable with its type, default and description.
@@ -288,7 +364,7 @@ func (c Config) Validate() error {
 	if err := c.checkReachability(); err != nil {
 		return err
 	}
-	return mysqlstore.Validate(c.Config)
+	return namedError(mysqlstore.Validate(c.workerIDConfig(nil)))
 }
 
 // checkSequences validates the DISPENSER_SEQUENCE* settings.

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/uid-dispenser/uid-dispenser/natsio"
-	"github.com/uid-dispenser/uid-dispenser/workerid"
 )
 
 // FuzzLoadConfig sets two configuration variables (chosen by index among
@@ -57,10 +56,9 @@ func FuzzLoadConfig(f *testing.F) {
 		}
 		var (
 			ce *ConfigError
-			we *workerid.ConfigError
 			be *natsio.BlocksConfigError
 		)
-		if !errors.As(err, &ce) && !errors.As(err, &we) && !errors.As(err, &be) {
+		if !errors.As(err, &ce) && !errors.As(err, &be) {
 			t.Fatalf("%s=%q %s=%q: error %T %v is not a configuration error", a, v, b, w, err, err)
 		}
 		msg := err.Error()

@@ -231,7 +231,7 @@ func (d *Dispenser) connectNATS(ctx context.Context) (url string, _ func(), err 
 // close it.
 func (d *Dispenser) openAssigner(ctx context.Context, url string) (func(), error) {
 	if d.cfg.MySQLDSN != "" {
-		a, err := mysqlstore.NewAssigner(ctx, d.cfg.Config, d.log)
+		a, err := mysqlstore.NewAssigner(ctx, d.cfg.workerIDConfig(d.log))
 		if err != nil {
 			return nil, fmt.Errorf("dispenser: worker-ID store: %w", err)
 		}
@@ -247,7 +247,7 @@ func (d *Dispenser) openAssigner(ctx context.Context, url string) (func(), error
 	if err != nil {
 		return nil, fmt.Errorf("dispenser: %w", err)
 	}
-	a, err := kvstore.NewAssigner(ctx, conn.Conn, d.cfg.Config, d.log)
+	a, err := kvstore.NewAssigner(ctx, conn.Conn, d.cfg.workerIDConfig(d.log))
 	if err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("dispenser: worker-ID store (JetStream KV bucket %s): %w", d.cfg.WorkerKVBucket, err)

@@ -90,14 +90,14 @@ type LeaseConfig struct {
 	StoreName string
 }
 
-// LeaseConfigFrom fills LeaseConfig from a Config.
-func LeaseConfigFrom(cfg Config, host Host, logger *slog.Logger, storeName string) LeaseConfig {
+// LeaseConfigFrom fills LeaseConfig from a Config (its logger included).
+func LeaseConfigFrom(cfg Config, host Host, storeName string) LeaseConfig {
 	return LeaseConfig{
 		TTL:          cfg.LeaseTTL,
 		ReserveChunk: cfg.ReserveChunk,
 		RetryFor:     cfg.StoreStartupDeadline,
 		Host:         host,
-		Logger:       logger,
+		Logger:       cfg.Logger,
 		StoreName:    storeName,
 	}
 }
@@ -573,14 +573,14 @@ func RetryStore(ctx context.Context, within time.Duration, log *slog.Logger, wha
 	}
 }
 
-// DisposableClaim checks a worker ID that a disposable assigner took from
-// source (e.g. "WORKER_NODE") against the layout: beyond its range it is
-// refused, never wrapped, since a wrapped worker ID collides with the
-// instance that had it first.
-func DisposableClaim(workerID uint64, layout uidcore.Layout, source string) (uidcore.Claim, error) {
+// DisposableClaim checks a worker ID that a disposable assigner
+// configured by c took from source (e.g. "WORKER_NODE") against the
+// layout: beyond its range it is refused, never wrapped, since a wrapped
+// worker ID collides with the instance that had it first.
+func (c Config) DisposableClaim(workerID uint64, layout uidcore.Layout, source string) (uidcore.Claim, error) {
 	if workerID > layout.MaxWorkerID() {
 		return nil, fmt.Errorf("%w: %s handed out worker ID %d, beyond the layout's largest %d (%d worker bits); disposable worker IDs are never reused: switch to %s=%s, or a layout with more worker bits: %w",
-			ErrWorkerIDsExhausted, source, workerID, layout.MaxWorkerID(), layout.WorkerBits, envVar("WorkerMode"), ModeLeased, uidcore.ErrWorkerRange)
+			ErrWorkerIDsExhausted, source, workerID, layout.MaxWorkerID(), layout.WorkerBits, c.Name("WorkerMode"), ModeLeased, uidcore.ErrWorkerRange)
 	}
 	return uidcore.StaticClaim{ID: workerID}, nil
 }
