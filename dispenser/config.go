@@ -76,7 +76,22 @@ type Config struct {
 	RunwayWarning string `envconfig:"RUNWAY_WARNING" default:"1y" desc:"log a warning and set uid_runway_warning when the layout's time field runs out sooner than this: a Go duration, days (90d) or years (2y); 0: never"`
 
 	WorkerIDConfig
-	natsio.BlocksConfig // DISPENSER_BLOCKS_*: prefilled ID blocks on JetStream
+
+	BlocksEnabled bool `envconfig:"BLOCKS_ENABLED" default:"false" desc:"publish prefilled blocks of IDs into a JetStream work-queue stream for BlockSource consumers"`
+	BlocksConfig       // DISPENSER_BLOCKS_*: the block publisher's settings
+}
+
+// BlocksConfig is the block publisher's part of Config: the fields of
+// natsio.BlocksConfig, named alike, with their variables.
+type BlocksConfig struct {
+	BlocksStream          string        `envconfig:"BLOCKS_STREAM" default:"UID_BLOCKS" desc:"blocks: JetStream stream name (created or updated at start-up)"`
+	BlocksSubject         string        `envconfig:"BLOCKS_SUBJECT" default:"uid.blocks" desc:"blocks: subject the blocks are published on (no wildcards)"`
+	BlockSize             int           `envconfig:"BLOCKS_BLOCK_SIZE" default:"4096" desc:"blocks: IDs per block (8 bytes each), 1..131072"`
+	BlocksTargetDepth     int           `envconfig:"BLOCKS_TARGET_DEPTH" default:"64" desc:"blocks: blocks kept in the stream (its message cap, discard-new)"`
+	BlocksStorage         string        `envconfig:"BLOCKS_STORAGE" default:"file" desc:"blocks: stream storage, file or memory"`
+	BlocksReplicas        int           `envconfig:"BLOCKS_REPLICAS" default:"1" desc:"blocks: stream replicas (3 on a cluster), 1..5"`
+	BlocksDuplicateWindow time.Duration `envconfig:"BLOCKS_DUPLICATE_WINDOW" default:"2m" desc:"blocks: the stream's duplicate window (a retried publish within it is stored once)"`
+	BlocksPollInterval    time.Duration `envconfig:"BLOCKS_POLL_INTERVAL" default:"100ms" desc:"blocks: longest wait between checks of the stream depth while it stays full (checks are faster just after consumers drained it)"`
 }
 
 // WorkerIDConfig is the worker-ID store's part of Config: the fields of
@@ -123,6 +138,13 @@ func copyFields(dst, src any, ours reflect.Type) {
 	}
 }
 
+// blocksConfig is the block publisher's configuration.
+func (c Config) blocksConfig(log *slog.Logger) natsio.BlocksConfig {
+	b := natsio.BlocksConfig{Logger: log}
+	copyFields(&b, c.BlocksConfig, reflect.TypeFor[BlocksConfig]())
+	return b
+}
+
 // fieldVar is the variable of the Config field with that name (a
 // promoted one included), as errors name it: DISPENSER_LEASE_TTL for
 // LeaseTTL. The libraries name their settings by field, and Config's
@@ -140,9 +162,15 @@ func fieldVar(field string) string {
 // names the field, into a *ConfigError naming the variable; other errors
 // are returned as they are.
 func namedError(err error) error {
-	var we *workerid.SettingError
-	if errors.As(err, &we) {
+	var (
+		we *workerid.SettingError
+		ne *natsio.SettingError
+	)
+	switch {
+	case errors.As(err, &we):
 		return &ConfigError{Var: fieldVar(we.Field), Reason: we.Reason}
+	case errors.As(err, &ne):
+		return &ConfigError{Var: fieldVar(ne.Field), Reason: ne.Reason}
 	}
 	return err
 }
@@ -253,7 +281,7 @@ func DefaultConfig() Config {
 		SequenceMaxStep:    sequence.DefaultConfig().MaxStep,
 		SequenceTarget:     sequence.DefaultConfig().Target,
 		WorkerIDConfig:     defaultsOf[WorkerIDConfig](workerid.DefaultConfig()),
-		BlocksConfig:       natsio.DefaultBlocksConfig(),
+		BlocksConfig:       defaultsOf[BlocksConfig](natsio.DefaultBlocksConfig()),
 	}
 }
 
@@ -356,10 +384,8 @@ func (c Config) Validate() error {
 	}
 	// Blocks settings are checked also while blocks are off: a bad value
 	// should not wait to stop an instance until someone turns them on.
-	blocks := c.BlocksConfig
-	blocks.BlocksEnabled = true
-	if err := blocks.Validate(); err != nil {
-		return err
+	if err := c.blocksConfig(nil).Validate(); err != nil {
+		return namedError(err)
 	}
 	if err := c.checkReachability(); err != nil {
 		return err

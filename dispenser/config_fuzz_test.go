@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/uid-dispenser/uid-dispenser/natsio"
 )
 
 // FuzzLoadConfig sets two configuration variables (chosen by index among
@@ -54,11 +53,8 @@ func FuzzLoadConfig(f *testing.F) {
 			}
 			return
 		}
-		var (
-			ce *ConfigError
-			be *natsio.BlocksConfigError
-		)
-		if !errors.As(err, &ce) && !errors.As(err, &be) {
+		var ce *ConfigError
+		if !errors.As(err, &ce) {
 			t.Fatalf("%s=%q %s=%q: error %T %v is not a configuration error", a, v, b, w, err, err)
 		}
 		msg := err.Error()

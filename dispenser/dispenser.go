@@ -156,7 +156,7 @@ func Start(ctx context.Context, cfg Config, opts ...Option) (_ *Dispenser, err e
 	}
 
 	if cfg.BlocksEnabled {
-		d.blocks, err = natsio.NewBlockPublisher(ctx, d.svcNC.Conn, gen, cfg.BlocksConfig, d.log)
+		d.blocks, err = natsio.NewBlockPublisher(ctx, d.svcNC.Conn, gen, cfg.blocksConfig(d.log))
 		if err != nil {
 			d.svc.Stop()
 			return nil, fmt.Errorf("dispenser: %w", err)

@@ -92,26 +92,19 @@ type blockIDSourceBox struct{ src BlockIDSource }
 
 // NewBlockPublisher creates or updates the block stream (idempotent:
 // several dispensers may start at once) and starts topping it up from
-// src. cfg is used as given whether or not BlocksEnabled is set; zero
-// values take the defaults. Stop it before closing src.
-func NewBlockPublisher(ctx context.Context, nc *nats.Conn, src BlockIDSource, cfg BlocksConfig, log *slog.Logger) (*BlockPublisher, error) {
+// src. Zero values of cfg take the defaults. Stop it before closing src.
+func NewBlockPublisher(ctx context.Context, nc *nats.Conn, src BlockIDSource, cfg BlocksConfig) (*BlockPublisher, error) {
 	if src == nil {
 		return nil, errors.New("natsio: NewBlockPublisher: nil BlockIDSource")
 	}
-	enabled := cfg.BlocksEnabled
-	cfg.BlocksEnabled = true // validate as given
-	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg.BlocksEnabled = enabled
+	cfg = cfg.withDefaults()
 	// 8 bytes per ID plus room for the headers.
 	if need := int64(cfg.BlockSize)*8 + 1024; need > nc.MaxPayload() {
-		return nil, &BlocksConfigError{Var: BlocksEnvPrefix + "BLOCKS_BLOCK_SIZE",
+		return nil, &SettingError{Field: "BlockSize",
 			Reason: fmt.Sprintf("a block of %d IDs needs %d bytes; the server allows %d", cfg.BlockSize, need, nc.MaxPayload())}
-	}
-	if log == nil {
-		log = slog.Default()
 	}
 	js, err := jetstream.New(nc,
 		jetstream.WithPublishAsyncMaxPending(2*publishWindow),
@@ -128,12 +121,12 @@ func NewBlockPublisher(ctx context.Context, nc *nats.Conn, src BlockIDSource, cf
 		js:     js,
 		stream: stream,
 		cfg:    cfg,
-		log:    log.With("stream", cfg.BlocksStream),
+		log:    cfg.Logger.With("stream", cfg.BlocksStream),
 		ids:    make([]uint64, cfg.BlockSize),
 		window: publishWindow,
 		cancel: cancel,
 		done:   make(chan struct{}),
-		otel:   newProducerTelemetry(),
+		otel:   newProducerTelemetry(cfg.TracerProvider),
 	}
 	p.depthProblem = problemlog.Log{Log: p.log, What: "blocks: stream depth check"}
 	p.sourceProblem = problemlog.Log{Log: p.log, What: "blocks: taking IDs"}

@@ -60,8 +60,8 @@ func blocksTestPublisher(t *testing.T, nc *nats.Conn, src natsio.BlockIDSource, 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cfg.BlocksEnabled = true
-	p, err := natsio.NewBlockPublisher(ctx, nc, src, cfg, log)
+	cfg.Logger = log
+	p, err := natsio.NewBlockPublisher(ctx, nc, src, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
