@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
+	"text/template"
 	"time"
 
 	"github.com/kelseyhightower/envconfig"
@@ -28,7 +29,12 @@ import (
 const EnvPrefix = "DISPENSER"
 
 // Config is a dispenser instance's configuration, read from the
-// environment by LoadConfig. The default tags are the defaults.
+// environment by LoadConfig: the one struct that names environment
+// variables. Its tags give each field's variable and meaning; the
+// defaults are DefaultConfig's, built from the libraries' own, and
+// Variables lists both for -h, docs/configuration.md and the compose
+// test. The nested structs stand for library configuration structs,
+// field for field.
 type Config struct {
 	NATSURL            string        `envconfig:"NATS_URL" desc:"NATS server URL(s), comma-separated. Empty: use the server listening on DISPENSER_EMBEDDED_ADDR, or start an embedded one there"`
 	NATSUser           string        `envconfig:"NATS_USER" desc:"NATS user name (with DISPENSER_NATS_PASSWORD)"`
@@ -39,59 +45,59 @@ type Config struct {
 	NATSTLSCA          string        `envconfig:"NATS_TLS_CA" desc:"PEM file of the CA(s) that signed the server certificate"`
 	NATSTLSCert        string        `envconfig:"NATS_TLS_CERT" desc:"PEM client certificate (with DISPENSER_NATS_TLS_KEY)"`
 	NATSTLSKey         string        `envconfig:"NATS_TLS_KEY" desc:"PEM key of the client certificate"`
-	NATSConnectTimeout time.Duration `envconfig:"NATS_CONNECT_TIMEOUT" default:"5s" desc:"how long start-up waits for a NATS server to listen (retrying with back-off) before it fails"`
+	NATSConnectTimeout time.Duration `envconfig:"NATS_CONNECT_TIMEOUT" desc:"how long start-up waits for a NATS server to listen (retrying with back-off) before it fails"`
 
-	EmbeddedAddr    string `envconfig:"EMBEDDED_ADDR" default:"127.0.0.1:4222" desc:"with no DISPENSER_NATS_URL: where to look for a NATS server, and where to start the embedded one when none listens"`
+	EmbeddedAddr    string `envconfig:"EMBEDDED_ADDR" desc:"with no DISPENSER_NATS_URL: where to look for a NATS server, and where to start the embedded one when none listens"`
 	EmbeddedDataDir string `envconfig:"EMBEDDED_DATA_DIR" desc:"JetStream directory of the embedded server (default: <user cache dir>/uid-dispenser/nats, else ./data/nats)"`
 
 	LayoutName string    `envconfig:"LAYOUT" desc:"the ID layout by name: default, uidgenerator (for reading old IDs; it can no longer issue any), or time/worker/sequence bits such as 31/16/16, optionally @ an RFC 3339 epoch; set instead of DISPENSER_TIME_BITS, _WORKER_BITS, _SEQ_BITS and DISPENSER_EPOCH"`
-	TimeBits   uint      `envconfig:"TIME_BITS" default:"31" desc:"bits of delta seconds in an ID (time+worker+seq bits = 63)"`
-	WorkerBits uint      `envconfig:"WORKER_BITS" default:"10" desc:"bits of worker ID (2^bits worker IDs; an instance holds one per lane)"`
-	SeqBits    uint      `envconfig:"SEQ_BITS" default:"22" desc:"bits of sequence per second (2^bits IDs per second per worker ID, a lane, at wall-clock pace)"`
-	Epoch      time.Time `envconfig:"EPOCH" default:"2026-01-01T00:00:00Z" desc:"RFC 3339 instant delta seconds count from"`
+	TimeBits   uint      `envconfig:"TIME_BITS" desc:"bits of delta seconds in an ID (time+worker+seq bits = 63)"`
+	WorkerBits uint      `envconfig:"WORKER_BITS" desc:"bits of worker ID (2^bits worker IDs; an instance holds one per lane)"`
+	SeqBits    uint      `envconfig:"SEQ_BITS" desc:"bits of sequence per second (2^bits IDs per second per worker ID, a lane, at wall-clock pace)"`
+	Epoch      time.Time `envconfig:"EPOCH" desc:"RFC 3339 instant delta seconds count from"`
 
-	BoostPower       int           `envconfig:"BOOST_POWER" default:"3" desc:"ring size = 2^seq bits << boost power, capped by DISPENSER_RING_MEMORY"`
-	RingMemory       int           `envconfig:"RING_MEMORY" default:"8388608" desc:"bytes of IDs the ring may hold (8 per ID; a power of two of slots at most this)"`
-	MaxLanes         int           `envconfig:"MAX_LANES" default:"16" desc:"most worker IDs (lanes) an instance holds at once, each sustaining 2^seq bits IDs per second; more are claimed while demand needs them (leased mode only; 1: one worker ID)"`
-	LaneIdle         time.Duration `envconfig:"LANE_IDLE" default:"30s" desc:"an extra lane unused this long is given back"`
-	PaddingFactor    int           `envconfig:"PADDING_FACTOR" default:"50" desc:"pad the ring when fewer than this percentage of slots hold IDs (1-100)"`
-	ScheduleInterval time.Duration `envconfig:"SCHEDULE_INTERVAL" default:"0s" desc:"also pad on this interval (0: only on demand)"`
-	MaxAhead         time.Duration `envconfig:"MAX_AHEAD" default:"2s" desc:"how far IDs' seconds may run ahead of the clock under load (at least 1s; negative: no bound)"`
-	TakeWait         time.Duration `envconfig:"TAKE_WAIT" default:"800ms" desc:"how long a request waits for IDs when the instance is at its capacity before it gets a 503 (keep it below the clients' attempt timeout, 1s for the Go client)"`
-	MaxLag           time.Duration `envconfig:"MAX_LAG" default:"1s" desc:"IDs waiting in the ring that lag the clock by more than this are discarded and refilled, so IDs carry real time at low load (at least 1s; negative: keep them)"`
+	BoostPower       int           `envconfig:"BOOST_POWER" desc:"ring size = 2^seq bits << boost power, capped by DISPENSER_RING_MEMORY"`
+	RingMemory       int           `envconfig:"RING_MEMORY" desc:"bytes of IDs the ring may hold (8 per ID; a power of two of slots at most this)"`
+	MaxLanes         int           `envconfig:"MAX_LANES" desc:"most worker IDs (lanes) an instance holds at once, each sustaining 2^seq bits IDs per second; more are claimed while demand needs them (leased mode only; 1: one worker ID)"`
+	LaneIdle         time.Duration `envconfig:"LANE_IDLE" desc:"an extra lane unused this long is given back"`
+	PaddingFactor    int           `envconfig:"PADDING_FACTOR" desc:"pad the ring when fewer than this percentage of slots hold IDs (1-100)"`
+	ScheduleInterval time.Duration `envconfig:"SCHEDULE_INTERVAL" desc:"also pad on this interval (0: only on demand)"`
+	MaxAhead         time.Duration `envconfig:"MAX_AHEAD" desc:"how far IDs' seconds may run ahead of the clock under load (at least 1s; negative: no bound)"`
+	TakeWait         time.Duration `envconfig:"TAKE_WAIT" desc:"how long a request waits for IDs when the instance is at its capacity before it gets a 503 (keep it below the clients' attempt timeout, 1s for the Go client)"`
+	MaxLag           time.Duration `envconfig:"MAX_LAG" desc:"IDs waiting in the ring that lag the clock by more than this are discarded and refilled, so IDs carry real time at low load (at least 1s; negative: keep them)"`
 
-	QueueGroup      string        `envconfig:"QUEUE_GROUP" default:"uid-dispenser" desc:"NATS queue group of the instances"`
-	SubjectPrefix   string        `envconfig:"SUBJECT_PREFIX" default:"uid" desc:"subjects are <prefix>.next, <prefix>.batch, <prefix>.parse"`
-	MaxBatch        int           `envconfig:"MAX_BATCH" default:"100000" desc:"largest batch count (further capped so a reply fits the NATS max payload)"`
-	ShutdownTimeout time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"10s" desc:"bound on a graceful shutdown"`
-	LogLevel        string        `envconfig:"LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
-	LogFormat       string        `envconfig:"LOG_FORMAT" default:"text" desc:"text or json"`
+	QueueGroup      string        `envconfig:"QUEUE_GROUP" desc:"NATS queue group of the instances"`
+	SubjectPrefix   string        `envconfig:"SUBJECT_PREFIX" desc:"subjects are <prefix>.next, <prefix>.batch, <prefix>.parse"`
+	MaxBatch        int           `envconfig:"MAX_BATCH" desc:"largest batch count (further capped so a reply fits the NATS max payload)"`
+	ShutdownTimeout time.Duration `envconfig:"SHUTDOWN_TIMEOUT" desc:"bound on a graceful shutdown"`
+	LogLevel        string        `envconfig:"LOG_LEVEL" desc:"debug, info, warn or error"`
+	LogFormat       string        `envconfig:"LOG_FORMAT" desc:"text or json"`
 
 	Sequences       string        `envconfig:"SEQUENCES" desc:"named sequences to declare in the store: comma-separated name[=first number] (first default 1), e.g. orders,invoices=1000000; names are letters, digits, - and _. Served on <prefix>.seq.<name>.next and .batch; names other instances declared are served too"`
-	SequenceStep    uint64        `envconfig:"SEQUENCE_STEP" default:"1000" desc:"sequences: size of a name's first segment taken from the store, and the smallest the adaptive step halves to"`
-	SequenceMaxStep uint64        `envconfig:"SEQUENCE_MAX_STEP" default:"1000000" desc:"sequences: the largest segment; a kill -9 loses at most two segments per name"`
-	SequenceTarget  time.Duration `envconfig:"SEQUENCE_TARGET" default:"15m" desc:"sequences: how long a segment should last; a shorter one doubles the next step, one lasting more than twice as long halves it (the store sees about one write per target per name and instance)"`
+	SequenceStep    uint64        `envconfig:"SEQUENCE_STEP" desc:"sequences: size of a name's first segment taken from the store, and the smallest the adaptive step halves to"`
+	SequenceMaxStep uint64        `envconfig:"SEQUENCE_MAX_STEP" desc:"sequences: the largest segment; a kill -9 loses at most two segments per name"`
+	SequenceTarget  time.Duration `envconfig:"SEQUENCE_TARGET" desc:"sequences: how long a segment should last; a shorter one doubles the next step, one lasting more than twice as long halves it (the store sees about one write per target per name and instance)"`
 
 	MetricsAddr   string `envconfig:"METRICS_ADDR" desc:"listen address of the HTTP server with /metrics (Prometheus), /healthz and /readyz, e.g. :9464 (empty: none). Traces and OTLP metrics follow the OTEL_* variables"`
-	RunwayWarning string `envconfig:"RUNWAY_WARNING" default:"1y" desc:"log a warning and set uid_runway_warning when the layout's time field runs out sooner than this: a Go duration, days (90d) or years (2y); 0: never"`
+	RunwayWarning string `envconfig:"RUNWAY_WARNING" desc:"log a warning and set uid_runway_warning when the layout's time field runs out sooner than this: a Go duration, days (90d) or years (2y); 0: never"`
 
 	WorkerIDConfig
 
-	BlocksEnabled bool `envconfig:"BLOCKS_ENABLED" default:"false" desc:"publish prefilled blocks of IDs into a JetStream work-queue stream for BlockSource consumers"`
+	BlocksEnabled bool `envconfig:"BLOCKS_ENABLED" desc:"publish prefilled blocks of IDs into a JetStream work-queue stream for BlockSource consumers"`
 	BlocksConfig       // DISPENSER_BLOCKS_*: the block publisher's settings
 }
 
 // BlocksConfig is the block publisher's part of Config: the fields of
 // natsio.BlocksConfig, named alike, with their variables.
 type BlocksConfig struct {
-	BlocksStream          string        `envconfig:"BLOCKS_STREAM" default:"UID_BLOCKS" desc:"blocks: JetStream stream name (created or updated at start-up)"`
-	BlocksSubject         string        `envconfig:"BLOCKS_SUBJECT" default:"uid.blocks" desc:"blocks: subject the blocks are published on (no wildcards)"`
-	BlockSize             int           `envconfig:"BLOCKS_BLOCK_SIZE" default:"4096" desc:"blocks: IDs per block (8 bytes each), 1..131072"`
-	BlocksTargetDepth     int           `envconfig:"BLOCKS_TARGET_DEPTH" default:"64" desc:"blocks: blocks kept in the stream (its message cap, discard-new)"`
-	BlocksStorage         string        `envconfig:"BLOCKS_STORAGE" default:"file" desc:"blocks: stream storage, file or memory"`
-	BlocksReplicas        int           `envconfig:"BLOCKS_REPLICAS" default:"1" desc:"blocks: stream replicas (3 on a cluster), 1..5"`
-	BlocksDuplicateWindow time.Duration `envconfig:"BLOCKS_DUPLICATE_WINDOW" default:"2m" desc:"blocks: the stream's duplicate window (a retried publish within it is stored once)"`
-	BlocksPollInterval    time.Duration `envconfig:"BLOCKS_POLL_INTERVAL" default:"100ms" desc:"blocks: longest wait between checks of the stream depth while it stays full (checks are faster just after consumers drained it)"`
+	BlocksStream          string        `envconfig:"BLOCKS_STREAM" desc:"blocks: JetStream stream name (created or updated at start-up)"`
+	BlocksSubject         string        `envconfig:"BLOCKS_SUBJECT" desc:"blocks: subject the blocks are published on (no wildcards)"`
+	BlockSize             int           `envconfig:"BLOCKS_BLOCK_SIZE" desc:"blocks: IDs per block (8 bytes each), 1..131072"`
+	BlocksTargetDepth     int           `envconfig:"BLOCKS_TARGET_DEPTH" desc:"blocks: blocks kept in the stream (its message cap, discard-new)"`
+	BlocksStorage         string        `envconfig:"BLOCKS_STORAGE" desc:"blocks: stream storage, file or memory"`
+	BlocksReplicas        int           `envconfig:"BLOCKS_REPLICAS" desc:"blocks: stream replicas (3 on a cluster), 1..5"`
+	BlocksDuplicateWindow time.Duration `envconfig:"BLOCKS_DUPLICATE_WINDOW" desc:"blocks: the stream's duplicate window (a retried publish within it is stored once)"`
+	BlocksPollInterval    time.Duration `envconfig:"BLOCKS_POLL_INTERVAL" desc:"blocks: longest wait between checks of the stream depth while it stays full (checks are faster just after consumers drained it)"`
 }
 
 // WorkerIDConfig is the worker-ID store's part of Config: the fields of
@@ -100,17 +106,17 @@ type BlocksConfig struct {
 // field name this one's variable).
 type WorkerIDConfig struct {
 	MySQLDSN             string        `envconfig:"MYSQL_DSN" desc:"MySQL DSN (go-sql-driver form, user:password@tcp(host:3306)/db) of the worker-ID store; empty: the JetStream KV bucket"`
-	WorkerMode           workerid.Mode `envconfig:"WORKER_MODE" default:"leased" desc:"leased (recyclable worker IDs with time reservations) or disposable (a new worker ID on every start, UidGenerator's WORKER_NODE)"`
-	LeaseTTL             time.Duration `envconfig:"LEASE_TTL" default:"30s" desc:"leased: how long a worker-ID lease lasts without renewal (renewed every third of it); at least 1s"`
-	ReserveChunk         time.Duration `envconfig:"RESERVE_CHUNK" default:"60s" desc:"leased: how far ahead seconds are reserved in the store at a time; at least 1s"`
-	WorkerNodeTable      string        `envconfig:"WORKER_NODE_TABLE" default:"WORKER_NODE" desc:"disposable on MySQL: UidGenerator's worker-node table"`
-	WorkerLeaseTable     string        `envconfig:"WORKER_LEASE_TABLE" default:"WORKER_LEASE" desc:"leased on MySQL: the lease table"`
-	CreateTables         bool          `envconfig:"CREATE_TABLES" default:"true" desc:"MySQL: create the table of the mode at start-up when missing (needs the CREATE privilege)"`
-	FleetTable           string        `envconfig:"FLEET_TABLE" default:"UID_FLEET" desc:"MySQL: the table holding the fleet's layout, worker mode and subject prefix (one row), compared by every instance"`
-	SequenceTable        string        `envconfig:"SEQUENCE_TABLE" default:"UID_SEQUENCE" desc:"MySQL: the table of the named sequences (one row per name, like Leaf's leaf_alloc), created with DISPENSER_CREATE_TABLES"`
-	WorkerKVBucket       string        `envconfig:"WORKER_KV_BUCKET" default:"uid_workers" desc:"JetStream KV bucket of the worker-ID store when no MySQL DSN is set"`
-	WorkerKVReplicas     int           `envconfig:"WORKER_KV_REPLICAS" default:"1" desc:"replicas of the KV bucket when the dispenser creates it (3 on a cluster), 1..5"`
-	StoreStartupDeadline time.Duration `envconfig:"STORE_STARTUP_DEADLINE" default:"30s" desc:"how long start-up (and a claim) retries an unreachable store before it fails"`
+	WorkerMode           workerid.Mode `envconfig:"WORKER_MODE" desc:"leased (recyclable worker IDs with time reservations) or disposable (a new worker ID on every start, UidGenerator's WORKER_NODE)"`
+	LeaseTTL             time.Duration `envconfig:"LEASE_TTL" desc:"leased: how long a worker-ID lease lasts without renewal (renewed every third of it); at least 1s"`
+	ReserveChunk         time.Duration `envconfig:"RESERVE_CHUNK" desc:"leased: how far ahead seconds are reserved in the store at a time; at least 1s"`
+	WorkerNodeTable      string        `envconfig:"WORKER_NODE_TABLE" desc:"disposable on MySQL: UidGenerator's worker-node table"`
+	WorkerLeaseTable     string        `envconfig:"WORKER_LEASE_TABLE" desc:"leased on MySQL: the lease table"`
+	CreateTables         bool          `envconfig:"CREATE_TABLES" desc:"MySQL: create the table of the mode at start-up when missing (needs the CREATE privilege)"`
+	FleetTable           string        `envconfig:"FLEET_TABLE" desc:"MySQL: the table holding the fleet's layout, worker mode and subject prefix (one row), compared by every instance"`
+	SequenceTable        string        `envconfig:"SEQUENCE_TABLE" desc:"MySQL: the table of the named sequences (one row per name, like Leaf's leaf_alloc), created with DISPENSER_CREATE_TABLES"`
+	WorkerKVBucket       string        `envconfig:"WORKER_KV_BUCKET" desc:"JetStream KV bucket of the worker-ID store when no MySQL DSN is set"`
+	WorkerKVReplicas     int           `envconfig:"WORKER_KV_REPLICAS" desc:"replicas of the KV bucket when the dispenser creates it (3 on a cluster), 1..5"`
+	StoreStartupDeadline time.Duration `envconfig:"STORE_STARTUP_DEADLINE" desc:"how long start-up (and a claim) retries an unreachable store before it fails"`
 }
 
 // workerIDConfig is the stores' configuration; their messages name
@@ -151,11 +157,19 @@ func (c Config) blocksConfig(log *slog.Logger) natsio.BlocksConfig {
 // fields carry the libraries' names, so this is the one mapping; a name
 // Config lacks is returned as it is.
 func fieldVar(field string) string {
-	f, ok := reflect.TypeFor[Config]().FieldByName(field)
-	if !ok {
-		return field
+	if v, ok := lookupVar(field); ok {
+		return v
 	}
-	return EnvPrefix + "_" + f.Tag.Get("envconfig")
+	return field
+}
+
+// lookupVar is fieldVar that says whether Config has the field.
+func lookupVar(field string) (string, bool) {
+	f, ok := reflect.TypeFor[Config]().FieldByName(field)
+	if !ok || f.Tag.Get("envconfig") == "" {
+		return "", false
+	}
+	return EnvPrefix + "_" + f.Tag.Get("envconfig"), true
 }
 
 // namedError turns a library's error about one of its settings, which
@@ -189,9 +203,10 @@ type ConfigError struct {
 func (e *ConfigError) Error() string { return e.Var + ": " + e.Reason }
 
 // LoadConfig reads the configuration from the environment and validates
-// it. Errors name the variable.
+// it. Unset variables keep DefaultConfig's values. Errors name the
+// variable.
 func LoadConfig() (Config, error) {
-	var cfg Config
+	cfg := DefaultConfig()
 	if err := processEnv(&cfg); err != nil {
 		var pe *envconfig.ParseError
 		if errors.As(err, &pe) {
@@ -211,44 +226,103 @@ func LoadConfig() (Config, error) {
 // MYSQL_DSN or LOG_LEVEL meant for another program in the same container
 // would configure the dispenser. envconfig skips the fallback when a tag
 // is the whole name, so the leaf fields are processed as one flat struct
-// whose tags carry the prefix, then copied back: the same parsing, the
-// same defaults, only DISPENSER_* read.
+// whose tags carry the prefix, then copied back: the same parsing, only
+// DISPENSER_* read. A field whose variable is unset keeps its value.
 func processEnv(cfg *Config) error {
-	var (
-		leaves []reflect.Value
-		fields []reflect.StructField
-	)
-	var collect func(v reflect.Value) error
-	collect = func(v reflect.Value) error {
+	leaves, flat := flatten(cfg)
+	if err := envconfig.Process("", flat.Addr().Interface()); err != nil {
+		return err
+	}
+	for i, leaf := range leaves {
+		leaf.Set(flat.Field(i))
+	}
+	return nil
+}
+
+// flatten lists cfg's leaf fields, nested structs walked, and returns a
+// flat struct holding their values whose tags carry the prefixed names.
+func flatten(cfg *Config) (leaves []reflect.Value, flat reflect.Value) {
+	var fields []reflect.StructField
+	var collect func(v reflect.Value)
+	collect = func(v reflect.Value) {
 		for i := range v.NumField() {
 			f := v.Type().Field(i)
 			if f.Anonymous {
-				if err := collect(v.Field(i)); err != nil {
-					return err
-				}
+				collect(v.Field(i))
 				continue
 			}
-			name, ok := f.Tag.Lookup("envconfig")
-			if !ok || name == "" {
-				return fmt.Errorf("dispenser: configuration field %s has no envconfig tag", f.Name)
+			name := f.Tag.Get("envconfig")
+			if name == "" {
+				panic("dispenser: configuration field " + f.Name + " has no envconfig tag")
 			}
 			tag := strings.Replace(string(f.Tag), `envconfig:"`+name+`"`, `envconfig:"`+EnvPrefix+"_"+name+`"`, 1)
 			leaves = append(leaves, v.Field(i))
 			fields = append(fields, reflect.StructField{Name: fmt.Sprintf("F%d", len(fields)), Type: f.Type, Tag: reflect.StructTag(tag)})
 		}
-		return nil
 	}
-	if err := collect(reflect.ValueOf(cfg).Elem()); err != nil {
-		return err
-	}
-	flat := reflect.New(reflect.StructOf(fields))
-	if err := envconfig.Process("", flat.Interface()); err != nil {
-		return err
-	}
+	collect(reflect.ValueOf(cfg).Elem())
+	flat = reflect.New(reflect.StructOf(fields)).Elem()
 	for i, leaf := range leaves {
-		leaf.Set(flat.Elem().Field(i))
+		flat.Field(i).Set(leaf)
 	}
-	return nil
+	return leaves, flat
+}
+
+// Variable is one configuration variable.
+type Variable struct {
+	Name        string // e.g. DISPENSER_LEASE_TTL
+	Type        string // as envconfig names it: Duration, Integer, True or False...
+	Default     string // DefaultConfig's value as the variable would say it; "" for an empty string
+	Description string
+}
+
+// Variables lists every variable the dispenser reads, in Config's order,
+// with its default: the one list that `dispenser -h`, docs/configuration.md
+// and the compose test are made from or checked against.
+func Variables() []Variable {
+	cfg := DefaultConfig()
+	leaves, flat := flatten(&cfg)
+	vars := make([]Variable, len(leaves))
+	for i, leaf := range leaves {
+		f := flat.Type().Field(i)
+		vars[i] = Variable{Name: f.Tag.Get("envconfig"), Type: typeName(f.Type), Default: formatDefault(leaf), Description: f.Tag.Get("desc")}
+	}
+	return vars
+}
+
+// typeName names a variable's type as envconfig's usage does.
+func typeName(t reflect.Type) string {
+	switch {
+	case t.PkgPath() != "": // time.Duration, time.Time, workerid.Mode
+		return t.Name()
+	case t.Kind() == reflect.Bool:
+		return "True or False"
+	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Int64:
+		return "Integer"
+	case t.Kind() >= reflect.Uint && t.Kind() <= reflect.Uint64:
+		return "Unsigned Integer"
+	}
+	return "String"
+}
+
+// formatDefault writes a default value as a variable would be set to it
+// (LoadConfig reads it back to the same value; a test holds it to that).
+func formatDefault(v reflect.Value) string {
+	switch x := v.Interface().(type) {
+	case time.Duration:
+		// 1m rather than 1m0s, 1h rather than 1h0m0s.
+		s := x.String()
+		if strings.HasSuffix(s, "m0s") {
+			s = strings.TrimSuffix(s, "0s")
+		}
+		if strings.HasSuffix(s, "h0m") {
+			s = strings.TrimSuffix(s, "0m")
+		}
+		return s
+	case time.Time:
+		return x.UTC().Format(time.RFC3339)
+	}
+	return fmt.Sprint(v.Interface())
 }
 
 // DefaultConfig is the configuration with every default, as LoadConfig
@@ -294,17 +368,14 @@ func defaultsOf[T any](library any) T {
 }
 
 // usageFormat lists each variable with its type, default and description.
-const usageFormat = `The dispenser is configured through the environment:
+var usageFormat = template.Must(template.New("usage").Parse(`The dispenser is configured through the environment:
 {{range .}}
-  {{usage_key .}} ({{usage_type .}}{{if usage_default .}}, default {{usage_default .}}{{end}})
-      {{usage_description .}}{{end}}
-`
+  {{.Name}} ({{.Type}}{{if .Default}}, default {{.Default}}{{end}})
+      {{.Description}}{{end}}
+`))
 
 // Usage writes every configuration variable with its default to w.
-func Usage(w io.Writer) error {
-	var cfg Config
-	return envconfig.Usagef(EnvPrefix, &cfg, w, usageFormat)
-}
+func Usage(w io.Writer) error { return usageFormat.Execute(w, Variables()) }
 
 var tokenPattern = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
@@ -326,14 +397,16 @@ func (c Config) Validate() error {
 	}
 	if err := c.Layout().Validate(); err != nil {
 		le, _ := err.(*uidcore.LayoutError)
-		name := map[string]string{"TimeBits": "TIME_BITS", "WorkerBits": "WORKER_BITS", "SeqBits": "SEQ_BITS", "Epoch": "EPOCH"}[le.Field]
-		if name == "" {
-			name = "TIME_BITS/WORKER_BITS/SEQ_BITS"
+		// Config's layout fields are named as Layout's; the field "Layout"
+		// is their sum.
+		name, ok := lookupVar(le.Field)
+		if !ok {
+			name = EnvPrefix + "_TIME_BITS/WORKER_BITS/SEQ_BITS"
 		}
 		if c.LayoutName != "" {
-			name = "LAYOUT"
+			name = EnvPrefix + "_LAYOUT"
 		}
-		return bad(name, "%s", le.Reason)
+		return &ConfigError{Var: name, Reason: le.Reason}
 	}
 	switch {
 	case (c.NATSTLSCert == "") != (c.NATSTLSKey == ""):

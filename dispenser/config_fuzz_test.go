@@ -5,7 +5,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-
 )
 
 // FuzzLoadConfig sets two configuration variables (chosen by index among

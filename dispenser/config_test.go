@@ -142,33 +142,62 @@ func TestUsageListsEveryVariableWithItsDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := buf.String()
-	var check func(reflect.Type)
-	check = func(typ reflect.Type) {
-		for i := range typ.NumField() {
-			f := typ.Field(i)
-			if f.Anonymous {
-				check(f.Type)
-				continue
-			}
-			name := EnvPrefix + "_" + f.Tag.Get("envconfig")
-			line := ""
-			for l := range strings.SplitSeq(out, "\n") {
-				if strings.HasPrefix(strings.TrimSpace(l), name+" ") {
-					line = l
-				}
-			}
-			if line == "" {
-				t.Errorf("usage lacks %s", name)
-				continue
-			}
-			if def := f.Tag.Get("default"); def != "" && !strings.Contains(line, "default "+def) {
-				t.Errorf("usage line %q lacks the default %s", line, def)
+	lineOf := func(name string) string {
+		for l := range strings.SplitSeq(out, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(l), name+" ") {
+				return l
 			}
 		}
+		return ""
 	}
-	check(reflect.TypeFor[Config]())
+	vars := Variables()
+	if names := configVars(reflect.TypeFor[Config]()); len(vars) != len(names) {
+		t.Fatalf("%d variables listed for %d fields", len(vars), len(names))
+	}
+	for _, v := range vars {
+		line := lineOf(v.Name)
+		if line == "" {
+			t.Errorf("usage lacks %s", v.Name)
+			continue
+		}
+		if v.Default != "" && !strings.Contains(line, "default "+v.Default+")") {
+			t.Errorf("usage line %q lacks the default %s", line, v.Default)
+		}
+	}
+	for name, def := range map[string]string{
+		"DISPENSER_LEASE_TTL": "30s", "DISPENSER_TAKE_WAIT": "800ms", "DISPENSER_EPOCH": "2026-01-01T00:00:00Z", "DISPENSER_WORKER_MODE": "leased",
+		"DISPENSER_BLOCKS_BLOCK_SIZE": "4096", "DISPENSER_CREATE_TABLES": "true", "DISPENSER_SEQUENCE_TARGET": "15m", "DISPENSER_RESERVE_CHUNK": "1m",
+	} {
+		if line := lineOf(name); !strings.Contains(line, "default "+def+")") {
+			t.Errorf("usage line %q lacks the default %s", line, def)
+		}
+	}
 	if !strings.Contains(out, "DISPENSER_MYSQL_DSN") || !strings.Contains(out, "DISPENSER_NATS_URL") {
 		t.Fatalf("usage:\n%s", out)
+	}
+}
+
+// The listed defaults are the defaults: every variable set to the default
+// the list gives it loads DefaultConfig, so the reference never says one
+// thing while the code does another.
+func TestListedDefaultsAreTheDefaults(t *testing.T) {
+	clearEnv(t)
+	for _, v := range Variables() {
+		if v.Default != "" {
+			t.Setenv(v.Name, v.Default)
+		}
+	}
+	cfg, err := LoadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := DefaultConfig()
+	if !cfg.Epoch.Equal(want.Epoch) {
+		t.Fatalf("epoch %v, want %v", cfg.Epoch, want.Epoch)
+	}
+	cfg.Epoch, want.Epoch = time.Time{}, time.Time{}
+	if !reflect.DeepEqual(cfg, want) {
+		t.Fatalf("the listed defaults load\n %+v\nnot DefaultConfig\n %+v", cfg, want)
 	}
 }
 
