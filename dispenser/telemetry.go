@@ -132,12 +132,12 @@ func (d *Dispenser) canIssue(now time.Time) error {
 		return fmt.Errorf("the layout's time field ran out at %s", end.Format(time.RFC3339))
 	}
 	d.mu.Lock()
-	gen := d.gen
+	source := d.source
 	d.mu.Unlock()
-	if gen == nil {
+	if source == nil {
 		return errNotServing
 	}
-	if st := gen.State(); st.Available == 0 && st.LogicalSecond > layout.LastSecond() {
+	if st := source.State(); st.Available == 0 && st.LogicalSecond > layout.LastSecond() {
 		return fmt.Errorf("the ring is empty and padding has reached the time field's end (%s)", layout.RunwayEnd().Format(time.RFC3339))
 	}
 	return nil

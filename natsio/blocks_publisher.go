@@ -20,10 +20,9 @@ import (
 )
 
 // BlockIDSource is where a BlockPublisher takes the IDs of its blocks:
-// *uidcore.CachedGenerator's batch take. It is an interface because the
-// dispenser replaces its generator when it claims a new worker ID (see
-// BlockPublisher.SetSource). NextN must return increasing IDs of one
-// worker; the IDs it has put in dst count as issued even with an error.
+// *uidcore.CachedGenerator's batch take, or the dispenser's source that
+// swaps in a new generator when it claims a new worker ID. The IDs NextN
+// has put in dst count as issued even with an error.
 type BlockIDSource interface {
 	NextN(ctx context.Context, dst []uint64) (int, error)
 	Layout() uidcore.Layout
@@ -72,7 +71,7 @@ type BlockPublisher struct {
 	stream jetstream.Stream
 	cfg    BlocksConfig
 	log    *slog.Logger
-	source atomic.Pointer[blockIDSourceBox]
+	src    BlockIDSource
 	ids    []uint64 // the run goroutine's take buffer
 
 	published, refused, failed, idsPublished, idsDiscarded, depth atomic.Uint64
@@ -87,8 +86,6 @@ type BlockPublisher struct {
 	window                                      int // blocks per round, up to publishWindow
 	depthProblem, sourceProblem, publishProblem problemlog.Log
 }
-
-type blockIDSourceBox struct{ src BlockIDSource }
 
 // NewBlockPublisher creates or updates the block stream (idempotent:
 // several dispensers may start at once) and starts topping it up from
@@ -122,6 +119,7 @@ func NewBlockPublisher(ctx context.Context, nc *nats.Conn, src BlockIDSource, cf
 		stream: stream,
 		cfg:    cfg,
 		log:    cfg.Logger.With("stream", cfg.BlocksStream),
+		src:    src,
 		ids:    make([]uint64, cfg.BlockSize),
 		window: publishWindow,
 		cancel: cancel,
@@ -131,7 +129,6 @@ func NewBlockPublisher(ctx context.Context, nc *nats.Conn, src BlockIDSource, cf
 	p.depthProblem = problemlog.Log{Log: p.log, What: "blocks: stream depth check"}
 	p.sourceProblem = problemlog.Log{Log: p.log, What: "blocks: taking IDs"}
 	p.publishProblem = problemlog.Log{Log: p.log, What: "blocks: publish"}
-	p.source.Store(&blockIDSourceBox{src})
 	go p.run(runCtx)
 	return p, nil
 }
@@ -160,16 +157,6 @@ func ensureBlockStream(ctx context.Context, js jetstream.JetStream, cfg jetstrea
 		}
 	}
 	return nil, fmt.Errorf("natsio: blocks: create or update stream %s: %w", cfg.Name, err)
-}
-
-// SetSource replaces the source the next blocks are taken from (the
-// dispenser calls it when it builds a generator on a new worker claim).
-func (p *BlockPublisher) SetSource(src BlockIDSource) error {
-	if src == nil {
-		return errors.New("natsio: BlockPublisher.SetSource: nil BlockIDSource")
-	}
-	p.source.Store(&blockIDSourceBox{src})
-	return nil
 }
 
 // Stats returns the publisher's counters.
@@ -322,7 +309,7 @@ func (p *BlockPublisher) topUp(ctx context.Context) roundResult {
 // takeBlock takes up to a block of IDs from the source and encodes them.
 // It returns a nil message when it got none, and the source's error.
 func (p *BlockPublisher) takeBlock(ctx context.Context) (*nats.Msg, int, error) {
-	src := p.source.Load().src
+	src := p.src
 	n, err := src.NextN(ctx, p.ids)
 	if n == 0 {
 		if err == nil {
