@@ -335,7 +335,9 @@ func TestSlowConsumerDoesNotStopTheService(t *testing.T) {
 
 // switchingSource is an IDSource whose generator the test replaces, as
 // the dispenser's source does on a new worker claim.
-type switchingSource struct{ cur atomic.Pointer[uidcore.CachedGenerator] }
+type switchingSource struct {
+	cur atomic.Pointer[uidcore.CachedGenerator]
+}
 
 func (s *switchingSource) Next(ctx context.Context) (uint64, error) { return s.cur.Load().Next(ctx) }
 func (s *switchingSource) NextN(ctx context.Context, dst []uint64) (int, error) {
