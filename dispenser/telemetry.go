@@ -48,6 +48,11 @@ func (d *Dispenser) startTelemetry(ctx context.Context, given *telemetry.Telemet
 			RunwayWarning:  threshold,
 			Logger:         d.log,
 		})
+		var se *telemetry.SettingError
+		if errors.As(err, &se) {
+			// Not a *ConfigError: the address is valid, only busy now.
+			return fmt.Errorf("dispenser: %s: %s", fieldVar(se.Field), se.Reason)
+		}
 		if err != nil {
 			return fmt.Errorf("dispenser: %w", err)
 		}
