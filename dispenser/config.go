@@ -3,13 +3,10 @@ package dispenser
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
-	"reflect"
 	"regexp"
 	"strings"
-	"text/template"
 	"time"
 
 	"github.com/kelseyhightower/envconfig"
@@ -87,108 +84,6 @@ type Config struct {
 	BlocksConfig       // DISPENSER_BLOCKS_*: the block publisher's settings
 }
 
-// BlocksConfig is the block publisher's part of Config: the fields of
-// natsio.BlocksConfig, named alike, with their variables.
-type BlocksConfig struct {
-	BlocksStream          string        `envconfig:"BLOCKS_STREAM" desc:"blocks: JetStream stream name (created or updated at start-up)"`
-	BlocksSubject         string        `envconfig:"BLOCKS_SUBJECT" desc:"blocks: subject the blocks are published on (no wildcards)"`
-	BlockSize             int           `envconfig:"BLOCKS_BLOCK_SIZE" desc:"blocks: IDs per block (8 bytes each), 1..131072"`
-	BlocksTargetDepth     int           `envconfig:"BLOCKS_TARGET_DEPTH" desc:"blocks: blocks kept in the stream (its message cap, discard-new)"`
-	BlocksStorage         string        `envconfig:"BLOCKS_STORAGE" desc:"blocks: stream storage, file or memory"`
-	BlocksReplicas        int           `envconfig:"BLOCKS_REPLICAS" desc:"blocks: stream replicas (3 on a cluster), 1..5"`
-	BlocksDuplicateWindow time.Duration `envconfig:"BLOCKS_DUPLICATE_WINDOW" desc:"blocks: the stream's duplicate window (a retried publish within it is stored once)"`
-	BlocksPollInterval    time.Duration `envconfig:"BLOCKS_POLL_INTERVAL" desc:"blocks: longest wait between checks of the stream depth while it stays full (checks are faster just after consumers drained it)"`
-}
-
-// WorkerIDConfig is the worker-ID store's part of Config: the fields of
-// workerid.Config, named alike, with their variables (workerIDConfig
-// builds the library's struct from it, and errors naming a workerid
-// field name this one's variable).
-type WorkerIDConfig struct {
-	MySQLDSN             string        `envconfig:"MYSQL_DSN" desc:"MySQL DSN (go-sql-driver form, user:password@tcp(host:3306)/db) of the worker-ID store; empty: the JetStream KV bucket"`
-	WorkerMode           workerid.Mode `envconfig:"WORKER_MODE" desc:"leased (recyclable worker IDs with time reservations) or disposable (a new worker ID on every start, UidGenerator's WORKER_NODE)"`
-	LeaseTTL             time.Duration `envconfig:"LEASE_TTL" desc:"leased: how long a worker-ID lease lasts without renewal (renewed every third of it); at least 1s"`
-	ReserveChunk         time.Duration `envconfig:"RESERVE_CHUNK" desc:"leased: how far ahead seconds are reserved in the store at a time; at least 1s"`
-	WorkerNodeTable      string        `envconfig:"WORKER_NODE_TABLE" desc:"disposable on MySQL: UidGenerator's worker-node table"`
-	WorkerLeaseTable     string        `envconfig:"WORKER_LEASE_TABLE" desc:"leased on MySQL: the lease table"`
-	CreateTables         bool          `envconfig:"CREATE_TABLES" desc:"MySQL: create the table of the mode at start-up when missing (needs the CREATE privilege)"`
-	FleetTable           string        `envconfig:"FLEET_TABLE" desc:"MySQL: the table holding the fleet's layout, worker mode and subject prefix (one row), compared by every instance"`
-	SequenceTable        string        `envconfig:"SEQUENCE_TABLE" desc:"MySQL: the table of the named sequences (one row per name, like Leaf's leaf_alloc), created with DISPENSER_CREATE_TABLES"`
-	WorkerKVBucket       string        `envconfig:"WORKER_KV_BUCKET" desc:"JetStream KV bucket of the worker-ID store when no MySQL DSN is set"`
-	WorkerKVReplicas     int           `envconfig:"WORKER_KV_REPLICAS" desc:"replicas of the KV bucket when the dispenser creates it (3 on a cluster), 1..5"`
-	StoreStartupDeadline time.Duration `envconfig:"STORE_STARTUP_DEADLINE" desc:"how long start-up (and a claim) retries an unreachable store before it fails"`
-}
-
-// workerIDConfig is the stores' configuration; their messages name
-// settings by this configuration's variables.
-func (c Config) workerIDConfig(log *slog.Logger) workerid.Config {
-	w := workerid.Config{Logger: log, SettingName: fieldVar}
-	copyFields(&w, c.WorkerIDConfig, reflect.TypeFor[WorkerIDConfig]())
-	return w
-}
-
-// copyFields copies the fields of ours, one of Config's nested structs,
-// from the struct src to the fields of the same name in *dst, one of
-// them being ours and the other the library's struct it stands for. The nested
-// structs carry the libraries' field names and types, so that neither
-// this copy (both ways) nor fieldVar's naming needs a list of its own; a
-// field the library lacks is a programming error every test meets.
-func copyFields(dst, src any, ours reflect.Type) {
-	d, s := reflect.ValueOf(dst).Elem(), reflect.ValueOf(src)
-	for _, f := range reflect.VisibleFields(ours) {
-		from, to := s.FieldByName(f.Name), d.FieldByName(f.Name)
-		if !from.IsValid() || !to.IsValid() || from.Type() != to.Type() {
-			panic(fmt.Sprintf("dispenser: %s.%s has no counterpart in %s", ours.Name(), f.Name, d.Type()))
-		}
-		to.Set(from)
-	}
-}
-
-// blocksConfig is the block publisher's configuration.
-func (c Config) blocksConfig(log *slog.Logger) natsio.BlocksConfig {
-	b := natsio.BlocksConfig{Logger: log}
-	copyFields(&b, c.BlocksConfig, reflect.TypeFor[BlocksConfig]())
-	return b
-}
-
-// fieldVar is the variable of the Config field with that name (a
-// promoted one included), as errors name it: DISPENSER_LEASE_TTL for
-// LeaseTTL. The libraries name their settings by field, and Config's
-// fields carry the libraries' names, so this is the one mapping; a name
-// Config lacks is returned as it is.
-func fieldVar(field string) string {
-	if v, ok := lookupVar(field); ok {
-		return v
-	}
-	return field
-}
-
-// lookupVar is fieldVar that says whether Config has the field.
-func lookupVar(field string) (string, bool) {
-	f, ok := reflect.TypeFor[Config]().FieldByName(field)
-	if !ok || f.Tag.Get("envconfig") == "" {
-		return "", false
-	}
-	return EnvPrefix + "_" + f.Tag.Get("envconfig"), true
-}
-
-// namedError turns a library's error about one of its settings, which
-// names the field, into a *ConfigError naming the variable; other errors
-// are returned as they are.
-func namedError(err error) error {
-	var (
-		we *workerid.SettingError
-		ne *natsio.SettingError
-	)
-	switch {
-	case errors.As(err, &we):
-		return &ConfigError{Var: fieldVar(we.Field), Reason: we.Reason}
-	case errors.As(err, &ne):
-		return &ConfigError{Var: fieldVar(ne.Field), Reason: ne.Reason}
-	}
-	return err
-}
-
 // DefaultTakeWait is how long a request waits for IDs at the instance's
 // capacity: below the Go client's 1s attempt timeout, so that the caller
 // gets IDs or a 503 it can act on rather than a timeout.
@@ -218,111 +113,6 @@ func LoadConfig() (Config, error) {
 		return Config{}, err
 	}
 	return cfg, cfg.Validate()
-}
-
-// processEnv is envconfig.Process(EnvPrefix, cfg) without envconfig's
-// fallback to a variable's unprefixed name (it reads the tag MYSQL_DSN
-// from MYSQL_DSN when DISPENSER_MYSQL_DSN is unset), through which a
-// MYSQL_DSN or LOG_LEVEL meant for another program in the same container
-// would configure the dispenser. envconfig skips the fallback when a tag
-// is the whole name, so the leaf fields are processed as one flat struct
-// whose tags carry the prefix, then copied back: the same parsing, only
-// DISPENSER_* read. A field whose variable is unset keeps its value.
-func processEnv(cfg *Config) error {
-	leaves, flat := flatten(cfg)
-	if err := envconfig.Process("", flat.Addr().Interface()); err != nil {
-		return err
-	}
-	for i, leaf := range leaves {
-		leaf.Set(flat.Field(i))
-	}
-	return nil
-}
-
-// flatten lists cfg's leaf fields, nested structs walked, and returns a
-// flat struct holding their values whose tags carry the prefixed names.
-func flatten(cfg *Config) (leaves []reflect.Value, flat reflect.Value) {
-	var fields []reflect.StructField
-	var collect func(v reflect.Value)
-	collect = func(v reflect.Value) {
-		for i := range v.NumField() {
-			f := v.Type().Field(i)
-			if f.Anonymous {
-				collect(v.Field(i))
-				continue
-			}
-			name := f.Tag.Get("envconfig")
-			if name == "" {
-				panic("dispenser: configuration field " + f.Name + " has no envconfig tag")
-			}
-			tag := strings.Replace(string(f.Tag), `envconfig:"`+name+`"`, `envconfig:"`+EnvPrefix+"_"+name+`"`, 1)
-			leaves = append(leaves, v.Field(i))
-			fields = append(fields, reflect.StructField{Name: fmt.Sprintf("F%d", len(fields)), Type: f.Type, Tag: reflect.StructTag(tag)})
-		}
-	}
-	collect(reflect.ValueOf(cfg).Elem())
-	flat = reflect.New(reflect.StructOf(fields)).Elem()
-	for i, leaf := range leaves {
-		flat.Field(i).Set(leaf)
-	}
-	return leaves, flat
-}
-
-// Variable is one configuration variable.
-type Variable struct {
-	Name        string // e.g. DISPENSER_LEASE_TTL
-	Type        string // as envconfig names it: Duration, Integer, True or False...
-	Default     string // DefaultConfig's value as the variable would say it; "" for an empty string
-	Description string
-}
-
-// Variables lists every variable the dispenser reads, in Config's order,
-// with its default: the one list that `dispenser -h`, docs/configuration.md
-// and the compose test are made from or checked against.
-func Variables() []Variable {
-	cfg := DefaultConfig()
-	leaves, flat := flatten(&cfg)
-	vars := make([]Variable, len(leaves))
-	for i, leaf := range leaves {
-		f := flat.Type().Field(i)
-		vars[i] = Variable{Name: f.Tag.Get("envconfig"), Type: typeName(f.Type), Default: formatDefault(leaf), Description: f.Tag.Get("desc")}
-	}
-	return vars
-}
-
-// typeName names a variable's type as envconfig's usage does.
-func typeName(t reflect.Type) string {
-	switch {
-	case t.PkgPath() != "": // time.Duration, time.Time, workerid.Mode
-		return t.Name()
-	case t.Kind() == reflect.Bool:
-		return "True or False"
-	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Int64:
-		return "Integer"
-	case t.Kind() >= reflect.Uint && t.Kind() <= reflect.Uint64:
-		return "Unsigned Integer"
-	}
-	return "String"
-}
-
-// formatDefault writes a default value as a variable would be set to it
-// (LoadConfig reads it back to the same value; a test holds it to that).
-func formatDefault(v reflect.Value) string {
-	switch x := v.Interface().(type) {
-	case time.Duration:
-		// 1m rather than 1m0s, 1h rather than 1h0m0s.
-		s := x.String()
-		if strings.HasSuffix(s, "m0s") {
-			s = strings.TrimSuffix(s, "0s")
-		}
-		if strings.HasSuffix(s, "h0m") {
-			s = strings.TrimSuffix(s, "0m")
-		}
-		return s
-	case time.Time:
-		return x.UTC().Format(time.RFC3339)
-	}
-	return fmt.Sprint(v.Interface())
 }
 
 // DefaultConfig is the configuration with every default, as LoadConfig
@@ -358,24 +148,6 @@ func DefaultConfig() Config {
 		BlocksConfig:       defaultsOf[BlocksConfig](natsio.DefaultBlocksConfig()),
 	}
 }
-
-// defaultsOf is one of Config's nested structs filled from the defaults
-// of the library's struct it stands for.
-func defaultsOf[T any](library any) T {
-	var ours T
-	copyFields(&ours, library, reflect.TypeFor[T]())
-	return ours
-}
-
-// usageFormat lists each variable with its type, default and description.
-var usageFormat = template.Must(template.New("usage").Parse(`The dispenser is configured through the environment:
-{{range .}}
-  {{.Name}} ({{.Type}}{{if .Default}}, default {{.Default}}{{end}})
-      {{.Description}}{{end}}
-`))
-
-// Usage writes every configuration variable with its default to w.
-func Usage(w io.Writer) error { return usageFormat.Execute(w, Variables()) }
 
 var tokenPattern = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
@@ -485,13 +257,6 @@ func (c Config) checkSequences() error {
 	return nil
 }
 
-// sequenceConfig is the allocator's configuration.
-func (c Config) sequenceConfig(log *slog.Logger) sequence.Config {
-	cfg := sequence.DefaultConfig()
-	cfg.MinStep, cfg.MaxStep, cfg.Target, cfg.Logger = c.SequenceStep, c.SequenceMaxStep, c.SequenceTarget, log
-	return cfg
-}
-
 // layoutVars are the variables DISPENSER_LAYOUT stands for.
 var layoutVars = []string{"TIME_BITS", "WORKER_BITS", "SEQ_BITS", "EPOCH"}
 
@@ -542,61 +307,6 @@ func validPrefix(p string) bool {
 // Layout is the ID layout the configuration describes.
 func (c Config) Layout() uidcore.Layout {
 	return uidcore.Layout{TimeBits: c.TimeBits, WorkerBits: c.WorkerBits, SeqBits: c.SeqBits, Epoch: c.Epoch.UTC()}
-}
-
-// cachedOptions are the ring-buffer settings for uidcore. lanes claims
-// extra worker IDs; it is used in leased mode only, where worker IDs are
-// recycled (a disposable claim burns a WORKER_NODE row for good).
-func (c Config) cachedOptions(claim uidcore.Claim, lanes uidcore.Assigner, observer uidcore.Observer) uidcore.CachedOptions {
-	boost := c.BoostPower
-	if boost == 0 {
-		boost = -1 // uidcore reads 0 as "default"
-	}
-	maxAhead, maxLag := c.MaxAhead, c.MaxLag
-	if maxAhead < 0 {
-		maxAhead = uidcore.NoAheadBound
-	}
-	if maxLag < 0 {
-		maxLag = uidcore.NoLagBound
-	}
-	maxLanes := c.MaxLanes
-	if c.WorkerMode == workerid.ModeDisposable || maxLanes <= 1 {
-		lanes, maxLanes = nil, 1
-	}
-	return uidcore.CachedOptions{
-		Layout:           c.Layout(),
-		Claim:            claim,
-		Lanes:            lanes,
-		MaxLanes:         maxLanes,
-		LaneIdle:         c.LaneIdle,
-		RingMemory:       c.RingMemory,
-		BoostPower:       boost,
-		PaddingFactor:    c.PaddingFactor,
-		ScheduleInterval: c.ScheduleInterval,
-		MaxAhead:         maxAhead,
-		TakeWait:         c.TakeWait,
-		MaxLag:           maxLag,
-		Observer:         observer,
-	}
-}
-
-// connConfig is how to reach NATS; url is the resolved URL.
-func (c Config) connConfig(url, name string, log *slog.Logger) natsio.ConnConfig {
-	return natsio.ConnConfig{
-		URL:            url,
-		Name:           name,
-		User:           c.NATSUser,
-		Password:       c.NATSPassword,
-		Token:          c.NATSToken,
-		NKeySeedFile:   c.NATSNKeySeedFile,
-		CredsFile:      c.NATSCredsFile,
-		TLSCAFile:      c.NATSTLSCA,
-		TLSCertFile:    c.NATSTLSCert,
-		TLSKeyFile:     c.NATSTLSKey,
-		ConnectTimeout: c.NATSConnectTimeout,
-		DrainTimeout:   c.ShutdownTimeout,
-		Logger:         log,
-	}
 }
 
 func parseLevel(s string) (slog.Level, error) {
