@@ -85,9 +85,10 @@ type Config struct {
 }
 
 // DefaultTakeWait is how long a request waits for IDs at the instance's
-// capacity: below the Go client's 1s attempt timeout, so that the caller
-// gets IDs or a 503 it can act on rather than a timeout.
-const DefaultTakeWait = 800 * time.Millisecond
+// capacity, the service's bulk wait: below the Go client's 1s attempt
+// timeout, so that the caller gets IDs or a 503 it can act on rather than
+// a timeout.
+const DefaultTakeWait = natsio.DefaultCapacityWait
 
 // ConfigError is an invalid setting, named by its environment variable.
 type ConfigError struct {

@@ -148,6 +148,7 @@ func Start(ctx context.Context, cfg Config, opts ...Option) (_ *Dispenser, err e
 		QueueGroup:     cfg.QueueGroup,
 		SubjectPrefix:  cfg.SubjectPrefix,
 		MaxBatch:       cfg.MaxBatch,
+		CapacityWait:   cfg.TakeWait, // bulk batches wait as long as the generator's takes
 		Version:        Build().Version,
 		Logger:         d.log,
 		ClaimStatus:    d.claimStatus,
