@@ -60,7 +60,7 @@ type Config struct {
 	PaddingFactor    int           `envconfig:"PADDING_FACTOR" desc:"pad the ring when fewer than this percentage of slots hold IDs (1-100)"`
 	ScheduleInterval time.Duration `envconfig:"SCHEDULE_INTERVAL" desc:"also pad on this interval (0: only on demand)"`
 	MaxAhead         time.Duration `envconfig:"MAX_AHEAD" desc:"how far IDs' seconds may run ahead of the clock under load (at least 1s; negative: no bound)"`
-	TakeWait         time.Duration `envconfig:"TAKE_WAIT" desc:"how long a request waits for IDs when the instance is at its capacity before it gets a 503 (keep it below the clients' attempt timeout, 1s for the Go client)"`
+	TakeWait         time.Duration `envconfig:"TAKE_WAIT" desc:"how long a request waits for IDs when the instance is at its capacity, or for the new worker ID after a lost lease, before it gets a 503 (keep it below the clients' attempt timeout, 1s for the Go client)"`
 	MaxLag           time.Duration `envconfig:"MAX_LAG" desc:"IDs waiting in the ring that lag the clock by more than this are discarded and refilled, so IDs carry real time at low load (at least 1s; negative: keep them)"`
 
 	QueueGroup      string        `envconfig:"QUEUE_GROUP" desc:"NATS queue group of the instances"`
