@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"sync"
 	"time"
 
@@ -237,8 +238,15 @@ func (d *Dispenser) connectNATS(ctx context.Context) (url string, _ func(), err 
 // openAssigner sets up the configured worker-ID store and returns how to
 // close it.
 func (d *Dispenser) openAssigner(ctx context.Context, url string) (func(), error) {
+	cfg := d.cfg.workerIDConfig(d.log)
+	var err error
+	// UidGenerator's container variables (JPAAS_*) and Kubernetes' name
+	// the instance in the store.
+	if cfg.Host, err = workerid.DetectHost(os.Getenv); err != nil {
+		return nil, fmt.Errorf("dispenser: %w", err)
+	}
 	if d.cfg.MySQLDSN != "" {
-		a, err := mysqlstore.NewAssigner(ctx, d.cfg.workerIDConfig(d.log))
+		a, err := mysqlstore.NewAssigner(ctx, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("dispenser: worker-ID store: %w", err)
 		}
@@ -254,7 +262,7 @@ func (d *Dispenser) openAssigner(ctx context.Context, url string) (func(), error
 	if err != nil {
 		return nil, fmt.Errorf("dispenser: %w", err)
 	}
-	a, err := kvstore.NewAssigner(ctx, conn.Conn, d.cfg.workerIDConfig(d.log))
+	a, err := kvstore.NewAssigner(ctx, conn.Conn, cfg)
 	if err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("dispenser: worker-ID store (JetStream KV bucket %s): %w", d.cfg.WorkerKVBucket, err)

@@ -46,6 +46,10 @@ type Config struct {
 	// unreachable store before it fails; 0: one attempt.
 	StoreStartupDeadline time.Duration
 
+	// Host identifies the instance in the store's records, for operators
+	// (see DetectHost); zero: DetectHost(nil), an actual host.
+	Host Host
+
 	Logger *slog.Logger // nil: slog.Default()
 	// SettingName names a setting, given its field name, in the messages
 	// that tell the operator to change it (say, "set CreateTables to
@@ -70,6 +74,14 @@ func DefaultConfig() Config {
 		WorkerKVReplicas:     1,
 		StoreStartupDeadline: 30 * time.Second,
 	}
+}
+
+// InstanceHost is Host, or DetectHost(nil) when it is zero.
+func (c Config) InstanceHost() (Host, error) {
+	if c.Host != (Host{}) {
+		return c.Host, nil
+	}
+	return DetectHost(nil)
 }
 
 // Name is how messages name the setting of the Config field: by

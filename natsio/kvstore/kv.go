@@ -60,7 +60,7 @@ func NewAssigner(ctx context.Context, nc *nats.Conn, cfg workerid.Config) (*Assi
 		return nil, err
 	}
 	logger := cmp.Or(cfg.Logger, slog.Default())
-	host, err := workerid.DetectHost()
+	host, err := cfg.InstanceHost()
 	if err != nil {
 		return nil, err
 	}

@@ -105,7 +105,7 @@ func NewAssigner(ctx context.Context, cfg workerid.Config) (*Assigner, error) {
 	if dsn.Timeout == 0 {
 		dsn.Timeout = 5 * time.Second
 	}
-	host, err := workerid.DetectHost()
+	host, err := cfg.InstanceHost()
 	if err != nil {
 		return nil, err
 	}
