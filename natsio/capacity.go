@@ -52,6 +52,9 @@ func atCapacity(src IDSource, err error) error {
 // a time), so small requests behind it are still answered at once.
 type deferredBatch struct {
 	wait func(ctx context.Context, buf []byte) ([]byte, int, error)
+	// segment: a sequence request waiting for the store (segmentWaits),
+	// not for the ring.
+	segment bool
 }
 
 func (*deferredBatch) Error() string { return "batch waits for capacity" }

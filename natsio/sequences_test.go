@@ -195,3 +195,81 @@ func TestSequenceStats(t *testing.T) {
 	}
 	t.Logf("stats %+v", seq)
 }
+
+// TestSequenceWaitHoldsNoOtherName: a request waiting for a name's
+// segment from the store does not hold up a name with numbers at hand
+// (one endpoint serves every name, and micro runs its handlers one at a
+// time), and is answered with its number once the segment comes.
+func TestSequenceWaitHoldsNoOtherName(t *testing.T) {
+	url := startNATS(t, nil)
+	store := &gatedStore{MemStore: sequencetest.NewMemStore(), gated: "slow", gate: make(chan struct{})}
+	alloc := sequencetest.NewAllocator(t, store, sequencetest.Config())
+	if err := alloc.Declare(context.Background(), []sequence.Declaration{{Name: "fast", First: 1}, {Name: "slow", First: 100}}); err != nil {
+		t.Fatal(err)
+	}
+	// Long enough that the slow request outlasts the fast ones on a busy machine.
+	startInstance(t, url, 3, instanceOpts{service: ServiceConfig{Sequences: alloc, CapacityWait: 10 * time.Second}})
+	nc := connect(t, url)
+	fast := uidclient.SeqSubject("uid", "fast", "next")
+	if msg, err := nc.Request(fast, nil, 2*time.Second); err != nil || string(msg.Data) != "1" {
+		t.Fatalf("first number of fast: %v %q", err, msg.Data)
+	}
+
+	slowReply := make(chan *nats.Msg, 1)
+	slowErr := make(chan error, 1)
+	go func() {
+		msg, err := nc.Request(uidclient.SeqSubject("uid", "slow", "next"), nil, 15*time.Second)
+		slowErr <- err
+		slowReply <- msg
+	}()
+	testenv.WaitFor(t, 5*time.Second, "the slow name's request waiting in the store", func() bool { return store.waiting.Load() > 0 })
+
+	got := map[string]bool{"1": true}
+	for i := range 20 {
+		begin := time.Now()
+		msg, err := nc.Request(fast, nil, 2*time.Second)
+		if err != nil || msg.Header.Get(micro.ErrorCodeHeader) != "" {
+			t.Fatalf("fast request %d while slow waits: %v %v", i, err, msg.Header)
+		}
+		if took := time.Since(begin); took > 300*time.Millisecond {
+			t.Fatalf("fast request %d took %s while the slow name waited for the store: held up", i, took)
+		}
+		if got[string(msg.Data)] {
+			t.Fatalf("fast number %s twice", msg.Data)
+		}
+		got[string(msg.Data)] = true
+	}
+	select {
+	case err := <-slowErr:
+		t.Fatalf("the slow request returned before its segment came: %v", err)
+	default:
+	}
+	close(store.gate)
+	if err := <-slowErr; err != nil {
+		t.Fatal(err)
+	}
+	if msg := <-slowReply; string(msg.Data) != "100" {
+		t.Fatalf("slow reply %q %v, want 100 once the segment came", msg.Data, msg.Header)
+	}
+}
+
+// gatedStore is the reference store whose takes for one name wait until
+// the gate closes (a slow or stuck store for that name only).
+type gatedStore struct {
+	*sequencetest.MemStore
+	gated   string
+	gate    chan struct{}
+	waiting atomic.Int32
+}
+
+func (g *gatedStore) Take(ctx context.Context, name string, step uint64) (sequence.Segment, error) {
+	if name == g.gated {
+		g.waiting.Add(1)
+		select {
+		case <-g.gate:
+		case <-ctx.Done():
+			return sequence.Segment{}, ctx.Err()
+		}
+	}
+	return g.MemStore.Take(ctx, name, step)
+}

@@ -42,6 +42,9 @@ type IDSource interface {
 // sequences; *sequence.Allocator implements it.
 type SequenceSource interface {
 	Fill(ctx context.Context, name string, dst []uint64) error
+	// TryFill is Fill without waiting: false (nothing taken) when the
+	// numbers at hand are too few.
+	TryFill(name string, dst []uint64) (bool, error)
 	Stats() []sequence.Stats
 }
 
@@ -104,6 +107,7 @@ type Service struct {
 	replyBufs   sync.Pool // *[]byte for reply bodies
 	otel        *serverTelemetry
 	capacity    *capacityQueue
+	segments    *segmentWaits
 
 	mu         sync.Mutex
 	svc        micro.Service
@@ -179,10 +183,12 @@ func NewService(nc *nats.Conn, src IDSource, cfg ServiceConfig) (*Service, error
 		s.endpoints[uidclient.EndpointSeqBatch] = &endpointCounters{}
 	}
 	s.capacity = newCapacityQueue(s)
+	s.segments = newSegmentWaits(s)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.start(); err != nil {
 		s.capacity.stop()
+		s.segments.stop()
 		return nil, err
 	}
 	// The subscriptions are sent to the server asynchronously; a round
@@ -190,6 +196,7 @@ func NewService(nc *nats.Conn, src IDSource, cfg ServiceConfig) (*Service, error
 	if err := nc.FlushTimeout(10 * time.Second); err != nil {
 		_ = s.svc.Stop()
 		s.capacity.stop()
+		s.segments.stop()
 		return nil, fmt.Errorf("natsio: subscribe the service endpoints: %w", err)
 	}
 	return s, nil
@@ -321,10 +328,16 @@ func (s *Service) handle(endpoint, template string, fn handlerFunc) micro.Handle
 		if errors.As(err, &d) {
 			c.replyTo = req.Reply()
 			w := waitingBatch{call: c, wait: d.wait, deadline: span.start.Add(s.cfg.CapacityWait)}
-			if s.capacity.enqueue(w) {
+			switch {
+			case d.segment && s.segments.start(w):
+				return // answered once the segment is there
+			case d.segment:
+				reply, ids, err = nil, 0, s.segments.full()
+			case s.capacity.enqueue(w):
 				return // the capacity queue answers it
+			default:
+				reply, ids, err = nil, 0, atCapacity(s.src, fmt.Errorf("%w: %d bulk requests already wait", uidcore.ErrBufferEmpty, maxWaitingBatches))
 			}
-			reply, ids, err = nil, 0, atCapacity(s.src, fmt.Errorf("%w: %d bulk requests already wait", uidcore.ErrBufferEmpty, maxWaitingBatches))
 		}
 		s.finish(c, reply, ids, err)
 	})
@@ -508,42 +521,43 @@ func (s *Service) seqName(subject string) string {
 	return name
 }
 
-// seqContext bounds how long a sequence request waits for the store: the
-// endpoint's handlers run one at a time, so a request waiting for a
-// segment holds up the others (the store is asked ahead, at 10% of a
-// segment, so only an outage or a name's first request waits).
-func (s *Service) seqContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, s.cfg.CapacityWait)
-}
-
 // seqNext answers the next number of the subject's sequence.
-func (s *Service) seqNext(ctx context.Context, req micro.Request, buf []byte) ([]byte, int, error) {
-	ctx, cancel := s.seqContext(ctx)
-	defer cancel()
-	var n [1]uint64
-	if err := s.cfg.Sequences.Fill(ctx, s.seqName(req.Subject()), n[:]); err != nil {
-		return nil, 0, err
-	}
-	return strconv.AppendUint(buf, n[0], 10), 1, nil
+func (s *Service) seqNext(_ context.Context, req micro.Request, buf []byte) ([]byte, int, error) {
+	return s.seqFill(req, buf, 1, func(buf []byte, n []uint64) []byte { return strconv.AppendUint(buf, n[0], 10) })
 }
 
 // seqBatch answers the number of the subject's sequence's numbers the
 // body asks for, all or none.
-func (s *Service) seqBatch(ctx context.Context, req micro.Request, buf []byte) ([]byte, int, error) {
+func (s *Service) seqBatch(_ context.Context, req micro.Request, buf []byte) ([]byte, int, error) {
 	binary := wantsBinary(req.Headers())
 	n, err := parseCount(req.Data(), maxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), binary))
 	if err != nil {
 		return nil, 0, s.binaryHint(err, req.Data(), binary)
 	}
-	ctx, cancel := s.seqContext(ctx)
-	defer cancel()
-	idp := s.idBuffer(n)
-	defer s.idBufs.Put(idp)
-	ids := (*idp)[:n]
-	if err := s.cfg.Sequences.Fill(ctx, s.seqName(req.Subject()), ids); err != nil {
-		return nil, 0, err
+	return s.seqFill(req, buf, n, func(buf []byte, ids []uint64) []byte { return appendIDs(buf, ids, binary) })
+}
+
+// seqFill takes n numbers of the subject's sequence and encodes them. When
+// the numbers at hand are too few it waits for the store off the
+// endpoint's goroutine (segmentWaits), up to the capacity wait.
+func (s *Service) seqFill(req micro.Request, buf []byte, n int, encode func([]byte, []uint64) []byte) ([]byte, int, error) {
+	name := s.seqName(req.Subject())
+	answer := func(buf []byte, fill func(dst []uint64) (bool, error)) ([]byte, int, error) {
+		idp := s.idBuffer(n)
+		defer s.idBufs.Put(idp)
+		ok, err := fill((*idp)[:n])
+		if err != nil || !ok {
+			return nil, 0, err
+		}
+		return encode(buf, (*idp)[:n]), n, nil
 	}
-	return appendIDs(buf, ids, binary), n, nil
+	reply, got, err := answer(buf, func(dst []uint64) (bool, error) { return s.cfg.Sequences.TryFill(name, dst) })
+	if got > 0 || err != nil {
+		return reply, got, err
+	}
+	return nil, 0, &deferredBatch{segment: true, wait: func(ctx context.Context, buf []byte) ([]byte, int, error) {
+		return answer(buf, func(dst []uint64) (bool, error) { return true, s.cfg.Sequences.Fill(ctx, name, dst) })
+	}}
 }
 
 // parse answers the fields of an ID as UidGenerator's parseUID JSON.
@@ -632,8 +646,10 @@ func (s *Service) Stop() error {
 	svc := s.svc
 	s.mu.Unlock()
 	err := svc.Stop()
-	// Batches waiting for capacity get what the ring holds, or a 503.
+	// Batches waiting for capacity get what the ring holds, or a 503;
+	// sequence requests waiting for a segment, a 503.
 	s.capacity.stop()
+	s.segments.stop()
 	if err != nil {
 		return fmt.Errorf("natsio: stop service: %w", err)
 	}

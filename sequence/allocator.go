@@ -171,27 +171,45 @@ func (a *Allocator) Next(ctx context.Context, name string) (uint64, error) {
 // segment, ErrClosed after Close. On error nothing is taken: a batch
 // waits until it holds enough numbers for all of dst.
 func (a *Allocator) Fill(ctx context.Context, name string, dst []uint64) error {
+	_, err := a.fill(ctx, name, dst, true)
+	return err
+}
+
+// TryFill is Fill without waiting: false, and nothing taken, when the
+// segments held have too few numbers for dst (a caller that may wait
+// then calls Fill, off any goroutine that serves other names).
+func (a *Allocator) TryFill(name string, dst []uint64) (bool, error) {
+	return a.fill(context.Background(), name, dst, false)
+}
+
+func (a *Allocator) fill(ctx context.Context, name string, dst []uint64, wait bool) (bool, error) {
 	if len(dst) == 0 {
-		return nil
+		return true, nil
 	}
 	if ValidName(name) != nil {
-		return &UnknownError{Name: name}
+		return false, &UnknownError{Name: name}
 	}
 	st, err := a.lockedState(name)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer st.mu.Unlock()
 	need := uint64(len(dst))
 	for {
 		if a.closed.Load() {
-			return ErrClosed
+			return false, ErrClosed
 		}
 		if st.heldTotal() >= need {
 			break
 		}
+		if !wait {
+			a.mu.Lock()
+			a.dropUnused(st, false)
+			a.mu.Unlock()
+			return false, nil
+		}
 		if err := a.await(ctx, st, need-st.heldTotal()); err != nil {
-			return a.forget(st, err)
+			return false, a.forget(st, err)
 		}
 	}
 	for i := 0; i < len(dst); {
@@ -209,7 +227,7 @@ func (a *Allocator) Fill(ctx context.Context, name string, dst []uint64) error {
 	}
 	st.issued += need
 	a.maybePrefetch(st)
-	return nil
+	return true, nil
 }
 
 // lockedState returns name's state locked. A state dropped (by forget)
@@ -261,10 +279,7 @@ func (a *Allocator) forget(st *seqState, err error) error {
 	unknown := errors.Is(err, ErrUnknownSequence)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if (unknown || !st.known) && st.segments == 0 && len(st.held) == 0 && st.fetch == nil && a.seqs[st.name] == st {
-		delete(a.seqs, st.name)
-		st.dropped = true
-	}
+	a.dropUnused(st, unknown)
 	if !unknown {
 		return err
 	}
@@ -273,6 +288,16 @@ func (a *Allocator) forget(st *seqState, err error) error {
 	}
 	a.unknown[st.name] = time.Now().Add(unknownTTL)
 	return &UnknownError{Name: st.name}
+}
+
+// dropUnused drops a state that never got a segment of a name not known
+// to exist (or that the store just said it does not know), so that
+// made-up names leave nothing behind. a.mu and st.mu are held.
+func (a *Allocator) dropUnused(st *seqState, storeUnknown bool) {
+	if (storeUnknown || !st.known) && st.segments == 0 && len(st.held) == 0 && st.fetch == nil && a.seqs[st.name] == st {
+		delete(a.seqs, st.name)
+		st.dropped = true
+	}
 }
 
 func (st *seqState) heldTotal() uint64 {

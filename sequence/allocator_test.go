@@ -52,3 +52,49 @@ func TestStepHalvesWhenSegmentsLastLong(t *testing.T) {
 		t.Fatalf("step %d after a segment lasting more than twice the target, want %d", got, cfg.MaxStep/2)
 	}
 }
+
+// TestTryFillNeverWaits: TryFill takes only numbers at hand, all or
+// nothing, without asking the store; a name it cannot serve leaves no
+// state behind; what it hands out continues what Fill handed out, with no
+// number twice.
+func TestTryFillNeverWaits(t *testing.T) {
+	t.Parallel()
+	store := sequencetest.NewMemStore()
+	if _, err := store.Declare(context.Background(), "orders", 1); err != nil {
+		t.Fatal(err)
+	}
+	a := sequencetest.NewAllocator(t, store, sequencetest.Config())
+	one := make([]uint64, 1)
+	if ok, err := a.TryFill("orders", one); ok || err != nil {
+		t.Fatalf("TryFill before any segment: %v %v, want false and no error (nothing at hand)", ok, err)
+	}
+	if len(a.Stats()) != 0 {
+		t.Fatalf("a TryFill with nothing at hand left state: %+v", a.Stats())
+	}
+	ctx := context.Background()
+	first, err := a.Next(ctx, "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := a.Stats()[0].Held
+	got := []uint64{first}
+	too := make([]uint64, held+1)
+	if ok, err := a.TryFill("orders", too); ok || err != nil {
+		t.Fatalf("TryFill of %d with %d held: %v %v, want false", len(too), held, ok, err)
+	}
+	if a.Stats()[0].Held != held {
+		t.Fatalf("a refused TryFill took numbers: held %d, was %d", a.Stats()[0].Held, held)
+	}
+	rest := make([]uint64, held)
+	if ok, err := a.TryFill("orders", rest); !ok || err != nil {
+		t.Fatalf("TryFill of the %d held: %v %v", held, ok, err)
+	}
+	got = append(got, rest...)
+	sequencetest.CheckIncreasing(t, "one allocator", got)
+	if sequencetest.CheckUnique(t, got) != len(got) {
+		t.Fatalf("a number twice in %v", got)
+	}
+	if ok, err := a.TryFill("nosuch", one); ok || err != nil {
+		t.Fatalf("TryFill of an undeclared name: %v %v, want false (the store is asked only by Fill)", ok, err)
+	}
+}

@@ -1,15 +1,19 @@
 // Command soak runs uid-dispenser's fault-injection soak (package
-// internal/soak): a 3-node NATS cluster, MySQL behind a cuttable proxy,
-// three dispenser processes and sixteen clients, with dispensers killed,
-// stopped, paused and cut off and NATS nodes restarted on a schedule; at
-// the end every ID received is checked for duplicates and order, every
-// call for its deadline, every process for leaks.
+// internal/soak): a 3-node cluster of nats-server processes, MySQL behind
+// a cuttable proxy, two fleets of dispenser processes (three leasing
+// worker IDs on MySQL, two on a JetStream KV bucket) and sixteen clients,
+// with dispensers killed, stopped, paused and cut off, and NATS nodes
+// (stream leaders) killed and paused on a schedule; at the end every ID
+// received is checked for duplicates and order, every call for its
+// deadline, every process for leaks.
 //
 //	go run ./cmd/soak -duration 10m
 //
 // It exits 0 when the run found no violation, 1 when it found one, 2 when
 // it could not run (no MySQL, bad flags). Without -dispenser it builds
-// cmd/dispenser first (run it inside the module).
+// cmd/dispenser first, and without -nats-server it builds go.mod's
+// nats-server once into the user's cache directory (run it inside the
+// module).
 package main
 
 import (
@@ -43,6 +47,7 @@ func run() int {
 	flags := flag.NewFlagSet("soak", flag.ContinueOnError)
 	flags.DurationVar(&cfg.Duration, "duration", def.Duration, "how long the clients run (env SOAK_DURATION); the first fault cycle always completes")
 	flags.StringVar(&cfg.DispenserBin, "dispenser", "", "dispenser binary (default: go build ./cmd/dispenser into a temporary directory)")
+	flags.StringVar(&cfg.NATSServerBin, "nats-server", "", "nats-server binary the nodes run (default: go.mod's version, built once into the user's cache directory)")
 	flags.StringVar(&cfg.MySQLDSN, "mysql", def.MySQLDSN, "MySQL DSN (env UID_TEST_MYSQL_DSN); without a database name a fresh one is created and dropped")
 	flags.StringVar(&cfg.WorkDir, "work-dir", "", "directory for logs and NATS stores (default: temporary, removed after a passing run)")
 	flags.BoolVar(&cfg.Keep, "keep", false, "keep the work directory after a passing run")
@@ -79,6 +84,15 @@ func run() int {
 			fmt.Fprintln(os.Stderr, "soak: building the dispenser:", err)
 			return 2
 		}
+	}
+
+	if cfg.NATSServerBin == "" {
+		bin, err := soak.NATSServerBinary(ctx)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		cfg.NATSServerBin = bin
 	}
 
 	sum, err := soak.Run(ctx, cfg)

@@ -14,9 +14,10 @@ import (
 
 // TestSoakShort runs the soak for a minute, as CI does: every kind of
 // fault at least once, and no violation. The soak and the dispenser are
-// built without the race detector (a 3-node JetStream cluster and three
+// built without the race detector (a 3-node JetStream cluster and five
 // dispensers under -race would not fit two cores in a minute); the soak's
-// checks are tested under -race in internal/soak.
+// checks are tested under -race in internal/soak. The soak builds
+// nats-server once into the user's cache directory; later runs reuse it.
 func TestSoakShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the soak runs for a minute")
@@ -49,6 +50,7 @@ func TestSoakShort(t *testing.T) {
 	var sum struct {
 		IDsChecked      uint64            `json:"ids_checked"`
 		IDs             map[string]uint64 `json:"ids"`
+		FleetIDs        map[string]uint64 `json:"ids_by_fleet"`
 		Duplicates      int               `json:"duplicates"`
 		Faults          map[string]int    `json:"faults"`
 		ZombieTakeovers int               `json:"zombie_takeovers"`
@@ -70,7 +72,13 @@ func TestSoakShort(t *testing.T) {
 			t.Errorf("no IDs by %s", kind)
 		}
 	}
-	for _, kind := range []string{"kill9", "sigterm", "nats-restart", "mysql-cut-short", "mysql-cut-long", "zombie"} {
+	for _, fleet := range []string{"uid", "uidkv"} { // MySQL and JetStream KV worker IDs
+		if sum.FleetIDs[fleet] == 0 {
+			t.Errorf("no IDs from fleet %s", fleet)
+		}
+	}
+	for _, kind := range []string{"kill9", "sigterm", "nats-kill-kv-leader", "mysql-cut-short", "nats-pause", "partition-short",
+		"nats-kill-blocks-leader", "mysql-cut-long", "partition-long", "zombie"} {
 		if sum.Faults[kind] == 0 {
 			t.Errorf("no %s fault injected", kind)
 		}

@@ -36,7 +36,7 @@ func (b claimBook) claim(w uint64, s int64) int {
 type checkInput struct {
 	layout   uidcore.Layout
 	clients  []*clientLog
-	claims   claimBook
+	claims   map[string]claimBook // by fleet
 	kinds    []errorKind
 	deadline time.Duration // every call's deadline
 	grace    time.Duration // how late a call may return after it
@@ -81,10 +81,14 @@ func (in checkInput) unexplainedFailure(start, end time.Duration) string {
 
 // checkResult is what the checks found.
 type checkResult struct {
-	IDsChecked      uint64            `json:"ids_checked"`
-	Calls           map[string]uint64 `json:"calls"`
-	IDs             map[string]uint64 `json:"ids"`
-	Duplicates      int               `json:"duplicates"`
+	IDsChecked uint64            `json:"ids_checked"`
+	Calls      map[string]uint64 `json:"calls"`
+	IDs        map[string]uint64 `json:"ids"`
+	Duplicates int               `json:"duplicates"`
+	// By fleet: each fleet has its own ID space (worker IDs from 0), so
+	// uniqueness is checked within a fleet.
+	FleetIDs        map[string]uint64 `json:"ids_by_fleet"`
+	FleetDuplicates map[string]int    `json:"duplicates_by_fleet"`
 	OrderViolations int               `json:"order_violations"`
 	BlockReorders   int               `json:"block_reorders"`
 	Unclaimed       int               `json:"unclaimed_ids"`
@@ -129,24 +133,30 @@ func (e *examples) report(out *[]string) {
 
 // check runs every check on what the clients received.
 func check(in checkInput) checkResult {
-	res := checkResult{Calls: map[string]uint64{}, IDs: map[string]uint64{}, Errors: map[string]int{}}
-	for _, a := range in.claims {
-		res.Claims += len(a)
+	res := checkResult{Calls: map[string]uint64{}, IDs: map[string]uint64{}, Errors: map[string]int{},
+		FleetIDs: map[string]uint64{}, FleetDuplicates: map[string]int{}}
+	for _, book := range in.claims {
+		for _, a := range book {
+			res.Claims += len(a)
+		}
+		res.WorkerIDs += len(book)
 	}
-	res.WorkerIDs = len(in.claims)
 
-	dups := examples{what: "duplicate IDs"}
+	dups := examples{what: "duplicate IDs (within a fleet)"}
 	order := examples{what: "IDs of one claim not increasing at a client"}
 	unclaimed := examples{what: "IDs no logged worker claim can have issued"}
 	late := examples{what: fmt.Sprintf("calls that returned later than their deadline (%s) + %s", in.deadline, in.grace)}
 	unclear := examples{what: "calls that failed without a clear, expected error"}
 	unexplained := examples{what: "calls that failed when no fault explains it"}
 
-	var total int
+	totals := map[string]int{}
 	for _, c := range in.clients {
-		total += len(c.ids)
+		totals[c.fleet] += len(c.ids)
 	}
-	all := make([]uint64, 0, total)
+	all := map[string][]uint64{}
+	for f, n := range totals {
+		all[f] = make([]uint64, 0, n)
+	}
 	seqShift := in.layout.SeqBits
 	timeShift := in.layout.SeqBits + in.layout.WorkerBits
 	maxWorker := in.layout.MaxWorkerID()
@@ -157,7 +167,9 @@ func check(in checkInput) checkResult {
 		claim  int
 	}
 	for _, c := range in.clients {
-		all = append(all, c.ids...)
+		all[c.fleet] = append(all[c.fleet], c.ids...)
+		res.FleetIDs[c.fleet] += uint64(len(c.ids))
+		book := in.claims[c.fleet]
 		res.IDs[c.kind.String()] += uint64(len(c.ids))
 		res.Calls[c.kind.String()] += uint64(len(c.calls))
 		last := map[claimKey]uint64{}
@@ -205,9 +217,9 @@ func check(in checkInput) checkResult {
 						order.add("client %d batch call %d: ID %d after %d in one reply", c.id, i, id, prev)
 					}
 				}
-				k := in.claims.claim(worker, second)
+				k := book.claim(worker, second)
 				if k == 0 {
-					unclaimed.add("client %d (%s): ID %d (worker %d, second %d)", c.id, c.kind, id, worker, second)
+					unclaimed.add("client %d (%s, fleet %s): ID %d (worker %d, second %d)", c.id, c.kind, c.fleet, id, worker, second)
 				}
 				key := claimKey{worker, k}
 				prev, seen := last[key]
@@ -222,23 +234,27 @@ func check(in checkInput) checkResult {
 			}
 		}
 	}
-	res.IDsChecked = uint64(len(all))
-
-	slices.Sort(all)
-	var dupValues []uint64
-	for i := 1; i < len(all); i++ {
-		if all[i] == all[i-1] && (len(dupValues) == 0 || dupValues[len(dupValues)-1] != all[i]) {
-			dupValues = append(dupValues, all[i])
+	for _, f := range sortedKeys(all) {
+		ids := all[f]
+		res.IDsChecked += uint64(len(ids))
+		slices.Sort(ids)
+		var dupValues []uint64
+		for i := 1; i < len(ids); i++ {
+			if ids[i] == ids[i-1] && (len(dupValues) == 0 || dupValues[len(dupValues)-1] != ids[i]) {
+				dupValues = append(dupValues, ids[i])
+			}
 		}
-	}
-	for i, v := range dupValues {
-		if i < 5 {
-			dups.add("ID %d received by %s", v, whoGot(in.clients, v))
-		} else {
-			dups.n++
+		for _, v := range dupValues {
+			if len(dups.shown) < 5 {
+				dups.add("fleet %s: ID %d received by %s", f, v, whoGot(in.clients, f, v))
+			} else {
+				dups.n++
+			}
 		}
+		res.FleetDuplicates[f] = len(dupValues)
+		res.Duplicates += len(dupValues)
+		all[f] = nil // sorted copies of every ID: let them go early
 	}
-	res.Duplicates = len(dupValues)
 	res.OrderViolations = order.n
 	res.Unclaimed = unclaimed.n
 	res.Late = late.n
@@ -249,10 +265,13 @@ func check(in checkInput) checkResult {
 	return res
 }
 
-// whoGot lists the clients and calls that received id.
-func whoGot(clients []*clientLog, id uint64) string {
+// whoGot lists the clients of fleet and their calls that received id.
+func whoGot(clients []*clientLog, fleet string, id uint64) string {
 	var out string
 	for _, c := range clients {
+		if c.fleet != fleet {
+			continue
+		}
 		for i := range c.calls {
 			if slices.Contains(c.callIDs(i), id) {
 				if out != "" {

@@ -44,7 +44,7 @@ func logOf(rec *recorder, client int, kind callKind, calls ...[]uint64) *clientL
 func baseInput(rec *recorder, clients ...*clientLog) checkInput {
 	return checkInput{
 		layout: layout, clients: clients, kinds: rec.kinds,
-		claims:   claimBook{1: {0}, 2: {0}},
+		claims:   map[string]claimBook{"": {1: {0}, 2: {0}}},
 		deadline: 3 * time.Second, grace: time.Second,
 		// One long fault covering the synthetic calls explains their failures.
 		faults: []faultRecord{{Kind: faultCutLong, Start: 0, End: time.Hour}},
@@ -117,7 +117,7 @@ func TestCheckOrderAcrossClaimsIsAllowed(t *testing.T) {
 		[]uint64{id(t, testSecond+12, 1, 0)}, // second claim again
 	)
 	in := baseInput(rec, next)
-	in.claims = newClaimBook(map[uint64][]int64{1: {testSecond + 10, 0}})
+	in.claims[""] = newClaimBook(map[uint64][]int64{1: {testSecond + 10, 0}})
 	if res := check(in); len(res.Violations) != 0 {
 		t.Fatalf("violations across claims: %v", res.Violations)
 	}
@@ -144,7 +144,7 @@ func TestCheckUnclaimedIDs(t *testing.T) {
 	// testSecond+10.
 	next := logOf(rec, 0, kindNext, []uint64{id(t, testSecond, 7, 0)}, []uint64{id(t, testSecond+3, 1, 0)})
 	in := baseInput(rec, next)
-	in.claims = newClaimBook(map[uint64][]int64{1: {testSecond + 10}})
+	in.claims[""] = newClaimBook(map[uint64][]int64{1: {testSecond + 10}})
 	if res := check(in); res.Unclaimed != 2 {
 		t.Fatalf("unclaimed %d, want 2", res.Unclaimed)
 	}
@@ -178,7 +178,7 @@ func TestUnexplainedFailures(t *testing.T) {
 		faults: []faultRecord{
 			{Kind: faultKill9, Start: 10 * s, End: 11 * s},
 			{Kind: faultCutShort, Start: 30 * s, End: 32 * s},
-			{Kind: faultNATSRestart, Start: 50 * s, End: 53 * s},
+			{Kind: faultNATSPause, Start: 50 * s, End: 53 * s},
 		},
 		settle: 4 * s, cutSettle: s,
 	}
@@ -191,7 +191,7 @@ func TestUnexplainedFailures(t *testing.T) {
 		{16 * s, 19 * s, "while no fault was active"}, // after it
 		{31 * s, 34 * s, "during a MySQL cut shorter than the lease TTL"},
 		{33 * s, 36 * s, "during a MySQL cut shorter than the lease TTL"}, // within its settle time
-		{48 * s, 51 * s, ""},                                              // the NATS restart began while it ran
+		{48 * s, 51 * s, ""},                                              // the NATS pause began while it ran
 		{2 * s, 5 * s, "while no fault was active"},
 	} {
 		if got := in.unexplainedFailure(tc.start, tc.end); got != tc.want {
@@ -300,5 +300,78 @@ func TestCovering(t *testing.T) {
 	}
 	if got := covering(stalls, 2500*time.Millisecond, 4*time.Second); got != 0 {
 		t.Fatalf("covering a span between the stalls = %s, want 0", got)
+	}
+}
+
+func TestCheckDuplicatesAreCountedPerFleet(t *testing.T) {
+	rec := newRecorder(time.Now())
+	same := id(t, testSecond, 1, 3)
+	// The same value from both fleets: separate ID spaces, no duplicate.
+	a := logOf(rec, 0, kindNext, []uint64{same})
+	a.fleet = mysqlFleet.name
+	b := logOf(rec, 1, kindNext, []uint64{same})
+	b.fleet = kvFleet.name
+	in := baseInput(rec, a, b)
+	in.claims = map[string]claimBook{mysqlFleet.name: {1: {0}}, kvFleet.name: {1: {0}}}
+	if res := check(in); res.Duplicates != 0 || len(res.Violations) != 0 || res.FleetIDs[kvFleet.name] != 1 {
+		t.Fatalf("across fleets: %d duplicates, violations %q, KV fleet IDs %d; want 0, none, 1", res.Duplicates, res.Violations, res.FleetIDs[kvFleet.name])
+	}
+	// Twice within the KV fleet: a duplicate of that fleet.
+	c := logOf(rec, 2, kindBatch, []uint64{same})
+	c.fleet = kvFleet.name
+	in.clients = append(in.clients, c)
+	res := check(in)
+	if res.Duplicates != 1 || res.FleetDuplicates[kvFleet.name] != 1 || res.FleetDuplicates[mysqlFleet.name] != 0 {
+		t.Fatalf("within the KV fleet: %d duplicates (by fleet %v); want 1 in %s", res.Duplicates, res.FleetDuplicates, kvFleet.name)
+	}
+	if len(res.Violations) != 1 || !strings.Contains(res.Violations[0], "fleet uidkv") || strings.Contains(res.Violations[0], "client 0") {
+		t.Fatalf("violations %q; want one naming fleet uidkv's clients 1 and 2 only", res.Violations)
+	}
+}
+
+func TestFaultWindowsJudgeLeaderKills(t *testing.T) {
+	rec := newRecorder(time.Now())
+	// 200 calls a second for 10 s, one every 5 ms; the calls failing are
+	// given by failing(i).
+	calls := func(failing func(i int) bool) *clientLog {
+		l := &clientLog{kind: kindNext}
+		for i := range 2000 {
+			var err error
+			if failing(i) {
+				err = fmt.Errorf("natsio: uid.next: %w after 3 attempt(s)", context.DeadlineExceeded)
+			}
+			l.record(rec, rec.origin.Add(time.Duration(i)*5*time.Millisecond), time.Millisecond, []uint64{uint64(i)}, err)
+		}
+		return l
+	}
+	s := time.Second
+	kill := faultRecord{Kind: faultKillKVLeader, Start: 2 * s, End: 4 * s, Target: "soak-n1"}
+	pause := faultRecord{Kind: faultNATSPause, Start: 6 * s, End: 8 * s, Target: "soak-n2"}
+	// 3 s of window (with the settle second): 601 calls. 5 failing in
+	// the kill's window are below 1%; so are 400 failing in the pause's,
+	// which is not judged.
+	few := calls(func(i int) bool { return (i >= 400 && i < 405) || (i >= 1200 && i < 1600) })
+	w, v := faultWindows([]*clientLog{few}, []faultRecord{kill, pause})
+	if len(v) != 0 {
+		t.Fatalf("violations %q; want none", v)
+	}
+	if got := *w[faultKillKVLeader]; got.Faults != 1 || got.Calls != 601 || got.Failed != 5 {
+		t.Fatalf("kill window %+v; want 1 fault, 601 calls, 5 failed", got)
+	}
+	if got := w[faultNATSPause]; got.Failed != 400 {
+		t.Fatalf("pause window %+v; want 400 failed", got)
+	}
+	// 7 failing: above 1% of 601.
+	many := calls(func(i int) bool { return i >= 400 && i < 407 })
+	if _, v := faultWindows([]*clientLog{many}, []faultRecord{kill}); len(v) != 1 || !strings.Contains(v[0], "7 of 601") {
+		t.Fatalf("violations %q; want one for 7 of 601 calls", v)
+	}
+	// Too few calls to judge.
+	sparse := &clientLog{kind: kindNext}
+	for i := range 50 {
+		sparse.record(rec, rec.origin.Add(2*s+time.Duration(i)*time.Millisecond), time.Millisecond, nil, context.DeadlineExceeded)
+	}
+	if _, v := faultWindows([]*clientLog{sparse}, []faultRecord{kill}); len(v) != 0 {
+		t.Fatalf("violations %q on 50 calls; want none", v)
 	}
 }

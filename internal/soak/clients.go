@@ -62,42 +62,45 @@ type soakClient struct {
 	bulkIDs int  // IDs it received
 }
 
-// startClients connects n clients, kinds and nodes taken in turn, and
-// bulk batch clients.
-func startClients(ctx context.Context, n, bulk int, urls []string, logger *slog.Logger, ld load) ([]*soakClient, error) {
+// startClients connects n clients, kinds and nodes taken in turn, a
+// quarter of them on the KV fleet (clientFleet), and bulk batch clients.
+// Each is given every node's URL, its own node first, so that it fails
+// over when that node dies.
+func startClients(ctx context.Context, n, bulk int, c *cluster, logger *slog.Logger, ld load) ([]*soakClient, error) {
 	var clients []*soakClient
 	for i := range n + bulk {
 		kind := callKind(i % int(numKinds))
 		if i >= n {
 			kind = kindBatch
 		}
-		node := i % len(urls)
-		conn, err := natsio.Connect(ctx, natsio.ConnConfig{URL: urls[node], Name: fmt.Sprintf("uid-soak client %d (%s)", i, kind), Logger: logger})
+		node := i % len(c.nodes)
+		f := clientFleet(i, n)
+		conn, err := natsio.Connect(ctx, natsio.ConnConfig{URL: c.URLs(node), Name: fmt.Sprintf("uid-soak client %d (%s on %s)", i, kind, f.name), Logger: logger})
 		if err != nil {
 			closeClients(clients)
 			return nil, fmt.Errorf("soak: client %d: %w", i, err)
 		}
-		c := &soakClient{
-			log:  &clientLog{id: i, node: node, kind: kind},
+		sc := &soakClient{
+			log:  &clientLog{id: i, node: node, kind: kind, fleet: f.name},
 			conn: conn,
 			rng:  rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(i))),
 			bulk: i >= n,
 		}
 		switch kind {
 		case kindNext, kindBatch:
-			c.client = uidclient.New(conn.Conn, uidclient.Config{})
+			sc.client = uidclient.New(conn.Conn, uidclient.Config{SubjectPrefix: f.name})
 		case kindPrefetch:
-			c.client = uidclient.New(conn.Conn, uidclient.Config{})
-			c.pre = uidclient.NewPrefetcher(c.client, uidclient.PrefetchConfig{BatchSize: ld.prefetchBatch})
+			sc.client = uidclient.New(conn.Conn, uidclient.Config{SubjectPrefix: f.name})
+			sc.pre = uidclient.NewPrefetcher(sc.client, uidclient.PrefetchConfig{BatchSize: ld.prefetchBatch})
 		case kindBlocks:
-			c.blocks, err = uidclient.NewBlockSource(conn.Conn, uidclient.BlockSourceConfig{Logger: logger})
+			sc.blocks, err = uidclient.NewBlockSource(conn.Conn, uidclient.BlockSourceConfig{Stream: f.blocksStream, Logger: logger})
 			if err != nil {
 				conn.Close()
 				closeClients(clients)
 				return nil, fmt.Errorf("soak: client %d: %w", i, err)
 			}
 		}
-		clients = append(clients, c)
+		clients = append(clients, sc)
 	}
 	return clients, nil
 }

@@ -2,23 +2,33 @@ package soak
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
-	"log/slog"
 	"net"
-	"net/url"
+	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
-// cluster is a NATS cluster with JetStream, its nodes embedded in this
-// process. A node keeps its ports and store across restarts, so clients
-// and routes find it again.
+// cluster is a NATS cluster with JetStream, each node its own nats-server
+// process, so that a fault is what an operator meets: SIGKILL (no
+// goodbye to routes or clients, a store cut mid-write), SIGSTOP (a node
+// that holds its connections open and answers nothing). A node keeps its
+// ports, configuration file and store across restarts, so clients and
+// routes find it again and it rejoins with its data.
 type cluster struct {
 	name  string
+	bin   string // the nats-server binary
 	nodes []*clusterNode
 }
 
@@ -29,72 +39,137 @@ type clusterOptions struct {
 	// does not read (a paused dispenser) before it drops it as a slow
 	// consumer.
 	writeDeadline time.Duration
+	// pingInterval and pingMax, for clients and routes alike: a peer
+	// that answers no ping for pingInterval × pingMax is dropped. Short,
+	// so that a paused node (or dispenser) is noticed within seconds.
+	pingInterval time.Duration
+	pingMax      int
 }
 
-// serverLog sends a node's log to the soak's log file.
-type serverLog struct{ log *slog.Logger }
+// defaultPing is the nodes' ping interval and count: a silent peer is
+// dropped after about 3 s. Shorter would risk dropping healthy routes on
+// a loaded 2-core machine (the soak has seen its own process stall 3 s).
+const (
+	defaultPingInterval = time.Second
+	defaultPingMax      = 3
+)
 
-func (l serverLog) Noticef(format string, v ...any) { l.log.Info(fmt.Sprintf(format, v...)) }
-func (l serverLog) Warnf(format string, v ...any)   { l.log.Warn(fmt.Sprintf(format, v...)) }
-func (l serverLog) Fatalf(format string, v ...any)  { l.log.Error(fmt.Sprintf(format, v...)) }
-func (l serverLog) Errorf(format string, v ...any)  { l.log.Error(fmt.Sprintf(format, v...)) }
-func (l serverLog) Debugf(format string, v ...any)  { l.log.Debug(fmt.Sprintf(format, v...)) }
-func (l serverLog) Tracef(format string, v ...any)  { l.log.Debug(fmt.Sprintf(format, v...)) }
+func (o clusterOptions) withDefaults() clusterOptions {
+	if o.pingInterval <= 0 {
+		o.pingInterval = defaultPingInterval
+	}
+	if o.pingMax <= 0 {
+		o.pingMax = defaultPingMax
+	}
+	return o
+}
+
+// silence is how long a peer may be silent before the nodes drop it.
+func (o clusterOptions) silence() time.Duration {
+	o = o.withDefaults()
+	return o.pingInterval * time.Duration(o.pingMax)
+}
 
 type clusterNode struct {
 	name        string
+	index       int
 	host        string
 	port        int // client port
 	clusterPort int
-	storeDir    string
-	routes      []*url.URL
-	log         *slog.Logger
-	opts        clusterOptions
+	httpPort    int // monitoring (healthz, routez)
+	dir         string
+	confPath    string
+	logPath     string
 
-	mu  sync.Mutex
-	srv *server.Server
+	mu     sync.Mutex
+	proc   *exec.Cmd
+	exited chan struct{} // closed when proc has exited
+	paused bool
 }
 
 // startCluster starts n nodes on free loopback ports with their stores
-// under dir and waits until JetStream is healthy on every node.
-func startCluster(ctx context.Context, dir string, n int, opts clusterOptions, log *slog.Logger) (*cluster, error) {
-	c := &cluster{name: "uid-soak"}
-	ports, err := freePorts(2 * n)
+// and logs under dir and waits until JetStream is healthy on every node.
+func startCluster(ctx context.Context, bin, dir string, n int, opts clusterOptions) (*cluster, error) {
+	if bin == "" {
+		return nil, errors.New("soak: no nats-server binary")
+	}
+	c := &cluster{name: "uid-soak", bin: bin}
+	ports, err := freePorts(3 * n)
 	if err != nil {
 		return nil, err
 	}
-	var routes []*url.URL
+	var routes []string
 	for i := range n {
-		routes = append(routes, &url.URL{Scheme: "nats-route", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[n+i]))})
+		routes = append(routes, fmt.Sprintf("%q", "nats-route://"+net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[n+i]))))
 	}
+	opts = opts.withDefaults()
 	for i := range n {
-		c.nodes = append(c.nodes, &clusterNode{
+		node := &clusterNode{
 			name:        fmt.Sprintf("soak-n%d", i),
+			index:       i,
 			host:        "127.0.0.1",
 			port:        ports[i],
 			clusterPort: ports[n+i],
-			storeDir:    filepath.Join(dir, fmt.Sprintf("n%d", i)),
-			routes:      routes,
-			log:         log.With("nats_node", fmt.Sprintf("soak-n%d", i)),
-			opts:        opts,
-		})
+			httpPort:    ports[2*n+i],
+			dir:         filepath.Join(dir, fmt.Sprintf("n%d", i)),
+		}
+		node.confPath = filepath.Join(node.dir, "nats-server.conf")
+		node.logPath = filepath.Join(dir, fmt.Sprintf("nats-%d.log", i))
+		if err := os.MkdirAll(node.dir, 0o750); err != nil {
+			return nil, fmt.Errorf("soak: %w", err)
+		}
+		if err := os.WriteFile(node.confPath, []byte(node.config(c.name, routes, opts)), 0o640); err != nil {
+			return nil, fmt.Errorf("soak: %w", err)
+		}
+		c.nodes = append(c.nodes, node)
 	}
 	// Start every node before waiting: JetStream's meta group needs a
 	// quorum to become healthy.
 	for _, node := range c.nodes {
-		if err := node.start(c.name); err != nil {
+		if err := node.start(c.bin); err != nil {
 			c.shutdown()
 			return nil, err
 		}
 	}
 	for _, node := range c.nodes {
-		if err := node.waitHealthy(ctx); err != nil {
+		if err := node.waitHealthy(ctx, 60*time.Second); err != nil {
 			c.shutdown()
 			return nil, err
 		}
 	}
 	c.settle(ctx)
 	return c, nil
+}
+
+// config is the node's configuration file. no_advertise keeps the nodes
+// from telling clients the other nodes' URLs: a dispenser whose only URL
+// is a proxy in front of its node must not reconnect around the proxy
+// when the soak cuts it. Everyone else is given every node's URL.
+func (n *clusterNode) config(cluster string, routes []string, o clusterOptions) string {
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+	timing := func(indent string) {
+		p("%sping_interval: %q", indent, o.pingInterval.String())
+		p("%sping_max: %d", indent, o.pingMax)
+		if o.writeDeadline > 0 {
+			p("%swrite_deadline: %q", indent, o.writeDeadline.String())
+		}
+	}
+	p("server_name: %q", n.name)
+	p("listen: %q", net.JoinHostPort(n.host, strconv.Itoa(n.port)))
+	p("http: %q", net.JoinHostPort(n.host, strconv.Itoa(n.httpPort)))
+	timing("")
+	p("jetstream {")
+	p("  store_dir: %q", filepath.Join(n.dir, "store"))
+	p("}")
+	p("cluster {")
+	p("  name: %q", cluster)
+	p("  listen: %q", net.JoinHostPort(n.host, strconv.Itoa(n.clusterPort)))
+	p("  routes: [%s]", strings.Join(routes, ", "))
+	p("  no_advertise: true")
+	timing("  ")
+	p("}")
+	return b.String()
 }
 
 // settle waits (up to 10s) until the route connections between the nodes
@@ -107,18 +182,14 @@ func (c *cluster) settle(ctx context.Context) {
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		routes := 0
 		for _, n := range c.nodes {
-			n.mu.Lock()
-			if n.srv != nil {
-				routes += n.srv.NumRoutes()
-			}
-			n.mu.Unlock()
+			routes += n.numRoutes(ctx)
 		}
 		if routes != last {
 			last, stableSince = routes, time.Now()
 		} else if time.Since(stableSince) >= time.Second {
 			return
 		}
-		time.Sleep(50 * time.Millisecond)
+		sleep(ctx, 100*time.Millisecond)
 	}
 }
 
@@ -147,103 +218,234 @@ func freePorts(n int) ([]int, error) {
 // URL is the client URL of node i.
 func (c *cluster) URL(i int) string { return c.nodes[i].url() }
 
+// URLs lists every node's client URL, node first first: a connection
+// made with it goes to node first when it can and fails over to the
+// others (no_advertise: the nodes do not tell clients about each other).
+func (c *cluster) URLs(first int) string {
+	var urls []string
+	for k := range c.nodes {
+		urls = append(urls, c.URL((first+k)%len(c.nodes)))
+	}
+	return strings.Join(urls, ",")
+}
+
+// nodeByName is the index of the node named name, -1 when none is.
+func (c *cluster) nodeByName(name string) int {
+	for i, n := range c.nodes {
+		if n.name == name {
+			return i
+		}
+	}
+	return -1
+}
+
 func (n *clusterNode) url() string {
 	return "nats://" + net.JoinHostPort(n.host, strconv.Itoa(n.port))
 }
 
-func (n *clusterNode) start(clusterName string) error {
-	opts := &server.Options{
-		ServerName: n.name,
-		Host:       n.host,
-		Port:       n.port,
-		JetStream:  true,
-		StoreDir:   n.storeDir,
-		NoSigs:     true,
-		// Clients and routes alike.
-		WriteDeadline: n.opts.writeDeadline,
-		Cluster: server.ClusterOpts{
-			Name:          clusterName,
-			Host:          n.host,
-			Port:          n.clusterPort,
-			WriteDeadline: n.opts.writeDeadline,
-		},
-		Routes: n.routes,
-	}
-	srv, err := server.NewServer(opts)
+// start starts the node's process, its output appended to its log, and
+// waits until it accepts connections.
+func (n *clusterNode) start(bin string) error {
+	logFile, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
 	if err != nil {
-		return fmt.Errorf("soak: nats node %s: %w", n.name, err)
+		return fmt.Errorf("soak: %w", err)
 	}
-	srv.SetLoggerV2(serverLog{n.log}, false, false, false)
-	srv.Start()
-	if !srv.ReadyForConnections(20 * time.Second) {
-		srv.Shutdown()
-		srv.WaitForShutdown()
-		return fmt.Errorf("soak: nats node %s not accepting connections after 20s", n.name)
+	cmd := exec.Command(bin, "-c", n.confPath)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// Its own process group: a Ctrl-C of the soak must not reach it
+	// before the soak stops it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return fmt.Errorf("soak: start nats node %s: %w", n.name, err)
 	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		logFile.Close()
+		close(exited)
+	}()
 	n.mu.Lock()
-	n.srv = srv
+	n.proc, n.exited, n.paused = cmd, exited, false
 	n.mu.Unlock()
-	return nil
+
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		conn, err := net.DialTimeout("tcp", net.JoinHostPort(n.host, strconv.Itoa(n.port)), time.Second)
+		if err == nil {
+			conn.Close()
+			return nil
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("soak: nats node %s exited at start-up (log %s)", n.name, n.logPath)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	n.kill()
+	return fmt.Errorf("soak: nats node %s not accepting connections after 20s (log %s)", n.name, n.logPath)
+}
+
+// monitor GETs a path of the node's monitoring port.
+func (n *clusterNode) monitor(ctx context.Context, path string, into any) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(n.host, strconv.Itoa(n.httpPort))+path, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	return resp.StatusCode, json.NewDecoder(resp.Body).Decode(into)
+}
+
+func (n *clusterNode) numRoutes(ctx context.Context) int {
+	var rz struct {
+		NumRoutes int `json:"num_routes"`
+	}
+	if _, err := n.monitor(ctx, "/routez", &rz); err != nil {
+		return -1
+	}
+	return rz.NumRoutes
 }
 
 // waitHealthy waits until the node's JetStream is current with the
 // cluster (its healthz says ok).
-func (n *clusterNode) waitHealthy(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+func (n *clusterNode) waitHealthy(ctx context.Context, within time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
-	var last string
+	last := "no answer"
 	for {
-		n.mu.Lock()
-		srv := n.srv
-		n.mu.Unlock()
-		if srv != nil {
-			st := srv.Healthz(nil)
-			if st.Status == "ok" {
-				return nil
-			}
-			last = st.Error
+		var hz struct {
+			Status string `json:"status"`
+			Error  string `json:"error"`
 		}
-		select {
-		case <-ctx.Done():
+		code, err := n.monitor(ctx, "/healthz", &hz)
+		switch {
+		case err == nil && code == http.StatusOK && hz.Status == "ok":
+			return nil
+		case err == nil:
+			last = hz.Error
+		default:
+			last = err.Error()
+		}
+		if !sleep(ctx, 100*time.Millisecond) {
 			return fmt.Errorf("soak: nats node %s not healthy: %s (%w)", n.name, last, ctx.Err())
-		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }
 
-func (n *clusterNode) stop() {
+// signal sends sig to the node's process (a no-op when it is not running).
+func (n *clusterNode) signal(sig syscall.Signal) error {
 	n.mu.Lock()
-	srv := n.srv
-	n.srv = nil
-	n.mu.Unlock()
-	if srv != nil {
-		srv.Shutdown()
-		srv.WaitForShutdown()
+	defer n.mu.Unlock()
+	if n.proc == nil {
+		return nil
 	}
+	switch sig {
+	case syscall.SIGSTOP:
+		n.paused = true
+	case syscall.SIGCONT:
+		n.paused = false
+	}
+	if err := n.proc.Process.Signal(sig); err != nil {
+		return fmt.Errorf("soak: %s to nats node %s: %w", sig, n.name, err)
+	}
+	return nil
 }
 
-// restart shuts node i down, keeps it down for down, starts it again on
-// the same ports and store and waits until it is healthy.
-func (c *cluster) restart(ctx context.Context, i int, down time.Duration) error {
-	n := c.nodes[i]
-	n.stop()
-	select {
-	case <-ctx.Done():
-	case <-time.After(down):
+// kill SIGKILLs the node and waits until the process is gone.
+func (n *clusterNode) kill() {
+	n.stop(syscall.SIGKILL, 0)
+}
+
+// stop sends sig (after SIGCONT when paused) and waits for the process to
+// exit; after within (0: never) it is killed.
+func (n *clusterNode) stop(sig syscall.Signal, within time.Duration) {
+	n.mu.Lock()
+	proc, exited, paused := n.proc, n.exited, n.paused
+	n.proc = nil
+	n.mu.Unlock()
+	if proc == nil {
+		return
 	}
-	// The ports may linger briefly after a shutdown: retry the start.
-	var err error
-	for attempt := 0; attempt < 20; attempt++ {
-		if err = n.start(c.name); err == nil {
-			return n.waitHealthy(ctx)
+	if paused {
+		_ = proc.Process.Signal(syscall.SIGCONT)
+	}
+	_ = proc.Process.Signal(sig)
+	if within > 0 {
+		select {
+		case <-exited:
+			return
+		case <-time.After(within):
+			_ = proc.Process.Signal(syscall.SIGKILL)
 		}
-		time.Sleep(250 * time.Millisecond)
+	}
+	<-exited
+}
+
+// killAndRestart SIGKILLs node i, keeps it down for down, starts it again
+// on the same ports and store and waits until it is healthy.
+func (c *cluster) killAndRestart(ctx context.Context, i int, down time.Duration) error {
+	n := c.nodes[i]
+	n.kill()
+	sleep(ctx, down)
+	// The ports may linger briefly after the process is gone: retry.
+	var err error
+	for attempt := 0; attempt < 20 && ctx.Err() == nil; attempt++ {
+		if err = n.start(c.bin); err == nil {
+			return n.waitHealthy(ctx, 60*time.Second)
+		}
+		sleep(ctx, 250*time.Millisecond)
 	}
 	return err
 }
 
-func (c *cluster) shutdown() {
-	for _, n := range c.nodes {
-		n.stop()
+// pause SIGSTOPs node i for d, then SIGCONTs it and waits until it is
+// healthy again.
+func (c *cluster) pause(ctx context.Context, i int, d time.Duration) error {
+	n := c.nodes[i]
+	if err := n.signal(syscall.SIGSTOP); err != nil {
+		return err
 	}
+	sleep(ctx, d)
+	if err := n.signal(syscall.SIGCONT); err != nil {
+		return err
+	}
+	return n.waitHealthy(ctx, 60*time.Second)
+}
+
+// shutdown stops every node gracefully (SIGTERM, killed after 10 s).
+func (c *cluster) shutdown() {
+	var wg sync.WaitGroup
+	for _, n := range c.nodes {
+		wg.Go(func() { n.stop(syscall.SIGTERM, 10*time.Second) })
+	}
+	wg.Wait()
+}
+
+// streamLeaders names the node that leads each of streams, found through
+// the JetStream API (stream info's cluster leader) on nc; a stream whose
+// info does not come is left out.
+func streamLeaders(ctx context.Context, nc *nats.Conn, streams ...string) map[string]string {
+	out := map[string]string{}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return out
+	}
+	for _, name := range streams {
+		ictx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		s, err := js.Stream(ictx, name)
+		if err == nil {
+			var info *jetstream.StreamInfo
+			if info, err = s.Info(ictx); err == nil && info.Cluster != nil && info.Cluster.Leader != "" {
+				out[name] = info.Cluster.Leader
+			}
+		}
+		cancel()
+	}
+	return out
 }

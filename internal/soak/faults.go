@@ -9,20 +9,33 @@ import (
 
 // Fault kinds, in the order of a cycle.
 const (
-	faultKill9       = "kill9"
-	faultSIGTERM     = "sigterm"
-	faultNATSRestart = "nats-restart"
-	faultCutShort    = "mysql-cut-short"
-	faultCutLong     = "mysql-cut-long"
-	faultZombie      = "zombie"
+	faultKill9            = "kill9"
+	faultSIGTERM          = "sigterm"
+	faultKillKVLeader     = "nats-kill-kv-leader"
+	faultCutShort         = "mysql-cut-short"
+	faultNATSPause        = "nats-pause"
+	faultPartitionShort   = "partition-short"
+	faultKillBlocksLeader = "nats-kill-blocks-leader"
+	faultCutLong          = "mysql-cut-long"
+	faultPartitionLong    = "partition-long"
+	faultZombie           = "zombie"
 )
 
-var faultCycle = []string{faultKill9, faultSIGTERM, faultNATSRestart, faultCutShort, faultCutLong, faultZombie}
+// faultCycle opens with what the high-rate phase must ride through
+// (dispenser restarts, a stream leader's kill -9, the short MySQL cut)
+// and ends with the faults that run reservations out by design.
+var faultCycle = []string{faultKill9, faultSIGTERM, faultKillKVLeader, faultCutShort, faultNATSPause, faultPartitionShort,
+	faultKillBlocksLeader, faultCutLong, faultPartitionLong, faultZombie}
+
+// leaderKill tells the kinds that SIGKILL a stream leader: during them at
+// most maxLeaderKillFailures of the calls may fail.
+func leaderKill(kind string) bool { return kind == faultKillKVLeader || kind == faultKillBlocksLeader }
 
 // survivorSlot is the dispenser that is never restarted, so that its
 // resources are judged over the whole run; it still goes through the NATS
-// restarts, the MySQL cuts and, when it holds the lowest worker ID, the
-// zombie pause. Restarts take turns among the slots before it.
+// node faults, the MySQL cuts and, when it holds the lowest worker ID, the
+// zombie pause. Restarts take turns among the slots before it (of the
+// MySQL fleet; the KV fleet's k1 is restarted during the long partition).
 const survivorSlot = numDispensers - 1
 
 // faultRecord is one fault injected.
@@ -70,12 +83,20 @@ func (s *soak) inject(ctx context.Context, kind string, cycle int) {
 	case faultSIGTERM:
 		slot := s.slots[(cycle+1)%survivorSlot]
 		rec.Target, rec.Note = s.restartSlot(ctx, slot, false)
-	case faultNATSRestart:
+	case faultKillKVLeader:
+		rec.Target, rec.Note = s.killLeader(ctx, kvStream, cycle)
+	case faultKillBlocksLeader:
+		// The two fleets' blocks streams in turn.
+		rec.Target, rec.Note = s.killLeader(ctx, fleets[cycle%len(fleets)].blocksStream, cycle)
+	case faultNATSPause:
 		node := cycle % len(s.cluster.nodes)
 		rec.Target = s.cluster.nodes[node].name
-		if err := s.cluster.restart(ctx, node, s.cfg.NATSDown); err != nil {
-			s.events.violation("restart of NATS node %s: %v", rec.Target, err)
+		rec.Note = fmt.Sprintf("SIGSTOP for %s; %s", s.cfg.NATSPause, s.leaderNote(ctx))
+		if err := s.cluster.pause(ctx, node, s.cfg.NATSPause); err != nil {
+			s.events.violation("pause of NATS node %s: %v", rec.Target, err)
 		}
+	case faultPartitionShort, faultPartitionLong:
+		rec.Target, rec.Note = s.partition(ctx, kind == faultPartitionLong)
 	case faultCutShort, faultCutLong:
 		d := s.cfg.ShortCut
 		if kind == faultCutLong {
@@ -120,7 +141,7 @@ func (s *soak) inject(ctx context.Context, kind string, cycle int) {
 func (s *soak) restartSlot(ctx context.Context, slot *dispenserSlot, kill bool) (target, note string) {
 	p := slot.current()
 	if p == nil {
-		return fmt.Sprintf("d%d", slot.index), "no process"
+		return slot.label, "no process"
 	}
 	old := p.WorkerID()
 	if kill {
@@ -163,7 +184,7 @@ func (s *soak) startSlot(ctx context.Context, slot *dispenserSlot) *dispenserPro
 // ID and serve under a new one.
 func (s *soak) zombie(ctx context.Context) (target, note string) {
 	var z *dispenserProc
-	for _, slot := range s.slots {
+	for _, slot := range s.slots[:numDispensers] { // the MySQL fleet
 		if p := slot.current(); p != nil && p.WorkerID() >= 0 && (z == nil || p.WorkerID() < z.WorkerID()) {
 			z = p
 		}
@@ -203,23 +224,30 @@ func (s *soak) zombie(ctx context.Context) (target, note string) {
 	if takenBy == "" {
 		return z.name, fmt.Sprintf("paused, worker %d not taken over", wz)
 	}
+	return z.name, s.waitReclaimed(ctx, z, wz, takenBy)
+}
+
+// waitReclaimed counts a takeover of z's worker ID wz by takenBy and
+// waits until z, back, has noticed and serves under another worker ID
+// (not doing so within ServeWithin is a violation); it returns the
+// fault's note.
+func (s *soak) waitReclaimed(ctx context.Context, z *dispenserProc, wz int64, takenBy string) string {
 	s.mu.Lock()
 	s.takeovers++
 	s.mu.Unlock()
-	// It must notice and claim another worker ID.
 	deadline := time.Now().Add(s.cfg.ServeWithin)
-	for z.WorkerID() == wz && time.Now().Before(deadline) && ctx.Err() == nil {
+	for (z.WorkerID() == wz || z.Holds(wz)) && time.Now().Before(deadline) && ctx.Err() == nil {
 		sleep(ctx, 100*time.Millisecond)
 	}
-	if w := z.WorkerID(); w == wz {
+	if z.WorkerID() == wz || z.Holds(wz) {
 		select {
 		case <-z.exited: // it may have failed instead (a violation already)
 		default:
 			s.events.violation("zombie %s still serves worker %d %s after %s took it over", z.name, wz, s.cfg.ServeWithin, takenBy)
 		}
-		return z.name, fmt.Sprintf("worker %d taken by %s; zombie did not reclaim", wz, takenBy)
+		return fmt.Sprintf("worker %d taken by %s; zombie did not reclaim", wz, takenBy)
 	}
-	return z.name, fmt.Sprintf("worker %d taken by %s; zombie now worker %d", wz, takenBy, z.WorkerID())
+	return fmt.Sprintf("worker %d taken by %s; zombie gave it up, now serving as worker %d", wz, takenBy, z.WorkerID())
 }
 
 // startDuringCut kills the slot's process and starts a new one while

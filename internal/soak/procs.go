@@ -15,10 +15,13 @@ import (
 	"time"
 )
 
-// dispenserSlot is one of the three dispensers: a place in the cluster
-// (its NATS node, its metrics port) that successive processes occupy.
+// dispenserSlot is one of the dispensers: a place in a fleet and the
+// cluster (its NATS node, its metrics port) that successive processes
+// occupy.
 type dispenserSlot struct {
 	index   int
+	label   string // d0..d2 (MySQL fleet), k0, k1 (KV fleet)
+	fleet   *fleet
 	bin     string
 	env     []string
 	logDir  string
@@ -34,7 +37,7 @@ type dispenserSlot struct {
 // dispenserProc is one OS process of the dispenser binary.
 type dispenserProc struct {
 	slot    *dispenserSlot
-	name    string // slot and process number, e.g. "d1#3"
+	name    string // slot and process number, e.g. "d1#3", "k0#2"
 	cmd     *exec.Cmd
 	pid     int
 	start   time.Time
@@ -46,8 +49,10 @@ type dispenserProc struct {
 	logDone chan struct{} // closed when its log is read to the end
 
 	mu       sync.Mutex
-	workerID int64 // -1 until serving
-	expected bool  // told to exit (signal sent by the soak)
+	workerID int64          // -1 until serving
+	holds    map[int64]bool // worker IDs it holds leases on (its lanes), from its log
+	expiries int            // leases it saw expire unrenewed, from its log
+	expected bool           // told to exit (signal sent by the soak)
 	paused   bool
 	samples  []sample
 	end      time.Time
@@ -56,13 +61,17 @@ type dispenserProc struct {
 // events collects what the dispensers' logs tell: claims and problems.
 type events struct {
 	mu         sync.Mutex
-	afters     map[uint64][]int64 // worker ID → "after" of each claim logged
+	afters     map[string]map[uint64][]int64 // fleet → worker ID → "after" of each claim logged
 	violations []string
 	logErrors  map[string]int // ERROR log messages of the dispensers, by message
 }
 
 func newEvents() *events {
-	return &events{afters: map[uint64][]int64{}, logErrors: map[string]int{}}
+	afters := map[string]map[uint64][]int64{}
+	for _, f := range fleets {
+		afters[f.name] = map[uint64][]int64{}
+	}
+	return &events{afters: afters, logErrors: map[string]int{}}
 }
 
 func (e *events) violation(format string, args ...any) {
@@ -76,6 +85,9 @@ const (
 	msgLeased  = "workerid: leased worker ID"
 	msgServing = "serving"
 	msgNewID   = "serving under a new worker ID"
+	msgRelease = "workerid: released worker ID"
+	msgLost    = "workerid: lease taken over by another owner: this worker ID is lost for good"
+	msgExpired = "workerid: lease not renewed before its deadline: issuing only the seconds already reserved until a renewal gets through"
 )
 
 // start starts a new process in the slot. It does not wait for it to
@@ -83,9 +95,9 @@ const (
 func (s *dispenserSlot) start() (*dispenserProc, error) {
 	s.mu.Lock()
 	s.started++
-	name := fmt.Sprintf("d%d#%d", s.index, s.started)
+	name := fmt.Sprintf("%s#%d", s.label, s.started)
 	s.mu.Unlock()
-	logPath := filepath.Join(s.logDir, fmt.Sprintf("dispenser-%d-%d.log", s.index, s.started))
+	logPath := filepath.Join(s.logDir, fmt.Sprintf("dispenser-%s-%d.log", s.label, s.started))
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, fmt.Errorf("soak: %w", err)
@@ -105,6 +117,7 @@ func (s *dispenserSlot) start() (*dispenserProc, error) {
 	p := &dispenserProc{
 		slot: s, name: name, cmd: cmd, pid: cmd.Process.Pid, start: time.Now(), logPath: logPath,
 		serving: make(chan struct{}), exited: make(chan struct{}), logDone: make(chan struct{}), workerID: -1,
+		holds: map[int64]bool{},
 	}
 	go p.readLog(pr, logFile)
 	go func() {
@@ -193,11 +206,28 @@ func (p *dispenserProc) handleLine(line []byte) {
 	if err := json.Unmarshal(line, &l); err != nil {
 		return
 	}
+	if l.WorkerID != nil {
+		switch l.Msg {
+		case msgLeased:
+			p.mu.Lock()
+			p.holds[*l.WorkerID] = true
+			p.mu.Unlock()
+		case msgRelease, msgLost:
+			p.mu.Lock()
+			delete(p.holds, *l.WorkerID)
+			p.mu.Unlock()
+		case msgExpired:
+			p.mu.Lock()
+			p.expiries++
+			p.mu.Unlock()
+		}
+	}
 	switch {
 	case l.Msg == msgLeased && l.WorkerID != nil && l.After != nil:
 		ev.mu.Lock()
 		w := uint64(*l.WorkerID)
-		ev.afters[w] = append(ev.afters[w], *l.After)
+		afters := ev.afters[p.slot.fleet.name]
+		afters[w] = append(afters[w], *l.After)
 		ev.mu.Unlock()
 	case (l.Msg == msgServing || l.Msg == msgNewID) && l.WorkerID != nil:
 		p.mu.Lock()
@@ -221,6 +251,21 @@ func (p *dispenserProc) WorkerID() int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.workerID
+}
+
+// Expiries counts the leases the process saw expire unrenewed.
+func (p *dispenserProc) Expiries() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.expiries
+}
+
+// Holds tells whether the process holds a lease on worker ID w (as one
+// of its lanes), as far as its log says.
+func (p *dispenserProc) Holds(w int64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.holds[w]
 }
 
 // waitServing waits until the process serves, failing when it exits

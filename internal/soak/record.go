@@ -42,6 +42,7 @@ type clientLog struct {
 	id    int
 	node  int
 	kind  callKind
+	fleet string // the fleet it asks, by name; IDs are unique per fleet
 	ids   []uint64
 	calls []callRecord
 }

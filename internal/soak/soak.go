@@ -20,6 +20,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/uid-dispenser/uid-dispenser/natsio"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/workerid/workeridtest"
 )
@@ -29,6 +30,9 @@ import (
 type Config struct {
 	Duration     time.Duration // how long the clients run (the first fault cycle may extend it)
 	DispenserBin string        // path of the dispenser binary (cmd/dispenser)
+	// NATSServerBin is the nats-server binary every node runs (required;
+	// NATSServerBinary builds go.mod's version).
+	NATSServerBin string
 	// MySQLDSN reaches the MySQL server (go-sql-driver form). With a
 	// database name, that database is used (it should be empty) and left
 	// in place; without, a fresh one is created and dropped at the end.
@@ -56,7 +60,11 @@ type Config struct {
 	Grace           time.Duration // how late a call may return after its deadline, default 1s
 	ShortCut        time.Duration // default 0.4 × LeaseTTL: longer than the renewal interval (TTL/3), within the expiry
 	LongCut         time.Duration // default LeaseTTL + 2s
-	NATSDown        time.Duration // how long a restarted NATS node stays down, default 2s
+	NATSDown        time.Duration // how long a killed NATS node stays down, default 2s
+	// NATSPause is how long a node stays SIGSTOPped: default the nodes'
+	// ping interval × max pings out (after which routes and clients drop
+	// it) + 2s.
+	NATSPause time.Duration
 	// NATSWriteDeadline is the NATS nodes' write_deadline (0: the
 	// server's default, 10s). See docs/soak.md: a paused
 	// dispenser stalls the cluster for up to this long.
@@ -97,6 +105,7 @@ func (c Config) withDefaults() Config {
 	set(&c.ShortCut, c.LeaseTTL*2/5)
 	set(&c.LongCut, c.LeaseTTL+2*time.Second)
 	set(&c.NATSDown, d.NATSDown)
+	set(&c.NATSPause, clusterOptions{}.silence()+2*time.Second)
 	set(&c.FaultGap, d.FaultGap)
 	set(&c.WarmUp, d.WarmUp)
 	set(&c.Quiet, max(8*time.Second, c.Duration/10))
@@ -131,16 +140,15 @@ func (c Config) highRatePhase() (from, to time.Duration) {
 	return c.WarmUp, c.WarmUp + min(third, time.Minute)
 }
 
-// numDispensers is fixed: one per NATS node.
-const numDispensers = 3
-
 // soak is one run.
 type soak struct {
 	cfg     Config
 	origin  time.Time
 	log     *slog.Logger // the soak's own log file (clients' connection notices)
 	cluster *cluster
-	proxy   *workeridtest.Proxy
+	admin   *natsio.Conn        // the soak's own connection, for the JetStream API (stream leaders)
+	proxy   *workeridtest.Proxy // MySQL
+	natsCut *workeridtest.Proxy // between the partitioned dispenser and its node
 	slots   []*dispenserSlot
 	events  *events
 	self    []sample
@@ -168,6 +176,12 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 	}
 	if _, err := os.Stat(cfg.DispenserBin); err != nil {
 		return nil, fmt.Errorf("soak: dispenser binary: %w", err)
+	}
+	if cfg.NATSServerBin == "" {
+		return nil, errors.New("soak: no nats-server binary (NATSServerBinary builds go.mod's)")
+	}
+	if _, err := os.Stat(cfg.NATSServerBin); err != nil {
+		return nil, fmt.Errorf("soak: nats-server binary: %w", err)
 	}
 	s := &soak{cfg: cfg, origin: time.Now(), events: newEvents()}
 
@@ -204,25 +218,29 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 	defer s.proxy.Close()
 	dsn.Addr = s.proxy.Addr()
 
-	s.progress("starting a 3-node NATS cluster (work dir %s)", workDir)
-	s.cluster, err = startCluster(ctx, filepath.Join(workDir, "nats"), numDispensers, clusterOptions{writeDeadline: cfg.NATSWriteDeadline}, s.log)
+	s.progress("starting a 3-node NATS cluster of nats-server processes (work dir %s)", workDir)
+	s.cluster, err = startCluster(ctx, cfg.NATSServerBin, workDir, numNodes, clusterOptions{writeDeadline: cfg.NATSWriteDeadline})
 	if err != nil {
 		return nil, err
 	}
 	defer s.cluster.shutdown()
-
-	metricsPorts, err := freePorts(numDispensers)
+	s.admin, err = natsio.Connect(ctx, natsio.ConnConfig{URL: s.cluster.URLs(0), Name: "uid-soak admin", Logger: s.log})
 	if err != nil {
+		return nil, fmt.Errorf("soak: %w", err)
+	}
+	defer s.admin.Close()
+	// The partitioned dispenser's only way to NATS.
+	s.natsCut, err = workeridtest.Listen(strings.TrimPrefix(s.cluster.URL(0), "nats://"))
+	if err != nil {
+		return nil, fmt.Errorf("soak: %w", err)
+	}
+	defer s.natsCut.Close()
+
+	if err := s.makeSlots(workDir, dsn.FormatDSN()); err != nil {
 		return nil, err
 	}
-	for i := range numDispensers {
-		metrics := net.JoinHostPort("127.0.0.1", strconv.Itoa(metricsPorts[i]))
-		s.slots = append(s.slots, &dispenserSlot{
-			index: i, bin: cfg.DispenserBin, logDir: workDir, metrics: metrics, events: s.events,
-			env: dispenserEnv(cfg, s.cluster.URL(i), dsn.FormatDSN(), metrics),
-		})
-	}
-	s.progress("starting %d dispensers (lease TTL %s, reserve chunk %s)", numDispensers, cfg.LeaseTTL, cfg.ReserveChunk)
+	s.progress("starting %d dispensers on MySQL and %d on JetStream KV (lease TTL %s, reserve chunk %s), all at once",
+		numDispensers, numKVDispensers, cfg.LeaseTTL, cfg.ReserveChunk)
 	for _, slot := range s.slots {
 		if _, err := slot.start(); err != nil {
 			s.stopDispensers()
@@ -236,14 +254,10 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 		}
 	}
 
-	var urls []string
-	for i := range s.cluster.nodes {
-		urls = append(urls, s.cluster.URL(i))
-	}
 	ld := defaultLoad(cfg.Rate)
 	ld.bulkEvery = time.Duration(float64(time.Second) * bulkBatch / cfg.BulkRate)
 	ld.bulkFrom, ld.bulkTo = cfg.highRatePhase()
-	clients, err := startClients(ctx, cfg.Clients, cfg.BulkClients, urls, s.log, ld)
+	clients, err := startClients(ctx, cfg.Clients, cfg.BulkClients, s.cluster, s.log, ld)
 	if err != nil {
 		s.stopDispensers()
 		return nil, err
@@ -288,33 +302,70 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 	return sum, nil
 }
 
+// numNodes is the NATS cluster's size.
+const numNodes = 3
+
+// makeSlots lays the dispensers out: the MySQL fleet's d0..d2, each
+// connected to its own node first (failing over to the others), and the
+// KV fleet's k0, which reaches node 0 only through the partition proxy,
+// and k1.
+func (s *soak) makeSlots(workDir, dsn string) error {
+	metricsPorts, err := freePorts(numDispensers + numKVDispensers)
+	if err != nil {
+		return err
+	}
+	for i := range numDispensers + numKVDispensers {
+		f, label, natsURL := mysqlFleet, fmt.Sprintf("d%d", i), s.cluster.URLs(i%numNodes)
+		if i >= numDispensers {
+			f, label = kvFleet, fmt.Sprintf("k%d", i-numDispensers)
+		}
+		if i == partitionedSlot {
+			natsURL = "nats://" + s.natsCut.Addr()
+		}
+		metrics := net.JoinHostPort("127.0.0.1", strconv.Itoa(metricsPorts[i]))
+		s.slots = append(s.slots, &dispenserSlot{
+			index: i, label: label, fleet: f, bin: s.cfg.DispenserBin, logDir: workDir, metrics: metrics, events: s.events,
+			env: dispenserEnv(s.cfg, f, natsURL, dsn, metrics),
+		})
+	}
+	return nil
+}
+
 // dispenserEnv is a dispenser's whole environment: nothing inherited, so
 // no DISPENSER_* (or unprefixed NATS_URL, MYSQL_DSN …) of the caller's
-// leaks in.
-func dispenserEnv(cfg Config, natsURL, dsn, metrics string) []string {
-	return []string{
-		"HOME=" + os.Getenv("HOME"),
-		"DISPENSER_NATS_URL=" + natsURL,
+// leaks in. The MySQL fleet leases on dsn; the KV fleet, with no DSN, in
+// the KV bucket at 3 replicas.
+func dispenserEnv(cfg Config, f *fleet, natsURL, dsn, metrics string) []string {
+	store := []string{"DISPENSER_MYSQL_DSN=" + dsn}
+	if f == kvFleet {
+		store = []string{"DISPENSER_WORKER_KV_BUCKET=" + kvBucket, "DISPENSER_WORKER_KV_REPLICAS=3"}
+	}
+	return append(store,
+		"HOME="+os.Getenv("HOME"),
+		"DISPENSER_NATS_URL="+natsURL,
 		"DISPENSER_NATS_CONNECT_TIMEOUT=10s",
-		"DISPENSER_MYSQL_DSN=" + dsn,
+		"DISPENSER_SUBJECT_PREFIX="+f.name,
+		"DISPENSER_QUEUE_GROUP="+f.queueGroup,
+		"DISPENSER_BLOCKS_STREAM="+f.blocksStream,
+		"DISPENSER_BLOCKS_SUBJECT="+f.blocksSubject,
 		"DISPENSER_WORKER_MODE=leased",
 		// 32,768 IDs a second a worker ID: the high-rate phase needs lanes.
 		fmt.Sprintf("DISPENSER_TIME_BITS=%d", layout.TimeBits),
 		fmt.Sprintf("DISPENSER_WORKER_BITS=%d", layout.WorkerBits),
 		fmt.Sprintf("DISPENSER_SEQ_BITS=%d", layout.SeqBits),
 		"DISPENSER_MAX_LANES=8",
-		"DISPENSER_LEASE_TTL=" + cfg.LeaseTTL.String(),
-		"DISPENSER_RESERVE_CHUNK=" + cfg.ReserveChunk.String(),
+		"DISPENSER_LEASE_TTL="+cfg.LeaseTTL.String(),
+		"DISPENSER_RESERVE_CHUNK="+cfg.ReserveChunk.String(),
 		"DISPENSER_STORE_STARTUP_DEADLINE=20s",
-		"DISPENSER_SHUTDOWN_TIMEOUT=" + cfg.ShutdownTimeout.String(),
+		"DISPENSER_SHUTDOWN_TIMEOUT="+cfg.ShutdownTimeout.String(),
 		"DISPENSER_BLOCKS_ENABLED=true",
 		"DISPENSER_BLOCKS_REPLICAS=3",
 		"DISPENSER_BLOCKS_BLOCK_SIZE=1024",
 		"DISPENSER_BLOCKS_TARGET_DEPTH=16",
-		"DISPENSER_METRICS_ADDR=" + metrics,
+		"DISPENSER_METRICS_ADDR="+metrics,
 		"DISPENSER_LOG_FORMAT=json",
 		"DISPENSER_LOG_LEVEL=info",
-	}
+	)
 }
 
 // prepareDatabase parses dsn and, when it names no database, creates a

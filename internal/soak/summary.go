@@ -18,7 +18,8 @@ type Summary struct {
 	Duration           time.Duration              `json:"duration_ns"`
 	Faults             map[string]int             `json:"faults"`
 	FaultLog           []faultRecord              `json:"fault_log"`
-	ZombieTakeovers    int                        `json:"zombie_takeovers"`
+	FaultWindows       map[string]*FaultWindow    `json:"fault_windows"`    // by kind
+	ZombieTakeovers    int                        `json:"zombie_takeovers"` // by the zombie and partition-long faults
 	Blocks             uidclient.BlockSourceStats `json:"block_sources"`
 	Processes          []ProcessFigures           `json:"processes"`
 	DispenserLogErrors map[string]int             `json:"dispenser_log_errors"`
@@ -60,7 +61,10 @@ func (s *soak) summarise(rec *recorder, clients []*soakClient, blocks uidclient.
 		logs[i] = c.log
 	}
 	s.events.mu.Lock()
-	book := newClaimBook(s.events.afters)
+	books := map[string]claimBook{}
+	for f, afters := range s.events.afters {
+		books[f] = newClaimBook(afters)
+	}
 	logErrors := maps.Clone(s.events.logErrors)
 	violations := slices.Clone(s.events.violations)
 	s.events.mu.Unlock()
@@ -74,7 +78,7 @@ func (s *soak) summarise(rec *recorder, clients []*soakClient, blocks uidclient.
 
 	sum := &Summary{
 		checkResult: check(checkInput{
-			layout: layout, clients: logs, claims: book, kinds: kinds,
+			layout: layout, clients: logs, claims: books, kinds: kinds,
 			deadline: s.cfg.CallDeadline, grace: s.cfg.Grace,
 			faults: faults, settle: s.cfg.CallDeadline + time.Second, cutSettle: s.cfg.LeaseTTL / 3,
 			stalls: stalls,
@@ -103,7 +107,10 @@ func (s *soak) summarise(rec *recorder, clients []*soakClient, blocks uidclient.
 	for _, f := range faults {
 		sum.Faults[f.Kind]++
 	}
+	windows, windowViolations := faultWindows(logs, faults)
+	sum.FaultWindows = windows
 	sum.Violations = append(violations, sum.Violations...)
+	sum.Violations = append(sum.Violations, windowViolations...)
 	if blocks.Malformed > 0 {
 		sum.Violations = append(sum.Violations, fmt.Sprintf("block sources met %d malformed blocks", blocks.Malformed))
 	}
@@ -151,15 +158,30 @@ func (s *Summary) Print(w io.Writer) {
 			s.HighRate.From.Round(time.Second), s.HighRate.To.Round(time.Second), s.HighRate.IDs, s.HighRate.PerSecond(),
 			s.HighRate.PerSecond()/float64(layout.MaxSequence()+1), layout.MaxSequence()+1)
 	}
-	p("duplicates:         %d", s.Duplicates)
+	for _, f := range fleets {
+		p("  fleet %-7s %10d IDs (worker IDs on %s), %d duplicates", f.name+":", s.FleetIDs[f.name], f.store, s.FleetDuplicates[f.name])
+	}
+	p("duplicates:         %d (IDs are unique per fleet: each fleet has its own worker IDs, so the fleets' IDs may coincide)", s.Duplicates)
 	p("order violations:   %d (block reorders across blocks, allowed: %d)", s.OrderViolations, s.BlockReorders)
 	p("unclaimed IDs:      %d", s.Unclaimed)
 	p("worker claims:      %d on %d worker IDs", s.Claims, s.WorkerIDs)
 	p("faults injected:    %d", len(s.FaultLog))
+	p("  %-24s %6s  %8s %7s  (calls started from a fault's start to %s after its end)", "kind", "faults", "calls", "failed", windowSettle)
 	for _, k := range faultCycle {
-		p("  %-16s %d", k, s.Faults[k])
+		w := s.FaultWindows[k]
+		if w == nil {
+			w = &FaultWindow{}
+		}
+		share := 0.0
+		if w.Calls > 0 {
+			share = 100 * float64(w.Failed) / float64(w.Calls)
+		}
+		p("  %-24s %6d  %8d %7d  %6.2f%%", k, s.Faults[k], w.Calls, w.Failed, share)
+		if leaderKill(k) && w.Worst != "" {
+			p("      worst: %s", w.Worst)
+		}
 	}
-	p("  zombie takeovers: %d", s.ZombieTakeovers)
+	p("  worker IDs taken over from a paused or cut-off dispenser (zombie, partition-long): %d", s.ZombieTakeovers)
 	var errs int
 	for _, n := range s.Errors {
 		errs += n

@@ -86,7 +86,7 @@ func NewAssigner(ctx context.Context, nc *nats.Conn, cfg workerid.Config) (*Assi
 		return nil, fmt.Errorf("natsio: %s: %w", a.storeName, err)
 	}
 	if cfg.WorkerMode == workerid.ModeLeased {
-		store := &kvLeaseStore{kv: a.kv, log: logger}
+		store := &kvLeaseStore{kv: a.kv, nc: nc, bucket: cfg.WorkerKVBucket, log: logger}
 		a.leases, err = workerid.NewLeaseAssigner(store, workerid.LeaseConfigFrom(cfg, host, a.storeName))
 		if err != nil {
 			return nil, err
@@ -234,8 +234,10 @@ func leaseKey(id uint64) string { return kvLeasePrefix + strconv.FormatUint(id, 
 
 // kvLeaseStore is workerid.LeaseStore on the bucket.
 type kvLeaseStore struct {
-	kv  jetstream.KeyValue
-	log *slog.Logger
+	kv     jetstream.KeyValue
+	nc     *nats.Conn // for reads at the stream leader (kv_leader.go)
+	bucket string
+	log    *slog.Logger
 }
 
 // Acquire implements workerid.LeaseStore: it reads all lease keys once,
@@ -352,28 +354,28 @@ func (s *kvLeaseStore) Release(ctx context.Context, workerID uint64, token strin
 }
 
 // update changes token's lease with a revision check, re-reading when
-// another write came in between; a lease with another owner (or none)
-// is ErrLeaseTaken.
+// another write came in between; a lease with another owner (or none),
+// as the stream leader has it, is ErrLeaseTaken.
 func (s *kvLeaseStore) update(ctx context.Context, workerID uint64, token string, change func(*kvLease, time.Time)) error {
 	key := leaseKey(workerID)
+	fresh := false
 	for {
-		e, err := s.kv.Get(ctx, key)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			return fmt.Errorf("%w: key %s is gone", workerid.ErrLeaseTaken, key)
-		}
+		l, rev, ours, err := s.readLease(ctx, key, token, fresh)
 		if err != nil {
 			return err
 		}
-		l, err := decodeKVLease(e.Value())
-		if err != nil || l.Owner != token {
-			return fmt.Errorf("%w: worker ID %d", workerid.ErrLeaseTaken, workerID)
+		if !ours {
+			return fmt.Errorf("%w: worker ID %d (key %s)", workerid.ErrLeaseTaken, workerID, key)
 		}
 		now := time.Now()
 		change(&l, now)
 		l.UpdatedMs = now.UnixMilli()
-		_, err = s.kv.Update(ctx, key, l.encode(), e.Revision())
+		_, err = s.kv.Update(ctx, key, l.encode(), rev)
 		if lostRace(err) {
-			continue // the next Get says whether it is still ours
+			// Another write came in, or the copy read was behind: the
+			// leader says which.
+			fresh = true
+			continue
 		}
 		return err
 	}

@@ -1,0 +1,96 @@
+package kvstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// A KV bucket allows direct gets: any replica answers a read, and a
+// replica that lags (a node just restarted after a kill -9, catching up)
+// answers with an older value or none. Writes are safe regardless, since
+// every write of a lease is checked against the revision at the stream
+// leader; but a stale read that shows a lease gone or owned by another
+// would make its owner give it up for nothing (the soak saw a first
+// reservation fail with "key lease.6 is gone" right after its Create, on
+// a cluster whose KV leader had just been killed). So a read that would
+// lose a lease is confirmed at the leader first.
+
+// leaderEntry is a key's last entry as the stream leader has it.
+type leaderEntry struct {
+	value    []byte
+	revision uint64
+	found    bool // false: never written, deleted or purged
+}
+
+// leaderGet reads key's last entry from the bucket's stream leader (the
+// JetStream API's message get, which only the leader answers), not
+// through a direct get.
+func (s *kvLeaseStore) leaderGet(ctx context.Context, key string) (leaderEntry, error) {
+	req, _ := json.Marshal(struct {
+		LastFor string `json:"last_by_subj"`
+	}{"$KV." + s.bucket + "." + key})
+	msg, err := s.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET.KV_"+s.bucket, req)
+	if err != nil {
+		return leaderEntry{}, fmt.Errorf("natsio: read %s at the stream leader: %w", key, err)
+	}
+	var resp struct {
+		Message *struct {
+			Seq  uint64 `json:"seq"`
+			Hdrs []byte `json:"hdrs"`
+			Data []byte `json:"data"`
+		} `json:"message"`
+		Error *jetstream.APIError `json:"error"`
+	}
+	if err := json.Unmarshal(msg.Data, &resp); err != nil {
+		return leaderEntry{}, fmt.Errorf("natsio: read %s at the stream leader: %w", key, err)
+	}
+	switch {
+	case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
+		return leaderEntry{}, nil
+	case resp.Error != nil:
+		return leaderEntry{}, fmt.Errorf("natsio: read %s at the stream leader: %w", key, resp.Error)
+	case resp.Message == nil:
+		return leaderEntry{}, fmt.Errorf("natsio: read %s at the stream leader: %w", key, jetstream.ErrInvalidJetStreamResponse)
+	}
+	if len(resp.Message.Hdrs) > 0 {
+		h, err := nats.DecodeHeadersMsg(resp.Message.Hdrs)
+		if err != nil {
+			return leaderEntry{}, fmt.Errorf("natsio: read %s at the stream leader: %w", key, err)
+		}
+		if op := h.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
+			return leaderEntry{revision: resp.Message.Seq}, nil
+		}
+	}
+	return leaderEntry{value: resp.Message.Data, revision: resp.Message.Seq, found: true}, nil
+}
+
+// readLease reads key for an update by token: through the bucket (any
+// replica) first, and, when that copy is not token's or the last write
+// lost a revision race (a copy may be behind), at the stream leader.
+// Only the leader's word makes a lease lost.
+func (s *kvLeaseStore) readLease(ctx context.Context, key, token string, fresh bool) (kvLease, uint64, bool, error) {
+	if !fresh {
+		e, err := s.kv.Get(ctx, key)
+		if err == nil {
+			if l, derr := decodeKVLease(e.Value()); derr == nil && l.Owner == token {
+				return l, e.Revision(), true, nil
+			}
+		} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
+			return kvLease{}, 0, false, err
+		}
+	}
+	le, err := s.leaderGet(ctx, key)
+	if err != nil || !le.found {
+		return kvLease{}, 0, false, err
+	}
+	l, err := decodeKVLease(le.value)
+	if err != nil || l.Owner != token {
+		return kvLease{}, 0, false, nil
+	}
+	return l, le.revision, true, nil
+}
