@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
-	"github.com/uid-dispenser/uid-dispenser/natsio"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
@@ -121,7 +120,7 @@ func TestBlocksSettingsNameTheVariable(t *testing.T) {
 		t.Fatalf("zero block size takes the default: %v", err)
 	}
 	cfg.BlockSize = -5
-	var ce *natsio.BlocksConfigError
+	var ce *ConfigError
 	if err := cfg.Validate(); !errors.As(err, &ce) || ce.Var != "DISPENSER_BLOCKS_BLOCK_SIZE" {
 		t.Fatalf("negative block size: %v", err)
 	}

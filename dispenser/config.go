@@ -3,10 +3,8 @@ package dispenser
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
-	"reflect"
 	"regexp"
 	"strings"
 	"time"
@@ -28,7 +26,12 @@ import (
 const EnvPrefix = "DISPENSER"
 
 // Config is a dispenser instance's configuration, read from the
-// environment by LoadConfig. The default tags are the defaults.
+// environment by LoadConfig: the one struct that names environment
+// variables. Its tags give each field's variable and meaning; the
+// defaults are DefaultConfig's, built from the libraries' own, and
+// Variables lists both for -h, docs/configuration.md and the compose
+// test. The nested structs stand for library configuration structs,
+// field for field.
 type Config struct {
 	NATSURL            string        `envconfig:"NATS_URL" desc:"NATS server URL(s), comma-separated. Empty: use the server listening on DISPENSER_EMBEDDED_ADDR, or start an embedded one there"`
 	NATSUser           string        `envconfig:"NATS_USER" desc:"NATS user name (with DISPENSER_NATS_PASSWORD)"`
@@ -39,50 +42,53 @@ type Config struct {
 	NATSTLSCA          string        `envconfig:"NATS_TLS_CA" desc:"PEM file of the CA(s) that signed the server certificate"`
 	NATSTLSCert        string        `envconfig:"NATS_TLS_CERT" desc:"PEM client certificate (with DISPENSER_NATS_TLS_KEY)"`
 	NATSTLSKey         string        `envconfig:"NATS_TLS_KEY" desc:"PEM key of the client certificate"`
-	NATSConnectTimeout time.Duration `envconfig:"NATS_CONNECT_TIMEOUT" default:"5s" desc:"how long start-up waits for a NATS server to listen (retrying with back-off) before it fails"`
+	NATSConnectTimeout time.Duration `envconfig:"NATS_CONNECT_TIMEOUT" desc:"how long start-up waits for a NATS server to listen (retrying with back-off) before it fails"`
 
-	EmbeddedAddr    string `envconfig:"EMBEDDED_ADDR" default:"127.0.0.1:4222" desc:"with no DISPENSER_NATS_URL: where to look for a NATS server, and where to start the embedded one when none listens"`
+	EmbeddedAddr    string `envconfig:"EMBEDDED_ADDR" desc:"with no DISPENSER_NATS_URL: where to look for a NATS server, and where to start the embedded one when none listens"`
 	EmbeddedDataDir string `envconfig:"EMBEDDED_DATA_DIR" desc:"JetStream directory of the embedded server (default: <user cache dir>/uid-dispenser/nats, else ./data/nats)"`
 
 	LayoutName string    `envconfig:"LAYOUT" desc:"the ID layout by name: default, uidgenerator (for reading old IDs; it can no longer issue any), or time/worker/sequence bits such as 31/16/16, optionally @ an RFC 3339 epoch; set instead of DISPENSER_TIME_BITS, _WORKER_BITS, _SEQ_BITS and DISPENSER_EPOCH"`
-	TimeBits   uint      `envconfig:"TIME_BITS" default:"31" desc:"bits of delta seconds in an ID (time+worker+seq bits = 63)"`
-	WorkerBits uint      `envconfig:"WORKER_BITS" default:"10" desc:"bits of worker ID (2^bits worker IDs; an instance holds one per lane)"`
-	SeqBits    uint      `envconfig:"SEQ_BITS" default:"22" desc:"bits of sequence per second (2^bits IDs per second per worker ID, a lane, at wall-clock pace)"`
-	Epoch      time.Time `envconfig:"EPOCH" default:"2026-01-01T00:00:00Z" desc:"RFC 3339 instant delta seconds count from"`
+	TimeBits   uint      `envconfig:"TIME_BITS" desc:"bits of delta seconds in an ID (time+worker+seq bits = 63)"`
+	WorkerBits uint      `envconfig:"WORKER_BITS" desc:"bits of worker ID (2^bits worker IDs; an instance holds one per lane)"`
+	SeqBits    uint      `envconfig:"SEQ_BITS" desc:"bits of sequence per second (2^bits IDs per second per worker ID, a lane, at wall-clock pace)"`
+	Epoch      time.Time `envconfig:"EPOCH" desc:"RFC 3339 instant delta seconds count from"`
 
-	BoostPower       int           `envconfig:"BOOST_POWER" default:"3" desc:"ring size = 2^seq bits << boost power, capped by DISPENSER_RING_MEMORY"`
-	RingMemory       int           `envconfig:"RING_MEMORY" default:"8388608" desc:"bytes of IDs the ring may hold (8 per ID; a power of two of slots at most this)"`
-	MaxLanes         int           `envconfig:"MAX_LANES" default:"16" desc:"most worker IDs (lanes) an instance holds at once, each sustaining 2^seq bits IDs per second; more are claimed while demand needs them (leased mode only; 1: one worker ID)"`
-	LaneIdle         time.Duration `envconfig:"LANE_IDLE" default:"30s" desc:"an extra lane unused this long is given back"`
-	PaddingFactor    int           `envconfig:"PADDING_FACTOR" default:"50" desc:"pad the ring when fewer than this percentage of slots hold IDs (1-100)"`
-	ScheduleInterval time.Duration `envconfig:"SCHEDULE_INTERVAL" default:"0s" desc:"also pad on this interval (0: only on demand)"`
-	MaxAhead         time.Duration `envconfig:"MAX_AHEAD" default:"2s" desc:"how far IDs' seconds may run ahead of the clock under load (at least 1s; negative: no bound)"`
-	TakeWait         time.Duration `envconfig:"TAKE_WAIT" default:"800ms" desc:"how long a request waits for IDs when the instance is at its capacity before it gets a 503 (keep it below the clients' attempt timeout, 1s for the Go client)"`
-	MaxLag           time.Duration `envconfig:"MAX_LAG" default:"1s" desc:"IDs waiting in the ring that lag the clock by more than this are discarded and refilled, so IDs carry real time at low load (at least 1s; negative: keep them)"`
+	BoostPower       int           `envconfig:"BOOST_POWER" desc:"ring size = 2^seq bits << boost power, capped by DISPENSER_RING_MEMORY"`
+	RingMemory       int           `envconfig:"RING_MEMORY" desc:"bytes of IDs the ring may hold (8 per ID; a power of two of slots at most this)"`
+	MaxLanes         int           `envconfig:"MAX_LANES" desc:"most worker IDs (lanes) an instance holds at once, each sustaining 2^seq bits IDs per second; more are claimed while demand needs them (leased mode only; 1: one worker ID)"`
+	LaneIdle         time.Duration `envconfig:"LANE_IDLE" desc:"an extra lane unused this long is given back"`
+	PaddingFactor    int           `envconfig:"PADDING_FACTOR" desc:"pad the ring when fewer than this percentage of slots hold IDs (1-100)"`
+	ScheduleInterval time.Duration `envconfig:"SCHEDULE_INTERVAL" desc:"also pad on this interval (0: only on demand)"`
+	MaxAhead         time.Duration `envconfig:"MAX_AHEAD" desc:"how far IDs' seconds may run ahead of the clock under load (at least 1s; negative: no bound)"`
+	TakeWait         time.Duration `envconfig:"TAKE_WAIT" desc:"how long a request waits for IDs when the instance is at its capacity, or for the new worker ID after a lost lease, before it gets a 503 (keep it below the clients' attempt timeout, 1s for the Go client)"`
+	MaxLag           time.Duration `envconfig:"MAX_LAG" desc:"IDs waiting in the ring that lag the clock by more than this are discarded and refilled, so IDs carry real time at low load (at least 1s; negative: keep them)"`
 
-	QueueGroup      string        `envconfig:"QUEUE_GROUP" default:"uid-dispenser" desc:"NATS queue group of the instances"`
-	SubjectPrefix   string        `envconfig:"SUBJECT_PREFIX" default:"uid" desc:"subjects are <prefix>.next, <prefix>.batch, <prefix>.parse"`
-	MaxBatch        int           `envconfig:"MAX_BATCH" default:"100000" desc:"largest batch count (further capped so a reply fits the NATS max payload)"`
-	ShutdownTimeout time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"10s" desc:"bound on a graceful shutdown"`
-	LogLevel        string        `envconfig:"LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
-	LogFormat       string        `envconfig:"LOG_FORMAT" default:"text" desc:"text or json"`
+	QueueGroup      string        `envconfig:"QUEUE_GROUP" desc:"NATS queue group of the instances"`
+	SubjectPrefix   string        `envconfig:"SUBJECT_PREFIX" desc:"subjects are <prefix>.next, <prefix>.batch, <prefix>.parse"`
+	MaxBatch        int           `envconfig:"MAX_BATCH" desc:"largest batch count (further capped so a reply fits the NATS max payload)"`
+	ShutdownTimeout time.Duration `envconfig:"SHUTDOWN_TIMEOUT" desc:"bound on a graceful shutdown"`
+	LogLevel        string        `envconfig:"LOG_LEVEL" desc:"debug, info, warn or error"`
+	LogFormat       string        `envconfig:"LOG_FORMAT" desc:"text or json"`
 
 	Sequences       string        `envconfig:"SEQUENCES" desc:"named sequences to declare in the store: comma-separated name[=first number] (first default 1), e.g. orders,invoices=1000000; names are letters, digits, - and _. Served on <prefix>.seq.<name>.next and .batch; names other instances declared are served too"`
-	SequenceStep    uint64        `envconfig:"SEQUENCE_STEP" default:"1000" desc:"sequences: size of a name's first segment taken from the store, and the smallest the adaptive step halves to"`
-	SequenceMaxStep uint64        `envconfig:"SEQUENCE_MAX_STEP" default:"1000000" desc:"sequences: the largest segment; a kill -9 loses at most two segments per name"`
-	SequenceTarget  time.Duration `envconfig:"SEQUENCE_TARGET" default:"15m" desc:"sequences: how long a segment should last; a shorter one doubles the next step, one lasting more than twice as long halves it (the store sees about one write per target per name and instance)"`
+	SequenceStep    uint64        `envconfig:"SEQUENCE_STEP" desc:"sequences: size of a name's first segment taken from the store, and the smallest the adaptive step halves to"`
+	SequenceMaxStep uint64        `envconfig:"SEQUENCE_MAX_STEP" desc:"sequences: the largest segment; a kill -9 loses at most two segments per name"`
+	SequenceTarget  time.Duration `envconfig:"SEQUENCE_TARGET" desc:"sequences: how long a segment should last; a shorter one doubles the next step, one lasting more than twice as long halves it (the store sees about one write per target per name and instance)"`
 
 	MetricsAddr   string `envconfig:"METRICS_ADDR" desc:"listen address of the HTTP server with /metrics (Prometheus), /healthz and /readyz, e.g. :9464 (empty: none). Traces and OTLP metrics follow the OTEL_* variables"`
-	RunwayWarning string `envconfig:"RUNWAY_WARNING" default:"1y" desc:"log a warning and set uid_runway_warning when the layout's time field runs out sooner than this: a Go duration, days (90d) or years (2y); 0: never"`
+	RunwayWarning string `envconfig:"RUNWAY_WARNING" desc:"log a warning and set uid_runway_warning when the layout's time field runs out sooner than this: a Go duration, days (90d) or years (2y); 0: never"`
 
-	workerid.Config
-	natsio.BlocksConfig // DISPENSER_BLOCKS_*: prefilled ID blocks on JetStream
+	WorkerIDConfig
+
+	BlocksEnabled bool `envconfig:"BLOCKS_ENABLED" desc:"publish prefilled blocks of IDs into a JetStream work-queue stream for BlockSource consumers"`
+	BlocksConfig       // DISPENSER_BLOCKS_*: the block publisher's settings
 }
 
 // DefaultTakeWait is how long a request waits for IDs at the instance's
-// capacity: below the Go client's 1s attempt timeout, so that the caller
-// gets IDs or a 503 it can act on rather than a timeout.
-const DefaultTakeWait = 800 * time.Millisecond
+// capacity, the service's bulk wait: below the Go client's 1s attempt
+// timeout, so that the caller gets IDs or a 503 it can act on rather than
+// a timeout.
+const DefaultTakeWait = natsio.DefaultCapacityWait
 
 // ConfigError is an invalid setting, named by its environment variable.
 type ConfigError struct {
@@ -93,9 +99,10 @@ type ConfigError struct {
 func (e *ConfigError) Error() string { return e.Var + ": " + e.Reason }
 
 // LoadConfig reads the configuration from the environment and validates
-// it. Errors name the variable.
+// it. Unset variables keep DefaultConfig's values. Errors name the
+// variable.
 func LoadConfig() (Config, error) {
-	var cfg Config
+	cfg := DefaultConfig()
 	if err := processEnv(&cfg); err != nil {
 		var pe *envconfig.ParseError
 		if errors.As(err, &pe) {
@@ -107,52 +114,6 @@ func LoadConfig() (Config, error) {
 		return Config{}, err
 	}
 	return cfg, cfg.Validate()
-}
-
-// processEnv is envconfig.Process(EnvPrefix, cfg) without envconfig's
-// fallback to a variable's unprefixed name (it reads the tag MYSQL_DSN
-// from MYSQL_DSN when DISPENSER_MYSQL_DSN is unset), through which a
-// MYSQL_DSN or LOG_LEVEL meant for another program in the same container
-// would configure the dispenser. envconfig skips the fallback when a tag
-// is the whole name, so the leaf fields are processed as one flat struct
-// whose tags carry the prefix, then copied back: the same parsing, the
-// same defaults, only DISPENSER_* read.
-func processEnv(cfg *Config) error {
-	var (
-		leaves []reflect.Value
-		fields []reflect.StructField
-	)
-	var collect func(v reflect.Value) error
-	collect = func(v reflect.Value) error {
-		for i := range v.NumField() {
-			f := v.Type().Field(i)
-			if f.Anonymous {
-				if err := collect(v.Field(i)); err != nil {
-					return err
-				}
-				continue
-			}
-			name, ok := f.Tag.Lookup("envconfig")
-			if !ok || name == "" {
-				return fmt.Errorf("dispenser: configuration field %s has no envconfig tag", f.Name)
-			}
-			tag := strings.Replace(string(f.Tag), `envconfig:"`+name+`"`, `envconfig:"`+EnvPrefix+"_"+name+`"`, 1)
-			leaves = append(leaves, v.Field(i))
-			fields = append(fields, reflect.StructField{Name: fmt.Sprintf("F%d", len(fields)), Type: f.Type, Tag: reflect.StructTag(tag)})
-		}
-		return nil
-	}
-	if err := collect(reflect.ValueOf(cfg).Elem()); err != nil {
-		return err
-	}
-	flat := reflect.New(reflect.StructOf(fields))
-	if err := envconfig.Process("", flat.Interface()); err != nil {
-		return err
-	}
-	for i, leaf := range leaves {
-		leaf.Set(flat.Elem().Field(i))
-	}
-	return nil
 }
 
 // DefaultConfig is the configuration with every default, as LoadConfig
@@ -184,22 +145,9 @@ func DefaultConfig() Config {
 		SequenceStep:       sequence.DefaultConfig().MinStep,
 		SequenceMaxStep:    sequence.DefaultConfig().MaxStep,
 		SequenceTarget:     sequence.DefaultConfig().Target,
-		Config:             workerid.DefaultConfig(),
-		BlocksConfig:       natsio.DefaultBlocksConfig(),
+		WorkerIDConfig:     defaultsOf[WorkerIDConfig](workerid.DefaultConfig()),
+		BlocksConfig:       defaultsOf[BlocksConfig](natsio.DefaultBlocksConfig()),
 	}
-}
-
-// usageFormat lists each variable with its type, default and description.
-const usageFormat = `The dispenser is configured through the environment:
-{{range .}}
-  {{usage_key .}} ({{usage_type .}}{{if usage_default .}}, default {{usage_default .}}{{end}})
-      {{usage_description .}}{{end}}
-`
-
-// Usage writes every configuration variable with its default to w.
-func Usage(w io.Writer) error {
-	var cfg Config
-	return envconfig.Usagef(EnvPrefix, &cfg, w, usageFormat)
 }
 
 var tokenPattern = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
@@ -222,14 +170,16 @@ func (c Config) Validate() error {
 	}
 	if err := c.Layout().Validate(); err != nil {
 		le, _ := err.(*uidcore.LayoutError)
-		name := map[string]string{"TimeBits": "TIME_BITS", "WorkerBits": "WORKER_BITS", "SeqBits": "SEQ_BITS", "Epoch": "EPOCH"}[le.Field]
-		if name == "" {
-			name = "TIME_BITS/WORKER_BITS/SEQ_BITS"
+		// Config's layout fields are named as Layout's; the field "Layout"
+		// is their sum.
+		name, ok := lookupVar(le.Field)
+		if !ok {
+			name = EnvPrefix + "_TIME_BITS/WORKER_BITS/SEQ_BITS"
 		}
 		if c.LayoutName != "" {
-			name = "LAYOUT"
+			name = EnvPrefix + "_LAYOUT"
 		}
-		return bad(name, "%s", le.Reason)
+		return &ConfigError{Var: name, Reason: le.Reason}
 	}
 	switch {
 	case (c.NATSTLSCert == "") != (c.NATSTLSKey == ""):
@@ -280,15 +230,13 @@ func (c Config) Validate() error {
 	}
 	// Blocks settings are checked also while blocks are off: a bad value
 	// should not wait to stop an instance until someone turns them on.
-	blocks := c.BlocksConfig
-	blocks.BlocksEnabled = true
-	if err := blocks.Validate(); err != nil {
-		return err
+	if err := c.blocksConfig(nil).Validate(); err != nil {
+		return namedError(err)
 	}
 	if err := c.checkReachability(); err != nil {
 		return err
 	}
-	return mysqlstore.Validate(c.Config)
+	return namedError(mysqlstore.Validate(c.workerIDConfig(nil)))
 }
 
 // checkSequences validates the DISPENSER_SEQUENCE* settings.
@@ -308,13 +256,6 @@ func (c Config) checkSequences() error {
 		return bad("SEQUENCE_TARGET", "%s: use at least 1s", c.SequenceTarget)
 	}
 	return nil
-}
-
-// sequenceConfig is the allocator's configuration.
-func (c Config) sequenceConfig(log *slog.Logger) sequence.Config {
-	cfg := sequence.DefaultConfig()
-	cfg.MinStep, cfg.MaxStep, cfg.Target, cfg.Logger = c.SequenceStep, c.SequenceMaxStep, c.SequenceTarget, log
-	return cfg
 }
 
 // layoutVars are the variables DISPENSER_LAYOUT stands for.
@@ -367,61 +308,6 @@ func validPrefix(p string) bool {
 // Layout is the ID layout the configuration describes.
 func (c Config) Layout() uidcore.Layout {
 	return uidcore.Layout{TimeBits: c.TimeBits, WorkerBits: c.WorkerBits, SeqBits: c.SeqBits, Epoch: c.Epoch.UTC()}
-}
-
-// cachedOptions are the ring-buffer settings for uidcore. lanes claims
-// extra worker IDs; it is used in leased mode only, where worker IDs are
-// recycled (a disposable claim burns a WORKER_NODE row for good).
-func (c Config) cachedOptions(claim uidcore.Claim, lanes uidcore.Assigner, observer uidcore.Observer) uidcore.CachedOptions {
-	boost := c.BoostPower
-	if boost == 0 {
-		boost = -1 // uidcore reads 0 as "default"
-	}
-	maxAhead, maxLag := c.MaxAhead, c.MaxLag
-	if maxAhead < 0 {
-		maxAhead = uidcore.NoAheadBound
-	}
-	if maxLag < 0 {
-		maxLag = uidcore.NoLagBound
-	}
-	maxLanes := c.MaxLanes
-	if c.WorkerMode == workerid.ModeDisposable || maxLanes <= 1 {
-		lanes, maxLanes = nil, 1
-	}
-	return uidcore.CachedOptions{
-		Layout:           c.Layout(),
-		Claim:            claim,
-		Lanes:            lanes,
-		MaxLanes:         maxLanes,
-		LaneIdle:         c.LaneIdle,
-		RingMemory:       c.RingMemory,
-		BoostPower:       boost,
-		PaddingFactor:    c.PaddingFactor,
-		ScheduleInterval: c.ScheduleInterval,
-		MaxAhead:         maxAhead,
-		TakeWait:         c.TakeWait,
-		MaxLag:           maxLag,
-		Observer:         observer,
-	}
-}
-
-// connConfig is how to reach NATS; url is the resolved URL.
-func (c Config) connConfig(url, name string, log *slog.Logger) natsio.ConnConfig {
-	return natsio.ConnConfig{
-		URL:            url,
-		Name:           name,
-		User:           c.NATSUser,
-		Password:       c.NATSPassword,
-		Token:          c.NATSToken,
-		NKeySeedFile:   c.NATSNKeySeedFile,
-		CredsFile:      c.NATSCredsFile,
-		TLSCAFile:      c.NATSTLSCA,
-		TLSCertFile:    c.NATSTLSCert,
-		TLSKeyFile:     c.NATSTLSKey,
-		ConnectTimeout: c.NATSConnectTimeout,
-		DrainTimeout:   c.ShutdownTimeout,
-		Logger:         log,
-	}
 }
 
 func parseLevel(s string) (slog.Level, error) {

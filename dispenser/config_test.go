@@ -107,6 +107,16 @@ func TestInvalidValuesNameTheVariable(t *testing.T) {
 		{"DISPENSER_NATS_TLS_CERT", "client.pem", "DISPENSER_NATS_TLS_CERT"},
 		{"DISPENSER_WORKER_MODE", "borrowed", "DISPENSER_WORKER_MODE"},
 		{"DISPENSER_MYSQL_DSN", "root:hunter2@nowhere(", "DISPENSER_MYSQL_DSN"},
+		// workerid.Config's settings, named by the library by field.
+		{"DISPENSER_LEASE_TTL", "500ms", "DISPENSER_LEASE_TTL"},
+		{"DISPENSER_RESERVE_CHUNK", "0s", "DISPENSER_RESERVE_CHUNK"},
+		{"DISPENSER_WORKER_NODE_TABLE", "WORKER_NODE; DROP TABLE x", "DISPENSER_WORKER_NODE_TABLE"},
+		{"DISPENSER_WORKER_LEASE_TABLE", "worker_node", "DISPENSER_WORKER_LEASE_TABLE"},
+		{"DISPENSER_FLEET_TABLE", "1fleet", "DISPENSER_FLEET_TABLE"},
+		{"DISPENSER_SEQUENCE_TABLE", "uid_fleet", "DISPENSER_SEQUENCE_TABLE"},
+		{"DISPENSER_WORKER_KV_BUCKET", "a.b", "DISPENSER_WORKER_KV_BUCKET"},
+		{"DISPENSER_WORKER_KV_REPLICAS", "6", "DISPENSER_WORKER_KV_REPLICAS"},
+		{"DISPENSER_STORE_STARTUP_DEADLINE", "-1s", "DISPENSER_STORE_STARTUP_DEADLINE"},
 	} {
 		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
 			clearEnv(t)
@@ -119,9 +129,8 @@ func TestInvalidValuesNameTheVariable(t *testing.T) {
 				t.Fatalf("error leaks the password: %v", err)
 			}
 			var ce *ConfigError
-			var we *workerid.ConfigError
-			if !errors.As(err, &ce) && !errors.As(err, &we) {
-				t.Fatalf("err %T is not a config error", err)
+			if !errors.As(err, &ce) {
+				t.Fatalf("err %T %v is not a ConfigError naming %s", err, err, tc.want)
 			}
 		})
 	}
@@ -133,33 +142,62 @@ func TestUsageListsEveryVariableWithItsDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := buf.String()
-	var check func(reflect.Type)
-	check = func(typ reflect.Type) {
-		for i := range typ.NumField() {
-			f := typ.Field(i)
-			if f.Anonymous {
-				check(f.Type)
-				continue
-			}
-			name := EnvPrefix + "_" + f.Tag.Get("envconfig")
-			line := ""
-			for l := range strings.SplitSeq(out, "\n") {
-				if strings.HasPrefix(strings.TrimSpace(l), name+" ") {
-					line = l
-				}
-			}
-			if line == "" {
-				t.Errorf("usage lacks %s", name)
-				continue
-			}
-			if def := f.Tag.Get("default"); def != "" && !strings.Contains(line, "default "+def) {
-				t.Errorf("usage line %q lacks the default %s", line, def)
+	lineOf := func(name string) string {
+		for l := range strings.SplitSeq(out, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(l), name+" ") {
+				return l
 			}
 		}
+		return ""
 	}
-	check(reflect.TypeFor[Config]())
+	vars := Variables()
+	if names := configVars(reflect.TypeFor[Config]()); len(vars) != len(names) {
+		t.Fatalf("%d variables listed for %d fields", len(vars), len(names))
+	}
+	for _, v := range vars {
+		line := lineOf(v.Name)
+		if line == "" {
+			t.Errorf("usage lacks %s", v.Name)
+			continue
+		}
+		if v.Default != "" && !strings.Contains(line, "default "+v.Default+")") {
+			t.Errorf("usage line %q lacks the default %s", line, v.Default)
+		}
+	}
+	for name, def := range map[string]string{
+		"DISPENSER_LEASE_TTL": "30s", "DISPENSER_TAKE_WAIT": "800ms", "DISPENSER_EPOCH": "2026-01-01T00:00:00Z", "DISPENSER_WORKER_MODE": "leased",
+		"DISPENSER_BLOCKS_BLOCK_SIZE": "4096", "DISPENSER_CREATE_TABLES": "true", "DISPENSER_SEQUENCE_TARGET": "15m", "DISPENSER_RESERVE_CHUNK": "1m",
+	} {
+		if line := lineOf(name); !strings.Contains(line, "default "+def+")") {
+			t.Errorf("usage line %q lacks the default %s", line, def)
+		}
+	}
 	if !strings.Contains(out, "DISPENSER_MYSQL_DSN") || !strings.Contains(out, "DISPENSER_NATS_URL") {
 		t.Fatalf("usage:\n%s", out)
+	}
+}
+
+// The listed defaults are the defaults: every variable set to the default
+// the list gives it loads DefaultConfig, so the reference never says one
+// thing while the code does another.
+func TestListedDefaultsAreTheDefaults(t *testing.T) {
+	clearEnv(t)
+	for _, v := range Variables() {
+		if v.Default != "" {
+			t.Setenv(v.Name, v.Default)
+		}
+	}
+	cfg, err := LoadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := DefaultConfig()
+	if !cfg.Epoch.Equal(want.Epoch) {
+		t.Fatalf("epoch %v, want %v", cfg.Epoch, want.Epoch)
+	}
+	cfg.Epoch, want.Epoch = time.Time{}, time.Time{}
+	if !reflect.DeepEqual(cfg, want) {
+		t.Fatalf("the listed defaults load\n %+v\nnot DefaultConfig\n %+v", cfg, want)
 	}
 }
 
@@ -301,6 +339,27 @@ func TestLayoutByName(t *testing.T) {
 		}
 		if _, err := LoadConfig(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v; want %q", tc.env, err, tc.want)
+		}
+	}
+}
+
+// The stores get every worker-ID setting, the instance's logger, and
+// name their settings by this configuration's variables (a missing
+// table's message says DISPENSER_CREATE_TABLES, not CreateTables).
+func TestWorkerIDConfigCarriesEverySetting(t *testing.T) {
+	cfg := DefaultConfig()
+	if got := cfg.workerIDConfig(nil); !reflect.DeepEqual(defaultsOf[WorkerIDConfig](got), cfg.WorkerIDConfig) {
+		t.Fatalf("round trip lost settings: %+v", got)
+	}
+	cfg.MySQLDSN, cfg.WorkerMode, cfg.LeaseTTL, cfg.CreateTables, cfg.WorkerKVReplicas = "u:p@tcp(db)/x", workerid.ModeDisposable, time.Minute, false, 3
+	log := testLogger()
+	w := cfg.workerIDConfig(log)
+	if w.MySQLDSN != cfg.MySQLDSN || w.WorkerMode != workerid.ModeDisposable || w.LeaseTTL != time.Minute || w.CreateTables || w.WorkerKVReplicas != 3 || w.Logger != log {
+		t.Fatalf("workerIDConfig = %+v", w)
+	}
+	for field, want := range map[string]string{"CreateTables": "DISPENSER_CREATE_TABLES", "WorkerMode": "DISPENSER_WORKER_MODE", "MySQLDSN": "DISPENSER_MYSQL_DSN"} {
+		if got := w.Name(field); got != want {
+			t.Errorf("Name(%s) = %s, want %s", field, got, want)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"sync"
 	"time"
 
@@ -56,9 +57,9 @@ type Dispenser struct {
 
 	telemetry instanceTelemetry
 
-	mu    sync.Mutex
-	claim uidcore.Claim
-	gen   *uidcore.CachedGenerator
+	mu     sync.Mutex
+	claim  uidcore.Claim
+	source *generatorSource // the generator on claim, swapped by reclaim; nil before Start made it
 
 	stopWatch context.CancelFunc
 	watchDone chan struct{}
@@ -137,26 +138,33 @@ func Start(ctx context.Context, cfg Config, opts ...Option) (_ *Dispenser, err e
 	if err != nil {
 		return nil, fmt.Errorf("dispenser: ring buffer: %w", err)
 	}
-	cleanup = append(cleanup, func() { gen.Close() })
+	source := newGeneratorSource(gen, cfg.TakeWait)
+	cleanup = append(cleanup, func() { source.Close() })
 	d.mu.Lock() // the metrics server may read the claim already
-	d.claim, d.gen = claim, gen
+	d.claim, d.source = claim, source
 	d.mu.Unlock()
 
-	d.svc, err = natsio.NewService(d.svcNC.Conn, gen, natsio.ServiceConfig{
-		QueueGroup:    cfg.QueueGroup,
-		SubjectPrefix: cfg.SubjectPrefix,
-		MaxBatch:      cfg.MaxBatch,
-		Version:       Build().Version,
-		Logger:        d.log,
-		ClaimStatus:   d.claimStatus,
-		Sequences:     d.sequenceSource(),
+	tel := d.telemetry.tel
+	d.svc, err = natsio.NewService(d.svcNC.Conn, source, natsio.ServiceConfig{
+		QueueGroup:     cfg.QueueGroup,
+		SubjectPrefix:  cfg.SubjectPrefix,
+		MaxBatch:       cfg.MaxBatch,
+		CapacityWait:   cfg.TakeWait, // bulk batches wait as long as the generator's takes
+		Version:        Build().Version,
+		Logger:         d.log,
+		ClaimStatus:    d.claimStatus,
+		Sequences:      d.sequenceSource(),
+		TracerProvider: tel.TracerProvider(),
+		MeterProvider:  tel.MeterProvider(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("dispenser: %w", err)
 	}
 
 	if cfg.BlocksEnabled {
-		d.blocks, err = natsio.NewBlockPublisher(ctx, d.svcNC.Conn, gen, cfg.BlocksConfig, d.log)
+		blocks := cfg.blocksConfig(d.log)
+		blocks.TracerProvider = tel.TracerProvider()
+		d.blocks, err = natsio.NewBlockPublisher(ctx, d.svcNC.Conn, source, blocks)
 		if err != nil {
 			d.svc.Stop()
 			return nil, fmt.Errorf("dispenser: %w", err)
@@ -230,8 +238,15 @@ func (d *Dispenser) connectNATS(ctx context.Context) (url string, _ func(), err 
 // openAssigner sets up the configured worker-ID store and returns how to
 // close it.
 func (d *Dispenser) openAssigner(ctx context.Context, url string) (func(), error) {
+	cfg := d.cfg.workerIDConfig(d.log)
+	var err error
+	// UidGenerator's container variables (JPAAS_*) and Kubernetes' name
+	// the instance in the store.
+	if cfg.Host, err = workerid.DetectHost(os.Getenv); err != nil {
+		return nil, fmt.Errorf("dispenser: %w", err)
+	}
 	if d.cfg.MySQLDSN != "" {
-		a, err := mysqlstore.NewAssigner(ctx, d.cfg.Config, d.log)
+		a, err := mysqlstore.NewAssigner(ctx, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("dispenser: worker-ID store: %w", err)
 		}
@@ -247,7 +262,7 @@ func (d *Dispenser) openAssigner(ctx context.Context, url string) (func(), error
 	if err != nil {
 		return nil, fmt.Errorf("dispenser: %w", err)
 	}
-	a, err := kvstore.NewAssigner(ctx, conn.Conn, d.cfg.Config, d.log)
+	a, err := kvstore.NewAssigner(ctx, conn.Conn, cfg)
 	if err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("dispenser: worker-ID store (JetStream KV bucket %s): %w", d.cfg.WorkerKVBucket, err)
@@ -345,7 +360,9 @@ func (d *Dispenser) Sequences() *sequence.Allocator { return d.seq }
 
 // watchClaim replaces a claim that is lost for good (its lease taken over
 // by another instance): it claims a new worker ID, builds a new generator
-// and swaps it into the service. Meanwhile requests get 503s.
+// and swaps it into the source the service and the block publisher take
+// from. Meanwhile requests wait for it, up to DISPENSER_TAKE_WAIT, then
+// get 503s.
 func (d *Dispenser) watchClaim(ctx context.Context) {
 	defer close(d.watchDone)
 	for {
@@ -365,7 +382,7 @@ func (d *Dispenser) watchClaim(ctx context.Context) {
 
 func (d *Dispenser) reclaim(ctx context.Context) error {
 	d.mu.Lock()
-	oldClaim, oldGen := d.claim, d.gen
+	oldClaim := d.claim
 	d.mu.Unlock()
 	_, lostErr := oldClaim.Until()
 	d.log.Error("worker claim lost for good; claiming a new worker ID", "worker_id", oldClaim.WorkerID(), "err", lostErr)
@@ -374,21 +391,9 @@ func (d *Dispenser) reclaim(ctx context.Context) error {
 		claim, err := d.assigner.Claim(ctx, d.cfg.Layout())
 		if err == nil {
 			var gen *uidcore.CachedGenerator
-			gen, err = d.newGenerator(claim)
-			if err == nil {
-				if err = d.svc.SetSource(gen); err == nil {
-					if d.blocks != nil {
-						d.blocks.SetSource(gen)
-					}
-					d.mu.Lock()
-					d.claim, d.gen = claim, gen
-					d.mu.Unlock()
-					oldGen.Close()
-					releaseQuietly(oldClaim, d.log)
-					d.log.Info("serving under a new worker ID", "worker_id", claim.WorkerID(), "previous", oldClaim.WorkerID(), "service_id", d.svc.ID())
-					return nil
-				}
-				gen.Close()
+			if gen, err = d.newGenerator(claim); err == nil {
+				d.swap(oldClaim, claim, gen)
+				return nil
 			}
 			releaseQuietly(claim, d.log)
 		}
@@ -403,6 +408,24 @@ func (d *Dispenser) reclaim(ctx context.Context) error {
 		}
 		backoff = min(2*backoff, 5*time.Second)
 	}
+}
+
+// swap puts the generator on the new claim in place of the old one's,
+// closes the old generator and releases its claim.
+func (d *Dispenser) swap(oldClaim, claim uidcore.Claim, gen *uidcore.CachedGenerator) {
+	d.mu.Lock()
+	d.claim = claim
+	d.mu.Unlock()
+	old := d.source.Replace(gen)
+	// Takes waiting on the old generator move to the new one when it
+	// closes.
+	old.Close()
+	releaseQuietly(oldClaim, d.log)
+	if err := d.svc.Readvertise(); err != nil {
+		// Requests are served all the same; only the metadata lags.
+		d.log.Warn("the service's metadata still shows the previous worker ID", "err", err)
+	}
+	d.log.Info("serving under a new worker ID", "worker_id", claim.WorkerID(), "previous", oldClaim.WorkerID(), "service_id", d.svc.ID())
 }
 
 // watchConn ends the instance when the service's connection closes for
@@ -488,9 +511,9 @@ func (d *Dispenser) doShutdown(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("dispenser: finishing in-flight requests: %w", err))
 	}
 	d.mu.Lock()
-	claim, gen := d.claim, d.gen
+	claim := d.claim
 	d.mu.Unlock()
-	gen.Close()
+	d.source.Close()
 	releaseCtx := ctx
 	if ctx.Err() != nil {
 		// Out of time, but a released claim frees the worker ID at once:

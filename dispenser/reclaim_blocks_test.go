@@ -1,13 +1,8 @@
 package dispenser
 
 import (
-	"context"
-	"encoding/json"
-	"fmt"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
@@ -33,38 +28,9 @@ func TestReclaimWhileServingAndPublishingBlocks(t *testing.T) {
 	ids := takeBlocks(t, 5000, sources...)
 
 	// The intruder takes the lease key over as another claimer would.
-	js, err := jetstream.New(testConn(t, url).Conn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	kv, err := js.KeyValue(ctx, cfg.WorkerKVBucket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key := fmt.Sprintf("lease.%d", lostWorker)
-	e, err := kv.Get(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var lease map[string]any
-	if err := json.Unmarshal(e.Value(), &lease); err != nil {
-		t.Fatal(err)
-	}
-	lease["owner"] = "intruder"
-	b, _ := json.Marshal(lease)
-	if _, err := kv.Update(ctx, key, b, e.Revision()); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for d.WorkerID() == lostWorker && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	takeOverLease(t, url, cfg.WorkerKVBucket, lostWorker)
+	testenv.WaitFor(t, 10*time.Second, "a new worker ID after the lease was taken over", func() bool { return d.WorkerID() != lostWorker })
 	newWorker := d.WorkerID()
-	if newWorker == lostWorker {
-		t.Fatalf("still on worker %d after the lease was taken over", lostWorker)
-	}
 	// Enough blocks to drain what the old worker left in the stream.
 	ids = append(ids, takeBlocks(t, 3*cfg.BlocksTargetDepth*cfg.BlockSize, sources...)...)
 	close(stop)

@@ -2,13 +2,12 @@ package dispenser
 
 import (
 	"io"
-
-	"github.com/kelseyhightower/envconfig"
+	"text/template"
 )
 
 // referenceFormat renders the variables as the Markdown table of
 // docs/configuration.md.
-const referenceFormat = `# Configuration reference
+var referenceFormat = template.Must(template.New("reference").Parse(`# Configuration reference
 
 Generated from the dispenser's configuration by ` + "`make docs`" + `; a test keeps it
 current. ` + "`dispenser -h`" + ` prints the same list. An invalid value stops start-up
@@ -19,12 +18,9 @@ follow the standard ` + "`OTEL_*`" + ` variables (see [observability.md](observa
 
 | variable | type | default | meaning |
 |---|---|---|---|
-{{range .}}| ` + "`{{usage_key .}}`" + ` | {{usage_type .}} | {{with usage_default .}}` + "`{{.}}`" + `{{end}} | {{usage_description .}} |
-{{end}}`
+{{range .}}| ` + "`{{.Name}}`" + ` | {{.Type}} | {{with .Default}}` + "`{{.}}`" + `{{end}} | {{.Description}} |
+{{end}}`))
 
 // WriteReference writes docs/configuration.md: every variable with its
 // type, default and meaning.
-func WriteReference(w io.Writer) error {
-	var cfg Config
-	return envconfig.Usagef(EnvPrefix, &cfg, w, referenceFormat)
-}
+func WriteReference(w io.Writer) error { return referenceFormat.Execute(w, Variables()) }

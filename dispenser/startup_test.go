@@ -2,6 +2,7 @@ package dispenser
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/workerid"
 )
 
 // delayedTCPForwarder listens on a free loopback port after delay and
@@ -158,5 +160,31 @@ func TestStartGivesUpOnNATSAtTheConnectTimeout(t *testing.T) {
 	}
 	if took < cfg.NATSConnectTimeout-100*time.Millisecond || took > cfg.NATSConnectTimeout+time.Second {
 		t.Fatalf("gave up after %v, want about %v", took, cfg.NATSConnectTimeout)
+	}
+}
+
+// UidGenerator's container variables name the instance in the worker-ID
+// store: the dispenser reads them (the libraries read no environment)
+// and the lease records them; one without the other stops start-up.
+func TestContainerVariablesNameTheInstance(t *testing.T) {
+	url := testenv.NATS(t, nil).ClientURL()
+	cfg := testConfig(url, "")
+	t.Setenv("JPAAS_HOST", "10.1.2.3")
+	t.Setenv("JPAAS_HTTP_PORT", "8080")
+	t.Setenv("JPAAS_HOST_PORT_8080", "")
+	d := start(t, cfg)
+	_, _, lease, _ := leaseKey(t, url, cfg.WorkerKVBucket, d.WorkerID())
+	if lease["host"] != "10.1.2.3" || lease["port"] != "8080" || lease["type"] != float64(workerid.HostContainer) {
+		t.Fatalf("lease record %v, want host 10.1.2.3, port 8080, type %d", lease, workerid.HostContainer)
+	}
+
+	t.Setenv("JPAAS_HTTP_PORT", "")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if d, err := Start(ctx, cfg, WithLogger(testLogger())); !errors.Is(err, workerid.ErrHostEnv) {
+		if err == nil {
+			shutdown(t, d)
+		}
+		t.Fatalf("JPAAS_HOST without a port: %v, want ErrHostEnv", err)
 	}
 }

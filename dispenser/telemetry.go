@@ -48,6 +48,11 @@ func (d *Dispenser) startTelemetry(ctx context.Context, given *telemetry.Telemet
 			RunwayWarning:  threshold,
 			Logger:         d.log,
 		})
+		var se *telemetry.SettingError
+		if errors.As(err, &se) {
+			// Not a *ConfigError: the address is valid, only busy now.
+			return fmt.Errorf("dispenser: %s: %s", fieldVar(se.Field), se.Reason)
+		}
 		if err != nil {
 			return fmt.Errorf("dispenser: %w", err)
 		}
@@ -132,12 +137,12 @@ func (d *Dispenser) canIssue(now time.Time) error {
 		return fmt.Errorf("the layout's time field ran out at %s", end.Format(time.RFC3339))
 	}
 	d.mu.Lock()
-	gen := d.gen
+	source := d.source
 	d.mu.Unlock()
-	if gen == nil {
+	if source == nil {
 		return errNotServing
 	}
-	if st := gen.State(); st.Available == 0 && st.LogicalSecond > layout.LastSecond() {
+	if st := source.State(); st.Available == 0 && st.LogicalSecond > layout.LastSecond() {
 		return fmt.Errorf("the ring is empty and padding has reached the time field's end (%s)", layout.RunwayEnd().Format(time.RFC3339))
 	}
 	return nil

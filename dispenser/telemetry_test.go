@@ -3,6 +3,7 @@ package dispenser
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -166,6 +167,30 @@ func TestMetricsServerFromConfig(t *testing.T) {
 	shutdown(t, d)
 	if _, _, err := telemetrytest.HTTPGet(base + "/healthz"); err == nil {
 		t.Error("/healthz still answers after shutdown")
+	}
+}
+
+// A metrics address that is busy stops start-up with an error naming
+// DISPENSER_METRICS_ADDR (telemetry names the field, the dispenser its
+// variable).
+func TestBusyMetricsAddrNamesTheVariable(t *testing.T) {
+	telemetrytest.ClearEnv(t)
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	cfg := testConfig(testenv.NATS(t, nil).ClientURL(), "")
+	cfg.MetricsAddr = busy.Addr().String()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	d, err := Start(ctx, cfg, WithLogger(testLogger()))
+	if err == nil {
+		shutdown(t, d)
+		t.Fatal("started on a busy metrics address")
+	}
+	if !strings.Contains(err.Error(), "DISPENSER_METRICS_ADDR: ") || !strings.Contains(err.Error(), busy.Addr().String()) {
+		t.Fatalf("err = %v, want it to name DISPENSER_METRICS_ADDR and the address", err)
 	}
 }
 

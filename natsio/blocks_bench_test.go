@@ -53,7 +53,7 @@ func benchmarkBlocks(b *testing.B, publishers, consumers int) {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { g.Close() })
-		p, err := NewBlockPublisher(ctx, connect(), g, BlocksConfig{BlocksEnabled: true}, nil)
+		p, err := NewBlockPublisher(ctx, connect(), g, BlocksConfig{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -2,8 +2,6 @@ package natsio
 
 import (
 	"errors"
-	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -11,73 +9,50 @@ import (
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 )
 
-func TestBlocksConfigDefaultsMatchTags(t *testing.T) {
-	def := DefaultBlocksConfig()
-	v := reflect.ValueOf(def)
-	for i := range v.NumField() {
-		f := v.Type().Field(i)
-		tag, ok := f.Tag.Lookup("default")
-		if !ok {
-			t.Errorf("%s has no default tag", f.Name)
-			continue
-		}
-		var got string
-		switch x := v.Field(i).Interface().(type) {
-		case time.Duration:
-			d, err := time.ParseDuration(tag)
-			if err != nil || d != x {
-				t.Errorf("%s: tag %q, DefaultBlocksConfig %s", f.Name, tag, x)
-			}
-			continue
-		case bool:
-			got = strconv.FormatBool(x)
-		case int:
-			got = strconv.Itoa(x)
-		case string:
-			got = x
-		default:
-			t.Fatalf("%s: unhandled type %T", f.Name, x)
-		}
-		if got != tag {
-			t.Errorf("%s: tag %q, DefaultBlocksConfig %q", f.Name, tag, got)
-		}
-		if !strings.HasPrefix(f.Tag.Get("envconfig"), "BLOCKS_") || f.Tag.Get("desc") == "" {
-			t.Errorf("%s: envconfig tag %q, desc %q", f.Name, f.Tag.Get("envconfig"), f.Tag.Get("desc"))
-		}
+// A zero BlocksConfig is the default one, and valid.
+func TestBlocksConfigZeroTakesTheDefaults(t *testing.T) {
+	got := BlocksConfig{}.withDefaults()
+	want := DefaultBlocksConfig()
+	if got.Logger == nil {
+		t.Error("no default logger")
 	}
-	if err := (BlocksConfig{BlocksEnabled: true}).Validate(); err != nil {
-		t.Errorf("zero config with blocks enabled: %v", err)
+	got.Logger = nil
+	if got != want {
+		t.Errorf("zero config with defaults %+v, want %+v", got, want)
+	}
+	if err := (BlocksConfig{}).Validate(); err != nil {
+		t.Errorf("zero config: %v", err)
+	}
+	if want.BlocksStream != uidclient.DefaultBlocksStream || want.BlockSize != uidclient.DefaultBlockSize {
+		t.Errorf("defaults differ from what BlockSource assumes: %+v", want)
 	}
 }
 
-func TestBlocksConfigValidateNamesTheVariable(t *testing.T) {
+// Validate's errors name the field (the dispenser maps it to its
+// variable; its tests check the variable names).
+func TestBlocksConfigValidateNamesTheField(t *testing.T) {
 	cases := []struct {
 		mutate func(*BlocksConfig)
-		envVar string
+		field  string
 	}{
-		{func(c *BlocksConfig) { c.BlocksStream = "UID.BLOCKS" }, "DISPENSER_BLOCKS_STREAM"},
-		{func(c *BlocksConfig) { c.BlocksSubject = "uid.>" }, "DISPENSER_BLOCKS_SUBJECT"},
-		{func(c *BlocksConfig) { c.BlocksSubject = "uid..blocks" }, "DISPENSER_BLOCKS_SUBJECT"},
-		{func(c *BlocksConfig) { c.BlockSize = -1 }, "DISPENSER_BLOCKS_BLOCK_SIZE"},
-		{func(c *BlocksConfig) { c.BlockSize = uidclient.MaxBlockSize + 1 }, "DISPENSER_BLOCKS_BLOCK_SIZE"},
-		{func(c *BlocksConfig) { c.BlocksTargetDepth = -3 }, "DISPENSER_BLOCKS_TARGET_DEPTH"},
-		{func(c *BlocksConfig) { c.BlocksStorage = "disk" }, "DISPENSER_BLOCKS_STORAGE"},
-		{func(c *BlocksConfig) { c.BlocksReplicas = 7 }, "DISPENSER_BLOCKS_REPLICAS"},
-		{func(c *BlocksConfig) { c.BlocksDuplicateWindow = time.Millisecond }, "DISPENSER_BLOCKS_DUPLICATE_WINDOW"},
-		{func(c *BlocksConfig) { c.BlocksPollInterval = time.Microsecond }, "DISPENSER_BLOCKS_POLL_INTERVAL"},
+		{func(c *BlocksConfig) { c.BlocksStream = "UID.BLOCKS" }, "BlocksStream"},
+		{func(c *BlocksConfig) { c.BlocksSubject = "uid.>" }, "BlocksSubject"},
+		{func(c *BlocksConfig) { c.BlocksSubject = "uid..blocks" }, "BlocksSubject"},
+		{func(c *BlocksConfig) { c.BlockSize = -1 }, "BlockSize"},
+		{func(c *BlocksConfig) { c.BlockSize = uidclient.MaxBlockSize + 1 }, "BlockSize"},
+		{func(c *BlocksConfig) { c.BlocksTargetDepth = -3 }, "BlocksTargetDepth"},
+		{func(c *BlocksConfig) { c.BlocksStorage = "disk" }, "BlocksStorage"},
+		{func(c *BlocksConfig) { c.BlocksReplicas = 7 }, "BlocksReplicas"},
+		{func(c *BlocksConfig) { c.BlocksDuplicateWindow = time.Millisecond }, "BlocksDuplicateWindow"},
+		{func(c *BlocksConfig) { c.BlocksPollInterval = time.Microsecond }, "BlocksPollInterval"},
 	}
 	for _, tc := range cases {
 		c := DefaultBlocksConfig()
-		c.BlocksEnabled = true
 		tc.mutate(&c)
 		err := c.Validate()
-		var ce *BlocksConfigError
-		if !errors.As(err, &ce) || ce.Var != tc.envVar || !strings.Contains(err.Error(), tc.envVar) {
-			t.Errorf("%+v: error %v, want one naming %s", c, err, tc.envVar)
-		}
-		c.BlocksEnabled = false
-		if err := c.Validate(); err != nil {
-			t.Errorf("disabled blocks config rejected: %v", err)
+		var se *SettingError
+		if !errors.As(err, &se) || se.Field != tc.field || !strings.HasPrefix(err.Error(), tc.field+": ") {
+			t.Errorf("%+v: error %v, want one naming %s", c, err, tc.field)
 		}
 	}
 }

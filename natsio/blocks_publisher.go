@@ -20,10 +20,9 @@ import (
 )
 
 // BlockIDSource is where a BlockPublisher takes the IDs of its blocks:
-// *uidcore.CachedGenerator's batch take. It is an interface because the
-// dispenser replaces its generator when it claims a new worker ID (see
-// BlockPublisher.SetSource). NextN must return increasing IDs of one
-// worker; the IDs it has put in dst count as issued even with an error.
+// *uidcore.CachedGenerator's batch take, or the dispenser's source that
+// swaps in a new generator when it claims a new worker ID. The IDs NextN
+// has put in dst count as issued even with an error.
 type BlockIDSource interface {
 	NextN(ctx context.Context, dst []uint64) (int, error)
 	Layout() uidcore.Layout
@@ -72,7 +71,7 @@ type BlockPublisher struct {
 	stream jetstream.Stream
 	cfg    BlocksConfig
 	log    *slog.Logger
-	source atomic.Pointer[blockIDSourceBox]
+	src    BlockIDSource
 	ids    []uint64 // the run goroutine's take buffer
 
 	published, refused, failed, idsPublished, idsDiscarded, depth atomic.Uint64
@@ -88,30 +87,21 @@ type BlockPublisher struct {
 	depthProblem, sourceProblem, publishProblem problemlog.Log
 }
 
-type blockIDSourceBox struct{ src BlockIDSource }
-
 // NewBlockPublisher creates or updates the block stream (idempotent:
 // several dispensers may start at once) and starts topping it up from
-// src. cfg is used as given whether or not BlocksEnabled is set; zero
-// values take the defaults. Stop it before closing src.
-func NewBlockPublisher(ctx context.Context, nc *nats.Conn, src BlockIDSource, cfg BlocksConfig, log *slog.Logger) (*BlockPublisher, error) {
+// src. Zero values of cfg take the defaults. Stop it before closing src.
+func NewBlockPublisher(ctx context.Context, nc *nats.Conn, src BlockIDSource, cfg BlocksConfig) (*BlockPublisher, error) {
 	if src == nil {
 		return nil, errors.New("natsio: NewBlockPublisher: nil BlockIDSource")
 	}
-	enabled := cfg.BlocksEnabled
-	cfg.BlocksEnabled = true // validate as given
-	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg.BlocksEnabled = enabled
+	cfg = cfg.withDefaults()
 	// 8 bytes per ID plus room for the headers.
 	if need := int64(cfg.BlockSize)*8 + 1024; need > nc.MaxPayload() {
-		return nil, &BlocksConfigError{Var: BlocksEnvPrefix + "BLOCKS_BLOCK_SIZE",
+		return nil, &SettingError{Field: "BlockSize",
 			Reason: fmt.Sprintf("a block of %d IDs needs %d bytes; the server allows %d", cfg.BlockSize, need, nc.MaxPayload())}
-	}
-	if log == nil {
-		log = slog.Default()
 	}
 	js, err := jetstream.New(nc,
 		jetstream.WithPublishAsyncMaxPending(2*publishWindow),
@@ -128,17 +118,17 @@ func NewBlockPublisher(ctx context.Context, nc *nats.Conn, src BlockIDSource, cf
 		js:     js,
 		stream: stream,
 		cfg:    cfg,
-		log:    log.With("stream", cfg.BlocksStream),
+		log:    cfg.Logger.With("stream", cfg.BlocksStream),
+		src:    src,
 		ids:    make([]uint64, cfg.BlockSize),
 		window: publishWindow,
 		cancel: cancel,
 		done:   make(chan struct{}),
-		otel:   newProducerTelemetry(),
+		otel:   newProducerTelemetry(cfg.TracerProvider),
 	}
 	p.depthProblem = problemlog.Log{Log: p.log, What: "blocks: stream depth check"}
 	p.sourceProblem = problemlog.Log{Log: p.log, What: "blocks: taking IDs"}
 	p.publishProblem = problemlog.Log{Log: p.log, What: "blocks: publish"}
-	p.source.Store(&blockIDSourceBox{src})
 	go p.run(runCtx)
 	return p, nil
 }
@@ -167,16 +157,6 @@ func ensureBlockStream(ctx context.Context, js jetstream.JetStream, cfg jetstrea
 		}
 	}
 	return nil, fmt.Errorf("natsio: blocks: create or update stream %s: %w", cfg.Name, err)
-}
-
-// SetSource replaces the source the next blocks are taken from (the
-// dispenser calls it when it builds a generator on a new worker claim).
-func (p *BlockPublisher) SetSource(src BlockIDSource) error {
-	if src == nil {
-		return errors.New("natsio: BlockPublisher.SetSource: nil BlockIDSource")
-	}
-	p.source.Store(&blockIDSourceBox{src})
-	return nil
 }
 
 // Stats returns the publisher's counters.
@@ -329,7 +309,7 @@ func (p *BlockPublisher) topUp(ctx context.Context) roundResult {
 // takeBlock takes up to a block of IDs from the source and encodes them.
 // It returns a nil message when it got none, and the source's error.
 func (p *BlockPublisher) takeBlock(ctx context.Context) (*nats.Msg, int, error) {
-	src := p.source.Load().src
+	src := p.src
 	n, err := src.NextN(ctx, p.ids)
 	if n == 0 {
 		if err == nil {

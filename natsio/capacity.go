@@ -151,7 +151,7 @@ func (q *capacityQueue) note(waited, rejected bool) {
 	now := time.Now()
 	if q.episode.IsZero() {
 		q.episode = now
-		st := q.s.source.Load().src.State()
+		st := q.s.src.State()
 		q.s.log.Warn("at capacity: demand exceeds what this instance sustains; bulk requests wait for IDs",
 			"sustained_ids_per_second", st.PerSecond, "lanes", len(st.Lanes), "max_lanes", st.MaxLanes)
 		q.s.otel.throttleEpisode()

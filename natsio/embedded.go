@@ -1,6 +1,7 @@
 package natsio
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -23,7 +24,7 @@ const DefaultLocalAddr = "127.0.0.1:4222"
 type EmbeddedConfig struct {
 	Addr     string       // host:port; default DefaultLocalAddr; port 0 picks a free one
 	StoreDir string       // JetStream data directory; default DefaultStoreDir()
-	Logger   *slog.Logger // the server's notices go to Debug
+	Logger   *slog.Logger // nil: slog.Default(); the server's notices go to Debug
 }
 
 // Embedded is a nats-server with JetStream running in this process.
@@ -83,9 +84,7 @@ func startEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 	if err != nil {
 		return nil, fmt.Errorf("natsio: embedded server: %w", err)
 	}
-	if cfg.Logger != nil {
-		srv.SetLoggerV2(serverLogger{cfg.Logger}, false, false, false)
-	}
+	srv.SetLoggerV2(serverLogger{cmp.Or(cfg.Logger, slog.Default())}, false, false, false)
 	srv.Start()
 	if !srv.ReadyForConnections(10 * time.Second) {
 		srv.Shutdown()

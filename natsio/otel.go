@@ -240,8 +240,13 @@ type producerTelemetry struct {
 	tracer trace.Tracer
 }
 
-func newProducerTelemetry() producerTelemetry {
-	return producerTelemetry{tracer: otel.GetTracerProvider().Tracer(instrumentationName, trace.WithInstrumentationVersion(uidclient.ServiceVersion))}
+// newProducerTelemetry makes the publisher's spans with tp, or the global
+// provider where nil (as newServerTelemetry does).
+func newProducerTelemetry(tp trace.TracerProvider) producerTelemetry {
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	return producerTelemetry{tracer: tp.Tracer(instrumentationName, trace.WithInstrumentationVersion(uidclient.ServiceVersion))}
 }
 
 // start starts the producer span of publishing msg (a block of ids IDs)

@@ -261,7 +261,7 @@ func TestBlockPublishesAreProducerSpans(t *testing.T) {
 	const depth, size = 3, 100
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	p, err := NewBlockPublisher(ctx, nc, inst.gen, BlocksConfig{BlocksEnabled: true, BlockSize: size, BlocksTargetDepth: depth}, quietLogger())
+	p, err := NewBlockPublisher(ctx, nc, inst.gen, BlocksConfig{BlockSize: size, BlocksTargetDepth: depth, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,10 +25,9 @@ import (
 )
 
 // IDSource is where a Service takes its IDs. *uidcore.CachedGenerator
-// implements it. It is an interface because the dispenser replaces the
-// source while serving: when a leased worker claim is lost for good it
-// claims a new worker ID and builds a new generator (see
-// Service.SetSource).
+// implements it, and so does the dispenser's source that swaps in a new
+// generator when a worker claim is lost for good (the service then calls
+// Readvertise so that its metadata follows the worker ID).
 type IDSource interface {
 	Next(ctx context.Context) (uint64, error)
 	NextN(ctx context.Context, dst []uint64) (int, error)
@@ -102,7 +101,7 @@ type Service struct {
 	nc          *nats.Conn
 	cfg         ServiceConfig
 	log         *slog.Logger
-	source      atomic.Pointer[sourceBox]
+	src         IDSource
 	endpoints   map[string]*endpointCounters
 	asyncErrors atomic.Uint64
 	idBufs      sync.Pool // *[]uint64 for batch replies
@@ -111,13 +110,17 @@ type Service struct {
 	capacity    *capacityQueue
 	segments    *segmentWaits
 
-	mu      sync.Mutex
-	svc     micro.Service
-	stopped bool
+	mu         sync.Mutex
+	svc        micro.Service
+	advertised advertised // what svc's metadata says
+	stopped    bool
 }
 
-// sourceBox lets an interface value live in an atomic.Pointer.
-type sourceBox struct{ src IDSource }
+// advertised is the part of the source the micro metadata shows.
+type advertised struct {
+	workerID uint64
+	layout   uidcore.Layout
+}
 
 // endpointCounters count an endpoint's replies by outcome.
 type endpointCounters struct {
@@ -170,6 +173,7 @@ func NewService(nc *nats.Conn, src IDSource, cfg ServiceConfig) (*Service, error
 		nc:  nc,
 		cfg: cfg,
 		log: cfg.Logger,
+		src: src,
 		endpoints: map[string]*endpointCounters{
 			uidclient.EndpointNext: {}, uidclient.EndpointBatch: {}, uidclient.EndpointParse: {},
 		},
@@ -179,7 +183,6 @@ func NewService(nc *nats.Conn, src IDSource, cfg ServiceConfig) (*Service, error
 		s.endpoints[uidclient.EndpointSeqNext] = &endpointCounters{}
 		s.endpoints[uidclient.EndpointSeqBatch] = &endpointCounters{}
 	}
-	s.source.Store(&sourceBox{src})
 	s.capacity = newCapacityQueue(s)
 	s.segments = newSegmentWaits(s)
 	s.mu.Lock()
@@ -200,14 +203,15 @@ func NewService(nc *nats.Conn, src IDSource, cfg ServiceConfig) (*Service, error
 	return s, nil
 }
 
-// start adds a micro service with the current source's metadata and
-// registers the endpoints. s.mu must be held.
+// start adds a micro service with the source's metadata and registers
+// the endpoints. s.mu must be held.
 func (s *Service) start() error {
-	src := s.source.Load().src
-	layout := src.Layout()
+	src := s.src
+	shown := advertised{workerID: src.WorkerID(), layout: src.Layout()}
+	layout := shown.layout
 	maxPayload := s.nc.MaxPayload()
 	metadata := map[string]string{
-		"worker_id": strconv.FormatUint(src.WorkerID(), 10),
+		"worker_id": strconv.FormatUint(shown.workerID, 10),
 		"layout":    fmt.Sprintf("%d/%d/%d", layout.TimeBits, layout.WorkerBits, layout.SeqBits),
 		"epoch":     layout.Epoch.UTC().Format(time.RFC3339),
 		// Capacity: lanes come and go with demand (the stats list the
@@ -263,7 +267,7 @@ func (s *Service) start() error {
 		_ = svc.Stop()
 		return err
 	}
-	s.svc = svc
+	s.svc, s.advertised = svc, shown
 	return nil
 }
 
@@ -341,7 +345,7 @@ func (s *Service) handle(endpoint, template string, fn handlerFunc, headers micr
 			case s.capacity.enqueue(w):
 				return // the capacity queue answers it
 			default:
-				reply, ids, err = nil, 0, atCapacity(s.source.Load().src, fmt.Errorf("%w: %d bulk requests already wait", uidcore.ErrBufferEmpty, maxWaitingBatches))
+				reply, ids, err = nil, 0, atCapacity(s.src, fmt.Errorf("%w: %d bulk requests already wait", uidcore.ErrBufferEmpty, maxWaitingBatches))
 			}
 		}
 		s.finish(c, reply, ids, err)
@@ -373,7 +377,7 @@ func (s *Service) finish(c *call, reply []byte, ids int, err error) {
 	}
 	s.replyBufs.Put(c.bp)
 	c.counters.record(code)
-	if d := s.otel.end(c.ctx, c.span, ids, s.source.Load().src.WorkerID(), code, err); d > time.Second {
+	if d := s.otel.end(c.ctx, c.span, ids, s.src.WorkerID(), code, err); d > time.Second {
 		s.log.Warn("slow request", "subject", req.Subject(), "duration", d)
 	}
 }
@@ -445,28 +449,20 @@ func (s *Service) next(ctx context.Context, _ micro.Request, buf []byte) ([]byte
 	return strconv.AppendUint(buf, id[0], 10), 1, nil
 }
 
-// take fills ids from the current source, waiting for padding as the
-// source does when wait is set. A take that meets a source just replaced
-// (a new worker claim: the old one is closed) takes from the new one
-// rather than fail the request.
+// take fills ids from the source, waiting for padding as the source does
+// when wait is set.
 func (s *Service) take(ctx context.Context, ids []uint64, wait bool) (int, error) {
-	box := s.source.Load()
-	takeFrom := func(src IDSource, ids []uint64) (int, error) {
-		if wait {
-			return src.NextN(ctx, ids)
-		}
-		return src.TryNextN(ids)
-	}
-	got, err := takeFrom(box.src, ids)
-	if err != nil && errors.Is(err, uidcore.ErrClosed) {
-		if now := s.source.Load(); now != box {
-			var more int
-			more, err = takeFrom(now.src, ids[got:])
-			got += more
-		}
+	var (
+		got int
+		err error
+	)
+	if wait {
+		got, err = s.src.NextN(ctx, ids)
+	} else {
+		got, err = s.src.TryNextN(ids)
 	}
 	if err != nil {
-		return got, atCapacity(s.source.Load().src, err)
+		return got, atCapacity(s.src, err)
 	}
 	return got, nil
 }
@@ -583,7 +579,7 @@ func (s *Service) parse(_ context.Context, req micro.Request, buf []byte) ([]byt
 	if err != nil {
 		return nil, 0, err
 	}
-	parts, err := s.source.Load().src.Layout().Parse(id)
+	parts, err := s.src.Layout().Parse(id)
 	if err != nil {
 		return nil, 0, badRequest("%v", err)
 	}
@@ -622,20 +618,14 @@ func (s *Service) replyBuffer() *[]byte {
 	return &b
 }
 
-// SetSource replaces the source requests take IDs from; the caller closes
-// the old one afterwards. When the worker ID or layout differ, the micro
-// service is added again so its metadata tells the truth (it gets a new
-// service ID), and the old one is stopped.
-func (s *Service) SetSource(src IDSource) error {
-	if src == nil {
-		return errors.New("natsio: SetSource: nil IDSource")
-	}
-	old := s.source.Swap(&sourceBox{src})
-	if old.src.WorkerID() == src.WorkerID() && old.src.Layout() == src.Layout() {
-		return nil
-	}
+// Readvertise adds the micro service again when the source's worker ID
+// or layout no longer match its metadata (the dispenser swapped in a
+// generator on a new worker claim), so that `nats micro info` tells the
+// truth; the new one gets a new service ID, and the old one is stopped.
+// Requests are served throughout: both are in the queue group meanwhile.
+func (s *Service) Readvertise() error {
 	s.mu.Lock()
-	if s.stopped {
+	if s.stopped || s.advertised == (advertised{workerID: s.src.WorkerID(), layout: s.src.Layout()}) {
 		s.mu.Unlock()
 		return nil
 	}
@@ -647,9 +637,6 @@ func (s *Service) SetSource(src IDSource) error {
 	}
 	return prev.Stop()
 }
-
-// Source returns the current source.
-func (s *Service) Source() IDSource { return s.source.Load().src }
 
 // ID is the micro service instance ID (as `nats micro ls` shows it). It
 // changes when the service is added again.
@@ -683,7 +670,7 @@ func (s *Service) Stop() error {
 }
 
 // onDone runs when a micro service stops. Unless we stopped it (Stop, or
-// SetSource replacing it), the instance no longer answers: say so (it is
+// Readvertise replacing it), the instance no longer answers: say so (it is
 // the connection closing, the one other way the pinned micro stops).
 func (s *Service) onDone(svc micro.Service) {
 	s.mu.Lock()
@@ -744,7 +731,7 @@ type RingStats struct {
 }
 
 func (s *Service) statsData(e *micro.Endpoint) any {
-	st := s.source.Load().src.State()
+	st := s.src.State()
 	claim := "ok"
 	if s.cfg.ClaimStatus != nil {
 		if err := s.cfg.ClaimStatus(); err != nil {

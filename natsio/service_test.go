@@ -333,27 +333,59 @@ func TestSlowConsumerDoesNotStopTheService(t *testing.T) {
 	}
 }
 
-func TestSetSourceToNewWorkerUpdatesMetadata(t *testing.T) {
+// switchingSource is an IDSource whose generator the test replaces, as
+// the dispenser's source does on a new worker claim.
+type switchingSource struct {
+	cur atomic.Pointer[uidcore.CachedGenerator]
+}
+
+func (s *switchingSource) Next(ctx context.Context) (uint64, error) { return s.cur.Load().Next(ctx) }
+func (s *switchingSource) NextN(ctx context.Context, dst []uint64) (int, error) {
+	return s.cur.Load().NextN(ctx, dst)
+}
+func (s *switchingSource) TryNextN(dst []uint64) (int, error) { return s.cur.Load().TryNextN(dst) }
+func (s *switchingSource) Layout() uidcore.Layout             { return s.cur.Load().Layout() }
+func (s *switchingSource) WorkerID() uint64                   { return s.cur.Load().WorkerID() }
+func (s *switchingSource) State() uidcore.State               { return s.cur.Load().State() }
+
+// When the source moves to another worker ID, Readvertise adds the micro
+// service again with the new metadata (a new service ID) while requests
+// keep being answered; with nothing changed it does nothing.
+func TestReadvertiseFollowsTheSource(t *testing.T) {
 	url := startNATS(t, nil)
-	inst := startInstance(t, url, 5, instanceOpts{})
+	newGen := func(worker uint64) *uidcore.CachedGenerator {
+		g, err := uidcore.NewCached(uidcore.CachedOptions{Claim: uidcore.StaticClaim{ID: worker}, TakeWait: 5 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { g.Close() })
+		return g
+	}
+	src := &switchingSource{}
+	src.cur.Store(newGen(5))
+	conn := connect(t, url)
+	svc, err := NewService(conn.Conn, src, ServiceConfig{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop() })
+	firstID := svc.ID()
+	if err := svc.Readvertise(); err != nil || svc.ID() != firstID {
+		t.Fatalf("Readvertise with the same worker: %v, service %s (was %s)", err, svc.ID(), firstID)
+	}
+
 	nc := connect(t, url)
 	client := uidclient.New(nc.Conn, uidclient.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-
-	replacement, err := uidcore.NewCached(uidcore.CachedOptions{Claim: uidcore.StaticClaim{ID: 6}, TakeWait: 5 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Requests keep flowing while the source is swapped.
-	var wg sync.WaitGroup
-	var ids []uint64
-	var loadErr error
-	var fromWorker [7]atomic.Int64 // IDs taken so far, by worker
+	var (
+		wg         sync.WaitGroup
+		ids        []uint64
+		loadErr    error
+		fromWorker [7]atomic.Int64 // IDs taken so far, by worker
+	)
 	stop := make(chan struct{})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		for {
 			select {
 			case <-stop:
@@ -370,15 +402,13 @@ func TestSetSourceToNewWorkerUpdatesMetadata(t *testing.T) {
 				fromWorker[p.WorkerID].Add(1)
 			}
 		}
-	}()
-	testenv.WaitFor(t, 5*time.Second, "IDs from the first source", func() bool { return fromWorker[5].Load() >= 10 })
-	old := inst.gen
-	if err := inst.svc.SetSource(replacement); err != nil {
+	})
+	testenv.WaitFor(t, 5*time.Second, "IDs from the first generator", func() bool { return fromWorker[5].Load() >= 10 })
+	src.cur.Store(newGen(6))
+	if err := svc.Readvertise(); err != nil {
 		t.Fatal(err)
 	}
-	inst.gen = replacement
-	old.Close()
-	testenv.WaitFor(t, 5*time.Second, "IDs from the new source", func() bool { return fromWorker[6].Load() >= 10 })
+	testenv.WaitFor(t, 5*time.Second, "IDs from the new generator", func() bool { return fromWorker[6].Load() >= 10 })
 	close(stop)
 	wg.Wait()
 	if loadErr != nil {
@@ -389,13 +419,15 @@ func TestSetSourceToNewWorkerUpdatesMetadata(t *testing.T) {
 		t.Fatalf("worker shares across the swap: %v", shares)
 	}
 	checkDistinct(t, ids)
-
+	if svc.ID() == firstID {
+		t.Fatal("the service was not added again")
+	}
 	msg, err := nc.Request("$SRV.PING.uid-dispenser", nil, 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ping micro.Ping
-	if err := json.Unmarshal(msg.Data, &ping); err != nil || ping.Metadata["worker_id"] != "6" {
-		t.Fatalf("PING after swap %s: %v", msg.Data, err)
+	if err := json.Unmarshal(msg.Data, &ping); err != nil || ping.Metadata["worker_id"] != "6" || ping.ID != svc.ID() {
+		t.Fatalf("PING after the swap %s: %v", msg.Data, err)
 	}
 }

@@ -9,9 +9,15 @@ import (
 	"time"
 )
 
-// MetricsAddrEnv is the dispenser's variable for Config.MetricsAddr, named
-// in Setup's errors.
-const MetricsAddrEnv = "DISPENSER_METRICS_ADDR"
+// SettingError is a setting of Config that Setup cannot use, named by
+// its field, so that the program that owns the configuration can name
+// its own variable.
+type SettingError struct {
+	Field  string // e.g. MetricsAddr
+	Reason string
+}
+
+func (e *SettingError) Error() string { return e.Field + ": " + e.Reason }
 
 // DefaultRunwayWarning is the runway under which observers warn unless
 // configured otherwise: a year, time enough to plan a new layout.

@@ -19,7 +19,7 @@ var errNoReadyCheck = errors.New("no readiness check configured")
 func (t *Telemetry) startServer(addr string, registry *prometheus.Registry) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("telemetry: metrics address (DISPENSER_METRICS_ADDR) %q: %w", addr, err)
+		return &SettingError{Field: "MetricsAddr", Reason: fmt.Sprintf("%q: %v", addr, err)}
 	}
 	t.listener = ln
 	t.server = &http.Server{

@@ -309,8 +309,9 @@ func TestSetupErrors(t *testing.T) {
 		}
 		defer ln.Close()
 		_, err = Setup(context.Background(), Config{MetricsAddr: ln.Addr().String()})
-		if err == nil || !strings.Contains(err.Error(), MetricsAddrEnv) {
-			t.Errorf("Setup on a busy address: %v, want an error naming %s", err, MetricsAddrEnv)
+		var se *SettingError
+		if !errors.As(err, &se) || se.Field != "MetricsAddr" || !strings.Contains(err.Error(), ln.Addr().String()) {
+			t.Errorf("Setup on a busy address: %v, want a SettingError naming MetricsAddr", err)
 		}
 	})
 }

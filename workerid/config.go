@@ -2,9 +2,8 @@ package workerid
 
 import (
 	"fmt"
-	"reflect"
+	"log/slog"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -19,96 +18,100 @@ const (
 	ModeDisposable Mode = "disposable"
 )
 
-// EnvPrefix is the prefix the dispenser processes its configuration with
-// (envconfig.Process("DISPENSER", ...)); Config's errors name variables
-// with it.
-const EnvPrefix = "DISPENSER_"
-
-// Config configures worker-ID assignment. It is meant to be embedded
-// anonymously in the dispenser's configuration, processed by envconfig with
-// the prefix DISPENSER, so the tag MYSQL_DSN is read from
-// DISPENSER_MYSQL_DSN. The default tags are the only place defaults live;
-// DefaultConfig reads them.
+// Config configures worker-ID assignment and the stores (mysqlstore,
+// kvstore). It is a plain struct: start from DefaultConfig, the one place
+// the defaults are written, and change what differs (a zero Config is not
+// valid). The dispenser maps its environment onto it.
 type Config struct {
-	MySQLDSN             string        `envconfig:"MYSQL_DSN" desc:"MySQL DSN (go-sql-driver form, user:password@tcp(host:3306)/db) of the worker-ID store; empty: the JetStream KV bucket"`
-	WorkerMode           Mode          `envconfig:"WORKER_MODE" default:"leased" desc:"leased (recyclable worker IDs with time reservations) or disposable (a new worker ID on every start, UidGenerator's WORKER_NODE)"`
-	LeaseTTL             time.Duration `envconfig:"LEASE_TTL" default:"30s" desc:"leased: how long a worker-ID lease lasts without renewal (renewed every third of it); at least 1s"`
-	ReserveChunk         time.Duration `envconfig:"RESERVE_CHUNK" default:"60s" desc:"leased: how far ahead seconds are reserved in the store at a time; at least 1s"`
-	WorkerNodeTable      string        `envconfig:"WORKER_NODE_TABLE" default:"WORKER_NODE" desc:"disposable on MySQL: UidGenerator's worker-node table"`
-	WorkerLeaseTable     string        `envconfig:"WORKER_LEASE_TABLE" default:"WORKER_LEASE" desc:"leased on MySQL: the lease table"`
-	CreateTables         bool          `envconfig:"CREATE_TABLES" default:"true" desc:"MySQL: create the table of the mode at start-up when missing (needs the CREATE privilege)"`
-	FleetTable           string        `envconfig:"FLEET_TABLE" default:"UID_FLEET" desc:"MySQL: the table holding the fleet's layout, worker mode and subject prefix (one row), compared by every instance"`
-	SequenceTable        string        `envconfig:"SEQUENCE_TABLE" default:"UID_SEQUENCE" desc:"MySQL: the table of the named sequences (one row per name, like Leaf's leaf_alloc), created with DISPENSER_CREATE_TABLES"`
-	WorkerKVBucket       string        `envconfig:"WORKER_KV_BUCKET" default:"uid_workers" desc:"JetStream KV bucket of the worker-ID store when no MySQL DSN is set"`
-	WorkerKVReplicas     int           `envconfig:"WORKER_KV_REPLICAS" default:"1" desc:"replicas of the KV bucket when the dispenser creates it (3 on a cluster), 1..5"`
-	StoreStartupDeadline time.Duration `envconfig:"STORE_STARTUP_DEADLINE" default:"30s" desc:"how long start-up (and a claim) retries an unreachable store before it fails"`
+	// MySQLDSN is the MySQL store's DSN (go-sql-driver form,
+	// user:password@tcp(host:3306)/db); the KV store ignores it.
+	MySQLDSN   string
+	WorkerMode Mode // default ModeLeased
+	// LeaseTTL is how long a lease lasts without renewal (renewed every
+	// third of it); at least 1s. Leased mode.
+	LeaseTTL time.Duration
+	// ReserveChunk is how far ahead seconds are reserved in the store at
+	// a time; at least 1s. Leased mode.
+	ReserveChunk     time.Duration
+	WorkerNodeTable  string // MySQL, disposable: UidGenerator's WORKER_NODE
+	WorkerLeaseTable string // MySQL, leased: the lease table
+	// CreateTables creates the mode's tables at start-up when missing
+	// (MySQL; needs the CREATE privilege).
+	CreateTables     bool
+	FleetTable       string // MySQL: the fleet record (one row)
+	SequenceTable    string // MySQL: the named sequences (one row per name)
+	WorkerKVBucket   string // KV: the bucket
+	WorkerKVReplicas int    // KV: replicas when the bucket is created, 1..5
+	// StoreStartupDeadline is how long start-up (and a claim) retries an
+	// unreachable store before it fails; 0: one attempt.
+	StoreStartupDeadline time.Duration
+
+	// Host identifies the instance in the store's records, for operators
+	// (see DetectHost); zero: DetectHost(nil), an actual host.
+	Host Host
+
+	Logger *slog.Logger // nil: slog.Default()
+	// SettingName names a setting, given its field name, in the messages
+	// that tell the operator to change it (say, "set CreateTables to
+	// false"): the dispenser passes its environment variables. nil: the
+	// field name.
+	SettingName func(field string) string
 }
 
-// DefaultConfig is the configuration with every field at its default tag.
+// DefaultConfig is the configuration with every default: leased worker
+// IDs on the KV bucket uid_workers (no DSN), UidGenerator's table names.
 func DefaultConfig() Config {
-	var c Config
-	v := reflect.ValueOf(&c).Elem()
-	for i := range v.NumField() {
-		def, ok := v.Type().Field(i).Tag.Lookup("default")
-		if !ok {
-			continue
-		}
-		f := v.Field(i)
-		switch {
-		case f.Type() == reflect.TypeFor[time.Duration]():
-			d, err := time.ParseDuration(def)
-			if err != nil {
-				panic(err) // a broken tag in this file
-			}
-			f.SetInt(int64(d))
-		case f.Kind() == reflect.String:
-			f.SetString(def)
-		case f.Kind() == reflect.Int:
-			n, err := strconv.Atoi(def)
-			if err != nil {
-				panic(err)
-			}
-			f.SetInt(int64(n))
-		case f.Kind() == reflect.Bool:
-			b, err := strconv.ParseBool(def)
-			if err != nil {
-				panic(err)
-			}
-			f.SetBool(b)
-		default:
-			panic("workerid: no default parser for " + f.Type().String())
-		}
+	return Config{
+		WorkerMode:           ModeLeased,
+		LeaseTTL:             30 * time.Second,
+		ReserveChunk:         60 * time.Second,
+		WorkerNodeTable:      "WORKER_NODE",
+		WorkerLeaseTable:     "WORKER_LEASE",
+		CreateTables:         true,
+		FleetTable:           "UID_FLEET",
+		SequenceTable:        "UID_SEQUENCE",
+		WorkerKVBucket:       "uid_workers",
+		WorkerKVReplicas:     1,
+		StoreStartupDeadline: 30 * time.Second,
 	}
-	return c
 }
 
-// ConfigError is an invalid setting, named by its environment variable.
-type ConfigError struct {
-	Var    string // e.g. DISPENSER_LEASE_TTL
+// InstanceHost is Host, or DetectHost(nil) when it is zero.
+func (c Config) InstanceHost() (Host, error) {
+	if c.Host != (Host{}) {
+		return c.Host, nil
+	}
+	return DetectHost(nil)
+}
+
+// Name is how messages name the setting of the Config field: by
+// SettingName when set, else the field name.
+func (c Config) Name(field string) string {
+	if c.SettingName == nil {
+		return field
+	}
+	return c.SettingName(field)
+}
+
+// SettingError is an invalid setting, named by its Config field, so that
+// the program that owns the configuration can name its own variable.
+type SettingError struct {
+	Field  string // e.g. LeaseTTL
 	Reason string
 }
 
-func (e *ConfigError) Error() string { return "workerid: " + e.Var + ": " + e.Reason }
-
-// envVar is the environment variable of the Config field with that name.
-func envVar(field string) string {
-	f, ok := reflect.TypeFor[Config]().FieldByName(field)
-	if !ok {
-		panic("workerid: no Config field " + field)
-	}
-	return EnvPrefix + f.Tag.Get("envconfig")
-}
+func (e *SettingError) Error() string { return e.Field + ": " + e.Reason }
 
 var (
 	identifierPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
 	bucketPattern     = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 )
 
-// Validate reports the first invalid setting as a *ConfigError. The DSN
+// Validate reports the first invalid setting as a *SettingError. The DSN
 // is the MySQL store's to check (mysqlstore.Validate checks it too).
 func (c Config) Validate() error {
 	bad := func(field, format string, args ...any) error {
-		return &ConfigError{Var: envVar(field), Reason: fmt.Sprintf(format, args...)}
+		return &SettingError{Field: field, Reason: fmt.Sprintf(format, args...)}
 	}
 	if c.WorkerMode != ModeLeased && c.WorkerMode != ModeDisposable {
 		return bad("WorkerMode", "%q is neither %q nor %q", c.WorkerMode, ModeLeased, ModeDisposable)

@@ -49,8 +49,15 @@ var ErrHostEnv = errors.New("workerid: incomplete container host environment")
 //   - Otherwise an actual host: the first non-loopback IP address (the
 //     host name when there is none) and, as the port, the start time in
 //     milliseconds, a dash and a random number below 100000.
-func DetectHost() (Host, error) {
-	return detectHost(os.Getenv, time.Now(), localAddress)
+//
+// getenv reads the environment (the dispenser passes os.Getenv: it is the
+// program that owns the environment); nil reads none, which makes an
+// actual host.
+func DetectHost(getenv func(string) string) (Host, error) {
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	return detectHost(getenv, time.Now(), localAddress)
 }
 
 func detectHost(getenv func(string) string, now time.Time, addr func() string) (Host, error) {

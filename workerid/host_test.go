@@ -2,6 +2,7 @@ package workerid
 
 import (
 	"errors"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -53,7 +54,7 @@ func TestDetectHost(t *testing.T) {
 }
 
 func TestDetectHostOnThisMachine(t *testing.T) {
-	h, err := DetectHost()
+	h, err := DetectHost(os.Getenv)
 	if err != nil {
 		t.Skipf("container environment incomplete here: %v", err)
 	}

@@ -90,14 +90,14 @@ type LeaseConfig struct {
 	StoreName string
 }
 
-// LeaseConfigFrom fills LeaseConfig from a Config.
-func LeaseConfigFrom(cfg Config, host Host, logger *slog.Logger, storeName string) LeaseConfig {
+// LeaseConfigFrom fills LeaseConfig from a Config (its logger included).
+func LeaseConfigFrom(cfg Config, host Host, storeName string) LeaseConfig {
 	return LeaseConfig{
 		TTL:          cfg.LeaseTTL,
 		ReserveChunk: cfg.ReserveChunk,
 		RetryFor:     cfg.StoreStartupDeadline,
 		Host:         host,
-		Logger:       logger,
+		Logger:       cfg.Logger,
 		StoreName:    storeName,
 	}
 }
@@ -106,24 +106,24 @@ func LeaseConfigFrom(cfg Config, host Host, logger *slog.Logger, storeName strin
 // implements uidcore.Assigner.
 type LeaseAssigner struct {
 	store LeaseStore
-	opts  LeaseConfig
+	cfg   LeaseConfig
 }
 
 // NewLeaseAssigner returns an assigner leasing worker IDs from store.
-func NewLeaseAssigner(store LeaseStore, opts LeaseConfig) (*LeaseAssigner, error) {
-	if opts.TTL < time.Second/10 {
-		return nil, fmt.Errorf("workerid: lease TTL %s is too short", opts.TTL)
+func NewLeaseAssigner(store LeaseStore, cfg LeaseConfig) (*LeaseAssigner, error) {
+	if cfg.TTL < time.Second/10 {
+		return nil, fmt.Errorf("workerid: lease TTL %s is too short", cfg.TTL)
 	}
-	if opts.ReserveChunk <= 0 {
-		return nil, fmt.Errorf("workerid: reserve chunk %s must be positive", opts.ReserveChunk)
+	if cfg.ReserveChunk <= 0 {
+		return nil, fmt.Errorf("workerid: reserve chunk %s must be positive", cfg.ReserveChunk)
 	}
-	if opts.Clock == nil {
-		opts.Clock = uidcore.SystemClock{}
+	if cfg.Clock == nil {
+		cfg.Clock = uidcore.SystemClock{}
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
 	}
-	return &LeaseAssigner{store: store, opts: opts}, nil
+	return &LeaseAssigner{store: store, cfg: cfg}, nil
 }
 
 // Claim implements uidcore.Assigner; the claim is a *Lease.
@@ -144,19 +144,19 @@ func (a *LeaseAssigner) ClaimLease(ctx context.Context, layout uidcore.Layout) (
 		return nil, err
 	}
 	var lease *Lease
-	err := RetryStore(ctx, a.opts.RetryFor, a.opts.Logger, "claim a worker ID from "+a.opts.StoreName, func(ctx context.Context) error {
-		g, err := a.store.Acquire(ctx, LeaseRequest{Token: newToken(), MaxWorkerID: layout.MaxWorkerID(), TTL: a.opts.TTL, Host: a.opts.Host})
+	err := RetryStore(ctx, a.cfg.RetryFor, a.cfg.Logger, "claim a worker ID from "+a.cfg.StoreName, func(ctx context.Context) error {
+		g, err := a.store.Acquire(ctx, LeaseRequest{Token: newToken(), MaxWorkerID: layout.MaxWorkerID(), TTL: a.cfg.TTL, Host: a.cfg.Host})
 		if errors.Is(err, ErrWorkerIDsExhausted) {
-			return Permanent(fmt.Errorf("%w (%d worker IDs, layout %s, all leased in %s)", err, layout.MaxWorkerID()+1, layout, a.opts.StoreName))
+			return Permanent(fmt.Errorf("%w (%d worker IDs, layout %s, all leased in %s)", err, layout.MaxWorkerID()+1, layout, a.cfg.StoreName))
 		}
 		if err != nil {
 			return err
 		}
-		l := newLease(a.store, g, a.opts)
+		l := newLease(a.store, g, a.cfg)
 		if err := l.start(ctx); err != nil {
 			// Without a first reservation the lease is useless: give the
 			// worker ID back rather than leave it to expire.
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.opts.TTL)
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.TTL)
 			_ = a.store.Release(rctx, g.WorkerID, g.Token, g.PrevReserved) // no ID was issued
 			cancel()
 			return fmt.Errorf("workerid: first reservation of worker ID %d: %w", g.WorkerID, err)
@@ -167,8 +167,8 @@ func (a *LeaseAssigner) ClaimLease(ctx context.Context, layout uidcore.Layout) (
 	if err != nil {
 		return nil, err
 	}
-	a.opts.Logger.Info("workerid: leased worker ID", "worker_id", lease.WorkerID(), secondAttr("after", lease.After()),
-		secondAttr("reserved", lease.reserved.Load()), "ttl", a.opts.TTL, "store", a.opts.StoreName)
+	a.cfg.Logger.Info("workerid: leased worker ID", "worker_id", lease.WorkerID(), secondAttr("after", lease.After()),
+		secondAttr("reserved", lease.reserved.Load()), "ttl", a.cfg.TTL, "store", a.cfg.StoreName)
 	return lease, nil
 }
 
@@ -208,16 +208,16 @@ type Lease struct {
 	releaseErr  error
 }
 
-func newLease(store LeaseStore, g Grant, opts LeaseConfig) *Lease {
+func newLease(store LeaseStore, g Grant, cfg LeaseConfig) *Lease {
 	ctx, cancel := context.WithCancel(context.Background())
-	chunk := int64((opts.ReserveChunk + time.Second - 1) / time.Second)
+	chunk := int64((cfg.ReserveChunk + time.Second - 1) / time.Second)
 	return &Lease{
 		store:  store,
 		grant:  g,
-		ttl:    opts.TTL,
+		ttl:    cfg.TTL,
 		chunk:  chunk,
-		clock:  opts.Clock,
-		log:    opts.Logger.With("worker_id", g.WorkerID, "store", opts.StoreName),
+		clock:  cfg.Clock,
+		log:    cfg.Logger.With("worker_id", g.WorkerID, "store", cfg.StoreName),
 		origin: time.Now(),
 		done:   make(chan struct{}),
 		wake:   make(chan struct{}, 1),
@@ -573,14 +573,14 @@ func RetryStore(ctx context.Context, within time.Duration, log *slog.Logger, wha
 	}
 }
 
-// DisposableClaim checks a worker ID that a disposable assigner took from
-// source (e.g. "WORKER_NODE") against the layout: beyond its range it is
-// refused, never wrapped, since a wrapped worker ID collides with the
-// instance that had it first.
-func DisposableClaim(workerID uint64, layout uidcore.Layout, source string) (uidcore.Claim, error) {
+// DisposableClaim checks a worker ID that a disposable assigner
+// configured by c took from source (e.g. "WORKER_NODE") against the
+// layout: beyond its range it is refused, never wrapped, since a wrapped
+// worker ID collides with the instance that had it first.
+func (c Config) DisposableClaim(workerID uint64, layout uidcore.Layout, source string) (uidcore.Claim, error) {
 	if workerID > layout.MaxWorkerID() {
 		return nil, fmt.Errorf("%w: %s handed out worker ID %d, beyond the layout's largest %d (%d worker bits); disposable worker IDs are never reused: switch to %s=%s, or a layout with more worker bits: %w",
-			ErrWorkerIDsExhausted, source, workerID, layout.MaxWorkerID(), layout.WorkerBits, envVar("WorkerMode"), ModeLeased, uidcore.ErrWorkerRange)
+			ErrWorkerIDsExhausted, source, workerID, layout.MaxWorkerID(), layout.WorkerBits, c.Name("WorkerMode"), ModeLeased, uidcore.ErrWorkerRange)
 	}
 	return uidcore.StaticClaim{ID: workerID}, nil
 }

@@ -56,7 +56,7 @@ func TestKVBucketCreationRaceOnAFreshCluster(t *testing.T) {
 	cfg.WorkerKVReplicas = 3
 	cfg.StoreStartupDeadline = 30 * time.Second
 	var logs testenv.LogBuffer
-	quiet := logs.Logger(slog.LevelInfo)
+	cfg.Logger = logs.Logger(slog.LevelInfo)
 	layout := uidcore.DefaultLayout()
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -78,7 +78,7 @@ func TestKVBucketCreationRaceOnAFreshCluster(t *testing.T) {
 		conns = append(conns, nc)
 		wg.Go(func() {
 			<-start
-			a, err := kvstore.NewAssigner(ctx, nc, cfg, quiet)
+			a, err := kvstore.NewAssigner(ctx, nc, cfg)
 			var claim uidcore.Claim
 			if err == nil {
 				claim, err = a.Claim(ctx, layout)

@@ -1,6 +1,7 @@
 package kvstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -53,15 +54,13 @@ type Assigner struct {
 // answer. A bucket made beforehand (for example with more replicas) is
 // used as it is. Only the worker-ID fields of cfg matter; MySQLDSN is
 // ignored.
-func NewAssigner(ctx context.Context, nc *nats.Conn, cfg workerid.Config, logger *slog.Logger) (*Assigner, error) {
+func NewAssigner(ctx context.Context, nc *nats.Conn, cfg workerid.Config) (*Assigner, error) {
 	cfg.MySQLDSN = ""
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if logger == nil {
-		logger = slog.Default()
-	}
-	host, err := workerid.DetectHost()
+	logger := cmp.Or(cfg.Logger, slog.Default())
+	host, err := cfg.InstanceHost()
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +87,7 @@ func NewAssigner(ctx context.Context, nc *nats.Conn, cfg workerid.Config, logger
 	}
 	if cfg.WorkerMode == workerid.ModeLeased {
 		store := &kvLeaseStore{kv: a.kv, nc: nc, bucket: cfg.WorkerKVBucket, log: logger}
-		a.leases, err = workerid.NewLeaseAssigner(store, workerid.LeaseConfigFrom(cfg, host, logger, a.storeName))
+		a.leases, err = workerid.NewLeaseAssigner(store, workerid.LeaseConfigFrom(cfg, host, a.storeName))
 		if err != nil {
 			return nil, err
 		}
@@ -135,7 +134,7 @@ func (a *Assigner) Claim(ctx context.Context, layout uidcore.Layout) (uidcore.Cl
 	if err != nil {
 		return nil, err
 	}
-	claim, err := workerid.DisposableClaim(id, layout, a.storeName)
+	claim, err := a.cfg.DisposableClaim(id, layout, a.storeName)
 	if err != nil {
 		return nil, err
 	}

@@ -25,6 +25,11 @@ import (
 
 func kvQuietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
+func withQuietLogger(cfg workerid.Config) workerid.Config {
+	cfg.Logger = kvQuietLogger()
+	return cfg
+}
+
 // kvConnect connects to addr, reconnecting quickly and for ever so that the
 // outage tests see the store come back promptly.
 func kvConnect(t testing.TB, addr string) *nats.Conn {
@@ -42,7 +47,7 @@ func newKVAssigner(t testing.TB, cfg workerid.Config, addr string) *kvstore.Assi
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	a, err := kvstore.NewAssigner(ctx, kvConnect(t, addr), cfg, kvQuietLogger())
+	a, err := kvstore.NewAssigner(ctx, kvConnect(t, addr), withQuietLogger(cfg))
 	if err != nil {
 		t.Fatalf("NewAssigner: %v", err)
 	}
@@ -220,10 +225,10 @@ func TestKVAssignerBadConfig(t *testing.T) {
 	addr := embeddedAddr(t)
 	cfg := workerid.DefaultConfig()
 	cfg.WorkerKVBucket = "bad bucket"
-	_, err := kvstore.NewAssigner(context.Background(), kvConnect(t, addr), cfg, kvQuietLogger())
-	var ce *workerid.ConfigError
-	if !errors.As(err, &ce) || ce.Var != "DISPENSER_WORKER_KV_BUCKET" {
-		t.Fatalf("err = %v, want a ConfigError for DISPENSER_WORKER_KV_BUCKET", err)
+	_, err := kvstore.NewAssigner(context.Background(), kvConnect(t, addr), withQuietLogger(cfg))
+	var se *workerid.SettingError
+	if !errors.As(err, &se) || se.Field != "WorkerKVBucket" {
+		t.Fatalf("err = %v, want a SettingError for WorkerKVBucket", err)
 	}
 }
 
@@ -243,7 +248,7 @@ func TestKVAssignerNoJetStream(t *testing.T) {
 	cfg := workerid.DefaultConfig()
 	cfg.StoreStartupDeadline = time.Second
 	begin := time.Now()
-	_, err = kvstore.NewAssigner(context.Background(), kvConnect(t, strings.TrimPrefix(srv.ClientURL(), "nats://")), cfg, kvQuietLogger())
+	_, err = kvstore.NewAssigner(context.Background(), kvConnect(t, strings.TrimPrefix(srv.ClientURL(), "nats://")), withQuietLogger(cfg))
 	if !errors.Is(err, workerid.ErrStoreUnavailable) || !strings.Contains(err.Error(), "no JetStream") {
 		t.Fatalf("err = %v, want ErrStoreUnavailable saying there is no JetStream", err)
 	}

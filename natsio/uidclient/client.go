@@ -44,7 +44,7 @@ type Config struct {
 // request.
 type Client struct {
 	nc                             *nats.Conn
-	opts                           Config
+	cfg                            Config
 	subjNext, subjBatch, subjParse string
 	seqNext, seqBatch              string // wildcard subjects, for the spans
 	otel                           clientTelemetry
@@ -77,29 +77,29 @@ func (c *Client) Stats() ClientStats {
 }
 
 // New returns a client that sends requests on nc.
-func New(nc *nats.Conn, opts Config) *Client {
-	if opts.SubjectPrefix == "" {
-		opts.SubjectPrefix = DefaultSubjectPrefix
+func New(nc *nats.Conn, cfg Config) *Client {
+	if cfg.SubjectPrefix == "" {
+		cfg.SubjectPrefix = DefaultSubjectPrefix
 	}
-	if opts.AttemptTimeout <= 0 {
-		opts.AttemptTimeout = time.Second
+	if cfg.AttemptTimeout <= 0 {
+		cfg.AttemptTimeout = time.Second
 	}
-	if opts.MinBackoff <= 0 {
-		opts.MinBackoff = 2 * time.Millisecond
+	if cfg.MinBackoff <= 0 {
+		cfg.MinBackoff = 2 * time.Millisecond
 	}
-	if opts.MaxBackoff < opts.MinBackoff {
-		opts.MaxBackoff = max(250*time.Millisecond, opts.MinBackoff)
+	if cfg.MaxBackoff < cfg.MinBackoff {
+		cfg.MaxBackoff = max(250*time.Millisecond, cfg.MinBackoff)
 	}
 	c := &Client{
 		nc:        nc,
-		opts:      opts,
-		subjNext:  Subject(opts.SubjectPrefix, EndpointNext),
-		subjBatch: Subject(opts.SubjectPrefix, EndpointBatch),
-		subjParse: Subject(opts.SubjectPrefix, EndpointParse),
-		seqNext:   SeqSubject(opts.SubjectPrefix, "*", EndpointNext),
-		seqBatch:  SeqSubject(opts.SubjectPrefix, "*", EndpointBatch),
+		cfg:       cfg,
+		subjNext:  Subject(cfg.SubjectPrefix, EndpointNext),
+		subjBatch: Subject(cfg.SubjectPrefix, EndpointBatch),
+		subjParse: Subject(cfg.SubjectPrefix, EndpointParse),
+		seqNext:   SeqSubject(cfg.SubjectPrefix, "*", EndpointNext),
+		seqBatch:  SeqSubject(cfg.SubjectPrefix, "*", EndpointBatch),
 	}
-	c.otel = newClientTelemetry(opts.TracerProvider, c.subjNext, c.subjBatch, c.subjParse, c.seqNext, c.seqBatch)
+	c.otel = newClientTelemetry(cfg.TracerProvider, c.subjNext, c.subjBatch, c.subjParse, c.seqNext, c.seqBatch)
 	return c
 }
 
@@ -119,7 +119,7 @@ func (c *Client) SeqNext(ctx context.Context, name string) (uint64, error) {
 // SeqNextFrom is SeqNext also returning the instance that answered (the
 // reply's InstanceHeader; "" from an instance that does not send it).
 func (c *Client) SeqNextFrom(ctx context.Context, name string) (n uint64, instance string, err error) {
-	n, reply, err := c.next(ctx, SeqSubject(c.opts.SubjectPrefix, name, EndpointNext), c.seqNext)
+	n, reply, err := c.next(ctx, SeqSubject(c.cfg.SubjectPrefix, name, EndpointNext), c.seqNext)
 	if err != nil {
 		return 0, "", err
 	}
@@ -136,7 +136,7 @@ func (c *Client) SeqBatch(ctx context.Context, name string, n int) ([]uint64, er
 // SeqBatchFrom is SeqBatch also returning the instance that answered (the
 // reply's InstanceHeader; "" from an instance that does not send it).
 func (c *Client) SeqBatchFrom(ctx context.Context, name string, n int) (nums []uint64, instance string, err error) {
-	nums, reply, err := c.appendBatch(ctx, nil, n, SeqSubject(c.opts.SubjectPrefix, name, EndpointBatch), c.seqBatch)
+	nums, reply, err := c.appendBatch(ctx, nil, n, SeqSubject(c.cfg.SubjectPrefix, name, EndpointBatch), c.seqBatch)
 	if err != nil {
 		return nums, "", err
 	}
@@ -223,14 +223,14 @@ func decodeParts(data []byte) (uidcore.Parts, error) {
 func (c *Client) request(ctx context.Context, msg *nats.Msg, template string) (_ *nats.Msg, err error) {
 	ctx, span := c.otel.start(ctx, msg, template)
 	defer func() { c.otel.end(span, err) }()
-	backoff := c.opts.MinBackoff
+	backoff := c.cfg.MinBackoff
 	var last error
 	c.stats.requests.Add(1)
 	for attempt := 1; ; attempt++ {
 		if attempt > 1 {
 			c.stats.retries.Add(1)
 		}
-		actx, cancel := context.WithTimeout(ctx, c.opts.AttemptTimeout)
+		actx, cancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout)
 		reply, err := c.nc.RequestMsgWithContext(actx, msg)
 		cancel()
 		if err == nil {
@@ -251,7 +251,7 @@ func (c *Client) request(ctx context.Context, msg *nats.Msg, template string) (_
 		last = err
 		c.stats.count(err)
 		pause := backoff/2 + rand.N(backoff/2+1)
-		backoff = min(2*backoff, c.opts.MaxBackoff)
+		backoff = min(2*backoff, c.cfg.MaxBackoff)
 		t := time.NewTimer(pause)
 		select {
 		case <-t.C:

@@ -35,7 +35,7 @@ var ErrPrefetcherClosed = errors.New("natsio: prefetcher closed")
 // while before Next returns it at low load.
 type Prefetcher struct {
 	client *Client
-	opts   PrefetchConfig
+	cfg    PrefetchConfig
 	wake   chan struct{}
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -52,20 +52,20 @@ type Prefetcher struct {
 
 // NewPrefetcher starts the background fetcher, which fills the reserve
 // at once. Close it to stop the fetcher.
-func NewPrefetcher(c *Client, opts PrefetchConfig) *Prefetcher {
-	if opts.BatchSize <= 0 {
-		opts.BatchSize = 8192
+func NewPrefetcher(c *Client, cfg PrefetchConfig) *Prefetcher {
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = 8192
 	}
-	if opts.LowWater <= 0 {
-		opts.LowWater = opts.BatchSize
+	if cfg.LowWater <= 0 {
+		cfg.LowWater = cfg.BatchSize
 	}
-	if opts.FetchTimeout <= 0 {
-		opts.FetchTimeout = 5 * time.Second
+	if cfg.FetchTimeout <= 0 {
+		cfg.FetchTimeout = 5 * time.Second
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Prefetcher{
 		client:  c,
-		opts:    opts,
+		cfg:     cfg,
 		wake:    make(chan struct{}, 1),
 		ctx:     ctx,
 		cancel:  cancel,
@@ -97,7 +97,7 @@ func (p *Prefetcher) Next(ctx context.Context) (uint64, error) {
 			id := p.cur[0]
 			p.cur = p.cur[1:]
 			p.count--
-			crossed := p.count == p.opts.LowWater-1
+			crossed := p.count == p.cfg.LowWater-1
 			p.mu.Unlock()
 			if crossed {
 				p.signal()
@@ -162,8 +162,8 @@ func (p *Prefetcher) fetchLoop() {
 		case <-p.wake:
 		}
 		for p.below() {
-			ctx, cancel := context.WithTimeout(p.ctx, p.opts.FetchTimeout)
-			ids, err := p.client.Batch(ctx, p.opts.BatchSize)
+			ctx, cancel := context.WithTimeout(p.ctx, p.cfg.FetchTimeout)
+			ids, err := p.client.Batch(ctx, p.cfg.BatchSize)
 			cancel()
 			p.mu.Lock()
 			if p.closed { // Close already woke the waiters
@@ -197,5 +197,5 @@ func (p *Prefetcher) fetchLoop() {
 func (p *Prefetcher) below() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return !p.closed && p.count < p.opts.LowWater
+	return !p.closed && p.count < p.cfg.LowWater
 }

@@ -9,16 +9,16 @@ import (
 	"github.com/uid-dispenser/uid-dispenser/workerid/mysqlstore"
 )
 
-// TestValidateNamesTheDSNVariable: a DSN the driver cannot read is a
-// ConfigError naming DISPENSER_MYSQL_DSN, without the password; the
-// other settings are checked as workerid.Config.Validate checks them.
-func TestValidateNamesTheDSNVariable(t *testing.T) {
+// TestValidateNamesTheDSNField: a DSN the driver cannot read is a
+// SettingError naming MySQLDSN, without the password; the other settings
+// are checked as workerid.Config.Validate checks them.
+func TestValidateNamesTheDSNField(t *testing.T) {
 	c := workerid.DefaultConfig()
 	c.MySQLDSN = "root:hunter2-secret@127.0.0.1:3306/db"
 	err := mysqlstore.Validate(c)
-	var ce *workerid.ConfigError
-	if !errors.As(err, &ce) || ce.Var != "DISPENSER_MYSQL_DSN" || !strings.Contains(err.Error(), "valid DSN") {
-		t.Errorf("err = %v, want a ConfigError naming DISPENSER_MYSQL_DSN", err)
+	var se *workerid.SettingError
+	if !errors.As(err, &se) || se.Field != "MySQLDSN" || !strings.Contains(err.Error(), "valid DSN") {
+		t.Errorf("err = %v, want a SettingError naming MySQLDSN", err)
 	}
 	if err != nil && strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("error shows the password: %v", err)
@@ -28,7 +28,7 @@ func TestValidateNamesTheDSNVariable(t *testing.T) {
 		t.Errorf("valid DSN rejected: %v", err)
 	}
 	c.LeaseTTL = 0
-	if err := mysqlstore.Validate(c); !errors.As(err, &ce) || ce.Var != "DISPENSER_LEASE_TTL" {
+	if err := mysqlstore.Validate(c); !errors.As(err, &se) || se.Field != "LeaseTTL" {
 		t.Errorf("LeaseTTL 0: %v, want the workerid.Config error", err)
 	}
 }

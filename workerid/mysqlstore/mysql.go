@@ -1,6 +1,7 @@
 package mysqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	_ "embed"
@@ -89,24 +90,22 @@ type Assigner struct {
 // cfg.StoreStartupDeadline, creates the table of cfg.WorkerMode when
 // cfg.CreateTables is set, and checks that it is usable. Errors name the
 // server's address, never the password.
-func NewAssigner(ctx context.Context, cfg workerid.Config, logger *slog.Logger) (*Assigner, error) {
+func NewAssigner(ctx context.Context, cfg workerid.Config) (*Assigner, error) {
 	if err := Validate(cfg); err != nil {
 		return nil, err
 	}
 	if cfg.MySQLDSN == "" {
-		return nil, &workerid.ConfigError{Var: dsnVar, Reason: "not set"}
+		return nil, &workerid.SettingError{Field: "MySQLDSN", Reason: "not set"}
 	}
-	if logger == nil {
-		logger = slog.Default()
-	}
+	logger := cmp.Or(cfg.Logger, slog.Default())
 	dsn, err := mysql.ParseDSN(cfg.MySQLDSN)
 	if err != nil { // Validate parsed it already
-		return nil, &workerid.ConfigError{Var: dsnVar, Reason: "not a valid DSN"}
+		return nil, &workerid.SettingError{Field: "MySQLDSN", Reason: "not a valid DSN"}
 	}
 	if dsn.Timeout == 0 {
 		dsn.Timeout = 5 * time.Second
 	}
-	host, err := workerid.DetectHost()
+	host, err := cfg.InstanceHost()
 	if err != nil {
 		return nil, err
 	}
@@ -143,11 +142,11 @@ func NewAssigner(ctx context.Context, cfg workerid.Config, logger *slog.Logger) 
 		for _, t := range []struct{ name, create string }{{table, create}, {cfg.FleetTable, createFleet}} {
 			if cfg.CreateTables {
 				if _, err := db.ExecContext(ctx, t.create); err != nil {
-					return a.classify(err, fmt.Sprintf("create table %s (set %s=false and run workerid/mysqlstore/schema.sql by hand when the user may not create tables)", t.name, createTablesVar))
+					return a.classify(err, fmt.Sprintf("create table %s (set %s=false and run workerid/mysqlstore/schema.sql by hand when the user may not create tables)", t.name, cfg.Name("CreateTables")))
 				}
 			}
 			if _, err := db.ExecContext(ctx, "SELECT 1 FROM "+quoteIdent(t.name)+" LIMIT 0"); err != nil {
-				return a.classify(err, fmt.Sprintf("table %s (create it with workerid/mysqlstore/schema.sql or set %s=true)", t.name, createTablesVar))
+				return a.classify(err, fmt.Sprintf("table %s (create it with workerid/mysqlstore/schema.sql or set %s=true)", t.name, cfg.Name("CreateTables")))
 			}
 		}
 		return nil
@@ -158,7 +157,7 @@ func NewAssigner(ctx context.Context, cfg workerid.Config, logger *slog.Logger) 
 	}
 	if cfg.WorkerMode == workerid.ModeLeased {
 		a.store = &mysqlLeaseStore{db: db, table: quoteIdent(table)}
-		a.leases, err = workerid.NewLeaseAssigner(a.store, workerid.LeaseConfigFrom(cfg, host, logger, a.storeName+" table "+table))
+		a.leases, err = workerid.NewLeaseAssigner(a.store, workerid.LeaseConfigFrom(cfg, host, a.storeName+" table "+table))
 		if err != nil {
 			db.Close()
 			return nil, err
@@ -229,7 +228,7 @@ func (a *Assigner) Claim(ctx context.Context, layout uidcore.Layout) (uidcore.Cl
 	if err != nil {
 		return nil, fmt.Errorf("workerid: disposable worker ID from %s: %w", a.storeName, err)
 	}
-	claim, err := workerid.DisposableClaim(uint64(id), layout, a.storeName+" table "+a.cfg.WorkerNodeTable)
+	claim, err := a.cfg.DisposableClaim(uint64(id), layout, a.storeName+" table "+a.cfg.WorkerNodeTable)
 	if err != nil {
 		return nil, err
 	}
@@ -391,14 +390,8 @@ func (l driverLogger) Print(v ...any) {
 	l.log.Warn(redactPassword(strings.TrimSpace(fmt.Sprint(v...)), l.password))
 }
 
-// The environment variables of the Config fields that errors name.
-const (
-	dsnVar          = workerid.EnvPrefix + "MYSQL_DSN"
-	createTablesVar = workerid.EnvPrefix + "CREATE_TABLES"
-)
-
 // Validate is cfg.Validate that also checks cfg.MySQLDSN, when set, is a
-// DSN the driver reads. Its errors are *workerid.ConfigError and never
+// DSN the driver reads. Its errors are *workerid.SettingError and never
 // echo the DSN's password.
 func Validate(cfg workerid.Config) error {
 	if err := cfg.Validate(); err != nil {
@@ -406,7 +399,7 @@ func Validate(cfg workerid.Config) error {
 	}
 	if cfg.MySQLDSN != "" {
 		if _, err := mysql.ParseDSN(cfg.MySQLDSN); err != nil {
-			return &workerid.ConfigError{Var: dsnVar, Reason: "not a valid DSN: " + redactDSN(err.Error(), cfg.MySQLDSN)}
+			return &workerid.SettingError{Field: "MySQLDSN", Reason: "not a valid DSN: " + redactDSN(err.Error(), cfg.MySQLDSN)}
 		}
 	}
 	return nil

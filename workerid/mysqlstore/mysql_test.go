@@ -40,6 +40,11 @@ func testLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
+func withTestLogger(cfg workerid.Config) workerid.Config {
+	cfg.Logger = testLogger()
+	return cfg
+}
+
 // withAddr returns dsn pointing at addr instead.
 func withAddr(t testing.TB, dsn, addr string) string {
 	t.Helper()
@@ -55,7 +60,7 @@ func newMySQLAssigner(t testing.TB, cfg workerid.Config) *mysqlstore.Assigner {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	a, err := mysqlstore.NewAssigner(ctx, cfg, testLogger())
+	a, err := mysqlstore.NewAssigner(ctx, withTestLogger(cfg))
 	if err != nil {
 		t.Fatalf("NewAssigner: %v", err)
 	}
@@ -257,11 +262,11 @@ func TestMySQLMissingTableWithoutCreate(t *testing.T) {
 	cfg.MySQLDSN = testenv.MySQL(t)
 	cfg.CreateTables = false
 	begin := time.Now()
-	_, err := mysqlstore.NewAssigner(context.Background(), cfg, testLogger())
+	_, err := mysqlstore.NewAssigner(context.Background(), withTestLogger(cfg))
 	if err == nil {
 		t.Fatal("no error for a missing WORKER_LEASE table")
 	}
-	if !strings.Contains(err.Error(), "WORKER_LEASE") || !strings.Contains(err.Error(), "DISPENSER_CREATE_TABLES") {
+	if !strings.Contains(err.Error(), "WORKER_LEASE") || !strings.Contains(err.Error(), "CreateTables=true") {
 		t.Errorf("error does not name the table and the setting: %v", err)
 	}
 	if took := time.Since(begin); took > cfg.StoreStartupDeadline/2 {
@@ -289,7 +294,7 @@ func TestMySQLUnreachable(t *testing.T) {
 	cfg.MySQLDSN = "dispenser:" + password + "@tcp(" + addr + ")/uids"
 	cfg.StoreStartupDeadline = time.Second
 	begin := time.Now()
-	_, err := mysqlstore.NewAssigner(context.Background(), cfg, testLogger())
+	_, err := mysqlstore.NewAssigner(context.Background(), withTestLogger(cfg))
 	took := time.Since(begin)
 	if !errors.Is(err, workerid.ErrStoreUnavailable) {
 		t.Fatalf("err = %v, want ErrStoreUnavailable", err)
@@ -319,7 +324,7 @@ func TestMySQLWrongPassword(t *testing.T) {
 	cfg := workerid.DefaultConfig()
 	cfg.MySQLDSN = c.FormatDSN()
 	begin := time.Now()
-	_, err = mysqlstore.NewAssigner(context.Background(), cfg, testLogger())
+	_, err = mysqlstore.NewAssigner(context.Background(), withTestLogger(cfg))
 	if err == nil {
 		t.Fatal("no error for a wrong password")
 	}
@@ -453,8 +458,8 @@ func TestMySQLLeastPrivileges(t *testing.T) {
 	// With CREATE_TABLES on, the missing privilege is a clear error.
 	cfg := workerid.DefaultConfig()
 	cfg.MySQLDSN = c.FormatDSN()
-	_, err = mysqlstore.NewAssigner(context.Background(), cfg, testLogger())
-	if err == nil || !strings.Contains(err.Error(), "DISPENSER_CREATE_TABLES=false") || strings.Contains(err.Error(), password) {
+	_, err = mysqlstore.NewAssigner(context.Background(), withTestLogger(cfg))
+	if err == nil || !strings.Contains(err.Error(), "CreateTables=false") || strings.Contains(err.Error(), password) {
 		t.Errorf("CREATE_TABLES without the privilege: %v", err)
 	}
 }
@@ -466,7 +471,8 @@ func TestLeaseLogsSecondsWithTimes(t *testing.T) {
 	cfg := workerid.DefaultConfig()
 	cfg.MySQLDSN = testenv.MySQL(t)
 	var log testenv.LogBuffer
-	a, err := mysqlstore.NewAssigner(context.Background(), cfg, log.Logger(slog.LevelInfo))
+	cfg.Logger = log.Logger(slog.LevelInfo)
+	a, err := mysqlstore.NewAssigner(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

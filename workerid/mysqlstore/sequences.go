@@ -34,11 +34,11 @@ func (a *Assigner) Sequences(ctx context.Context) (*SequenceStore, error) {
 			return nil, err
 		}
 		if _, err := a.db.ExecContext(ctx, create); err != nil {
-			return nil, fmt.Errorf("workerid: %s: %w", s.name, a.classify(err, fmt.Sprintf("create the sequence table (set %s=false and run workerid/mysqlstore/schema.sql by hand when the user may not create tables)", createTablesVar)))
+			return nil, fmt.Errorf("workerid: %s: %w", s.name, a.classify(err, fmt.Sprintf("create the sequence table (set %s=false and run workerid/mysqlstore/schema.sql by hand when the user may not create tables)", a.cfg.Name("CreateTables"))))
 		}
 	}
 	if _, err := a.db.ExecContext(ctx, "SELECT 1 FROM "+s.table+" LIMIT 0"); err != nil {
-		return nil, fmt.Errorf("workerid: %s: %w", s.name, a.classify(err, fmt.Sprintf("create it with workerid/mysqlstore/schema.sql or set %s=true", createTablesVar)))
+		return nil, fmt.Errorf("workerid: %s: %w", s.name, a.classify(err, fmt.Sprintf("create it with workerid/mysqlstore/schema.sql or set %s=true", a.cfg.Name("CreateTables"))))
 	}
 	return s, nil
 }

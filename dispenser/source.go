@@ -1,0 +1,146 @@
+package dispenser
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
+)
+
+// generatorSource is the one place the instance's generator is replaced:
+// when a worker claim is lost for good, the dispenser builds a generator
+// on a new claim and Replace swaps it in. The service and the block
+// publisher take their IDs from it (it implements natsio.IDSource and
+// natsio.BlockIDSource) and never see the swap.
+//
+// A take that the swap catches, because its generator lost the claim or
+// was closed, waits for the replacement and takes the rest from it, up to
+// the take wait from its start (and the caller's context): the request is
+// answered with IDs, not a 503. When no replacement comes in time (no
+// worker ID can be claimed) the take fails with the old generator's
+// error, the documented 503 "worker claim lost"; after Close it fails at
+// once, so that a shutdown is not held up.
+type generatorSource struct {
+	takeWait time.Duration
+
+	mu       sync.Mutex
+	cur      *uidcore.CachedGenerator
+	replaced chan struct{} // closed, and made anew, by each Replace
+	closed   chan struct{} // closed by Close
+}
+
+func newGeneratorSource(gen *uidcore.CachedGenerator, takeWait time.Duration) *generatorSource {
+	return &generatorSource{takeWait: takeWait, cur: gen, replaced: make(chan struct{}), closed: make(chan struct{})}
+}
+
+// current is the generator takes go to now, and the channel closed when
+// it is replaced.
+func (s *generatorSource) current() (*uidcore.CachedGenerator, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cur, s.replaced
+}
+
+// Generator is the current generator.
+func (s *generatorSource) Generator() *uidcore.CachedGenerator {
+	g, _ := s.current()
+	return g
+}
+
+// Replace makes gen the generator takes go to, wakes the takes waiting
+// for it, and returns the one it replaces, for the caller to close.
+func (s *generatorSource) Replace(gen *uidcore.CachedGenerator) (old *uidcore.CachedGenerator) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, s.cur = s.cur, gen
+	close(s.replaced)
+	s.replaced = make(chan struct{})
+	return old
+}
+
+// Close closes the current generator; takes no longer wait for a
+// replacement.
+func (s *generatorSource) Close() error {
+	s.mu.Lock()
+	select {
+	case <-s.closed:
+	default:
+		close(s.closed)
+	}
+	gen := s.cur
+	s.mu.Unlock()
+	return gen.Close()
+}
+
+func (s *generatorSource) Next(ctx context.Context) (uint64, error) {
+	var id [1]uint64
+	_, err := s.take(ctx, id[:], true)
+	return id[0], err
+}
+
+func (s *generatorSource) NextN(ctx context.Context, dst []uint64) (int, error) {
+	return s.take(ctx, dst, true)
+}
+
+// TryNextN takes without waiting. A take the swap catches before the
+// replacement is there takes nothing and returns no error, as when the
+// ring is short: the caller then waits in NextN, which waits for the
+// replacement.
+func (s *generatorSource) TryNextN(dst []uint64) (int, error) {
+	return s.take(context.Background(), dst, false)
+}
+
+// take fills dst from the current generator; when the swap catches it
+// (see generatorSource), it waits for the replacement and fills the rest
+// there.
+func (s *generatorSource) take(ctx context.Context, dst []uint64, wait bool) (int, error) {
+	start := time.Now()
+	var deadline <-chan time.Time
+	got := 0
+	for {
+		gen, replaced := s.current()
+		var (
+			n   int
+			err error
+		)
+		if wait {
+			n, err = gen.NextN(ctx, dst[got:])
+		} else {
+			n, err = gen.TryNextN(dst[got:])
+		}
+		got += n
+		if err == nil || !(errors.Is(err, uidcore.ErrClaimLost) || errors.Is(err, uidcore.ErrClosed)) {
+			return got, err
+		}
+		select {
+		case <-replaced: // replaced already: take from the new one
+			continue
+		case <-s.closed:
+			return got, err
+		default:
+		}
+		if !wait {
+			return got, nil
+		}
+		if deadline == nil {
+			t := time.NewTimer(s.takeWait - time.Since(start))
+			defer t.Stop()
+			deadline = t.C
+		}
+		select {
+		case <-replaced:
+		case <-s.closed:
+			return got, err
+		case <-deadline:
+			return got, err
+		case <-ctx.Done():
+			return got, err
+		}
+	}
+}
+
+func (s *generatorSource) Layout() uidcore.Layout { return s.Generator().Layout() }
+func (s *generatorSource) WorkerID() uint64       { return s.Generator().WorkerID() }
+func (s *generatorSource) State() uidcore.State   { return s.Generator().State() }

@@ -1,0 +1,255 @@
+package dispenser
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/natsio/kvstore"
+	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
+)
+
+// leaseKey is worker's lease in the KV bucket, with its revision.
+func leaseKey(t *testing.T, url, bucket string, worker uint64) (jetstream.KeyValue, string, map[string]any, uint64) {
+	t.Helper()
+	js, err := jetstream.New(testConn(t, url).Conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	kv, err := js.KeyValue(ctx, bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := fmt.Sprintf("lease.%d", worker)
+	e, err := kv.Get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lease map[string]any
+	if err := json.Unmarshal(e.Value(), &lease); err != nil {
+		t.Fatal(err)
+	}
+	return kv, key, lease, e.Revision()
+}
+
+// takeOverLease rewrites worker's lease in the KV bucket as an instance
+// that took it over would: another owner, valid far into the future. The
+// holder's next renewal finds the lease lost for good, and no claim gets
+// the worker ID again during the test.
+func takeOverLease(t *testing.T, url, bucket string, worker uint64) {
+	t.Helper()
+	kv, key, lease, revision := leaseKey(t, url, bucket, worker)
+	lease["owner"] = "intruder"
+	lease["expires_ms"] = time.Now().Add(time.Hour).UnixMilli()
+	b, _ := json.Marshal(lease)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := kv.Update(ctx, key, b, revision); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rawLoad takes IDs with plain NATS requests (next, a small batch and a
+// bulk batch, which waits in the capacity queue), so that every reply is
+// seen: the Go client would retry a 503 and hide it.
+type rawLoad struct {
+	layout uidcore.Layout
+	stop   chan struct{}
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	ids      []uint64
+	byWorker map[uint64]int
+	failures []string // error replies and failed requests
+}
+
+func startRawLoad(t *testing.T, url string, layout uidcore.Layout, callers int) *rawLoad {
+	l := &rawLoad{layout: layout, stop: make(chan struct{}), byWorker: map[uint64]int{}}
+	requests := []struct{ subject, body string }{{"uid.next", ""}, {"uid.batch", "50"}, {"uid.batch", "3000"}}
+	for i := range callers {
+		nc := testConn(t, url).Conn
+		l.wg.Go(func() {
+			for n := i; ; n++ {
+				select {
+				case <-l.stop:
+					return
+				default:
+				}
+				r := requests[n%len(requests)]
+				msg, err := nc.Request(r.subject, []byte(r.body), 10*time.Second)
+				l.record(r.subject, msg, err)
+			}
+		})
+	}
+	return l
+}
+
+func (l *rawLoad) record(subject string, msg *nats.Msg, err error) {
+	var ids []uint64
+	switch {
+	case err != nil:
+	case msg.Header.Get(micro.ErrorCodeHeader) != "":
+		err = fmt.Errorf("%s %s", msg.Header.Get(micro.ErrorCodeHeader), msg.Header.Get(micro.ErrorHeader))
+	default:
+		ids, err = uidclient.DecodeDecimalIDs(nil, msg.Data)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err != nil {
+		l.failures = append(l.failures, subject+": "+err.Error())
+		return
+	}
+	l.ids = append(l.ids, ids...)
+	for _, id := range ids {
+		p, _ := l.layout.Parse(id)
+		l.byWorker[p.WorkerID]++
+	}
+}
+
+// from is how many IDs of worker the load took so far.
+func (l *rawLoad) from(worker uint64) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.byWorker[worker]
+}
+
+// finish stops the load and returns what it took and what failed.
+func (l *rawLoad) finish() (ids []uint64, failures []string) {
+	close(l.stop)
+	l.wg.Wait()
+	return l.ids, l.failures
+}
+
+// Requests in flight while the instance's claim is lost for good and a
+// generator on a new worker ID is swapped in are answered with IDs from
+// the new generator: no 503 and no duplicate among every ID handed out
+// before, across and after the swap. When no worker ID can be claimed,
+// a request waits out the take wait and gets the documented 503 "worker
+// claim lost"; once one is free again, the instance serves on it.
+func TestRequestsCaughtByTheSwapGetIDs(t *testing.T) {
+	url := testenv.NATS(t, nil).ClientURL()
+	cfg := testConfig(url, "")
+	cfg.LeaseTTL = time.Second // renewals, which find the loss, every ~333ms
+	// Four worker IDs, one at a time: the test can take every one.
+	cfg.TimeBits, cfg.WorkerBits, cfg.SeqBits, cfg.MaxLanes = 40, 2, 21, 1
+	// Room for a reclaim on a loaded machine: the requests caught by the
+	// swap wait for it up to this long.
+	cfg.TakeWait = 3 * time.Second
+	d := start(t, cfg)
+	layout := cfg.Layout()
+
+	first := d.WorkerID()
+	load := startRawLoad(t, url, layout, 4)
+	testenv.WaitFor(t, 10*time.Second, "IDs from the first worker ID", func() bool { return load.from(first) >= 5000 })
+	takeOverLease(t, url, cfg.WorkerKVBucket, first)
+	testenv.WaitFor(t, 10*time.Second, "a new worker ID after the lease was taken over", func() bool { return d.WorkerID() != first })
+	second := d.WorkerID()
+	testenv.WaitFor(t, 10*time.Second, "IDs from the new worker ID", func() bool { return load.from(second) >= 5000 })
+	ids, failures := load.finish()
+	if len(failures) > 0 {
+		t.Fatalf("%d requests failed across the swap, the first: %s", len(failures), failures[0])
+	}
+	checkDistinct(t, ids)
+	t.Logf("%d IDs distinct across the swap from worker %d to %d, no request failed", len(ids), first, second)
+
+	// Lost for good with no worker ID to move to: the other two are
+	// held by a real claimer, the instance's own is taken over.
+	other, err := kvstore.NewAssigner(context.Background(), testConn(t, url).Conn, cfg.workerIDConfig(testLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var held []uidcore.Claim
+	for range 2 {
+		c, err := other.Claim(ctx, layout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+		t.Cleanup(func() { _ = c.Release(context.Background()) })
+	}
+	takeOverLease(t, url, cfg.WorkerKVBucket, second)
+	nc := testConn(t, url).Conn
+	testenv.WaitFor(t, 10*time.Second, "the instance to notice the loss", func() bool { return d.claimStatus() != nil })
+	begin := time.Now()
+	msg, err := nc.Request("uid.next", nil, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, desc := msg.Header.Get(micro.ErrorCodeHeader), msg.Header.Get(micro.ErrorHeader)
+	if code != "503" || !strings.HasPrefix(desc, "worker claim lost") {
+		t.Fatalf("with no worker ID to claim: %q %q %q, want 503 worker claim lost", code, desc, msg.Data)
+	}
+	if waited := time.Since(begin); waited < cfg.TakeWait/2 {
+		t.Errorf("the 503 came after %s: it did not wait for a replacement", waited)
+	}
+
+	// A worker ID frees up: the instance moves to it and serves again.
+	if err := held[0].Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, 15*time.Second, "a new worker ID once one was free", func() bool { return d.WorkerID() == held[0].WorkerID() })
+	more, err := uidclient.New(nc, uidclient.Config{}).Batch(ctx, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkDistinct(t, append(ids, more...))
+}
+
+// After Close (a shutdown) a take fails at once with ErrClosed, the 503
+// "shutting down", instead of waiting the take wait for a replacement
+// that will not come; before it, Replace hands the takes the new
+// generator and the old one to close.
+func TestGeneratorSourceCloseAndReplace(t *testing.T) {
+	newGen := func(worker uint64) *uidcore.CachedGenerator {
+		g, err := uidcore.NewCached(uidcore.CachedOptions{Claim: uidcore.StaticClaim{ID: worker}, TakeWait: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	src := newGeneratorSource(newGen(1), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	a, err := src.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := src.Replace(newGen(2))
+	if old.WorkerID() != 1 || src.WorkerID() != 2 {
+		t.Fatalf("replaced worker %d, now %d", old.WorkerID(), src.WorkerID())
+	}
+	old.Close()
+	b, err := src.Next(ctx)
+	if err != nil || b == a {
+		t.Fatalf("after Replace: %d, %v (before: %d)", b, err, a)
+	}
+	if p, _ := src.Layout().Parse(b); p.WorkerID != 2 {
+		t.Fatalf("ID %d from worker %d, want 2", b, p.WorkerID)
+	}
+	if err := src.Close(); err != nil {
+		t.Fatal(err)
+	}
+	begin := time.Now()
+	ids := make([]uint64, 1<<20) // more than the ring holds: the take reaches the closed end
+	if _, err := src.NextN(ctx, ids); !errors.Is(err, uidcore.ErrClosed) {
+		t.Fatalf("take after Close: %v, want ErrClosed", err)
+	}
+	if took := time.Since(begin); took > 5*time.Second {
+		t.Fatalf("take after Close took %s: it waited for a replacement", took)
+	}
+}
