@@ -107,3 +107,19 @@ func decodeBlock(data []byte, h nats.Header) ([]uint64, error) {
 	}
 	return ids, nil
 }
+
+// BlocksConsumerConfig is the durable pull consumer every BlockSource
+// sharing the name binds (creating or updating it). It is exported for
+// tools that re-create the consumer, as the soak does to test that doing
+// so while blocks are in flight hands no block out twice.
+func BlocksConsumerConfig(name string, ackWait time.Duration) jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
+		Durable:     name,
+		Description: "uid-dispenser block sources",
+		AckPolicy:   jetstream.AckExplicitPolicy,
+		AckWait:     ackWait,
+		// Each source pulls one block at a time; the blocks in flight are
+		// at most one per source.
+		MaxAckPending: -1,
+	}
+}

@@ -371,15 +371,7 @@ func (s *BlockSource) fetchLoop(ctx context.Context) {
 func (s *BlockSource) bind(ctx context.Context) (jetstream.Consumer, error) {
 	bctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	cons, err := s.js.CreateOrUpdateConsumer(bctx, s.cfg.Stream, jetstream.ConsumerConfig{
-		Durable:     s.cfg.Consumer,
-		Description: "uid-dispenser block sources",
-		AckPolicy:   jetstream.AckExplicitPolicy,
-		AckWait:     s.cfg.AckWait,
-		// Each source pulls one block at a time; the blocks in flight are
-		// at most one per source.
-		MaxAckPending: -1,
-	})
+	cons, err := s.js.CreateOrUpdateConsumer(bctx, s.cfg.Stream, BlocksConsumerConfig(s.cfg.Consumer, s.cfg.AckWait))
 	if err != nil {
 		return nil, fmt.Errorf("natsio: blocks: consumer %s on stream %s: %w", s.cfg.Consumer, s.cfg.Stream, err)
 	}
