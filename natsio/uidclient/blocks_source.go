@@ -44,6 +44,10 @@ type BlockSourceStats struct {
 	Redelivered uint64 // blocks terminated because this was not their first delivery
 	AckFailed   uint64 // blocks terminated because the double ack failed
 	Malformed   uint64 // blocks terminated because they did not decode
+	// ConsumerChanged counts blocks acknowledged but given up because the
+	// consumer was deleted or re-created (or could not be checked)
+	// between the bind and the ack: another source may have the block too.
+	ConsumerChanged uint64
 	IDsUsed     uint64 // IDs of the used blocks
 }
 
@@ -63,6 +67,18 @@ type BlockSourceStats struct {
 // stalled source uses the block only if its ack is confirmed; a block
 // whose ack failed is lost, never used twice.
 //
+// The two rules hold within one instance of the consumer only. An ack is
+// matched by the stream sequence in its reply subject, by whichever
+// consumer of that name exists when it arrives; a consumer deleted and
+// re-created under the same name starts its delivery counts over and
+// delivers a block a source still holds again as a first delivery, and
+// then confirms the holder's late ack too (TestJetStreamAckToRecreatedConsumer).
+// So a source also checks, after the ack, that the consumer is the
+// instance it bound before the fetch (the same Created time): instances
+// never come back, so the same one delivered the block and took its ack.
+// A block whose check fails is given up. The check runs beside the next
+// fetch, so it adds no round trip to the fetching.
+//
 // Next and NextN are safe for concurrent use. A background goroutine
 // fetches the next block when the current one runs low.
 type BlockSource struct {
@@ -72,17 +88,25 @@ type BlockSource struct {
 
 	cur atomic.Pointer[idBlock] // the block in use; takers advance its position
 
-	mu      sync.Mutex    // guards moving from one block to the next
-	next    *idBlock      // the block fetched ahead, nil when none
-	arrived chan struct{} // closed (and replaced) when a block arrives
+	mu      sync.Mutex    // guards moving from one block to the next, and the fields below
+	ready   []*idBlock    // checked blocks fetched ahead, in order
+	arrived chan struct{} // closed (and replaced) when blocks arrive
 	closed  bool
+	// Blocks acknowledged and awaiting the consumer check: toCheck are
+	// not taken by the checker yet, checking counts those and the ones
+	// it is checking.
+	toCheck  []heldBlock
+	checking int
+
+	checkWake chan struct{} // wakes the checker (capacity 1)
+	rebind    atomic.Bool   // the checker found the consumer changed: bind again
 
 	want   chan struct{} // wakes the fetcher (capacity 1)
 	cancel context.CancelFunc
 	done   chan struct{}
 	once   sync.Once
 
-	blocksUsed, redelivered, ackFailed, malformed, idsUsed atomic.Uint64
+	blocksUsed, redelivered, ackFailed, malformed, idsUsed, consumerChanged atomic.Uint64
 
 	// beforeAck, when set (tests), runs after a block is fetched and
 	// before it is acknowledged.
@@ -138,11 +162,12 @@ func newBlockSource(nc *nats.Conn, cfg BlockSourceConfig, beforeAck func(*jetstr
 		log:       cfg.Logger.With("stream", cfg.Stream, "consumer", cfg.Consumer),
 		arrived:   make(chan struct{}),
 		want:      make(chan struct{}, 1),
+		checkWake: make(chan struct{}, 1),
 		cancel:    cancel,
 		done:      make(chan struct{}),
 		beforeAck: beforeAck,
 	}
-	go s.fetchLoop(ctx)
+	go s.run(ctx)
 	return s, nil
 }
 
@@ -227,9 +252,10 @@ func (s *BlockSource) NextN(ctx context.Context, dst []uint64) (int, error) {
 			s.mu.Unlock()
 			continue
 		}
-		if s.next != nil {
-			s.cur.Store(s.next)
-			s.next = nil
+		if len(s.ready) > 0 {
+			s.cur.Store(s.ready[0])
+			s.ready[0] = nil
+			s.ready = s.ready[1:]
 			s.mu.Unlock()
 			continue
 		}
@@ -252,12 +278,18 @@ func (s *BlockSource) wakeFetcher() {
 	}
 }
 
+// maxChecking is the most blocks a source has awaiting the consumer
+// check. One more than one lets the next fetch run while the last block
+// is checked, so that the check costs the fetching no round trip.
+const maxChecking = 2
+
 // needsBlock tells whether the fetcher should fetch: nothing fetched
-// ahead and the block in use below the low-water mark.
+// ahead and checked, fewer than maxChecking blocks being checked, and the
+// block in use below the low-water mark.
 func (s *BlockSource) needsBlock() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.next != nil {
+	if len(s.ready) > 0 || s.checking >= maxChecking {
 		return false
 	}
 	b := s.cur.Load()
@@ -272,6 +304,8 @@ func (s *BlockSource) Stats() BlockSourceStats {
 		AckFailed:   s.ackFailed.Load(),
 		Malformed:   s.malformed.Load(),
 		IDsUsed:     s.idsUsed.Load(),
+
+		ConsumerChanged: s.consumerChanged.Load(),
 	}
 }
 
@@ -287,15 +321,24 @@ func (s *BlockSource) Close() error {
 		<-s.done
 		s.mu.Lock()
 		s.cur.Store(nil)
-		s.next = nil
+		s.ready, s.toCheck = nil, nil
 		s.mu.Unlock()
 	})
 	return nil
 }
 
-func (s *BlockSource) fetchLoop(ctx context.Context) {
+// run runs the fetcher and the checker until ctx is done.
+func (s *BlockSource) run(ctx context.Context) {
 	defer close(s.done)
+	var wg sync.WaitGroup
+	wg.Go(func() { s.checkLoop(ctx) })
+	s.fetchLoop(ctx)
+	wg.Wait()
+}
+
+func (s *BlockSource) fetchLoop(ctx context.Context) {
 	var cons jetstream.Consumer
+	var created time.Time // the bound consumer instance's
 	bindProblem := problemlog.Log{Log: s.log, What: "blocks: bind consumer"}
 	fetchProblem := problemlog.Log{Log: s.log, What: "blocks: fetch"}
 	backoff := 100 * time.Millisecond
@@ -319,9 +362,12 @@ func (s *BlockSource) fetchLoop(ctx context.Context) {
 				return
 			}
 		}
+		if s.rebind.Swap(false) {
+			cons = nil
+		}
 		if cons == nil {
 			var err error
-			cons, err = s.bind(ctx)
+			cons, created, err = s.bind(ctx)
 			if err != nil {
 				if ctx.Err() != nil {
 					return
@@ -361,21 +407,21 @@ func (s *BlockSource) fetchLoop(ctx context.Context) {
 		fetchProblem.OK()
 		backoff = 100 * time.Millisecond
 		if ids := s.claim(ctx, msg); ids != nil {
-			s.deliver(ids)
+			s.check(heldBlock{ids: ids, cons: cons, created: created})
 		}
 	}
 }
 
 // bind creates the shared durable consumer or updates it to this
-// source's settings.
-func (s *BlockSource) bind(ctx context.Context) (jetstream.Consumer, error) {
+// source's settings, and returns the Created time of the instance bound.
+func (s *BlockSource) bind(ctx context.Context) (jetstream.Consumer, time.Time, error) {
 	bctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	cons, err := s.js.CreateOrUpdateConsumer(bctx, s.cfg.Stream, BlocksConsumerConfig(s.cfg.Consumer, s.cfg.AckWait))
 	if err != nil {
-		return nil, fmt.Errorf("natsio: blocks: consumer %s on stream %s: %w", s.cfg.Consumer, s.cfg.Stream, err)
+		return nil, time.Time{}, fmt.Errorf("natsio: blocks: consumer %s on stream %s: %w", s.cfg.Consumer, s.cfg.Stream, err)
 	}
-	return cons, nil
+	return cons, cons.CachedInfo().Created, nil
 }
 
 // claim applies the exactly-once rule to a fetched block: it returns the
@@ -420,21 +466,117 @@ func (s *BlockSource) claim(ctx context.Context, msg jetstream.Msg) []uint64 {
 		_ = msg.Term()
 		return nil
 	}
-	s.blocksUsed.Add(1)
-	s.idsUsed.Add(uint64(len(ids)))
 	return ids
 }
 
-// deliver makes a claimed block available to takers.
-func (s *BlockSource) deliver(ids []uint64) {
-	b := newIDBlock(ids, s.cfg.LowWater)
+// heldBlock is a block acknowledged under the consumer instance created
+// at created, awaiting the check that the instance is still there.
+type heldBlock struct {
+	ids     []uint64
+	cons    jetstream.Consumer
+	created time.Time
+}
+
+// check hands an acknowledged block to the checker.
+func (s *BlockSource) check(b heldBlock) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if cur := s.cur.Load(); cur == nil || cur.remaining() == 0 {
-		s.cur.Store(b)
-	} else {
-		s.next = b
+	s.toCheck = append(s.toCheck, b)
+	s.checking++
+	s.mu.Unlock()
+	select {
+	case s.checkWake <- struct{}{}:
+	default:
+	}
+}
+
+// checkLoop checks the acknowledged blocks, all those waiting with one
+// consumer info request, and delivers those certain to be this source's.
+func (s *BlockSource) checkLoop(ctx context.Context) {
+	problem := problemlog.Log{Log: s.log, What: "blocks: consumer check"}
+	for {
+		select {
+		case <-s.checkWake:
+		case <-ctx.Done():
+			return
+		}
+		for {
+			s.mu.Lock()
+			batch := s.toCheck
+			s.toCheck = nil
+			s.mu.Unlock()
+			if len(batch) == 0 {
+				break
+			}
+			created, err := s.consumerCreated(ctx, batch[len(batch)-1].cons)
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+				problem.Fail(err)
+			} else {
+				problem.OK()
+			}
+			s.settle(batch, created, err)
+		}
+	}
+}
+
+// consumerCreated asks for the consumer's Created time. Any answer after
+// the ack will do, so a failed request is tried again, for a while.
+func (s *BlockSource) consumerCreated(ctx context.Context, cons jetstream.Consumer) (time.Time, error) {
+	var err error
+	for attempt := range 3 {
+		if attempt > 0 {
+			t := time.NewTimer(time.Duration(attempt) * 100 * time.Millisecond)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return time.Time{}, ctx.Err()
+			}
+		}
+		ictx, cancel := context.WithTimeout(ctx, min(s.cfg.AckWait, 5*time.Second))
+		var info *jetstream.ConsumerInfo
+		info, err = cons.Info(ictx)
+		cancel()
+		switch {
+		case err == nil:
+			return info.Created, nil
+		case errors.Is(err, jetstream.ErrConsumerNotFound), errors.Is(err, jetstream.ErrStreamNotFound), ctx.Err() != nil:
+			return time.Time{}, err
+		}
+	}
+	return time.Time{}, err
+}
+
+// settle delivers the blocks of batch acknowledged under the instance
+// created at created (checkErr nil) and gives up the others.
+func (s *BlockSource) settle(batch []heldBlock, created time.Time, checkErr error) {
+	var good []*idBlock
+	for _, b := range batch {
+		if checkErr == nil && b.created.Equal(created) {
+			good = append(good, newIDBlock(b.ids, s.cfg.LowWater))
+			s.blocksUsed.Add(1)
+			s.idsUsed.Add(uint64(len(b.ids)))
+		}
+	}
+	if lost := len(batch) - len(good); lost > 0 {
+		s.consumerChanged.Add(uint64(lost))
+		s.rebind.Store(true)
+		s.log.Warn("blocks: consumer deleted or re-created while blocks were in flight, blocks given up",
+			"blocks", lost, "check_err", checkErr)
+	}
+	s.mu.Lock()
+	s.checking -= len(batch)
+	for _, b := range good {
+		if cur := s.cur.Load(); cur == nil || cur.remaining() == 0 {
+			s.cur.Store(b)
+		} else {
+			s.ready = append(s.ready, b)
+		}
 	}
 	close(s.arrived)
 	s.arrived = make(chan struct{})
+	s.mu.Unlock()
+	s.wakeFetcher() // fewer blocks being checked: the fetcher may fetch
 }

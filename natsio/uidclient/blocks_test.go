@@ -323,7 +323,11 @@ func TestBlocksFullStreamPublishersBackOffAndResume(t *testing.T) {
 		}
 		return s
 	}
-	testenv.WaitFor(t, 5*time.Second, "the stream filled", func() bool { return blocksTestDepth(t, nc, uidclient.DefaultBlocksStream) == depth })
+	// The stream may count the blocks before the publishers have their
+	// acknowledgements: wait for both.
+	testenv.WaitFor(t, 5*time.Second, "the stream filled", func() bool {
+		return blocksTestDepth(t, nc, uidclient.DefaultBlocksStream) == depth && sum().Published == depth
+	})
 
 	// Full: the publishers only check the depth; nothing is published or
 	// refused, nothing is logged above debug.
