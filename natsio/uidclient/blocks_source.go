@@ -48,7 +48,7 @@ type BlockSourceStats struct {
 	// consumer was deleted or re-created (or could not be checked)
 	// between the bind and the ack: another source may have the block too.
 	ConsumerChanged uint64
-	IDsUsed     uint64 // IDs of the used blocks
+	IDsUsed         uint64 // IDs of the used blocks
 }
 
 // BlockSource hands out IDs from prefilled blocks that dispensers publish
