@@ -262,6 +262,16 @@ const (
 // topUp publishes up to a window of the blocks the stream is short of.
 func (p *BlockPublisher) topUp(ctx context.Context) roundResult {
 	info, err := p.stream.Info(ctx)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		// Deleted under us (by an operator, or the soak): create it
+		// again. Its blocks went with it, so nothing here is used twice.
+		var s jetstream.Stream
+		if s, err = ensureBlockStream(ctx, p.js, p.cfg.streamConfig()); err == nil {
+			p.log.Warn("blocks: stream was deleted, created again")
+			p.stream = s
+			info, err = s.Info(ctx)
+		}
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			p.depthProblem.Fail(err)

@@ -224,14 +224,15 @@ func TestBlocksRecreatedConsumerHeldBlockUsedOnce(t *testing.T) {
 }
 
 // Sources under load while the consumer is deleted and re-created again
-// and again and the stream purged, with blocks held across each fault:
+// and again, the stream purged, and the stream deleted (the publishers
+// create it again), with blocks held across each fault:
 // every ID handed out is collected, and none twice.
-func TestBlocksRecreatedConsumerAndPurgedStreamUnderLoadNoDuplicates(t *testing.T) {
+func TestBlocksRecreatedConsumerAndStreamUnderLoadNoDuplicates(t *testing.T) {
 	srv := blocksTestServer(t)
 	// An ack the re-created consumer ignores is waited for up to the ack
 	// wait: keep it short.
 	const ackWait = 2 * time.Second
-	const faults = 12
+	const faults = 8
 	nc := blocksTestConn(t, srv)
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -310,16 +311,36 @@ func TestBlocksRecreatedConsumerAndPurgedStreamUnderLoadNoDuplicates(t *testing.
 	testenv.WaitFor(t, 10*time.Second, "the sources use blocks before the first fault", func() bool { return used() >= 8 })
 	start := time.Now()
 	for i := range faults {
-		testenv.WaitFor(t, 10*time.Second, "a source holds a block across the fault", func() bool { return held.Load() > int64(i) })
-		if i%3 == 2 {
+		if took := testenv.WaitFor(t, 10*time.Second, "a source holds a block across the fault", func() bool { return held.Load() > int64(i) }); took > time.Second {
+			t.Logf("fault %d: %s until a source held a block", i, took.Round(time.Millisecond))
+		}
+		faultStart := time.Now()
+		switch i % 4 {
+		case 0, 1:
+			recreateBlocksConsumer(ctx, t, js, ackWait)
+		case 2:
 			if err := stream.Purge(ctx); err != nil {
 				t.Fatal(err)
 			}
-		} else {
-			recreateBlocksConsumer(ctx, t, js, ackWait)
+		case 3:
+			// The publishers create it again, the sources bind a new
+			// consumer on it.
+			if err := js.DeleteStream(ctx, uidclient.DefaultBlocksStream); err != nil {
+				t.Fatal(err)
+			}
+			testenv.WaitFor(t, 10*time.Second, "the publishers re-created the stream", func() bool {
+				stream, err = js.Stream(ctx, uidclient.DefaultBlocksStream)
+				return err == nil
+			})
+		}
+		if took := time.Since(faultStart); took > time.Second {
+			t.Logf("fault %d took %s", i, took.Round(time.Millisecond))
 		}
 		before := used()
-		testenv.WaitFor(t, 10*time.Second, "the sources use blocks after the fault", func() bool { return used() >= before+6 })
+		took := testenv.WaitFor(t, 10*time.Second, "the sources use blocks after the fault", func() bool { return used() >= before+6 })
+		if took > time.Second {
+			t.Logf("fault %d: the sources took %s to use blocks again", i, took.Round(time.Millisecond))
+		}
 		open()
 	}
 	stop()

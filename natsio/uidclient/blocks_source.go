@@ -390,7 +390,11 @@ func (s *BlockSource) fetchLoop(ctx context.Context) {
 		case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
 			continue // no block within FetchWait: ask again
 		case errors.Is(err, jetstream.ErrConsumerNotFound), errors.Is(err, jetstream.ErrConsumerDeleted),
-			errors.Is(err, jetstream.ErrStreamNotFound):
+			errors.Is(err, jetstream.ErrStreamNotFound),
+			// Nobody serves the pull: the consumer (or its stream) is
+			// gone, and a fetch sent after the delete gets no 409. Bind
+			// again, which creates it, or nobody ever would.
+			errors.Is(err, nats.ErrNoResponders):
 			cons = nil
 			fetchProblem.Fail(err)
 			if !pause() {
