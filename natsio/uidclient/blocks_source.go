@@ -567,8 +567,14 @@ func (s *BlockSource) settle(batch []heldBlock, created time.Time, checkErr erro
 	if lost := len(batch) - len(good); lost > 0 {
 		s.consumerChanged.Add(uint64(lost))
 		s.rebind.Store(true)
-		s.log.Warn("blocks: consumer deleted or re-created while blocks were in flight, blocks given up",
-			"blocks", lost, "check_err", checkErr)
+		why := "blocks: consumer re-created while blocks were in flight, blocks given up"
+		switch {
+		case errors.Is(checkErr, jetstream.ErrConsumerNotFound), errors.Is(checkErr, jetstream.ErrStreamNotFound):
+			why = "blocks: consumer deleted while blocks were in flight, blocks given up"
+		case checkErr != nil:
+			why = "blocks: consumer not checked, blocks acknowledged before the check given up"
+		}
+		s.log.Warn(why, "blocks", lost, "err", checkErr)
 	}
 	s.mu.Lock()
 	s.checking -= len(batch)
