@@ -282,9 +282,10 @@ func (s *BlockSource) wakeFetcher() {
 }
 
 // maxChecking is the most blocks a source has awaiting the consumer
-// check. One more than one lets the next fetch run while the last block
-// is checked, so that the check costs the fetching no round trip.
-const maxChecking = 2
+// check before it stops pulling: two pulls' worth lets the next pull run
+// while the last one's blocks are checked, so that the check costs the
+// fetching no round trip.
+const maxChecking = 2 * pullBatch
 
 // needsBlock tells whether the fetcher should fetch: nothing fetched
 // ahead and checked, fewer than maxChecking blocks being checked, and the
@@ -383,9 +384,7 @@ func (s *BlockSource) fetchLoop(ctx context.Context) {
 			}
 			bindProblem.OK()
 		}
-		fctx, cancel := context.WithTimeout(ctx, s.cfg.FetchWait)
-		msg, err := cons.Next(jetstream.FetchContext(fctx))
-		cancel()
+		msgs, err := s.pull(ctx, cons)
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -413,10 +412,45 @@ func (s *BlockSource) fetchLoop(ctx context.Context) {
 		}
 		fetchProblem.OK()
 		backoff = 100 * time.Millisecond
-		if ids := s.claim(ctx, msg); ids != nil {
-			s.check(heldBlock{ids: ids, created: created})
+		var held []heldBlock
+		for _, msg := range msgs {
+			if ids := s.claim(ctx, msg); ids != nil {
+				held = append(held, heldBlock{ids: ids, created: created})
+			}
 		}
+		s.check(held)
 	}
+}
+
+// pullBatch is the most blocks one pull takes. A consumer check covers
+// the blocks of a pull together, so pulling two at a time halves the
+// checks (and the pulls) when the stream has blocks waiting.
+const pullBatch = 2
+
+// pull fetches the blocks the stream has at once, up to pullBatch, in
+// one request; when it has none, it waits up to FetchWait for one.
+func (s *BlockSource) pull(ctx context.Context, cons jetstream.Consumer) ([]jetstream.Msg, error) {
+	batch, err := cons.FetchNoWait(pullBatch)
+	if err != nil {
+		return nil, err
+	}
+	var msgs []jetstream.Msg
+	for m := range batch.Messages() {
+		msgs = append(msgs, m)
+	}
+	if len(msgs) > 0 {
+		return msgs, nil
+	}
+	if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+		return nil, err
+	}
+	fctx, cancel := context.WithTimeout(ctx, s.cfg.FetchWait)
+	defer cancel()
+	msg, err := cons.Next(jetstream.FetchContext(fctx))
+	if err != nil {
+		return nil, err
+	}
+	return []jetstream.Msg{msg}, nil
 }
 
 // bind creates the shared durable consumer or updates it to this
@@ -483,11 +517,14 @@ type heldBlock struct {
 	created time.Time
 }
 
-// check hands an acknowledged block to the checker.
-func (s *BlockSource) check(b heldBlock) {
+// check hands the acknowledged blocks of a pull to the checker.
+func (s *BlockSource) check(blocks []heldBlock) {
+	if len(blocks) == 0 {
+		return
+	}
 	s.mu.Lock()
-	s.toCheck = append(s.toCheck, b)
-	s.checking++
+	s.toCheck = append(s.toCheck, blocks...)
+	s.checking += len(blocks)
 	s.mu.Unlock()
 	select {
 	case s.checkWake <- struct{}{}:
