@@ -13,8 +13,8 @@ import (
 )
 
 // Prefilled ID blocks: dispensers publish blocks of IDs into a JetStream
-// work-queue stream (BlockPublisher) and services pull one block at a time
-// and hand its IDs out in-process (BlockSource). Each message is one block:
+// work-queue stream (BlockPublisher) and services pull a block or two at a
+// time and hand their IDs out in-process (BlockSource). Each message is one block:
 // the IDs packed big-endian, 8 bytes each, in increasing order, with the
 // headers below.
 
@@ -118,8 +118,8 @@ func BlocksConsumerConfig(name string, ackWait time.Duration) jetstream.Consumer
 		Description: "uid-dispenser block sources",
 		AckPolicy:   jetstream.AckExplicitPolicy,
 		AckWait:     ackWait,
-		// Each source pulls one block at a time; the blocks in flight are
-		// at most one per source.
+		// Each source pulls at most two blocks at a time and acknowledges
+		// them at once: the blocks in flight are at most two per source.
 		MaxAckPending: -1,
 	}
 }

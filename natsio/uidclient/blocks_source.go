@@ -53,9 +53,9 @@ type BlockSourceStats struct {
 }
 
 // BlockSource hands out IDs from prefilled blocks that dispensers publish
-// into the block stream (see BlockPublisher). It pulls one block at a time
-// from a durable pull consumer shared by every source and uses a block
-// only when
+// into the block stream (see BlockPublisher). It pulls at most two blocks
+// at a time from a durable pull consumer shared by every source and uses
+// a block only when
 //
 //   - this is the block's first delivery (NumDelivered == 1), and
 //   - a double ack (an ack the server confirms) succeeded;
@@ -288,12 +288,13 @@ func (s *BlockSource) wakeFetcher() {
 const maxChecking = 2 * pullBatch
 
 // needsBlock tells whether the fetcher should fetch: nothing fetched
-// ahead and checked, fewer than maxChecking blocks being checked, and the
-// block in use below the low-water mark.
+// ahead and checked, room for a pull's blocks among the maxChecking being
+// checked, and the block in use below the low-water mark. A source thus
+// holds at most 1+maxChecking blocks.
 func (s *BlockSource) needsBlock() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.ready) > 0 || s.checking >= maxChecking {
+	if len(s.ready) > 0 || s.checking+pullBatch > maxChecking {
 		return false
 	}
 	b := s.cur.Load()
