@@ -62,10 +62,11 @@ func waitForLog(t *testing.T, log *testenv.LogBuffer, want string) {
 // docs/security.md into an embedded nats-server with the server's own
 // configuration loader, then
 // runs a dispenser (with blocks) as the dispenser user, takes IDs as the
-// service user, and checks the refusals: the service user may not serve
-// (subscribe to uid.next, in the queue group or not) nor touch JetStream,
-// and the dispenser user may not request IDs nor serve outside the queue
-// group.
+// service user and from blocks as the blocks user, and checks the
+// refusals: the service user may not serve (subscribe to uid.next, in the
+// queue group or not) nor touch JetStream, the blocks user may do nothing
+// but take blocks, and the dispenser user may not request IDs nor serve
+// outside the queue group.
 func TestSecurityDocPermissions(t *testing.T) {
 	const dispenserPassword, servicePassword, blocksPassword, ordersPassword = "d-pw-8Hq", "s-pw-3Zx", "b-pw-5Rt", "o-pw-2Kw"
 	t.Setenv("UID_ORDERS_PASSWORD", ordersPassword)
@@ -165,6 +166,21 @@ func TestSecurityDocPermissions(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitForLog(t, &serviceLog, `Permissions Violation for Publish to \"uid.seq.orders.next\"`)
+
+	// The blocks user may take blocks only: not delete or reset the
+	// consumer (which would hand blocks out again), nor look at another
+	// consumer or the stream, nor publish blocks, nor request IDs.
+	blocksConn := connectAs("blocks", blocksPassword, &blocksLog)
+	for _, subject := range []string{
+		"$JS.API.CONSUMER.DELETE.UID_BLOCKS.uid-blocks", "$JS.API.CONSUMER.RESET.UID_BLOCKS.uid-blocks",
+		"$JS.API.CONSUMER.INFO.UID_BLOCKS.other", "$JS.API.STREAM.INFO.UID_BLOCKS", "$JS.API.STREAM.PURGE.UID_BLOCKS",
+		"uid.blocks", "uid.next",
+	} {
+		if err := blocksConn.Conn.Publish(subject, nil); err != nil {
+			t.Fatal(err)
+		}
+		waitForLog(t, &blocksLog, `Permissions Violation for Publish to \"`+subject+`\"`)
+	}
 
 	// The orders user may not take another sequence's numbers, nor IDs.
 	ordersConn := connectAs("orders", ordersPassword, &ordersLog)

@@ -30,8 +30,29 @@ type BlockIDSource interface {
 
 // jsErrCodeStoreFailed is the JetStream API error a publish gets when the
 // stream refuses to store it; with the description "maximum messages
-// exceeded" it means a capped discard-new stream is full.
+// exceeded" it means a capped discard-new stream is full, with "maximum
+// bytes exceeded" that it holds its MaxBytes.
 const jsErrCodeStoreFailed jetstream.ErrorCode = 10077
+
+// The JetStream API errors (nats-server 2.15, server/errors.json) a
+// publish gets when there is no room for it beyond the stream's own
+// message cap: the server's store at max_file_store or max_memory_store
+// (10023 "insufficient resources"), the account's JetStream limits (10002
+// "resource limits exceeded for account"), and 10047 and 10028, their
+// storage and memory kinds. Like the full stream's refusal they are the
+// server's definitive answer: the block is not stored.
+const (
+	jsErrCodeInsufficientResources jetstream.ErrorCode = 10023
+	jsErrCodeAccountResources      jetstream.ErrorCode = 10002
+	jsErrCodeStorageResources      jetstream.ErrorCode = 10047
+	jsErrCodeMemoryResources       jetstream.ErrorCode = 10028
+)
+
+// maxPressureBackoff bounds the wait between rounds while the store is at
+// its limits: room comes back only as consumers take blocks (or the
+// limits are raised), and a round then costs one depth check and at most
+// one refused block.
+const maxPressureBackoff = time.Second
 
 // publishWindow is the most blocks a publisher has in flight at once.
 // When several publishers see the same shortfall, together they overshoot
@@ -48,8 +69,11 @@ const minBlocksPoll = time.Millisecond
 
 // BlockPublisherStats count what a BlockPublisher did since it started.
 type BlockPublisherStats struct {
-	Published    uint64 // blocks stored in the stream (duplicates of a retry included)
-	Refused      uint64 // blocks the full stream refused (the normal stop signal)
+	Published uint64 // blocks stored in the stream (duplicates of a retry included)
+	Refused   uint64 // blocks the full stream refused (the normal stop signal)
+	// Pressure counts blocks refused because JetStream had no room: the
+	// stream's MaxBytes, the server's store or the account's limits.
+	Pressure     uint64
 	Failed       uint64 // blocks given up after errors
 	IDsPublished uint64 // IDs in the published blocks
 	IDsDiscarded uint64 // IDs of refused and failed blocks: issued, never handed out
@@ -74,7 +98,7 @@ type BlockPublisher struct {
 	src    BlockIDSource
 	ids    []uint64 // the run goroutine's take buffer
 
-	published, refused, failed, idsPublished, idsDiscarded, depth atomic.Uint64
+	published, refused, pressure, failed, idsPublished, idsDiscarded, depth atomic.Uint64
 
 	cancel   context.CancelFunc
 	done     chan struct{}
@@ -85,6 +109,7 @@ type BlockPublisher struct {
 	// Owned by the run goroutine.
 	window                                      int // blocks per round, up to publishWindow
 	depthProblem, sourceProblem, publishProblem problemlog.Log
+	pressureProblem                             problemlog.Log // the store at its limits: one warning an episode
 }
 
 // NewBlockPublisher creates or updates the block stream (idempotent:
@@ -129,6 +154,7 @@ func NewBlockPublisher(ctx context.Context, nc *nats.Conn, src BlockIDSource, cf
 	p.depthProblem = problemlog.Log{Log: p.log, What: "blocks: stream depth check"}
 	p.sourceProblem = problemlog.Log{Log: p.log, What: "blocks: taking IDs"}
 	p.publishProblem = problemlog.Log{Log: p.log, What: "blocks: publish"}
+	p.pressureProblem = problemlog.Log{Log: p.log, What: "blocks: publish (JetStream store at its limits, backing off)"}
 	go p.run(runCtx)
 	return p, nil
 }
@@ -164,6 +190,7 @@ func (p *BlockPublisher) Stats() BlockPublisherStats {
 	return BlockPublisherStats{
 		Published:    p.published.Load(),
 		Refused:      p.refused.Load(),
+		Pressure:     p.pressure.Load(),
 		Failed:       p.failed.Load(),
 		IDsPublished: p.idsPublished.Load(),
 		IDsDiscarded: p.idsDiscarded.Load(),
@@ -206,6 +233,9 @@ func (p *BlockPublisher) run(ctx context.Context) {
 		case roundStreamFailed:
 			// Back off (up to 5s) while the stream cannot be checked.
 			wait = min(max(2*wait, poll), max(5*time.Second, poll))
+		case roundPressure:
+			// No room in the store: back off until consumers make some.
+			wait = min(max(2*wait, poll), max(maxPressureBackoff, poll))
 		case roundSourceFailed:
 			// The ring ran dry (consumers outrun the generator) or the
 			// generator is being replaced: give it a poll interval.
@@ -237,11 +267,22 @@ const (
 	roundShort                           // published all it meant to: the stream may still be short
 	roundStreamFailed                    // the depth could not be checked
 	roundSourceFailed                    // the source gave fewer IDs than asked
+	roundPressure                        // a block was refused for lack of room in the store
 )
 
 // topUp publishes up to a window of the blocks the stream is short of.
 func (p *BlockPublisher) topUp(ctx context.Context) roundResult {
 	info, err := p.stream.Info(ctx)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		// Deleted under us (by an operator, or the soak): create it
+		// again. Its blocks went with it, so nothing here is used twice.
+		var s jetstream.Stream
+		if s, err = ensureBlockStream(ctx, p.js, p.cfg.streamConfig()); err == nil {
+			p.log.Warn("blocks: stream was deleted, created again")
+			p.stream = s
+			info, err = s.Info(ctx)
+		}
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			p.depthProblem.Fail(err)
@@ -275,7 +316,7 @@ func (p *BlockPublisher) topUp(ctx context.Context) roundResult {
 		}
 	}
 	stored := 0
-	full := false
+	full, pressed := false, false
 	for _, pb := range pending {
 		switch outcome := p.await(ctx, pb); outcome {
 		case blockStored:
@@ -284,6 +325,9 @@ func (p *BlockPublisher) topUp(ctx context.Context) roundResult {
 		case blockRefused:
 			full = true
 			p.otel.end(pb.span, "refused", nil) // the stream is full: back-pressure, not an error
+		case blockPressure:
+			full, pressed = true, true
+			p.otel.end(pb.span, "refused", errStorePressure)
 		default:
 			p.otel.end(pb.span, "failed", errBlockNotStored)
 		}
@@ -300,6 +344,9 @@ func (p *BlockPublisher) topUp(ctx context.Context) roundResult {
 		return roundSourceFailed
 	}
 	p.sourceProblem.OK()
+	if pressed {
+		return roundPressure
+	}
 	if full || stored < want {
 		return roundFull
 	}
@@ -333,9 +380,14 @@ type blockOutcome int
 // failed (the failure itself is logged by await).
 var errBlockNotStored = errors.New("natsio: blocks: block not stored")
 
+// errStorePressure marks the producer span of a block refused for lack
+// of room in the JetStream store.
+var errStorePressure = errors.New("natsio: blocks: JetStream store at its limits")
+
 const (
 	blockStored blockOutcome = iota
 	blockRefused
+	blockPressure
 	blockFailed
 )
 
@@ -365,11 +417,18 @@ func (p *BlockPublisher) await(ctx context.Context, pb pendingBlock) blockOutcom
 			return blockStored
 		}
 	}
-	if isStreamFull(err) {
+	switch {
+	case isStreamFull(err):
 		p.refused.Add(1)
 		p.idsDiscarded.Add(uint64(pb.ids))
 		p.log.Debug("blocks: stream full, block refused", "ids_discarded", pb.ids)
 		return blockRefused
+	case isStorePressure(err):
+		// Not stored: its IDs are discarded, never published again.
+		p.pressure.Add(1)
+		p.idsDiscarded.Add(uint64(pb.ids))
+		p.pressureProblem.Fail(err)
+		return blockPressure
 	}
 	p.giveUp(pb.ids, err)
 	return blockFailed
@@ -379,6 +438,7 @@ func (p *BlockPublisher) stored(ids int) {
 	p.published.Add(1)
 	p.idsPublished.Add(uint64(ids))
 	p.publishProblem.OK()
+	p.pressureProblem.OK()
 }
 
 func (p *BlockPublisher) giveUp(ids int, err error) {
@@ -400,4 +460,21 @@ func isStreamFull(err error) bool {
 	var apiErr *jetstream.APIError
 	return errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrCodeStoreFailed &&
 		strings.Contains(apiErr.Description, "maximum messages")
+}
+
+// isStorePressure tells whether err is JetStream refusing a message for
+// lack of room: the stream at its MaxBytes, the server's store or the
+// account at its limits.
+func isStorePressure(err error) bool {
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) {
+		return false
+	}
+	switch apiErr.ErrorCode {
+	case jsErrCodeInsufficientResources, jsErrCodeAccountResources, jsErrCodeStorageResources, jsErrCodeMemoryResources:
+		return true
+	case jsErrCodeStoreFailed:
+		return strings.Contains(apiErr.Description, "maximum bytes")
+	}
+	return false
 }

@@ -13,8 +13,8 @@ import (
 )
 
 // Prefilled ID blocks: dispensers publish blocks of IDs into a JetStream
-// work-queue stream (BlockPublisher) and services pull one block at a time
-// and hand its IDs out in-process (BlockSource). Each message is one block:
+// work-queue stream (BlockPublisher) and services pull a block or two at a
+// time and hand their IDs out in-process (BlockSource). Each message is one block:
 // the IDs packed big-endian, 8 bytes each, in increasing order, with the
 // headers below.
 
@@ -106,4 +106,20 @@ func decodeBlock(data []byte, h nats.Header) ([]uint64, error) {
 		}
 	}
 	return ids, nil
+}
+
+// BlocksConsumerConfig is the durable pull consumer every BlockSource
+// sharing the name binds (creating or updating it). It is exported for
+// tools that re-create the consumer, as the soak does to test that doing
+// so while blocks are in flight hands no block out twice.
+func BlocksConsumerConfig(name string, ackWait time.Duration) jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
+		Durable:     name,
+		Description: "uid-dispenser block sources",
+		AckPolicy:   jetstream.AckExplicitPolicy,
+		AckWait:     ackWait,
+		// Each source pulls at most two blocks at a time and acknowledges
+		// them at once: the blocks in flight are at most two per source.
+		MaxAckPending: -1,
+	}
 }

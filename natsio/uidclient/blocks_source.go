@@ -2,6 +2,7 @@ package uidclient
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -44,13 +45,17 @@ type BlockSourceStats struct {
 	Redelivered uint64 // blocks terminated because this was not their first delivery
 	AckFailed   uint64 // blocks terminated because the double ack failed
 	Malformed   uint64 // blocks terminated because they did not decode
-	IDsUsed     uint64 // IDs of the used blocks
+	// ConsumerChanged counts blocks acknowledged but given up because the
+	// consumer was deleted or re-created (or could not be checked)
+	// between the bind and the ack: another source may have the block too.
+	ConsumerChanged uint64
+	IDsUsed         uint64 // IDs of the used blocks
 }
 
 // BlockSource hands out IDs from prefilled blocks that dispensers publish
-// into the block stream (see BlockPublisher). It pulls one block at a time
-// from a durable pull consumer shared by every source and uses a block
-// only when
+// into the block stream (see BlockPublisher). It pulls at most two blocks
+// at a time from a durable pull consumer shared by every source and uses
+// a block only when
 //
 //   - this is the block's first delivery (NumDelivered == 1), and
 //   - a double ack (an ack the server confirms) succeeded;
@@ -63,26 +68,47 @@ type BlockSourceStats struct {
 // stalled source uses the block only if its ack is confirmed; a block
 // whose ack failed is lost, never used twice.
 //
+// The two rules hold within one instance of the consumer only. An ack is
+// matched by the stream sequence in its reply subject, by whichever
+// consumer of that name exists when it arrives; a consumer deleted and
+// re-created under the same name starts its delivery counts over and
+// delivers a block a source still holds again as a first delivery, and
+// then confirms the holder's late ack too (TestJetStreamAckToRecreatedConsumer).
+// So a source also checks, after the ack, that the consumer is the
+// instance it bound before the fetch (the same Created time): instances
+// never come back, so the same one delivered the block and took its ack.
+// A block whose check fails is given up. The check runs beside the next
+// fetch, so it adds no round trip to the fetching.
+//
 // Next and NextN are safe for concurrent use. A background goroutine
 // fetches the next block when the current one runs low.
 type BlockSource struct {
+	nc  *nats.Conn
 	js  jetstream.JetStream
 	cfg BlockSourceConfig
 	log *slog.Logger
 
 	cur atomic.Pointer[idBlock] // the block in use; takers advance its position
 
-	mu      sync.Mutex    // guards moving from one block to the next
-	next    *idBlock      // the block fetched ahead, nil when none
-	arrived chan struct{} // closed (and replaced) when a block arrives
+	mu      sync.Mutex    // guards moving from one block to the next, and the fields below
+	ready   []*idBlock    // checked blocks fetched ahead, in order
+	arrived chan struct{} // closed (and replaced) when blocks arrive
 	closed  bool
+	// Blocks acknowledged and awaiting the consumer check: toCheck are
+	// not taken by the checker yet, checking counts those and the ones
+	// it is checking.
+	toCheck  []heldBlock
+	checking int
+
+	checkWake chan struct{} // wakes the checker (capacity 1)
+	rebind    atomic.Bool   // the checker found the consumer changed: bind again
 
 	want   chan struct{} // wakes the fetcher (capacity 1)
 	cancel context.CancelFunc
 	done   chan struct{}
 	once   sync.Once
 
-	blocksUsed, redelivered, ackFailed, malformed, idsUsed atomic.Uint64
+	blocksUsed, redelivered, ackFailed, malformed, idsUsed, consumerChanged atomic.Uint64
 
 	// beforeAck, when set (tests), runs after a block is fetched and
 	// before it is acknowledged.
@@ -133,16 +159,18 @@ func newBlockSource(nc *nats.Conn, cfg BlockSourceConfig, beforeAck func(*jetstr
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &BlockSource{
+		nc:        nc,
 		js:        js,
 		cfg:       cfg,
 		log:       cfg.Logger.With("stream", cfg.Stream, "consumer", cfg.Consumer),
 		arrived:   make(chan struct{}),
 		want:      make(chan struct{}, 1),
+		checkWake: make(chan struct{}, 1),
 		cancel:    cancel,
 		done:      make(chan struct{}),
 		beforeAck: beforeAck,
 	}
-	go s.fetchLoop(ctx)
+	go s.run(ctx)
 	return s, nil
 }
 
@@ -227,9 +255,10 @@ func (s *BlockSource) NextN(ctx context.Context, dst []uint64) (int, error) {
 			s.mu.Unlock()
 			continue
 		}
-		if s.next != nil {
-			s.cur.Store(s.next)
-			s.next = nil
+		if len(s.ready) > 0 {
+			s.cur.Store(s.ready[0])
+			s.ready[0] = nil
+			s.ready = s.ready[1:]
 			s.mu.Unlock()
 			continue
 		}
@@ -252,12 +281,20 @@ func (s *BlockSource) wakeFetcher() {
 	}
 }
 
+// maxChecking is the most blocks a source has awaiting the consumer
+// check before it stops pulling: two pulls' worth lets the next pull run
+// while the last one's blocks are checked, so that the check costs the
+// fetching no round trip.
+const maxChecking = 2 * pullBatch
+
 // needsBlock tells whether the fetcher should fetch: nothing fetched
-// ahead and the block in use below the low-water mark.
+// ahead and checked, room for a pull's blocks among the maxChecking being
+// checked, and the block in use below the low-water mark. A source thus
+// holds at most 1+maxChecking blocks.
 func (s *BlockSource) needsBlock() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.next != nil {
+	if len(s.ready) > 0 || s.checking+pullBatch > maxChecking {
 		return false
 	}
 	b := s.cur.Load()
@@ -272,6 +309,8 @@ func (s *BlockSource) Stats() BlockSourceStats {
 		AckFailed:   s.ackFailed.Load(),
 		Malformed:   s.malformed.Load(),
 		IDsUsed:     s.idsUsed.Load(),
+
+		ConsumerChanged: s.consumerChanged.Load(),
 	}
 }
 
@@ -287,15 +326,24 @@ func (s *BlockSource) Close() error {
 		<-s.done
 		s.mu.Lock()
 		s.cur.Store(nil)
-		s.next = nil
+		s.ready, s.toCheck = nil, nil
 		s.mu.Unlock()
 	})
 	return nil
 }
 
-func (s *BlockSource) fetchLoop(ctx context.Context) {
+// run runs the fetcher and the checker until ctx is done.
+func (s *BlockSource) run(ctx context.Context) {
 	defer close(s.done)
+	var wg sync.WaitGroup
+	wg.Go(func() { s.checkLoop(ctx) })
+	s.fetchLoop(ctx)
+	wg.Wait()
+}
+
+func (s *BlockSource) fetchLoop(ctx context.Context) {
 	var cons jetstream.Consumer
+	var created time.Time // the bound consumer instance's
 	bindProblem := problemlog.Log{Log: s.log, What: "blocks: bind consumer"}
 	fetchProblem := problemlog.Log{Log: s.log, What: "blocks: fetch"}
 	backoff := 100 * time.Millisecond
@@ -319,9 +367,12 @@ func (s *BlockSource) fetchLoop(ctx context.Context) {
 				return
 			}
 		}
+		if s.rebind.Swap(false) {
+			cons = nil
+		}
 		if cons == nil {
 			var err error
-			cons, err = s.bind(ctx)
+			cons, created, err = s.bind(ctx)
 			if err != nil {
 				if ctx.Err() != nil {
 					return
@@ -334,9 +385,7 @@ func (s *BlockSource) fetchLoop(ctx context.Context) {
 			}
 			bindProblem.OK()
 		}
-		fctx, cancel := context.WithTimeout(ctx, s.cfg.FetchWait)
-		msg, err := cons.Next(jetstream.FetchContext(fctx))
-		cancel()
+		msgs, err := s.pull(ctx, cons)
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -344,7 +393,11 @@ func (s *BlockSource) fetchLoop(ctx context.Context) {
 		case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
 			continue // no block within FetchWait: ask again
 		case errors.Is(err, jetstream.ErrConsumerNotFound), errors.Is(err, jetstream.ErrConsumerDeleted),
-			errors.Is(err, jetstream.ErrStreamNotFound):
+			errors.Is(err, jetstream.ErrStreamNotFound),
+			// Nobody serves the pull: the consumer (or its stream) is
+			// gone, and a fetch sent after the delete gets no 409. Bind
+			// again, which creates it, or nobody ever would.
+			errors.Is(err, nats.ErrNoResponders):
 			cons = nil
 			fetchProblem.Fail(err)
 			if !pause() {
@@ -360,30 +413,57 @@ func (s *BlockSource) fetchLoop(ctx context.Context) {
 		}
 		fetchProblem.OK()
 		backoff = 100 * time.Millisecond
-		if ids := s.claim(ctx, msg); ids != nil {
-			s.deliver(ids)
+		var held []heldBlock
+		for _, msg := range msgs {
+			if ids := s.claim(ctx, msg); ids != nil {
+				held = append(held, heldBlock{ids: ids, created: created})
+			}
 		}
+		s.check(held)
 	}
 }
 
+// pullBatch is the most blocks one pull takes. A consumer check covers
+// the blocks of a pull together, so pulling two at a time halves the
+// checks (and the pulls) when the stream has blocks waiting.
+const pullBatch = 2
+
+// pull fetches the blocks the stream has at once, up to pullBatch, in
+// one request; when it has none, it waits up to FetchWait for one.
+func (s *BlockSource) pull(ctx context.Context, cons jetstream.Consumer) ([]jetstream.Msg, error) {
+	batch, err := cons.FetchNoWait(pullBatch)
+	if err != nil {
+		return nil, err
+	}
+	var msgs []jetstream.Msg
+	for m := range batch.Messages() {
+		msgs = append(msgs, m)
+	}
+	if len(msgs) > 0 {
+		return msgs, nil
+	}
+	if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+		return nil, err
+	}
+	fctx, cancel := context.WithTimeout(ctx, s.cfg.FetchWait)
+	defer cancel()
+	msg, err := cons.Next(jetstream.FetchContext(fctx))
+	if err != nil {
+		return nil, err
+	}
+	return []jetstream.Msg{msg}, nil
+}
+
 // bind creates the shared durable consumer or updates it to this
-// source's settings.
-func (s *BlockSource) bind(ctx context.Context) (jetstream.Consumer, error) {
+// source's settings, and returns the Created time of the instance bound.
+func (s *BlockSource) bind(ctx context.Context) (jetstream.Consumer, time.Time, error) {
 	bctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	cons, err := s.js.CreateOrUpdateConsumer(bctx, s.cfg.Stream, jetstream.ConsumerConfig{
-		Durable:     s.cfg.Consumer,
-		Description: "uid-dispenser block sources",
-		AckPolicy:   jetstream.AckExplicitPolicy,
-		AckWait:     s.cfg.AckWait,
-		// Each source pulls one block at a time; the blocks in flight are
-		// at most one per source.
-		MaxAckPending: -1,
-	})
+	cons, err := s.js.CreateOrUpdateConsumer(bctx, s.cfg.Stream, BlocksConsumerConfig(s.cfg.Consumer, s.cfg.AckWait))
 	if err != nil {
-		return nil, fmt.Errorf("natsio: blocks: consumer %s on stream %s: %w", s.cfg.Consumer, s.cfg.Stream, err)
+		return nil, time.Time{}, fmt.Errorf("natsio: blocks: consumer %s on stream %s: %w", s.cfg.Consumer, s.cfg.Stream, err)
 	}
-	return cons, nil
+	return cons, cons.CachedInfo().Created, nil
 }
 
 // claim applies the exactly-once rule to a fetched block: it returns the
@@ -428,21 +508,153 @@ func (s *BlockSource) claim(ctx context.Context, msg jetstream.Msg) []uint64 {
 		_ = msg.Term()
 		return nil
 	}
-	s.blocksUsed.Add(1)
-	s.idsUsed.Add(uint64(len(ids)))
 	return ids
 }
 
-// deliver makes a claimed block available to takers.
-func (s *BlockSource) deliver(ids []uint64) {
-	b := newIDBlock(ids, s.cfg.LowWater)
+// heldBlock is a block acknowledged under the consumer instance created
+// at created, awaiting the check that the instance is still there.
+type heldBlock struct {
+	ids     []uint64
+	created time.Time
+}
+
+// check hands the acknowledged blocks of a pull to the checker.
+func (s *BlockSource) check(blocks []heldBlock) {
+	if len(blocks) == 0 {
+		return
+	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if cur := s.cur.Load(); cur == nil || cur.remaining() == 0 {
-		s.cur.Store(b)
-	} else {
-		s.next = b
+	s.toCheck = append(s.toCheck, blocks...)
+	s.checking += len(blocks)
+	s.mu.Unlock()
+	select {
+	case s.checkWake <- struct{}{}:
+	default:
+	}
+}
+
+// checkLoop checks the acknowledged blocks, all those waiting with one
+// consumer info request, and delivers those certain to be this source's.
+func (s *BlockSource) checkLoop(ctx context.Context) {
+	problem := problemlog.Log{Log: s.log, What: "blocks: consumer check"}
+	for {
+		select {
+		case <-s.checkWake:
+		case <-ctx.Done():
+			return
+		}
+		for {
+			s.mu.Lock()
+			batch := s.toCheck
+			s.toCheck = nil
+			s.mu.Unlock()
+			if len(batch) == 0 {
+				break
+			}
+			created, err := s.consumerCreated(ctx)
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+				problem.Fail(err)
+			} else {
+				problem.OK()
+			}
+			s.settle(batch, created, err)
+		}
+	}
+}
+
+// consumerCreated asks for the consumer's Created time. Any answer after
+// the ack will do, so a failed request is tried again, for a while.
+func (s *BlockSource) consumerCreated(ctx context.Context) (time.Time, error) {
+	var err error
+	for attempt := range 3 {
+		if attempt > 0 {
+			t := time.NewTimer(time.Duration(attempt) * 100 * time.Millisecond)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return time.Time{}, ctx.Err()
+			}
+		}
+		ictx, cancel := context.WithTimeout(ctx, min(s.cfg.AckWait, 5*time.Second))
+		var created time.Time
+		created, err = s.requestCreated(ictx)
+		cancel()
+		switch {
+		case err == nil:
+			return created, nil
+		case errors.Is(err, jetstream.ErrConsumerNotFound), errors.Is(err, jetstream.ErrStreamNotFound), ctx.Err() != nil:
+			return time.Time{}, err
+		}
+	}
+	return time.Time{}, err
+}
+
+// requestCreated is one consumer info request, of which only the Created
+// time is decoded: it runs once a block or so, and decoding the whole
+// ConsumerInfo (jetstream.Consumer.Info) cost a third of the request.
+func (s *BlockSource) requestCreated(ctx context.Context) (time.Time, error) {
+	msg, err := s.nc.RequestWithContext(ctx, "$JS.API.CONSUMER.INFO."+s.cfg.Stream+"."+s.cfg.Consumer, nil)
+	if err != nil {
+		return time.Time{}, err
+	}
+	var resp struct {
+		Created time.Time           `json:"created"`
+		Error   *jetstream.APIError `json:"error"`
+	}
+	if err := json.Unmarshal(msg.Data, &resp); err != nil {
+		return time.Time{}, fmt.Errorf("natsio: blocks: consumer info: %w", err)
+	}
+	switch {
+	case resp.Error == nil && !resp.Created.IsZero():
+		return resp.Created, nil
+	case resp.Error == nil:
+		return time.Time{}, errors.New("natsio: blocks: consumer info without a creation time")
+	case resp.Error.ErrorCode == jetstream.JSErrCodeConsumerNotFound:
+		return time.Time{}, jetstream.ErrConsumerNotFound
+	case resp.Error.ErrorCode == jetstream.JSErrCodeStreamNotFound:
+		return time.Time{}, jetstream.ErrStreamNotFound
+	}
+	return time.Time{}, resp.Error
+}
+
+// settle delivers the blocks of batch acknowledged under the instance
+// created at created (checkErr nil) and gives up the others.
+func (s *BlockSource) settle(batch []heldBlock, created time.Time, checkErr error) {
+	var good []*idBlock
+	for _, b := range batch {
+		if checkErr == nil && b.created.Equal(created) {
+			good = append(good, newIDBlock(b.ids, s.cfg.LowWater))
+			s.blocksUsed.Add(1)
+			s.idsUsed.Add(uint64(len(b.ids)))
+		}
+	}
+	if lost := len(batch) - len(good); lost > 0 {
+		s.consumerChanged.Add(uint64(lost))
+		s.rebind.Store(true)
+		why := "blocks: consumer re-created while blocks were in flight, blocks given up"
+		switch {
+		case errors.Is(checkErr, jetstream.ErrConsumerNotFound), errors.Is(checkErr, jetstream.ErrStreamNotFound):
+			why = "blocks: consumer deleted while blocks were in flight, blocks given up"
+		case checkErr != nil:
+			why = "blocks: consumer not checked, blocks acknowledged before the check given up"
+		}
+		s.log.Warn(why, "blocks", lost, "err", checkErr)
+	}
+	s.mu.Lock()
+	s.checking -= len(batch)
+	for _, b := range good {
+		if cur := s.cur.Load(); cur == nil || cur.remaining() == 0 {
+			s.cur.Store(b)
+		} else {
+			s.ready = append(s.ready, b)
+		}
 	}
 	close(s.arrived)
 	s.arrived = make(chan struct{})
+	s.mu.Unlock()
+	s.wakeFetcher() // fewer blocks being checked: the fetcher may fetch
 }

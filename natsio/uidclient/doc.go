@@ -52,9 +52,11 @@
 // ("UID_BLOCKS" on "uid.blocks") topped up with prefilled blocks of IDs:
 // one message per block, the IDs 8 bytes big-endian each, with the
 // headers Uid-Count, Uid-Worker-Id, Uid-First, Uid-Last and Nats-Msg-Id.
-// BlockSource pulls one block at a time from a durable consumer shared by
-// every source and uses a block only on its first delivery and after a
-// server-confirmed ack, so each block is used by exactly one consumer.
+// BlockSource pulls at most two blocks at a time from a durable consumer
+// shared by every source and uses a block only on its first delivery,
+// after a server-confirmed ack, and when the consumer is still the
+// instance it bound (the same Created time after the ack), so each block
+// is used by exactly one consumer even across a re-created consumer.
 //
 // # Tracing
 //
