@@ -102,7 +102,7 @@ func TestSoakShort(t *testing.T) {
 		}
 	}
 	faults := []string{"kill9", "sigterm", "nats-kill-kv-leader", "mysql-cut-short", "nats-pause", "partition-short",
-		"nats-kill-blocks-leader", "mysql-cut-long", "partition-long", "zombie"}
+		"nats-kill-blocks-leader", "blocks-recreate", "mysql-cut-long", "partition-long", "zombie"}
 	switch {
 	case sum.MySQL == "own mariadbd":
 		faults = append(faults, "mysql-kill", "mysql-pause")

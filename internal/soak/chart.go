@@ -62,7 +62,7 @@ var faultColours = map[string]string{
 	faultKill9: "#e45756", faultSIGTERM: "#f58518", faultKillKVLeader: "#4c78a8",
 	faultCutShort: "#72b7b2", faultMySQLKill: "#b279a2", faultMySQLPause: "#ff9da6",
 	faultNATSPause: "#eeca3b", faultPartitionShort: "#79706e", faultKillBlocksLeader: "#1f3f6e",
-	faultCutLong: "#9d755d", faultPartitionLong: "#d37295", faultZombie: "#bab0ac",
+	faultCutLong: "#9d755d", faultPartitionLong: "#d37295", faultZombie: "#bab0ac", faultBlocksRecreate: "#54a24b",
 }
 
 // ChartSVG draws the IDs received per second and the failed calls per

@@ -252,6 +252,7 @@ func blockStats(clients []*soakClient) uidclient.BlockSourceStats {
 		sum.Redelivered += s.Redelivered
 		sum.AckFailed += s.AckFailed
 		sum.Malformed += s.Malformed
+		sum.ConsumerChanged += s.ConsumerChanged
 		sum.IDsUsed += s.IDsUsed
 	}
 	return sum

@@ -21,6 +21,7 @@ const (
 	faultCutLong          = "mysql-cut-long"
 	faultPartitionLong    = "partition-long"
 	faultZombie           = "zombie"
+	faultBlocksRecreate   = "blocks-recreate"
 )
 
 // faultCycle opens with what the high-rate phase must ride through
@@ -28,7 +29,7 @@ const (
 // mariadbd's kill and pause) and ends with the faults that run
 // reservations out by design.
 var faultCycle = []string{faultKill9, faultSIGTERM, faultKillKVLeader, faultCutShort, faultMySQLKill, faultMySQLPause,
-	faultNATSPause, faultPartitionShort, faultKillBlocksLeader, faultCutLong, faultPartitionLong, faultZombie}
+	faultNATSPause, faultPartitionShort, faultKillBlocksLeader, faultBlocksRecreate, faultCutLong, faultPartitionLong, faultZombie}
 
 // leaderKill tells the kinds that SIGKILL a stream leader: during them at
 // most maxLeaderKillFailures of the calls may fail.
@@ -120,6 +121,8 @@ func (s *soak) inject(ctx context.Context, kind string, cycle int) {
 		if err := s.cluster.pause(ctx, node, s.cfg.NATSPause); err != nil {
 			s.events.violation("pause of NATS node %s: %v", rec.Target, err)
 		}
+	case faultBlocksRecreate:
+		rec.Target, rec.Note = s.recreateBlocks(ctx, cycle)
 	case faultPartitionShort, faultPartitionLong:
 		rec.Target, rec.Note = s.partition(ctx, kind == faultPartitionLong)
 	case faultCutShort, faultCutLong:

@@ -225,8 +225,8 @@ func (s *Summary) Print(w io.Writer) {
 	}
 	p("soak process stalls (> %s): %d, longest %s; calls late or failed in them (excused): %d",
 		stallThreshold, len(s.Stalls), longest.Round(time.Millisecond), s.Stalled)
-	p("block sources:      %d blocks used, %d redeliveries terminated, %d acks unconfirmed, %d malformed",
-		s.Blocks.BlocksUsed, s.Blocks.Redelivered, s.Blocks.AckFailed, s.Blocks.Malformed)
+	p("block sources:      %d blocks used, %d redeliveries terminated, %d acks unconfirmed, %d given up as the consumer changed, %d malformed",
+		s.Blocks.BlocksUsed, s.Blocks.Redelivered, s.Blocks.AckFailed, s.Blocks.ConsumerChanged, s.Blocks.Malformed)
 	if len(s.DispenserLogErrors) > 0 {
 		p("dispenser ERROR log lines:")
 		for _, k := range sortedKeys(s.DispenserLogErrors) {
