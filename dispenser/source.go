@@ -16,11 +16,15 @@ import (
 // natsio.BlockIDSource) and never see the swap.
 //
 // A take that the swap catches, because its generator lost the claim or
-// was closed, waits for the replacement and takes the rest from it, up to
-// the take wait from its start (and the caller's context): the request is
-// answered with IDs, not a 503. When no replacement comes in time (no
-// worker ID can be claimed) the take fails with the old generator's
-// error, the documented 503 "worker claim lost"; after Close it fails at
+// was closed, waits for the replacement and takes all of dst from it: the
+// request is answered with IDs, not a 503. What the old generator gave it
+// is dropped (never issued again), so a reply or block holds one
+// generator's increasing run. The waits of all takes a loss catches end
+// together, a take wait after the loss was first met (and at the
+// caller's context): when no replacement comes by then (no worker ID can
+// be claimed) they fail with the old generator's error, the documented
+// 503 "worker claim lost", and later takes fail at once rather than each
+// waiting in turn on an endpoint's goroutine. After Close takes fail at
 // once, so that a shutdown is not held up.
 type generatorSource struct {
 	takeWait time.Duration
@@ -29,6 +33,7 @@ type generatorSource struct {
 	cur      *uidcore.CachedGenerator
 	replaced chan struct{} // closed, and made anew, by each Replace
 	closed   chan struct{} // closed by Close
+	lostAt   time.Time     // when a take first met the current generator's loss (zero: none met)
 }
 
 func newGeneratorSource(gen *uidcore.CachedGenerator, takeWait time.Duration) *generatorSource {
@@ -55,6 +60,7 @@ func (s *generatorSource) Replace(gen *uidcore.CachedGenerator) (old *uidcore.Ca
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, s.cur = s.cur, gen
+	s.lostAt = time.Time{}
 	close(s.replaced)
 	s.replaced = make(chan struct{})
 	return old
@@ -93,12 +99,10 @@ func (s *generatorSource) TryNextN(dst []uint64) (int, error) {
 }
 
 // take fills dst from the current generator; when the swap catches it
-// (see generatorSource), it waits for the replacement and fills the rest
+// (see generatorSource), it waits for the replacement and fills dst
 // there.
 func (s *generatorSource) take(ctx context.Context, dst []uint64, wait bool) (int, error) {
-	start := time.Now()
 	var deadline <-chan time.Time
-	got := 0
 	for {
 		gen, replaced := s.current()
 		var (
@@ -106,39 +110,53 @@ func (s *generatorSource) take(ctx context.Context, dst []uint64, wait bool) (in
 			err error
 		)
 		if wait {
-			n, err = gen.NextN(ctx, dst[got:])
+			n, err = gen.NextN(ctx, dst)
 		} else {
-			n, err = gen.TryNextN(dst[got:])
+			n, err = gen.TryNextN(dst)
 		}
-		got += n
 		if err == nil || !(errors.Is(err, uidcore.ErrClaimLost) || errors.Is(err, uidcore.ErrClosed)) {
-			return got, err
+			return n, err
 		}
+		// Caught by the swap: what gen gave is dropped.
 		select {
 		case <-replaced: // replaced already: take from the new one
 			continue
 		case <-s.closed:
-			return got, err
+			return 0, err
 		default:
 		}
 		if !wait {
-			return got, nil
+			return 0, nil
 		}
 		if deadline == nil {
-			t := time.NewTimer(s.takeWait - time.Since(start))
+			t := time.NewTimer(time.Until(s.lossDeadline(gen)))
 			defer t.Stop()
 			deadline = t.C
 		}
 		select {
 		case <-replaced:
 		case <-s.closed:
-			return got, err
+			return 0, err
 		case <-deadline:
-			return got, err
+			return 0, err
 		case <-ctx.Done():
-			return got, err
+			return 0, err
 		}
 	}
+}
+
+// lossDeadline is when the takes that gen's loss caught stop waiting for
+// its replacement: a take wait after the first of them met it.
+func (s *generatorSource) lossDeadline(gen *uidcore.CachedGenerator) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur != gen {
+		return time.Now() // replaced meanwhile: the replaced channel is closed
+	}
+	if s.lostAt.IsZero() {
+		s.lostAt = time.Now()
+	}
+	return s.lostAt.Add(s.takeWait)
 }
 
 func (s *generatorSource) Layout() uidcore.Layout { return s.Generator().Layout() }

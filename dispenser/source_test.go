@@ -106,6 +106,11 @@ func (l *rawLoad) record(subject string, msg *nats.Msg, err error) {
 	default:
 		ids, err = uidclient.DecodeDecimalIDs(nil, msg.Data)
 	}
+	for i := 1; err == nil && i < len(ids); i++ {
+		if ids[i] <= ids[i-1] { // one generator's run per reply
+			err = fmt.Errorf("reply not increasing: %d after %d", ids[i], ids[i-1])
+		}
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err != nil {
@@ -196,6 +201,30 @@ func TestRequestsCaughtByTheSwapGetIDs(t *testing.T) {
 	}
 	if waited := time.Since(begin); waited < cfg.TakeWait/2 {
 		t.Errorf("the 503 came after %s: it did not wait for a replacement", waited)
+	}
+	// The loss's wait is over: further requests, queued one behind
+	// another on the endpoint's goroutine, get their 503 at once rather
+	// than each waiting the take wait in turn.
+	begin = time.Now()
+	var queued sync.WaitGroup
+	codes := make([]string, 10)
+	for i := range codes {
+		queued.Go(func() {
+			if msg, err := nc.Request("uid.next", nil, 2*cfg.TakeWait); err == nil {
+				codes[i] = msg.Header.Get(micro.ErrorCodeHeader)
+			} else {
+				codes[i] = err.Error()
+			}
+		})
+	}
+	queued.Wait()
+	for i, c := range codes {
+		if c != "503" {
+			t.Errorf("queued request %d during the loss: %q, want a 503", i, c)
+		}
+	}
+	if took := time.Since(begin); took > cfg.TakeWait/2 {
+		t.Errorf("10 requests during the loss took %s: they waited in turn", took)
 	}
 
 	// A worker ID frees up: the instance moves to it and serves again.
