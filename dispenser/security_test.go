@@ -5,11 +5,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/natsio"
@@ -143,7 +145,15 @@ func TestSecurityDocPermissions(t *testing.T) {
 	if nums, err := orders.SeqBatch(ctx, "orders", 3); err != nil || len(nums) != 3 || nums[0] != 2 {
 		t.Fatalf("uid.seq.orders.batch as the orders user: %v, %v", nums, err)
 	}
-	for _, log := range []*testenv.LogBuffer{&dispenserLog, &blocksLog, &ordersLog} {
+	// A renewal that reads a lease as gone or taken confirms it at the
+	// KV stream's leader (kvstore.leaderGet), which no request above
+	// needs: the dispenser user must be allowed it.
+	var leaderLog testenv.LogBuffer
+	leaderReq := `{"last_by_subj":"$KV.` + cfg.WorkerKVBucket + `.lease.` + strconv.FormatUint(d.WorkerID(), 10) + `"}`
+	if msg, err := connectAs("dispenser", dispenserPassword, &leaderLog).Conn.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET.KV_"+cfg.WorkerKVBucket, []byte(leaderReq)); err != nil || !strings.Contains(string(msg.Data), `"message"`) {
+		t.Fatalf("the leader read of the dispenser's lease as the dispenser user: %v %s; log:\n%s", err, msgData(msg), leaderLog.String())
+	}
+	for _, log := range []*testenv.LogBuffer{&dispenserLog, &blocksLog, &ordersLog, &leaderLog} {
 		if strings.Contains(log.String(), "Permissions Violation") {
 			t.Fatalf("a user lacks a permission:\n%s", log.String())
 		}
@@ -223,4 +233,12 @@ func TestMySQLTLSNeverFallsBackToPlaintext(t *testing.T) {
 	if !strings.Contains(err.Error(), "TLS requested but server does not support TLS") {
 		t.Fatalf("start-up error %v; want the driver's refusal of a server without TLS", err)
 	}
+}
+
+// msgData is a reply's body, or nothing for no reply.
+func msgData(msg *nats.Msg) string {
+	if msg == nil {
+		return ""
+	}
+	return string(msg.Data)
 }
