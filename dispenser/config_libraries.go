@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/setting"
 	"github.com/uid-dispenser/uid-dispenser/natsio"
 	"github.com/uid-dispenser/uid-dispenser/sequence"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
@@ -104,15 +105,9 @@ func lookupVar(field string) (string, bool) {
 // names the field, into a *ConfigError naming the variable; other errors
 // are returned as they are.
 func namedError(err error) error {
-	var (
-		we *workerid.SettingError
-		ne *natsio.SettingError
-	)
-	switch {
-	case errors.As(err, &we):
-		return &ConfigError{Var: fieldVar(we.Field), Reason: we.Reason}
-	case errors.As(err, &ne):
-		return &ConfigError{Var: fieldVar(ne.Field), Reason: ne.Reason}
+	var se *setting.Error // every library's SettingError
+	if errors.As(err, &se) {
+		return &ConfigError{Var: fieldVar(se.Field), Reason: se.Detail()}
 	}
 	return err
 }

@@ -51,7 +51,7 @@ func (d *Dispenser) startTelemetry(ctx context.Context, given *telemetry.Telemet
 		var se *telemetry.SettingError
 		if errors.As(err, &se) {
 			// Not a *ConfigError: the address is valid, only busy now.
-			return fmt.Errorf("dispenser: %s: %s", fieldVar(se.Field), se.Reason)
+			return fmt.Errorf("dispenser: %s: %s: %w", fieldVar(se.Field), se.Reason, se.Err)
 		}
 		if err != nil {
 			return fmt.Errorf("dispenser: %w", err)

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -188,6 +189,9 @@ func TestBusyMetricsAddrNamesTheVariable(t *testing.T) {
 	if err == nil {
 		shutdown(t, d)
 		t.Fatal("started on a busy metrics address")
+	}
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		t.Errorf("the busy address's error does not wrap the listen error (EADDRINUSE): %v", err)
 	}
 	if !strings.Contains(err.Error(), "DISPENSER_METRICS_ADDR: ") || !strings.Contains(err.Error(), busy.Addr().String()) {
 		t.Fatalf("err = %v, want it to name DISPENSER_METRICS_ADDR and the address", err)

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/setting"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 )
 
@@ -69,14 +70,9 @@ func (c BlocksConfig) withDefaults() BlocksConfig {
 }
 
 // SettingError is an invalid setting of a natsio configuration struct,
-// named by its field, so that the program that owns the configuration
-// can name its own variable.
-type SettingError struct {
-	Field  string // e.g. BlockSize
-	Reason string
-}
-
-func (e *SettingError) Error() string { return e.Field + ": " + e.Reason }
+// named by its field (e.g. BlockSize), so that the program that owns the
+// configuration can name its own variable.
+type SettingError = setting.Error
 
 // Validate reports the first invalid setting as a *SettingError. Zero
 // values are valid (they take the defaults).

@@ -2,9 +2,9 @@ package telemetry
 
 import (
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,7 +19,7 @@ var errNoReadyCheck = errors.New("no readiness check configured")
 func (t *Telemetry) startServer(addr string, registry *prometheus.Registry) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return &SettingError{Field: "MetricsAddr", Reason: fmt.Sprintf("%q: %v", addr, err)}
+		return &SettingError{Field: "MetricsAddr", Reason: strconv.Quote(addr), Err: err}
 	}
 	t.listener = ln
 	t.server = &http.Server{

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/uid-dispenser/uid-dispenser/internal/setting"
 )
 
 // Mode is how worker IDs are handed out.
@@ -93,14 +95,10 @@ func (c Config) Name(field string) string {
 	return c.SettingName(field)
 }
 
-// SettingError is an invalid setting, named by its Config field, so that
-// the program that owns the configuration can name its own variable.
-type SettingError struct {
-	Field  string // e.g. LeaseTTL
-	Reason string
-}
-
-func (e *SettingError) Error() string { return e.Field + ": " + e.Reason }
+// SettingError is an invalid setting, named by its Config field (e.g.
+// LeaseTTL), so that the program that owns the configuration can name
+// its own variable.
+type SettingError = setting.Error
 
 var (
 	identifierPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
