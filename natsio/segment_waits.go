@@ -33,18 +33,18 @@ func newSegmentWaits(s *Service) *segmentWaits {
 	return &segmentWaits{s: s, slots: make(chan struct{}, maxSegmentWaits), ctx: ctx, cancel: cancel}
 }
 
-// start waits for w on a goroutine of its own; false when too many wait
-// already or the service stops.
-func (q *segmentWaits) start(w waitingBatch) bool {
+// start waits for w on a goroutine of its own; when it cannot, the error
+// to answer w with: the service stops, or too many wait already.
+func (q *segmentWaits) start(w waitingBatch) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.done {
-		return false
+		return fmt.Errorf("%w: the service stops", sequence.ErrClosed)
 	}
 	select {
 	case q.slots <- struct{}{}:
 	default:
-		return false
+		return fmt.Errorf("%w: %d sequence requests already wait for a segment", sequence.ErrUnavailable, maxSegmentWaits)
 	}
 	q.wg.Go(func() {
 		defer func() { <-q.slots }()
@@ -55,12 +55,7 @@ func (q *segmentWaits) start(w waitingBatch) bool {
 		reply, ids, err := w.wait(ctx, (*w.call.bp)[:0])
 		q.s.finish(w.call, reply, ids, err)
 	})
-	return true
-}
-
-// full is the error of a request refused because too many wait.
-func (q *segmentWaits) full() error {
-	return fmt.Errorf("%w: %d sequence requests already wait for a segment", sequence.ErrUnavailable, maxSegmentWaits)
+	return nil
 }
 
 // stop answers every waiting request (with what it holds by then, or a

@@ -338,10 +338,11 @@ func (s *Service) handle(endpoint, template string, fn handlerFunc, headers micr
 			c.replyTo = req.Reply()
 			w := waitingBatch{call: c, wait: d.wait, deadline: span.start.Add(s.cfg.CapacityWait)}
 			switch {
-			case d.segment && s.segments.start(w):
-				return // answered once the segment is there
 			case d.segment:
-				reply, ids, err = nil, 0, s.segments.full()
+				if err = s.segments.start(w); err == nil {
+					return // answered once the segment is there
+				}
+				reply, ids = nil, 0
 			case s.capacity.enqueue(w):
 				return // the capacity queue answers it
 			default:
