@@ -58,6 +58,9 @@ func (s *soak) recreateBlocks(ctx context.Context, cycle int) (target, note stri
 func recreateBlocksConsumer(ctx context.Context, js jetstream.JetStream, stream string) error {
 	var err error
 	for attempt := 0; attempt < 10 && ctx.Err() == nil; attempt++ {
+		if attempt > 0 {
+			sleep(ctx, 100*time.Millisecond)
+		}
 		if err = js.DeleteConsumer(ctx, stream, uidclient.DefaultBlocksConsumer); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 			continue
 		}
@@ -65,7 +68,6 @@ func recreateBlocksConsumer(ctx context.Context, js jetstream.JetStream, stream 
 		if err == nil {
 			return nil
 		}
-		sleep(ctx, 100*time.Millisecond)
 	}
 	return err
 }

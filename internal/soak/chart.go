@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/numfmt"
 	"github.com/uid-dispenser/uid-dispenser/internal/svgchart"
 )
 
@@ -93,7 +93,7 @@ func (s *Summary) ChartSVG() string {
 	}
 	chart := svgchart.Chart{
 		Title: fmt.Sprintf("Soak, %s: %s IDs, %d faults, %s failed calls, %d duplicates",
-			s.Duration.Round(time.Second), thousands(s.IDsChecked), len(s.FaultLog), thousands(uint64(s.failedCalls())), s.Duplicates),
+			s.Duration.Round(time.Second), numfmt.Thousands(int64(s.IDsChecked)), len(s.FaultLog), numfmt.Thousands(int64(s.failedCalls())), s.Duplicates),
 		Panels: []svgchart.Panel{
 			{Caption: idsCaption, Height: 260, Lines: []svgchart.Line{ids}},
 			{Caption: failedCaption, Height: 120, Lines: []svgchart.Line{failed}},
@@ -170,7 +170,7 @@ func (s *Summary) Markdown(chartRef string) string {
 	}
 	b.WriteString("| | |\n|---|---|\n")
 	row("duration", "%s (MySQL: %s)", s.Duration.Round(time.Second), s.MySQL)
-	n := thousands
+	n := func(v uint64) string { return numfmt.Thousands(int64(v)) }
 	row("IDs checked", "%s (next %s; batch %s; prefetch %s; blocks %s) in %s calls of every kind",
 		n(s.IDsChecked), n(s.IDs[kindNext.String()]), n(s.IDs[kindBatch.String()]), n(s.IDs[kindPrefetch.String()]), n(s.IDs[kindBlocks.String()]), n(calls))
 	if s.HighRate.IDs > 0 {
@@ -248,17 +248,4 @@ func (s *Summary) longestLived() []ProcessFigures {
 		}
 	}
 	return out
-}
-
-// thousands writes n with commas between groups of three digits.
-func thousands(n uint64) string {
-	s := strconv.FormatUint(n, 10)
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }

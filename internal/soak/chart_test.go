@@ -51,9 +51,6 @@ func TestTimeSeriesChartAndMarkdown(t *testing.T) {
 			t.Errorf("chart lacks %q:\n%s", s, svg)
 		}
 	}
-	if got := thousands(1234567); got != "1,234,567" || thousands(12) != "12" || thousands(123456) != "123,456" {
-		t.Errorf("thousands: %q", got)
-	}
 	if strings.Contains(svg, ">zombie<") {
 		t.Error("the strip has a row for a fault kind the run did not inject")
 	}

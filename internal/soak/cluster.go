@@ -44,6 +44,9 @@ type clusterOptions struct {
 	// so that a paused node (or dispenser) is noticed within seconds.
 	pingInterval time.Duration
 	pingMax      int
+	// onCrash is told of a node that exits without being stopped (nil:
+	// nobody): the soak counts it as a violation.
+	onCrash func(string)
 }
 
 // defaultPing is the nodes' ping interval and count: a silent peer is
@@ -81,6 +84,8 @@ type clusterNode struct {
 	confPath    string
 	logPath     string
 
+	onCrash func(string)
+
 	mu     sync.Mutex
 	proc   *exec.Cmd
 	exited chan struct{} // closed when proc has exited
@@ -112,6 +117,7 @@ func startCluster(ctx context.Context, bin, dir string, n int, opts clusterOptio
 			clusterPort: ports[n+i],
 			httpPort:    ports[2*n+i],
 			dir:         filepath.Join(dir, fmt.Sprintf("n%d", i)),
+			onCrash:     opts.onCrash,
 		}
 		node.confPath = filepath.Join(node.dir, "nats-server.conf")
 		node.logPath = filepath.Join(dir, fmt.Sprintf("nats-%d.log", i))
@@ -261,9 +267,15 @@ func (n *clusterNode) start(bin string) error {
 	}
 	exited := make(chan struct{})
 	go func() {
-		_ = cmd.Wait()
+		err := cmd.Wait()
 		logFile.Close()
+		n.mu.Lock()
+		crashed := n.proc == cmd // stop clears proc before it signals
+		n.mu.Unlock()
 		close(exited)
+		if crashed && n.onCrash != nil {
+			n.onCrash(fmt.Sprintf("nats node %s (pid %d) exited without being told to: %v (log %s)", n.name, cmd.Process.Pid, err, n.logPath))
+		}
 	}()
 	n.mu.Lock()
 	n.proc, n.exited, n.paused = cmd, exited, false
@@ -400,6 +412,9 @@ func (c *cluster) killAndRestart(ctx context.Context, i int, down time.Duration)
 			return n.waitHealthy(ctx, 60*time.Second)
 		}
 		sleep(ctx, 250*time.Millisecond)
+	}
+	if err == nil {
+		err = ctx.Err() // the run ended before the node was started again
 	}
 	return err
 }

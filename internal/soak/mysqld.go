@@ -237,7 +237,7 @@ func (m *mysqld) killAndRestart(ctx context.Context, down time.Duration) (time.D
 	sleep(ctx, down)
 	// A start that fails at once (a port or file not yet let go) is tried
 	// again; its error log says why.
-	var err error
+	err := ctx.Err() // the run ended before mariadbd was started again
 	for attempt := 0; attempt < 3 && ctx.Err() == nil; attempt++ {
 		if err = m.start(ctx); err == nil || !errors.Is(err, errExitedStarting) {
 			break

@@ -247,7 +247,7 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 	dsn.Addr = s.proxy.Addr()
 
 	s.progress("starting a 3-node NATS cluster of nats-server processes (work dir %s)", workDir)
-	s.cluster, err = startCluster(ctx, cfg.NATSServerBin, workDir, numNodes, clusterOptions{writeDeadline: cfg.NATSWriteDeadline})
+	s.cluster, err = startCluster(ctx, cfg.NATSServerBin, workDir, numNodes, clusterOptions{writeDeadline: cfg.NATSWriteDeadline, onCrash: func(msg string) { s.events.violation("%s", msg) }})
 	if err != nil {
 		return nil, err
 	}
