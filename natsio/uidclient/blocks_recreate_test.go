@@ -180,13 +180,14 @@ func TestBlocksRecreatedConsumerHeldBlockUsedOnce(t *testing.T) {
 		natsio.BlocksConfig{BlockSize: 256, BlocksTargetDepth: 8, BlocksPollInterval: 10 * time.Millisecond}, nil)
 
 	var stalls atomic.Int32
-	var heldSeq atomic.Uint64
+	var heldSeq, heldFirst atomic.Uint64
 	release := make(chan struct{})
 	var releaseOnce sync.Once
 	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
 	stalled := blocksTestSourceWithHook(t, blocksTestConn(t, srv), uidclient.BlockSourceConfig{AckWait: ackWait, LowWater: 1},
 		func(meta *jetstream.MsgMetadata, ids []uint64) {
 			if stalls.Add(1) == 1 {
+				heldFirst.Store(ids[0])
 				heldSeq.Store(meta.Sequence.Stream)
 				<-release
 			}
@@ -221,6 +222,14 @@ func TestBlocksRecreatedConsumerHeldBlockUsedOnce(t *testing.T) {
 	other.Close()
 	blocksAssertDistinct(t, append(slices.Clone(buf[:n]), otherIDs.ids...))
 	t.Logf("stalled source %+v; other source %+v", stalled.Stats(), other.Stats())
+	// The case happened: the other source used the held block, and the
+	// stalled one gave it up because the consumer changed.
+	if !slices.Contains(otherIDs.ids, heldFirst.Load()) {
+		t.Errorf("the other source never got the held block (first ID %d): the test did not make the duplicate case", heldFirst.Load())
+	}
+	if stalled.Stats().ConsumerChanged == 0 {
+		t.Error("the stalled source gave up no block as the consumer changed")
+	}
 }
 
 // Sources under load while the consumer is deleted and re-created again
@@ -354,8 +363,13 @@ func TestBlocksRecreatedConsumerAndStreamUnderLoadNoDuplicates(t *testing.T) {
 		s.Close()
 	}
 	blocksAssertDistinct(t, all.ids)
+	var changed uint64
 	for i, s := range sources {
 		t.Logf("source %d: %+v", i, s.Stats())
+		changed += s.Stats().ConsumerChanged
+	}
+	if changed == 0 {
+		t.Error("no source gave up a block as the consumer changed: the faults never caught a held block")
 	}
 	t.Logf("%d IDs over %d faults in %s, %d blocks held across them", len(all.ids), faults, time.Since(start).Round(time.Millisecond), held.Load())
 }
