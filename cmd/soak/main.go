@@ -117,7 +117,7 @@ func run() int {
 			return 2
 		}
 	}
-	if err := writeReports(sum, *chartPath, *mdPath); err != nil {
+	if err := sum.WriteReports(*chartPath, *mdPath); err != nil {
 		fmt.Fprintln(os.Stderr, "soak:", err)
 		return 2
 	}
@@ -125,29 +125,4 @@ func run() int {
 		return 1
 	}
 	return 0
-}
-
-// writeReports writes the chart and the Markdown summary where the flags
-// say (each optional).
-func writeReports(sum *soak.Summary, chartPath, mdPath string) error {
-	if chartPath != "" {
-		if err := os.WriteFile(chartPath, []byte(sum.ChartSVG()), 0o644); err != nil {
-			return fmt.Errorf("writing the chart: %w", err)
-		}
-	}
-	if mdPath == "" {
-		return nil
-	}
-	ref := ""
-	if chartPath != "" {
-		rel, err := filepath.Rel(filepath.Dir(mdPath), chartPath)
-		if err != nil {
-			return fmt.Errorf("the chart's path from the summary's: %w", err)
-		}
-		ref = filepath.ToSlash(rel)
-	}
-	if err := os.WriteFile(mdPath, []byte(sum.Markdown(ref)), 0o644); err != nil {
-		return fmt.Errorf("writing the summary: %w", err)
-	}
-	return nil
 }

@@ -249,3 +249,28 @@ func (s *Summary) longestLived() []ProcessFigures {
 	}
 	return out
 }
+
+// WriteReports writes the chart and the Markdown summary (linking the
+// chart) to the paths given, each optional.
+func (s *Summary) WriteReports(chartPath, mdPath string) error {
+	if chartPath != "" {
+		if err := os.WriteFile(chartPath, []byte(s.ChartSVG()), 0o644); err != nil {
+			return fmt.Errorf("writing the chart: %w", err)
+		}
+	}
+	if mdPath == "" {
+		return nil
+	}
+	ref := ""
+	if chartPath != "" {
+		rel, err := filepath.Rel(filepath.Dir(mdPath), chartPath)
+		if err != nil {
+			return fmt.Errorf("the chart's path from the summary's: %w", err)
+		}
+		ref = filepath.ToSlash(rel)
+	}
+	if err := os.WriteFile(mdPath, []byte(s.Markdown(ref)), 0o644); err != nil {
+		return fmt.Errorf("writing the summary: %w", err)
+	}
+	return nil
+}
