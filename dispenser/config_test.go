@@ -45,18 +45,7 @@ func configVars(t reflect.Type) []string {
 
 func TestLoadConfigDefaults(t *testing.T) {
 	clearEnv(t)
-	cfg, err := LoadConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := DefaultConfig()
-	if !cfg.Epoch.Equal(want.Epoch) {
-		t.Fatalf("epoch %v, want %v", cfg.Epoch, want.Epoch)
-	}
-	cfg.Epoch, want.Epoch = time.Time{}, time.Time{}
-	if !reflect.DeepEqual(cfg, want) {
-		t.Fatalf("LoadConfig in an empty environment\n got %+v\nwant %+v", cfg, want)
-	}
+	loadsDefaults(t, "LoadConfig in an empty environment")
 }
 
 func TestLoadConfigReadsVariables(t *testing.T) {
@@ -187,17 +176,24 @@ func TestListedDefaultsAreTheDefaults(t *testing.T) {
 			t.Setenv(v.Name, v.Default)
 		}
 	}
+	loadsDefaults(t, "the listed defaults")
+}
+
+// loadsDefaults fails the test unless LoadConfig, in the environment the
+// test set, gives DefaultConfig (the epoch compared as an instant).
+func loadsDefaults(t *testing.T, env string) {
+	t.Helper()
 	cfg, err := LoadConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := DefaultConfig()
 	if !cfg.Epoch.Equal(want.Epoch) {
-		t.Fatalf("epoch %v, want %v", cfg.Epoch, want.Epoch)
+		t.Fatalf("%s: epoch %v, want %v", env, cfg.Epoch, want.Epoch)
 	}
 	cfg.Epoch, want.Epoch = time.Time{}, time.Time{}
 	if !reflect.DeepEqual(cfg, want) {
-		t.Fatalf("the listed defaults load\n %+v\nnot DefaultConfig\n %+v", cfg, want)
+		t.Fatalf("%s: LoadConfig\n got %+v\nwant DefaultConfig %+v", env, cfg, want)
 	}
 }
 
