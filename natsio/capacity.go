@@ -55,6 +55,8 @@ type deferredBatch struct {
 	// segment: a sequence request waiting for the store (segmentWaits),
 	// not for the ring.
 	segment bool
+	// after, when set, runs once the request is answered (segment waits).
+	after func()
 }
 
 func (*deferredBatch) Error() string { return "batch waits for capacity" }
@@ -63,6 +65,7 @@ func (*deferredBatch) Error() string { return "batch waits for capacity" }
 type waitingBatch struct {
 	call     *call
 	wait     func(ctx context.Context, buf []byte) ([]byte, int, error)
+	after    func()
 	deadline time.Time
 }
 

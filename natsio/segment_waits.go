@@ -54,6 +54,9 @@ func (q *segmentWaits) start(w waitingBatch) error {
 		defer stopAfter()
 		reply, ids, err := w.wait(ctx, (*w.call.bp)[:0])
 		q.s.finish(w.call, reply, ids, err)
+		if err == nil && w.after != nil {
+			w.after()
+		}
 	})
 	return nil
 }

@@ -101,11 +101,38 @@ func TestSequenceUndeclaredHereServed(t *testing.T) {
 	if _, err := store.Declare(context.Background(), "invoices", 1000); err != nil {
 		t.Fatal(err)
 	}
-	client := uidclient.New(connect(t, url).Conn, uidclient.Config{})
+	nc := connect(t, url)
+	client := uidclient.New(nc.Conn, uidclient.Config{})
+	sequencesShown := func() string {
+		msg, err := nc.Request("$SRV.INFO.uid-dispenser", nil, 2*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var info micro.Info
+		if err := json.Unmarshal(msg.Data, &info); err != nil {
+			t.Fatal(err)
+		}
+		return info.Metadata["sequences"]
+	}
+	if shown := sequencesShown(); shown != "" {
+		t.Fatalf("micro info lists sequences %q before any was declared", shown)
+	}
 	n, err := client.SeqNext(context.Background(), "invoices")
 	if err != nil || n != 1000 {
 		t.Fatalf("SeqNext(invoices) = %d, %v; want 1000", n, err)
 	}
+	// `nats micro info` learns the name it served, and the service answers
+	// on across the readvertisement, in order and without a number twice.
+	got := []uint64{n}
+	testenv.WaitFor(t, 5*time.Second, "micro info listing invoices", func() bool {
+		n, err := client.SeqNext(context.Background(), "invoices")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, n)
+		return sequencesShown() == "invoices"
+	})
+	sequencetest.CheckIncreasing(t, "one instance", got)
 }
 
 // TestSequenceStoreDown503: with the numbers held used up and the store

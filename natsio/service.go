@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -116,10 +117,25 @@ type Service struct {
 	stopped    bool
 }
 
-// advertised is the part of the source the micro metadata shows.
+// advertised is what the micro metadata shows of the source and of the
+// sequences.
 type advertised struct {
-	workerID uint64
-	layout   uidcore.Layout
+	workerID  uint64
+	layout    uidcore.Layout
+	sequences string // comma-separated, sorted (Sequences.Stats' order)
+}
+
+// current is what the metadata should show now.
+func (s *Service) current() advertised {
+	a := advertised{workerID: s.src.WorkerID(), layout: s.src.Layout()}
+	if s.cfg.Sequences != nil {
+		var names []string
+		for _, st := range s.cfg.Sequences.Stats() {
+			names = append(names, st.Name)
+		}
+		a.sequences = strings.Join(names, ",")
+	}
+	return a
 }
 
 // endpointCounters count an endpoint's replies by outcome.
@@ -207,7 +223,7 @@ func NewService(nc *nats.Conn, src IDSource, cfg ServiceConfig) (*Service, error
 // the endpoints. s.mu must be held.
 func (s *Service) start() error {
 	src := s.src
-	shown := advertised{workerID: src.WorkerID(), layout: src.Layout()}
+	shown := s.current()
 	layout := shown.layout
 	maxPayload := s.nc.MaxPayload()
 	metadata := map[string]string{
@@ -221,13 +237,9 @@ func (s *Service) start() error {
 		"max_lanes":               strconv.Itoa(src.State().MaxLanes),
 	}
 	if s.cfg.Sequences != nil {
-		// The sequences known at start (`nats micro info`); the stats
-		// list also those met later.
-		var names []string
-		for _, st := range s.cfg.Sequences.Stats() {
-			names = append(names, st.Name)
-		}
-		metadata["sequences"] = strings.Join(names, ",")
+		// The sequences known at start and, readvertised, those served
+		// since (`nats micro info`).
+		metadata["sequences"] = shown.sequences
 	}
 	svc, err := micro.AddService(s.nc, micro.Config{
 		Name:         uidclient.ServiceName,
@@ -336,7 +348,7 @@ func (s *Service) handle(endpoint, template string, fn handlerFunc, headers micr
 		var d *deferredBatch
 		if errors.As(err, &d) {
 			c.replyTo = req.Reply()
-			w := waitingBatch{call: c, wait: d.wait, deadline: span.start.Add(s.cfg.CapacityWait)}
+			w := waitingBatch{call: c, wait: d.wait, after: d.after, deadline: span.start.Add(s.cfg.CapacityWait)}
 			switch {
 			case d.segment:
 				if err = s.segments.start(w); err == nil {
@@ -569,9 +581,25 @@ func (s *Service) seqFill(req micro.Request, buf []byte, n int, encode func([]by
 	if got > 0 || err != nil {
 		return reply, got, err
 	}
+	// A name's first numbers here always come this way (none at hand):
+	// once it is answered, the metadata learns a name it did not show.
 	return nil, 0, &deferredBatch{segment: true, wait: func(ctx context.Context, buf []byte) ([]byte, int, error) {
 		return answer(buf, func(dst []uint64) (bool, error) { return true, s.cfg.Sequences.Fill(ctx, name, dst) })
-	}}
+	}, after: func() { s.showSequence(name) }}
+}
+
+// showSequence readvertises the service when its metadata does not list
+// name, a sequence it has served.
+func (s *Service) showSequence(name string) {
+	s.mu.Lock()
+	shown := slices.Contains(strings.Split(s.advertised.sequences, ","), name)
+	s.mu.Unlock()
+	if shown {
+		return
+	}
+	if err := s.Readvertise(); err != nil {
+		s.log.Warn("micro metadata not updated with a new sequence", "sequence", name, "err", err)
+	}
 }
 
 // parse answers the fields of an ID as UidGenerator's parseUID JSON.
@@ -621,12 +649,14 @@ func (s *Service) replyBuffer() *[]byte {
 
 // Readvertise adds the micro service again when the source's worker ID
 // or layout no longer match its metadata (the dispenser swapped in a
-// generator on a new worker claim), so that `nats micro info` tells the
-// truth; the new one gets a new service ID, and the old one is stopped.
-// Requests are served throughout: both are in the queue group meanwhile.
+// generator on a new worker claim), or the sequences served do (a name
+// declared elsewhere served here for the first time), so that `nats micro
+// info` tells the truth; the new one gets a new service ID, and the old
+// one is stopped. Requests are served throughout: both are in the queue
+// group meanwhile.
 func (s *Service) Readvertise() error {
 	s.mu.Lock()
-	if s.stopped || s.advertised == (advertised{workerID: s.src.WorkerID(), layout: s.src.Layout()}) {
+	if s.stopped || s.advertised == s.current() {
 		s.mu.Unlock()
 		return nil
 	}
