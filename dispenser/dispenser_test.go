@@ -188,13 +188,8 @@ func TestReclaimsAfterLeaseLostForGood(t *testing.T) {
 	cfg.LeaseTTL = time.Second // renewals every ~333ms
 	d := start(t, cfg)
 	lostWorker := d.WorkerID()
-	c := client(t, url)
-	stop := make(chan struct{})
-	var ids []uint64
-	done := make(chan struct{})
-	go func() { ids = collect(t, c, 4, 0, stop); close(done) }()
-
-	time.Sleep(200 * time.Millisecond)
+	load := startRawLoad(t, url, cfg.Layout(), 4)
+	testenv.WaitFor(t, 10*time.Second, "IDs from the first worker ID", func() bool { return load.from(lostWorker) >= 1000 })
 	db, err := sql.Open("mysql", dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -204,16 +199,10 @@ func TestReclaimsAfterLeaseLostForGood(t *testing.T) {
 	if _, err := db.Exec("UPDATE WORKER_LEASE SET OWNER_TOKEN = 'intruder' WHERE WORKER_ID = ?", lostWorker); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for d.WorkerID() == lostWorker && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if d.WorkerID() == lostWorker {
-		t.Fatalf("still on worker %d after the lease was taken over", lostWorker)
-	}
-	time.Sleep(200 * time.Millisecond)
-	close(stop)
-	<-done
+	testenv.WaitFor(t, 10*time.Second, "a new worker ID after the lease was taken over", func() bool { return d.WorkerID() != lostWorker })
+	testenv.WaitFor(t, 10*time.Second, "IDs from the new worker ID", func() bool { return load.from(d.WorkerID()) >= 1000 })
+	ids, failures := load.finish()
+	t.Logf("%d IDs, %d requests failed across the reclaim", len(ids), len(failures))
 	checkDistinct(t, ids)
 	shares := workers(ids)
 	if shares[lostWorker] == 0 || shares[d.WorkerID()] == 0 {
