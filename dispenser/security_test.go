@@ -2,6 +2,7 @@ package dispenser
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -51,13 +52,14 @@ func securityDocPermissions(t *testing.T) string {
 // waitForLog waits until the log holds want.
 func waitForLog(t *testing.T, log *testenv.LogBuffer, want string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(log.String(), want) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %q in the log:\n%s", want, log.String())
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !strings.Contains(log.String(), want) {
+		defer func() {
+			if t.Failed() {
+				t.Logf("the log:\n%s", log.String())
+			}
+		}()
 	}
+	testenv.WaitFor(t, 5*time.Second, fmt.Sprintf("%q in the log", want), func() bool { return strings.Contains(log.String(), want) })
 }
 
 // TestSecurityDocPermissions loads the NATS permissions block of

@@ -25,18 +25,17 @@ import (
 
 func endedSpan(t *testing.T, rec *tracetest.SpanRecorder, name string) sdktrace.ReadOnlySpan {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	var span sdktrace.ReadOnlySpan
+	testenv.WaitFor(t, 5*time.Second, "span "+name+" ended", func() bool {
 		for _, s := range rec.Ended() {
 			if s.Name() == name {
-				return s
+				span = s
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no span %q ended", name)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return false
+	})
+	return span
 }
 
 // TestTelemetryAcrossNATS runs a dispenser with telemetry given by the
