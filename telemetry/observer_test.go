@@ -18,22 +18,19 @@ import (
 	"github.com/uid-dispenser/uid-dispenser/telemetry/telemetrytest"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/uidcore/uidcoretest"
+
+	"github.com/uid-dispenser/uid-dispenser/internal/testwait"
 )
 
 // waitSpans waits until n padding spans have ended.
 func waitSpans(t *testing.T, p *providers, n int) []sdktrace.ReadOnlySpan {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		spans := p.Ended(PaddingSpanName)
-		if len(spans) >= n {
-			return spans
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d padding spans ended, want %d", len(spans), n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	var spans []sdktrace.ReadOnlySpan
+	testwait.WaitFor(t, 5*time.Second, fmt.Sprintf("%d padding spans ended", n), func() bool {
+		spans = p.Ended(PaddingSpanName)
+		return len(spans) >= n
+	})
+	return spans
 }
 
 func findEvent(s sdktrace.ReadOnlySpan, name string) (sdktrace.Event, bool) {

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/uid-dispenser/uid-dispenser/internal/testwait"
 )
 
 func newTestCached(t testing.TB, opts CachedOptions) *CachedGenerator {
@@ -434,17 +436,11 @@ func TestCachedScheduledPadding(t *testing.T) {
 	obs := &recordingObserver{}
 	g := newTestCached(t, CachedOptions{Layout: smallLayout(), ScheduleInterval: 5 * time.Millisecond, Observer: obs})
 	mustNext(t, g.Next)
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	testwait.WaitFor(t, 5*time.Second, "a scheduled padding round", func() bool {
 		obs.mu.Lock()
-		ok := slices.Contains(obs.events, "start:schedule")
-		obs.mu.Unlock()
-		if ok {
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Error("no scheduled padding round in 5s")
+		defer obs.mu.Unlock()
+		return slices.Contains(obs.events, "start:schedule")
+	})
 }
 
 func TestCachedRingMemory(t *testing.T) {
@@ -543,13 +539,7 @@ func TestCachedFreshnessRunsByItself(t *testing.T) {
 	// Eight seconds of IDs at start-up, nobody taking them: after a little
 	// over MaxLag the oldest must have been replaced.
 	g := newTestCached(t, CachedOptions{Layout: smallLayout(), MaxLag: time.Second, Observer: obs})
-	deadline := time.Now().Add(10 * time.Second)
-	for g.State().Discarded == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no stale ID discarded in 10s")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testwait.WaitFor(t, 10*time.Second, "a stale ID discarded", func() bool { return g.State().Discarded > 0 })
 	p, _ := g.Layout().Parse(mustNext(t, g.Next))
 	if lag := time.Now().Unix() - p.Time.Unix(); lag > 2 {
 		t.Errorf("ID lags the clock by %ds with MaxLag 1s", lag)

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/uid-dispenser/uid-dispenser/internal/testwait"
 )
 
 // laneClaim is a claim of laneStore's, whose validity the test controls.
@@ -71,18 +73,6 @@ func takeSmall(t *testing.T, g *CachedGenerator, n int) []uint64 {
 	return ids
 }
 
-// waitUntil polls cond until it holds or the deadline passes.
-func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 func TestLanesGrowInWorkerIDOrderAndKeepIDsIncreasing(t *testing.T) {
 	clock := newFakeClock(t0)
 	store := &laneStore{}
@@ -97,7 +87,7 @@ func TestLanesGrowInWorkerIDOrderAndKeepIDsIncreasing(t *testing.T) {
 	// One lane gives 256 a second; three seconds' worth borrows the future,
 	// which must make the generator claim more lanes, up to MaxLanes.
 	take(3 * 256)
-	waitUntil(t, 5*time.Second, "two extra lanes", func() bool { return len(g.State().Lanes) == 3 })
+	testwait.WaitFor(t, 5*time.Second, "two extra lanes", func() bool { return len(g.State().Lanes) == 3 })
 	clock.Add(5 * time.Second) // the new second is filled by all three lanes
 	g.Pad(ctx)
 	take(3*256 + 10)
@@ -135,7 +125,7 @@ func TestLanesSkipSecondsTheirPreviousHolderMayHaveUsed(t *testing.T) {
 		Lanes: store, MaxLanes: 2, TakeWait: time.Second})
 	ctx := context.Background()
 	takeSmall(t, g, 3*256)
-	waitUntil(t, 5*time.Second, "an extra lane", func() bool { return len(g.State().Lanes) == 2 })
+	testwait.WaitFor(t, 5*time.Second, "an extra lane", func() bool { return len(g.State().Lanes) == 2 })
 	clock.Add(10 * time.Second)
 	g.Pad(ctx)
 	dst := make([]uint64, 300)
@@ -164,7 +154,7 @@ func TestLanesIdleAreGivenBackAtTheirLastSecond(t *testing.T) {
 		}
 		issued = append(issued, dst...)
 	}
-	waitUntil(t, 10*time.Second, "idle lanes given back", func() bool {
+	testwait.WaitFor(t, 10*time.Second, "idle lanes given back", func() bool {
 		return len(g.State().Lanes) == 1 && g.State().LanesReleased >= 2
 	})
 	assertUnique(t, issued, len(issued))
@@ -203,7 +193,7 @@ func TestLanesLostLaneIsSkippedAndDropped(t *testing.T) {
 	lost := store.all()[0]
 	lost.invalid.Store(true) // taken over, say: padding must skip it at once
 	close(lost.done)         // lost for good: the generator gives it back
-	waitUntil(t, 5*time.Second, "the lost lane given back", func() bool { return lost.released.Load() })
+	testwait.WaitFor(t, 5*time.Second, "the lost lane given back", func() bool { return lost.released.Load() })
 	lostAt := time.Now().Unix()
 	// Keep taking across seconds: every ID is unique, none of the lost lane
 	// is of a second after it was lost.
@@ -280,7 +270,7 @@ func TestLanesClosedGeneratorGivesEveryExtraLaneBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	takeSmall(t, g, 3*256)
-	waitUntil(t, 5*time.Second, "extra lanes", func() bool { return g.State().LanesClaimed == 2 })
+	testwait.WaitFor(t, 5*time.Second, "extra lanes", func() bool { return g.State().LanesClaimed == 2 })
 	g.Close()
 	for _, c := range store.all() {
 		if !c.released.Load() {
@@ -303,7 +293,7 @@ func TestLanesBelowTheFirstAreGivenBackToo(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitUntil(t, 10*time.Second, "the lane below the first given back", func() bool {
+	testwait.WaitFor(t, 10*time.Second, "the lane below the first given back", func() bool {
 		st := g.State()
 		return len(st.Lanes) == 1 && st.Lanes[0] == 200
 	})
@@ -320,7 +310,7 @@ func TestLanesNeverRefillASecondAfterTheOthersFail(t *testing.T) {
 		Lanes: store, MaxLanes: 3, TakeWait: time.Second, MaxAhead: 10 * time.Second})
 	ctx := context.Background()
 	ids := takeSmall(t, g, 3*256)
-	waitUntil(t, 5*time.Second, "two extra lanes", func() bool { return g.State().LanesClaimed == 2 })
+	testwait.WaitFor(t, 5*time.Second, "two extra lanes", func() bool { return g.State().LanesClaimed == 2 })
 	clock.Add(20 * time.Second)
 	g.Pad(ctx) // fills the new second's first lane: the 256-slot ring is full
 	ids = append(ids, takeSmall(t, g, 256)...)

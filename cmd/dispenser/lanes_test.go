@@ -137,20 +137,13 @@ func TestLanesThroughTheBinary(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testenv.WaitFor(t, 10*time.Second, "the killed instance's leases expired", func() bool {
 		var live int
 		if err := db.QueryRow("SELECT COUNT(*) FROM WORKER_LEASE WHERE LEASE_EXPIRY > UTC_TIMESTAMP(6)").Scan(&live); err != nil {
 			t.Fatal(err)
 		}
-		if live < 8 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the killed instance's leases did not expire within 10s")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return live < 8
+	})
 	startProc()
 	load(5 * time.Second) // past the killed instance's reservations (4s)
 	after := ringStats(t, conn.Conn)
@@ -178,21 +171,14 @@ func TestLanesThroughTheBinary(t *testing.T) {
 		}
 	}
 	// Idle: extra lanes go back after DISPENSER_LANE_IDLE.
-	deadline = time.Now().Add(20 * time.Second)
-	for {
+	testenv.WaitFor(t, 20*time.Second, "the extra lanes given back after the load stopped", func() bool {
 		idle := ringStats(t, conn.Conn)
 		shrunk := len(idle) == 2
 		for _, st := range idle {
 			shrunk = shrunk && len(st.WorkerIDs) == 1 && st.LanesReleased > 0
 		}
-		if shrunk {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("lanes not given back 20s after the load stopped: %+v", idle)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return shrunk
+	})
 }
 
 // procHandle is a dispenser process started by startDispenser.

@@ -3,22 +3,12 @@ package testenv
 import (
 	"testing"
 	"time"
+
+	"github.com/uid-dispenser/uid-dispenser/internal/testwait"
 )
 
-// WaitFor checks cond every millisecond, growing to 20ms, until it holds,
-// and returns how long that took; past within it fails the test saying
-// what it waited for. Call it from the test's goroutine (it may call
-// t.Fatalf); tests wait on conditions with it, never with a fixed sleep.
+// WaitFor is testwait.WaitFor, for the tests that use testenv anyway.
 func WaitFor(t testing.TB, within time.Duration, what string, cond func() bool) time.Duration {
 	t.Helper()
-	start := time.Now()
-	pause := time.Millisecond
-	for !cond() {
-		if time.Since(start) > within {
-			t.Fatalf("not within %s: %s", within, what)
-		}
-		time.Sleep(pause)
-		pause = min(2*pause, 20*time.Millisecond)
-	}
-	return time.Since(start)
+	return testwait.WaitFor(t, within, what, cond)
 }
