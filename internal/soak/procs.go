@@ -86,8 +86,11 @@ const (
 	msgServing = "serving"
 	msgNewID   = "serving under a new worker ID"
 	msgRelease = "workerid: released worker ID"
-	msgLost    = "workerid: lease taken over by another owner: this worker ID is lost for good"
-	msgExpired = "workerid: lease not renewed before its deadline: issuing only the seconds already reserved until a renewal gets through"
+	// A lane given back stops issuing even when its release does not
+	// reach the store (a partition): the lease then expires there.
+	msgGaveBack = "gave back an idle lane"
+	msgLost     = "workerid: lease taken over by another owner: this worker ID is lost for good"
+	msgExpired  = "workerid: lease not renewed before its deadline: issuing only the seconds already reserved until a renewal gets through"
 )
 
 // start starts a new process in the slot. It does not wait for it to
@@ -212,7 +215,7 @@ func (p *dispenserProc) handleLine(line []byte) {
 			p.mu.Lock()
 			p.holds[*l.WorkerID] = true
 			p.mu.Unlock()
-		case msgRelease, msgLost:
+		case msgRelease, msgGaveBack, msgLost:
 			p.mu.Lock()
 			delete(p.holds, *l.WorkerID)
 			p.mu.Unlock()
