@@ -44,7 +44,7 @@ sed -i "s/at the start\$/at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the e
 # Sustained: 4 clients × uid.batch 4096 against a bare counter responder
 # and default dispensers, for SUSTAINED_BENCHTIME each (default 60s), with
 # the per-second series drawn in docs/sustained.svg.
-UID_BENCH_SERIES=bench-sustained-series.txt go test -run '^$' -bench Sustained -benchtime "${SUSTAINED_BENCHTIME:-60s}" -count 1 -timeout 60m ./dispenser/ | tee bench-sustained.txt
+UID_BENCH_SERIES="$PWD/bench-sustained-series.txt" go test -run '^$' -bench Sustained -benchtime "${SUSTAINED_BENCHTIME:-60s}" -count 1 -timeout 60m ./dispenser/ | tee bench-sustained.txt
 go run ./internal/benchreport -series bench-sustained-series.txt -series-svg docs/sustained.svg
 
 go run ./internal/benchreport -go bench-e2e-go.txt -cli bench-e2e-cli.txt -env bench-e2e-env.txt \
