@@ -666,6 +666,11 @@ func (s *Service) Readvertise() error {
 	if err != nil {
 		return err
 	}
+	// The server must route requests to the new subscriptions before the
+	// old ones go, or a request may meet no responder in between.
+	if err := s.nc.FlushTimeout(5 * time.Second); err != nil {
+		s.log.Warn("readvertise: the new service's subscriptions not confirmed; stopping the old one anyway", "err", err)
+	}
 	return prev.Stop()
 }
 
