@@ -103,17 +103,7 @@ func TestSequenceUndeclaredHereServed(t *testing.T) {
 	}
 	nc := connect(t, url)
 	client := uidclient.New(nc.Conn, uidclient.Config{})
-	sequencesShown := func() string {
-		msg, err := nc.Request("$SRV.INFO.uid-dispenser", nil, 2*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var info micro.Info
-		if err := json.Unmarshal(msg.Data, &info); err != nil {
-			t.Fatal(err)
-		}
-		return info.Metadata["sequences"]
-	}
+	sequencesShown := func() string { return serviceInfo(t, nc.Conn).Metadata["sequences"] }
 	if shown := sequencesShown(); shown != "" {
 		t.Fatalf("micro info lists sequences %q before any was declared", shown)
 	}
