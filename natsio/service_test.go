@@ -267,12 +267,18 @@ func TestUnavailableSays503AndWhy(t *testing.T) {
 	nc := connect(t, url)
 	var code, desc string
 	var retryAfter string
-	for range 20 {
+	// Until padding has met its bound once, an empty ring is padding
+	// running behind (503 "buffer empty", which a loaded CI machine shows
+	// when the padding goroutine is late); after that it is capacity.
+	for range 200 {
 		msg, err := nc.Request("uid.batch", []byte("1000"), 2*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
 		code, desc = msg.Header.Get(micro.ErrorCodeHeader), msg.Header.Get(micro.ErrorHeader)
+		if code == "503" && strings.HasPrefix(desc, "buffer empty") {
+			continue
+		}
 		if code != "" {
 			retryAfter = msg.Header.Get(uidclient.RetryAfterHeader)
 			break
