@@ -79,11 +79,13 @@ type capacityQueue struct {
 	wg    sync.WaitGroup
 	once  sync.Once
 
-	mu       sync.Mutex
-	episode  time.Time // start of the current throttling episode (zero: none)
-	last     time.Time // last deferred batch
-	waited   uint64    // deferred batches in the episode
-	rejected uint64    // 503s in the episode
+	mu      sync.Mutex
+	episode time.Time // start of the current episode of waiting batches (zero: none)
+	// atCapacity: the episode has been logged as the source's capacity.
+	atCapacity bool
+	last       time.Time // last deferred batch
+	waited     uint64    // deferred batches in the episode
+	rejected   uint64    // 503s in the episode
 }
 
 func newCapacityQueue(s *Service) *capacityQueue {
@@ -152,12 +154,19 @@ func (q *capacityQueue) note(waited, rejected bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	now := time.Now()
+	// A batch also waits when padding is merely behind (a burst, a claim
+	// being replaced): only a throttled source is at capacity, and only
+	// that is logged and counted as such.
 	if q.episode.IsZero() {
 		q.episode = now
-		st := q.s.src.State()
-		q.s.log.Warn("at capacity: demand exceeds what this instance sustains; bulk requests wait for IDs",
-			"sustained_ids_per_second", st.PerSecond, "lanes", len(st.Lanes), "max_lanes", st.MaxLanes)
-		q.s.otel.throttleEpisode()
+	}
+	if !q.atCapacity {
+		if st := q.s.src.State(); st.Throttled {
+			q.atCapacity = true
+			q.s.log.Warn("at capacity: demand exceeds what this instance sustains; bulk requests wait for IDs",
+				"sustained_ids_per_second", st.PerSecond, "lanes", len(st.Lanes), "max_lanes", st.MaxLanes)
+			q.s.otel.throttleEpisode()
+		}
 	}
 	q.last = now
 	if waited {
@@ -177,9 +186,11 @@ func (q *capacityQueue) endEpisodeIfQuiet() {
 	if q.episode.IsZero() || time.Since(q.last) < 2*time.Second {
 		return
 	}
-	q.s.log.Warn("capacity recovered: bulk requests no longer wait",
-		"duration", q.last.Sub(q.episode).Round(time.Millisecond), "waited", q.waited, "rejected", q.rejected)
-	q.episode, q.waited, q.rejected = time.Time{}, 0, 0
+	if q.atCapacity {
+		q.s.log.Warn("capacity recovered: bulk requests no longer wait",
+			"duration", q.last.Sub(q.episode).Round(time.Millisecond), "waited", q.waited, "rejected", q.rejected)
+	}
+	q.episode, q.atCapacity, q.waited, q.rejected = time.Time{}, false, 0, 0
 }
 
 func (q *capacityQueue) stop() {

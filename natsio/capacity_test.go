@@ -23,9 +23,10 @@ import (
 func TestAtCapacitySmallRequestsStayFastAndBulkGetsTheRest(t *testing.T) {
 	url := startNATS(t, nil)
 	layout := uidcore.Layout{TimeBits: 41, WorkerBits: 8, SeqBits: 14, Epoch: uidcore.DefaultEpoch}
+	var log logRecorder
 	startInstance(t, url, 2, instanceOpts{cached: uidcore.CachedOptions{
 		Layout: layout, BoostPower: 1, MaxAhead: time.Second, TakeWait: 800 * time.Millisecond,
-	}})
+	}, service: ServiceConfig{Logger: log.logger()}})
 	const run = 3 * time.Second
 	var mu sync.Mutex
 	var all []uint64
@@ -104,7 +105,45 @@ func TestAtCapacitySmallRequestsStayFastAndBulkGetsTheRest(t *testing.T) {
 	if bulkOK == 0 || (bulk503 > 0 && !strings.Contains(bulkDesc, "sustains 16384 IDs/s")) {
 		t.Errorf("bulk: %d answered, %d 503 (last %q)", bulkOK, bulk503, bulkDesc)
 	}
+	if !strings.Contains(log.String(), "at capacity: demand exceeds what this instance sustains") {
+		t.Errorf("saturated for %s and no at-capacity line in the log:\n%s", run, log.String())
+	}
 	t.Logf("%d IDs in %s; small p99 %s over %d requests; bulk %d answered, %d 503", len(all), run, p99, len(latencies), bulkOK, bulk503)
+}
+
+// A bulk batch larger than what padding keeps ready waits for the rest
+// while the instance is far below its capacity: it gets its IDs, and the
+// log does not call it capacity (an operator would add instances for
+// nothing).
+func TestBulkWaitBelowCapacityIsNotLoggedAsCapacity(t *testing.T) {
+	url := startNATS(t, nil)
+	// 2^20 IDs/s per lane and 4 s ahead: 100,000 IDs are a tenth of a
+	// second's capacity, but more than the 65,536 a fresh ring holds.
+	layout := uidcore.Layout{TimeBits: 37, WorkerBits: 6, SeqBits: 20, Epoch: uidcore.DefaultEpoch}
+	var log logRecorder
+	startInstance(t, url, 1, instanceOpts{cached: uidcore.CachedOptions{
+		Layout: layout, BoostPower: -1, MaxAhead: 4 * time.Second, TakeWait: 800 * time.Millisecond,
+	}, service: ServiceConfig{Logger: log.logger(), CapacityWait: 5 * time.Second}})
+	nc := connect(t, url)
+	binary := nats.Header{uidclient.EncodingHeader: {uidclient.EncodingBinary}}
+	var all []uint64
+	for range 3 {
+		msg, err := nc.RequestMsg(&nats.Msg{Subject: "uid.batch", Data: []byte("100000"), Header: binary}, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code := msg.Header.Get(micro.ErrorCodeHeader); code != "" {
+			t.Fatalf("bulk batch below capacity: %s %s", code, msg.Header.Get(micro.ErrorHeader))
+		}
+		all = append(all, decodeBinary(msg.Data)...)
+	}
+	if len(all) != 300_000 {
+		t.Fatalf("%d IDs, want 300000", len(all))
+	}
+	checkDistinct(t, all)
+	if strings.Contains(log.String(), "at capacity") {
+		t.Errorf("a wait below capacity was logged as capacity:\n%s", log.String())
+	}
 }
 
 // At one request a second an ID carries the current second or the one

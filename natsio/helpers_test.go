@@ -1,12 +1,14 @@
 package natsio
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"os"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,6 +32,27 @@ func quietLogger() *slog.Logger {
 	}
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
+
+// logRecorder keeps what a logger wrote, for tests that check a line is
+// (or is not) logged.
+type logRecorder struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (r *logRecorder) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.buf.Write(p)
+}
+
+func (r *logRecorder) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.buf.String()
+}
+
+func (r *logRecorder) logger() *slog.Logger { return slog.New(slog.NewTextHandler(r, nil)) }
 
 // startNATS starts an embedded server; opts may be nil.
 func startNATS(t testing.TB, opts *server.Options) string {
@@ -61,7 +84,9 @@ func startInstance(t testing.TB, url string, worker uint64, o instanceOpts) *ins
 	if err != nil {
 		t.Fatal(err)
 	}
-	o.service.Logger = quietLogger()
+	if o.service.Logger == nil {
+		o.service.Logger = quietLogger()
+	}
 	svc, err := NewService(conn.Conn, gen, o.service)
 	if err != nil {
 		gen.Close()
