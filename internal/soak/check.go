@@ -57,8 +57,8 @@ type checkInput struct {
 
 // unexplainedFailure says why a call failing from start to end is not
 // explained by a fault ("" when it is).
-func (in checkInput) unexplainedFailure(start, end time.Duration) string {
-	kind, explained := in.blame(start, end)
+func (in checkInput) unexplainedFailure(fleet string, start, end time.Duration) string {
+	kind, explained := in.blame(fleet, start, end)
 	switch {
 	case explained:
 		return ""
@@ -68,13 +68,17 @@ func (in checkInput) unexplainedFailure(start, end time.Duration) string {
 	return "while no fault was active"
 }
 
-// blame is the fault a call failing from start to end falls in: the one
-// it started in (or within the settle time after), else one that began
-// while it ran. explained is false when there is none, or when it is a
+// blame is the fault a call to fleet failing from start to end falls in:
+// the one it started in (or within the settle time after), else one that
+// began while it ran; faults that cannot touch the fleet are not
+// considered. explained is false when there is none, or when it is a
 // store outage the leases must ride out.
-func (in checkInput) blame(start, end time.Duration) (kind string, explained bool) {
+func (in checkInput) blame(fleet string, start, end time.Duration) (kind string, explained bool) {
 	rideOut := ""
 	for _, f := range in.faults {
+		if !f.touches(fleet) {
+			continue
+		}
 		if rideOutFaults[f.Kind] {
 			if start >= f.Start && start <= f.End+in.cutSettle {
 				rideOut = f.Kind
@@ -89,7 +93,7 @@ func (in checkInput) blame(start, end time.Duration) (kind string, explained boo
 		return rideOut, false
 	}
 	for _, f := range in.faults {
-		if f.Start >= start && f.Start <= end {
+		if f.touches(fleet) && f.Start >= start && f.Start <= end {
 			return f.Kind, true
 		}
 	}
@@ -210,7 +214,7 @@ func check(in checkInput) checkResult {
 				if !k.clear {
 					unclear.add("client %d (%s) call %d at %s: %s", c.id, c.kind, i, call.start.Round(time.Millisecond), k.example)
 				}
-				if why := in.unexplainedFailure(call.start, call.start+call.elapsed); why != "" {
+				if why := in.unexplainedFailure(c.fleet, call.start, call.start+call.elapsed); why != "" {
 					if stalled >= time.Second {
 						excused = true
 					} else {

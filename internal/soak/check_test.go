@@ -176,28 +176,42 @@ func TestUnexplainedFailures(t *testing.T) {
 	s := time.Second
 	in := checkInput{
 		faults: []faultRecord{
-			{Kind: faultKill9, Start: 10 * s, End: 11 * s},
-			{Kind: faultCutShort, Start: 30 * s, End: 32 * s},
+			{Kind: faultKill9, Start: 10 * s, End: 11 * s, Fleet: mysqlFleet.name},
+			{Kind: faultCutShort, Start: 30 * s, End: 32 * s, Fleet: mysqlFleet.name},
 			{Kind: faultNATSPause, Start: 50 * s, End: 53 * s},
-			{Kind: faultMySQLKill, Start: 70 * s, End: 73 * s},
+			{Kind: faultMySQLKill, Start: 70 * s, End: 73 * s, Fleet: mysqlFleet.name},
+			{Kind: faultPartitionShort, Start: 90 * s, End: 92 * s, Fleet: kvFleet.name},
+			{Kind: faultMySQLPause, Start: 110 * s, End: 112 * s, Fleet: mysqlFleet.name},
+			{Kind: faultKillKVLeader, Start: 111 * s, End: 113 * s},
 		},
 		settle: 4 * s, cutSettle: s,
 	}
+	mysql, kv := mysqlFleet.name, kvFleet.name
 	for _, tc := range []struct {
+		fleet      string
 		start, end time.Duration
 		want       string
 	}{
-		{10 * s, 13 * s, ""},                          // during the kill
-		{14 * s, 17 * s, ""},                          // within the settle time
-		{16 * s, 19 * s, "while no fault was active"}, // after it
-		{31 * s, 34 * s, "during mysql-cut-short, a store outage shorter than the lease TTL"},
-		{33 * s, 36 * s, "during mysql-cut-short, a store outage shorter than the lease TTL"}, // within its settle time
-		{48 * s, 51 * s, ""}, // the NATS pause began while it ran
-		{71 * s, 72 * s, "during mysql-kill, a store outage shorter than the lease TTL"},
-		{2 * s, 5 * s, "while no fault was active"},
+		{mysql, 10 * s, 13 * s, ""},                          // during the kill
+		{mysql, 14 * s, 17 * s, ""},                          // within the settle time
+		{mysql, 16 * s, 19 * s, "while no fault was active"}, // after it
+		{kv, 10 * s, 13 * s, "while no fault was active"},    // the kill was of a MySQL-fleet dispenser
+		{mysql, 31 * s, 34 * s, "during mysql-cut-short, a store outage shorter than the lease TTL"},
+		{mysql, 33 * s, 36 * s, "during mysql-cut-short, a store outage shorter than the lease TTL"}, // within its settle time
+		{kv, 31 * s, 34 * s, "while no fault was active"},                                            // MySQL is not the KV fleet's store
+		{mysql, 48 * s, 51 * s, ""},                                                                  // the NATS pause began while it ran
+		{kv, 48 * s, 51 * s, ""},                                                                     // and touches both fleets
+		{mysql, 71 * s, 72 * s, "during mysql-kill, a store outage shorter than the lease TTL"},
+		{kv, 90 * s, 91 * s, ""},
+		{mysql, 90 * s, 91 * s, "while no fault was active"}, // k0's partition
+		// A KV leader kill beside a MySQL ride-out fault: the KV fleet's
+		// failure is the kill's; the MySQL fleet's must still ride out.
+		{kv, 111 * s, 112 * s, ""},
+		{mysql, 110 * s, 111 * s, "during mysql-pause, a store outage shorter than the lease TTL"},
+		{mysql, 2 * s, 5 * s, "while no fault was active"},
 	} {
-		if got := in.unexplainedFailure(tc.start, tc.end); got != tc.want {
-			t.Errorf("failure %s..%s: %q, want %q", tc.start, tc.end, got, tc.want)
+		if got := in.unexplainedFailure(tc.fleet, tc.start, tc.end); got != tc.want {
+			t.Errorf("%s failure %s..%s: %q, want %q", tc.fleet, tc.start, tc.end, got, tc.want)
 		}
 	}
 }
@@ -375,5 +389,32 @@ func TestFaultWindowsJudgeLeaderKills(t *testing.T) {
 	}
 	if _, v := faultWindows([]*clientLog{sparse}, []faultRecord{kill}); len(v) != 0 {
 		t.Fatalf("violations %q on 50 calls; want none", v)
+	}
+}
+
+// A fault of one fleet's store counts that fleet's calls only: the KV
+// fleet's calls must not dilute (or fail) a MySQL outage's window.
+func TestFaultWindowsCountTheFleetsAFaultTouches(t *testing.T) {
+	rec := newRecorder(time.Now())
+	logOf := func(fleet string, failing bool) *clientLog {
+		l := &clientLog{kind: kindNext, fleet: fleet}
+		for i := range 100 {
+			var err error
+			if failing {
+				err = context.DeadlineExceeded
+			}
+			l.record(rec, rec.origin.Add(time.Duration(i)*10*time.Millisecond), time.Millisecond, []uint64{uint64(i)}, err)
+		}
+		return l
+	}
+	cut := faultRecord{Kind: faultCutShort, Start: 0, End: time.Second, Fleet: mysqlFleet.name}
+	pause := faultRecord{Kind: faultNATSPause, Start: 0, End: time.Second}
+	clients := []*clientLog{logOf(mysqlFleet.name, false), logOf(kvFleet.name, true)}
+	w, _ := faultWindows(clients, []faultRecord{cut, pause})
+	if got := *w[faultCutShort]; got.Calls != 100 || got.Failed != 0 {
+		t.Errorf("MySQL cut window %+v; want the MySQL fleet's 100 calls, none failed", got)
+	}
+	if got := *w[faultNATSPause]; got.Calls != 200 || got.Failed != 100 {
+		t.Errorf("NATS pause window %+v; want both fleets' 200 calls, 100 failed", got)
 	}
 }

@@ -71,7 +71,14 @@ type faultRecord struct {
 	Start  time.Duration `json:"start_ns"` // since the run started
 	End    time.Duration `json:"end_ns"`
 	Note   string        `json:"note,omitempty"`
+	// Fleet is the one fleet the fault can touch (a MySQL outage touches
+	// only the MySQL fleet, a partition of k0 only the KV fleet); "" for
+	// faults that touch both (a NATS node's kill or pause).
+	Fleet string `json:"fleet,omitempty"`
 }
+
+// touches tells whether the fault can fail a call to fleet.
+func (f faultRecord) touches(fleet string) bool { return f.Fleet == "" || f.Fleet == fleet }
 
 // runFaults injects faults, cycle after cycle, until until has passed;
 // the first cycle always runs to its end.
@@ -105,9 +112,11 @@ func (s *soak) inject(ctx context.Context, kind string, cycle int) {
 	switch kind {
 	case faultKill9:
 		slot := s.slots[cycle%survivorSlot]
+		rec.Fleet = slot.fleet.name
 		rec.Target, rec.Note = s.restartSlot(ctx, slot, true)
 	case faultSIGTERM:
 		slot := s.slots[(cycle+1)%survivorSlot]
+		rec.Fleet = slot.fleet.name
 		rec.Target, rec.Note = s.restartSlot(ctx, slot, false)
 	case faultKillKVLeader:
 		rec.Target, rec.Note = s.killLeader(ctx, kvStream, cycle)
@@ -122,10 +131,13 @@ func (s *soak) inject(ctx context.Context, kind string, cycle int) {
 			s.events.violation("pause of NATS node %s: %v", rec.Target, err)
 		}
 	case faultBlocksRecreate:
+		rec.Fleet = fleets[cycle%len(fleets)].name // the fleet recreateBlocks faults
 		rec.Target, rec.Note = s.recreateBlocks(ctx, cycle)
 	case faultPartitionShort, faultPartitionLong:
+		rec.Fleet = s.slots[partitionedSlot].fleet.name
 		rec.Target, rec.Note = s.partition(ctx, kind == faultPartitionLong)
 	case faultCutShort, faultCutLong:
+		rec.Fleet = mysqlFleet.name
 		d := s.cfg.ShortCut
 		if kind == faultCutLong {
 			d = s.cfg.LongCut
@@ -154,6 +166,7 @@ func (s *soak) inject(ctx context.Context, kind string, cycle int) {
 		// Let the leases renew (after a long cut: every dispenser resumes).
 		sleep(ctx, s.cfg.LeaseTTL/2)
 	case faultMySQLKill:
+		rec.Fleet = mysqlFleet.name
 		rec.Target = "mariadbd"
 		down, err := s.mysqld.killAndRestart(ctx, s.cfg.MySQLDown)
 		if err != nil {
@@ -166,6 +179,7 @@ func (s *soak) inject(ctx context.Context, kind string, cycle int) {
 		rec.Note = fmt.Sprintf("down %.2fs (SIGKILL to accepting logins; reserve chunk %s)", down.Seconds(), s.cfg.ReserveChunk)
 		sleep(ctx, s.cfg.LeaseTTL/2) // the leases renew
 	case faultMySQLPause:
+		rec.Fleet = mysqlFleet.name
 		rec.Target = "mariadbd"
 		rec.Note = "SIGSTOP for " + s.cfg.ShortCut.String()
 		if err := s.mysqld.pause(ctx, s.cfg.ShortCut); err != nil {
@@ -173,6 +187,7 @@ func (s *soak) inject(ctx context.Context, kind string, cycle int) {
 		}
 		sleep(ctx, s.cfg.LeaseTTL/2)
 	case faultZombie:
+		rec.Fleet = mysqlFleet.name // zombie pauses and restarts the MySQL fleet's
 		rec.Target, rec.Note = s.zombie(ctx)
 	}
 	rec.End = s.since()

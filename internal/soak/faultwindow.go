@@ -7,7 +7,8 @@ import (
 
 // FaultWindow counts the calls that started while faults of one kind
 // lasted (from a fault's start to its end plus windowSettle), and how
-// many of them failed: what a fault costs the clients.
+// many of them failed: what a fault costs the clients of the fleets it
+// touches (a MySQL fault's window holds only the MySQL fleet's calls).
 type FaultWindow struct {
 	Faults int    `json:"faults"`
 	Calls  int    `json:"calls"`
@@ -39,6 +40,9 @@ func faultWindows(clients []*clientLog, faults []faultRecord) (map[string]*Fault
 		from, to := f.Start, f.End+windowSettle
 		calls, failed := 0, 0
 		for _, c := range clients {
+			if !f.touches(c.fleet) {
+				continue
+			}
 			for _, call := range c.calls {
 				if call.start >= from && call.start <= to {
 					calls++
