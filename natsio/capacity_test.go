@@ -2,6 +2,7 @@ package natsio
 
 import (
 	"encoding/binary"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
@@ -23,10 +25,10 @@ import (
 func TestAtCapacitySmallRequestsStayFastAndBulkGetsTheRest(t *testing.T) {
 	url := startNATS(t, nil)
 	layout := uidcore.Layout{TimeBits: 41, WorkerBits: 8, SeqBits: 14, Epoch: uidcore.DefaultEpoch}
-	var log logRecorder
+	var log testenv.LogBuffer
 	startInstance(t, url, 2, instanceOpts{cached: uidcore.CachedOptions{
 		Layout: layout, BoostPower: 1, MaxAhead: time.Second, TakeWait: 800 * time.Millisecond,
-	}, service: ServiceConfig{Logger: log.logger()}})
+	}, service: ServiceConfig{Logger: log.Logger(slog.LevelInfo)}})
 	const run = 3 * time.Second
 	var mu sync.Mutex
 	var all []uint64
@@ -120,10 +122,10 @@ func TestBulkWaitBelowCapacityIsNotLoggedAsCapacity(t *testing.T) {
 	// 2^20 IDs/s per lane and 4 s ahead: 100,000 IDs are a tenth of a
 	// second's capacity, but more than the 65,536 a fresh ring holds.
 	layout := uidcore.Layout{TimeBits: 37, WorkerBits: 6, SeqBits: 20, Epoch: uidcore.DefaultEpoch}
-	var log logRecorder
+	var log testenv.LogBuffer
 	startInstance(t, url, 1, instanceOpts{cached: uidcore.CachedOptions{
 		Layout: layout, BoostPower: -1, MaxAhead: 4 * time.Second, TakeWait: 800 * time.Millisecond,
-	}, service: ServiceConfig{Logger: log.logger(), CapacityWait: 5 * time.Second}})
+	}, service: ServiceConfig{Logger: log.Logger(slog.LevelInfo), CapacityWait: 5 * time.Second}})
 	nc := connect(t, url)
 	binary := nats.Header{uidclient.EncodingHeader: {uidclient.EncodingBinary}}
 	var all []uint64
