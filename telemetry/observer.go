@@ -260,6 +260,12 @@ func (o *Observer) LaneChanged(_ context.Context, e uidcore.LaneEvent) {
 		o.logger.Warn("claiming another lane failed; demand above the lanes held borrows up to the ahead bound meanwhile", "lanes", e.Held, "err", e.Err)
 	case e.Added:
 		o.logger.Info("claimed another lane: demand exceeded what the lanes held sustain", "worker_id", e.WorkerID, "lanes", e.Held)
+	case e.ReleaseErr != nil:
+		// The same message (log searches and the soak match it), at warn:
+		// the lane issues nothing more, but its lease stays in the store
+		// until it runs out.
+		o.logger.Warn("gave back an idle lane", "worker_id", e.WorkerID, "lanes", e.Held,
+			"release_err", e.ReleaseErr, "lease", "runs out in the store")
 	default:
 		o.logger.Info("gave back an idle lane", "worker_id", e.WorkerID, "lanes", e.Held)
 	}

@@ -414,3 +414,37 @@ func TestObserverFollowsANewGenerator(t *testing.T) {
 		t.Error("gauges still report the old worker ID")
 	}
 }
+
+// Lane changes are logged; a lane given back whose release did not reach
+// the store says so at warn, so that an operator does not look for the
+// release in the store.
+func TestLaneChangesAreLogged(t *testing.T) {
+	p := newProviders(t)
+	logs := &testenv.LogBuffer{}
+	obs, err := NewObserver(ObserverConfig{Layout: tinyLayout(), TracerProvider: p.Tracer, MeterProvider: p.Meter,
+		Logger: logs.Logger(slog.LevelInfo)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obs.Close()
+	ctx := context.Background()
+	obs.LaneChanged(ctx, uidcore.LaneEvent{WorkerID: 5, Added: true, Held: 2})
+	obs.LaneChanged(ctx, uidcore.LaneEvent{WorkerID: 5, Held: 1})
+	obs.LaneChanged(ctx, uidcore.LaneEvent{WorkerID: 6, Held: 1, ReleaseErr: errors.New("store unreachable")})
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d log lines, want 3:\n%s", len(lines), logs)
+	}
+	for i, want := range []string{
+		`level=INFO msg="claimed another lane`,
+		`level=INFO msg="gave back an idle lane" worker_id=5`,
+		`level=WARN msg="gave back an idle lane" worker_id=6`,
+	} {
+		if !strings.Contains(lines[i], want) {
+			t.Errorf("line %d: %s\nwant it to contain %s", i, lines[i], want)
+		}
+	}
+	if !strings.Contains(lines[2], `release_err="store unreachable"`) {
+		t.Errorf("the failed release does not give its cause: %s", lines[2])
+	}
+}

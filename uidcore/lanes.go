@@ -29,6 +29,10 @@ type LaneEvent struct {
 	Added    bool  // claimed (false: given back, or a failed claim with Err)
 	Held     int   // lanes held afterwards, the first one included
 	Err      error // a failed claim; WorkerID is then 0
+	// ReleaseErr is why a lane given back could not be released in the
+	// store (unreachable, say): the lane is given back all the same (it
+	// issues nothing more), and its lease runs out in the store.
+	ReleaseErr error
 }
 
 // lane is one worker ID a generator fills.
@@ -256,7 +260,7 @@ func (s *laneSet) run() {
 func (s *laneSet) claimOne() {
 	c, err := s.assigner.Claim(s.ctx, s.g.layout)
 	if err == nil && c.WorkerID() > s.g.layout.MaxWorkerID() {
-		releaseWithin(c, time.Second)
+		_ = releaseWithin(c, time.Second) // never used: an expiring lease is as good
 		err = fmt.Errorf("%w: worker %d > %d (layout %s)", ErrWorkerRange, c.WorkerID(), s.g.layout.MaxWorkerID(), s.g.layout)
 	}
 	if err != nil {
@@ -291,16 +295,18 @@ func (s *laneSet) giveBack(ln *lane) {
 	if r, ok := ln.claim.(Retirer); ok {
 		r.Retire(ln.retireAt())
 	}
-	releaseWithin(ln.claim, 2*time.Second)
+	err := releaseWithin(ln.claim, 2*time.Second)
 	held := s.held.Add(-1)
 	s.returned.Add(1)
-	s.notify(LaneEvent{WorkerID: ln.workerID, Held: int(held)})
+	s.notify(LaneEvent{WorkerID: ln.workerID, Held: int(held), ReleaseErr: err})
 }
 
-func releaseWithin(c Claim, d time.Duration) {
+// releaseWithin releases c, waiting at most d: if the store is away the
+// lease expires by itself.
+func releaseWithin(c Claim, d time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	_ = c.Release(ctx) // the lease expires by itself if the store is away
+	return c.Release(ctx)
 }
 
 func (s *laneSet) notify(e LaneEvent) {

@@ -20,6 +20,8 @@ type laneClaim struct {
 	done     chan struct{}
 	retired  atomic.Int64
 	released atomic.Bool
+	// releaseErr is what Release returns: the store cannot be reached.
+	releaseErr error
 }
 
 func (c *laneClaim) WorkerID() uint64 { return c.id }
@@ -30,9 +32,15 @@ func (c *laneClaim) Until() (int64, error) {
 	}
 	return 1 << 40, nil
 }
-func (c *laneClaim) Retire(s int64)                { c.retired.Store(s) }
-func (c *laneClaim) Done() <-chan struct{}         { return c.done }
-func (c *laneClaim) Release(context.Context) error { c.released.Store(true); return nil }
+func (c *laneClaim) Retire(s int64)        { c.retired.Store(s) }
+func (c *laneClaim) Done() <-chan struct{} { return c.done }
+func (c *laneClaim) Release(context.Context) error {
+	c.released.Store(true)
+	if c.releaseErr != nil {
+		return c.releaseErr
+	}
+	return nil
+}
 
 // laneStore stands in for a worker-ID store (uidcore has none of its
 // own): it hands out ascending worker IDs from 10, each once.
@@ -41,12 +49,14 @@ type laneStore struct {
 	next   uint64
 	claims []*laneClaim
 	after  int64 // After of the claims it hands out
+	// releaseErr is what its claims' Release returns (nil: success).
+	releaseErr error
 }
 
 func (s *laneStore) Claim(ctx context.Context, _ Layout) (Claim, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := &laneClaim{id: 10 + s.next, after: s.after, done: make(chan struct{})}
+	c := &laneClaim{id: 10 + s.next, after: s.after, done: make(chan struct{}), releaseErr: s.releaseErr}
 	s.next++
 	s.claims = append(s.claims, c)
 	return c, nil
@@ -276,6 +286,55 @@ func TestLanesClosedGeneratorGivesEveryExtraLaneBack(t *testing.T) {
 		if !c.released.Load() {
 			t.Errorf("worker %d not given back on Close", c.id)
 		}
+	}
+}
+
+// laneEvents records what a generator tells its lane observer.
+type laneEvents struct {
+	NopObserver
+	mu     sync.Mutex
+	events []LaneEvent
+}
+
+func (o *laneEvents) LaneChanged(_ context.Context, e LaneEvent) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.events = append(o.events, e)
+}
+
+// A lane given back while the store is away is given back all the same,
+// and the observer learns that its release failed (an operator otherwise
+// reads "given back" and looks for the release in the store).
+func TestLanesGivenBackWithTheStoreAwayReportTheReleaseError(t *testing.T) {
+	clock := newFakeClock(t0)
+	away := errors.New("store unreachable")
+	store := &laneStore{releaseErr: away}
+	obs := &laneEvents{}
+	g, err := NewCached(CachedOptions{Layout: smallLayout(), Clock: clock, Claim: StaticClaim{ID: 3},
+		Lanes: store, MaxLanes: 3, TakeWait: time.Second, Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	takeSmall(t, g, 3*256)
+	testwait.WaitFor(t, 5*time.Second, "extra lanes", func() bool { return g.State().LanesClaimed == 2 })
+	g.Close()
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	given := 0
+	for _, e := range obs.events {
+		if e.Added || e.Err != nil {
+			continue
+		}
+		given++
+		if !errors.Is(e.ReleaseErr, away) {
+			t.Errorf("lane %d given back with release error %v, want %v", e.WorkerID, e.ReleaseErr, away)
+		}
+	}
+	if given != 2 {
+		t.Errorf("%d lanes given back, want 2: %+v", given, obs.events)
+	}
+	if st := g.State(); st.LanesReleased != 2 {
+		t.Errorf("%d lanes counted as released, want 2", st.LanesReleased)
 	}
 }
 
