@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/goleak"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/natsio"
@@ -372,4 +373,78 @@ func TestBlocksRecreatedConsumerAndStreamUnderLoadNoDuplicates(t *testing.T) {
 		t.Error("no source gave up a block as the consumer changed: the faults never caught a held block")
 	}
 	t.Logf("%d IDs over %d faults in %s, %d blocks held across them", len(all.ids), faults, time.Since(start).Round(time.Millisecond), held.Load())
+}
+
+// A consumer deleted while a source holds blocks and has no pull pending
+// (it is idle: the block in use is above the low-water mark) is bound
+// again when the source next needs a block, on the embedded server and on
+// the machine's nats-server. nats-server 2.9 answers a pull to a deleted
+// consumer with nothing at all (no "no responders"): a source that only
+// waited for answers never bound again, and every Next waited for ever.
+// Found by hand: natscli `consumer rm` under client-demo -blocks.
+func TestBlockSourceBindsAgainAfterAnIdleDelete(t *testing.T) {
+	run := func(t *testing.T, url string) {
+		connect := func() *nats.Conn {
+			nc, err := nats.Connect(url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(nc.Close)
+			return nc
+		}
+		nc := connect()
+		js, err := jetstream.New(nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitFor(t, 10*time.Second, "JetStream ready", func() bool {
+			_, err := js.AccountInfo(context.Background())
+			return err == nil
+		})
+		const blockSize = 256
+		blocksTestPublisher(t, connect(), blocksTestGenerator(t, 1, 0),
+			natsio.BlocksConfig{BlockSize: blockSize, BlocksTargetDepth: 8, BlocksPollInterval: 10 * time.Millisecond}, nil)
+		src := blocksTestSource(t, connect(), uidclient.BlockSourceConfig{LowWater: 1})
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		var ids []uint64
+		take := func(n int) {
+			t.Helper()
+			buf := make([]uint64, n)
+			got, err := src.NextN(ctx, buf)
+			ids = append(ids, buf[:got]...)
+			if err != nil {
+				t.Fatalf("after %d IDs: %v (source %+v)", len(ids), err, src.Stats())
+			}
+		}
+		take(10) // bound, one block in use, well above the low-water mark
+		stream, err := js.Stream(ctx, uidclient.DefaultBlocksStream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before, err := stream.Consumer(ctx, uidclient.DefaultBlocksConsumer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := stream.DeleteConsumer(ctx, uidclient.DefaultBlocksConsumer); err != nil {
+			t.Fatal(err)
+		}
+		take(8 * blockSize) // past the blocks the source held: it must pull
+		after, err := stream.Consumer(ctx, uidclient.DefaultBlocksConsumer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !after.CachedInfo().Created.After(before.CachedInfo().Created) {
+			t.Errorf("consumer created %s, before the delete %s: not bound again", after.CachedInfo().Created, before.CachedInfo().Created)
+		}
+		blocksAssertDistinct(t, ids)
+	}
+	t.Run("embedded", func(t *testing.T) { run(t, blocksTestServer(t).ClientURL()) })
+	t.Run("process", func(t *testing.T) {
+		ignore := goleak.IgnoreCurrent()
+		t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+		url, version := testenv.NATSProcess(t)
+		t.Logf("nats-server %s", version)
+		run(t, url)
+	})
 }

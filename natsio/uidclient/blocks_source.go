@@ -391,7 +391,15 @@ func (s *BlockSource) fetchLoop(ctx context.Context) {
 			return
 		case err == nil:
 		case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
-			continue // no block within FetchWait: ask again
+			// No block within FetchWait. Pulls to a consumer deleted
+			// meanwhile may never be answered: nats-server 2.9 sends
+			// them no "no responders" and tells only the pulls pending
+			// at the delete. So an idle wait checks that the instance
+			// bound is still there before it asks again.
+			if s.boundConsumerGone(ctx, created) {
+				cons = nil
+			}
+			continue
 		case errors.Is(err, jetstream.ErrConsumerNotFound), errors.Is(err, jetstream.ErrConsumerDeleted),
 			errors.Is(err, jetstream.ErrStreamNotFound),
 			// Nobody serves the pull: the consumer (or its stream) is
@@ -421,6 +429,21 @@ func (s *BlockSource) fetchLoop(ctx context.Context) {
 		}
 		s.check(held)
 	}
+}
+
+// boundConsumerGone tells whether the consumer instance created at
+// created is gone (deleted, or replaced by one created later): the
+// fetcher must bind again. An unanswered check says no; the next idle
+// wait checks again.
+func (s *BlockSource) boundConsumerGone(ctx context.Context, created time.Time) bool {
+	now, err := s.consumerCreated(ctx)
+	switch {
+	case errors.Is(err, jetstream.ErrConsumerNotFound), errors.Is(err, jetstream.ErrStreamNotFound):
+		return true
+	case err != nil:
+		return false
+	}
+	return !now.Equal(created)
 }
 
 // pullBatch is the most blocks one pull takes. A consumer check covers
@@ -504,6 +527,11 @@ func (s *BlockSource) claim(ctx context.Context, msg jetstream.Msg) []uint64 {
 		s.ackFailed.Add(1)
 		if ctx.Err() == nil {
 			s.log.Warn("blocks: ack not confirmed, block given up", "stream_seq", meta.Sequence.Stream, "err", err)
+		}
+		if errors.Is(err, nats.ErrNoResponders) {
+			// No consumer of that name: pulls to the one bound would go
+			// unanswered (see fetchLoop), bind again at once.
+			s.rebind.Store(true)
 		}
 		_ = msg.Term()
 		return nil
