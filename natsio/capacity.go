@@ -79,13 +79,16 @@ type capacityQueue struct {
 	wg    sync.WaitGroup
 	once  sync.Once
 
-	mu      sync.Mutex
-	episode time.Time // start of the current episode of waiting batches (zero: none)
-	// atCapacity: the episode has been logged as the source's capacity.
-	atCapacity bool
-	last       time.Time // last deferred batch
-	waited     uint64    // deferred batches in the episode
-	rejected   uint64    // 503s in the episode
+	mu sync.Mutex
+	// last is the latest deferred batch of the current run of them (zero:
+	// none); a run ends after two quiet seconds.
+	last     time.Time
+	deferred uint64 // batches deferred in the run, at capacity or not
+	// throttledSince is when the run found the source throttled, the
+	// start of the throttling episode (zero: none); waited and rejected
+	// count the episode's deferred batches and 503s.
+	throttledSince   time.Time
+	waited, rejected uint64
 }
 
 func newCapacityQueue(s *Service) *capacityQueue {
@@ -148,27 +151,26 @@ func (q *capacityQueue) serve(w waitingBatch, stopping bool) {
 	q.s.finish(w.call, reply, ids, err)
 }
 
-// note records a deferred batch (waited) or a 503 at capacity (rejected),
-// and starts an episode when none is running.
+// note records a deferred batch (waited) or a failed one (rejected), and
+// starts a throttling episode once the source is found throttled.
 func (q *capacityQueue) note(waited, rejected bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	now := time.Now()
-	// A batch also waits when padding is merely behind (a burst, a claim
-	// being replaced): only a throttled source is at capacity, and only
-	// that is logged and counted as such.
-	if q.episode.IsZero() {
-		q.episode = now
-	}
-	if !q.atCapacity {
-		if st := q.s.src.State(); st.Throttled {
-			q.atCapacity = true
-			q.s.log.Warn("at capacity: demand exceeds what this instance sustains; bulk requests wait for IDs",
-				"sustained_ids_per_second", st.PerSecond, "lanes", len(st.Lanes), "max_lanes", st.MaxLanes)
-			q.s.otel.throttleEpisode()
-		}
-	}
 	q.last = now
+	if waited {
+		q.deferred++
+	}
+	if q.throttledSince.IsZero() {
+		st := q.s.src.State()
+		if !st.Throttled {
+			return
+		}
+		q.throttledSince = now
+		q.s.log.Warn("at capacity: demand exceeds what this instance sustains; bulk requests wait for IDs",
+			"sustained_ids_per_second", st.PerSecond, "lanes", len(st.Lanes), "max_lanes", st.MaxLanes)
+		q.s.otel.throttleEpisode()
+	}
 	if waited {
 		q.waited++
 		q.s.otel.throttleWait()
@@ -178,19 +180,27 @@ func (q *capacityQueue) note(waited, rejected bool) {
 	}
 }
 
-// endEpisodeIfQuiet ends the episode after two seconds without a
-// deferred batch.
+// endEpisodeIfQuiet ends the run (and its throttling episode) after two
+// seconds without a deferred batch.
 func (q *capacityQueue) endEpisodeIfQuiet() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.episode.IsZero() || time.Since(q.last) < 2*time.Second {
+	if q.last.IsZero() || time.Since(q.last) < 2*time.Second {
 		return
 	}
-	if q.atCapacity {
+	if !q.throttledSince.IsZero() {
 		q.s.log.Warn("capacity recovered: bulk requests no longer wait",
-			"duration", q.last.Sub(q.episode).Round(time.Millisecond), "waited", q.waited, "rejected", q.rejected)
+			"duration", q.last.Sub(q.throttledSince).Round(time.Millisecond), "waited", q.waited, "rejected", q.rejected)
 	}
-	q.episode, q.atCapacity, q.waited, q.rejected = time.Time{}, false, 0, 0
+	q.last, q.deferred = time.Time{}, 0
+	q.throttledSince, q.waited, q.rejected = time.Time{}, 0, 0
+}
+
+// deferredInRun is how many batches the current run has deferred (tests).
+func (q *capacityQueue) deferredInRun() uint64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.deferred
 }
 
 func (q *capacityQueue) stop() {

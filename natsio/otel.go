@@ -131,7 +131,7 @@ func newServerTelemetry(queueGroup string, tp trace.TracerProvider, mp metric.Me
 	}
 	t.issued = counter(m, "uid.ids.issued", "{id}", "IDs sent to requesters, by endpoint.")
 	t.episodes = counter(m, "uid.throttle.episodes", "{episode}", "Episodes of demand above what the instance sustains (bulk requests had to wait for IDs).")
-	t.waits = counter(m, "uid.throttle.waits", "{request}", "Bulk requests that waited for capacity.")
+	t.waits = counter(m, "uid.throttle.waits", "{request}", "Bulk requests that waited for IDs in a throttling episode (the source at its capacity).")
 	// Exported from the start, so that alerts see them before the first episode.
 	t.episodes.Add(context.Background(), 0)
 	t.waits.Add(context.Background(), 0)
