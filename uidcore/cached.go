@@ -336,7 +336,7 @@ func (g *CachedGenerator) Next(ctx context.Context) (uint64, error) {
 		g.canTake[i>>6].And(^(1 << (i & 63)))
 		if t-c <= g.threshold.Load() {
 			g.requestPadding()
-			if g.throttled.Load() {
+			if g.isThrottled() {
 				g.smallTaken.Add(1)
 			}
 		}
@@ -374,7 +374,7 @@ func (g *CachedGenerator) take(ctx context.Context, dst []uint64, wait bool) (in
 		}
 		c := g.cursor.Load()
 		t := g.tail.Load()
-		if len(dst) > SmallTake && g.throttled.Load() {
+		if len(dst) > SmallTake && g.isThrottled() {
 			t -= min(t-min(c, t), g.bulkReserve(len(dst)))
 		}
 		if !wait && t-min(c, t) < uint64(len(dst)-filled) {
@@ -419,7 +419,7 @@ func (g *CachedGenerator) take(ctx context.Context, dst []uint64, wait bool) (in
 		filled += int(k)
 		if t-c-k < g.threshold.Load() {
 			g.requestPadding()
-			if len(dst) <= SmallTake && g.throttled.Load() {
+			if len(dst) <= SmallTake && g.isThrottled() {
 				g.smallTaken.Add(k)
 			}
 		}
@@ -493,10 +493,22 @@ func (g *CachedGenerator) awaitPadding(ctx context.Context, wanted int) error {
 // leaves the small takes' reserve while the generator is throttled.
 func (g *CachedGenerator) ready(wanted int) bool {
 	c, t := g.cursor.Load(), g.tail.Load()
-	if wanted > SmallTake && g.throttled.Load() {
+	if wanted > SmallTake && g.isThrottled() {
 		return c+g.bulkReserve(wanted) < t
 	}
 	return c < t
+}
+
+// isThrottled tells whether demand meets what the lanes sustain: padding
+// met the ahead bound within the last second (sticky across the refill of
+// each new second), or the ring already reaches it, so that what it holds
+// is all there is until the wall clock's next second. The second half
+// matters on a loaded machine: the round that would meet the bound may run
+// late (after the once-a-second reset, or not before a burst), and bulk
+// takes then emptied the ring, reserve included, and small takes waited
+// up to a second.
+func (g *CachedGenerator) isThrottled() bool {
+	return g.throttled.Load() || (g.maxAhead >= 0 && g.secondsAhead() >= g.maxAhead)
 }
 
 // bulkReserve is what a bulk take of n IDs leaves for small takes: the
@@ -918,7 +930,7 @@ func (g *CachedGenerator) State() State {
 		Available:      tail - min(cursor, tail),
 		LogicalSecond:  g.logicalSecond.Load(),
 		SecondsAhead:   g.secondsAhead(),
-		Throttled:      g.throttled.Load(),
+		Throttled:      g.isThrottled(),
 		PerSecond:      uint64(len(lanes)) * (g.layout.MaxSequence() + 1),
 		PaddingRounds:  g.paddingRounds.Load(),
 		PutRejections:  g.putRejections.Load(),

@@ -587,3 +587,39 @@ func TestCachedDiscardRacesTakersWithoutLoss(t *testing.T) {
 	// Every slot the cursor passed went to a taker or was discarded, once.
 	assertUnique(t, all, int(st.Cursor-st.Discarded))
 }
+
+// Once the ring reaches the ahead bound, what it holds is all there is
+// until the wall clock's next second: bulk takes leave the small takes'
+// reserve whether or not a padding round has met the bound since the
+// once-a-second reset. On a loaded machine that round ran late, bulk
+// takes emptied the ring, and single IDs waited up to a second.
+func TestCachedBulkTakesLeaveTheReserveAtTheAheadBound(t *testing.T) {
+	clock := newFakeClock(t0) // frozen: the ring stays at the bound
+	// A ring of 512 (boost 1, no lane store: one lane), 256 IDs a second.
+	g := newTestCached(t, CachedOptions{Layout: smallLayout(), BoostPower: 1, Clock: clock, MaxAhead: time.Second})
+	// The start-up round fills t0 and t0+1, up to the bound; within a
+	// second (real time) the reset finds no round met it since.
+	testwait.WaitFor(t, 5*time.Second, "the once-a-second reset of the bound flag", func() bool { return !g.throttled.Load() })
+	st := g.State()
+	if st.SecondsAhead != 1 || !st.Throttled || st.Available != 2*256 {
+		t.Fatalf("at the bound: %+v, want 512 IDs up to t0+1, throttled", st)
+	}
+	// Bulk takes of 100 until they stop: what is left is the reserve.
+	var ids []uint64
+	for {
+		bulk := make([]uint64, 100)
+		n, err := g.TryNextN(bulk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+		ids = append(ids, bulk...)
+	}
+	small := make([]uint64, SmallTake)
+	if n, err := g.TryNextN(small); n != SmallTake || err != nil {
+		t.Fatalf("after %d IDs to bulk takes a small take got %d (%v), want %d from the reserve", len(ids), n, err, SmallTake)
+	}
+	assertUnique(t, append(ids, small...), len(ids)+SmallTake)
+}
