@@ -1,13 +1,13 @@
 package testenv
 
 import (
-	"bufio"
-	"fmt"
-	"net"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -18,10 +18,15 @@ import (
 // so behaviour that differs between releases is tested on both.
 const NATSServerBinEnv = "UID_TEST_NATS_SERVER"
 
+// RequireNATSServerEnv, when "1", turns a missing nats-server binary into
+// a test failure instead of a skip. .ci/run sets it.
+const RequireNATSServerEnv = "UID_REQUIRE_NATS_SERVER"
+
 // NATSProcess starts the machine's nats-server binary as a process of its
-// own, with JetStream, on a free port and a temporary store, and stops it
-// when the test ends; it returns its client URL and the server's version.
-// Without a binary the test is skipped.
+// own, with JetStream, on a port it picks itself and a temporary store,
+// and stops it when the test ends; it returns its client URL and the
+// server's version. Without a binary the test is skipped (or fails, with
+// RequireNATSServerEnv).
 func NATSProcess(t testing.TB) (url, version string) {
 	t.Helper()
 	bin := os.Getenv(NATSServerBinEnv)
@@ -32,6 +37,9 @@ func NATSProcess(t testing.TB) (url, version string) {
 		}
 	}
 	if _, err := os.Stat(bin); err != nil {
+		if os.Getenv(RequireNATSServerEnv) == "1" {
+			t.Fatalf("testenv: no nats-server binary (%s) and %s=1: %v", NATSServerBinEnv, RequireNATSServerEnv, err)
+		}
 		t.Skipf("testenv: no nats-server binary (%s): %v", NATSServerBinEnv, err)
 	}
 	out, err := exec.Command(bin, "--version").Output()
@@ -39,10 +47,14 @@ func NATSProcess(t testing.TB) (url, version string) {
 		t.Fatalf("testenv: %s --version: %v", bin, err)
 	}
 	version = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(out)), "nats-server: "))
-	port := freePort(t)
 	dir := t.TempDir()
-	cmd := exec.Command(bin, "-js", "-a", "127.0.0.1", "-p", fmt.Sprint(port), "-sd", filepath.Join(dir, "store"))
-	logFile, err := os.Create(filepath.Join(dir, "nats-server.log"))
+	// Port -1: the server picks a free port and writes it to a ports file,
+	// so no other test's server can take it in between.
+	cmd := exec.Command(bin, "-js", "-a", "127.0.0.1", "-p", "-1", "-sd", filepath.Join(dir, "store"), "--ports_file_dir", dir)
+	// The server dies with the test binary, even on a timeout's panic.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	logPath := filepath.Join(dir, "nats-server.log")
+	logFile, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,31 +62,36 @@ func NATSProcess(t testing.TB) (url, version string) {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("testenv: start %s: %v", bin, err)
 	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		<-exited
 		logFile.Close()
+		if t.Failed() {
+			log, _ := os.ReadFile(logPath)
+			t.Logf("nats-server %s log:\n%s", version, log)
+		}
 	})
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	WaitFor(t, 10*time.Second, "nats-server "+version+" accepting clients on "+addr, func() bool {
-		conn, err := net.DialTimeout("tcp", addr, time.Second)
-		if err != nil {
+	portsFile := filepath.Join(dir, filepath.Base(bin)+"_"+strconv.Itoa(cmd.Process.Pid)+".ports")
+	WaitFor(t, 10*time.Second, "nats-server "+version+" to write its ports file", func() bool {
+		select {
+		case <-exited:
+			t.Fatalf("testenv: nats-server %s exited at start (its log follows)", version)
+		default:
+		}
+		var ports struct {
+			Nats []string `json:"nats"`
+		}
+		data, err := os.ReadFile(portsFile)
+		if err != nil || json.Unmarshal(data, &ports) != nil || len(ports.Nats) == 0 {
 			return false
 		}
-		defer conn.Close()
-		_ = conn.SetReadDeadline(time.Now().Add(time.Second))
-		line, err := bufio.NewReader(conn).ReadString('\n')
-		return err == nil && strings.HasPrefix(line, "INFO ")
+		url = ports.Nats[0]
+		return true
 	})
-	return "nats://" + addr, version
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return url, version
 }
