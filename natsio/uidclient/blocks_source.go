@@ -101,7 +101,7 @@ type BlockSource struct {
 	checking int
 
 	checkWake chan struct{} // wakes the checker (capacity 1)
-	rebind    atomic.Bool   // the checker found the consumer changed: bind again
+	rebind    atomic.Bool   // the consumer changed (the checker) or an ack met no responder (claim): bind again
 
 	want   chan struct{} // wakes the fetcher (capacity 1)
 	cancel context.CancelFunc
@@ -397,6 +397,7 @@ func (s *BlockSource) fetchLoop(ctx context.Context) {
 			// at the delete. So an idle wait checks that the instance
 			// bound is still there before it asks again.
 			if s.boundConsumerGone(ctx, created) {
+				s.log.Info("blocks: the consumer bound is gone (deleted or re-created while idle); binding again")
 				cons = nil
 			}
 			continue
@@ -436,14 +437,14 @@ func (s *BlockSource) fetchLoop(ctx context.Context) {
 // fetcher must bind again. An unanswered check says no; the next idle
 // wait checks again.
 func (s *BlockSource) boundConsumerGone(ctx context.Context, created time.Time) bool {
-	now, err := s.consumerCreated(ctx)
+	current, err := s.consumerCreated(ctx)
 	switch {
 	case errors.Is(err, jetstream.ErrConsumerNotFound), errors.Is(err, jetstream.ErrStreamNotFound):
 		return true
 	case err != nil:
 		return false
 	}
-	return !now.Equal(created)
+	return !current.Equal(created)
 }
 
 // pullBatch is the most blocks one pull takes. A consumer check covers
