@@ -20,8 +20,7 @@ var blocksRecreateForms = []string{"consumer deleted and re-created", "stream pu
 // sources share, or purges or deletes their stream (the publishers create
 // it again), while the sources hold blocks. None may use a block twice:
 // the duplicate check over every ID proves it.
-func (s *soak) recreateBlocks(ctx context.Context, cycle int) (target, note string) {
-	f := fleets[cycle%len(fleets)]
+func (s *soak) recreateBlocks(ctx context.Context, f *fleet, cycle int) (target, note string) {
 	form := blocksRecreateForms[(cycle/len(fleets))%len(blocksRecreateForms)]
 	target = f.blocksStream
 	js, err := jetstream.New(s.admin.Conn)

@@ -93,9 +93,18 @@ func (in checkInput) blame(fleet string, start, end time.Duration) (kind string,
 		return rideOut, false
 	}
 	for _, f := range in.faults {
-		if f.touches(fleet) && f.Start >= start && f.Start <= end {
-			return f.Kind, true
+		if !f.touches(fleet) || f.Start < start || f.Start > end {
+			continue
 		}
+		if rideOutFaults[f.Kind] {
+			// Beginning during the call does not excuse it either.
+			rideOut = f.Kind
+			continue
+		}
+		return f.Kind, true
+	}
+	if rideOut != "" {
+		return rideOut, false
 	}
 	return "", false
 }

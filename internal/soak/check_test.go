@@ -202,6 +202,7 @@ func TestUnexplainedFailures(t *testing.T) {
 		{mysql, 48 * s, 51 * s, ""},                                                                  // the NATS pause began while it ran
 		{kv, 48 * s, 51 * s, ""},                                                                     // and touches both fleets
 		{mysql, 71 * s, 72 * s, "during mysql-kill, a store outage shorter than the lease TTL"},
+		{mysql, 68 * s, 71 * s, "during mysql-kill, a store outage shorter than the lease TTL"}, // it began while the call ran
 		{kv, 90 * s, 91 * s, ""},
 		{mysql, 90 * s, 91 * s, "while no fault was active"}, // k0's partition
 		// A KV leader kill beside a MySQL ride-out fault: the KV fleet's

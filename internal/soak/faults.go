@@ -131,8 +131,9 @@ func (s *soak) inject(ctx context.Context, kind string, cycle int) {
 			s.events.violation("pause of NATS node %s: %v", rec.Target, err)
 		}
 	case faultBlocksRecreate:
-		rec.Fleet = fleets[cycle%len(fleets)].name // the fleet recreateBlocks faults
-		rec.Target, rec.Note = s.recreateBlocks(ctx, cycle)
+		f := fleets[cycle%len(fleets)] // the two fleets' blocks in turn
+		rec.Fleet = f.name
+		rec.Target, rec.Note = s.recreateBlocks(ctx, f, cycle)
 	case faultPartitionShort, faultPartitionLong:
 		rec.Fleet = s.slots[partitionedSlot].fleet.name
 		rec.Target, rec.Note = s.partition(ctx, kind == faultPartitionLong)
