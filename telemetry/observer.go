@@ -263,9 +263,8 @@ func (o *Observer) LaneChanged(_ context.Context, e uidcore.LaneEvent) {
 	case e.ReleaseErr != nil:
 		// The same message (log searches and the soak match it), at warn:
 		// the lane issues nothing more, but its lease stays in the store
-		// until it runs out.
-		o.logger.Warn("gave back an idle lane", "worker_id", e.WorkerID, "lanes", e.Held,
-			"release_err", e.ReleaseErr, "lease", "runs out in the store")
+		// until it runs out (release_err says when).
+		o.logger.Warn("gave back an idle lane", "worker_id", e.WorkerID, "lanes", e.Held, "release_err", e.ReleaseErr)
 	default:
 		o.logger.Info("gave back an idle lane", "worker_id", e.WorkerID, "lanes", e.Held)
 	}

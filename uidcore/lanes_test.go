@@ -36,10 +36,7 @@ func (c *laneClaim) Retire(s int64)        { c.retired.Store(s) }
 func (c *laneClaim) Done() <-chan struct{} { return c.done }
 func (c *laneClaim) Release(context.Context) error {
 	c.released.Store(true)
-	if c.releaseErr != nil {
-		return c.releaseErr
-	}
-	return nil
+	return c.releaseErr
 }
 
 // laneStore stands in for a worker-ID store (uidcore has none of its
