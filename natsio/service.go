@@ -568,24 +568,28 @@ func (s *Service) seqBatch(_ context.Context, req micro.Request, buf []byte) ([]
 // endpoint's goroutine (segmentWaits), up to the capacity wait.
 func (s *Service) seqFill(req micro.Request, buf []byte, n int, encode func([]byte, []uint64) []byte) ([]byte, int, error) {
 	name := s.seqName(req.Subject())
-	answer := func(buf []byte, fill func(dst []uint64) (bool, error)) ([]byte, int, error) {
-		idp := s.idBuffer(n)
+	idp := s.idBuffer(n)
+	ok, err := s.cfg.Sequences.TryFill(name, (*idp)[:n])
+	if err != nil || ok {
 		defer s.idBufs.Put(idp)
-		ok, err := fill((*idp)[:n])
-		if err != nil || !ok {
-			return nil, 0, err
-		}
-		return encode(buf, (*idp)[:n]), n, nil
+		return seqReply(buf, (*idp)[:n], err, encode)
 	}
-	reply, got, err := answer(buf, func(dst []uint64) (bool, error) { return s.cfg.Sequences.TryFill(name, dst) })
-	if got > 0 || err != nil {
-		return reply, got, err
-	}
+	s.idBufs.Put(idp)
 	// A name's first numbers here always come this way (none at hand):
 	// once it is answered, the metadata learns a name it did not show.
 	return nil, 0, &deferredBatch{segment: true, wait: func(ctx context.Context, buf []byte) ([]byte, int, error) {
-		return answer(buf, func(dst []uint64) (bool, error) { return true, s.cfg.Sequences.Fill(ctx, name, dst) })
+		idp := s.idBuffer(n)
+		defer s.idBufs.Put(idp)
+		return seqReply(buf, (*idp)[:n], s.cfg.Sequences.Fill(ctx, name, (*idp)[:n]), encode)
 	}, after: func() { s.showSequence(name) }}
+}
+
+// seqReply encodes the numbers of a sequence request, or returns err.
+func seqReply(buf []byte, nums []uint64, err error, encode func([]byte, []uint64) []byte) ([]byte, int, error) {
+	if err != nil {
+		return nil, 0, err
+	}
+	return encode(buf, nums), len(nums), nil
 }
 
 // showSequence readvertises the service when its metadata does not list
