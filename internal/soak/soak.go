@@ -90,6 +90,12 @@ type Config struct {
 	ServeWithin       time.Duration // a started dispenser must serve within it, default 30s
 	SampleEvery       time.Duration // resource sampling interval, default 1s
 	Progress          io.Writer     // progress lines (nil: none)
+	// Faults, when not empty, are the only fault kinds the cycle
+	// injects (by name, as in the summary: "nats-kill-kv-leader", …),
+	// back to back in the cycle's order: a reproduction of one kind's
+	// failures without waiting through the others. An unknown kind is
+	// an error of Run.
+	Faults []string
 }
 
 // DefaultConfig is the configuration of `make soak` but for the duration
@@ -204,6 +210,9 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 	if _, err := os.Stat(cfg.NATSServerBin); err != nil {
 		return nil, fmt.Errorf("soak: nats-server binary: %w", err)
 	}
+	if err := checkFaultKinds(cfg.Faults); err != nil {
+		return nil, err
+	}
 	s := &soak{cfg: cfg, origin: time.Now(), events: newEvents()}
 
 	workDir := cfg.WorkDir
@@ -290,6 +299,10 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 		s.stopDispensers()
 		return nil, err
 	}
+	watch := newSlowCalls(s, workDir)
+	for _, c := range clients {
+		c.watch = watch
+	}
 	s.origin = time.Now() // the run's clock starts with the clients
 	rec := newRecorder(s.origin)
 	s.progress("%d clients running for %s (and %d bulk clients at %.0f IDs/s each from %s to %s; %d sequence clients)",
@@ -299,6 +312,8 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 	defer stopRun()
 	var wg sync.WaitGroup
 	wg.Go(func() { s.sample(runCtx) })
+	wg.Go(func() { watch.sampleConns(runCtx) })
+	wg.Go(func() { watch.auditInterest(runCtx) })
 	var stalls []stall
 	wg.Go(func() { stalls = watchStalls(runCtx, s.origin, 50*time.Millisecond) })
 	clientsCtx, stopClients := context.WithCancel(ctx)
@@ -319,6 +334,9 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 	<-clientsDone
 	stopRun() // the last samples are of a running system, not of one closing
 	wg.Wait()
+	watch.mu.Lock()
+	s.progress("slow calls: %d snapshots; interest audit: %d mismatches seen twice in a row (details in soak.log)", watch.snaps, watch.mismatches)
+	watch.mu.Unlock()
 	blocks := blockStats(clients)
 	closeClients(clients)
 	s.progress("clients stopped; stopping the dispensers")
