@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -121,5 +122,26 @@ func TestInterestAuditOnACluster(t *testing.T) {
 	})
 	if len(last) != 0 {
 		t.Fatalf("mismatches after the unsubscription: %v", last)
+	}
+}
+
+// The requests a dispenser took over a second to handle are its request
+// histogram's count less its bucket at 1 s, over every series.
+func TestSlowRequestsFromMetrics(t *testing.T) {
+	text := `# TYPE uid_request_duration_seconds histogram
+uid_request_duration_seconds_bucket{otel_scope_name="x",uid_endpoint="next",uid_outcome="ok",le="0.75"} 10
+uid_request_duration_seconds_bucket{otel_scope_name="x",uid_endpoint="next",uid_outcome="ok",le="1"} 12
+uid_request_duration_seconds_bucket{otel_scope_name="x",uid_endpoint="next",uid_outcome="ok",le="10"} 15
+uid_request_duration_seconds_count{otel_scope_name="x",uid_endpoint="next",uid_outcome="ok"} 15
+uid_request_duration_seconds_bucket{otel_scope_name="x",uid_endpoint="batch",uid_outcome="unavailable",le="1"} 4
+uid_request_duration_seconds_count{otel_scope_name="x",uid_endpoint="batch",uid_outcome="unavailable"} 5
+go_goroutines 41
+`
+	m := metricsFrom(strings.NewReader(text))
+	if m.goroutines != 41 || m.slowRequests != 4 {
+		t.Fatalf("got %+v, want 41 goroutines and 4 slow requests (3 next, 1 batch)", m)
+	}
+	if m := metricsFrom(strings.NewReader("go_goroutines 9\n")); m.slowRequests != -1 {
+		t.Fatalf("no histogram: %+v, want -1 slow requests", m)
 	}
 }

@@ -183,6 +183,9 @@ type soak struct {
 	// mysqlDown is how long each mysql-kill left mariadbd unable to
 	// accept a login.
 	mysqlDown []time.Duration
+	// slowHandled counts the requests dispensers took over the client's
+	// attempt timeout to handle (their request duration histograms).
+	slowHandled int64
 }
 
 func (s *soak) since() time.Duration { return time.Since(s.origin) }
@@ -335,7 +338,10 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 	stopRun() // the last samples are of a running system, not of one closing
 	wg.Wait()
 	watch.mu.Lock()
-	s.progress("slow calls: %d snapshots; interest audit: %d mismatches seen twice in a row (details in soak.log)", watch.snaps, watch.mismatches)
+	s.mu.Lock()
+	slowHandled := s.slowHandled
+	s.mu.Unlock()
+	s.progress("slow calls: %d snapshots; interest audit: %d mismatches seen twice in a row; %d requests the dispensers took over 1s to handle (details in soak.log)", watch.snaps, watch.mismatches, slowHandled)
 	watch.mu.Unlock()
 	blocks := blockStats(clients)
 	closeClients(clients)
@@ -514,6 +520,7 @@ func (s *soak) sample(ctx context.Context) {
 	t := time.NewTicker(s.cfg.SampleEvery)
 	defer t.Stop()
 	procStart := time.Now()
+	slowSeen := map[*dispenserProc]int64{}
 	for {
 		select {
 		case <-ctx.Done():
@@ -534,14 +541,31 @@ func (s *soak) sample(ctx context.Context) {
 				continue // starting
 			}
 			sctx, cancel := context.WithTimeout(ctx, time.Second)
-			smp := sample{at: time.Since(p.start), fds: procFDs(p.pid), rssKiB: procRSS(p.pid), goroutines: scrapeGoroutines(sctx, slot.metrics)}
+			m := scrapeMetrics(sctx, slot.metrics)
+			smp := sample{at: time.Since(p.start), fds: procFDs(p.pid), rssKiB: procRSS(p.pid), goroutines: m.goroutines}
 			cancel()
 			if ctx.Err() != nil {
 				return
 			}
 			p.addSample(smp)
+			s.noteSlowRequests(p, m.slowRequests, slowSeen)
 		}
 	}
+}
+
+// noteSlowRequests logs the requests p took longer than the Go client's
+// attempt timeout to handle since the last sample (the client had given
+// up on them: to it they timed out) and counts them; seen holds each
+// process's last count.
+func (s *soak) noteSlowRequests(p *dispenserProc, slow int64, seen map[*dispenserProc]int64) {
+	if slow < 0 || slow <= seen[p] {
+		return
+	}
+	s.log.Warn("soak: a dispenser took over 1s (the client's attempt timeout) to handle requests", "dispenser", p.name, "requests", slow-seen[p], "at_s", fmt.Sprintf("%.1f", s.since().Seconds()))
+	s.mu.Lock()
+	s.slowHandled += slow - seen[p]
+	s.mu.Unlock()
+	seen[p] = slow
 }
 
 // layout is the dispensers' ID layout: the default's time and epoch with
