@@ -27,6 +27,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -60,6 +61,7 @@ func run() int {
 	flags.Float64Var(&cfg.BulkRate, "bulk-rate", def.BulkRate, "IDs/s each bulk client asks for in the high-rate phase")
 	flags.DurationVar(&cfg.LeaseTTL, "lease-ttl", def.LeaseTTL, "the dispensers' DISPENSER_LEASE_TTL")
 	flags.DurationVar(&cfg.NATSWriteDeadline, "nats-write-deadline", def.NATSWriteDeadline, "the NATS nodes' write_deadline (0: nats-server's default, 10s)")
+	faults := flags.String("faults", "", "comma-separated fault kinds to inject, the others left out (default: every kind; e.g. nats-kill-kv-leader runs only KV leader kills, back to back)")
 	summaryPath := flags.String("json", "", "also write the summary as JSON to this file")
 	chartPath := flags.String("chart", "", "also write the chart (IDs/s and failed calls over time, faults marked; SVG) to this file, e.g. docs/soak-long.svg")
 	mdPath := flags.String("summary-md", "", "also write the summary as a Markdown table to this file (linking the -chart), e.g. docs/soak-long.md")
@@ -72,6 +74,11 @@ func run() int {
 	}
 	if !*quiet {
 		cfg.Progress = os.Stdout
+	}
+	for k := range strings.SplitSeq(*faults, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			cfg.Faults = append(cfg.Faults, k)
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

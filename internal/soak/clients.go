@@ -97,6 +97,8 @@ type soakClient struct {
 	buf     []uint64
 	bulk    bool // a batch client of the high-rate phase
 	bulkIDs int  // IDs it received
+	// watch, when set, is told of the client's slow and failed calls.
+	watch *slowCalls
 }
 
 // startClients connects n clients, kinds and nodes taken in turn, a
@@ -184,9 +186,32 @@ func (c *soakClient) run(ctx context.Context, rec *recorder, deadline time.Durat
 		// rather than cancel it, so every recorded call is a real outcome.
 		callCtx, cancel := context.WithTimeout(context.Background(), deadline)
 		start := time.Now()
+		var slow *time.Timer
+		server := ""
+		var timedOut uint64
+		if c.client != nil {
+			timedOut = c.client.Stats().TimedOut
+		}
+		if c.watch != nil {
+			server = c.conn.ConnectedServerName()
+			// Request/reply calls only: a prefetcher's or block source's
+			// call may wait long by design.
+			if c.pre == nil && c.client != nil {
+				slow = time.AfterFunc(slowAfter, func() { c.watch.slow(c, start, server) })
+			}
+		}
 		ids, instance, err := c.call(callCtx, ld)
 		elapsed := time.Since(start)
 		cancel()
+		if slow != nil {
+			slow.Stop()
+		}
+		if c.client != nil {
+			timedOut = c.client.Stats().TimedOut - timedOut
+		}
+		if (err != nil || timedOut > 0) && c.watch != nil {
+			c.watch.done(c, start, elapsed, server, timedOut, err)
+		}
 		if c.bulk {
 			c.bulkIDs += len(ids)
 		}

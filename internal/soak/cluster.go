@@ -400,23 +400,24 @@ func (n *clusterNode) stop(sig syscall.Signal, within time.Duration) {
 }
 
 // killAndRestart SIGKILLs node i, keeps it down for down, starts it again
-// on the same ports and store and waits until it is healthy.
-func (c *cluster) killAndRestart(ctx context.Context, i int, down time.Duration) error {
+// on the same ports and store and waits until it is healthy. It returns
+// when the restarted node first accepted a connection (zero when it did
+// not).
+func (c *cluster) killAndRestart(ctx context.Context, i int, down time.Duration) (accepting time.Time, err error) {
 	n := c.nodes[i]
 	n.kill()
 	sleep(ctx, down)
 	// The ports may linger briefly after the process is gone: retry.
-	var err error
 	for attempt := 0; attempt < 20 && ctx.Err() == nil; attempt++ {
 		if err = n.start(c.bin); err == nil {
-			return n.waitHealthy(ctx, 60*time.Second)
+			return time.Now(), n.waitHealthy(ctx, 60*time.Second)
 		}
 		sleep(ctx, 250*time.Millisecond)
 	}
 	if err == nil {
 		err = ctx.Err() // the run ended before the node was started again
 	}
-	return err
+	return time.Time{}, err
 }
 
 // pause SIGSTOPs node i for d, then SIGCONTs it and waits until it is

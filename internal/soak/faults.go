@@ -3,6 +3,8 @@ package soak
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -47,14 +49,32 @@ var rideOutFaults = map[string]bool{faultCutShort: true, faultMySQLKill: true, f
 
 // cycle is the faults of a cycle this run injects.
 func (s *soak) cycle() []string {
+	return cycleOf(s.cfg.Faults, s.mysqld != nil)
+}
+
+// cycleOf is the cycle's faults, only those named in only when it is not
+// empty, without those that need the soak's own mariadbd when there is
+// none.
+func cycleOf(only []string, ownMySQL bool) []string {
 	var kinds []string
 	for _, k := range faultCycle {
-		if ownMySQLFaults[k] && s.mysqld == nil {
+		if (ownMySQLFaults[k] && !ownMySQL) || (len(only) > 0 && !slices.Contains(only, k)) {
 			continue
 		}
 		kinds = append(kinds, k)
 	}
 	return kinds
+}
+
+// checkFaultKinds rejects a kind the cycle does not have (a typo would
+// otherwise run no fault at all).
+func checkFaultKinds(kinds []string) error {
+	for _, k := range kinds {
+		if !slices.Contains(faultCycle, k) {
+			return fmt.Errorf("soak: unknown fault kind %q (the kinds: %s)", k, strings.Join(faultCycle, ", "))
+		}
+	}
+	return nil
 }
 
 // survivorSlot is the dispenser that is never restarted, so that its
@@ -83,6 +103,9 @@ func (f faultRecord) touches(fleet string) bool { return f.Fleet == "" || f.Flee
 // runFaults injects faults, cycle after cycle, until until has passed;
 // the first cycle always runs to its end.
 func (s *soak) runFaults(ctx context.Context, until time.Time) {
+	if len(s.cycle()) == 0 {
+		return // -faults left none this run can inject
+	}
 	for cycle := 0; ; cycle++ {
 		for _, kind := range s.cycle() {
 			if ctx.Err() != nil || (cycle > 0 && time.Now().After(until)) {

@@ -42,11 +42,18 @@ func (s *soak) killLeader(ctx context.Context, stream string, cycle int) (target
 	killed := time.Now()
 	elected := make(chan string, 1)
 	go func() { elected <- s.awaitLeader(ctx, stream, target, killed) }()
-	err := s.cluster.killAndRestart(ctx, i, s.cfg.NATSDown)
+	accepting, err := s.cluster.killAndRestart(ctx, i, s.cfg.NATSDown)
 	if err != nil {
 		s.events.violation("kill -9 and restart of NATS node %s (leader of %s): %v", target, stream, err)
 	}
-	return target, fmt.Sprintf("killed as leader of %s, down %s (%s); %s", stream, s.cfg.NATSDown, before, <-elected)
+	// When the node took connections again and when it was healthy, on
+	// the run's clock: calls failing after a restart are told apart by
+	// them (which node their connection was on, how long after).
+	restart := ""
+	if !accepting.IsZero() {
+		restart = fmt.Sprintf(", accepting at %.1fs, healthy at %.1fs", accepting.Sub(s.origin).Seconds(), s.since().Seconds())
+	}
+	return target, fmt.Sprintf("killed as leader of %s at %.1fs, down %s%s (%s); %s", stream, killed.Sub(s.origin).Seconds(), s.cfg.NATSDown, restart, before, <-elected)
 }
 
 // awaitLeader waits (up to 20 s) until stream has a leader other than

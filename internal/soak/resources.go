@@ -53,34 +53,82 @@ func procRSS(pid int) int64 {
 
 var metricsClient = &http.Client{Timeout: time.Second}
 
-// scrapeGoroutines reads go_goroutines from a dispenser's /metrics.
-func scrapeGoroutines(ctx context.Context, addr string) int {
+// scrapeMetrics reads a dispenser's /metrics (zero value with -1s when
+// it does not answer).
+func scrapeMetrics(ctx context.Context, addr string) dispenserMetrics {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
 	if err != nil {
-		return -1
+		return dispenserMetrics{goroutines: -1, slowRequests: -1}
 	}
 	resp, err := metricsClient.Do(req)
 	if err != nil {
-		return -1
+		return dispenserMetrics{goroutines: -1, slowRequests: -1}
 	}
 	defer resp.Body.Close()
-	return goroutinesFromMetrics(resp.Body)
+	return metricsFrom(resp.Body)
 }
 
+// dispenserMetrics is what the soak reads of a dispenser's /metrics.
+type dispenserMetrics struct {
+	goroutines int // go_goroutines (-1: not found)
+	// slowRequests counts the requests whose handling (from the handler's
+	// start, so without the time a request waited for it) took longer than
+	// slowHandling, every endpoint and outcome (-1: no request histogram):
+	// past the Go client's attempt timeout, the client has given up on the
+	// answer. Cumulative over the process.
+	slowRequests int64
+}
+
+// slowHandling is the Go client's default attempt timeout, a bucket bound
+// of uid.request.duration.
+const slowHandling = `le="1"`
+
+const requestDuration = "uid_request_duration_seconds"
+
 // goroutinesFromMetrics finds the go_goroutines gauge in Prometheus text.
-func goroutinesFromMetrics(r io.Reader) int {
+func goroutinesFromMetrics(r io.Reader) int { return metricsFrom(r).goroutines }
+
+// metricsFrom reads go_goroutines and, from the request duration
+// histogram, the requests slower than slowHandling (its count less its
+// bucket at that bound, summed over the series).
+func metricsFrom(r io.Reader) dispenserMetrics {
+	m := dispenserMetrics{goroutines: -1, slowRequests: -1}
+	var count, fast int64
+	seen := false
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	for sc.Scan() {
 		line := sc.Bytes()
 		if rest, ok := bytes.CutPrefix(line, []byte("go_goroutines ")); ok {
-			f, err := strconv.ParseFloat(string(bytes.TrimSpace(rest)), 64)
-			if err == nil {
-				return int(f)
+			if f, err := strconv.ParseFloat(string(bytes.TrimSpace(rest)), 64); err == nil {
+				m.goroutines = int(f)
 			}
+			continue
+		}
+		isCount := bytes.HasPrefix(line, []byte(requestDuration+"_count{"))
+		isFast := bytes.HasPrefix(line, []byte(requestDuration+"_bucket{")) && bytes.Contains(line, []byte(slowHandling+"}"))
+		if !isCount && !isFast {
+			continue
+		}
+		i := bytes.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		f, err := strconv.ParseFloat(string(line[i+1:]), 64)
+		if err != nil {
+			continue
+		}
+		seen = true
+		if isCount {
+			count += int64(f)
+		} else {
+			fast += int64(f)
 		}
 	}
-	return -1
+	if seen {
+		m.slowRequests = count - fast
+	}
+	return m
 }
 
 // selfSample measures the soak's own process (its RSS grows with the IDs

@@ -90,6 +90,12 @@ type Config struct {
 	ServeWithin       time.Duration // a started dispenser must serve within it, default 30s
 	SampleEvery       time.Duration // resource sampling interval, default 1s
 	Progress          io.Writer     // progress lines (nil: none)
+	// Faults, when not empty, are the only fault kinds the cycle
+	// injects (by name, as in the summary: "nats-kill-kv-leader", …),
+	// back to back in the cycle's order: a reproduction of one kind's
+	// failures without waiting through the others. An unknown kind is
+	// an error of Run.
+	Faults []string
 }
 
 // DefaultConfig is the configuration of `make soak` but for the duration
@@ -177,6 +183,9 @@ type soak struct {
 	// mysqlDown is how long each mysql-kill left mariadbd unable to
 	// accept a login.
 	mysqlDown []time.Duration
+	// slowHandled counts the requests dispensers took over the client's
+	// attempt timeout to handle (their request duration histograms).
+	slowHandled int64
 }
 
 func (s *soak) since() time.Duration { return time.Since(s.origin) }
@@ -203,6 +212,9 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 	}
 	if _, err := os.Stat(cfg.NATSServerBin); err != nil {
 		return nil, fmt.Errorf("soak: nats-server binary: %w", err)
+	}
+	if err := checkFaultKinds(cfg.Faults); err != nil {
+		return nil, err
 	}
 	s := &soak{cfg: cfg, origin: time.Now(), events: newEvents()}
 
@@ -290,6 +302,10 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 		s.stopDispensers()
 		return nil, err
 	}
+	watch := newSlowCalls(s, workDir)
+	for _, c := range clients {
+		c.watch = watch
+	}
 	s.origin = time.Now() // the run's clock starts with the clients
 	rec := newRecorder(s.origin)
 	s.progress("%d clients running for %s (and %d bulk clients at %.0f IDs/s each from %s to %s; %d sequence clients)",
@@ -299,6 +315,8 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 	defer stopRun()
 	var wg sync.WaitGroup
 	wg.Go(func() { s.sample(runCtx) })
+	wg.Go(func() { watch.sampleConns(runCtx) })
+	wg.Go(func() { watch.auditInterest(runCtx) })
 	var stalls []stall
 	wg.Go(func() { stalls = watchStalls(runCtx, s.origin, 50*time.Millisecond) })
 	clientsCtx, stopClients := context.WithCancel(ctx)
@@ -319,6 +337,12 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 	<-clientsDone
 	stopRun() // the last samples are of a running system, not of one closing
 	wg.Wait()
+	watch.mu.Lock()
+	s.mu.Lock()
+	slowHandled := s.slowHandled
+	s.mu.Unlock()
+	s.progress("slow calls: %d snapshots; interest audit: %d mismatches seen twice in a row; %d requests the dispensers took over 1s to handle (details in soak.log)", watch.snaps, watch.mismatches, slowHandled)
+	watch.mu.Unlock()
 	blocks := blockStats(clients)
 	closeClients(clients)
 	s.progress("clients stopped; stopping the dispensers")
@@ -496,6 +520,7 @@ func (s *soak) sample(ctx context.Context) {
 	t := time.NewTicker(s.cfg.SampleEvery)
 	defer t.Stop()
 	procStart := time.Now()
+	slowSeen := map[*dispenserProc]int64{}
 	for {
 		select {
 		case <-ctx.Done():
@@ -516,14 +541,31 @@ func (s *soak) sample(ctx context.Context) {
 				continue // starting
 			}
 			sctx, cancel := context.WithTimeout(ctx, time.Second)
-			smp := sample{at: time.Since(p.start), fds: procFDs(p.pid), rssKiB: procRSS(p.pid), goroutines: scrapeGoroutines(sctx, slot.metrics)}
+			m := scrapeMetrics(sctx, slot.metrics)
+			smp := sample{at: time.Since(p.start), fds: procFDs(p.pid), rssKiB: procRSS(p.pid), goroutines: m.goroutines}
 			cancel()
 			if ctx.Err() != nil {
 				return
 			}
 			p.addSample(smp)
+			s.noteSlowRequests(p, m.slowRequests, slowSeen)
 		}
 	}
+}
+
+// noteSlowRequests logs the requests p took longer than the Go client's
+// attempt timeout to handle since the last sample (the client had given
+// up on them: to it they timed out) and counts them; seen holds each
+// process's last count.
+func (s *soak) noteSlowRequests(p *dispenserProc, slow int64, seen map[*dispenserProc]int64) {
+	if slow < 0 || slow <= seen[p] {
+		return
+	}
+	s.log.Warn("soak: a dispenser took over 1s (the client's attempt timeout) to handle requests", "dispenser", p.name, "requests", slow-seen[p], "at_s", fmt.Sprintf("%.1f", s.since().Seconds()))
+	s.mu.Lock()
+	s.slowHandled += slow - seen[p]
+	s.mu.Unlock()
+	seen[p] = slow
 }
 
 // layout is the dispensers' ID layout: the default's time and epoch with
