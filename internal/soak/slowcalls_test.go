@@ -93,15 +93,20 @@ func TestInterestAuditOnACluster(t *testing.T) {
 	}
 	sc := newSlowCalls(&soak{cluster: c, origin: time.Now(), log: slog.New(slog.NewTextHandler(io.Discard, nil))}, t.TempDir())
 	ctx := context.Background()
-	var last []string
-	testwait.WaitFor(t, 10*time.Second, "the cluster's interest to agree", func() bool {
-		found, ok := sc.interestMismatches(ctx)
-		last = found
-		return ok && len(found) == 0
-	})
-	if len(last) != 0 {
-		t.Fatalf("mismatches: %v", last)
+	// agree waits until every node holds exactly the others' interest.
+	agree := func(what string) {
+		t.Helper()
+		var last []string
+		testwait.WaitFor(t, 10*time.Second, what, func() bool {
+			found, ok := sc.interestMismatches(ctx)
+			last = found
+			return ok && len(found) == 0
+		})
+		if len(last) != 0 {
+			t.Fatalf("mismatches (%s): %v", what, last)
+		}
 	}
+	agree("the cluster's interest to agree")
 	_, remote, ok := sc.gatherInterest(ctx)
 	key := interestKey{"uidkv.next", "uidkv-dispenser"}
 	if !ok || !remote[[2]string{"soak-n1", "soak-n0"}][key] || !remote[[2]string{"soak-n2", "soak-n0"}][key] {
@@ -115,14 +120,7 @@ func TestInterestAuditOnACluster(t *testing.T) {
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	testwait.WaitFor(t, 10*time.Second, "the unsubscription to reach every node", func() bool {
-		found, ok := sc.interestMismatches(ctx)
-		last = found
-		return ok && len(found) == 0
-	})
-	if len(last) != 0 {
-		t.Fatalf("mismatches after the unsubscription: %v", last)
-	}
+	agree("the unsubscription to reach every node")
 }
 
 // The requests a dispenser took over a second to handle are its request
