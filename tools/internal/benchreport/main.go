@@ -1,9 +1,10 @@
 // Command benchreport turns the output of the end-to-end benchmarks (go
 // test -bench of ./natsio/ and scripts/bench-service.sh) into the
 // generated section of BENCHMARKS.md and an SVG chart. make bench runs it
-// through scripts/bench-report.sh:
+// through scripts/bench-report.sh, which builds it in the tools module and
+// runs it from the repository root:
 //
-//	go run ./internal/benchreport -go bench-e2e-go.txt -cli bench-e2e-cli.txt \
+//	benchreport -go bench-e2e-go.txt -cli bench-e2e-cli.txt \
 //		-env bench-e2e-env.txt -md BENCHMARKS.md -svg docs/benchmarks.svg
 //
 // Only the part of BENCHMARKS.md between its markers is replaced (the

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/numfmt"
-	"github.com/uid-dispenser/uid-dispenser/internal/svgchart"
+	"github.com/uid-dispenser/uid-dispenser/tools/internal/svgchart"
 )
 
 // SecondStats is one second of the run, by when calls returned: the IDs

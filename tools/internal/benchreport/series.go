@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/uid-dispenser/uid-dispenser/internal/svgchart"
+	"github.com/uid-dispenser/uid-dispenser/tools/internal/svgchart"
 )
 
 // point is one second of a sustained benchmark (dispenser's
