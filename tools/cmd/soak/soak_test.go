@@ -121,7 +121,7 @@ func TestSoakShort(t *testing.T) {
 		}
 	}
 	chart, err := os.ReadFile(chartPath)
-	if err != nil || !bytes.Contains(chart, []byte("<polyline")) || !bytes.Contains(chart, []byte(">kill9<")) {
+	if err != nil || !bytes.Contains(chart, []byte("<path")) || !bytes.Contains(chart, []byte(">kill9<")) {
 		t.Errorf("chart %s (%v): want the IDs/s line and the faults marked", chartPath, err)
 	}
 	md, err := os.ReadFile(mdPath)

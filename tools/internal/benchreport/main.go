@@ -82,7 +82,11 @@ func run(args []string) error {
 	if err := os.MkdirAll(filepath.Dir(*svgFile), 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(*svgFile, []byte(svgChart(rows, "uid-dispenser end-to-end benchmarks (make bench)")), 0o644); err != nil {
+	chart, err := svgChart(rows, "uid-dispenser end-to-end benchmarks (make bench)")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(*svgFile, chart, 0o644); err != nil {
 		return err
 	}
 	if err := os.WriteFile(*mdFile, []byte(updated), 0o644); err != nil {
@@ -109,7 +113,11 @@ func drawSeries(in, out string) error {
 	if len(s) == 0 {
 		return fmt.Errorf("%s: no samples", in)
 	}
-	if err := os.WriteFile(out, []byte(svgSeries(s, "Sustained: 4 clients × uid.batch 4096 (binary), default configuration")), 0o644); err != nil {
+	chart, err := svgSeries(s, "Sustained: 4 clients × uid.batch 4096 (binary), default configuration")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(out, chart, 0o644); err != nil {
 		return err
 	}
 	fmt.Printf("benchreport: %d scenarios into %s\n", len(s), out)

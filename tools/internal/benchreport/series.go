@@ -3,11 +3,15 @@ package main
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/uid-dispenser/uid-dispenser/tools/internal/svgchart"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/uid-dispenser/uid-dispenser/tools/internal/plotsvg"
 )
 
 // point is one second of a sustained benchmark (dispenser's
@@ -41,37 +45,84 @@ func parseSeries(text string) (map[string][]point, error) {
 
 var seriesColours = []string{"#888888", "#4c78a8", "#f58518", "#54a24b", "#e45756"}
 
+// seriesName is a scenario's plain name in the legend:
+// responder=dispenser/instances=3/store=mysql-2 is "3 dispensers, MySQL".
+// A name of another form is kept as it is.
+func seriesName(bench string) string {
+	name := bench
+	if i := strings.LastIndexByte(name, '-'); i > 0 {
+		if _, err := strconv.Atoi(name[i+1:]); err == nil {
+			name = name[:i] // the GOMAXPROCS suffix
+		}
+	}
+	if name == "responder=counter" {
+		return "bare responder (the limit)"
+	}
+	rest, ok := strings.CutPrefix(name, "responder=dispenser/instances=")
+	if !ok {
+		return bench
+	}
+	instances, store, _ := strings.Cut(rest, "/")
+	n, err := strconv.Atoi(instances)
+	if err != nil {
+		return bench
+	}
+	switch store {
+	case "":
+		store = "KV"
+	case "store=mysql":
+		store = "MySQL"
+	default:
+		return bench
+	}
+	return fmt.Sprintf("%s, %s", plural(n, "dispenser"), store)
+}
+
+// aheadBound is the dispensers' default bound on running ahead of the
+// clock, in seconds (DISPENSER_MAX_AHEAD).
+const aheadBound = 2
+
 // svgSeries draws the IDs per second of each scenario over time, and
 // below it how far ahead of the wall clock its IDs ran (responders that
 // are not generators have no such line).
-func svgSeries(s map[string][]point, title string) string {
+func svgSeries(s map[string][]point, title string) ([]byte, error) {
 	names := slices.Sorted(maps.Keys(s))
-	rate := svgchart.Panel{Caption: "IDs received per second", Height: 260}
-	// The ahead axis: the 2 s bound drawn in red.
-	ahead := svgchart.Panel{Caption: "seconds the newest IDs ran ahead of the wall clock (bound: 2)", Height: 120, Lo: -2, Hi: 3}
-	for a := -2; a <= 3; a++ {
-		t := svgchart.Tick{Value: float64(a), Label: strconv.Itoa(a)}
-		if a == 2 {
-			t.Colour = "#e45756"
-		}
-		ahead.Ticks = append(ahead.Ticks, t)
-	}
-	chart := svgchart.Chart{Title: title}
+	rate := plotsvg.NewPlot("IDs received per second", "", "IDs/s")
+	rate.Y.Min = 0
+	ahead := plotsvg.NewPlot("how far the newest IDs ran ahead of the wall clock", "seconds into the scenario", "seconds ahead")
+	ahead.Y.Min, ahead.Y.Max = -2, 3
+	rate.X.Min, ahead.X.Min = 0, 0
+	legend := plotsvg.NewLegend()
 	for i, name := range names {
 		colour := seriesColours[i%len(seriesColours)]
-		r, a := svgchart.Line{Colour: colour}, svgchart.Line{Colour: colour}
+		var r, a plotter.XYs
 		for _, p := range s[name] {
-			r.Points = append(r.Points, svgchart.Point{X: float64(p.second), Y: p.rate})
+			r = append(r, plotter.XY{X: float64(p.second), Y: p.rate})
 			if p.ahead > -99 {
-				a.Points = append(a.Points, svgchart.Point{X: float64(p.second), Y: float64(p.ahead)})
+				a = append(a, plotter.XY{X: float64(p.second), Y: float64(p.ahead)})
 			}
 		}
-		rate.Lines = append(rate.Lines, r)
-		if len(a.Points) > 0 {
-			ahead.Lines = append(ahead.Lines, a)
+		line := plotsvg.Line(r, colour, 1.5)
+		rate.Add(line)
+		if len(a) > 0 {
+			ahead.Add(plotsvg.Line(a, colour, 1.5))
 		}
-		chart.Legend = append(chart.Legend, svgchart.LegendItem{Name: name, Colour: colour})
+		legend.Add(seriesName(name), line)
 	}
-	chart.Panels = []svgchart.Panel{rate, ahead}
-	return chart.SVG()
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, pts := range s {
+		for _, p := range pts {
+			lo, hi = math.Min(lo, float64(p.second)), math.Max(hi, float64(p.second))
+		}
+	}
+	bound := plotsvg.Line(plotter.XYs{{X: lo, Y: aheadBound}, {X: hi, Y: aheadBound}}, "#e45756", 1)
+	bound.Dashes = []vg.Length{4, 3}
+	ahead.Add(bound)
+	legend.Add(fmt.Sprintf("bound: %d s ahead", aheadBound), bound)
+	return plotsvg.Figure{
+		Title:  title,
+		Width:  720,
+		Panels: []plotsvg.Panel{{Plot: rate, Height: 230}, {Plot: ahead, Height: 130}},
+		Legend: legend,
+	}.SVG()
 }
