@@ -51,5 +51,12 @@ func Rows(p *plot.Plot, names []string) {
 	p.Y.Tick.Marker = plot.ConstantTicks(ticks)
 	p.Y.Scale = plot.InvertedScale{Normalizer: plot.LinearScale{}}
 	p.Y.Min, p.Y.Max = -0.5, float64(len(names))-0.5
-	p.Y.Tick.Length = 0
+	p.Y.Tick.Length, p.Y.Width = 0, 0 // names, not values: no axis line
+	// Room for the names in a wider font than Liberation's (a viewer
+	// without it or Arial), which would run into the plot area.
+	var widest vg.Length
+	for _, n := range names {
+		widest = max(widest, p.Y.Tick.Label.Width(n))
+	}
+	p.Y.Padding = widest / 5
 }
