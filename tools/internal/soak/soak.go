@@ -31,7 +31,7 @@ type Config struct {
 	Duration     time.Duration // how long the clients run (the first fault cycle may extend it)
 	DispenserBin string        // path of the dispenser binary (cmd/dispenser)
 	// NATSServerBin is the nats-server binary every node runs (required;
-	// NATSServerBinary builds go.mod's version).
+	// NATSServerBinary builds the product go.mod's version).
 	NATSServerBin string
 	// The soak starts its own mariadbd (data directory, port and error
 	// log under WorkDir/mysql), which it can kill and pause. With
@@ -208,7 +208,7 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 		return nil, fmt.Errorf("soak: dispenser binary: %w", err)
 	}
 	if cfg.NATSServerBin == "" {
-		return nil, errors.New("soak: no nats-server binary (NATSServerBinary builds go.mod's)")
+		return nil, errors.New("soak: no nats-server binary (NATSServerBinary builds the product go.mod's)")
 	}
 	if _, err := os.Stat(cfg.NATSServerBin); err != nil {
 		return nil, fmt.Errorf("soak: nats-server binary: %w", err)

@@ -1,14 +1,14 @@
 package main
 
 import (
-	"encoding/xml"
-	"errors"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/uid-dispenser/uid-dispenser/tools/internal/plotsvg/plotsvgtest"
 )
 
 const goOutput = `goos: linux
@@ -146,32 +146,13 @@ func TestRunWritesTheReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dec := xml.NewDecoder(strings.NewReader(string(b)))
-	rects, texts := 0, 0
-	for {
-		tok, err := dec.Token()
-		if errors.Is(err, io.EOF) {
-			break
+	texts := plotsvgtest.Texts(t, b)
+	// A row label and a rate label per measured scenario (9), the
+	// legend, the axes.
+	for _, want := range []string{"uid.next, 8 clients, 2 dispensers", "32.0M", "nats CLI, one dispenser", "Go, one process", "echo service", "per second, log scale", "10M"} {
+		if !slices.Contains(texts, want) {
+			t.Errorf("the chart lacks %q: %q", want, texts)
 		}
-		if err != nil {
-			t.Fatalf("the chart is not well-formed XML: %v", err)
-		}
-		if se, ok := tok.(xml.StartElement); ok {
-			switch se.Name.Local {
-			case "rect":
-				rects++
-			case "text":
-				texts++
-			}
-		}
-	}
-	// Background, two legend squares, a hatch tile, and per scenario a
-	// rate bar and a latency bar: 9 scenarios were measured.
-	if want := 1 + 2 + 1 + 2*9; rects != want {
-		t.Errorf("%d rects in the chart, want %d", rects, want)
-	}
-	if !strings.Contains(string(b), "uid.next, 8 clients, 2 dispensers") {
-		t.Error("the chart lacks a scenario label")
 	}
 }
 
@@ -186,12 +167,34 @@ func TestSeriesChart(t *testing.T) {
 	if len(s) != 2 || len(s["responder=dispenser/instances=1-2"]) != 2 || s["responder=counter-2"][0].rate != 2e7 {
 		t.Fatalf("parsed %+v", s)
 	}
-	svg := svgSeries(s, "title")
-	// Two rate lines, one ahead line (the counter has none), both names.
-	if n := strings.Count(svg, "<polyline"); n != 3 || !strings.Contains(svg, "responder=counter-2") {
-		t.Errorf("%d polylines in\n%s", n, svg)
+	chart, err := svgSeries(s, "title")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Plain names in the legend, the bound, the axes labelled.
+	texts := plotsvgtest.Texts(t, chart)
+	for _, want := range []string{"bare responder (the limit)", "1 dispenser, KV", "bound: 2 s ahead", "IDs/s", "seconds ahead", "seconds into the scenario"} {
+		if !slices.Contains(texts, want) {
+			t.Errorf("the chart lacks %q: %q", want, texts)
+		}
 	}
 	if _, err := parseSeries("x\t1\tnot-a-number\t0"); err == nil {
 		t.Error("a malformed line was accepted")
+	}
+}
+
+func TestSeriesName(t *testing.T) {
+	for in, want := range map[string]string{
+		"responder=counter-2":                           "bare responder (the limit)",
+		"responder=dispenser/instances=1-2":             "1 dispenser, KV",
+		"responder=dispenser/instances=3":               "3 dispensers, KV",
+		"responder=dispenser/instances=3/store=mysql-8": "3 dispensers, MySQL",
+		"responder=dispenser/instances=x":               "responder=dispenser/instances=x",
+		"responder=dispenser/instances=2/store=pg":      "responder=dispenser/instances=2/store=pg",
+		"other-2": "other-2",
+	} {
+		if got := seriesName(in); got != want {
+			t.Errorf("seriesName(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

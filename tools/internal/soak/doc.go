@@ -5,12 +5,12 @@
 // # What runs
 //
 //   - A three-node NATS cluster with JetStream, each node its own
-//     nats-server process (the v2.15 binary of go.mod, built once into the
-//     user's cache by NATSServerBinary) with a configuration file, a store
-//     and a log of its own in the work directory, routed to the others
-//     with no_advertise (clients learn no URLs from the nodes) and short
-//     pings (a silent client or route is dropped after about 3 s). A node
-//     keeps its ports and store across restarts.
+//     nats-server process (the v2.15 binary of the product go.mod, built
+//     once into the user's cache by NATSServerBinary) with a configuration
+//     file, a store and a log of its own in the work directory, routed to
+//     the others with no_advertise (clients learn no URLs from the nodes)
+//     and short pings (a silent client or route is dropped after about
+//     3 s). A node keeps its ports and store across restarts.
 //   - A mariadbd of the soak's own (mysqld.go: data directory, port,
 //     socket and error log under the work directory, --no-defaults),
 //     reached by the dispensers through a TCP proxy the soak can cut; or,

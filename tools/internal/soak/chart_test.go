@@ -3,9 +3,12 @@ package soak
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/uid-dispenser/uid-dispenser/tools/internal/plotsvg/plotsvgtest"
 )
 
 func TestTimeSeriesChartAndMarkdown(t *testing.T) {
@@ -45,13 +48,17 @@ func TestTimeSeriesChartAndMarkdown(t *testing.T) {
 	if tsv := sum.SeriesTSV(); !strings.HasPrefix(tsv, "second\tids\tseq_numbers\tcalls\tfailed_calls\n0\t2\t3\t3\t0\n1\t0\t0\t1\t1\n") {
 		t.Errorf("series TSV:\n%s", tsv)
 	}
-	svg := sum.ChartSVG()
-	for _, s := range []string{"<title>kill9 d0#1 at 1.0s for 0.0s worker 0 → d0#2 worker 1</title>", "<title>mysql-kill mariadbd", ">kill9<", ">mysql-kill<", ">IDs/s<"} {
-		if !strings.Contains(svg, s) {
-			t.Errorf("chart lacks %q:\n%s", s, svg)
+	chart, err := sum.ChartSVG()
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := plotsvgtest.Texts(t, chart)
+	for _, s := range []string{"kill9", "mysql-kill", "IDs/s", "failed calls/s", "seconds into the run", "faults injected, a row per kind"} {
+		if !slices.Contains(texts, s) {
+			t.Errorf("chart lacks the text %q: %q", s, texts)
 		}
 	}
-	if strings.Contains(svg, ">zombie<") {
+	if slices.Contains(texts, "zombie") {
 		t.Error("the strip has a row for a fault kind the run did not inject")
 	}
 	md := sum.Markdown("soak-long.svg")
@@ -86,19 +93,26 @@ func TestChartBuckets(t *testing.T) {
 		}
 		sum.series = append(sum.series, st)
 	}
-	svg := sum.ChartSVG()
-	if !strings.Contains(svg, "(mean of each 3 s)") || !strings.Contains(svg, "(worst second of each 3 s)") {
-		t.Fatalf("no bucket captions:\n%.2000s", svg)
+	ids, failed, bucket := sum.chartLines()
+	// 1300 seconds in buckets of 3: 434 points per line, the last one
+	// second.
+	if bucket != 3 || len(ids) != 434 || len(failed) != 434 {
+		t.Fatalf("bucket %d, %d and %d points, want 3, 434 and 434", bucket, len(ids), len(failed))
 	}
-	// 1300 seconds in buckets of 3: 434 points per line.
-	for _, line := range strings.Split(svg, "\n") {
-		if strings.HasPrefix(line, "<polyline") {
-			if n := strings.Count(line, ","); n != 434 {
-				t.Errorf("%d points in a line, want 434", n)
-			}
+	if ids[0].X != 1 || ids[0].Y != 100 || ids[433].X != 1299 {
+		t.Errorf("points %v … %v: want each at its bucket's middle, the IDs' mean", ids[0], ids[433])
+	}
+	if failed[233].Y != 9 || failed[232].Y != 0 { // second 700 is in bucket 233 (699..701)
+		t.Errorf("failed %v, %v: the worst second was averaged away", failed[232], failed[233])
+	}
+	chart, err := sum.ChartSVG()
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := plotsvgtest.Texts(t, chart)
+	for _, want := range []string{"IDs received per second (mean of each 3 s)", "failed calls per second (at their deadline) (worst second of each 3 s)", "minutes into the run"} {
+		if !slices.Contains(texts, want) {
+			t.Errorf("chart lacks %q: %q", want, texts)
 		}
-	}
-	if !strings.Contains(svg, ">10<") { // the failed panel's scale reaches the 9
-		t.Errorf("the worst second was averaged away:\n%.3000s", svg)
 	}
 }

@@ -1,4 +1,4 @@
-package compose
+package composecheck
 
 import (
 	"fmt"
@@ -17,6 +17,10 @@ import (
 
 	"github.com/uid-dispenser/uid-dispenser/dispenser"
 )
+
+// composeDir is the deployment's directory; every test runs in it, as
+// docker compose would, so that the files' relative paths resolve.
+const composeDir = "../../compose"
 
 // load loads the Compose file name with compose-go, the loader docker
 // compose itself uses: include and extends resolved, paths made absolute,
@@ -112,6 +116,7 @@ func env(s types.ServiceConfig, k string) string {
 }
 
 func TestComposeFilesReferenceWhatExists(t *testing.T) {
+	t.Chdir(composeDir)
 	known := dispenserVariables(t)
 	if len(known) < 20 {
 		t.Fatalf("only %d dispenser variables found", len(known))
@@ -213,6 +218,7 @@ func mustExist(t *testing.T, path string) {
 }
 
 func TestCollectorScrapesTheDispensers(t *testing.T) {
+	t.Chdir(composeDir)
 	var cfg struct {
 		Receivers struct {
 			Prometheus struct {
@@ -256,6 +262,7 @@ func TestCollectorScrapesTheDispensers(t *testing.T) {
 }
 
 func TestNATSRoutesNameTheClusterNodes(t *testing.T) {
+	t.Chdir(composeDir)
 	conf, err := os.ReadFile("nats/nats.conf")
 	if err != nil {
 		t.Fatal(err)

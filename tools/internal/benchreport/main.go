@@ -1,9 +1,10 @@
 // Command benchreport turns the output of the end-to-end benchmarks (go
 // test -bench of ./natsio/ and scripts/bench-service.sh) into the
 // generated section of BENCHMARKS.md and an SVG chart. make bench runs it
-// through scripts/bench-report.sh:
+// through scripts/bench-report.sh, which builds it in the tools module and
+// runs it from the repository root:
 //
-//	go run ./internal/benchreport -go bench-e2e-go.txt -cli bench-e2e-cli.txt \
+//	benchreport -go bench-e2e-go.txt -cli bench-e2e-cli.txt \
 //		-env bench-e2e-env.txt -md BENCHMARKS.md -svg docs/benchmarks.svg
 //
 // Only the part of BENCHMARKS.md between its markers is replaced (the
@@ -81,7 +82,11 @@ func run(args []string) error {
 	if err := os.MkdirAll(filepath.Dir(*svgFile), 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(*svgFile, []byte(svgChart(rows, "uid-dispenser end-to-end benchmarks (make bench)")), 0o644); err != nil {
+	chart, err := svgChart(rows, "uid-dispenser end-to-end benchmarks (make bench)")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(*svgFile, chart, 0o644); err != nil {
 		return err
 	}
 	if err := os.WriteFile(*mdFile, []byte(updated), 0o644); err != nil {
@@ -108,7 +113,11 @@ func drawSeries(in, out string) error {
 	if len(s) == 0 {
 		return fmt.Errorf("%s: no samples", in)
 	}
-	if err := os.WriteFile(out, []byte(svgSeries(s, "Sustained: 4 clients × uid.batch 4096 (binary), default configuration")), 0o644); err != nil {
+	chart, err := svgSeries(s, "Sustained: 4 clients × uid.batch 4096 (binary), default configuration")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(out, chart, 0o644); err != nil {
 		return err
 	}
 	fmt.Printf("benchreport: %d scenarios into %s\n", len(s), out)

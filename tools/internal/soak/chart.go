@@ -7,8 +7,12 @@ import (
 	"strings"
 	"time"
 
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+
 	"github.com/uid-dispenser/uid-dispenser/internal/numfmt"
-	"github.com/uid-dispenser/uid-dispenser/internal/svgchart"
+	"github.com/uid-dispenser/uid-dispenser/tools/internal/plotsvg"
 )
 
 // SecondStats is one second of the run, by when calls returned: the IDs
@@ -65,21 +69,13 @@ var faultColours = map[string]string{
 	faultCutLong: "#9d755d", faultPartitionLong: "#d37295", faultZombie: "#bab0ac", faultBlocksRecreate: "#54a24b",
 }
 
-// ChartSVG draws the IDs received per second and the failed calls per
-// second over the run, and the faults in a strip below, a row per kind
-// (hover for the target and note).
-func (s *Summary) ChartSVG() string {
-	// A long run's seconds outnumber the pixels: each point then stands
-	// for a bucket of seconds, the IDs their mean, the failed calls their
-	// worst second (so that no burst of failures is averaged away).
-	bucket := max(1, (len(s.series)+maxChartPoints-1)/maxChartPoints)
-	idsCaption, failedCaption := "IDs received per second", "failed calls per second (at their deadline)"
-	if bucket > 1 {
-		idsCaption += fmt.Sprintf(" (mean of each %d s)", bucket)
-		failedCaption += fmt.Sprintf(" (worst second of each %d s)", bucket)
-	}
-	ids := svgchart.Line{Colour: "#54a24b"}
-	failed := svgchart.Line{Colour: "#e45756"}
+// chartLines are the chart's IDs per second and failed calls per second
+// (x in seconds). A long run's seconds outnumber the pixels: each point
+// then stands for a bucket of seconds, the IDs their mean, the failed
+// calls their worst second (so that no burst of failures is averaged
+// away).
+func (s *Summary) chartLines() (ids, failed plotter.XYs, bucket int) {
+	bucket = max(1, (len(s.series)+maxChartPoints-1)/maxChartPoints)
 	for from := 0; from < len(s.series); from += bucket {
 		part := s.series[from:min(from+bucket, len(s.series))]
 		var sum, worst uint64
@@ -88,22 +84,41 @@ func (s *Summary) ChartSVG() string {
 			worst = max(worst, st.Failed)
 		}
 		x := float64(from) + float64(len(part)-1)/2
-		ids.Points = append(ids.Points, svgchart.Point{X: x, Y: float64(sum) / float64(len(part))})
-		failed.Points = append(failed.Points, svgchart.Point{X: x, Y: float64(worst)})
+		ids = append(ids, plotter.XY{X: x, Y: float64(sum) / float64(len(part))})
+		failed = append(failed, plotter.XY{X: x, Y: float64(worst)})
 	}
-	chart := svgchart.Chart{
-		Title: fmt.Sprintf("Soak, %s: %s IDs, %d faults, %s failed calls, %d duplicates",
-			s.Duration.Round(time.Second), numfmt.Thousands(int64(s.IDsChecked)), len(s.FaultLog), numfmt.Thousands(int64(s.failedCalls())), s.Duplicates),
-		Panels: []svgchart.Panel{
-			{Caption: idsCaption, Height: 260, Lines: []svgchart.Line{ids}},
-			{Caption: failedCaption, Height: 120, Lines: []svgchart.Line{failed}},
-		},
-		Legend: []svgchart.LegendItem{{Name: "IDs/s", Colour: ids.Colour}, {Name: "failed calls/s", Colour: failed.Colour}},
-		XMax:   s.Duration.Seconds(),
+	return ids, failed, bucket
+}
+
+// ChartSVG draws the IDs received per second and the failed calls per
+// second over the run, and the faults in a strip below, a row per kind
+// injected and a bar per fault.
+func (s *Summary) ChartSVG() ([]byte, error) {
+	ids, failed, bucket := s.chartLines()
+	idsCaption, failedCaption := "IDs received per second", "failed calls per second (at their deadline)"
+	if bucket > 1 {
+		idsCaption += fmt.Sprintf(" (mean of each %d s)", bucket)
+		failedCaption += fmt.Sprintf(" (worst second of each %d s)", bucket)
 	}
+	// Minutes on the time axis of a long run, seconds on a short one's.
+	unit, unitName := 1.0, "seconds into the run"
 	if s.Duration > 10*time.Minute {
-		chart.Label = func(sec float64) string { return fmt.Sprintf("%.0fm", sec/60) }
+		unit, unitName = 60, "minutes into the run"
 	}
+	for i := range ids {
+		ids[i].X /= unit
+		failed[i].X /= unit
+	}
+	idsPlot := plotsvg.NewPlot(idsCaption, "", "IDs/s")
+	failedPlot := plotsvg.NewPlot(failedCaption, "", "failed calls/s")
+	strip := plotsvg.NewPlot("faults injected, a row per kind", "", "")
+	xMax := s.Duration.Seconds() / unit
+	for _, p := range []*plot.Plot{idsPlot, failedPlot, strip} {
+		p.X.Min, p.X.Max = 0, xMax
+	}
+	idsPlot.Y.Min, failedPlot.Y.Min = 0, 0
+	failedPlot.Y.Max = 1 // at least: a run without failures still has a scale
+
 	// A row of the strip per fault kind injected, in the cycle's order;
 	// bands across the panels too while they are few enough to tell
 	// apart (a long run's hundreds would wash the chart over).
@@ -111,20 +126,39 @@ func (s *Summary) ChartSVG() string {
 	for _, f := range s.FaultLog {
 		row[f.Kind] = -1
 	}
+	var rows []string
 	for _, k := range faultCycle {
 		if _, ok := row[k]; ok {
-			row[k] = len(chart.MarkRows)
-			chart.MarkRows = append(chart.MarkRows, k)
+			row[k] = len(rows)
+			rows = append(rows, k)
 		}
 	}
+	var marks, bands plotsvg.Spans
 	for _, f := range s.FaultLog {
-		chart.Marks = append(chart.Marks, svgchart.Mark{
-			From: f.Start.Seconds(), To: f.End.Seconds(), Colour: faultColours[f.Kind], Row: row[f.Kind],
-			Title: strings.TrimSpace(fmt.Sprintf("%s %s at %.1fs for %.1fs %s", f.Kind, f.Target, f.Start.Seconds(), (f.End - f.Start).Seconds(), f.Note)),
-		})
+		m := plotsvg.Span{From: f.Start.Seconds() / unit, To: f.End.Seconds() / unit, Colour: faultColours[f.Kind], Row: row[f.Kind]}
+		marks = append(marks, m)
+		m.Row = -1
+		bands = append(bands, m)
 	}
-	chart.Bands = len(s.FaultLog) <= 40
-	return chart.SVG()
+	if len(s.FaultLog) <= 40 {
+		idsPlot.Add(bands)
+		failedPlot.Add(bands)
+	}
+	idsPlot.Add(plotsvg.Line(ids, "#54a24b", 1.5))
+	failedPlot.Add(plotsvg.Line(failed, "#e45756", 1.5))
+	panels := []plotsvg.Panel{{Plot: idsPlot, Height: 220}, {Plot: failedPlot, Height: 120}}
+	if len(rows) > 0 {
+		plotsvg.Rows(strip, rows)
+		strip.Add(marks)
+		panels = append(panels, plotsvg.Panel{Plot: strip, Height: vg.Length(50 + 12*len(rows))})
+	}
+	panels[len(panels)-1].Plot.X.Label.Text = unitName
+	return plotsvg.Figure{
+		Title: fmt.Sprintf("Soak, %s: %s IDs, %d faults, %s failed calls, %d duplicates",
+			s.Duration.Round(time.Second), numfmt.Thousands(int64(s.IDsChecked)), len(s.FaultLog), numfmt.Thousands(int64(s.failedCalls())), s.Duplicates),
+		Width:  720,
+		Panels: panels,
+	}.SVG()
 }
 
 func (s *Summary) failedCalls() int {
@@ -141,7 +175,11 @@ func (s *Summary) writeRecords(dir string) error {
 	if err := os.WriteFile(filepath.Join(dir, "series.tsv"), []byte(s.SeriesTSV()), 0o644); err != nil {
 		return fmt.Errorf("soak: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "chart.svg"), []byte(s.ChartSVG()), 0o644); err != nil {
+	chart, err := s.ChartSVG()
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, "chart.svg"), chart, 0o644)
+	}
+	if err != nil {
 		return fmt.Errorf("soak: %w", err)
 	}
 	return nil
@@ -254,7 +292,11 @@ func (s *Summary) longestLived() []ProcessFigures {
 // chart) to the paths given, each optional.
 func (s *Summary) WriteReports(chartPath, mdPath string) error {
 	if chartPath != "" {
-		if err := os.WriteFile(chartPath, []byte(s.ChartSVG()), 0o644); err != nil {
+		chart, err := s.ChartSVG()
+		if err == nil {
+			err = os.WriteFile(chartPath, chart, 0o644)
+		}
+		if err != nil {
 			return fmt.Errorf("writing the chart: %w", err)
 		}
 	}

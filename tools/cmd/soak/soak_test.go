@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/tools/internal/soak"
 )
 
 // TestSoakShort runs the soak for a minute, as CI does: every kind of
@@ -24,9 +25,12 @@ func TestSoakShort(t *testing.T) {
 	}
 	ownMySQL := mariadbInstalled()
 	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", bin, ".", "../dispenser")
+	build := exec.Command("go", "build", "-o", bin, ".")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	if err := soak.BuildDispenser(t.Context(), filepath.Join(bin, "dispenser")); err != nil {
+		t.Fatal(err)
 	}
 	reports := t.TempDir()
 	summaryPath := filepath.Join(reports, "summary.json")
@@ -117,7 +121,7 @@ func TestSoakShort(t *testing.T) {
 		}
 	}
 	chart, err := os.ReadFile(chartPath)
-	if err != nil || !bytes.Contains(chart, []byte("<polyline")) || !bytes.Contains(chart, []byte(">kill9<")) {
+	if err != nil || !bytes.Contains(chart, []byte("<path")) || !bytes.Contains(chart, []byte(">kill9<")) {
 		t.Errorf("chart %s (%v): want the IDs/s line and the faults marked", chartPath, err)
 	}
 	md, err := os.ReadFile(mdPath)

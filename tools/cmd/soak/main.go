@@ -1,5 +1,5 @@
 // Command soak runs uid-dispenser's fault-injection soak (package
-// internal/soak): a 3-node cluster of nats-server processes, a mariadbd
+// tools/internal/soak): a 3-node cluster of nats-server processes, a mariadbd
 // of its own behind a cuttable proxy, two fleets of dispenser processes
 // (three leasing worker IDs on MySQL, two on a JetStream KV bucket), ID
 // and named-sequence clients, with dispensers killed, stopped, paused
@@ -8,14 +8,15 @@
 // sequence number received is checked for duplicates and order, every
 // call for its deadline, every process for leaks.
 //
-//	go run ./cmd/soak -duration 10m
-//	go run ./cmd/soak -duration 60m -chart docs/soak-long.svg -summary-md docs/soak-long.md
+//	make soak-short                           # from the repository root
+//	make soak SOAK_DURATION=10m SOAK_FLAGS=
+//	cd tools && go run ./cmd/soak -duration 60m -chart ../docs/soak-long.svg -summary-md ../docs/soak-long.md
 //
 // It exits 0 when the run found no violation, 1 when it found one, 2 when
 // it could not run (no MySQL, bad flags). Without -dispenser it builds
-// cmd/dispenser first, and without -nats-server it builds go.mod's
-// nats-server once into the user's cache directory (run it inside the
-// module).
+// cmd/dispenser first, and without -nats-server it builds the product
+// go.mod's nats-server once into the user's cache directory, both in the
+// product's module (run it inside the tools module or the product's).
 package main
 
 import (
@@ -24,14 +25,13 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/uid-dispenser/uid-dispenser/internal/soak"
+	"github.com/uid-dispenser/uid-dispenser/tools/internal/soak"
 )
 
 func main() {
@@ -91,9 +91,7 @@ func run() int {
 		}
 		defer os.RemoveAll(dir)
 		cfg.DispenserBin = filepath.Join(dir, "dispenser")
-		build := exec.CommandContext(ctx, "go", "build", "-o", cfg.DispenserBin, "github.com/uid-dispenser/uid-dispenser/cmd/dispenser")
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
+		if err := soak.BuildDispenser(ctx, cfg.DispenserBin); err != nil {
 			fmt.Fprintln(os.Stderr, "soak: building the dispenser:", err)
 			return 2
 		}
