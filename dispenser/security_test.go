@@ -16,6 +16,7 @@ import (
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 )
 
@@ -130,7 +131,7 @@ func TestSecurityDocPermissions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fromBlocks := make([]uint64, 2*uidclient.DefaultBlockSize)
+	fromBlocks := make([]uint64, 2*protocol.DefaultBlockSize)
 	n, err := src.NextN(ctx, fromBlocks)
 	src.Close()
 	if err != nil || n != len(fromBlocks) {

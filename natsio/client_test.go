@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
@@ -191,7 +192,7 @@ func TestGracefulStopDuringLoadLosesNoRequest(t *testing.T) {
 	// One attempt only and a long one: a request lost by the stopping
 	// instance would show as an error or a call of 5 s.
 	res := loadThroughFault(t, url, instances, 5*time.Second, uidclient.Config{AttemptTimeout: 5 * time.Second}, func() {
-		servedBefore = instances[1].svc.endpoints[uidclient.EndpointBatch].ok.Load()
+		servedBefore = instances[1].svc.endpoints[protocol.EndpointBatch].ok.Load()
 		instances[1].stopGracefully(t)
 	})
 	if len(res.errs) > 0 {
@@ -271,11 +272,11 @@ func TestClientTypedErrorsAndParse(t *testing.T) {
 	defer cancel()
 
 	_, err := client.Batch(ctx, DefaultMaxBatch+1)
-	var se *uidclient.ServiceError
-	if !errors.Is(err, uidclient.ErrBadRequest) || !errors.As(err, &se) || se.Code != 400 || !strings.Contains(se.Description, "too large") || se.Subject != "uid.batch" {
+	var se *protocol.ServiceError
+	if !errors.Is(err, protocol.ErrBadRequest) || !errors.As(err, &se) || se.Code != 400 || !strings.Contains(se.Description, "too large") || se.Subject != "uid.batch" {
 		t.Fatalf("oversized batch: %v", err)
 	}
-	if _, err := client.Batch(ctx, 0); !errors.Is(err, uidclient.ErrBadRequest) {
+	if _, err := client.Batch(ctx, 0); !errors.Is(err, protocol.ErrBadRequest) {
 		t.Fatalf("zero batch: %v", err)
 	}
 	ids, err := client.Batch(ctx, DefaultMaxBatch)
@@ -290,7 +291,7 @@ func TestClientTypedErrorsAndParse(t *testing.T) {
 	if parts != want {
 		t.Fatalf("Parse = %+v, want %+v", parts, want)
 	}
-	if _, err := client.Parse(ctx, 1<<63); !errors.Is(err, uidclient.ErrBadRequest) {
+	if _, err := client.Parse(ctx, 1<<63); !errors.Is(err, protocol.ErrBadRequest) {
 		t.Fatalf("sign-bit ID: %v", err)
 	}
 }
@@ -381,7 +382,7 @@ func TestPrefetcherReportsBadBatchSize(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_, err := p.Next(ctx)
-	if !errors.Is(err, uidclient.ErrBadRequest) || ctx.Err() != nil {
+	if !errors.Is(err, protocol.ErrBadRequest) || ctx.Err() != nil {
 		t.Fatalf("Next = %v; want the 400 at once", err)
 	}
 }

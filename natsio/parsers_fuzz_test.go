@@ -15,7 +15,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
@@ -78,7 +78,7 @@ func FuzzServiceRequest(f *testing.F) {
 	})
 	nc := connect(f, url)
 	layout := inst.gen.Layout()
-	endpoints := []string{uidclient.EndpointNext, uidclient.EndpointBatch, uidclient.EndpointParse}
+	endpoints := []string{protocol.EndpointNext, protocol.EndpointBatch, protocol.EndpointParse}
 	var (
 		mu   sync.Mutex
 		seen = map[uint64]struct{}{}
@@ -101,9 +101,9 @@ func FuzzServiceRequest(f *testing.F) {
 			t.Skip("not a header value NATS can carry")
 		}
 		ep := endpoints[int(endpoint)%len(endpoints)]
-		msg := &nats.Msg{Subject: uidclient.Subject(uidclient.DefaultSubjectPrefix, ep), Data: body, Header: nats.Header{}}
+		msg := &nats.Msg{Subject: protocol.Subject(protocol.DefaultSubjectPrefix, ep), Data: body, Header: nats.Header{}}
 		if encoding != "" {
-			msg.Header.Set(uidclient.EncodingHeader, encoding)
+			msg.Header.Set(protocol.EncodingHeader, encoding)
 		}
 		if traceparent != "" {
 			msg.Header.Set("traceparent", traceparent)
@@ -113,13 +113,13 @@ func FuzzServiceRequest(f *testing.F) {
 			t.Fatalf("%s %q: no answer: %v", msg.Subject, body, err)
 		}
 		code, desc := reply.Header.Get(micro.ErrorCodeHeader), reply.Header.Get(micro.ErrorHeader)
-		if code != "" && code != strconv.Itoa(uidclient.CodeBadRequest) {
+		if code != "" && code != strconv.Itoa(protocol.CodeBadRequest) {
 			t.Fatalf("%s %q: error %s %q; bad input must get a 400", msg.Subject, body, code, desc)
 		}
 
 		var wantErr error
 		switch ep {
-		case uidclient.EndpointNext:
+		case protocol.EndpointNext:
 			if code != "" {
 				t.Fatalf("uid.next %q: error %s %q", body, code, desc)
 			}
@@ -129,8 +129,8 @@ func FuzzServiceRequest(f *testing.F) {
 			}
 			record(t, []uint64{id})
 			return
-		case uidclient.EndpointBatch:
-			binary := strings.EqualFold(encoding, uidclient.EncodingBinary)
+		case protocol.EndpointBatch:
+			binary := strings.EqualFold(encoding, protocol.EncodingBinary)
 			n, perr := parseCount(body, maxBatchFor(maxBatch, nc.MaxPayload(), binary))
 			if wantErr = perr; perr == nil {
 				if code != "" {
@@ -138,9 +138,9 @@ func FuzzServiceRequest(f *testing.F) {
 				}
 				var ids []uint64
 				if binary {
-					ids, err = uidclient.DecodeBinaryIDs(nil, reply.Data)
+					ids, err = protocol.DecodeBinaryIDs(nil, reply.Data)
 				} else {
-					ids, err = uidclient.DecodeDecimalIDs(nil, reply.Data)
+					ids, err = protocol.DecodeDecimalIDs(nil, reply.Data)
 				}
 				if err != nil || len(ids) != n {
 					t.Fatalf("uid.batch %q (binary %v): %d IDs, %v; want %d", body, binary, len(ids), err, n)
@@ -153,7 +153,7 @@ func FuzzServiceRequest(f *testing.F) {
 				record(t, ids)
 				return
 			}
-		case uidclient.EndpointParse:
+		case protocol.EndpointParse:
 			id, perr := parseIDRequest(body)
 			if wantErr = perr; perr == nil {
 				parts, err := layout.Parse(id)
@@ -167,7 +167,7 @@ func FuzzServiceRequest(f *testing.F) {
 				return
 			}
 		}
-		var se *uidclient.ServiceError
+		var se *protocol.ServiceError
 		if !errors.As(wantErr, &se) || code != "400" || desc != se.Description || len(reply.Data) != 0 {
 			t.Fatalf("%s %q: got %s %q body %q; want 400 %v", msg.Subject, body, code, desc, reply.Data, wantErr)
 		}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
@@ -46,7 +46,7 @@ func TestParseCount(t *testing.T) {
 			}
 			continue
 		}
-		if err == nil || !strings.Contains(err.Error(), tc.errPart) || !errors.Is(err, uidclient.ErrBadRequest) {
+		if err == nil || !strings.Contains(err.Error(), tc.errPart) || !errors.Is(err, protocol.ErrBadRequest) {
 			t.Errorf("parseCount(%q) = %d, %v; want a bad request containing %q", tc.body, got, err, tc.errPart)
 		}
 	}
@@ -77,7 +77,7 @@ func TestParseIDRequest(t *testing.T) {
 			}
 			continue
 		}
-		if err == nil || !strings.Contains(err.Error(), tc.errPart) || !errors.Is(err, uidclient.ErrBadRequest) {
+		if err == nil || !strings.Contains(err.Error(), tc.errPart) || !errors.Is(err, protocol.ErrBadRequest) {
 			t.Errorf("parseIDRequest(%q) = %d, %v; want a bad request containing %q", tc.body, got, err, tc.errPart)
 		}
 	}
@@ -87,8 +87,8 @@ func TestParseIDRequest(t *testing.T) {
 // description fits one header line.
 func checkBadRequest(t *testing.T, body []byte, err error) {
 	t.Helper()
-	var se *uidclient.ServiceError
-	if !errors.As(err, &se) || se.Code != uidclient.CodeBadRequest {
+	var se *protocol.ServiceError
+	if !errors.As(err, &se) || se.Code != protocol.CodeBadRequest {
 		t.Fatalf("body %q: error %v is not a 400 *ServiceError", body, err)
 	}
 	if se.Description == "" || strings.ContainsAny(se.Description, "\r\n") || len(se.Description) > 512 {

@@ -3,11 +3,13 @@ package natsio
 import (
 	"strconv"
 	"strings"
+
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 )
 
 // The service's side of the protocol: reading request bodies and the
-// largest batch a reply may carry. The client's side, and the constants
-// both share, are in natsio/uidclient.
+// largest batch a reply may carry. The constants and encodings both sides
+// share are in natsio/protocol.
 
 // DefaultMaxBatch is the largest count a batch request may ask for
 // unless configured otherwise; the connection's max payload may cap it
@@ -22,8 +24,6 @@ const (
 	// decimalIDWidth is the worst-case size of one ID in a decimal batch
 	// reply: 19 digits (an ID never has the sign bit) and a newline.
 	decimalIDWidth = 20
-	// binaryIDWidth is the size of one ID in a binary batch reply.
-	binaryIDWidth = 8
 )
 
 // maxBatchFor returns the largest count a batch request may ask for when
@@ -32,7 +32,7 @@ const (
 func maxBatchFor(configured int, maxPayload int64, binary bool) int {
 	width := int64(decimalIDWidth)
 	if binary {
-		width = binaryIDWidth
+		width = protocol.BinaryIDWidth
 	}
 	return int(min(int64(configured), maxPayload/width))
 }

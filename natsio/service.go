@@ -20,7 +20,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/sequence"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
@@ -77,7 +77,7 @@ type ServiceConfig struct {
 	CapacityWait time.Duration
 
 	// Sequences, when set, serves the named sequences on
-	// <prefix>.seq.<name>.next and .batch (uidclient.SeqSubject).
+	// <prefix>.seq.<name>.next and .batch (protocol.SeqSubject).
 	Sequences SequenceSource
 
 	// TracerProvider and MeterProvider make the server spans and request
@@ -156,10 +156,10 @@ func NewService(nc *nats.Conn, src IDSource, cfg ServiceConfig) (*Service, error
 		return nil, errors.New("natsio: NewService: nil IDSource")
 	}
 	if cfg.QueueGroup == "" {
-		cfg.QueueGroup = uidclient.DefaultQueueGroup
+		cfg.QueueGroup = protocol.DefaultQueueGroup
 	}
 	if cfg.SubjectPrefix == "" {
-		cfg.SubjectPrefix = uidclient.DefaultSubjectPrefix
+		cfg.SubjectPrefix = protocol.DefaultSubjectPrefix
 	}
 	if cfg.MaxBatch == 0 {
 		cfg.MaxBatch = DefaultMaxBatch
@@ -179,7 +179,7 @@ func NewService(nc *nats.Conn, src IDSource, cfg ServiceConfig) (*Service, error
 	if cfg.Description == "" {
 		cfg.Description = "Unique 64-bit IDs: " + cfg.SubjectPrefix + ".next, " + cfg.SubjectPrefix + ".batch, " + cfg.SubjectPrefix + ".parse"
 		if cfg.Sequences != nil {
-			cfg.Description += "; named sequences: " + uidclient.SeqSubject(cfg.SubjectPrefix, "<name>", "{next,batch}")
+			cfg.Description += "; named sequences: " + protocol.SeqSubject(cfg.SubjectPrefix, "<name>", "{next,batch}")
 		}
 	}
 	if cfg.Logger == nil {
@@ -191,13 +191,13 @@ func NewService(nc *nats.Conn, src IDSource, cfg ServiceConfig) (*Service, error
 		log: cfg.Logger,
 		src: src,
 		endpoints: map[string]*endpointCounters{
-			uidclient.EndpointNext: {}, uidclient.EndpointBatch: {}, uidclient.EndpointParse: {},
+			protocol.EndpointNext: {}, protocol.EndpointBatch: {}, protocol.EndpointParse: {},
 		},
 		otel: newServerTelemetry(cfg.QueueGroup, cfg.TracerProvider, cfg.MeterProvider),
 	}
 	if cfg.Sequences != nil {
-		s.endpoints[uidclient.EndpointSeqNext] = &endpointCounters{}
-		s.endpoints[uidclient.EndpointSeqBatch] = &endpointCounters{}
+		s.endpoints[protocol.EndpointSeqNext] = &endpointCounters{}
+		s.endpoints[protocol.EndpointSeqBatch] = &endpointCounters{}
 	}
 	s.capacity = newCapacityQueue(s)
 	s.segments = newSegmentWaits(s)
@@ -242,8 +242,8 @@ func (s *Service) start() error {
 		metadata["sequences"] = shown.sequences
 	}
 	svc, err := micro.AddService(s.nc, micro.Config{
-		Name:         uidclient.ServiceName,
-		Version:      cmp.Or(s.cfg.Version, uidclient.ServiceVersion),
+		Name:         protocol.ServiceName,
+		Version:      cmp.Or(s.cfg.Version, protocol.ServiceVersion),
 		Description:  s.cfg.Description,
 		QueueGroup:   s.cfg.QueueGroup,
 		Metadata:     metadata,
@@ -261,18 +261,18 @@ func (s *Service) start() error {
 		fn   handlerFunc
 		meta map[string]string
 	}{
-		{uidclient.EndpointNext, s.next, map[string]string{"reply": "one decimal ID"}},
-		{uidclient.EndpointBatch, s.batch, map[string]string{
-			"reply":            "newline-separated decimal IDs, or 8-byte big-endian IDs with header " + uidclient.EncodingHeader + ": " + uidclient.EncodingBinary,
+		{protocol.EndpointNext, s.next, map[string]string{"reply": "one decimal ID"}},
+		{protocol.EndpointBatch, s.batch, map[string]string{
+			"reply":            "newline-separated decimal IDs, or 8-byte big-endian IDs with header " + protocol.EncodingHeader + ": " + protocol.EncodingBinary,
 			"max_batch_binary": strconv.Itoa(maxBatchFor(s.cfg.MaxBatch, maxPayload, true)),
 			"max_batch_text":   strconv.Itoa(maxBatchFor(s.cfg.MaxBatch, maxPayload, false)),
 		}},
-		{uidclient.EndpointParse, s.parse, map[string]string{"reply": "JSON {UID, timestamp, workerId, sequence}"}},
+		{protocol.EndpointParse, s.parse, map[string]string{"reply": "JSON {UID, timestamp, workerId, sequence}"}},
 	} {
 		err := group.AddEndpoint(e.name, s.handle(e.name, "", e.fn, nil), limits, micro.WithEndpointMetadata(e.meta))
 		if err != nil {
 			_ = svc.Stop()
-			return fmt.Errorf("natsio: add endpoint %s: %w", uidclient.Subject(s.cfg.SubjectPrefix, e.name), err)
+			return fmt.Errorf("natsio: add endpoint %s: %w", protocol.Subject(s.cfg.SubjectPrefix, e.name), err)
 		}
 	}
 	if err := s.addSequenceEndpoints(svc, limits, maxPayload); err != nil {
@@ -294,20 +294,20 @@ func (s *Service) addSequenceEndpoints(svc micro.Service, limits micro.EndpointO
 	// says which instance answered, so that a client (the soak) can
 	// check that across its calls. The micro instance ID, as `nats micro
 	// info` lists it.
-	headers := micro.Headers{uidclient.InstanceHeader: []string{svc.Info().ID}}
+	headers := micro.Headers{protocol.InstanceHeader: []string{svc.Info().ID}}
 	for _, e := range []struct {
 		name, op string
 		fn       handlerFunc
 		meta     map[string]string
 	}{
-		{uidclient.EndpointSeqNext, uidclient.EndpointNext, s.seqNext, map[string]string{"reply": "the sequence's next number, decimal"}},
-		{uidclient.EndpointSeqBatch, uidclient.EndpointBatch, s.seqBatch, map[string]string{
-			"reply":            "the sequence's next numbers, increasing: newline-separated decimal, or 8 bytes big-endian each with header " + uidclient.EncodingHeader + ": " + uidclient.EncodingBinary,
+		{protocol.EndpointSeqNext, protocol.EndpointNext, s.seqNext, map[string]string{"reply": "the sequence's next number, decimal"}},
+		{protocol.EndpointSeqBatch, protocol.EndpointBatch, s.seqBatch, map[string]string{
+			"reply":            "the sequence's next numbers, increasing: newline-separated decimal, or 8 bytes big-endian each with header " + protocol.EncodingHeader + ": " + protocol.EncodingBinary,
 			"max_batch_binary": strconv.Itoa(maxBatchFor(s.cfg.MaxBatch, maxPayload, true)),
 			"max_batch_text":   strconv.Itoa(maxBatchFor(s.cfg.MaxBatch, maxPayload, false)),
 		}},
 	} {
-		subject := uidclient.SeqSubject(s.cfg.SubjectPrefix, "*", e.op)
+		subject := protocol.SeqSubject(s.cfg.SubjectPrefix, "*", e.op)
 		err := svc.AddEndpoint(e.name, s.handle(e.name, subject, e.fn, headers), limits, micro.WithEndpointSubject(subject), micro.WithEndpointMetadata(e.meta))
 		if err != nil {
 			return fmt.Errorf("natsio: add endpoint %s: %w", subject, err)
@@ -377,7 +377,7 @@ func (s *Service) finish(c *call, reply []byte, ids int, err error) {
 	} else {
 		var description string
 		code, description = replyFor(err)
-		if code == uidclient.CodeInternal {
+		if code == protocol.CodeInternal {
 			s.log.Error("request failed", "subject", req.Subject(), "err", err)
 		}
 		if rerr := s.respondError(c, code, headerSafe(description), err); rerr != nil && !errors.Is(rerr, nats.ErrMsgNoReply) {
@@ -415,7 +415,7 @@ func (s *Service) respondError(c *call, code int, description string, err error)
 	maps.Copy(extra, c.headers)
 	var ce *capacityError
 	if errors.As(err, &ce) {
-		extra[uidclient.RetryAfterHeader] = []string{strconv.FormatInt(max(ce.retryAfter.Milliseconds(), 1), 10)}
+		extra[protocol.RetryAfterHeader] = []string{strconv.FormatInt(max(ce.retryAfter.Milliseconds(), 1), 10)}
 	}
 	if c.replyTo != "" {
 		h := nats.Header(extra)
@@ -442,11 +442,11 @@ func (c *endpointCounters) record(code int) {
 	switch code {
 	case 0:
 		c.ok.Add(1)
-	case uidclient.CodeBadRequest:
+	case protocol.CodeBadRequest:
 		c.badRequest.Add(1)
-	case uidclient.CodeNotFound:
+	case protocol.CodeNotFound:
 		c.notFound.Add(1)
-	case uidclient.CodeUnavailable:
+	case protocol.CodeUnavailable:
 		c.unavailable.Add(1)
 	default:
 		c.internal.Add(1)
@@ -484,7 +484,7 @@ func (s *Service) take(ctx context.Context, ids []uint64, wait bool) (int, error
 // replies, a third the size, would take it: the caller may not know the
 // text limit is the payload's, not the configured one.
 func (s *Service) binaryHint(err error, body []byte, binary bool) error {
-	var se *uidclient.ServiceError
+	var se *protocol.ServiceError
 	limit := maxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), true)
 	if binary || !errors.As(err, &se) || limit <= maxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), false) {
 		return err
@@ -492,7 +492,7 @@ func (s *Service) binaryHint(err error, body []byte, binary bool) error {
 	if _, berr := parseCount(body, limit); berr != nil {
 		return err
 	}
-	return badRequest("%s as text (decimal lines); up to %d with the header %s: %s (8 bytes per ID)", se.Description, limit, uidclient.EncodingHeader, uidclient.EncodingBinary)
+	return badRequest("%s as text (decimal lines); up to %d with the header %s: %s (8 bytes per ID)", se.Description, limit, protocol.EncodingHeader, protocol.EncodingBinary)
 }
 
 // batch answers the number of IDs the body asks for. A batch of more than
@@ -532,9 +532,9 @@ func (s *Service) batch(ctx context.Context, req micro.Request, buf []byte) ([]b
 // appendIDs encodes a batch reply as the request asked.
 func appendIDs(buf []byte, ids []uint64, binary bool) []byte {
 	if binary {
-		return uidclient.AppendBinaryIDs(buf, ids)
+		return protocol.AppendBinaryIDs(buf, ids)
 	}
-	return uidclient.AppendDecimalIDs(buf, ids)
+	return protocol.AppendDecimalIDs(buf, ids)
 }
 
 // seqName is the sequence a request's subject names:
@@ -624,12 +624,12 @@ func (s *Service) parse(_ context.Context, req micro.Request, buf []byte) ([]byt
 // names are matched case-insensitively because clients in other languages
 // may lower-case them.
 func wantsBinary(h micro.Headers) bool {
-	if v := h.Get(uidclient.EncodingHeader); v != "" {
-		return strings.EqualFold(v, uidclient.EncodingBinary)
+	if v := h.Get(protocol.EncodingHeader); v != "" {
+		return strings.EqualFold(v, protocol.EncodingBinary)
 	}
 	for k, vs := range h {
-		if strings.EqualFold(k, uidclient.EncodingHeader) && len(vs) > 0 {
-			return strings.EqualFold(vs[0], uidclient.EncodingBinary)
+		if strings.EqualFold(k, protocol.EncodingHeader) && len(vs) > 0 {
+			return strings.EqualFold(vs[0], protocol.EncodingBinary)
 		}
 	}
 	return false
@@ -803,7 +803,7 @@ func (s *Service) statsData(e *micro.Endpoint) any {
 		d.IDs, d.OK, d.BadRequest, d.NotFound = c.ids.Load(), c.ok.Load(), c.badRequest.Load(), c.notFound.Load()
 		d.Unavailable, d.Internal = c.unavailable.Load(), c.internal.Load()
 	}
-	if s.cfg.Sequences != nil && (e.Name == uidclient.EndpointSeqNext || e.Name == uidclient.EndpointSeqBatch) {
+	if s.cfg.Sequences != nil && (e.Name == protocol.EndpointSeqNext || e.Name == protocol.EndpointSeqBatch) {
 		d.Sequences = s.cfg.Sequences.Stats()
 	}
 	return d

@@ -17,6 +17,7 @@ import (
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
@@ -35,7 +36,7 @@ func ringStats(t *testing.T, nc *nats.Conn) map[string]natsio.RingStats {
 		t.Fatal(err)
 	}
 	defer sub.Unsubscribe()
-	if err := nc.PublishRequest("$SRV.STATS."+uidclient.ServiceName, inbox, nil); err != nil {
+	if err := nc.PublishRequest("$SRV.STATS."+protocol.ServiceName, inbox, nil); err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]natsio.RingStats{}

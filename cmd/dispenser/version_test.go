@@ -15,7 +15,7 @@ import (
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/natsio"
-	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 )
 
 // dispenser foo bar used to start and serve, ignoring its arguments.
@@ -57,7 +57,7 @@ func TestVersionIsTheServiceVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	msg, err := conn.Request("$SRV.INFO."+uidclient.ServiceName, nil, 5*time.Second)
+	msg, err := conn.Request("$SRV.INFO."+protocol.ServiceName, nil, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/uid-dispenser/uid-dispenser/natsio/internal/problemlog"
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 )
 
 // ErrBlockSourceClosed is returned by a BlockSource after Close.
@@ -21,7 +22,7 @@ var ErrBlockSourceClosed = errors.New("natsio: block source closed")
 
 // BlockSourceConfig configures a BlockSource. Zero values take defaults.
 type BlockSourceConfig struct {
-	Stream   string // default DefaultBlocksStream
+	Stream   string // default protocol.DefaultBlocksStream
 	Consumer string // durable pull consumer shared by all sources, default DefaultBlocksConsumer
 	// AckWait is the consumer's ack wait: a block not acknowledged within
 	// it is redelivered (and then terminated by whoever gets it). Default
@@ -126,7 +127,7 @@ func NewBlockSource(nc *nats.Conn, cfg BlockSourceConfig) (*BlockSource, error) 
 // newBlockSource is NewBlockSource with a hook for tests (see beforeAck).
 func newBlockSource(nc *nats.Conn, cfg BlockSourceConfig, beforeAck func(*jetstream.MsgMetadata, []uint64)) (*BlockSource, error) {
 	if cfg.Stream == "" {
-		cfg.Stream = DefaultBlocksStream
+		cfg.Stream = protocol.DefaultBlocksStream
 	}
 	if cfg.Consumer == "" {
 		cfg.Consumer = DefaultBlocksConsumer
@@ -509,7 +510,7 @@ func (s *BlockSource) claim(ctx context.Context, msg jetstream.Msg) []uint64 {
 		_ = msg.Term()
 		return nil
 	}
-	ids, err := decodeBlock(msg.Data(), msg.Headers())
+	ids, err := protocol.DecodeBlock(msg.Data(), msg.Headers())
 	if err != nil {
 		s.malformed.Add(1)
 		s.log.Warn("blocks: terminating a malformed block", "stream_seq", meta.Sequence.Stream, "err", err)

@@ -10,8 +10,8 @@ import (
 // TestLinksNoServerSide: a program that imports uidclient links nats.go,
 // the OpenTelemetry API and uidcore, and none of the dispenser's server
 // side: no nats-server, no MySQL driver, no envconfig, no OpenTelemetry
-// SDK, no Prometheus, and of this module's packages only uidcore and the
-// stdlib-only natsio/internal ones.
+// SDK, no Prometheus, and of this module's packages only the protocol,
+// uidcore and the stdlib-only natsio/internal ones.
 func TestLinksNoServerSide(t *testing.T) {
 	const module = "github.com/uid-dispenser/uid-dispenser/"
 	forbidden := []string{
@@ -31,7 +31,7 @@ func TestLinksNoServerSide(t *testing.T) {
 			}
 		}
 		if ours, ok := strings.CutPrefix(pkg, module); ok &&
-			ours != "natsio/uidclient" && ours != "uidcore" && !strings.HasPrefix(ours, "natsio/internal/") {
+			ours != "natsio/uidclient" && ours != "natsio/protocol" && ours != "uidcore" && !strings.HasPrefix(ours, "natsio/internal/") {
 			t.Errorf("uidclient links %s of this module", pkg)
 		}
 	}

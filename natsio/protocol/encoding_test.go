@@ -1,4 +1,4 @@
-package uidclient
+package protocol
 
 import (
 	"fmt"
