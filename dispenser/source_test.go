@@ -105,7 +105,7 @@ func (l *rawLoad) record(subject string, msg *nats.Msg, err error) {
 	case msg.Header.Get(micro.ErrorCodeHeader) != "":
 		err = fmt.Errorf("%s %s", msg.Header.Get(micro.ErrorCodeHeader), msg.Header.Get(micro.ErrorHeader))
 	default:
-		ids, err = protocol.DecodeDecimalIDs(nil, msg.Data)
+		ids, err = protocol.Decimal.Decode(nil, msg.Data)
 	}
 	for i := 1; err == nil && i < len(ids); i++ {
 		if ids[i] <= ids[i-1] { // one generator's run per reply

@@ -130,20 +130,18 @@ func FuzzServiceRequest(f *testing.F) {
 			record(t, []uint64{id})
 			return
 		case protocol.EndpointBatch:
-			binary := strings.EqualFold(encoding, protocol.EncodingBinary)
-			n, perr := parseCount(body, maxBatchFor(maxBatch, nc.MaxPayload(), binary))
+			enc := protocol.Decimal
+			if strings.EqualFold(encoding, protocol.EncodingBinary) {
+				enc = protocol.Binary
+			}
+			n, perr := parseCount(body, maxBatchFor(maxBatch, nc.MaxPayload(), enc))
 			if wantErr = perr; perr == nil {
 				if code != "" {
 					t.Fatalf("uid.batch %q: error %s %q for a valid count", body, code, desc)
 				}
-				var ids []uint64
-				if binary {
-					ids, err = protocol.DecodeBinaryIDs(nil, reply.Data)
-				} else {
-					ids, err = protocol.DecodeDecimalIDs(nil, reply.Data)
-				}
+				ids, err := enc.Decode(nil, reply.Data)
 				if err != nil || len(ids) != n {
-					t.Fatalf("uid.batch %q (binary %v): %d IDs, %v; want %d", body, binary, len(ids), err, n)
+					t.Fatalf("uid.batch %q (%s): %d IDs, %v; want %d", body, enc, len(ids), err, n)
 				}
 				for i := 1; i < len(ids); i++ {
 					if ids[i] <= ids[i-1] {

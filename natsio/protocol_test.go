@@ -137,13 +137,13 @@ func FuzzParseIDRequest(f *testing.F) {
 }
 
 func TestMaxBatchFor(t *testing.T) {
-	if got := maxBatchFor(100_000, 1<<20, true); got != 100_000 {
+	if got := maxBatchFor(100_000, 1<<20, protocol.Binary); got != 100_000 {
 		t.Errorf("binary, 1 MiB: %d", got)
 	}
-	if got := maxBatchFor(100_000, 1<<20, false); got != 52428 {
+	if got := maxBatchFor(100_000, 1<<20, protocol.Decimal); got != 52428 {
 		t.Errorf("decimal, 1 MiB: %d", got)
 	}
-	if got := maxBatchFor(100_000, 800, true); got != 100 {
+	if got := maxBatchFor(100_000, 800, protocol.Binary); got != 100 {
 		t.Errorf("binary, 800 B: %d", got)
 	}
 }

@@ -59,7 +59,7 @@ func TestSequenceProtocol(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	text, err := protocol.DecodeDecimalIDs(nil, msg.Data)
+	text, err := protocol.Decimal.Decode(nil, msg.Data)
 	if err != nil || len(text) != 5 {
 		t.Fatalf("decimal batch %q: %v", msg.Data, err)
 	}

@@ -264,8 +264,8 @@ func (s *Service) start() error {
 		{protocol.EndpointNext, s.next, map[string]string{"reply": "one decimal ID"}},
 		{protocol.EndpointBatch, s.batch, map[string]string{
 			"reply":            "newline-separated decimal IDs, or 8-byte big-endian IDs with header " + protocol.EncodingHeader + ": " + protocol.EncodingBinary,
-			"max_batch_binary": strconv.Itoa(maxBatchFor(s.cfg.MaxBatch, maxPayload, true)),
-			"max_batch_text":   strconv.Itoa(maxBatchFor(s.cfg.MaxBatch, maxPayload, false)),
+			"max_batch_binary": strconv.Itoa(maxBatchFor(s.cfg.MaxBatch, maxPayload, protocol.Binary)),
+			"max_batch_text":   strconv.Itoa(maxBatchFor(s.cfg.MaxBatch, maxPayload, protocol.Decimal)),
 		}},
 		{protocol.EndpointParse, s.parse, map[string]string{"reply": "JSON {UID, timestamp, workerId, sequence}"}},
 	} {
@@ -303,8 +303,8 @@ func (s *Service) addSequenceEndpoints(svc micro.Service, limits micro.EndpointO
 		{protocol.EndpointSeqNext, protocol.EndpointNext, s.seqNext, map[string]string{"reply": "the sequence's next number, decimal"}},
 		{protocol.EndpointSeqBatch, protocol.EndpointBatch, s.seqBatch, map[string]string{
 			"reply":            "the sequence's next numbers, increasing: newline-separated decimal, or 8 bytes big-endian each with header " + protocol.EncodingHeader + ": " + protocol.EncodingBinary,
-			"max_batch_binary": strconv.Itoa(maxBatchFor(s.cfg.MaxBatch, maxPayload, true)),
-			"max_batch_text":   strconv.Itoa(maxBatchFor(s.cfg.MaxBatch, maxPayload, false)),
+			"max_batch_binary": strconv.Itoa(maxBatchFor(s.cfg.MaxBatch, maxPayload, protocol.Binary)),
+			"max_batch_text":   strconv.Itoa(maxBatchFor(s.cfg.MaxBatch, maxPayload, protocol.Decimal)),
 		}},
 	} {
 		subject := protocol.SeqSubject(s.cfg.SubjectPrefix, "*", e.op)
@@ -483,10 +483,10 @@ func (s *Service) take(ctx context.Context, ids []uint64, wait bool) (int, error
 // binaryHint adds to a text batch refused as too large that binary
 // replies, a third the size, would take it: the caller may not know the
 // text limit is the payload's, not the configured one.
-func (s *Service) binaryHint(err error, body []byte, binary bool) error {
+func (s *Service) binaryHint(err error, body []byte, enc protocol.Encoding) error {
 	var se *protocol.ServiceError
-	limit := maxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), true)
-	if binary || !errors.As(err, &se) || limit <= maxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), false) {
+	limit := maxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), protocol.Binary)
+	if enc != protocol.Decimal || !errors.As(err, &se) || limit <= maxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), enc) {
 		return err
 	}
 	if _, berr := parseCount(body, limit); berr != nil {
@@ -499,10 +499,10 @@ func (s *Service) binaryHint(err error, body []byte, binary bool) error {
 // uidcore.SmallTake IDs that the ring cannot fill at once waits for the
 // rest in the capacity queue, up to ServiceConfig.CapacityWait.
 func (s *Service) batch(ctx context.Context, req micro.Request, buf []byte) ([]byte, int, error) {
-	binary := wantsBinary(req.Headers())
-	n, err := parseCount(req.Data(), maxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), binary))
+	enc := protocol.RequestEncoding(req.Headers())
+	n, err := parseCount(req.Data(), maxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), enc))
 	if err != nil {
-		return nil, 0, s.binaryHint(err, req.Data(), binary)
+		return nil, 0, s.binaryHint(err, req.Data(), enc)
 	}
 	idp := s.idBuffer(n)
 	ids := (*idp)[:n]
@@ -513,7 +513,7 @@ func (s *Service) batch(ctx context.Context, req micro.Request, buf []byte) ([]b
 			// be a silent truncation. Dropped IDs are never reissued.
 			return nil, 0, err
 		}
-		return appendIDs(buf, ids, binary), n, nil
+		return enc.Append(buf, ids), n, nil
 	}
 	if n <= uidcore.SmallTake {
 		got, err := s.take(ctx, ids, true)
@@ -527,14 +527,6 @@ func (s *Service) batch(ctx context.Context, req micro.Request, buf []byte) ([]b
 		more, err := s.take(ctx, ids[got:], true)
 		return reply(got+more, err, buf)
 	}}
-}
-
-// appendIDs encodes a batch reply as the request asked.
-func appendIDs(buf []byte, ids []uint64, binary bool) []byte {
-	if binary {
-		return protocol.AppendBinaryIDs(buf, ids)
-	}
-	return protocol.AppendDecimalIDs(buf, ids)
 }
 
 // seqName is the sequence a request's subject names:
@@ -555,12 +547,12 @@ func (s *Service) seqNext(_ context.Context, req micro.Request, buf []byte) ([]b
 // seqBatch answers the number of the subject's sequence's numbers the
 // body asks for, all or none.
 func (s *Service) seqBatch(_ context.Context, req micro.Request, buf []byte) ([]byte, int, error) {
-	binary := wantsBinary(req.Headers())
-	n, err := parseCount(req.Data(), maxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), binary))
+	enc := protocol.RequestEncoding(req.Headers())
+	n, err := parseCount(req.Data(), maxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), enc))
 	if err != nil {
-		return nil, 0, s.binaryHint(err, req.Data(), binary)
+		return nil, 0, s.binaryHint(err, req.Data(), enc)
 	}
-	return s.seqFill(req, buf, n, func(buf []byte, ids []uint64) []byte { return appendIDs(buf, ids, binary) })
+	return s.seqFill(req, buf, n, enc.Append)
 }
 
 // seqFill takes n numbers of the subject's sequence and encodes them. When
@@ -618,21 +610,6 @@ func (s *Service) parse(_ context.Context, req micro.Request, buf []byte) ([]byt
 	}
 	reply, err := parts.MarshalJSON()
 	return append(buf, reply...), 0, err
-}
-
-// wantsBinary reports whether the request asks for binary encoding. Header
-// names are matched case-insensitively because clients in other languages
-// may lower-case them.
-func wantsBinary(h micro.Headers) bool {
-	if v := h.Get(protocol.EncodingHeader); v != "" {
-		return strings.EqualFold(v, protocol.EncodingBinary)
-	}
-	for k, vs := range h {
-		if strings.EqualFold(k, protocol.EncodingHeader) && len(vs) > 0 {
-			return strings.EqualFold(vs[0], protocol.EncodingBinary)
-		}
-	}
-	return false
 }
 
 func (s *Service) idBuffer(n int) *[]uint64 {

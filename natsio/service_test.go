@@ -58,7 +58,7 @@ func TestBatchEncodingsAndParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	text, err := protocol.DecodeDecimalIDs(nil, msg.Data)
+	text, err := protocol.Decimal.Decode(nil, msg.Data)
 	if err != nil || len(text) != 5 || strings.Count(string(msg.Data), "\n") != 4 {
 		t.Fatalf("decimal batch %q: %v, %v", msg.Data, text, err)
 	}
@@ -68,7 +68,7 @@ func TestBatchEncodingsAndParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids, err := protocol.DecodeBinaryIDs(nil, msg.Data)
+	ids, err := protocol.Binary.Decode(nil, msg.Data)
 	if err != nil || len(ids) != 1000 {
 		t.Fatalf("binary batch: %d IDs, %v", len(ids), err)
 	}

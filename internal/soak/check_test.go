@@ -234,7 +234,7 @@ func TestClassify(t *testing.T) {
 		{fmt.Errorf("natsio: prefetcher empty: %w", deadline), "deadline, prefetcher empty", true},
 		{deadline, "deadline, no block", true},
 		{&uidclient.ServiceError{Code: protocol.CodeBadRequest}, "400 bad request", false},
-		{&uidclient.ServiceError{Code: protocol.CodeInternal, Description: "internal error: x"}, "unexpected reply natsio: 500 internal error: x", false},
+		{&uidclient.ServiceError{Code: protocol.CodeInternal, Description: "internal error: x"}, "unexpected reply 500 internal error: x", false},
 		{uidclient.ErrPrefetcherClosed, "source closed", false},
 		{errors.New("read 12 bytes"), "unclassified: read N bytes", false},
 	} {

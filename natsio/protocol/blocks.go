@@ -38,7 +38,7 @@ const MaxBlockSize = 1 << 17
 
 // ErrMalformedBlock is wrapped by the errors that describe a block message
 // that does not decode (a consumer terminates such a block, never uses it).
-var ErrMalformedBlock = errors.New("natsio: malformed ID block")
+var ErrMalformedBlock = errors.New("protocol: malformed ID block")
 
 // blockMsgID is the Nats-Msg-Id of a block: IDs are unique, so the worker
 // and first ID name the block for good, and a retried publish of the same

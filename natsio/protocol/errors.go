@@ -17,11 +17,11 @@ const (
 // Sentinels that *ServiceError matches with errors.Is by its code.
 var (
 	// ErrBadRequest matches a 400 reply.
-	ErrBadRequest = errors.New("natsio: bad request")
+	ErrBadRequest = errors.New("protocol: bad request")
 	// ErrNotFound matches a 404 reply: an undeclared sequence.
-	ErrNotFound = errors.New("natsio: not found")
+	ErrNotFound = errors.New("protocol: not found")
 	// ErrUnavailable matches a 503 reply.
-	ErrUnavailable = errors.New("natsio: no ID available right now")
+	ErrUnavailable = errors.New("protocol: no ID available right now")
 )
 
 // ServiceError is an error reply of the service (400, 404, 503 or 500) or, on
@@ -32,11 +32,14 @@ type ServiceError struct {
 	Description string
 }
 
+// Error is the reply as the service put it, behind the subject and the
+// code: "uid.batch: 400 count is 0: ask for 1 to 100000 IDs". It names no
+// package, since no package of the caller's made it.
 func (e *ServiceError) Error() string {
 	if e.Subject == "" {
-		return fmt.Sprintf("natsio: %d %s", e.Code, e.Description)
+		return fmt.Sprintf("%d %s", e.Code, e.Description)
 	}
-	return fmt.Sprintf("natsio: %s: %d %s", e.Subject, e.Code, e.Description)
+	return fmt.Sprintf("%s: %d %s", e.Subject, e.Code, e.Description)
 }
 
 // Is makes errors.Is(err, ErrBadRequest), errors.Is(err, ErrNotFound)

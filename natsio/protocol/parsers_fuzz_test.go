@@ -8,13 +8,13 @@ import (
 	"testing"
 )
 
-// FuzzDecodeDecimalIDs: the client's decoder of decimal batch replies.
+// FuzzDecodeDecimalIDs: the decoder of decimal batch replies.
 func FuzzDecodeDecimalIDs(f *testing.F) {
 	for _, s := range []string{"", "1", "1\n2\n3", " 4 \n 5 ", "1\n\n2", "18446744073709551615", "18446744073709551616", "-1", "1\r\n2", "x", "\n"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		ids, err := DecodeDecimalIDs(nil, data)
+		ids, err := Decimal.Decode(nil, data)
 		if err != nil {
 			if len(err.Error()) > 200 {
 				t.Fatalf("error of %d bytes: replies are quoted in full", len(err.Error()))
@@ -28,7 +28,7 @@ func FuzzDecodeDecimalIDs(f *testing.F) {
 		if len(ids) != lines {
 			t.Fatalf("%q: %d IDs from %d lines", data, len(ids), lines)
 		}
-		again, err := DecodeDecimalIDs(nil, AppendDecimalIDs(nil, ids))
+		again, err := Decimal.Decode(nil, Decimal.Append(nil, ids))
 		if err != nil || fmt.Sprint(again) != fmt.Sprint(ids) {
 			t.Fatalf("%q: re-encoded IDs decode to %v, %v; want %v", data, again, err, ids)
 		}

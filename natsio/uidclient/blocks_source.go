@@ -18,7 +18,7 @@ import (
 )
 
 // ErrBlockSourceClosed is returned by a BlockSource after Close.
-var ErrBlockSourceClosed = errors.New("natsio: block source closed")
+var ErrBlockSourceClosed = errors.New("uidclient: block source closed")
 
 // BlockSourceConfig configures a BlockSource. Zero values take defaults.
 type BlockSourceConfig struct {
@@ -143,20 +143,20 @@ func newBlockSource(nc *nats.Conn, cfg BlockSourceConfig, beforeAck func(*jetstr
 	}
 	switch {
 	case !streamNamePattern.MatchString(cfg.Stream):
-		return nil, fmt.Errorf("natsio: BlockSource: %q is not a valid stream name", cfg.Stream)
+		return nil, fmt.Errorf("uidclient: BlockSource: %q is not a valid stream name", cfg.Stream)
 	case !streamNamePattern.MatchString(cfg.Consumer):
-		return nil, fmt.Errorf("natsio: BlockSource: %q is not a valid consumer name", cfg.Consumer)
+		return nil, fmt.Errorf("uidclient: BlockSource: %q is not a valid consumer name", cfg.Consumer)
 	case cfg.AckWait < 10*time.Millisecond || cfg.FetchWait < 10*time.Millisecond:
-		return nil, errors.New("natsio: BlockSource: AckWait and FetchWait must be at least 10ms")
+		return nil, errors.New("uidclient: BlockSource: AckWait and FetchWait must be at least 10ms")
 	case cfg.LowWater < 0:
-		return nil, errors.New("natsio: BlockSource: LowWater must not be negative")
+		return nil, errors.New("uidclient: BlockSource: LowWater must not be negative")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
-		return nil, fmt.Errorf("natsio: BlockSource: %w", err)
+		return nil, fmt.Errorf("uidclient: BlockSource: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &BlockSource{
@@ -486,7 +486,7 @@ func (s *BlockSource) bind(ctx context.Context) (jetstream.Consumer, time.Time, 
 	defer cancel()
 	cons, err := s.js.CreateOrUpdateConsumer(bctx, s.cfg.Stream, BlocksConsumerConfig(s.cfg.Consumer, s.cfg.AckWait))
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("natsio: blocks: consumer %s on stream %s: %w", s.cfg.Consumer, s.cfg.Stream, err)
+		return nil, time.Time{}, fmt.Errorf("uidclient: blocks: consumer %s on stream %s: %w", s.cfg.Consumer, s.cfg.Stream, err)
 	}
 	return cons, cons.CachedInfo().Created, nil
 }
@@ -636,13 +636,13 @@ func (s *BlockSource) requestCreated(ctx context.Context) (time.Time, error) {
 		Error   *jetstream.APIError `json:"error"`
 	}
 	if err := json.Unmarshal(msg.Data, &resp); err != nil {
-		return time.Time{}, fmt.Errorf("natsio: blocks: consumer info: %w", err)
+		return time.Time{}, fmt.Errorf("uidclient: blocks: consumer info: %w", err)
 	}
 	switch {
 	case resp.Error == nil && !resp.Created.IsZero():
 		return resp.Created, nil
 	case resp.Error == nil:
-		return time.Time{}, errors.New("natsio: blocks: consumer info without a creation time")
+		return time.Time{}, errors.New("uidclient: blocks: consumer info without a creation time")
 	case resp.Error.ErrorCode == jetstream.JSErrCodeConsumerNotFound:
 		return time.Time{}, jetstream.ErrConsumerNotFound
 	case resp.Error.ErrorCode == jetstream.JSErrCodeStreamNotFound:

@@ -152,7 +152,7 @@ func (c *Client) next(ctx context.Context, subject, template string) (uint64, *n
 	}
 	id, err := strconv.ParseUint(string(reply.Data), 10, 64)
 	if err != nil {
-		return 0, nil, fmt.Errorf("natsio: %s: reply %q is not a decimal number", subject, quote.Shorten(string(reply.Data), 40))
+		return 0, nil, fmt.Errorf("uidclient: %s: reply %q is not a decimal number", subject, quote.Shorten(string(reply.Data), 40))
 	}
 	return id, reply, nil
 }
@@ -184,9 +184,9 @@ func (c *Client) appendBatch(ctx context.Context, dst []uint64, n int, subject, 
 		return dst, nil, err
 	}
 	if len(reply.Data) != n*protocol.BinaryIDWidth {
-		return dst, nil, fmt.Errorf("natsio: %s: asked for %d IDs, the reply holds %d bytes", subject, n, len(reply.Data))
+		return dst, nil, fmt.Errorf("uidclient: %s: asked for %d IDs, the reply holds %d bytes", subject, n, len(reply.Data))
 	}
-	ids, err := protocol.DecodeBinaryIDs(dst, reply.Data)
+	ids, err := protocol.Binary.Decode(dst, reply.Data)
 	return ids, reply, err
 }
 
@@ -205,7 +205,7 @@ func (c *Client) Parse(ctx context.Context, id uint64) (uidcore.Parts, error) {
 func decodeParts(data []byte) (uidcore.Parts, error) {
 	var j uidcore.ParsedJSON
 	if err := json.Unmarshal(data, &j); err != nil {
-		return uidcore.Parts{}, fmt.Errorf("natsio: parse reply is not the expected JSON: %w", err)
+		return uidcore.Parts{}, fmt.Errorf("uidclient: parse reply is not the expected JSON: %w", err)
 	}
 	var p uidcore.Parts
 	var errs [4]error
@@ -214,7 +214,7 @@ func decodeParts(data []byte) (uidcore.Parts, error) {
 	p.WorkerID, errs[2] = strconv.ParseUint(j.WorkerID, 10, 64)
 	p.Sequence, errs[3] = strconv.ParseUint(j.Sequence, 10, 64)
 	if err := errors.Join(errs[:]...); err != nil {
-		return uidcore.Parts{}, fmt.Errorf("natsio: parse reply %s: %w", quote.Shorten(string(data), 120), err)
+		return uidcore.Parts{}, fmt.Errorf("uidclient: parse reply %s: %w", quote.Shorten(string(data), 120), err)
 	}
 	return p, nil
 }
@@ -248,7 +248,7 @@ func (c *Client) request(ctx context.Context, msg *nats.Msg, template string) (_
 			if _, isService := err.(*ServiceError); isService {
 				return nil, err
 			}
-			return nil, fmt.Errorf("natsio: %s: %w", msg.Subject, err)
+			return nil, fmt.Errorf("uidclient: %s: %w", msg.Subject, err)
 		}
 		last = err
 		c.stats.count(err)
@@ -269,9 +269,9 @@ func (c *Client) gaveUp(ctx context.Context, subject string, attempts int, err, 
 		last = err
 	}
 	if last == nil || errors.Is(last, ctx.Err()) {
-		return fmt.Errorf("natsio: %s: %w after %d attempt(s)", subject, ctx.Err(), attempts)
+		return fmt.Errorf("uidclient: %s: %w after %d attempt(s)", subject, ctx.Err(), attempts)
 	}
-	return fmt.Errorf("natsio: %s: %w after %d attempt(s); last error: %w", subject, ctx.Err(), attempts, last)
+	return fmt.Errorf("uidclient: %s: %w after %d attempt(s); last error: %w", subject, ctx.Err(), attempts, last)
 }
 
 // count tallies a retryable error by its cause.
