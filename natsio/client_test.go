@@ -3,15 +3,12 @@ package natsio
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
@@ -402,57 +399,6 @@ func TestPrefetcherWaitsWithinDeadlineWithoutService(t *testing.T) {
 		t.Errorf("error %q does not say why the refill failed", err)
 	}
 	p.Close() // goleak (TestMain) checks the fetcher is gone
-}
-
-func TestConnectFailsFastWithClearMessage(t *testing.T) {
-	// A port nobody listens on.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadURL := "nats://127.0.0.1:" + fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
-	l.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	start := time.Now()
-	_, err = Connect(ctx, ConnConfig{URL: deadURL, Logger: quietLogger()})
-	if err == nil || !strings.Contains(err.Error(), deadURL) || time.Since(start) > 3*time.Second {
-		t.Fatalf("dead URL: %v after %v", err, time.Since(start))
-	}
-
-	url := startNATS(t, &server.Options{Username: "alice", Password: "right-password"})
-	start = time.Now()
-	_, err = Connect(ctx, ConnConfig{URL: url, User: "alice", Password: "wrong-password", Logger: quietLogger()})
-	if err == nil || !strings.Contains(strings.ToLower(err.Error()), "authorization violation") || time.Since(start) > 3*time.Second {
-		t.Fatalf("wrong password: %v after %v", err, time.Since(start))
-	}
-	withSecret := strings.Replace(url, "nats://", "nats://alice:wrong-password@", 1)
-	_, err = Connect(ctx, ConnConfig{URL: withSecret, Logger: quietLogger()})
-	if err == nil || strings.Contains(err.Error(), "wrong-password") || !strings.Contains(err.Error(), "alice:xxxxx@") {
-		t.Fatalf("password in URL: %v", err)
-	}
-	conn, err := Connect(ctx, ConnConfig{URL: url, User: "alice", Password: "right-password", Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn.Close()
-	if _, err := Connect(ctx, ConnConfig{URL: url, TLSCertFile: "x.pem", Logger: quietLogger()}); err == nil || !strings.Contains(err.Error(), "key file") {
-		t.Fatalf("cert without key: %v", err)
-	}
-}
-
-func TestConnectWithToken(t *testing.T) {
-	url := startNATS(t, &server.Options{Authorization: "s3cret-token"})
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if _, err := Connect(ctx, ConnConfig{URL: url, Token: "nope", Logger: quietLogger()}); err == nil || strings.Contains(err.Error(), "nope") {
-		t.Fatalf("wrong token: %v", err)
-	}
-	conn, err := Connect(ctx, ConnConfig{URL: url, Token: "s3cret-token", Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn.Close()
 }
 
 func TestLocalServerStartsOnceThenReuses(t *testing.T) {

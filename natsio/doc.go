@@ -1,7 +1,8 @@
 // Package natsio is the server side of uid-dispenser on NATS: the
 // dispenser's micro service (Service), the publisher of prefilled ID
-// blocks (BlockPublisher), connecting with authentication (Connect) and
-// the embedded nats-server of the zero-config run (LocalServer).
+// blocks (BlockPublisher) and the embedded nats-server of the
+// zero-config run (LocalServer). Connecting, with authentication, is
+// natsio/natsconn, which clients use too.
 //
 // The wire protocol (subjects, encodings, error codes, block messages) is
 // natsio/protocol, which this package and the client share. Programs that

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/natsio/natsconn"
 	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
@@ -185,7 +186,7 @@ func counted(stats micro.Stats, endpoint string) bool {
 }
 
 // errorReply sends a request and returns the error code and description.
-func errorReply(t *testing.T, nc *Conn, msg *nats.Msg) (string, string) {
+func errorReply(t *testing.T, nc *natsconn.Conn, msg *nats.Msg) (string, string) {
 	t.Helper()
 	reply, err := nc.RequestMsg(msg, 5*time.Second)
 	if err != nil {

@@ -34,7 +34,7 @@ import (
 	"time"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/numfmt"
-	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/natsconn"
 	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
@@ -142,10 +142,10 @@ func runSeq(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func connect(ctx context.Context, url string) (*natsio.Conn, error) {
+func connect(ctx context.Context, url string) (*natsconn.Conn, error) {
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	return natsio.Connect(cctx, natsio.ConnConfig{URL: url, Name: "client-demo"})
+	return natsconn.Connect(cctx, natsconn.Config{URL: url, Name: "client-demo"})
 }
 
 // dial connects for the demos and says where; false when it could not.
@@ -223,7 +223,7 @@ type worker struct {
 }
 
 func runLoad(ctx context.Context, o options, stdout, stderr io.Writer) int {
-	conns := make([]*natsio.Conn, o.clients)
+	conns := make([]*natsconn.Conn, o.clients)
 	for i := range conns {
 		conn, err := connect(ctx, o.url)
 		if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/natsconn"
 	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
@@ -79,7 +80,7 @@ func TestLanesThroughTheBinary(t *testing.T) {
 	a := startProc()
 	startProc()
 
-	conn, err := natsio.Connect(context.Background(), natsio.ConnConfig{URL: url})
+	conn, err := natsconn.Connect(context.Background(), natsconn.Config{URL: url})
 	if err != nil {
 		t.Fatal(err)
 	}

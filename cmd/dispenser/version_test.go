@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
-	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/natsconn"
 	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 )
 
@@ -52,7 +52,7 @@ func TestVersionIsTheServiceVersion(t *testing.T) {
 	p.waitFor(`"msg":"serving"`)
 	defer p.stop(syscall.SIGTERM)
 
-	conn, err := natsio.Connect(context.Background(), natsio.ConnConfig{URL: url})
+	conn, err := natsconn.Connect(context.Background(), natsconn.Config{URL: url})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package natsio
+package natsconn
 
 import (
 	"context"
@@ -13,9 +13,9 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// ConnConfig says how to reach and authenticate to NATS. Secrets in it
+// Config says how to reach and authenticate to NATS. Secrets in it
 // (password, token, URL user info) never appear in logs or errors.
-type ConnConfig struct {
+type Config struct {
 	URL  string // one URL or a comma-separated list; default nats.DefaultURL
 	Name string // connection name the server shows
 
@@ -45,7 +45,7 @@ type Conn struct {
 // (redacted) URL, when no server answers or the credentials are refused:
 // a misconfigured instance should not start. Once connected it reconnects
 // for ever.
-func Connect(ctx context.Context, cfg ConnConfig) (*Conn, error) {
+func Connect(ctx context.Context, cfg Config) (*Conn, error) {
 	if cfg.URL == "" {
 		cfg.URL = nats.DefaultURL
 	}
@@ -132,7 +132,7 @@ func withoutURL(err error) error {
 	return err
 }
 
-func (cfg ConnConfig) authOptions() ([]nats.Option, error) {
+func (cfg Config) authOptions() ([]nats.Option, error) {
 	var opts []nats.Option
 	if cfg.User != "" || cfg.Password != "" {
 		opts = append(opts, nats.UserInfo(cfg.User, cfg.Password))
@@ -221,7 +221,7 @@ func RedactURL(raw string) string {
 // back-off until ctx ends, logging each failed attempt once at info. A
 // server that answers and refuses (credentials, TLS) fails at once: that
 // does not get better by waiting.
-func ConnectWaiting(ctx context.Context, cfg ConnConfig) (*Conn, error) {
+func ConnectWaiting(ctx context.Context, cfg Config) (*Conn, error) {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
