@@ -107,7 +107,7 @@ func Connect(ctx context.Context, cfg Config) (*Conn, error) {
 	select {
 	case r := <-done:
 		if r.err != nil {
-			return nil, fmt.Errorf("natsio: connect to %s: %w", c.redacted, withoutURL(r.err))
+			return nil, fmt.Errorf("natsconn: connect to %s: %w", c.redacted, withoutURL(r.err))
 		}
 		c.Conn = r.nc
 		return c, nil
@@ -117,7 +117,7 @@ func Connect(ctx context.Context, cfg Config) (*Conn, error) {
 				r.nc.Close()
 			}
 		}()
-		return nil, fmt.Errorf("natsio: connect to %s: %w", c.redacted, ctx.Err())
+		return nil, fmt.Errorf("natsconn: connect to %s: %w", c.redacted, ctx.Err())
 	}
 }
 
@@ -143,7 +143,7 @@ func (cfg Config) authOptions() ([]nats.Option, error) {
 	if cfg.NKeySeedFile != "" {
 		opt, err := nats.NkeyOptionFromSeed(cfg.NKeySeedFile)
 		if err != nil {
-			return nil, fmt.Errorf("natsio: nkey seed file %s: %w", cfg.NKeySeedFile, err)
+			return nil, fmt.Errorf("natsconn: nkey seed file %s: %w", cfg.NKeySeedFile, err)
 		}
 		opts = append(opts, opt)
 	}
@@ -154,7 +154,7 @@ func (cfg Config) authOptions() ([]nats.Option, error) {
 		opts = append(opts, nats.RootCAs(cfg.TLSCAFile))
 	}
 	if (cfg.TLSCertFile == "") != (cfg.TLSKeyFile == "") {
-		return nil, errors.New("natsio: a TLS client certificate needs both the certificate and the key file")
+		return nil, errors.New("natsconn: a TLS client certificate needs both the certificate and the key file")
 	}
 	if cfg.TLSCertFile != "" {
 		opts = append(opts, nats.ClientCert(cfg.TLSCertFile, cfg.TLSKeyFile))
@@ -176,14 +176,14 @@ func (c *Conn) RedactedURL() string { return c.redacted }
 func (c *Conn) DrainAndWait(ctx context.Context) error {
 	if err := c.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
 		c.Close()
-		return fmt.Errorf("natsio: drain: %w", err)
+		return fmt.Errorf("natsconn: drain: %w", err)
 	}
 	select {
 	case <-c.closed:
 		return nil
 	case <-ctx.Done():
 		c.Close()
-		return fmt.Errorf("natsio: drain: %w", ctx.Err())
+		return fmt.Errorf("natsconn: drain: %w", ctx.Err())
 	}
 }
 
