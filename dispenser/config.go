@@ -12,7 +12,7 @@ import (
 	"github.com/kelseyhightower/envconfig"
 
 	"github.com/uid-dispenser/uid-dispenser/natsio"
-	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/sequence"
 	"github.com/uid-dispenser/uid-dispenser/telemetry"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
@@ -135,8 +135,8 @@ func DefaultConfig() Config {
 		MaxAhead:           uidcore.DefaultMaxAhead,
 		TakeWait:           DefaultTakeWait,
 		MaxLag:             uidcore.DefaultMaxLag,
-		QueueGroup:         uidclient.DefaultQueueGroup,
-		SubjectPrefix:      uidclient.DefaultSubjectPrefix,
+		QueueGroup:         protocol.DefaultQueueGroup,
+		SubjectPrefix:      protocol.DefaultSubjectPrefix,
 		MaxBatch:           natsio.DefaultMaxBatch,
 		ShutdownTimeout:    10 * time.Second,
 		LogLevel:           "info",

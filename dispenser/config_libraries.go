@@ -11,6 +11,7 @@ import (
 
 	"github.com/uid-dispenser/uid-dispenser/internal/setting"
 	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/natsconn"
 	"github.com/uid-dispenser/uid-dispenser/sequence"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
@@ -164,8 +165,8 @@ func (c Config) cachedOptions(claim uidcore.Claim, lanes uidcore.Assigner, obser
 }
 
 // connConfig is how to reach NATS; url is the resolved URL.
-func (c Config) connConfig(url, name string, log *slog.Logger) natsio.ConnConfig {
-	return natsio.ConnConfig{
+func (c Config) connConfig(url, name string, log *slog.Logger) natsconn.Config {
+	return natsconn.Config{
 		URL:            url,
 		Name:           name,
 		User:           c.NATSUser,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/uid-dispenser/uid-dispenser/natsio"
 	"github.com/uid-dispenser/uid-dispenser/natsio/kvstore"
+	"github.com/uid-dispenser/uid-dispenser/natsio/natsconn"
 	"github.com/uid-dispenser/uid-dispenser/sequence"
 	"github.com/uid-dispenser/uid-dispenser/telemetry"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
@@ -48,8 +49,8 @@ type Dispenser struct {
 	observer uidcore.Observer
 	url      string           // resolved NATS URL, redacted
 	embedded *natsio.Embedded // nil when another server is used
-	claimNC  *natsio.Conn     // the KV assigner's connection (nil with MySQL)
-	svcNC    *natsio.Conn     // the service's connection
+	claimNC  *natsconn.Conn   // the KV assigner's connection (nil with MySQL)
+	svcNC    *natsconn.Conn   // the service's connection
 	assigner uidcore.Assigner
 	svc      *natsio.Service
 	blocks   *natsio.BlockPublisher // nil unless DISPENSER_BLOCKS_ENABLED
@@ -222,12 +223,12 @@ func (d *Dispenser) connectNATS(ctx context.Context) (url string, _ func(), err 
 			d.log.Info("using the NATS server already listening", "url", url)
 		}
 	}
-	d.url = natsio.RedactURL(url)
+	d.url = natsconn.RedactURL(url)
 
 	connectCtx, cancel := context.WithTimeout(ctx, d.cfg.NATSConnectTimeout)
 	defer cancel()
 	// Waited for like the store: NATS may come up after the dispenser.
-	d.svcNC, err = natsio.ConnectWaiting(connectCtx, d.cfg.connConfig(url, "uid-dispenser", d.log))
+	d.svcNC, err = natsconn.ConnectWaiting(connectCtx, d.cfg.connConfig(url, "uid-dispenser", d.log))
 	if err != nil {
 		return "", nil, fmt.Errorf("dispenser: %w", err)
 	}
@@ -258,7 +259,7 @@ func (d *Dispenser) openAssigner(ctx context.Context, url string) (func(), error
 	// drained at shutdown while the lease is still released over NATS.
 	connectCtx, cancel := context.WithTimeout(ctx, d.cfg.NATSConnectTimeout)
 	defer cancel()
-	conn, err := natsio.ConnectWaiting(connectCtx, d.cfg.connConfig(url, "uid-dispenser worker claim", d.log))
+	conn, err := natsconn.ConnectWaiting(connectCtx, d.cfg.connConfig(url, "uid-dispenser worker claim", d.log))
 	if err != nil {
 		return nil, fmt.Errorf("dispenser: %w", err)
 	}

@@ -18,7 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
-	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/natsconn"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
@@ -72,11 +72,11 @@ func shutdown(t *testing.T, d *Dispenser) {
 }
 
 // testConn connects to url; the connection closes when the test ends.
-func testConn(t testing.TB, url string) *natsio.Conn {
+func testConn(t testing.TB, url string) *natsconn.Conn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	conn, err := natsio.Connect(ctx, natsio.ConnConfig{URL: url, Logger: testLogger()})
+	conn, err := natsconn.Connect(ctx, natsconn.Config{URL: url, Logger: testLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

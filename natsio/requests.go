@@ -3,38 +3,29 @@ package natsio
 import (
 	"strconv"
 	"strings"
+
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 )
 
 // The service's side of the protocol: reading request bodies and the
-// largest batch a reply may carry. The client's side, and the constants
-// both share, are in natsio/uidclient.
+// largest batch a reply may carry. The constants and encodings both sides
+// share are in natsio/protocol.
 
 // DefaultMaxBatch is the largest count a batch request may ask for
 // unless configured otherwise; the connection's max payload may cap it
 // further (see maxBatchFor).
 const DefaultMaxBatch = 100_000
 
-const (
-	// maxRequestBody bounds the body of a batch or parse request: a count
-	// or an ID never needs more than a few dozen bytes, even padded with
-	// whitespace.
-	maxRequestBody = 64
-	// decimalIDWidth is the worst-case size of one ID in a decimal batch
-	// reply: 19 digits (an ID never has the sign bit) and a newline.
-	decimalIDWidth = 20
-	// binaryIDWidth is the size of one ID in a binary batch reply.
-	binaryIDWidth = 8
-)
+// maxRequestBody bounds the body of a batch or parse request: a count
+// or an ID never needs more than a few dozen bytes, even padded with
+// whitespace.
+const maxRequestBody = 64
 
 // maxBatchFor returns the largest count a batch request may ask for when
 // replies may be at most maxPayload bytes (the connection's max payload)
 // and configured is the configured largest batch.
-func maxBatchFor(configured int, maxPayload int64, binary bool) int {
-	width := int64(decimalIDWidth)
-	if binary {
-		width = binaryIDWidth
-	}
-	return int(min(int64(configured), maxPayload/width))
+func maxBatchFor(configured int, maxPayload int64, enc protocol.Encoding) int {
+	return int(min(int64(configured), maxPayload/int64(enc.MaxIDWidth())))
 }
 
 // parseCount reads the body of a batch request: a decimal count from 1 to

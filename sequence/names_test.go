@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/internal/testdeps"
 	"github.com/uid-dispenser/uid-dispenser/sequence"
 )
 
@@ -67,7 +67,7 @@ func FuzzParseDeclarations(f *testing.F) {
 // no NATS, no database driver.
 func TestLinksOnlyTheStandardLibrary(t *testing.T) {
 	const self = "github.com/uid-dispenser/uid-dispenser/sequence"
-	deps := testenv.Deps(t, self)
+	deps := testdeps.Deps(t, self)
 	for _, pkg := range deps {
 		if first, _, _ := strings.Cut(pkg, "/"); strings.Contains(first, ".") && pkg != self {
 			t.Errorf("sequence links %s", pkg)

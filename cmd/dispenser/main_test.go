@@ -17,7 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
-	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/natsconn"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 )
 
@@ -101,7 +101,7 @@ func TestSignalStopsGracefullyWithExit0(t *testing.T) {
 			cmd, lines, log, waitFor := p.cmd, p.lines, &p.log, p.waitFor
 			waitFor(`"msg":"serving"`)
 
-			conn, err := natsio.Connect(context.Background(), natsio.ConnConfig{URL: url})
+			conn, err := natsconn.Connect(context.Background(), natsconn.Config{URL: url})
 			if err != nil {
 				t.Fatal(err)
 			}

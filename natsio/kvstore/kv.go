@@ -14,7 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/natsconn"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
 )
@@ -69,7 +69,7 @@ func NewAssigner(ctx context.Context, nc *nats.Conn, cfg workerid.Config) (*Assi
 		return nil, fmt.Errorf("natsio: worker-ID bucket: %w", err)
 	}
 	a := &Assigner{cfg: cfg, host: host, log: logger,
-		storeName: fmt.Sprintf("NATS KV bucket %s at %s", cfg.WorkerKVBucket, natsio.RedactURL(nc.ConnectedUrlRedacted()))}
+		storeName: fmt.Sprintf("NATS KV bucket %s at %s", cfg.WorkerKVBucket, natsconn.RedactURL(nc.ConnectedUrlRedacted()))}
 	err = workerid.RetryStore(ctx, cfg.StoreStartupDeadline, logger, "open "+a.storeName, func(ctx context.Context) error {
 		kv, err := openBucket(ctx, js, cfg.WorkerKVBucket, cfg.WorkerKVReplicas)
 		if errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {

@@ -14,14 +14,15 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/uid-dispenser/uid-dispenser/natsio/internal/problemlog"
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 )
 
 // ErrBlockSourceClosed is returned by a BlockSource after Close.
-var ErrBlockSourceClosed = errors.New("natsio: block source closed")
+var ErrBlockSourceClosed = errors.New("uidclient: block source closed")
 
 // BlockSourceConfig configures a BlockSource. Zero values take defaults.
 type BlockSourceConfig struct {
-	Stream   string // default DefaultBlocksStream
+	Stream   string // default protocol.DefaultBlocksStream
 	Consumer string // durable pull consumer shared by all sources, default DefaultBlocksConsumer
 	// AckWait is the consumer's ack wait: a block not acknowledged within
 	// it is redelivered (and then terminated by whoever gets it). Default
@@ -126,7 +127,7 @@ func NewBlockSource(nc *nats.Conn, cfg BlockSourceConfig) (*BlockSource, error) 
 // newBlockSource is NewBlockSource with a hook for tests (see beforeAck).
 func newBlockSource(nc *nats.Conn, cfg BlockSourceConfig, beforeAck func(*jetstream.MsgMetadata, []uint64)) (*BlockSource, error) {
 	if cfg.Stream == "" {
-		cfg.Stream = DefaultBlocksStream
+		cfg.Stream = protocol.DefaultBlocksStream
 	}
 	if cfg.Consumer == "" {
 		cfg.Consumer = DefaultBlocksConsumer
@@ -142,20 +143,20 @@ func newBlockSource(nc *nats.Conn, cfg BlockSourceConfig, beforeAck func(*jetstr
 	}
 	switch {
 	case !streamNamePattern.MatchString(cfg.Stream):
-		return nil, fmt.Errorf("natsio: BlockSource: %q is not a valid stream name", cfg.Stream)
+		return nil, fmt.Errorf("uidclient: BlockSource: %q is not a valid stream name", cfg.Stream)
 	case !streamNamePattern.MatchString(cfg.Consumer):
-		return nil, fmt.Errorf("natsio: BlockSource: %q is not a valid consumer name", cfg.Consumer)
+		return nil, fmt.Errorf("uidclient: BlockSource: %q is not a valid consumer name", cfg.Consumer)
 	case cfg.AckWait < 10*time.Millisecond || cfg.FetchWait < 10*time.Millisecond:
-		return nil, errors.New("natsio: BlockSource: AckWait and FetchWait must be at least 10ms")
+		return nil, errors.New("uidclient: BlockSource: AckWait and FetchWait must be at least 10ms")
 	case cfg.LowWater < 0:
-		return nil, errors.New("natsio: BlockSource: LowWater must not be negative")
+		return nil, errors.New("uidclient: BlockSource: LowWater must not be negative")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
-		return nil, fmt.Errorf("natsio: BlockSource: %w", err)
+		return nil, fmt.Errorf("uidclient: BlockSource: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &BlockSource{
@@ -485,7 +486,7 @@ func (s *BlockSource) bind(ctx context.Context) (jetstream.Consumer, time.Time, 
 	defer cancel()
 	cons, err := s.js.CreateOrUpdateConsumer(bctx, s.cfg.Stream, BlocksConsumerConfig(s.cfg.Consumer, s.cfg.AckWait))
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("natsio: blocks: consumer %s on stream %s: %w", s.cfg.Consumer, s.cfg.Stream, err)
+		return nil, time.Time{}, fmt.Errorf("uidclient: blocks: consumer %s on stream %s: %w", s.cfg.Consumer, s.cfg.Stream, err)
 	}
 	return cons, cons.CachedInfo().Created, nil
 }
@@ -509,7 +510,7 @@ func (s *BlockSource) claim(ctx context.Context, msg jetstream.Msg) []uint64 {
 		_ = msg.Term()
 		return nil
 	}
-	ids, err := decodeBlock(msg.Data(), msg.Headers())
+	ids, err := protocol.DecodeBlock(msg.Data(), msg.Headers())
 	if err != nil {
 		s.malformed.Add(1)
 		s.log.Warn("blocks: terminating a malformed block", "stream_seq", meta.Sequence.Stream, "err", err)
@@ -635,13 +636,13 @@ func (s *BlockSource) requestCreated(ctx context.Context) (time.Time, error) {
 		Error   *jetstream.APIError `json:"error"`
 	}
 	if err := json.Unmarshal(msg.Data, &resp); err != nil {
-		return time.Time{}, fmt.Errorf("natsio: blocks: consumer info: %w", err)
+		return time.Time{}, fmt.Errorf("uidclient: blocks: consumer info: %w", err)
 	}
 	switch {
 	case resp.Error == nil && !resp.Created.IsZero():
 		return resp.Created, nil
 	case resp.Error == nil:
-		return time.Time{}, errors.New("natsio: blocks: consumer info without a creation time")
+		return time.Time{}, errors.New("uidclient: blocks: consumer info without a creation time")
 	case resp.Error.ErrorCode == jetstream.JSErrCodeConsumerNotFound:
 		return time.Time{}, jetstream.ErrConsumerNotFound
 	case resp.Error.ErrorCode == jetstream.JSErrCodeStreamNotFound:

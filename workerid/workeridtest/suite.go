@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/internal/testwait"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
 )
@@ -125,7 +125,7 @@ func checkReserved(t testing.TB, layout uidcore.Layout, ids []uint64, reserved i
 func reclaim(t testing.TB, a uidcore.Assigner, layout uidcore.Layout, workerID uint64, limit time.Duration, what string) *workerid.Lease {
 	t.Helper()
 	var lease *workerid.Lease
-	testenv.WaitFor(t, limit, what, func() bool {
+	testwait.WaitFor(t, limit, what, func() bool {
 		c := asLease(t, claim(t, a, layout))
 		if c.WorkerID() == workerID {
 			lease = c
@@ -359,7 +359,7 @@ func testExpiredLeaseRecycled(t *testing.T, st Store) {
 	defer releaseQuietly(old)
 	oldReserved := until(t, old)
 	proxy.Cut()
-	testenv.WaitFor(t, 3*time.Second, "old lease expiring", func() bool {
+	testwait.WaitFor(t, 3*time.Second, "old lease expiring", func() bool {
 		return errors.Is(old.Expired(), workerid.ErrLeaseExpired)
 	})
 	next := reclaim(t, st.New(t, cfg, st.Addr), uidcore.DefaultLayout(), old.WorkerID(), 5*time.Second, "old worker ID recycled")
@@ -562,7 +562,7 @@ func testStoreOutage(t *testing.T, st Store) {
 	if left := lease.TimeLeft(); left <= 0 || left > cfg.LeaseTTL {
 		t.Errorf("TimeLeft %s during the outage, want within (0, %s]", left, cfg.LeaseTTL)
 	}
-	testenv.WaitFor(t, cfg.LeaseTTL+time.Second, "lease expiring during the outage", func() bool {
+	testwait.WaitFor(t, cfg.LeaseTTL+time.Second, "lease expiring during the outage", func() bool {
 		return errors.Is(lease.Expired(), workerid.ErrLeaseExpired)
 	})
 	if lost := time.Since(cutAt); lost < cfg.LeaseTTL/2 {
@@ -576,7 +576,7 @@ func testStoreOutage(t *testing.T, st Store) {
 		t.Fatalf("Next after the lease expired, within its reservation (up to %d): %v", reserved, err)
 	}
 	var stopped error
-	testenv.WaitFor(t, cfg.ReserveChunk+3*time.Second, "the reservation running out", func() bool {
+	testwait.WaitFor(t, cfg.ReserveChunk+3*time.Second, "the reservation running out", func() bool {
 		stopped = next()
 		return stopped != nil
 	})
@@ -595,10 +595,10 @@ func testStoreOutage(t *testing.T, st Store) {
 	}
 
 	proxy.Restore()
-	took := testenv.WaitFor(t, 10*time.Second, "lease resuming after the store came back", func() bool {
+	took := testwait.WaitFor(t, 10*time.Second, "lease resuming after the store came back", func() bool {
 		return lease.Expired() == nil
 	})
-	testenv.WaitFor(t, 5*time.Second, "IDs again after resuming", func() bool { return next() == nil })
+	testwait.WaitFor(t, 5*time.Second, "IDs again after resuming", func() bool { return next() == nil })
 	if lease.Err() != nil || lease.TimeLeft() <= 0 {
 		t.Errorf("after resuming: Err %v, TimeLeft %s", lease.Err(), lease.TimeLeft())
 	}

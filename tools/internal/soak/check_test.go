@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 )
 
@@ -164,7 +165,7 @@ func TestCheckLateCalls(t *testing.T) {
 func TestCheckUnclearErrors(t *testing.T) {
 	rec := newRecorder(time.Now())
 	l := &clientLog{id: 0, kind: kindBatch}
-	l.record(rec, rec.origin, time.Millisecond, nil, &uidclient.ServiceError{Subject: "uid.batch", Code: uidclient.CodeBadRequest, Description: "count is 0"})
+	l.record(rec, rec.origin, time.Millisecond, nil, &uidclient.ServiceError{Subject: "uid.batch", Code: protocol.CodeBadRequest, Description: "count is 0"})
 	l.record(rec, rec.origin, time.Millisecond, nil, errors.New("something odd"))
 	res := check(baseInput(rec, l))
 	if len(res.Violations) != 1 || !strings.Contains(res.Violations[0], "without a clear, expected error: 2") {
@@ -225,15 +226,15 @@ func TestClassify(t *testing.T) {
 		clear bool
 	}{
 		{fmt.Errorf("natsio: uid.next: %w after 4 attempt(s); last error: %w", deadline,
-			&uidclient.ServiceError{Subject: "uid.next", Code: uidclient.CodeUnavailable, Description: "worker claim lost: lease expired"}),
+			&uidclient.ServiceError{Subject: "uid.next", Code: protocol.CodeUnavailable, Description: "worker claim lost: lease expired"}),
 			"deadline, last: 503 worker claim lost", true},
 		{fmt.Errorf("natsio: uid.next: %w after 9 attempt(s); last error: %w", deadline, errors.New("nats: no responders available for request")),
 			"deadline, last: no responders", true},
 		{fmt.Errorf("natsio: uid.next: %w after 3 attempt(s)", deadline), "deadline, last: attempt timed out", true},
 		{fmt.Errorf("natsio: prefetcher empty: %w", deadline), "deadline, prefetcher empty", true},
 		{deadline, "deadline, no block", true},
-		{&uidclient.ServiceError{Code: uidclient.CodeBadRequest}, "400 bad request", false},
-		{&uidclient.ServiceError{Code: uidclient.CodeInternal, Description: "internal error: x"}, "unexpected reply natsio: 500 internal error: x", false},
+		{&uidclient.ServiceError{Code: protocol.CodeBadRequest}, "400 bad request", false},
+		{&uidclient.ServiceError{Code: protocol.CodeInternal, Description: "internal error: x"}, "unexpected reply 500 internal error: x", false},
 		{uidclient.ErrPrefetcherClosed, "source closed", false},
 		{errors.New("read 12 bytes"), "unclassified: read N bytes", false},
 	} {

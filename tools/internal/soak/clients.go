@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/natsconn"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 )
 
@@ -89,7 +89,7 @@ func sequencesEnv() string {
 // of getting IDs.
 type soakClient struct {
 	log     *clientLog
-	conn    *natsio.Conn
+	conn    *natsconn.Conn
 	client  *uidclient.Client
 	pre     *uidclient.Prefetcher
 	blocks  *uidclient.BlockSource
@@ -118,7 +118,7 @@ func startClients(ctx context.Context, n, bulk, seq int, c *cluster, logger *slo
 			kind = kindBatch
 		}
 		node := i % len(c.nodes)
-		conn, err := natsio.Connect(ctx, natsio.ConnConfig{URL: c.URLs(node), Name: fmt.Sprintf("uid-soak client %d (%s on %s)", i, kind, f.name), Logger: logger})
+		conn, err := natsconn.Connect(ctx, natsconn.Config{URL: c.URLs(node), Name: fmt.Sprintf("uid-soak client %d (%s on %s)", i, kind, f.name), Logger: logger})
 		if err != nil {
 			closeClients(clients)
 			return nil, fmt.Errorf("soak: client %d: %w", i, err)

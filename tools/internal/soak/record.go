@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 )
 
@@ -154,7 +155,7 @@ func classify(err error) (kind string, clear bool) {
 		return "source closed", false
 	case errors.Is(err, uidclient.ErrBadRequest):
 		return "400 bad request", false
-	case hasService && se.Code != uidclient.CodeUnavailable:
+	case hasService && se.Code != protocol.CodeUnavailable:
 		return "unexpected reply " + se.Error(), false
 	case !errors.Is(err, context.DeadlineExceeded):
 		return "unclassified: " + shortMessage(err), false

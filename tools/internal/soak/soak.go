@@ -20,7 +20,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/natsconn"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/workerid/workeridtest"
 )
@@ -170,7 +170,7 @@ type soak struct {
 	log     *slog.Logger // the soak's own log file (clients' connection notices)
 	cluster *cluster
 	mysqld  *mysqld             // nil: an external MySQL server
-	admin   *natsio.Conn        // the soak's own connection, for the JetStream API (stream leaders)
+	admin   *natsconn.Conn      // the soak's own connection, for the JetStream API (stream leaders)
 	proxy   *workeridtest.Proxy // MySQL
 	natsCut *workeridtest.Proxy // between the partitioned dispenser and its node
 	slots   []*dispenserSlot
@@ -264,7 +264,7 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 		return nil, err
 	}
 	defer s.cluster.shutdown()
-	s.admin, err = natsio.Connect(ctx, natsio.ConnConfig{URL: s.cluster.URLs(0), Name: "uid-soak admin", Logger: s.log})
+	s.admin, err = natsconn.Connect(ctx, natsconn.Config{URL: s.cluster.URLs(0), Name: "uid-soak admin", Logger: s.log})
 	if err != nil {
 		return nil, fmt.Errorf("soak: %w", err)
 	}

@@ -1,4 +1,4 @@
-package uidclient
+package protocol
 
 import (
 	"context"
@@ -8,6 +8,9 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
+
+// The carrier is what the propagators of both sides read and write.
+var _ propagation.TextMapCarrier = HeaderCarrier(nil)
 
 func TestHeaderCarrierIsCaseInsensitive(t *testing.T) {
 	const tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"

@@ -1,4 +1,4 @@
-package natsio
+package natsconn
 
 import (
 	"context"
@@ -13,9 +13,9 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// ConnConfig says how to reach and authenticate to NATS. Secrets in it
+// Config says how to reach and authenticate to NATS. Secrets in it
 // (password, token, URL user info) never appear in logs or errors.
-type ConnConfig struct {
+type Config struct {
 	URL  string // one URL or a comma-separated list; default nats.DefaultURL
 	Name string // connection name the server shows
 
@@ -45,7 +45,7 @@ type Conn struct {
 // (redacted) URL, when no server answers or the credentials are refused:
 // a misconfigured instance should not start. Once connected it reconnects
 // for ever.
-func Connect(ctx context.Context, cfg ConnConfig) (*Conn, error) {
+func Connect(ctx context.Context, cfg Config) (*Conn, error) {
 	if cfg.URL == "" {
 		cfg.URL = nats.DefaultURL
 	}
@@ -107,7 +107,7 @@ func Connect(ctx context.Context, cfg ConnConfig) (*Conn, error) {
 	select {
 	case r := <-done:
 		if r.err != nil {
-			return nil, fmt.Errorf("natsio: connect to %s: %w", c.redacted, withoutURL(r.err))
+			return nil, fmt.Errorf("natsconn: connect to %s: %w", c.redacted, withoutURL(r.err))
 		}
 		c.Conn = r.nc
 		return c, nil
@@ -117,7 +117,7 @@ func Connect(ctx context.Context, cfg ConnConfig) (*Conn, error) {
 				r.nc.Close()
 			}
 		}()
-		return nil, fmt.Errorf("natsio: connect to %s: %w", c.redacted, ctx.Err())
+		return nil, fmt.Errorf("natsconn: connect to %s: %w", c.redacted, ctx.Err())
 	}
 }
 
@@ -132,7 +132,7 @@ func withoutURL(err error) error {
 	return err
 }
 
-func (cfg ConnConfig) authOptions() ([]nats.Option, error) {
+func (cfg Config) authOptions() ([]nats.Option, error) {
 	var opts []nats.Option
 	if cfg.User != "" || cfg.Password != "" {
 		opts = append(opts, nats.UserInfo(cfg.User, cfg.Password))
@@ -143,7 +143,7 @@ func (cfg ConnConfig) authOptions() ([]nats.Option, error) {
 	if cfg.NKeySeedFile != "" {
 		opt, err := nats.NkeyOptionFromSeed(cfg.NKeySeedFile)
 		if err != nil {
-			return nil, fmt.Errorf("natsio: nkey seed file %s: %w", cfg.NKeySeedFile, err)
+			return nil, fmt.Errorf("natsconn: nkey seed file %s: %w", cfg.NKeySeedFile, err)
 		}
 		opts = append(opts, opt)
 	}
@@ -154,7 +154,7 @@ func (cfg ConnConfig) authOptions() ([]nats.Option, error) {
 		opts = append(opts, nats.RootCAs(cfg.TLSCAFile))
 	}
 	if (cfg.TLSCertFile == "") != (cfg.TLSKeyFile == "") {
-		return nil, errors.New("natsio: a TLS client certificate needs both the certificate and the key file")
+		return nil, errors.New("natsconn: a TLS client certificate needs both the certificate and the key file")
 	}
 	if cfg.TLSCertFile != "" {
 		opts = append(opts, nats.ClientCert(cfg.TLSCertFile, cfg.TLSKeyFile))
@@ -176,14 +176,14 @@ func (c *Conn) RedactedURL() string { return c.redacted }
 func (c *Conn) DrainAndWait(ctx context.Context) error {
 	if err := c.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
 		c.Close()
-		return fmt.Errorf("natsio: drain: %w", err)
+		return fmt.Errorf("natsconn: drain: %w", err)
 	}
 	select {
 	case <-c.closed:
 		return nil
 	case <-ctx.Done():
 		c.Close()
-		return fmt.Errorf("natsio: drain: %w", ctx.Err())
+		return fmt.Errorf("natsconn: drain: %w", ctx.Err())
 	}
 }
 
@@ -221,7 +221,7 @@ func RedactURL(raw string) string {
 // back-off until ctx ends, logging each failed attempt once at info. A
 // server that answers and refuses (credentials, TLS) fails at once: that
 // does not get better by waiting.
-func ConnectWaiting(ctx context.Context, cfg ConnConfig) (*Conn, error) {
+func ConnectWaiting(ctx context.Context, cfg Config) (*Conn, error) {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()

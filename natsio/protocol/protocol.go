@@ -1,11 +1,4 @@
-package uidclient
-
-import (
-	"encoding/binary"
-	"fmt"
-	"strconv"
-	"strings"
-)
+package protocol
 
 // Protocol constants shared by the service and the client. Other languages
 // speak the same protocol without our client: see docs/protocol.md.
@@ -50,8 +43,8 @@ const (
 	// name increase; across instances they interleave.
 	InstanceHeader = "Uid-Instance"
 
-	// binaryIDWidth is the size of one ID in a binary batch reply.
-	binaryIDWidth = 8
+	// BinaryIDWidth is the size of one ID in a binary batch reply.
+	BinaryIDWidth = 8
 )
 
 // Subject returns the subject of an endpoint under prefix.
@@ -62,59 +55,3 @@ func Subject(prefix, endpoint string) string { return prefix + "." + endpoint }
 // it is the wildcard the service subscribes to; a plain permission such
 // as uid.seq.orders.> grants one sequence.
 func SeqSubject(prefix, name, op string) string { return prefix + ".seq." + name + "." + op }
-
-// AppendDecimalIDs appends ids to dst as decimal numbers separated by
-// newlines (no trailing newline).
-func AppendDecimalIDs(dst []byte, ids []uint64) []byte {
-	for i, id := range ids {
-		if i > 0 {
-			dst = append(dst, '\n')
-		}
-		dst = strconv.AppendUint(dst, id, 10)
-	}
-	return dst
-}
-
-// AppendBinaryIDs appends ids to dst packed as 8 bytes big-endian each.
-func AppendBinaryIDs(dst []byte, ids []uint64) []byte {
-	for _, id := range ids {
-		dst = binary.BigEndian.AppendUint64(dst, id)
-	}
-	return dst
-}
-
-// DecodeBinaryIDs appends the IDs packed in data (8 bytes big-endian each)
-// to dst.
-func DecodeBinaryIDs(dst []uint64, data []byte) ([]uint64, error) {
-	if len(data)%binaryIDWidth != 0 {
-		return dst, fmt.Errorf("natsio: binary batch reply of %d bytes is not a multiple of 8", len(data))
-	}
-	for i := 0; i < len(data); i += binaryIDWidth {
-		dst = append(dst, binary.BigEndian.Uint64(data[i:]))
-	}
-	return dst, nil
-}
-
-// DecodeDecimalIDs appends the newline-separated decimal IDs in data to dst.
-func DecodeDecimalIDs(dst []uint64, data []byte) ([]uint64, error) {
-	s := strings.TrimSpace(string(data))
-	if s == "" {
-		return dst, nil
-	}
-	for line := range strings.SplitSeq(s, "\n") {
-		id, err := strconv.ParseUint(strings.TrimSpace(line), 10, 64)
-		if err != nil {
-			return dst, fmt.Errorf("natsio: batch reply line %q is not a decimal ID", shorten(line, 40))
-		}
-		dst = append(dst, id)
-	}
-	return dst, nil
-}
-
-// shorten cuts s to at most n bytes for quoting in messages.
-func shorten(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
-}

@@ -1,4 +1,4 @@
-package uidclient
+package protocol
 
 import (
 	"bytes"
@@ -26,12 +26,12 @@ func TestDecodeBlockRejectsInconsistentBlocks(t *testing.T) {
 	for name, mutate := range cases {
 		m := valid()
 		mutate(m)
-		if ids, err := decodeBlock(m.Data, m.Header); !errors.Is(err, ErrMalformedBlock) {
+		if ids, err := DecodeBlock(m.Data, m.Header); !errors.Is(err, ErrMalformedBlock) {
 			t.Errorf("%s: decoded %v, %v; want ErrMalformedBlock", name, ids, err)
 		}
 	}
 	m := valid()
-	ids, err := decodeBlock(m.Data, m.Header)
+	ids, err := DecodeBlock(m.Data, m.Header)
 	if err != nil || !slices.Equal(ids, []uint64{10, 20, 30}) {
 		t.Fatalf("valid block: %v, %v", ids, err)
 	}
@@ -56,7 +56,7 @@ func FuzzDecodeBlock(f *testing.F) {
 		h.Set(HeaderBlockCount, count)
 		h.Set(HeaderBlockFirst, first)
 		h.Set(HeaderBlockLast, last)
-		ids, err := decodeBlock(data, h)
+		ids, err := DecodeBlock(data, h)
 		if err != nil {
 			if !errors.Is(err, ErrMalformedBlock) || ids != nil {
 				t.Fatalf("error %v with IDs %v", err, ids)

@@ -1,4 +1,4 @@
-package natsio
+package natsconn
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 )
 
 // A URL that does not parse must not come back quoted in Connect's error:
-// its user info holds a password or token (ConnConfig's promise).
+// its user info holds a password or token (Config's promise).
 func TestConnectErrorNeverQuotesAnUnparseableURL(t *testing.T) {
 	u, err := url.Parse(testenv.NATS(t, nil).ClientURL())
 	if err != nil {
@@ -25,7 +25,7 @@ func TestConnectErrorNeverQuotesAnUnparseableURL(t *testing.T) {
 		{"nats://svc:s3cret@" + host + ":x", "s3cr"}, // a bad port after valid user info
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		conn, err := Connect(ctx, ConnConfig{URL: tc.url, Logger: quietLogger()})
+		conn, err := Connect(ctx, Config{URL: tc.url, Logger: quietLogger()})
 		cancel()
 		if err == nil {
 			conn.Close()
