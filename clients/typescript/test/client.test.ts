@@ -232,7 +232,7 @@ describe("Prefetcher", () => {
 });
 
 describe("uniqueness", () => {
-  test("no ID twice across concurrent calls, clients and a prefetcher", async () => {
+  test("no ID twice across concurrent calls, clients and a prefetcher", async (t) => {
     const strings = new UidClient(nc, { subjectPrefix: prefix });
     const bigints = new UidClient(nc, { subjectPrefix: prefix, ids: "bigint" });
     const p = new Prefetcher(strings, { batchSize: 1000 });
@@ -277,5 +277,6 @@ describe("uniqueness", () => {
     assert.equal(seen.size, total, `${total - seen.size} duplicate IDs`);
     assert.equal(new Set(seq).size, seq.length, "duplicate sequence numbers");
     assert.equal(seq.length, 8 * 50 + 20 * 100);
+    t.diagnostic(`${total} IDs and ${seq.length} sequence numbers, 0 duplicates`);
   });
 });

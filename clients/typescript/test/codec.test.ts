@@ -87,3 +87,37 @@ test("base32 decoding reads I and L as 1, O as 0, and refuses the rest", () => {
     assert.throws(() => toBase32(bad), RangeError, bad);
   }
 });
+
+test("fuzz: random text either decodes to what it says or is refused", () => {
+  // Random strings over an alphabet wider than each decoder's, lengths
+  // around the valid ones: every outcome is a value that encodes back to
+  // the canonical form, or the decoder's own error, never something else.
+  let seed = 12345;
+  const rand = (n: number) => {
+    seed ^= seed << 13; // xorshift32
+    seed ^= seed >>> 17;
+    seed ^= seed << 5;
+    return (seed >>> 0) % n;
+  };
+  const chars = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-\n ";
+  const canonical = (s: string) => s.toUpperCase().replace(/[IL]/g, "1").replace(/O/g, "0");
+  let decoded = 0;
+  for (let i = 0; i < 20_000; i++) {
+    const s = Array.from({ length: 11 + rand(4) }, () => chars[rand(i % 3 === 0 ? 32 : chars.length)]).join("");
+    try {
+      const n = fromBase32(s);
+      decoded++;
+      assert.equal(toBase32(n), canonical(s), s);
+    } catch (e) {
+      assert.ok(e instanceof RangeError, `${JSON.stringify(s)}: ${String(e)}`);
+    }
+    const lines = Array.from({ length: 1 + rand(3) }, () => String(rand(1000)) + (rand(20) === 0 ? chars[rand(chars.length)] : "")).join("\n");
+    const valid = lines.split("\n").every((l) => /^[0-9]{1,20}$/.test(l));
+    if (valid) {
+      assert.deepEqual(decodeDecimalLines(lines), lines.split("\n").map(BigInt), lines);
+    } else {
+      assert.throws(() => decodeDecimalLines(lines), ProtocolError, JSON.stringify(lines));
+    }
+  }
+  assert.ok(decoded > 1000, `only ${decoded} decoded: the fuzz says little`);
+});
