@@ -20,6 +20,7 @@ import (
 
 	"github.com/uid-dispenser/uid-dispenser/dispenser"
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 )
 
@@ -138,7 +139,7 @@ func TestProtocolCases(t *testing.T) {
 		})
 	}
 	// The file covers every code a live dispenser can be made to send.
-	for _, code := range []int{uidclient.CodeBadRequest, uidclient.CodeNotFound, uidclient.CodeUnavailable} {
+	for _, code := range []int{protocol.CodeBadRequest, protocol.CodeNotFound, protocol.CodeUnavailable} {
 		if !codes[code] {
 			t.Errorf("no live case expects %d", code)
 		}
