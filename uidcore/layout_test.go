@@ -53,7 +53,7 @@ func TestValidateNamesTheField(t *testing.T) {
 		mutate func(*Layout)
 		field  string
 	}{
-		{"sum", func(l *Layout) { l.TimeBits = 30 }, "Layout"},
+		{"sum above 63", func(l *Layout) { l.TimeBits = 32 }, "Layout"},
 		{"time too small", func(l *Layout) { l.TimeBits, l.SeqBits = 10, 37 }, "TimeBits"},
 		{"no worker bits", func(l *Layout) { l.WorkerBits, l.SeqBits = 0, 32 }, "WorkerBits"},
 		{"no sequence bits", func(l *Layout) { l.SeqBits, l.WorkerBits = 0, 32 }, "SeqBits"},
