@@ -47,8 +47,8 @@ type Config struct {
 	EmbeddedAddr    string `envconfig:"EMBEDDED_ADDR" desc:"with no DISPENSER_NATS_URL: where to look for a NATS server, and where to start the embedded one when none listens"`
 	EmbeddedDataDir string `envconfig:"EMBEDDED_DATA_DIR" desc:"JetStream directory of the embedded server (default: <user cache dir>/uid-dispenser/nats, else ./data/nats)"`
 
-	LayoutName string    `envconfig:"LAYOUT" desc:"the ID layout by name: default, uidgenerator (for reading old IDs; it can no longer issue any), or time/worker/sequence bits such as 31/16/16, optionally @ an RFC 3339 epoch; set instead of DISPENSER_TIME_BITS, _WORKER_BITS, _SEQ_BITS and DISPENSER_EPOCH"`
-	TimeBits   uint      `envconfig:"TIME_BITS" desc:"bits of delta seconds in an ID (time+worker+seq bits = 63)"`
+	LayoutName string    `envconfig:"LAYOUT" desc:"the ID layout by name: default, jssafe (53 bits: every ID a JavaScript Number holds exactly), uidgenerator (for reading old IDs; it can no longer issue any), or time/worker/sequence bits such as 31/16/16, optionally @ an RFC 3339 epoch; set instead of DISPENSER_TIME_BITS, _WORKER_BITS, _SEQ_BITS and DISPENSER_EPOCH"`
+	TimeBits   uint      `envconfig:"TIME_BITS" desc:"bits of delta seconds in an ID (time+worker+seq bits at most 63; 53 or less: JS-safe IDs)"`
 	WorkerBits uint      `envconfig:"WORKER_BITS" desc:"bits of worker ID (2^bits worker IDs; an instance holds one per lane)"`
 	SeqBits    uint      `envconfig:"SEQ_BITS" desc:"bits of sequence per second (2^bits IDs per second per worker ID, a lane, at wall-clock pace)"`
 	Epoch      time.Time `envconfig:"EPOCH" desc:"RFC 3339 instant delta seconds count from"`
@@ -307,7 +307,7 @@ func validPrefix(p string) bool {
 
 // Layout is the ID layout the configuration describes.
 func (c Config) Layout() uidcore.Layout {
-	return uidcore.Layout{TimeBits: c.TimeBits, WorkerBits: c.WorkerBits, SeqBits: c.SeqBits, Epoch: c.Epoch.UTC()}
+	return uidcore.Layout{TimeBits: c.TimeBits, WorkerBits: c.WorkerBits, SeqBits: c.SeqBits, Epoch: c.Epoch}
 }
 
 func parseLevel(s string) (slog.Level, error) {

@@ -148,7 +148,13 @@ func nextGeneration(ctx context.Context, fs workerid.FleetStore, cfg Config, log
 		return workerid.Fleet{}, fmt.Errorf("dispenser: the fleet record: %w", err)
 	}
 	if cfg.checkFleet(current) == nil {
-		log.Info("the fleet already has this configuration", "generation", current.Generation, "layout", current.Layout)
+		// RecordFleet also writes the configuration as generation 1 when
+		// the store had no record: that is no "already".
+		msg := "the fleet already has this configuration: no new generation"
+		if current.Generation == 1 && current.StartsAfter == 0 {
+			msg = "the fleet's record is this configuration as generation 1 (recorded now if the store had none): no new generation"
+		}
+		log.Info(msg, "generation", current.Generation, "layout", current.Layout)
 		return current, nil
 	}
 	last, live, err := fs.LeaseHorizon(ctx)

@@ -117,11 +117,12 @@ func (l Layout) Equal(o Layout) bool {
 // EpochText is the epoch in RFC 3339 with the offset it was given in,
 // followed by its UTC form when that offset is not UTC's:
 // "2016-05-20T00:00:00+08:00 (2016-05-19T16:00:00Z)".
-func (l Layout) EpochText() string { return l.timeText(l.Epoch) }
+func (l Layout) EpochText() string { return l.TimeText(l.Epoch) }
 
-// timeText prints t in the epoch's offset, and in UTC too when that is
-// another: operators read times in the zone they configured.
-func (l Layout) timeText(t time.Time) string {
+// TimeText prints t in RFC 3339 in the epoch's offset, followed by its UTC
+// form when that offset is not UTC's: operators read times in the zone
+// they configured.
+func (l Layout) TimeText(t time.Time) string {
 	utc := t.UTC().Format(time.RFC3339)
 	if _, off := l.Epoch.Zone(); off != 0 && !l.Epoch.IsZero() {
 		return t.In(l.Epoch.Location()).Format(time.RFC3339) + " (" + utc + ")"
@@ -278,7 +279,7 @@ func (l Layout) ParseUID(id uint64) ParsedJSON {
 	out := p.JSON()
 	if id>>63 != 0 {
 		out.UID = strconv.FormatInt(int64(id), 10)
-		out.Wrapped = fmt.Sprintf("true: the time field (%d bits) ran into the sign bit at %s; the timestamp is the second it was issued", l.TimeBits, l.timeText(l.RunwayEnd()))
+		out.Wrapped = fmt.Sprintf("true: the time field (%d bits) ran into the sign bit at %s; the timestamp is the second it was issued", l.TimeBits, l.TimeText(l.RunwayEnd()))
 	}
 	return out
 }
