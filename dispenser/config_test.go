@@ -74,7 +74,7 @@ func TestLoadConfigReadsVariables(t *testing.T) {
 func TestInvalidValuesNameTheVariable(t *testing.T) {
 	for _, tc := range []struct{ name, value, want string }{
 		{"DISPENSER_TIME_BITS", "many", "DISPENSER_TIME_BITS"},
-		{"DISPENSER_TIME_BITS", "30", "DISPENSER_TIME_BITS/WORKER_BITS/SEQ_BITS"},
+		{"DISPENSER_TIME_BITS", "32", "DISPENSER_TIME_BITS/WORKER_BITS/SEQ_BITS"},
 		{"DISPENSER_SEQ_BITS", "0", "DISPENSER_SEQ_BITS"},
 		{"DISPENSER_EPOCH", "yesterday", "DISPENSER_EPOCH"},
 		{"DISPENSER_EPOCH", "1960-01-01T00:00:00Z", "DISPENSER_EPOCH"},
