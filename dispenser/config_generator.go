@@ -34,7 +34,7 @@ func (c Config) checkIssuable(now time.Time) error {
 	case !end.After(now) && layout.Equal(uidcore.UidGeneratorLayout()):
 		return &ConfigError{Var: names, Reason: fmt.Sprintf(
 			"%s (%s) is UidGenerator's layout, for reading its IDs (uid.parse with the header Uid-Layout: %s, client-demo parse -layout %s), not for issuing: its time field ran out at %s. "+
-				"To replace UidGenerator on its WORKER_NODE table, choose a layout by docs/operations.md, \"Migrating off UidGenerator\"",
+				"To replace UidGenerator on its WORKER_NODE table, choose a layout by docs/operations.md, \"Migrating from UidGenerator\"",
 			uidcore.PresetUidGenerator, layout, uidcore.PresetUidGenerator, uidcore.PresetUidGenerator, layout.TimeText(end))}
 	case !end.After(now):
 		return &ConfigError{Var: names, Reason: fmt.Sprintf(

@@ -81,6 +81,13 @@ func differingLayoutVars(stored string, mine uidcore.Layout) []string {
 // of a generation recorded moments ago. Assigners given by WithAssigner
 // that keep no fleet record are taken as they are.
 func (d *Dispenser) joinFleet(ctx context.Context) error {
+	// A start whose claim is bound to be refused must not record the
+	// fleet either: its layout would then bind every later start.
+	if rc, ok := d.assigner.(workerid.RangeChecker); ok {
+		if err := rc.CheckRange(ctx, d.cfg.Layout()); err != nil {
+			return fmt.Errorf("dispenser: claim a worker ID: %w", err)
+		}
+	}
 	fs, ok := d.assigner.(workerid.FleetStore)
 	if !ok {
 		return nil

@@ -585,6 +585,17 @@ func (c Config) DisposableClaim(workerID uint64, layout uidcore.Layout, source s
 	return uidcore.StaticClaim{ID: workerID}, nil
 }
 
+// RangeChecker is implemented by assigners that can tell before claiming
+// (and before the fleet is recorded) that no claim of theirs can fit the
+// layout: the MySQL store in disposable mode, whose WORKER_NODE rows only
+// grow. The dispenser asks it first, so that a start bound to fail
+// changes nothing in the store.
+type RangeChecker interface {
+	// CheckRange returns a *DisposableRangeError when a claim is bound to
+	// be refused, and nil otherwise (also when it cannot tell).
+	CheckRange(ctx context.Context, layout uidcore.Layout) error
+}
+
 // DisposableRangeError: a disposable store's next worker ID is beyond the
 // layout's worker range. Disposable worker IDs only grow (every start
 // takes a new one, as UidGenerator's WORKER_NODE does), so no later start
@@ -605,7 +616,7 @@ func (e *DisposableRangeError) Error() string {
 		what = "would hand out worker ID %d or above (nothing taken)"
 	}
 	return fmt.Sprintf("workerid: %s "+what+", beyond the layout's largest %d (%d worker bits): disposable worker IDs only grow and are never reused. "+
-		"Use a layout with UidGenerator's widths and a later epoch (28/22/13@<epoch>), or %s=%s on its own table (docs/operations.md, \"Migrating off UidGenerator\")",
+		"Use a layout with UidGenerator's widths and a later epoch (28/22/13@<epoch>), or %s=%s on its own table (docs/operations.md, \"Migrating from UidGenerator\")",
 		e.Source, e.WorkerID, e.Layout.MaxWorkerID(), e.Layout.WorkerBits, e.ModeVar, ModeLeased)
 }
 

@@ -239,6 +239,15 @@ func (a *Assigner) Claim(ctx context.Context, layout uidcore.Layout) (uidcore.Cl
 	return claim, nil
 }
 
+// CheckRange implements workerid.RangeChecker: in disposable mode, a
+// WORKER_NODE whose next row is past the layout's worker range.
+func (a *Assigner) CheckRange(ctx context.Context, layout uidcore.Layout) error {
+	if a.leases != nil || layout.Validate() != nil {
+		return nil
+	}
+	return a.checkNextWorkerNode(ctx, quoteIdent(a.cfg.WorkerNodeTable), layout)
+}
+
 // checkNextWorkerNode refuses, without inserting, a claim whose row
 // would get an ID beyond the layout's worker range: the auto-increment
 // hands out at least MAX(ID)+1, so such a start would only burn a row
