@@ -126,33 +126,36 @@ type CachedOptions struct {
 // Padding fills each second lane by lane, in ascending worker-ID order, so
 // the IDs of one generator strictly increase whatever lanes it holds.
 type CachedGenerator struct {
-	layout    Layout
-	claim     Claim
-	clock     Clock
-	workerID  uint64
-	size      uint64
-	mask      uint64
-	factor    uint64
+	// Configuration: set by NewCached, read-only afterwards.
+	layout   Layout
+	claim    Claim
+	clock    Clock
+	workerID uint64
+	size     uint64
+	mask     uint64
+	factor   uint64
+	maxAhead int64 // seconds; <0 = unbounded
+	maxLag   int64 // seconds; <0 = unbounded
+	schedule time.Duration
+	takeWait time.Duration
+	observer Observer
+	onPut    PutRejectPolicy
+	onTake   TakeRejectPolicy
+
+	// Shared by takers and padding: the ring, and what padding tells takers
+	// (stored by padding, read on the take path).
 	threshold atomic.Uint64 // padding is requested when fewer IDs remain
 	reserve   atomic.Uint64 // what bulk takes leave for small ones while throttled
-	maxAhead  int64         // seconds; <0 = unbounded
-	maxLag    int64         // seconds; <0 = unbounded
-	schedule  time.Duration
-	takeWait  time.Duration
-	observer  Observer
-	onPut     PutRejectPolicy
-	onTake    TakeRejectPolicy
-
-	slots    []uint64
-	canTake  []atomic.Uint64 // one bit per slot: 1 = can take, 0 = can put
-	_        [64]byte
-	tail     atomic.Uint64 // next slot padding writes; only padding stores it
-	_        [56]byte
-	cursor   atomic.Uint64 // next slot a taker claims
-	_        [56]byte
-	wantPad  atomic.Bool
-	stopErr  atomic.Pointer[error] // why the last padding round stopped short, nil when it filled the ring
-	roundEnd atomic.Pointer[chan struct{}]
+	slots     []uint64
+	canTake   []atomic.Uint64 // one bit per slot: 1 = can take, 0 = can put
+	_         [64]byte
+	tail      atomic.Uint64 // next slot padding writes; only padding stores it
+	_         [56]byte
+	cursor    atomic.Uint64 // next slot a taker claims
+	_         [56]byte
+	wantPad   atomic.Bool
+	stopErr   atomic.Pointer[error] // why the last padding round stopped short, nil when it filled the ring
+	roundEnd  atomic.Pointer[chan struct{}]
 	// throttled is set while padding is held at MaxAhead: demand exceeds
 	// what the lanes sustain.
 	throttled atomic.Bool
@@ -161,31 +164,43 @@ type CachedGenerator struct {
 	smallTaken atomic.Uint64
 
 	// Owned by the padding goroutine.
-	nextSecond int64
-	laneIdx    int // the lane of nextSecond padding fills
-	nextSeq    uint64
-	dirty      bool // padding wrote some ID of nextSecond
-	target     uint64
-	smallRate  uint64 // IDs small takes got in the last second while throttled
-	hitBound   bool   // a round stopped at MaxAhead since the last second began
-	lastCursor uint64
-	// lastDiscarded is discarded at the last once-a-second look.
-	lastDiscarded uint64
-	targetNow     atomic.Uint64 // target, for State
-	lanes         laneSet
+	padding paddingState
+	lanes   laneSet // its list is padding's, the rest shared: see laneSet
 
-	logicalSecond  atomic.Int64 // for State, written by padding
-	lastFilled     atomic.Int64 // second of the newest ID in the ring
+	// Statistics for State, written by padding and takers.
+	targetNow      atomic.Uint64 // padding.target
+	logicalSecond  atomic.Int64  // padding.nextSecond at the end of the last round
+	lastFilled     atomic.Int64  // second of the newest ID in the ring; takers read it too (isThrottled)
 	paddingRounds  atomic.Uint64
 	putRejections  atomic.Uint64
 	takeRejections atomic.Uint64
 	discarded      atomic.Uint64
 
+	// Lifecycle and padding's triggers.
 	wake      chan struct{}
 	forced    chan chan PaddingReport
 	done      chan struct{}
 	closeOnce sync.Once
 	wg        sync.WaitGroup
+}
+
+// paddingState is what only the padding goroutine touches (and NewCached,
+// before it starts the goroutine): where padding stands in the logical
+// second, and what it adapts once a second. Takers see its effects only
+// through the ring's tail and the atomics padding stores (threshold,
+// reserve, throttled, lastFilled).
+type paddingState struct {
+	nextSecond int64  // the logical second: the one padding fills next
+	laneIdx    int    // the lane of nextSecond padding fills
+	nextSeq    uint64 // the next sequence of that lane in nextSecond
+	dirty      bool   // padding wrote some ID of nextSecond, in any round
+	target     uint64 // IDs padding keeps ready
+	smallRate  uint64 // IDs small takes got in the last second while throttled
+	hitBound   bool   // a round stopped at MaxAhead since the last second began
+	// lastCursor and lastDiscarded are the cursor and discarded at the
+	// last once-a-second look: the IDs taken since are the demand.
+	lastCursor    uint64
+	lastDiscarded uint64
 }
 
 // NewCached builds the ring, fills it once (the start-up padding round) and
@@ -249,9 +264,9 @@ func NewCached(opts CachedOptions) (*CachedGenerator, error) {
 	g.roundEnd.Store(&ch)
 	// Lanes skip the seconds an earlier holder of their worker ID may have
 	// used (Claim.After); the generator itself starts at the clock.
-	g.nextSecond = g.clock.Now().Unix()
-	g.logicalSecond.Store(g.nextSecond)
-	g.lastFilled.Store(g.nextSecond - 1)
+	g.padding.nextSecond = g.clock.Now().Unix()
+	g.logicalSecond.Store(g.padding.nextSecond)
+	g.lastFilled.Store(g.padding.nextSecond - 1)
 	g.pad(TriggerStartup)
 	g.wg.Add(1)
 	go g.paddingLoop()

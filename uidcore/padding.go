@@ -13,14 +13,14 @@ import (
 // setTarget sets how many IDs padding keeps ready, and the thresholds that
 // follow from it.
 func (g *CachedGenerator) setTarget(target uint64) {
-	g.target = target
+	g.padding.target = target
 	g.targetNow.Store(target)
 	g.threshold.Store(max(target*g.factor/100, 1))
 	// Small takes need little, but all of it: the reserve is twice what
 	// they took in the last second, at least a little, at most half the
 	// ring's fill.
 	base := min(target/8, fillFloor/4, (g.layout.MaxSequence()+1)/8)
-	g.reserve.Store(min(max(base, 2*g.smallRate), target/2))
+	g.reserve.Store(min(max(base, 2*g.padding.smallRate), target/2))
 }
 
 func (g *CachedGenerator) paddingLoop() {
@@ -97,11 +97,11 @@ func (g *CachedGenerator) everySecond() {
 	// Takes only: IDs dropped for lagging the clock moved the cursor too,
 	// and counting them as demand would keep idle lanes "needed".
 	c, dropped := g.cursor.Load(), g.discarded.Load()
-	taken := (c - g.lastCursor) - (dropped - g.lastDiscarded)
-	g.lastCursor, g.lastDiscarded = c, dropped
-	g.smallRate = g.smallTaken.Swap(0)
-	g.throttled.Store(g.hitBound)
-	g.hitBound = false
+	taken := (c - g.padding.lastCursor) - (dropped - g.padding.lastDiscarded)
+	g.padding.lastCursor, g.padding.lastDiscarded = c, dropped
+	g.padding.smallRate = g.smallTaken.Swap(0)
+	g.throttled.Store(g.padding.hitBound)
+	g.padding.hitBound = false
 	// Never more than the lanes give in a second: refreshing a target
 	// beyond that would borrow the future at idle.
 	perLane := g.layout.MaxSequence() + 1
@@ -137,10 +137,10 @@ func (g *CachedGenerator) pad(trigger PaddingTrigger) (PaddingReport, PutRejectR
 	g.wantPad.Store(false)
 	began := time.Now()
 	report := PaddingReport{Trigger: trigger, Discarded: g.discardStale()}
-	if g.tail.Load() == g.cursor.Load() && trigger != TriggerStartup && g.target < g.size {
+	if g.tail.Load() == g.cursor.Load() && trigger != TriggerStartup && g.padding.target < g.size {
 		// Takers emptied the ring before padding came: demand is rising
 		// faster than the once-a-second estimate.
-		g.setTarget(min(g.size, 2*g.target))
+		g.setTarget(min(g.size, 2*g.padding.target))
 	}
 	maxSeq := g.layout.MaxSequence()
 	tail := g.tail.Load()
@@ -149,59 +149,59 @@ func (g *CachedGenerator) pad(trigger PaddingTrigger) (PaddingReport, PutRejectR
 	// Of the current second, in this round: lanes skipped for seconds
 	// their previous holder may have used, and why the last other skipped
 	// lane could not serve. (Whether any lane wrote to it, in any round,
-	// is g.dirty.)
+	// is g.padding.dirty.)
 	var afterSkips int
 	var invalid error
 	for stop == nil {
-		if !g.dirty && g.lanes.hasPending() {
+		if !g.padding.dirty && g.lanes.hasPending() {
 			// Nothing of this second is written yet: new lanes may join it.
 			g.lanes.sync()
-			g.laneIdx, g.nextSeq = 0, 0
+			g.padding.laneIdx, g.padding.nextSeq = 0, 0
 			afterSkips, invalid = 0, nil
 		}
 		inRing := tail - g.cursor.Load()
-		if inRing >= g.target {
+		if inRing >= g.padding.target {
 			break
 		}
-		free := g.target - inRing
+		free := g.padding.target - inRing
 		now = g.clock.Now().Unix()
-		if now > g.nextSecond {
+		if now > g.padding.nextSecond {
 			// Re-sync: at low load the wall clock overtakes the logical
 			// second, and IDs should carry the real time.
 			g.startSecond(now)
 			afterSkips, invalid = 0, nil
 		}
-		if g.laneIdx >= g.lanes.len() {
-			if !g.dirty && afterSkips == 0 && invalid != nil {
+		if g.padding.laneIdx >= g.lanes.len() {
+			if !g.padding.dirty && afterSkips == 0 && invalid != nil {
 				// No lane may fill any second now (claims lost): wait
 				// rather than burn seconds, and look at the lanes again
 				// from the first. Only when nothing of this second was
 				// written, by this round or an earlier one: a lane that
 				// filled part of it must never fill it again.
-				stop = &PutRejection{Reason: RejectNotReserved, Second: g.nextSecond, Err: invalid}
-				g.laneIdx, g.nextSeq = 0, 0
+				stop = &PutRejection{Reason: RejectNotReserved, Second: g.padding.nextSecond, Err: invalid}
+				g.padding.laneIdx, g.padding.nextSeq = 0, 0
 				break
 			}
-			g.startSecond(g.nextSecond + 1)
+			g.startSecond(g.padding.nextSecond + 1)
 			afterSkips, invalid = 0, nil
 			continue
 		}
-		if g.maxAhead >= 0 && g.nextSecond-now > g.maxAhead {
-			stop = &PutRejection{Reason: RejectAheadBound, Second: g.nextSecond,
+		if g.maxAhead >= 0 && g.padding.nextSecond-now > g.maxAhead {
+			stop = &PutRejection{Reason: RejectAheadBound, Second: g.padding.nextSecond,
 				Err: fmt.Errorf("demand exceeds the %d IDs/s of %d lane(s): IDs would run %ds ahead of the wall clock, the bound is %ds",
-					g.lanes.len()*int(maxSeq+1), g.lanes.len(), g.nextSecond-now, g.maxAhead)}
+					g.lanes.len()*int(maxSeq+1), g.lanes.len(), g.padding.nextSecond-now, g.maxAhead)}
 			break
 		}
-		if g.nextSecond > now && trigger == TriggerThreshold {
+		if g.padding.nextSecond > now && trigger == TriggerThreshold {
 			// Takers borrow the future: demand needs another lane.
 			g.lanes.want()
 		}
-		ln := g.lanes.at(g.laneIdx)
-		if err := ln.usableFor(g.nextSecond); err != nil {
+		ln := g.lanes.at(g.padding.laneIdx)
+		if err := ln.usableFor(g.padding.nextSecond); err != nil {
 			if errors.Is(err, ErrNotReserved) {
 				// Valid, but not reserved this far yet: the reservation is
 				// asked for and padding resumes here shortly.
-				stop = &PutRejection{Reason: RejectNotReserved, Second: g.nextSecond, Err: err}
+				stop = &PutRejection{Reason: RejectNotReserved, Second: g.padding.nextSecond, Err: err}
 				break
 			}
 			if errors.Is(err, errBeforeAfter) {
@@ -209,15 +209,15 @@ func (g *CachedGenerator) pad(trigger PaddingTrigger) (PaddingReport, PutRejectR
 			} else {
 				invalid = err
 			}
-			g.laneIdx, g.nextSeq = g.laneIdx+1, 0
+			g.padding.laneIdx, g.padding.nextSeq = g.padding.laneIdx+1, 0
 			continue
 		}
-		base, err := g.layout.secondBase(g.nextSecond, ln.workerID)
+		base, err := g.layout.secondBase(g.padding.nextSecond, ln.workerID)
 		if err != nil {
-			stop = &PutRejection{Reason: RejectExhausted, Second: g.nextSecond, Err: err}
+			stop = &PutRejection{Reason: RejectExhausted, Second: g.padding.nextSecond, Err: err}
 			break
 		}
-		n := min(free, maxSeq+1-g.nextSeq, publishChunk)
+		n := min(free, maxSeq+1-g.padding.nextSeq, publishChunk)
 		var written uint64
 		forEachWord(tail&g.mask, n, g.size, func(w int, want uint64) {
 			if stop != nil {
@@ -225,13 +225,13 @@ func (g *CachedGenerator) pad(trigger PaddingTrigger) (PaddingReport, PutRejectR
 			}
 			if g.canTake[w].Load()&want != 0 {
 				// A taker claimed the slot a lap ago and is still reading it.
-				stop = &PutRejection{Reason: RejectSlotBusy, Second: g.nextSecond}
+				stop = &PutRejection{Reason: RejectSlotBusy, Second: g.padding.nextSecond}
 				return
 			}
 			// The bits of one call are contiguous: fill them as a run.
 			from := w<<6 + bits.TrailingZeros64(want)
 			run := g.slots[from : from+bits.OnesCount64(want)]
-			seq := base | (g.nextSeq + written)
+			seq := base | (g.padding.nextSeq + written)
 			for j := range run {
 				run[j] = seq + uint64(j)
 			}
@@ -242,21 +242,21 @@ func (g *CachedGenerator) pad(trigger PaddingTrigger) (PaddingReport, PutRejectR
 			continue
 		}
 		if report.Added == 0 {
-			report.FirstSecond = g.nextSecond
+			report.FirstSecond = g.padding.nextSecond
 		}
-		report.LastSecond = g.nextSecond
+		report.LastSecond = g.padding.nextSecond
 		report.Added += int(written)
-		ln.lastUsed = g.nextSecond
-		g.dirty = true
-		g.nextSeq += written
-		if g.nextSeq > maxSeq {
-			g.laneIdx, g.nextSeq = g.laneIdx+1, 0
+		ln.lastUsed = g.padding.nextSecond
+		g.padding.dirty = true
+		g.padding.nextSeq += written
+		if g.padding.nextSeq > maxSeq {
+			g.padding.laneIdx, g.padding.nextSeq = g.padding.laneIdx+1, 0
 		}
 		tail += written
-		g.lastFilled.Store(g.nextSecond)
+		g.lastFilled.Store(g.padding.nextSecond)
 		g.tail.Store(tail)
 	}
-	g.logicalSecond.Store(g.nextSecond)
+	g.logicalSecond.Store(g.padding.nextSecond)
 	reason := PutRejectReason("")
 	if stop != nil {
 		reason = stop.Reason
@@ -280,7 +280,7 @@ func (g *CachedGenerator) pad(trigger PaddingTrigger) (PaddingReport, PutRejectR
 		// Sticky until a second passes without the bound: the refill at
 		// each new second must not open the reserve to bulk takes.
 		g.throttled.Store(true)
-		g.hitBound = true
+		g.padding.hitBound = true
 	}
 	g.paddingRounds.Add(1)
 	report.SecondsAhead = g.secondsAhead()
@@ -297,7 +297,7 @@ func (g *CachedGenerator) pad(trigger PaddingTrigger) (PaddingReport, PutRejectR
 // arrived or were dropped meanwhile take effect here, never within a
 // second, so a second's lanes stay in worker-ID order.
 func (g *CachedGenerator) startSecond(sec int64) {
-	g.nextSecond, g.laneIdx, g.nextSeq, g.dirty = sec, 0, 0, false
+	g.padding.nextSecond, g.padding.laneIdx, g.padding.nextSeq, g.padding.dirty = sec, 0, 0, false
 	g.lanes.sync()
 }
 
