@@ -23,6 +23,9 @@ func (g *CachedGenerator) setTarget(target uint64) {
 	g.reserve.Store(min(max(base, 2*g.padding.smallRate), target/2))
 }
 
+// paddingLoop is the padding goroutine: it waits for a reason to pad (a
+// taker's request, the schedule, a new second, a new lane, a forced
+// round), runs the round, and rests after one that stopped short.
 func (g *CachedGenerator) paddingLoop() {
 	defer g.wg.Done()
 	var tick <-chan time.Time
@@ -55,11 +58,7 @@ func (g *CachedGenerator) paddingLoop() {
 			trigger = TriggerSchedule
 		case <-second.C:
 			second.Reset(untilNextSecond(g.clock.Now()) + time.Millisecond)
-			g.everySecond()
-			if !g.hasStale() {
-				if !backingOff && g.tail.Load()-g.cursor.Load() < g.threshold.Load() {
-					g.requestPadding()
-				}
+			if !g.secondBegan(backingOff) {
 				continue
 			}
 			trigger = TriggerFreshness
@@ -88,6 +87,22 @@ func (g *CachedGenerator) paddingLoop() {
 			backingOff = true
 		}
 	}
+}
+
+// secondBegan is the once-a-second look, just after the wall clock's
+// second begins: it adapts padding to the last second and reports whether
+// IDs in the ring now lag the clock (a freshness round must run). If not,
+// it asks for an ordinary round when the ring is below the threshold and
+// padding is not backing off.
+func (g *CachedGenerator) secondBegan(backingOff bool) bool {
+	g.everySecond()
+	if g.hasStale() {
+		return true
+	}
+	if !backingOff && g.tail.Load()-g.cursor.Load() < g.threshold.Load() {
+		g.requestPadding()
+	}
+	return false
 }
 
 // everySecond adapts the fill target to the IDs taken in the last second
@@ -119,7 +134,7 @@ func (g *CachedGenerator) backoffAfter(reason PutRejectReason) time.Duration {
 	switch reason {
 	case RejectAheadBound:
 		// Nothing changes before the wall clock's next second, unless a
-		// new lane arrives (which wakes padding: see laneSet.adopt).
+		// new lane arrives (which wakes padding: see laneSet.claimOne).
 		return max(untilNextSecond(g.clock.Now()), 5*time.Millisecond)
 	case RejectNotReserved, RejectSlotBusy:
 		return 5 * time.Millisecond
@@ -129,162 +144,248 @@ func (g *CachedGenerator) backoffAfter(reason PutRejectReason) time.Duration {
 	return 0
 }
 
-// pad fills the ring from the logical second onwards, lane by lane within
-// each second, until it holds the fill target or a bound stops it. Only
-// the padding goroutine (and NewCached before it starts) calls it.
+// round is one padding round's own state: what it reports, where its
+// writes stand, and why it stopped. The padding goroutine's state that
+// outlives a round is g.padding.
+type round struct {
+	trigger PaddingTrigger
+	began   time.Time
+	report  PaddingReport
+	tail    uint64 // the next slot the round writes; takers see it after each run
+	now     int64  // the wall clock's second, read before each step
+	// Of the current second, in this round: lanes skipped for seconds their
+	// previous holder may have used, and why the last other skipped lane
+	// could not serve. (Whether any lane wrote to the second, in any round,
+	// is g.padding.dirty.)
+	afterSkips int
+	invalid    error
+	stop       *PutRejection // why the round stopped short; nil while it fills
+}
+
+// pad runs a padding round: it fills the ring from the logical second
+// onwards, lane by lane within each second, until the ring holds the fill
+// target or a bound stops it. Only the padding goroutine (and NewCached
+// before it starts) calls it.
 func (g *CachedGenerator) pad(trigger PaddingTrigger) (PaddingReport, PutRejectReason) {
 	ctx := g.observer.PaddingStarted(context.Background(), trigger)
+	r := g.beginRound(trigger)
+	g.fill(&r)
+	return g.finishRound(ctx, &r)
+}
+
+// beginRound clears the padding request, discards IDs that lag the clock,
+// and raises the fill target when takers emptied the ring.
+func (g *CachedGenerator) beginRound(trigger PaddingTrigger) round {
 	g.wantPad.Store(false)
-	began := time.Now()
-	report := PaddingReport{Trigger: trigger, Discarded: g.discardStale()}
+	r := round{trigger: trigger, began: time.Now()}
+	r.report = PaddingReport{Trigger: trigger, Discarded: g.discardStale()}
 	if g.tail.Load() == g.cursor.Load() && trigger != TriggerStartup && g.padding.target < g.size {
 		// Takers emptied the ring before padding came: demand is rising
 		// faster than the once-a-second estimate.
 		g.setTarget(min(g.size, 2*g.padding.target))
 	}
-	maxSeq := g.layout.MaxSequence()
-	tail := g.tail.Load()
-	var stop *PutRejection
-	var now int64
-	// Of the current second, in this round: lanes skipped for seconds
-	// their previous holder may have used, and why the last other skipped
-	// lane could not serve. (Whether any lane wrote to it, in any round,
-	// is g.padding.dirty.)
-	var afterSkips int
-	var invalid error
-	for stop == nil {
-		if !g.padding.dirty && g.lanes.hasPending() {
-			// Nothing of this second is written yet: new lanes may join it.
-			g.lanes.sync()
-			g.padding.laneIdx, g.padding.nextSeq = 0, 0
-			afterSkips, invalid = 0, nil
+	r.tail = g.tail.Load()
+	return r
+}
+
+// fill writes runs of IDs until the ring holds the fill target, or a step
+// stops the round (r.stop).
+func (g *CachedGenerator) fill(r *round) {
+	for r.stop == nil {
+		g.admitLanes(r)
+		free := g.room(r)
+		if free == 0 {
+			return
 		}
-		inRing := tail - g.cursor.Load()
-		if inRing >= g.padding.target {
-			break
+		if ln := g.chooseLane(r); ln != nil {
+			g.writeRun(r, ln, free)
 		}
-		free := g.padding.target - inRing
-		now = g.clock.Now().Unix()
-		if now > g.padding.nextSecond {
-			// Re-sync: at low load the wall clock overtakes the logical
-			// second, and IDs should carry the real time.
-			g.startSecond(now)
-			afterSkips, invalid = 0, nil
-		}
-		if g.padding.laneIdx >= g.lanes.len() {
-			if !g.padding.dirty && afterSkips == 0 && invalid != nil {
-				// No lane may fill any second now (claims lost): wait
-				// rather than burn seconds, and look at the lanes again
-				// from the first. Only when nothing of this second was
-				// written, by this round or an earlier one: a lane that
-				// filled part of it must never fill it again.
-				stop = &PutRejection{Reason: RejectNotReserved, Second: g.padding.nextSecond, Err: invalid}
-				g.padding.laneIdx, g.padding.nextSeq = 0, 0
-				break
-			}
-			g.startSecond(g.padding.nextSecond + 1)
-			afterSkips, invalid = 0, nil
-			continue
-		}
-		if g.maxAhead >= 0 && g.padding.nextSecond-now > g.maxAhead {
-			stop = &PutRejection{Reason: RejectAheadBound, Second: g.padding.nextSecond,
-				Err: fmt.Errorf("demand exceeds the %d IDs/s of %d lane(s): IDs would run %ds ahead of the wall clock, the bound is %ds",
-					g.lanes.len()*int(maxSeq+1), g.lanes.len(), g.padding.nextSecond-now, g.maxAhead)}
-			break
-		}
-		if g.padding.nextSecond > now && trigger == TriggerThreshold {
-			// Takers borrow the future: demand needs another lane.
-			g.lanes.want()
-		}
-		ln := g.lanes.at(g.padding.laneIdx)
-		if err := ln.usableFor(g.padding.nextSecond); err != nil {
-			if errors.Is(err, ErrNotReserved) {
-				// Valid, but not reserved this far yet: the reservation is
-				// asked for and padding resumes here shortly.
-				stop = &PutRejection{Reason: RejectNotReserved, Second: g.padding.nextSecond, Err: err}
-				break
-			}
-			if errors.Is(err, errBeforeAfter) {
-				afterSkips++
-			} else {
-				invalid = err
-			}
-			g.padding.laneIdx, g.padding.nextSeq = g.padding.laneIdx+1, 0
-			continue
-		}
-		base, err := g.layout.secondBase(g.padding.nextSecond, ln.workerID)
-		if err != nil {
-			stop = &PutRejection{Reason: RejectExhausted, Second: g.padding.nextSecond, Err: err}
-			break
-		}
-		n := min(free, maxSeq+1-g.padding.nextSeq, publishChunk)
-		var written uint64
-		forEachWord(tail&g.mask, n, g.size, func(w int, want uint64) {
-			if stop != nil {
-				return
-			}
-			if g.canTake[w].Load()&want != 0 {
-				// A taker claimed the slot a lap ago and is still reading it.
-				stop = &PutRejection{Reason: RejectSlotBusy, Second: g.padding.nextSecond}
-				return
-			}
-			// The bits of one call are contiguous: fill them as a run.
-			from := w<<6 + bits.TrailingZeros64(want)
-			run := g.slots[from : from+bits.OnesCount64(want)]
-			seq := base | (g.padding.nextSeq + written)
-			for j := range run {
-				run[j] = seq + uint64(j)
-			}
-			written += uint64(len(run))
-			g.canTake[w].Or(want)
-		})
-		if written == 0 {
-			continue
-		}
-		if report.Added == 0 {
-			report.FirstSecond = g.padding.nextSecond
-		}
-		report.LastSecond = g.padding.nextSecond
-		report.Added += int(written)
-		ln.lastUsed = g.padding.nextSecond
-		g.padding.dirty = true
-		g.padding.nextSeq += written
-		if g.padding.nextSeq > maxSeq {
-			g.padding.laneIdx, g.padding.nextSeq = g.padding.laneIdx+1, 0
-		}
-		tail += written
-		g.lastFilled.Store(g.padding.nextSecond)
-		g.tail.Store(tail)
 	}
-	g.logicalSecond.Store(g.padding.nextSecond)
-	reason := PutRejectReason("")
-	if stop != nil {
-		reason = stop.Reason
-		g.putRejections.Add(1)
-		g.observer.PutRejected(ctx, *stop)
-		if g.onPut != nil {
-			g.onPut(ctx, *stop)
-		}
-		cause := stop.Err
-		if cause == nil {
-			cause = fmt.Errorf("padding stopped: %s at second %d", stop.Reason, stop.Second)
-		}
-		g.stopErr.Store(&cause)
-	} else {
-		g.stopErr.Store(nil)
+}
+
+// admitLanes lets the lanes claimed since join the logical second while
+// nothing of it is written, and starts the second's lanes over.
+func (g *CachedGenerator) admitLanes(r *round) {
+	p := &g.padding
+	if p.dirty || !g.lanes.hasPending() {
+		return
 	}
-	if reason == RejectAheadBound && trigger == TriggerThreshold {
+	g.lanes.sync()
+	p.laneIdx, p.nextSeq = 0, 0
+	r.afterSkips, r.invalid = 0, nil
+}
+
+// room is how many IDs the ring lacks of the fill target (0: none).
+func (g *CachedGenerator) room(r *round) uint64 {
+	inRing := r.tail - g.cursor.Load()
+	if inRing >= g.padding.target {
+		return 0
+	}
+	return g.padding.target - inRing
+}
+
+// chooseLane takes one step towards the second and lane padding writes
+// next: it returns the lane (of g.padding.nextSecond), or nil when it
+// moved on to another lane or second (the caller looks again) or stopped
+// the round.
+func (g *CachedGenerator) chooseLane(r *round) *lane {
+	p := &g.padding
+	r.now = g.clock.Now().Unix()
+	if r.now > p.nextSecond {
+		// Re-sync: at low load the wall clock overtakes the logical
+		// second, and IDs should carry the real time.
+		g.startSecond(r, r.now)
+	}
+	if p.laneIdx >= g.lanes.len() {
+		g.pastTheLastLane(r)
+		return nil
+	}
+	if g.maxAhead >= 0 && p.nextSecond-r.now > g.maxAhead {
+		n := g.lanes.len()
+		r.stop = &PutRejection{Reason: RejectAheadBound, Second: p.nextSecond,
+			Err: fmt.Errorf("demand exceeds the %d IDs/s of %d lane(s): IDs would run %ds ahead of the wall clock, the bound is %ds",
+				n*int(g.layout.MaxSequence()+1), n, p.nextSecond-r.now, g.maxAhead)}
+		return nil
+	}
+	if p.nextSecond > r.now && r.trigger == TriggerThreshold {
+		// Takers borrow the future: demand needs another lane.
 		g.lanes.want()
 	}
+	ln := g.lanes.at(p.laneIdx)
+	if err := ln.usableFor(p.nextSecond); err != nil {
+		g.skipLane(r, err)
+		return nil
+	}
+	return ln
+}
+
+// pastTheLastLane moves padding on to the next second once every lane of
+// the logical second is written or skipped, unless no lane may fill any
+// second now.
+func (g *CachedGenerator) pastTheLastLane(r *round) {
+	p := &g.padding
+	if !p.dirty && r.afterSkips == 0 && r.invalid != nil {
+		// No lane may fill any second now (claims lost): wait rather than
+		// burn seconds, and look at the lanes again from the first. Only
+		// when nothing of this second was written, by this round or an
+		// earlier one: a lane that filled part of it must never fill it
+		// again.
+		r.stop = &PutRejection{Reason: RejectNotReserved, Second: p.nextSecond, Err: r.invalid}
+		p.laneIdx, p.nextSeq = 0, 0
+		return
+	}
+	g.startSecond(r, p.nextSecond+1)
+}
+
+// skipLane passes over a lane that cannot serve the logical second (err
+// from usableFor), or stops the round when the lane only needs its
+// reservation extended.
+func (g *CachedGenerator) skipLane(r *round, err error) {
+	p := &g.padding
+	if errors.Is(err, ErrNotReserved) {
+		// Valid, but not reserved this far yet: the reservation is asked
+		// for and padding resumes here shortly.
+		r.stop = &PutRejection{Reason: RejectNotReserved, Second: p.nextSecond, Err: err}
+		return
+	}
+	if errors.Is(err, errBeforeAfter) {
+		r.afterSkips++
+	} else {
+		r.invalid = err
+	}
+	p.laneIdx, p.nextSeq = p.laneIdx+1, 0
+}
+
+// startSecond moves padding to the first lane of second sec; lanes that
+// arrived or were dropped meanwhile take effect here, never within a
+// second, so a second's lanes stay in worker-ID order.
+func (g *CachedGenerator) startSecond(r *round, sec int64) {
+	p := &g.padding
+	p.nextSecond, p.laneIdx, p.nextSeq, p.dirty = sec, 0, 0, false
+	g.lanes.sync()
+	r.afterSkips, r.invalid = 0, nil
+}
+
+// writeRun writes the lane's next IDs of the logical second into at most
+// free slots, at most a chunk of them so that takers need not wait for a
+// long round, and makes what it wrote visible to takers.
+func (g *CachedGenerator) writeRun(r *round, ln *lane, free uint64) {
+	p := &g.padding
+	base, err := g.layout.secondBase(p.nextSecond, ln.workerID)
+	if err != nil {
+		r.stop = &PutRejection{Reason: RejectExhausted, Second: p.nextSecond, Err: err}
+		return
+	}
+	n := min(free, g.layout.MaxSequence()+1-p.nextSeq, publishChunk)
+	written, busy := g.writeSlots(r.tail, n, base, p.nextSeq)
+	if busy {
+		// A taker claimed a slot a lap ago and is still reading it.
+		r.stop = &PutRejection{Reason: RejectSlotBusy, Second: p.nextSecond}
+	}
+	if written > 0 {
+		g.publishRun(r, ln, written)
+	}
+}
+
+// writeSlots writes up to n IDs, base|seq onwards, into the slots from
+// tail and sets their can-take bits, a word of the bitmap at a time. It
+// stops short at a word whose slots are not all free to write (busy).
+func (g *CachedGenerator) writeSlots(tail, n, base, seq uint64) (written uint64, busy bool) {
+	for w, want := range ringWords(tail&g.mask, n, g.size) {
+		if g.canTake[w].Load()&want != 0 {
+			return written, true
+		}
+		// The bits of one word are contiguous: fill them as a run.
+		from := w<<6 + bits.TrailingZeros64(want)
+		run := g.slots[from : from+bits.OnesCount64(want)]
+		id := base | (seq + written)
+		for j := range run {
+			run[j] = id + uint64(j)
+		}
+		written += uint64(len(run))
+		g.canTake[w].Or(want)
+	}
+	return written, false
+}
+
+// publishRun accounts for a run of written IDs (the report, the lane, the
+// logical sequence) and hands the run to takers by storing the tail.
+func (g *CachedGenerator) publishRun(r *round, ln *lane, written uint64) {
+	p := &g.padding
+	if r.report.Added == 0 {
+		r.report.FirstSecond = p.nextSecond
+	}
+	r.report.LastSecond = p.nextSecond
+	r.report.Added += int(written)
+	ln.lastUsed = p.nextSecond
+	p.dirty = true
+	p.nextSeq += written
+	if p.nextSeq > g.layout.MaxSequence() {
+		p.laneIdx, p.nextSeq = p.laneIdx+1, 0
+	}
+	r.tail += written
+	g.lastFilled.Store(p.nextSecond)
+	g.tail.Store(r.tail)
+}
+
+// finishRound publishes where padding stands and why the round stopped,
+// and wakes the takers waiting for the round's end.
+func (g *CachedGenerator) finishRound(ctx context.Context, r *round) (PaddingReport, PutRejectReason) {
+	g.logicalSecond.Store(g.padding.nextSecond)
+	reason := g.recordStop(ctx, r.stop)
 	if reason == RejectAheadBound {
+		if r.trigger == TriggerThreshold {
+			g.lanes.want()
+		}
 		// Sticky until a second passes without the bound: the refill at
 		// each new second must not open the reserve to bulk takes.
 		g.throttled.Store(true)
 		g.padding.hitBound = true
 	}
 	g.paddingRounds.Add(1)
+	report := r.report
 	report.SecondsAhead = g.secondsAhead()
-	report.Duration = time.Since(began)
+	report.Duration = time.Since(r.began)
 	report.Available = g.tail.Load() - g.cursor.Load()
 	report.Lanes = g.lanes.len()
 	g.observer.PaddingFinished(ctx, report)
@@ -293,12 +394,25 @@ func (g *CachedGenerator) pad(trigger PaddingTrigger) (PaddingReport, PutRejectR
 	return report, reason
 }
 
-// startSecond moves padding to the first lane of second sec; lanes that
-// arrived or were dropped meanwhile take effect here, never within a
-// second, so a second's lanes stay in worker-ID order.
-func (g *CachedGenerator) startSecond(sec int64) {
-	g.padding.nextSecond, g.padding.laneIdx, g.padding.nextSeq, g.padding.dirty = sec, 0, 0, false
-	g.lanes.sync()
+// recordStop counts and reports why a round stopped short (stop; nil when
+// it filled the ring) and keeps the cause for takers that find the ring
+// empty. It returns the reason ("" for none).
+func (g *CachedGenerator) recordStop(ctx context.Context, stop *PutRejection) PutRejectReason {
+	if stop == nil {
+		g.stopErr.Store(nil)
+		return ""
+	}
+	g.putRejections.Add(1)
+	g.observer.PutRejected(ctx, *stop)
+	if g.onPut != nil {
+		g.onPut(ctx, *stop)
+	}
+	cause := stop.Err
+	if cause == nil {
+		cause = fmt.Errorf("padding stopped: %s at second %d", stop.Reason, stop.Second)
+	}
+	g.stopErr.Store(&cause)
+	return stop.Reason
 }
 
 // secondsAhead is how far the newest ID in the ring runs ahead of the
@@ -347,7 +461,9 @@ func (g *CachedGenerator) discardStale() int {
 		if !g.cursor.CompareAndSwap(c, c+k) {
 			continue // a taker moved the cursor; look again
 		}
-		forEachWord(c&g.mask, k, g.size, func(w int, bits uint64) { g.canTake[w].And(^bits) })
+		for w, bits := range ringWords(c&g.mask, k, g.size) {
+			g.canTake[w].And(^bits)
+		}
 		discarded += int(k)
 		g.discarded.Add(k)
 	}

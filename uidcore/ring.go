@@ -3,6 +3,7 @@ package uidcore
 import (
 	"context"
 	"fmt"
+	"iter"
 )
 
 // Next takes one ID from the ring. On an empty ring it waits up to
@@ -108,7 +109,9 @@ func (g *CachedGenerator) take(ctx context.Context, dst []uint64, wait bool) (in
 		first := min(k, g.size-start) // the part before the ring wraps
 		copy(dst[filled:], g.slots[start:start+first])
 		copy(dst[filled+int(first):], g.slots[:k-first])
-		forEachWord(start, k, g.size, func(w int, bits uint64) { g.canTake[w].And(^bits) })
+		for w, bits := range ringWords(start, k, g.size) {
+			g.canTake[w].And(^bits)
+		}
 		filled += int(k)
 		if t-c-k < g.threshold.Load() {
 			g.requestPadding()
@@ -120,21 +123,26 @@ func (g *CachedGenerator) take(ctx context.Context, dst []uint64, wait bool) (in
 	return filled, nil
 }
 
-// forEachWord calls fn for each 64-bit word of the can-take bitmap that
-// the n slots from start (wrapping at size) touch, with their bits.
-func forEachWord(start, n, size uint64, fn func(word int, bits uint64)) {
-	for n > 0 {
-		off := start & 63
-		k := min(n, 64-off, size-start)
-		var m uint64
-		if k == 64 {
-			m = ^uint64(0)
-		} else {
-			m = (1<<k - 1) << off
+// ringWords yields each 64-bit word of the can-take bitmap that the n
+// slots from start (wrapping at size) touch, with their bits. The bits of
+// one word are contiguous.
+func ringWords(start, n, size uint64) iter.Seq2[int, uint64] {
+	return func(yield func(word int, bits uint64) bool) {
+		for n > 0 {
+			off := start & 63
+			k := min(n, 64-off, size-start)
+			var m uint64
+			if k == 64 {
+				m = ^uint64(0)
+			} else {
+				m = (1<<k - 1) << off
+			}
+			if !yield(int(start>>6), m) {
+				return
+			}
+			n -= k
+			start = (start + k) & (size - 1)
 		}
-		fn(int(start>>6), m)
-		n -= k
-		start = (start + k) & (size - 1)
 	}
 }
 
