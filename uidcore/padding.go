@@ -210,7 +210,7 @@ func (g *CachedGenerator) admitLanes(r *round) {
 	if p.dirty || !g.lanes.hasPending() {
 		return
 	}
-	g.lanes.sync()
+	g.lanes.settleForSecond()
 	p.laneIdx, p.nextSeq = 0, 0
 	r.afterSkips, r.invalid = 0, nil
 }
@@ -249,7 +249,7 @@ func (g *CachedGenerator) chooseLane(r *round) *lane {
 	}
 	if p.nextSecond > r.now && r.trigger == TriggerThreshold {
 		// Takers borrow the future: demand needs another lane.
-		g.lanes.want()
+		g.lanes.askForAnother()
 	}
 	ln := g.lanes.at(p.laneIdx)
 	if err := ln.usableFor(p.nextSecond); err != nil {
@@ -302,7 +302,7 @@ func (g *CachedGenerator) skipLane(r *round, err error) {
 func (g *CachedGenerator) startSecond(r *round, sec int64) {
 	p := &g.padding
 	p.nextSecond, p.laneIdx, p.nextSeq, p.dirty = sec, 0, 0, false
-	g.lanes.sync()
+	g.lanes.settleForSecond()
 	r.afterSkips, r.invalid = 0, nil
 }
 
@@ -375,7 +375,7 @@ func (g *CachedGenerator) finishRound(ctx context.Context, r *round) (PaddingRep
 	reason := g.recordStop(ctx, r.stop)
 	if reason == RejectAheadBound {
 		if r.trigger == TriggerThreshold {
-			g.lanes.want()
+			g.lanes.askForAnother()
 		}
 		// Sticky until a second passes without the bound: the refill at
 		// each new second must not open the reserve to bulk takes.
