@@ -316,14 +316,28 @@ func TestCachedTakeWaitHonoursTheContext(t *testing.T) {
 	for range 512 {
 		mustNext(t, g.Next)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	// The clock is frozen at the bound: nothing but the context can end
+	// this take's wait before TakeWait, a minute.
+	rejected := g.State().TakeRejections
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	start := time.Now()
-	if _, err := g.Next(ctx); !errors.Is(err, ErrBufferEmpty) {
-		t.Errorf("at the bound with a short context: %v", err)
+	res := make(chan error, 1)
+	go func() {
+		_, err := g.Next(ctx)
+		res <- err
+	}()
+	select {
+	case err := <-res:
+		t.Fatalf("the take returned before its context was cancelled: %v", err)
+	default:
 	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("waited %v past a 50ms context", d)
+	cancel()
+	testwait.WaitFor(t, 30*time.Second, "the take to return once its context is cancelled", func() bool { return len(res) == 1 })
+	if err := <-res; !errors.Is(err, ErrBufferEmpty) {
+		t.Errorf("at the bound with a cancelled context: %v", err)
+	}
+	if n := g.State().TakeRejections - rejected; n != 1 {
+		t.Errorf("%d take rejections counted, want 1", n)
 	}
 }
 
@@ -410,7 +424,9 @@ func TestCachedCloseStopsPaddingAndTakes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(10 * time.Millisecond)
+	// Close while padding runs on its schedule: the start-up round, then
+	// at least one scheduled one.
+	testwait.WaitFor(t, 5*time.Second, "a scheduled padding round", func() bool { return g.State().PaddingRounds >= 2 })
 	if err := g.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -535,19 +551,32 @@ func TestCachedDiscardsIDsThatLagTheClock(t *testing.T) {
 }
 
 func TestCachedFreshnessRunsByItself(t *testing.T) {
+	clock := newFakeClock(t0)
 	obs := &recordingObserver{}
-	// Eight seconds of IDs at start-up, nobody taking them: after a little
-	// over MaxLag the oldest must have been replaced.
-	g := newTestCached(t, CachedOptions{Layout: smallLayout(), MaxLag: time.Second, Observer: obs})
-	testwait.WaitFor(t, 10*time.Second, "a stale ID discarded", func() bool { return g.State().Discarded > 0 })
-	p, _ := g.Layout().Parse(mustNext(t, g.Next))
-	if lag := time.Now().Unix() - p.Time.Unix(); lag > 2 {
-		t.Errorf("ID lags the clock by %ds with MaxLag 1s", lag)
+	// Start-up fills t0..t0+2 (the 2s ahead bound), 768 IDs, and nobody
+	// takes them. The once-a-second look runs on real time but reads this
+	// clock: once it has moved past MaxLag, padding must replace them by
+	// itself, without a take or a forced round.
+	g := newTestCached(t, CachedOptions{Layout: smallLayout(), MaxLag: time.Second, Clock: clock, Observer: obs})
+	if st := g.State(); st.Available != 3*256 || st.Discarded != 0 {
+		t.Fatalf("after start-up: %+v, want 768 IDs and none discarded", st)
 	}
-	obs.mu.Lock()
-	defer obs.mu.Unlock()
-	if !slices.Contains(obs.events, "start:freshness") {
-		t.Errorf("no freshness round observed: %v", obs.events)
+	clock.Add(10 * time.Second)
+	testwait.WaitFor(t, 10*time.Second, "a freshness round that refilled the ring", func() bool {
+		obs.mu.Lock()
+		defer obs.mu.Unlock()
+		i := slices.Index(obs.events, "start:freshness")
+		return i >= 0 && slices.Contains(obs.events[i:], "finish:padding")
+	})
+	// Every ID of the start-up round lagged by more than MaxLag: all were
+	// discarded, none issued, and the next ID is the first of the clock's
+	// second.
+	if st := g.State(); st.Discarded != 3*256 {
+		t.Errorf("discarded %d, want the 768 lagging IDs", st.Discarded)
+	}
+	p, _ := g.Layout().Parse(mustNext(t, g.Next))
+	if p.Time.Unix() != clock.Now().Unix() || p.Sequence != 0 {
+		t.Errorf("first ID after the freshness round: second %d seq %d, want %d seq 0", p.Time.Unix(), p.Sequence, clock.Now().Unix())
 	}
 }
 
