@@ -652,3 +652,37 @@ func TestCachedBulkTakesLeaveTheReserveAtTheAheadBound(t *testing.T) {
 	}
 	assertUnique(t, append(ids, small...), len(ids)+SmallTake)
 }
+
+// IDs dropped for lagging the clock are not demand: a round that finds
+// the ring empty because it discarded what was in it must not take that
+// for takers outrunning the fill target and double it (the once-a-second
+// estimate already leaves discards out, for the same reason).
+func TestCachedDiscardIsNotDemand(t *testing.T) {
+	clock := newFakeClock(t0)
+	obs := &recordingObserver{}
+	// A ring of 1,024; start-up fills it (t0..t0+3).
+	g := newTestCached(t, CachedOptions{Layout: smallLayout(), BoostPower: 2, Clock: clock, MaxAhead: NoAheadBound, Observer: obs})
+	// The once-a-second look sets the target to what one lane gives in a
+	// second, 256: nothing was taken.
+	testwait.WaitFor(t, 5*time.Second, "the fill target set from the last second", func() bool { return g.State().Target == 256 })
+	clock.Add(10 * time.Second) // everything in the ring now lags
+	if _, err := g.Pad(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// The round that discarded (this one, or a freshness round just before
+	// it) refills the target, and the target stays.
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	var discarding []PaddingReport
+	for _, r := range obs.reports {
+		if r.Discarded > 0 {
+			discarding = append(discarding, r)
+		}
+	}
+	if len(discarding) != 1 || discarding[0].Discarded != 1024 || discarding[0].Added != 256 {
+		t.Errorf("rounds that discarded: %+v, want one that discarded 1024 IDs and added the target, 256", discarding)
+	}
+	if st := g.State(); st.Target != 256 {
+		t.Errorf("target %d after discarding idle IDs, want 256", st.Target)
+	}
+}

@@ -178,8 +178,11 @@ func (g *CachedGenerator) pad(trigger PaddingTrigger) (PaddingReport, PutRejectR
 func (g *CachedGenerator) beginRound(trigger PaddingTrigger) round {
 	g.wantPad.Store(false)
 	r := round{trigger: trigger, began: time.Now()}
+	// Looked at before stale IDs go: a ring that discarding empties was
+	// not emptied by demand.
+	emptied := g.tail.Load() == g.cursor.Load()
 	r.report = PaddingReport{Trigger: trigger, Discarded: g.discardStale()}
-	if g.tail.Load() == g.cursor.Load() && trigger != TriggerStartup && g.padding.target < g.size {
+	if emptied && trigger != TriggerStartup && g.padding.target < g.size {
 		// Takers emptied the ring before padding came: demand is rising
 		// faster than the once-a-second estimate.
 		g.setTarget(min(g.size, 2*g.padding.target))
