@@ -27,7 +27,7 @@ func newTestCached(t testing.TB, opts CachedOptions) *CachedGenerator {
 }
 
 func TestCachedSequentialTenMillionStrictlyIncreasing(t *testing.T) {
-	g := newTestCached(t, CachedOptions{MaxAhead: NoAheadBound, TakeWait: time.Second})
+	g := newTestCached(t, CachedOptions{MaxAhead: NoAheadBound, TakeWait: paddingWait})
 	ctx := context.Background()
 	var last uint64
 	for i := range 10_000_000 {
@@ -43,7 +43,7 @@ func TestCachedSequentialTenMillionStrictlyIncreasing(t *testing.T) {
 }
 
 func TestCachedConcurrentUnique(t *testing.T) {
-	g := newTestCached(t, CachedOptions{MaxAhead: NoAheadBound, TakeWait: time.Second})
+	g := newTestCached(t, CachedOptions{MaxAhead: NoAheadBound, TakeWait: paddingWait})
 	const workers, each = 8, 1_000_000
 	assertUnique(t, nextConcurrently(t, workers, each, g.Next), workers*each)
 }
@@ -104,7 +104,7 @@ func TestCachedStressAtTheEmptyEdge(t *testing.T) {
 }
 
 func TestCachedNextNSpansTheWrapAndTheRing(t *testing.T) {
-	g := newTestCached(t, CachedOptions{Layout: smallLayout(), BoostPower: 1, MaxAhead: NoAheadBound, TakeWait: time.Second})
+	g := newTestCached(t, CachedOptions{Layout: smallLayout(), BoostPower: 1, MaxAhead: NoAheadBound, TakeWait: paddingWait})
 	ctx := context.Background()
 	var got []uint64
 	for _, n := range []int{100, 300, 511, 2000, 1} {
@@ -301,7 +301,7 @@ func TestCachedStartsAfterTheClaimAndStopsWhenLost(t *testing.T) {
 }
 
 func TestCachedTakeWaitsForPadding(t *testing.T) {
-	g := newTestCached(t, CachedOptions{Layout: smallLayout(), BoostPower: -1, MaxAhead: NoAheadBound, TakeWait: 5 * time.Second})
+	g := newTestCached(t, CachedOptions{Layout: smallLayout(), BoostPower: -1, MaxAhead: NoAheadBound, TakeWait: paddingWait})
 	dst := make([]uint64, 10*g.Size())
 	n, err := g.NextN(context.Background(), dst)
 	if err != nil || n != len(dst) {
@@ -420,7 +420,7 @@ func TestCachedObserverAndPolicies(t *testing.T) {
 }
 
 func TestCachedCloseStopsPaddingAndTakes(t *testing.T) {
-	g, err := NewCached(CachedOptions{Claim: StaticClaim{ID: 1}, Layout: smallLayout(), BoostPower: -1, ScheduleInterval: time.Millisecond, TakeWait: time.Second})
+	g, err := NewCached(CachedOptions{Claim: StaticClaim{ID: 1}, Layout: smallLayout(), BoostPower: -1, ScheduleInterval: time.Millisecond, TakeWait: paddingWait})
 	if err != nil {
 		t.Fatal(err)
 	}
