@@ -686,3 +686,28 @@ func TestCachedDiscardIsNotDemand(t *testing.T) {
 		t.Errorf("target %d after discarding idle IDs, want 256", st.Target)
 	}
 }
+
+// forEachWord (takers, discards) and writeSlots (padding) walk the
+// can-take bitmap by wordRun: every slot of a run, wrapping at the ring's
+// end, exactly once, and no other.
+func TestWordRunsCoverTheSlotsOnce(t *testing.T) {
+	for _, size := range []uint64{64, 128, 512} {
+		for start := range size {
+			for n := uint64(1); n <= size; n++ {
+				seen := make([]uint64, size/64)
+				forEachWord(start, n, size, func(w int, bits uint64) {
+					if seen[w]&bits != 0 {
+						t.Fatalf("size %d, %d slots from %d: word %d twice", size, n, start, w)
+					}
+					seen[w] |= bits
+				})
+				for i := range size {
+					in := (i+size-start)%size < n
+					if got := seen[i>>6]>>(i&63)&1 == 1; got != in {
+						t.Fatalf("size %d, %d slots from %d: slot %d covered %v, want %v", size, n, start, i, got, in)
+					}
+				}
+			}
+		}
+	}
+}

@@ -3,7 +3,6 @@ package uidcore
 import (
 	"context"
 	"fmt"
-	"iter"
 )
 
 // Next takes one ID from the ring. On an empty ring it waits up to
@@ -109,9 +108,7 @@ func (g *CachedGenerator) take(ctx context.Context, dst []uint64, wait bool) (in
 		first := min(k, g.size-start) // the part before the ring wraps
 		copy(dst[filled:], g.slots[start:start+first])
 		copy(dst[filled+int(first):], g.slots[:k-first])
-		for w, bits := range ringWords(start, k, g.size) {
-			g.canTake[w].And(^bits)
-		}
+		forEachWord(start, k, g.size, func(w int, bits uint64) { g.canTake[w].And(^bits) })
 		filled += int(k)
 		if t-c-k < g.threshold.Load() {
 			g.requestPadding()
@@ -123,27 +120,24 @@ func (g *CachedGenerator) take(ctx context.Context, dst []uint64, wait bool) (in
 	return filled, nil
 }
 
-// ringWords yields each 64-bit word of the can-take bitmap that the n
-// slots from start (wrapping at size) touch, with their bits. The bits of
-// one word are contiguous.
-func ringWords(start, n, size uint64) iter.Seq2[int, uint64] {
-	return func(yield func(word int, bits uint64) bool) {
-		for n > 0 {
-			off := start & 63
-			k := min(n, 64-off, size-start)
-			var m uint64
-			if k == 64 {
-				m = ^uint64(0)
-			} else {
-				m = (1<<k - 1) << off
-			}
-			if !yield(int(start>>6), m) {
-				return
-			}
-			n -= k
-			start = (start + k) & (size - 1)
-		}
+// forEachWord calls fn for each 64-bit word of the can-take bitmap that
+// the n slots from start (wrapping at size) touch, with their bits.
+func forEachWord(start, n, size uint64, fn func(word int, bits uint64)) {
+	for n > 0 {
+		k, m := wordRun(start, n, size)
+		fn(int(start>>6), m)
+		n -= k
+		start = (start + k) & (size - 1)
 	}
+}
+
+// wordRun is the part of the n slots from start that the word of the
+// can-take bitmap holding start covers: k slots (up to the word's end or
+// the ring's, size), and their bits, which are contiguous. (For k = 64,
+// 1<<k is 0 in Go, so the bits are all ones.)
+func wordRun(start, n, size uint64) (k, bits uint64) {
+	k = min(n, 64-start&63, size-start)
+	return k, (1<<k - 1) << (start & 63)
 }
 
 func (g *CachedGenerator) requestPadding() {
