@@ -14,12 +14,12 @@ import (
 // The ID endpoints: next, batch and parse.
 
 // next answers one decimal ID; the body is ignored.
-func (s *Service) next(ctx context.Context, _ micro.Request, buf []byte) ([]byte, int, error) {
+func (s *Service) next(ctx context.Context, _ micro.Request, buf []byte) result {
 	var id [1]uint64
 	if _, err := s.take(ctx, id[:], true); err != nil {
-		return nil, 0, err
+		return result{err: err}
 	}
-	return strconv.AppendUint(buf, id[0], 10), 1, nil
+	return replied(strconv.AppendUint(buf, id[0], 10), 1, nil)
 }
 
 // take fills ids from the source, waiting for padding as the source does
@@ -58,22 +58,22 @@ func (s *Service) binaryHint(err error, body []byte, enc protocol.Encoding) erro
 // batch answers the number of IDs the body asks for. A batch of more than
 // uidcore.SmallTake IDs that the ring cannot fill at once waits for the
 // rest in the capacity queue, up to ServiceConfig.CapacityWait.
-func (s *Service) batch(ctx context.Context, req micro.Request, buf []byte) ([]byte, int, error) {
+func (s *Service) batch(ctx context.Context, req micro.Request, buf []byte) result {
 	enc := protocol.RequestEncoding(req.Headers())
 	n, err := parseCount(req.Data(), maxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), enc))
 	if err != nil {
-		return nil, 0, s.binaryHint(err, req.Data(), enc)
+		return result{err: s.binaryHint(err, req.Data(), enc)}
 	}
 	idp := s.idBuffer(n)
 	ids := (*idp)[:n]
-	reply := func(got int, err error, buf []byte) ([]byte, int, error) {
+	reply := func(got int, err error, buf []byte) result {
 		defer s.idBufs.Put(idp)
 		if err != nil {
 			// IDs taken before the error are dropped: a partial batch would
 			// be a silent truncation. Dropped IDs are never reissued.
-			return nil, 0, err
+			return result{err: err}
 		}
-		return enc.Append(buf, ids), n, nil
+		return replied(enc.Append(buf, ids), n, nil)
 	}
 	if n <= uidcore.SmallTake {
 		got, err := s.take(ctx, ids, true)
@@ -83,22 +83,22 @@ func (s *Service) batch(ctx context.Context, req micro.Request, buf []byte) ([]b
 	if err != nil || got == n {
 		return reply(got, err, buf)
 	}
-	return nil, 0, &deferredBatch{wait: func(ctx context.Context, buf []byte) ([]byte, int, error) {
+	return result{later: &deferral{wait: func(ctx context.Context, buf []byte) result {
 		more, err := s.take(ctx, ids[got:], true)
 		return reply(got+more, err, buf)
-	}}
+	}}}
 }
 
 // parse answers the fields of an ID as UidGenerator's parseUID JSON.
-func (s *Service) parse(_ context.Context, req micro.Request, buf []byte) ([]byte, int, error) {
+func (s *Service) parse(_ context.Context, req micro.Request, buf []byte) result {
 	id, err := parseIDRequest(req.Data())
 	if err != nil {
-		return nil, 0, err
+		return result{err: err}
 	}
 	parts, err := s.src.Layout().Parse(id)
 	if err != nil {
-		return nil, 0, badRequest("%v", err)
+		return result{err: badRequest("%v", err)}
 	}
 	reply, err := parts.MarshalJSON()
-	return append(buf, reply...), 0, err
+	return replied(append(buf, reply...), 0, err)
 }

@@ -27,10 +27,11 @@ const (
 	EndpointSeqNext  = "seq_next"
 	EndpointSeqBatch = "seq_batch"
 
-	// EncodingHeader selects the batch reply's encoding; absent or any
-	// other value means newline-separated decimal.
+	// EncodingHeader selects the batch reply's Encoding (RequestEncoding
+	// reads it); absent or any other value means Decimal.
 	EncodingHeader = "Uid-Encoding"
-	// EncodingBinary packs each ID as 8 bytes big-endian.
+	// EncodingBinary is the header value of Binary: 8 bytes big-endian
+	// per ID.
 	EncodingBinary = "binary"
 
 	// RetryAfterHeader comes with the 503 of an instance at its capacity:
