@@ -248,7 +248,7 @@ func (d *Dispenser) openAssigner(ctx context.Context, url string) (func(), error
 	if d.cfg.MySQLDSN != "" {
 		a, err := mysqlstore.NewAssigner(ctx, cfg)
 		if err != nil {
-			return nil, fmt.Errorf("dispenser: worker-ID store: %w", err)
+			return nil, fmt.Errorf("dispenser: %w", err) // the store says it is MySQL, where and what to set
 		}
 		d.assigner = a
 		return func() { a.Close() }, nil
