@@ -556,7 +556,7 @@ func (s *Service) seqNext(_ context.Context, req micro.Request, buf []byte) ([]b
 // body asks for, all or none.
 func (s *Service) seqBatch(_ context.Context, req micro.Request, buf []byte) ([]byte, int, error) {
 	binary := wantsBinary(req.Headers())
-	n, err := parseCount(req.Data(), maxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), binary))
+	n, err := parseCountOf(req.Data(), maxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), binary), "numbers")
 	if err != nil {
 		return nil, 0, s.binaryHint(err, req.Data(), binary)
 	}

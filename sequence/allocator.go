@@ -147,8 +147,15 @@ func (a *Allocator) Declare(ctx context.Context, decls []Declaration) error {
 		if err != nil {
 			return fmt.Errorf("declare sequence %q on %s: %w", d.Name, a.cfg.StoreName, err)
 		}
-		if created {
+		switch {
+		case created:
 			a.cfg.Logger.Info("sequence declared", "sequence", d.Name, "first", d.First, "store", a.cfg.StoreName)
+		case d.First != 1:
+			// A first number matters only when the sequence is created: an
+			// operator who changes it on an existing one would otherwise
+			// believe the numbers now start there.
+			a.cfg.Logger.Warn("sequence already in the store: its stored numbers win, the declared first number applies only to a new sequence",
+				"sequence", d.Name, "first", d.First, "store", a.cfg.StoreName)
 		}
 	}
 	names, err := a.store.List(ctx)
