@@ -42,7 +42,7 @@ type WorkerIDConfig struct {
 	SequenceTable        string        `envconfig:"DISPENSER_SEQUENCE_TABLE" desc:"MySQL: the table of the named sequences (one row per name, like Leaf's leaf_alloc), created with DISPENSER_CREATE_TABLES"`
 	WorkerKVBucket       string        `envconfig:"DISPENSER_WORKER_KV_BUCKET" desc:"JetStream KV bucket of the worker-ID store when no MySQL DSN is set"`
 	WorkerKVReplicas     int           `envconfig:"DISPENSER_WORKER_KV_REPLICAS" desc:"replicas of the KV bucket when the dispenser creates it (3 on a cluster), 1..5"`
-	StoreStartupDeadline time.Duration `envconfig:"DISPENSER_STORE_STARTUP_DEADLINE" desc:"how long start-up (and a claim) retries an unreachable store before it fails"`
+	StoreStartupDeadline time.Duration `envconfig:"DISPENSER_STORE_STARTUP_DEADLINE" desc:"how long start-up (and a claim) retries an unreachable store before it fails (negative: one attempt)"`
 }
 
 // workerIDConfig is the stores' configuration; their messages name

@@ -92,6 +92,7 @@ type LeaseConfig struct {
 
 // LeaseConfigFrom fills LeaseConfig from a Config (its logger included).
 func LeaseConfigFrom(cfg Config, host Host, storeName string) LeaseConfig {
+	cfg = cfg.WithDefaults()
 	return LeaseConfig{
 		TTL:          cfg.LeaseTTL,
 		ReserveChunk: cfg.ReserveChunk,
@@ -534,6 +535,7 @@ func RetryStore(ctx context.Context, within time.Duration, log *slog.Logger, wha
 	if log == nil {
 		log = slog.Default()
 	}
+	within = max(within, 0) // negative: one attempt
 	start := time.Now()
 	deadline := start.Add(within)
 	delay := 50 * time.Millisecond

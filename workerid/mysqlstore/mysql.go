@@ -91,6 +91,7 @@ type Assigner struct {
 // cfg.CreateTables is set, and checks that it is usable. Errors name the
 // server's address, never the password.
 func NewAssigner(ctx context.Context, cfg workerid.Config) (*Assigner, error) {
+	cfg = cfg.WithDefaults()
 	if err := Validate(cfg); err != nil {
 		return nil, err
 	}
