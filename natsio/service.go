@@ -492,7 +492,7 @@ func (s *Service) binaryHint(err error, body []byte, binary bool) error {
 	if _, berr := parseCount(body, limit); berr != nil {
 		return err
 	}
-	return badRequest("%s as text (decimal lines); up to %d with the header %s: %s (8 bytes per ID)", se.Description, limit, uidclient.EncodingHeader, uidclient.EncodingBinary)
+	return badRequest("%s as text (decimal lines); up to %d with the header %s: %s (8 bytes each)", se.Description, limit, uidclient.EncodingHeader, uidclient.EncodingBinary)
 }
 
 // batch answers the number of IDs the body asks for. A batch of more than
