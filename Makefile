@@ -3,9 +3,9 @@ GO ?= go
 STATICCHECK_VERSION ?= v0.8.2
 PKGS := ./...
 
-.PHONY: test lint unit run docs bench bench-core bench-e2e services soak soak-short
+.PHONY: test lint unit run docs bench bench-core bench-e2e services soak soak-short ops-check dashboards
 
-test: lint unit
+test: lint unit ops-check
 
 lint:
 	@echo "== gofmt"; out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -23,6 +23,26 @@ unit:
 
 run:
 	$(GO) run ./cmd/dispenser
+
+# The operators' tooling, in the tools module (its Helm, Kubernetes,
+# Prometheus and Grafana dependencies stay out of the main go.mod): the
+# dashboard's queries and the alert rules checked against a live
+# dispenser's /metrics, the Helm chart rendered and decoded into the
+# Kubernetes types, then promtool's check and unit tests of the rules.
+# promtool is built once into the user cache by scripts/promtool.sh (about
+# 6 minutes on 2 cores the first time); the first compile of the tools
+# tests takes minutes too (Helm and k8s.io), later ones come from the
+# build cache.
+OPS_PKGS := ./dashboards/... ./alerts/... ./helmchart/... ./internal/promcheck/...
+ops-check:
+	@echo "== tools: go vet, staticcheck"; cd tools && $(GO) vet $(OPS_PKGS) && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) $(OPS_PKGS)
+	cd tools && $(GO) test -race -count=1 -timeout 10m $(OPS_PKGS)
+	bash scripts/promtool.sh check rules compose/prometheus/alerts.yml
+	bash scripts/promtool.sh test rules compose/prometheus/alerts_test.yml
+
+# Regenerates compose/grafana/uid-dispenser.json from tools/dashboards.
+dashboards:
+	cd tools && $(GO) run ./dashboards/gen -o ../compose/grafana/uid-dispenser.json
 
 # Regenerates docs/configuration.md from the dispenser's configuration.
 docs:
