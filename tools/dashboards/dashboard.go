@@ -8,6 +8,8 @@
 // a running dispenser exports.
 package dashboards
 
+//lint:file-ignore SA1019 the SDK deprecates the classic dashboard model for dashboardv2, but the classic JSON is what Grafana file provisioning (and every Grafana before 12) loads.
+
 import (
 	"encoding/json"
 	"fmt"
@@ -155,7 +157,7 @@ func rows() []row {
 			series("IDs issued per second", "IDs sent to requesters (uid.next and uid.batch) per second, per instance and in total.", "short", 12,
 				q(`sum by (instance) (rate(uid_ids_issued_total{`+sel+`, `+idEndpoints+`}`+rate+`))`, "{{instance}}"),
 				q(`sum(rate(uid_ids_issued_total{`+sel+`, `+idEndpoints+`}`+rate+`))`, "total")),
-			series("Capacity against demand", "What the lanes held sustain at wall-clock pace (uid_capacity_per_second: 2^sequence bits per lane) against the IDs taken from the ring (requests and blocks). Demand near capacity claims another lane; at DISPENSER_MAX_LANES it throttles.", "short", 12,
+			series("Capacity against demand", "What the lanes held sustain at wall-clock pace (uid_capacity_per_second: 2^sequence bits per lane) against the IDs taken from the ring: requests, blocks, and at low load the stale IDs DISPENSER_MAX_LAG discards and refills (uid_generator_issued_total counts those too, so demand reads high when load is low; near capacity there are none). Demand near capacity claims another lane; at DISPENSER_MAX_LANES it throttles.", "short", 12,
 				q(`sum by (instance) (uid_capacity_per_second{`+sel+`})`, "capacity {{instance}}"),
 				q(`sum by (instance) (rate(uid_generator_issued_total{`+sel+`}`+rate+`))`, "demand {{instance}}")),
 			series("Lanes held", "Worker IDs (lanes) each instance holds; more are claimed while demand needs them and given back after DISPENSER_LANE_IDLE.", "short", 8,
@@ -170,7 +172,7 @@ func rows() []row {
 		{"Replies", []cog.Builder[dashboard.Panel]{
 			series("Replies by outcome", "Replies per second by outcome: ok, bad_request (400, do not retry), not_found (404, unknown sequence), unavailable (503, retry), internal (500).", "reqps", 8,
 				q(`sum by (uid_outcome) (rate(uid_requests_total{`+sel+`}`+rate+`))`, "{{uid_outcome}}")),
-			series("503s by reason", "503 replies per endpoint, and the ring's rejected takes by reason (empty: the ring ran dry; claim_lost: the worker ID was lost and is being replaced), which are what a 503 of uid.next and uid.batch comes from.", "reqps", 8,
+			series("503s by reason", "503 replies per endpoint, and the ring's rejected takes by reason (empty: the ring ran dry; claim_lost: the worker ID was lost and is being replaced; canceled, closed), which are what a 503 of uid.next and uid.batch comes from.", "reqps", 8,
 				q(`sum by (uid_endpoint) (rate(uid_requests_total{`+sel+`, uid_outcome="unavailable"}`+rate+`))`, "503 {{uid_endpoint}}"),
 				q(`sum by (uid_reject_reason) (rate(uid_take_rejections_total{`+sel+`}`+rate+`))`, "take rejected: {{uid_reject_reason}}")),
 			series("400s", "Bad requests per endpoint (a count that is not a number or above DISPENSER_MAX_BATCH, an ID that does not parse): a client to fix, not the service.", "reqps", 8,
@@ -201,14 +203,14 @@ func rows() []row {
 				q(`sum by (uid_endpoint) (rate(uid_requests_total{`+sel+`, `+seqEndpoints+`, uid_outcome="unavailable"}`+rate+`))`, "{{uid_endpoint}}")),
 		}},
 		{"Blocks", []cog.Builder[dashboard.Panel]{
-			series("IDs into blocks", "IDs taken from the ring beyond those sent to requesters: with DISPENSER_BLOCKS_ENABLED, the IDs published in blocks (and those of refused or failed blocks). The stream's depth, refused publishes and store pressure are not exported as metrics yet: `nats stream info UID_BLOCKS` shows the depth, the dispenser's log the refusals.", "short", 24,
+			series("IDs taken beyond replies", "IDs taken from the ring beyond those sent to requesters: the IDs published in blocks (DISPENSER_BLOCKS_ENABLED, including those of refused or failed blocks) plus, at low load, the stale IDs discarded under DISPENSER_MAX_LAG (a dispenser without blocks shows only those). The stream's depth, refused publishes and store pressure are not exported as metrics yet: `nats stream info UID_BLOCKS` shows the depth, the dispenser's log the refusals.", "short", 24,
 				q(`sum by (instance) (rate(uid_generator_issued_total{`+sel+`}`+rate+`)) - sum by (instance) (rate(uid_ids_issued_total{`+sel+`, `+idEndpoints+`}`+rate+`))`, "{{instance}}")),
 		}},
 		{"Padding", []cog.Builder[dashboard.Panel]{
-			series("Padding duration", "p50 and p99 of a padding round's time, by trigger (startup, threshold, schedule).", "s", 8,
+			series("Padding duration", "p50 and p99 of a padding round's time, by trigger (startup, threshold, schedule, freshness: refilling IDs that lagged the clock, forced).", "s", 8,
 				q(quantile(0.5, "uid_padding_duration_seconds_bucket", `uid_padding_trigger=~".*"`, "uid_padding_trigger"), "p50 {{uid_padding_trigger}}"),
 				q(quantile(0.99, "uid_padding_duration_seconds_bucket", `uid_padding_trigger=~".*"`, "uid_padding_trigger"), "p99 {{uid_padding_trigger}}")),
-			series("Padding rounds by stop", "Padding rounds per second by what stopped them: full (the ring is full) or the put rejection's reason (ahead_of_clock_bound at capacity, time_exhausted past the runway).", "short", 8,
+			series("Padding rounds by stop", "Padding rounds per second by what stopped them: full (the ring is full) or the put rejection's reason (ahead_of_clock_bound at capacity, time_exhausted past the runway, claim, slot_busy).", "short", 8,
 				q(`sum by (uid_padding_stop) (rate(uid_padding_rounds_total{`+sel+`}`+rate+`))`, "{{uid_padding_stop}}")),
 			series("IDs padded and puts rejected", "IDs put into the ring per second, and rejected puts by reason.", "short", 8,
 				q(`sum by (instance) (rate(uid_padding_ids_total{`+sel+`}`+rate+`))`, "padded {{instance}}"),
