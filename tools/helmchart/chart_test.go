@@ -2,15 +2,19 @@ package helmchart
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nkeys"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
@@ -23,9 +27,13 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/uid-dispenser/uid-dispenser/dispenser"
+	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 )
 
 const chartDir = "../../deploy/helm/uid-dispenser"
+
+// secretsDir is where the chart mounts the files of Secrets.
+const secretsDir = "/etc/uid-dispenser"
 
 func loadChart(t *testing.T) *chart.Chart {
 	t.Helper()
@@ -243,6 +251,73 @@ func TestDefaultValuesRender(t *testing.T) {
 	if m.serviceMonitor != nil {
 		t.Error("a ServiceMonitor by default, which needs prometheus-operator's CRDs")
 	}
+	loadsAsConfig(t, env)
+}
+
+// loadsAsConfig sets the DISPENSER_ variables the chart renders (a
+// stand-in for each one read from a Secret, which the chart cannot know)
+// and has the dispenser load its configuration from them: every value the
+// chart passes must be one the dispenser accepts.
+func loadsAsConfig(t *testing.T, env map[string]corev1.EnvVar) {
+	t.Helper()
+	for _, v := range dispenser.Variables() {
+		t.Setenv(v.Name, "")
+		os.Unsetenv(v.Name)
+	}
+	var tlsFiles *testenv.TLSFiles
+	stand := map[string]string{"DISPENSER_NATS_URL": "nats://nats:4222", "DISPENSER_MYSQL_DSN": "uid:secret@tcp(mysql:3306)/uid?parseTime=true"}
+	for name, e := range env {
+		if !strings.HasPrefix(name, "DISPENSER_") {
+			continue
+		}
+		value := e.Value
+		if e.ValueFrom != nil {
+			value = cmp.Or(stand[name], "from-a-secret")
+		}
+		// A file mounted from a Secret (checkMounted checks the mount): a
+		// real one of its kind, since the dispenser reads it at start.
+		if strings.HasPrefix(value, secretsDir+"/") {
+			value = realFile(t, name, &tlsFiles)
+		}
+		t.Setenv(name, value)
+	}
+	if _, err := dispenser.LoadConfig(); err != nil {
+		t.Errorf("the dispenser refuses the chart's settings: %v", err)
+	}
+}
+
+// realFile writes a valid file for the file variable name: TLS files, a
+// NATS credentials file, an NKey seed. The TLS files are made once per
+// call of loadsAsConfig (tls), so that key and certificate match.
+func realFile(t *testing.T, name string, tls **testenv.TLSFiles) string {
+	t.Helper()
+	if strings.HasPrefix(name, "DISPENSER_NATS_TLS_") && *tls == nil {
+		f := testenv.TLS(t)
+		*tls = &f
+	}
+	switch name {
+	case "DISPENSER_NATS_TLS_CA":
+		return (*tls).CA
+	case "DISPENSER_NATS_TLS_CERT":
+		return (*tls).ClientCert
+	case "DISPENSER_NATS_TLS_KEY":
+		return (*tls).ClientKey
+	case "DISPENSER_NATS_CREDS_FILE":
+		return testenv.NewOperator(t).UserCreds(t, "dispenser")
+	case "DISPENSER_NATS_NKEY_SEED_FILE":
+		kp, err := nkeys.CreateUser()
+		if err != nil {
+			t.Fatal(err)
+		}
+		seed, _ := kp.Seed()
+		file := filepath.Join(t.TempDir(), "user.nk")
+		if err := os.WriteFile(file, seed, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return file
+	}
+	t.Fatalf("no file for %s", name)
+	return ""
 }
 
 func selects(sel *metav1.LabelSelector, labels map[string]string) bool {
@@ -307,7 +382,6 @@ func full() map[string]any {
 		"nats": map[string]any{
 			"existingSecret": "nats-auth",
 			"secretKeys":     map[string]any{"url": "url", "user": "user", "password": "password"},
-			"credsSecret":    map[string]any{"name": "nats-creds", "key": "dispenser.creds"},
 			"tlsSecret":      map[string]any{"name": "nats-tls", "caKey": "ca.crt", "certKey": "tls.crt", "keyKey": "tls.key"},
 		},
 		"mysql": map[string]any{"existingSecret": "uid-mysql", "dsnKey": "dsn"},
@@ -357,22 +431,9 @@ func TestFullValuesRender(t *testing.T) {
 		t.Error("DISPENSER_NATS_TOKEN set with no key for it")
 	}
 	// Files from Secrets are mounted where the variables say.
-	mounted := map[string]string{}
-	for _, vm := range c.VolumeMounts {
-		for _, v := range pod.Volumes {
-			if v.Name == vm.Name && v.Secret != nil && vm.ReadOnly {
-				mounted[vm.MountPath] = v.Secret.SecretName
-			}
-		}
-	}
-	for name, secret := range map[string]string{
-		"DISPENSER_NATS_CREDS_FILE": "nats-creds", "DISPENSER_NATS_TLS_CA": "nats-tls", "DISPENSER_NATS_TLS_CERT": "nats-tls", "DISPENSER_NATS_TLS_KEY": "nats-tls",
-	} {
-		dir := env[name].Value[:strings.LastIndexByte(env[name].Value, '/')]
-		if mounted[dir] != secret {
-			t.Errorf("%s=%s, but Secret %s is not mounted read-only at %s (mounts %v)", name, env[name].Value, secret, dir, mounted)
-		}
-	}
+	checkMounted(t, pod, map[string]string{
+		"DISPENSER_NATS_TLS_CA": "nats-tls", "DISPENSER_NATS_TLS_CERT": "nats-tls", "DISPENSER_NATS_TLS_KEY": "nats-tls",
+	})
 	for name, want := range map[string]string{
 		"DISPENSER_LAYOUT": "31/16/16", "DISPENSER_MAX_LANES": "8", "DISPENSER_RING_MEMORY": "16777216",
 		"DISPENSER_SEQUENCES": "orders,invoices=1000000", "DISPENSER_BLOCKS_ENABLED": "true", "DISPENSER_METRICS_ADDR": ":9100",
@@ -382,6 +443,7 @@ func TestFullValuesRender(t *testing.T) {
 			t.Errorf("%s=%q, want %q", name, env[name].Value, want)
 		}
 	}
+	loadsAsConfig(t, env)
 	if len(pod.TopologySpreadConstraints) != 1 || pod.TopologySpreadConstraints[0].WhenUnsatisfiable != corev1.DoNotSchedule {
 		t.Errorf("topology spread %+v, want the one given", pod.TopologySpreadConstraints)
 	}
@@ -407,6 +469,50 @@ func TestFullValuesRender(t *testing.T) {
 	}
 	if !relabeled {
 		t.Errorf("the ServiceMonitor does not label targets subject_prefix=ids: %+v", sm.Spec.Endpoints[0].RelabelConfigs)
+	}
+}
+
+// checkMounted checks that each variable (name: Secret) names a file in a
+// read-only mount of that Secret.
+func checkMounted(t *testing.T, pod corev1.PodSpec, files map[string]string) {
+	t.Helper()
+	c := pod.Containers[0]
+	env := envOf(c)
+	mounted := map[string]string{}
+	for _, vm := range c.VolumeMounts {
+		for _, v := range pod.Volumes {
+			if v.Name == vm.Name && v.Secret != nil && vm.ReadOnly {
+				mounted[vm.MountPath] = v.Secret.SecretName
+			}
+		}
+	}
+	for name, secret := range files {
+		file := env[name].Value
+		if dir := file[:max(0, strings.LastIndexByte(file, '/'))]; mounted[dir] != secret {
+			t.Errorf("%s=%q, but Secret %s is not mounted read-only at %q (mounts %v)", name, file, secret, dir, mounted)
+		}
+	}
+}
+
+// TestCredentialFilesAreMounted: a credentials file or an NKey seed
+// comes from its Secret, mounted read-only where the variable points, and
+// two authentication methods at once are refused with the reason.
+func TestCredentialFilesAreMounted(t *testing.T) {
+	for secret, variable := range map[string]string{"credsSecret": "DISPENSER_NATS_CREDS_FILE", "nkeySecret": "DISPENSER_NATS_NKEY_SEED_FILE"} {
+		m := mustRender(t, map[string]any{"nats": map[string]any{secret: map[string]any{"name": "nats-file", "key": "user.file"}}})
+		pod := m.deployment.Spec.Template.Spec
+		checkMounted(t, pod, map[string]string{variable: "nats-file"})
+		if !strings.HasSuffix(envOf(pod.Containers[0])[variable].Value, "/user.file") {
+			t.Errorf("%s does not name the Secret's key user.file", variable)
+		}
+		loadsAsConfig(t, envOf(pod.Containers[0]))
+	}
+	_, err := render(t, loadChart(t), map[string]any{"nats": map[string]any{
+		"existingSecret": "nats-auth", "secretKeys": map[string]any{"user": "user", "password": "password"},
+		"credsSecret": map[string]any{"name": "nats-creds"},
+	}})
+	if err == nil || !strings.Contains(err.Error(), "one authentication method") {
+		t.Errorf("user/password with a credentials file: %v, want a refusal naming one authentication method", err)
 	}
 }
 
