@@ -66,4 +66,3 @@ func (probeClaim) WorkerID() uint64                  { return 0 }
 func (probeClaim) After() int64                      { return 0 }
 func (probeClaim) Until() (int64, error)             { return 0, errProbe }
 func (probeClaim) Release(ctx context.Context) error { return nil }
-
