@@ -3,9 +3,9 @@ GO ?= go
 STATICCHECK_VERSION ?= v0.8.2
 PKGS := ./...
 
-.PHONY: test lint unit run docs bench bench-core bench-e2e services soak soak-short
+.PHONY: test lint unit verify run docs bench bench-core bench-e2e services soak soak-short
 
-test: lint unit
+test: lint verify unit
 
 lint:
 	@echo "== gofmt"; out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -20,6 +20,11 @@ lint:
 unit:
 	$(GO) test -race -count=1 -timeout 15m $$($(GO) list $(PKGS) | grep -v '/cmd/soak$$')
 	$(GO) test -race -count=1 -timeout 15m ./cmd/soak/
+
+# The protocols model-checked with spin (verify/, docs/verification.md):
+# every model passes, every mutation is caught.
+verify:
+	bash scripts/verify.sh
 
 run:
 	$(GO) run ./cmd/dispenser

@@ -10,10 +10,15 @@
  *   - a lease is given up for good only on the stream leader's word
  *     (assertion in Renew: the store really has another owner).
  *
- * One ID is watched (chosen nondeterministically at the start, so every
- * ID is watched in some run): the model counts how often it is issued.
- * This keeps the state small without losing a duplicate: a duplicate of
- * any ID is a duplicate of the watched one in the run that watches it.
+ * One ID is watched (its second chosen nondeterministically at the start,
+ * so every second is watched in some run): the model counts how often it
+ * is issued. This keeps the state small without losing a duplicate: a
+ * duplicate of any ID is one of the watched ID in the run that watches
+ * it. One worker ID stands for all (see NW), and one sequence number per
+ * second for all: a lease that issues (w, s, q) issued (w, s, 0) before
+ * it (padding starts every second at sequence 0), so a duplicate of
+ * (w, s, q) is one of (w, s, 0). The sequence within a second is
+ * padding's own: lanes.pml checks it with two per second.
  *
  * Environment, at every step:
  *   - an instance crashes (its local state is gone; its lease stays in the
@@ -45,7 +50,7 @@
  * worker IDs issue disjoint IDs and no step reads another worker ID's
  * lease, and Acquire may take any worker ID at any moment here, so the
  * behaviours of every worker ID are those of this one (spin -DNW=2 runs
- * two, at about 20 times the states). */
+ * two, with many more states). */
 #ifndef NW
 #define NW 1
 #endif
