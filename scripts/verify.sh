@@ -55,7 +55,9 @@ for m in "${MODELS[@]}"; do
 	printf '%-10s %-28s %-9s %12s %9s\n' "$m" model "$result" "$states" "$secs"
 	for mut in ${MUTANTS[$m]:-} ${FINDINGS[$m]:-}; do
 		read -r errors states secs < <(run "$m" "$mut")
-		if [ "$errors" != x ] && [ "$errors" -gt 0 ]; then result=caught; else result=MISSED; failed=1; fi
+		caught=caught
+		case " ${FINDINGS[$m]:-} " in *" $mut "*) caught=found ;; esac
+		if [ "$errors" != x ] && [ "$errors" -gt 0 ]; then result=$caught; else result=MISSED; failed=1; fi
 		printf '%-10s %-28s %-9s %12s %9s\n' "$m" "$mut" "$result" "$states" "$secs"
 	done
 done
