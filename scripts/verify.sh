@@ -24,6 +24,7 @@ declare -A MUTANTS=(
 # makes them pass is noticed.
 declare -A FINDINGS=(
 	[fleet]="PAUSED_OLD"
+	[blocks]="PUBLISHER_RETRY"
 )
 MODELS=(lease lanes segments blocks fleet)
 

@@ -23,6 +23,11 @@
  * block up); a consumer-info request fails (the blocks waiting are given
  * up); a source binds again.
  *
+ * The publisher is not part of the model, except with -DPUBLISHER_RETRY:
+ * a publish retried after its acknowledgement was lost, with the stream
+ * deleted and created again in between. That run is a known
+ * counterexample (docs/verification.md, "Findings").
+ *
  * Mutations (spin -DMUTANT_...): each must produce a violation.
  *   USE_REDELIVERY   a block is used on a redelivery (rule 1 dropped)
  *   NO_CREATED_CHECK a block is used without the consumer's Created time
@@ -37,6 +42,9 @@ byte cons = 1;          /* the consumer instance that exists (its Created) */
 bool gone[NM];          /* acknowledged or terminated: out of the stream */
 byte delivered[NM];     /* delivery count under the current instance */
 byte used[NM];          /* sources that used the block */
+#ifdef PUBLISHER_RETRY
+bool dedup[NM] = true;  /* the stream's duplicate window knows the block's ID */
+#endif
 
 /* The server: the consumer deleted and re-created. */
 active proctype Server() {
@@ -47,8 +55,33 @@ active proctype Server() {
 		for (m : 0 .. NM - 1) { delivered[m] = 0 }
 		m = 0
 	   }
+#ifdef PUBLISHER_RETRY
+	/* the stream deleted and created again: its blocks, its consumer and
+	 * its memory of message IDs (the duplicate window) go with it */
+	:: atomic { cons < MAXCONS ->
+		cons++;
+		for (m : 0 .. NM - 1) { delivered[m] = 0; gone[m] = true; dedup[m] = false }
+		m = 0
+	   }
+#endif
 	od
 }
+
+#ifdef PUBLISHER_RETRY
+/* BlockPublisher.await: block 0's first publish was stored (the stream
+ * remembers its Nats-Msg-Id) but its acknowledgement was lost; the
+ * publisher publishes the same message again, any time later within its
+ * retries. A stream that remembers the ID stores it once; a new stream
+ * stores it as a new message. */
+active proctype Publisher() {
+	atomic {
+		if
+		:: dedup[0] -> skip                /* a duplicate: stored once */
+		:: !dedup[0] -> gone[0] = false; delivered[0] = 0; dedup[0] = true
+		fi
+	}
+}
+#endif
 
 active [NS] proctype Source() {
 	byte bound;             /* Created of the instance bound (0: none) */
