@@ -16,7 +16,7 @@ declare -A MUTANTS=(
 	[lease]="MUTANT_TAKEOVER_NO_SKIP MUTANT_RESERVE_BEFORE_ACK MUTANT_REPLICA_WORD"
 	[lanes]="MUTANT_JOIN_MIDSECOND MUTANT_RETIRE_EARLY"
 	[segments]="MUTANT_GIVEBACK_NO_CAS MUTANT_TAKE_NO_CAS"
-	[blocks]="MUTANT_USE_REDELIVERY MUTANT_NO_CREATED_CHECK"
+	[blocks]="MUTANT_USE_REDELIVERY MUTANT_NO_CREATED_CHECK MUTANT_PUBLISH_RETRY"
 	[fleet]="MUTANT_NO_HORIZON"
 )
 # model: configurations outside the stated assumptions that spin shows
@@ -24,7 +24,6 @@ declare -A MUTANTS=(
 # makes them pass is noticed.
 declare -A FINDINGS=(
 	[fleet]="PAUSED_OLD"
-	[blocks]="PUBLISHER_RETRY"
 )
 MODELS=(lease lanes segments blocks fleet)
 

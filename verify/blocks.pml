@@ -17,21 +17,23 @@
  * re-created consumer (new Created time, never an earlier one) starts its
  * delivery counts over for every message still in the stream.
  *
- * Environment, at every step: the consumer is deleted and re-created
- * (up to MAXCONS instances); a source stalls for any length, between any
+ * Environment, at every step: the consumer is deleted and re-created, or
+ * the stream with it (up to MAXCONS consumer instances); a source stalls for any length, between any
  * two of its steps; an ack's confirmation is lost (the source gives the
  * block up); a consumer-info request fails (the blocks waiting are given
  * up); a source binds again.
  *
- * The publisher is not part of the model, except with -DPUBLISHER_RETRY:
- * a publish retried after its acknowledgement was lost, with the stream
- * deleted and created again in between. That run is a known
- * counterexample (docs/verification.md, "Findings").
+ * The publisher (natsio/blocks_publisher.go) stored every block once; a
+ * block whose acknowledgement was lost is given up (BlockPublisher.await),
+ * never published again.
  *
  * Mutations (spin -DMUTANT_...): each must produce a violation.
  *   USE_REDELIVERY   a block is used on a redelivery (rule 1 dropped)
  *   NO_CREATED_CHECK a block is used without the consumer's Created time
  *                    checked after the ack (rule 3 dropped)
+ *   PUBLISH_RETRY    the publisher sends a block again after its
+ *                    acknowledgement was lost (the code before the fix
+ *                    spin found: docs/verification.md, "Findings")
  */
 
 #define NS 2            /* sources */
@@ -42,9 +44,7 @@ byte cons = 1;          /* the consumer instance that exists (its Created) */
 bool gone[NM];          /* acknowledged or terminated: out of the stream */
 byte delivered[NM];     /* delivery count under the current instance */
 byte used[NM];          /* sources that used the block */
-#ifdef PUBLISHER_RETRY
 bool dedup[NM] = true;  /* the stream's duplicate window knows the block's ID */
-#endif
 
 /* The server: the consumer deleted and re-created. */
 active proctype Server() {
@@ -55,7 +55,6 @@ active proctype Server() {
 		for (m : 0 .. NM - 1) { delivered[m] = 0 }
 		m = 0
 	   }
-#ifdef PUBLISHER_RETRY
 	/* the stream deleted and created again: its blocks, its consumer and
 	 * its memory of message IDs (the duplicate window) go with it */
 	:: atomic { cons < MAXCONS ->
@@ -63,15 +62,14 @@ active proctype Server() {
 		for (m : 0 .. NM - 1) { delivered[m] = 0; gone[m] = true; dedup[m] = false }
 		m = 0
 	   }
-#endif
 	od
 }
 
-#ifdef PUBLISHER_RETRY
+#ifdef MUTANT_PUBLISH_RETRY
 /* BlockPublisher.await: block 0's first publish was stored (the stream
- * remembers its Nats-Msg-Id) but its acknowledgement was lost; the
- * publisher publishes the same message again, any time later within its
- * retries. A stream that remembers the ID stores it once; a new stream
+ * remembers its Nats-Msg-Id) but its acknowledgement was lost. The code
+ * gives the block up; the mutant publishes the same message again, any
+ * time later. A stream that remembers the ID stores it once; a new stream
  * stores it as a new message. */
 active proctype Publisher() {
 	atomic {
