@@ -72,7 +72,7 @@ func TestMigrationOffUidGeneratorsWorkerNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.LayoutName = "28/22/13@2026-12-01T00:00:00Z"
-	cfg.TimeBits, cfg.WorkerBits, cfg.SeqBits, cfg.Epoch = later.TimeBits, later.WorkerBits, later.SeqBits, later.Epoch
+	cfg.TimeBits, cfg.WorkerBits, cfg.SeqBits, cfg.Epoch = later.TimeBits, later.WorkerBits, later.SeqBits, Instant{later.Epoch}
 	if later.Epoch.After(time.Now()) {
 		t.Skip("the documented epoch is in the future on this clock")
 	}

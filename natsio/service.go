@@ -93,8 +93,7 @@ const DefaultCapacityWait = 800 * time.Millisecond
 //
 // The micro service (nats.go >= 1.50) keeps running through async errors
 // on its subscriptions, such as a slow consumer: it stops only on Stop or
-// when its connection is closed (TestSlowConsumerDoesNotStopTheService
-// holds the pinned version to it).
+// when its connection is closed (a test holds the pinned version to it).
 type Service struct {
 	nc          *nats.Conn
 	cfg         ServiceConfig

@@ -21,10 +21,28 @@ import (
 // context, runs the handler, sends the reply or the error reply, and
 // records the outcome; a deferred request is finished the same way later.
 
-// handlerFunc serves one request: it appends the reply body to buf and
-// returns it with the number of IDs it hands out, or an error that becomes
-// an error reply.
-type handlerFunc func(ctx context.Context, req micro.Request, buf []byte) (reply []byte, ids int, err error)
+// handlerFunc serves one request, appending the reply body to buf.
+type handlerFunc func(ctx context.Context, req micro.Request, buf []byte) result
+
+// result is what serving a request came to: a reply body with the number
+// of IDs it hands out, an error that becomes an error reply, or, from a
+// handler, a deferral: no reply yet, because it waits for IDs or numbers
+// off the endpoint's goroutine (micro runs an endpoint's handlers one at
+// a time, so small requests behind it are still answered at once).
+type result struct {
+	reply []byte
+	ids   int
+	err   error
+	later *deferral
+}
+
+// replied is the result of a reply with ids IDs in it, or of err.
+func replied(reply []byte, ids int, err error) result {
+	if err != nil {
+		return result{err: err}
+	}
+	return result{reply: reply, ids: ids}
+}
 
 // call is one request on its way through handle and, for a batch that
 // waits for capacity, the capacity queue.
@@ -54,30 +72,37 @@ func (s *Service) handle(endpoint, template string, fn handlerFunc, headers micr
 	return micro.HandlerFunc(func(req micro.Request) {
 		ctx, span := s.otel.start(endpoint, cmp.Or(template, req.Subject()), req.Headers())
 		c := &call{ctx: ctx, span: span, req: req, counters: counters, bp: s.replyBuffer(), headers: headers}
-		reply, ids, err := s.invoke(ctx, endpoint, fn, req, (*c.bp)[:0])
-		var d *deferredBatch
-		if errors.As(err, &d) {
-			c.replyTo = req.Reply()
-			w := waitingBatch{call: c, wait: d.wait, after: d.after, deadline: span.start.Add(s.cfg.CapacityWait)}
-			switch {
-			case d.segment:
-				if err = s.segments.start(w); err == nil {
-					return // answered once the segment is there
-				}
-				reply, ids = nil, 0
-			case s.capacity.enqueue(w):
-				return // the capacity queue answers it
-			default:
-				reply, ids, err = nil, 0, atCapacity(s.src, fmt.Errorf("%w: %d bulk requests already wait", uidcore.ErrBufferEmpty, maxWaitingBatches))
+		r := s.invoke(ctx, endpoint, fn, req, (*c.bp)[:0])
+		if r.later != nil {
+			err := s.wait(c, r.later)
+			if err == nil {
+				return // the queue it waits in answers it
 			}
+			r = result{err: err}
 		}
-		s.finish(c, reply, ids, err)
+		s.finish(c, r)
 	})
 }
 
+// wait hands a deferred call to the queue of what it waits for: the
+// segment waits for a sequence's numbers, the capacity queue for IDs.
+// When that queue takes no more, it returns the error to answer with.
+func (s *Service) wait(c *call, d *deferral) error {
+	c.replyTo = c.req.Reply()
+	w := waitingBatch{call: c, wait: d.wait, after: d.after, deadline: c.span.start.Add(s.cfg.CapacityWait)}
+	if d.segment {
+		return s.segments.start(w)
+	}
+	if !s.capacity.enqueue(w) {
+		return atCapacity(s.src, fmt.Errorf("%w: %d bulk requests already wait", uidcore.ErrBufferEmpty, maxWaitingBatches))
+	}
+	return nil
+}
+
 // finish sends the reply (or the error reply) of a call and records it.
-func (s *Service) finish(c *call, reply []byte, ids int, err error) {
-	req := c.req
+// r is never a deferral.
+func (s *Service) finish(c *call, r result) {
+	req, reply, ids, err := c.req, r.reply, r.ids, r.err
 	code := 0
 	if err == nil {
 		if rerr := s.respond(c, reply); rerr != nil && !errors.Is(rerr, nats.ErrMsgNoReply) {
@@ -138,11 +163,11 @@ func (s *Service) respondError(c *call, code int, description string, err error)
 
 // invoke runs fn and turns a panic into an error, so one bad request never
 // takes the instance down and still gets an answer.
-func (s *Service) invoke(ctx context.Context, endpoint string, fn handlerFunc, req micro.Request, buf []byte) (reply []byte, ids int, err error) {
+func (s *Service) invoke(ctx context.Context, endpoint string, fn handlerFunc, req micro.Request, buf []byte) (r result) {
 	defer func() {
-		if r := recover(); r != nil {
-			s.log.Error("handler panicked", "endpoint", endpoint, "panic", r, "stack", string(debug.Stack()))
-			reply, ids, err = nil, 0, fmt.Errorf("handler panicked: %v", r)
+		if p := recover(); p != nil {
+			s.log.Error("handler panicked", "endpoint", endpoint, "panic", p, "stack", string(debug.Stack()))
+			r = result{err: fmt.Errorf("handler panicked: %v", p)}
 		}
 	}()
 	return fn(ctx, req, buf)

@@ -18,16 +18,16 @@ import (
 
 // next answers one ID, decimal or (Uid-Encoding: base32) base32; the body
 // is ignored.
-func (s *Service) next(ctx context.Context, req micro.Request, buf []byte) ([]byte, int, error) {
+func (s *Service) next(ctx context.Context, req micro.Request, buf []byte) result {
 	enc, err := requestEncoding(req.Headers())
 	if err != nil {
-		return nil, 0, err
+		return result{err: err}
 	}
 	var id [1]uint64
 	if _, err := s.take(ctx, id[:], true); err != nil {
-		return nil, 0, err
+		return result{err: err}
 	}
-	return appendOne(buf, id[0], enc), 1, nil
+	return replied(appendOne(buf, id[0], enc), 1, nil)
 }
 
 // appendOne appends the answer of a next request: one ID in base32 when
@@ -95,31 +95,31 @@ func (s *Service) binaryHint(err error, body []byte, enc protocol.Encoding) erro
 	if _, berr := parseCount(body, limit); berr != nil {
 		return err
 	}
-	return badRequest("%s as text (%s lines); up to %d with the header %s: %s (8 bytes per ID)", se.Description, enc, limit, protocol.EncodingHeader, protocol.EncodingBinary)
+	return badRequest("%s as text (%s lines); up to %d with the header %s: %s (8 bytes each)", se.Description, enc, limit, protocol.EncodingHeader, protocol.EncodingBinary)
 }
 
 // batch answers the number of IDs the body asks for. A batch of more than
 // uidcore.SmallTake IDs that the ring cannot fill at once waits for the
 // rest in the capacity queue, up to ServiceConfig.CapacityWait.
-func (s *Service) batch(ctx context.Context, req micro.Request, buf []byte) ([]byte, int, error) {
+func (s *Service) batch(ctx context.Context, req micro.Request, buf []byte) result {
 	enc, err := requestEncoding(req.Headers())
 	if err != nil {
-		return nil, 0, err
+		return result{err: err}
 	}
 	n, err := parseCount(req.Data(), maxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), enc))
 	if err != nil {
-		return nil, 0, s.binaryHint(err, req.Data(), enc)
+		return result{err: s.binaryHint(err, req.Data(), enc)}
 	}
 	idp := s.idBuffer(n)
 	ids := (*idp)[:n]
-	reply := func(got int, err error, buf []byte) ([]byte, int, error) {
+	reply := func(got int, err error, buf []byte) result {
 		defer s.idBufs.Put(idp)
 		if err != nil {
 			// IDs taken before the error are dropped: a partial batch would
 			// be a silent truncation. Dropped IDs are never reissued.
-			return nil, 0, err
+			return result{err: err}
 		}
-		return enc.Append(buf, ids), n, nil
+		return replied(enc.Append(buf, ids), n, nil)
 	}
 	if n <= uidcore.SmallTake {
 		got, err := s.take(ctx, ids, true)
@@ -129,10 +129,10 @@ func (s *Service) batch(ctx context.Context, req micro.Request, buf []byte) ([]b
 	if err != nil || got == n {
 		return reply(got, err, buf)
 	}
-	return nil, 0, &deferredBatch{wait: func(ctx context.Context, buf []byte) ([]byte, int, error) {
+	return result{later: &deferral{wait: func(ctx context.Context, buf []byte) result {
 		more, err := s.take(ctx, ids[got:], true)
 		return reply(got+more, err, buf)
-	}}
+	}}}
 }
 
 // parse answers the fields of an ID as UidGenerator's parseUID JSON: with
@@ -140,18 +140,18 @@ func (s *Service) batch(ctx context.Context, req micro.Request, buf []byte) ([]b
 // as UidGenerator's parseUID reads it (uidcore.Layout.ParseUID: any ID,
 // wrapped ones in signed decimal and flagged, as client-demo parse does).
 // The body is decimal or base32.
-func (s *Service) parse(_ context.Context, req micro.Request, buf []byte) ([]byte, int, error) {
+func (s *Service) parse(_ context.Context, req micro.Request, buf []byte) result {
 	enc, err := requestEncoding(req.Headers())
 	if err != nil {
-		return nil, 0, err
+		return result{err: err}
 	}
 	layout, named, err := requestLayout(req.Headers())
 	if err != nil {
-		return nil, 0, err
+		return result{err: err}
 	}
 	id, err := parseIDRequest(req.Data(), idForm{base32: enc == protocol.Base32, signed: named})
 	if err != nil {
-		return nil, 0, err
+		return result{err: err}
 	}
 	var fields uidcore.ParsedJSON
 	if named {
@@ -159,10 +159,10 @@ func (s *Service) parse(_ context.Context, req micro.Request, buf []byte) ([]byt
 	} else {
 		parts, err := s.src.Layout().Parse(id)
 		if err != nil {
-			return nil, 0, badRequest("%v", err)
+			return result{err: badRequest("%v", err)}
 		}
 		fields = parts.JSON()
 	}
 	reply, err := json.Marshal(fields)
-	return append(buf, reply...), 0, err
+	return replied(append(buf, reply...), 0, err)
 }

@@ -59,24 +59,24 @@ func (s *Service) seqName(subject string) string {
 }
 
 // seqNext answers the next number of the subject's sequence.
-func (s *Service) seqNext(_ context.Context, req micro.Request, buf []byte) ([]byte, int, error) {
+func (s *Service) seqNext(_ context.Context, req micro.Request, buf []byte) result {
 	enc, err := requestEncoding(req.Headers())
 	if err != nil {
-		return nil, 0, err
+		return result{err: err}
 	}
 	return s.seqFill(req, buf, 1, func(buf []byte, n []uint64) []byte { return appendOne(buf, n[0], enc) })
 }
 
 // seqBatch answers the number of the subject's sequence's numbers the
 // body asks for, all or none.
-func (s *Service) seqBatch(_ context.Context, req micro.Request, buf []byte) ([]byte, int, error) {
+func (s *Service) seqBatch(_ context.Context, req micro.Request, buf []byte) result {
 	enc, err := requestEncoding(req.Headers())
 	if err != nil {
-		return nil, 0, err
+		return result{err: err}
 	}
-	n, err := parseCount(req.Data(), maxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), enc))
+	n, err := parseCountOf(req.Data(), maxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), enc), "numbers")
 	if err != nil {
-		return nil, 0, s.binaryHint(err, req.Data(), enc)
+		return result{err: s.binaryHint(err, req.Data(), enc)}
 	}
 	return s.seqFill(req, buf, n, enc.Append)
 }
@@ -84,7 +84,7 @@ func (s *Service) seqBatch(_ context.Context, req micro.Request, buf []byte) ([]
 // seqFill takes n numbers of the subject's sequence and encodes them. When
 // the numbers at hand are too few it waits for the store off the
 // endpoint's goroutine (segmentWaits), up to the capacity wait.
-func (s *Service) seqFill(req micro.Request, buf []byte, n int, encode func([]byte, []uint64) []byte) ([]byte, int, error) {
+func (s *Service) seqFill(req micro.Request, buf []byte, n int, encode func([]byte, []uint64) []byte) result {
 	name := s.seqName(req.Subject())
 	idp := s.idBuffer(n)
 	ok, err := s.cfg.Sequences.TryFill(name, (*idp)[:n])
@@ -95,19 +95,19 @@ func (s *Service) seqFill(req micro.Request, buf []byte, n int, encode func([]by
 	s.idBufs.Put(idp)
 	// A name's first numbers here always come this way (none at hand):
 	// once it is answered, the metadata learns a name it did not show.
-	return nil, 0, &deferredBatch{segment: true, wait: func(ctx context.Context, buf []byte) ([]byte, int, error) {
+	return result{later: &deferral{segment: true, wait: func(ctx context.Context, buf []byte) result {
 		idp := s.idBuffer(n)
 		defer s.idBufs.Put(idp)
 		return seqReply(buf, (*idp)[:n], s.cfg.Sequences.Fill(ctx, name, (*idp)[:n]), encode)
-	}, after: func() { s.showSequence(name) }}
+	}, after: func() { s.showSequence(name) }}}
 }
 
 // seqReply encodes the numbers of a sequence request, or returns err.
-func seqReply(buf []byte, nums []uint64, err error, encode func([]byte, []uint64) []byte) ([]byte, int, error) {
+func seqReply(buf []byte, nums []uint64, err error, encode func([]byte, []uint64) []byte) result {
 	if err != nil {
-		return nil, 0, err
+		return result{err: err}
 	}
-	return encode(buf, nums), len(nums), nil
+	return replied(encode(buf, nums), len(nums), nil)
 }
 
 // showSequence readvertises the service when its metadata does not list

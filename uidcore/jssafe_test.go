@@ -53,7 +53,7 @@ func TestJSSafeCachedLanesAtTheRunwayEnd(t *testing.T) {
 	l := JSSafeLayout()
 	clock := newFakeClock(time.Unix(l.LastSecond()-1, 0))
 	store := &laneStore{}
-	g := newTestCached(t, CachedOptions{Layout: l, Clock: clock, BoostPower: 1, Claim: StaticClaim{ID: 3},
+	g := newTestCached(t, CachedOptions{Layout: l, Clock: clock, RingSeconds: 2, Claim: StaticClaim{ID: 3},
 		Lanes: store, MaxLanes: 8, TakeWait: 200 * time.Millisecond})
 	const takers = 4
 	per := make([][]uint64, takers)

@@ -52,7 +52,7 @@ func ParseLayout(s string) (Layout, error) {
 		l.Epoch = epoch
 	}
 	if err := l.Validate(); err != nil {
-		return Layout{}, err
+		return Layout{}, fmt.Errorf("layout %q: %w", s, err)
 	}
 	return l, nil
 }

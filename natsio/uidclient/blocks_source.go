@@ -53,36 +53,8 @@ type BlockSourceStats struct {
 	IDsUsed         uint64 // IDs of the used blocks
 }
 
-// BlockSource hands out IDs from prefilled blocks that dispensers publish
-// into the block stream (see BlockPublisher). It pulls at most two blocks
-// at a time from a durable pull consumer shared by every source and uses
-// a block only when
-//
-//   - this is the block's first delivery (NumDelivered == 1), and
-//   - a double ack (an ack the server confirms) succeeded;
-//
-// otherwise it terminates the block and fetches the next. JetStream
-// accepts a late ack even after it has redelivered the block to another
-// consumer, so without both rules a source that stalled past the ack wait
-// and a source that got the redelivery could both use the same block.
-// With them, the redelivery (NumDelivered > 1) is never used, and the
-// stalled source uses the block only if its ack is confirmed; a block
-// whose ack failed is lost, never used twice.
-//
-// The two rules hold within one instance of the consumer only. An ack is
-// matched by the stream sequence in its reply subject, by whichever
-// consumer of that name exists when it arrives; a consumer deleted and
-// re-created under the same name starts its delivery counts over and
-// delivers a block a source still holds again as a first delivery, and
-// then confirms the holder's late ack too (TestJetStreamAckToRecreatedConsumer).
-// So a source also checks, after the ack, that the consumer is the
-// instance it bound before the fetch (the same Created time): instances
-// never come back, so the same one delivered the block and took its ack.
-// A block whose check fails is given up. The check runs beside the next
-// fetch, so it adds no round trip to the fetching.
-//
-// Next and NextN are safe for concurrent use. A background goroutine
-// fetches the next block when the current one runs low.
+// BlockSource hands out IDs from prefilled blocks, each used by exactly
+// one source (how: docs/blocks.md). It is safe for concurrent use.
 type BlockSource struct {
 	nc  *nats.Conn
 	js  jetstream.JetStream
