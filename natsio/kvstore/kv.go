@@ -241,7 +241,8 @@ type kvLeaseStore struct {
 }
 
 // Acquire implements workerid.LeaseStore: it reads all lease keys once,
-// then tries the worker IDs from 0 up: a missing key with Create, a
+// then tries the worker IDs of the request's range from its lowest up
+// (keys outside it, another region's, are never written): a missing key with Create, a
 // released or expired lease with Update at the revision it read. A failed
 // revision check means another claimer won that worker ID: it moves on.
 // A malformed or deleted lease is skipped, never overwritten (its reserved
@@ -255,14 +256,14 @@ func (s *kvLeaseStore) Acquire(ctx context.Context, req workerid.LeaseRequest) (
 	// at most a second ahead) before those whose dead owner reserved
 	// further into the future, which serve only from then on.
 	for pass := range 2 {
-		for id := uint64(0); id <= req.MaxWorkerID; id++ {
+		for id := req.MinWorkerID; id <= req.MaxWorkerID; id++ {
 			g, ok, err := s.tryAcquire(ctx, req, leases, id, pass == 1)
 			if err != nil || ok {
 				return g, err
 			}
 		}
 	}
-	return workerid.Grant{}, fmt.Errorf("%w: every worker ID up to %d has a live lease", workerid.ErrWorkerIDsExhausted, req.MaxWorkerID)
+	return workerid.Grant{}, fmt.Errorf("%w: every worker ID from %d to %d has a live lease", workerid.ErrWorkerIDsExhausted, req.MinWorkerID, req.MaxWorkerID)
 }
 
 // tryAcquire takes worker ID id if it is free; ok reports whether it did.
