@@ -34,18 +34,20 @@ type BlocksConfig struct {
 // builds the library's struct from it, and errors naming a workerid
 // field name this one's variable).
 type WorkerIDConfig struct {
-	MySQLDSN             string        `envconfig:"MYSQL_DSN" desc:"MySQL DSN (go-sql-driver form, user:password@tcp(host:3306)/db) of the worker-ID store; empty: the JetStream KV bucket"`
-	WorkerMode           workerid.Mode `envconfig:"WORKER_MODE" desc:"leased (recyclable worker IDs with time reservations) or disposable (a new worker ID on every start, UidGenerator's WORKER_NODE)"`
-	LeaseTTL             time.Duration `envconfig:"LEASE_TTL" desc:"leased: how long a worker-ID lease lasts without renewal (renewed every third of it); at least 1s"`
-	ReserveChunk         time.Duration `envconfig:"RESERVE_CHUNK" desc:"leased: how far ahead seconds are reserved in the store at a time; at least 1s"`
-	WorkerNodeTable      string        `envconfig:"WORKER_NODE_TABLE" desc:"disposable on MySQL: UidGenerator's worker-node table"`
-	WorkerLeaseTable     string        `envconfig:"WORKER_LEASE_TABLE" desc:"leased on MySQL: the lease table"`
-	CreateTables         bool          `envconfig:"CREATE_TABLES" desc:"MySQL: create the table of the mode at start-up when missing (needs the CREATE privilege)"`
-	FleetTable           string        `envconfig:"FLEET_TABLE" desc:"MySQL: the table holding the fleet's layout, worker mode and subject prefix (one row), compared by every instance"`
-	SequenceTable        string        `envconfig:"SEQUENCE_TABLE" desc:"MySQL: the table of the named sequences (one row per name, like Leaf's leaf_alloc), created with DISPENSER_CREATE_TABLES"`
-	WorkerKVBucket       string        `envconfig:"WORKER_KV_BUCKET" desc:"JetStream KV bucket of the worker-ID store when no MySQL DSN is set"`
-	WorkerKVReplicas     int           `envconfig:"WORKER_KV_REPLICAS" desc:"replicas of the KV bucket when the dispenser creates it (3 on a cluster), 1..5"`
-	StoreStartupDeadline time.Duration `envconfig:"STORE_STARTUP_DEADLINE" desc:"how long start-up (and a claim) retries an unreachable store before it fails"`
+	MySQLDSN             string           `envconfig:"MYSQL_DSN" desc:"MySQL DSN (go-sql-driver form, user:password@tcp(host:3306)/db) of the worker-ID store; empty: the JetStream KV bucket"`
+	WorkerMode           workerid.Mode    `envconfig:"WORKER_MODE" desc:"leased (recyclable worker IDs with time reservations) or disposable (a new worker ID on every start, UidGenerator's WORKER_NODE)"`
+	LeaseTTL             time.Duration    `envconfig:"LEASE_TTL" desc:"leased: how long a worker-ID lease lasts without renewal (renewed every third of it); at least 1s"`
+	ReserveChunk         time.Duration    `envconfig:"RESERVE_CHUNK" desc:"leased: how far ahead seconds are reserved in the store at a time; at least 1s"`
+	WorkerNodeTable      string           `envconfig:"WORKER_NODE_TABLE" desc:"disposable on MySQL: UidGenerator's worker-node table"`
+	WorkerLeaseTable     string           `envconfig:"WORKER_LEASE_TABLE" desc:"leased on MySQL: the lease table"`
+	CreateTables         bool             `envconfig:"CREATE_TABLES" desc:"MySQL: create the table of the mode at start-up when missing (needs the CREATE privilege)"`
+	FleetTable           string           `envconfig:"FLEET_TABLE" desc:"MySQL: the table holding the fleet's layout, worker mode and subject prefix (one row), compared by every instance"`
+	SequenceTable        string           `envconfig:"SEQUENCE_TABLE" desc:"MySQL: the table of the named sequences (one row per name, like Leaf's leaf_alloc), created with DISPENSER_CREATE_TABLES"`
+	WorkerKVBucket       string           `envconfig:"WORKER_KV_BUCKET" desc:"JetStream KV bucket of the worker-ID store when no MySQL DSN is set"`
+	WorkerKVReplicas     int              `envconfig:"WORKER_KV_REPLICAS" desc:"replicas of the KV bucket when the dispenser creates it (3 on a cluster), 1..5"`
+	StoreStartupDeadline time.Duration    `envconfig:"STORE_STARTUP_DEADLINE" desc:"how long start-up (and a claim) retries an unreachable store before it fails"`
+	Region               string           `envconfig:"REGION" desc:"this instance's region, one of DISPENSER_REGIONS (empty: no regions)"`
+	Regions              workerid.Regions `envconfig:"REGIONS" desc:"the fleet's map of regions to worker-ID ranges, the same everywhere, e.g. east=0-511,west=512-1023; each region claims worker IDs only in its range, from a store of its own (docs/operations.md, Across regions); empty: no regions"`
 }
 
 // workerIDConfig is the stores' configuration; their messages name

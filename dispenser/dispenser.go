@@ -265,7 +265,7 @@ func (d *Dispenser) openAssigner(ctx context.Context, url string) (func(), error
 	a, err := kvstore.NewAssigner(ctx, conn.Conn, cfg)
 	if err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("dispenser: worker-ID store (JetStream KV bucket %s): %w", d.cfg.WorkerKVBucket, err)
+		return nil, fmt.Errorf("dispenser: worker-ID store (JetStream KV bucket %s): %w", cfg.KVBucket(), err)
 	}
 	d.claimNC, d.assigner = conn, a
 	return func() { conn.Close() }, nil

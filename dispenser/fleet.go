@@ -18,13 +18,13 @@ const maxGenerationWait = 10 * time.Minute
 
 // fleet is the fleet record this instance's configuration makes.
 func (c Config) fleet() workerid.Fleet {
-	return workerid.Fleet{Generation: 1, Layout: c.Layout().String(), WorkerMode: c.WorkerMode, SubjectPrefix: c.SubjectPrefix}
+	return workerid.Fleet{Generation: 1, Layout: c.Layout().String(), WorkerMode: c.WorkerMode, SubjectPrefix: c.SubjectPrefix, Regions: c.Regions.String()}
 }
 
 // checkFleet compares the store's fleet record with the configuration
 // and names, in a *ConfigError, the variables that differ with both
-// values. Instances of one store with another layout, mode or prefix
-// would hand out the same ID twice.
+// values. Instances of one store with another layout, mode, prefix or
+// map of regions would hand out the same ID twice.
 func (c Config) checkFleet(stored workerid.Fleet) error {
 	mine := c.fleet()
 	var vars, diffs []string
@@ -43,6 +43,10 @@ func (c Config) checkFleet(stored workerid.Fleet) error {
 	if stored.SubjectPrefix != mine.SubjectPrefix {
 		vars = append(vars, EnvPrefix+"_SUBJECT_PREFIX")
 		diffs = append(diffs, fmt.Sprintf("subject prefix %s, the fleet's is %s", mine.SubjectPrefix, stored.SubjectPrefix))
+	}
+	if stored.Regions != mine.Regions {
+		vars = append(vars, EnvPrefix+"_REGIONS")
+		diffs = append(diffs, fmt.Sprintf("regions %s, the fleet's are %s (a map may only add regions to the fleet's)", describeRegions(mine.Regions), describeRegions(stored.Regions)))
 	}
 	if len(vars) == 0 {
 		return nil
@@ -88,6 +92,9 @@ func (d *Dispenser) joinFleet(ctx context.Context) error {
 	stored, err := fs.RecordFleet(ctx, d.cfg.fleet())
 	if err != nil {
 		return fmt.Errorf("dispenser: the fleet record: %w", err)
+	}
+	if stored, err = d.extendRegions(ctx, fs, stored); err != nil {
+		return err
 	}
 	if err := d.cfg.checkFleet(stored); err != nil {
 		return err

@@ -177,6 +177,16 @@ func (c Config) validateRegions() error {
 	return nil
 }
 
+// KVBucket is the KV store's bucket: WorkerKVBucket, or with regions
+// WorkerKVBucket_<region> (uid_workers_east), one per region, so that a
+// region's claims, renewals and lanes stay in its own cluster.
+func (c Config) KVBucket() string {
+	if c.Regions.IsZero() {
+		return c.WorkerKVBucket
+	}
+	return c.WorkerKVBucket + "_" + c.Region
+}
+
 // WorkerRange is the range of worker IDs this instance claims from in
 // layout: its region's, or with no regions every worker ID of the layout.
 // A region's range past the layout is a *RegionError (RegionBeyondLayout).

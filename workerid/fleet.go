@@ -11,8 +11,10 @@ import (
 
 // Fleet is what every instance sharing one worker-ID store must agree
 // on, recorded in the store by the first instance: the layout (bits and
-// epoch), the worker mode (the two modes' worker IDs overlap) and the
-// subject prefix (instances of one store serve one set of subjects).
+// epoch), the worker mode (the two modes' worker IDs overlap), the
+// subject prefix (instances of one store serve one set of subjects) and
+// the map of regions (two regions that disagree on it could claim the
+// same worker IDs from their own stores).
 // Instances with another layout on the same store could issue the same
 // 64-bit value twice, even with distinct worker IDs.
 //
@@ -29,6 +31,10 @@ type Fleet struct {
 	// StartsAfter: IDs of this generation are issued only for later unix
 	// seconds (0 for the first generation).
 	StartsAfter int64 `json:"starts_after"`
+	// Regions is the fleet's map of regions (Regions.String, canonical),
+	// "" for a fleet without regions: records written before regions
+	// existed read as that.
+	Regions string `json:"regions,omitempty"`
 }
 
 // FleetStore is implemented by assigners whose store records the fleet

@@ -243,3 +243,35 @@ func (m Regions) claimRange(region string, layout uidcore.Layout) (WorkerRange, 
 	}
 	return m.Range(region)
 }
+
+// Extends says whether m is old with regions added: every region of old
+// has the same range in m, and m has more. Such a map may replace old in
+// a fleet record without a new generation: the added ranges are worker
+// IDs no region of old could claim (m has no overlaps). A fleet without
+// regions is extended by no map: its instances may have claimed any
+// worker ID.
+func (m Regions) Extends(old Regions) bool {
+	if old.IsZero() || len(m.list) <= len(old.list) {
+		return false
+	}
+	for _, o := range old.list {
+		if r, err := m.Range(o.Name); err != nil || r != o.Range {
+			return false
+		}
+	}
+	return true
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler with ParseRegions,
+// so that a configuration decoder reads a map from its text.
+func (m *Regions) UnmarshalText(text []byte) error {
+	parsed, err := ParseRegions(string(text))
+	if err != nil {
+		return err
+	}
+	*m = parsed
+	return nil
+}
+
+// MarshalText implements encoding.TextMarshaler: the canonical text.
+func (m Regions) MarshalText() ([]byte, error) { return []byte(m.String()), nil }

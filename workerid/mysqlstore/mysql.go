@@ -63,6 +63,7 @@ const (
 	mysqlLockWaitTimeout    = 1205
 	mysqlCommandDeniedToUse = 1227
 	mysqlSyntaxError        = 1064
+	mysqlDuplicateColumn    = 1060
 )
 
 func mysqlErrorNumber(err error) uint16 {
