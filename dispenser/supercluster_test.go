@@ -82,7 +82,7 @@ func timedCalls(t *testing.T, c *uidclient.Client, n int) ([]uint64, []time.Dura
 
 // With a WAN-like 30 ms each way on the gateway: a client is served by
 // its own region's dispenser (the IDs' worker IDs say which, and the
-// latency is below one gateway crossing); once every dispenser of its
+// latency is below a gateway round trip); once every dispenser of its
 // region is gone, it is served by the other region through the gateway,
 // with no change on its side, and the latency shows the round trip.
 func TestRegionsServeLocallyAndFailOver(t *testing.T) {
@@ -99,8 +99,9 @@ func TestRegionsServeLocallyAndFailOver(t *testing.T) {
 				t.Fatalf("a client in %s was served by %s", region, r)
 			}
 		}
-		if p50 := took[len(took)/2]; p50 >= delay {
-			t.Errorf("%s: p50 of local calls %s, not below one gateway crossing (%s)", region, p50, delay)
+		// Any call crossing the gateway takes at least its round trip.
+		if p50 := took[len(took)/2]; p50 >= 2*delay {
+			t.Errorf("%s: p50 of local calls %s, not below a gateway round trip (%s)", region, p50, 2*delay)
 		}
 		t.Logf("%s, local: p50 %s, max %s", region, took[len(took)/2], took[len(took)-1])
 		all = append(all, ids...)
