@@ -79,6 +79,9 @@ func copyFields(dst, src any, ours reflect.Type) {
 func (c Config) blocksConfig(log *slog.Logger) natsio.BlocksConfig {
 	b := natsio.BlocksConfig{Logger: log}
 	copyFields(&b, c.BlocksConfig, reflect.TypeFor[BlocksConfig]())
+	if !c.Regions.IsZero() {
+		b.Region = c.Region // a stream per region, in its cluster
+	}
 	return b
 }
 

@@ -32,28 +32,32 @@ func regionOf(t testing.TB, id uint64) string {
 }
 
 // twoRegions starts a supercluster of east and west with one dispenser
-// in each, on the cluster's own server, and checks that each region's
-// bucket is placed in its own cluster.
-func twoRegions(t *testing.T) (*supercluster.Supercluster, map[string]*Dispenser) {
+// in each (with blocks, if asked), on the cluster's own server, and
+// checks that each region's bucket (and blocks stream) is placed in its
+// own cluster.
+func twoRegions(t *testing.T, blocks bool) (*supercluster.Supercluster, map[string]*Dispenser) {
 	sc := supercluster.Start(t, "east", "west")
 	ds := map[string]*Dispenser{}
 	for _, region := range []string{"east", "west"} {
 		c := sc.Cluster(region)
-		ds[region] = start(t, withRegions(t, testConfig(c.URL, ""), region, eastWest))
+		cfg := withRegions(t, testConfig(c.URL, ""), region, eastWest)
+		streams := []string{"KV_uid_workers_" + region}
+		if blocks {
+			cfg = withBlocks(cfg)
+			streams = append(streams, uidclient.DefaultBlocksStream+"_"+region)
+		}
+		ds[region] = start(t, cfg)
 		js, _ := jetstream.New(c.Connect(t))
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		kv, err := js.KeyValue(ctx, "uid_workers_"+region)
-		if err != nil {
+		for _, name := range streams {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			s, err := js.Stream(ctx, name)
 			cancel()
-			t.Fatalf("%s's bucket: %v", region, err)
-		}
-		st, err := kv.Status(ctx)
-		cancel()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if placed := st.(*jetstream.KeyValueBucketStatus).StreamInfo().Cluster.Name; placed != region {
-			t.Fatalf("%s's bucket is placed in cluster %q", region, placed)
+			if err != nil {
+				t.Fatalf("%s's stream %s: %v", region, name, err)
+			}
+			if info := s.CachedInfo(); info.Cluster == nil || info.Cluster.Name != region {
+				t.Fatalf("%s's stream %s is placed in %+v", region, name, info.Cluster)
+			}
 		}
 	}
 	return sc, ds
@@ -86,7 +90,7 @@ func timedCalls(t *testing.T, c *uidclient.Client, n int) ([]uint64, []time.Dura
 // region is gone, it is served by the other region through the gateway,
 // with no change on its side, and the latency shows the round trip.
 func TestRegionsServeLocallyAndFailOver(t *testing.T) {
-	sc, ds := twoRegions(t)
+	sc, ds := twoRegions(t, false)
 	const delay = 30 * time.Millisecond
 	sc.Delay(delay)
 	clients := map[string]*uidclient.Client{}
@@ -127,27 +131,40 @@ func TestRegionsServeLocallyAndFailOver(t *testing.T) {
 	checkDistinct(t, append(all, ids...))
 }
 
-// With the gateway cut, both regions go on serving their clients and
-// renewing their leases in their own buckets; the IDs of both regions,
-// before, during and after the cut, have no duplicate.
+// With the gateway cut, both regions go on serving their clients, their
+// block consumers (pulling from the region's own stream) and renewing
+// their leases in their own buckets; the IDs of both regions, requests
+// and blocks, before, during and after the cut, have no duplicate.
 func TestRegionsServeThroughACutGateway(t *testing.T) {
-	sc, ds := twoRegions(t)
-	var mu sync.Mutex
+	sc, ds := twoRegions(t, true)
 	var all []uint64
-	take := func(region string, n int) {
-		t.Helper()
-		ids := collect(t, client(t, sc.Cluster(region).URL), 4, n, nil)
-		for _, id := range ids {
-			if r := regionOf(t, id); r != region {
-				t.Fatalf("a client in %s was served by %s", region, r)
-			}
-		}
-		mu.Lock()
-		all = append(all, ids...)
-		mu.Unlock()
+	regions := []string{"east", "west"}
+	clients, sources := map[string]*uidclient.Client{}, map[string]*uidclient.BlockSource{}
+	for _, r := range regions {
+		clients[r] = client(t, sc.Cluster(r).URL)
+		sources[r] = blockSourceOf(t, sc.Cluster(r).URL, uidclient.DefaultBlocksStream+"_"+r)
 	}
-	take("east", 200)
-	take("west", 200)
+	// round has every region's client and block source take IDs at once;
+	// each must get only its own region's.
+	round := func(requests int) {
+		t.Helper()
+		got := make([][]uint64, 2*len(regions))
+		var wg sync.WaitGroup
+		for i, r := range regions {
+			wg.Go(func() { got[2*i] = collect(t, clients[r], 4, requests, nil) })
+			wg.Go(func() { got[2*i+1] = takeBlocks(t, 3000, sources[r]) })
+		}
+		wg.Wait()
+		for i, ids := range got {
+			for _, id := range ids {
+				if r := regionOf(t, id); r != regions[i/2] {
+					t.Fatalf("a caller in %s got an ID of %s", regions[i/2], r)
+				}
+			}
+			all = append(all, ids...)
+		}
+	}
+	round(200)
 	revisions := map[string]uint64{}
 	leaseRevision := func(region string) uint64 {
 		js, _ := jetstream.New(sc.Cluster(region).Connect(t))
@@ -163,25 +180,19 @@ func TestRegionsServeThroughACutGateway(t *testing.T) {
 		}
 		return e.Revision()
 	}
-	for _, r := range []string{"east", "west"} {
+	for _, r := range regions {
 		revisions[r] = leaseRevision(r)
 	}
 	sc.Cut(t)
-	var wg sync.WaitGroup
-	for _, r := range []string{"east", "west"} {
-		wg.Go(func() { take(r, 500) })
-	}
-	wg.Wait()
-	for _, r := range []string{"east", "west"} {
+	round(500)
+	for _, r := range regions {
 		testenv.WaitFor(t, 10*time.Second, r+"'s lease to be renewed in its own bucket during the cut", func() bool {
 			return leaseRevision(r) > revisions[r]
 		})
 	}
-	take("east", 200)
-	take("west", 200)
+	round(200)
 	sc.Heal(t)
-	take("east", 200)
-	take("west", 200)
+	round(200)
 	checkDistinct(t, all)
 	t.Logf("%d IDs from both regions, before, during and after the cut: no duplicate", len(all))
 }
