@@ -154,6 +154,9 @@ func Start(ctx context.Context, cfg Config, opts ...Option) (_ *Dispenser, err e
 		Logger:         d.log,
 		ClaimStatus:    d.claimStatus,
 		Sequences:      d.sequenceSource(),
+		Region:         cfg.Region,
+		Regions:        cfg.Regions.String(),
+		RegionOf:       cfg.regionOf(),
 		TracerProvider: tel.TracerProvider(),
 		MeterProvider:  tel.MeterProvider(),
 	})

@@ -54,3 +54,12 @@ func (d *Dispenser) extendRegions(ctx context.Context, fs workerid.FleetStore, s
 	d.log.Info("recorded regions added to the fleet's map", "regions", next.Regions, "previous_regions", stored.Regions, "generation", stored.Generation)
 	return next, nil
 }
+
+// regionOf names the region of a worker ID for parse replies; nil
+// without regions.
+func (c Config) regionOf() func(uint64) (string, bool) {
+	if c.Regions.IsZero() {
+		return nil
+	}
+	return c.Regions.Of
+}

@@ -2,9 +2,15 @@ package dispenser
 
 import (
 	"errors"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/telemetry/telemetrytest"
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
 )
 
@@ -96,6 +102,39 @@ func TestRegionsConfigurationErrors(t *testing.T) {
 		var ce *ConfigError
 		if !errors.As(err, &ce) || ce.Var != c.variable || !strings.Contains(err.Error(), c.mention) {
 			t.Errorf("%s in %s: %v, want a ConfigError of %s mentioning %q", c.region, c.regions, err, c.variable, c.mention)
+		}
+	}
+}
+
+// An instance of a region says so: uid.parse names the region of an
+// ID's worker ID, the micro metadata carries the region and the map, and
+// /metrics labels the gauges and target_info with uid_region.
+func TestRegionShownInParseMetadataAndMetrics(t *testing.T) {
+	telemetrytest.ClearEnv(t)
+	url := testenv.NATS(t, nil).ClientURL()
+	cfg := withRegions(t, testConfig(url, ""), "west", "east=0-511,west=512-1023")
+	cfg.MetricsAddr = "127.0.0.1:0"
+	d := start(t, cfg)
+	nc := testConn(t, url)
+	l := uidcore.DefaultLayout()
+	for worker, region := range map[uint64]string{3: "east", 700: "west"} {
+		id, _ := l.Compose(time.Now().Unix(), worker, 1)
+		msg, err := nc.Request(cfg.SubjectPrefix+".parse", []byte(strconv.FormatUint(id, 10)), 2*time.Second)
+		if err != nil || !strings.Contains(string(msg.Data), `"region":"`+region+`"`) || !strings.Contains(string(msg.Data), `"workerId":"`+strconv.FormatUint(worker, 10)+`"`) {
+			t.Fatalf("parse of an ID of worker %d: %v %s, want region %s", worker, err, msg.Data, region)
+		}
+	}
+	msg, err := nc.Request("$SRV.INFO.uid-dispenser."+d.ServiceID(), nil, 2*time.Second)
+	if err != nil || !strings.Contains(string(msg.Data), `"region":"west"`) || !strings.Contains(string(msg.Data), `"regions":"east=0-511,west=512-1023"`) {
+		t.Fatalf("INFO: %v %s", err, msg.Data)
+	}
+	_, body, err := telemetrytest.HTTPGet("http://" + d.MetricsAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, series := range []string{`target_info\{[^}]*uid_region="west"`, `uid_ring_available\{[^}]*uid_region="west"`} {
+		if !regexp.MustCompile(`(?m)^` + series).MatchString(body) {
+			t.Errorf("/metrics lacks %s", series)
 		}
 	}
 }

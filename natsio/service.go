@@ -3,6 +3,7 @@ package natsio
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -75,6 +76,13 @@ type ServiceConfig struct {
 	// capacity, from its receipt (default DefaultCapacityWait). It waits
 	// off the endpoint's goroutine, so small requests are not held up.
 	CapacityWait time.Duration
+
+	// Region is the instance's region and Regions the fleet's map of
+	// regions (workerid.Regions' text), both in the micro metadata;
+	// RegionOf, when set, names the region of a worker ID in parse
+	// replies ("region"). Zero: no regions.
+	Region, Regions string
+	RegionOf        func(workerID uint64) (string, bool)
 
 	// Sequences, when set, serves the named sequences on
 	// <prefix>.seq.<name>.next and .batch (uidclient.SeqSubject).
@@ -235,6 +243,9 @@ func (s *Service) start() error {
 		// hold are fixed.
 		"ids_per_second_per_lane": strconv.FormatUint(layout.MaxSequence()+1, 10),
 		"max_lanes":               strconv.Itoa(src.State().MaxLanes),
+	}
+	if s.cfg.Region != "" {
+		metadata["region"], metadata["regions"] = s.cfg.Region, s.cfg.Regions
 	}
 	if s.cfg.Sequences != nil {
 		// The sequences known at start and, readvertised, those served
@@ -616,7 +627,17 @@ func (s *Service) parse(_ context.Context, req micro.Request, buf []byte) ([]byt
 	if err != nil {
 		return nil, 0, badRequest("%v", err)
 	}
-	reply, err := parts.MarshalJSON()
+	if s.cfg.RegionOf == nil {
+		reply, err := parts.MarshalJSON()
+		return append(buf, reply...), 0, err
+	}
+	// parseUID's keys, and the region whose range holds the worker ID
+	// (none: a worker ID no region has, say of an older generation).
+	region, _ := s.cfg.RegionOf(parts.WorkerID)
+	reply, err := json.Marshal(struct {
+		uidcore.ParsedJSON
+		Region string `json:"region,omitempty"`
+	}{parts.JSON(), region})
 	return append(buf, reply...), 0, err
 }
 
