@@ -3,6 +3,7 @@ package dispenser
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/uid-dispenser/uid-dispenser/workerid"
 )
@@ -62,4 +63,49 @@ func (c Config) regionOf() func(uint64) (string, bool) {
 		return nil
 	}
 	return c.Regions.Of
+}
+
+// otherRegionTimeout bounds the read of another region's fleet record: a
+// region cut off must not hold up the start of this one for long.
+const otherRegionTimeout = 2 * time.Second
+
+// checkOtherRegions compares the fleet records of the other regions'
+// stores that this instance reaches (through the gateways, on KV) with
+// its configuration: a mismatch is a *ConfigError like one in its own
+// store. A region it cannot read is logged and skipped, since a region
+// must start while another is down.
+func (d *Dispenser) checkOtherRegions(ctx context.Context, fs workerid.FleetStore) error {
+	reader, ok := fs.(workerid.RegionFleetReader)
+	if !ok || d.cfg.Regions.IsZero() {
+		return nil
+	}
+	for _, r := range d.cfg.Regions.List() {
+		if r.Name == d.cfg.Region {
+			continue
+		}
+		rctx, cancel := context.WithTimeout(ctx, otherRegionTimeout)
+		f, found, err := reader.RegionFleet(rctx, r.Name)
+		cancel()
+		switch {
+		case err != nil:
+			d.log.Warn("could not read the fleet record of another region: not compared", "region", r.Name, "error", err)
+		case !found:
+			d.log.Info("another region has no fleet record yet", "region", r.Name)
+		default:
+			if err := d.cfg.compareFleet(f, "region "+r.Name+"'s store", true); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// regionsExtendOneAnother says whether the map stored and this
+// instance's are equal or one only adds regions to the other.
+func (c Config) regionsExtendOneAnother(stored string) bool {
+	m, err := workerid.ParseRegions(stored)
+	if err != nil {
+		return false
+	}
+	return m.String() == c.Regions.String() || m.Extends(c.Regions) || c.Regions.Extends(m)
 }

@@ -54,6 +54,17 @@ type FleetStore interface {
 	LeaseHorizon(ctx context.Context) (lastReserved int64, live int, err error)
 }
 
+// RegionFleetReader is implemented by stores that can read the fleet
+// record of another region's store (the KV store, through the
+// gateways): at start-up an instance compares the records of the regions
+// it reaches with its own configuration.
+type RegionFleetReader interface {
+	// RegionFleet is the fleet record of region's store; found is false
+	// when that store has none yet (the region never started). An error
+	// means the store could not be read (say, the region is cut off).
+	RegionFleet(ctx context.Context, region string) (f Fleet, found bool, err error)
+}
+
 // ErrFleetChanged: the store's fleet record is no longer the one read.
 var ErrFleetChanged = errors.New("workerid: the store's fleet record changed meanwhile")
 

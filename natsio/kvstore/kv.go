@@ -41,6 +41,7 @@ const (
 // new owner starts after the old reservation, so IDs stay unique; only
 // availability suffers.
 type Assigner struct {
+	js        jetstream.JetStream
 	kv        jetstream.KeyValue
 	cfg       workerid.Config
 	host      workerid.Host
@@ -69,7 +70,7 @@ func NewAssigner(ctx context.Context, nc *nats.Conn, cfg workerid.Config) (*Assi
 		return nil, fmt.Errorf("natsio: worker-ID bucket: %w", err)
 	}
 	bucket := cfg.KVBucket()
-	a := &Assigner{cfg: cfg, host: host, log: logger,
+	a := &Assigner{js: js, cfg: cfg, host: host, log: logger,
 		storeName: fmt.Sprintf("NATS KV bucket %s at %s", bucket, natsio.RedactURL(nc.ConnectedUrlRedacted()))}
 	err = workerid.RetryStore(ctx, cfg.StoreStartupDeadline, logger, "open "+a.storeName, func(ctx context.Context) error {
 		kv, err := openBucket(ctx, js, bucket, cfg.WorkerKVReplicas, cfg.Region)
