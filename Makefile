@@ -1,25 +1,32 @@
 # The one command that proves the project: `make test`. .ci/run calls it.
 GO ?= go
 STATICCHECK_VERSION ?= v0.8.2
+STATICCHECK = $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 PKGS := ./...
 
 .PHONY: test lint unit run docs bench bench-core bench-e2e services soak soak-short
 
 test: lint unit
 
+# tools/ is a module of its own (the soak, the benchmark report, the
+# compose check: tools that may link what the product must not); lint and
+# unit cover it after the product's packages. bench/ is another module,
+# run only by make bench-core.
 lint:
 	@echo "== gofmt"; out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	@echo "== go vet"; $(GO) vet $(PKGS)
-	@echo "== staticcheck"; $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) $(PKGS)
+	@echo "== go vet"; $(GO) vet $(PKGS) && cd tools && $(GO) vet ./...
+	@echo "== staticcheck"; $(STATICCHECK) $(PKGS) && cd tools && $(STATICCHECK) ./...
 
 # -race everywhere; fuzz targets run their seed corpora as ordinary tests.
-# The CI-minute soak (cmd/soak: NATS nodes, mariadbd and dispensers as
+# Every package of the tools module runs, whatever is added to it; but the
+# CI-minute soak (tools/cmd/soak: NATS nodes, mariadbd and dispensers as
 # processes) runs after the rest, not beside it: on two cores it starved
 # the timing checks of the packages running with it (an empty ring met
 # before padding ran, small-request latency under saturation).
 unit:
-	$(GO) test -race -count=1 -timeout 15m $$($(GO) list $(PKGS) | grep -v '/cmd/soak$$')
-	$(GO) test -race -count=1 -timeout 15m ./cmd/soak/
+	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+	cd tools && $(GO) test -race -count=1 -timeout 15m $$($(GO) list ./... | grep -v '/cmd/soak$$')
+	cd tools && $(GO) test -race -count=1 -timeout 15m ./cmd/soak/
 
 run:
 	$(GO) run ./cmd/dispenser
@@ -45,18 +52,21 @@ bench: bench-core bench-e2e
 services:
 	bash scripts/services.sh
 
-# Fault-injection soak (internal/soak, docs/soak.md): 3-node NATS cluster, a
-# mariadbd of its own behind a cuttable proxy, two fleets of dispenser
-# processes, ID and sequence clients; exits 1 on any violation. Without
-# mariadbd installed it uses MariaDB on 127.0.0.1:3306 (UID_TEST_MYSQL_DSN for
-# another server). `make soak` is the long run: an hour, its chart and
-# summary table written to docs/ (SOAK_DURATION=10m SOAK_FLAGS= for a
-# shorter one that writes nothing there).
+# Fault-injection soak (tools/internal/soak, docs/soak.md): 3-node NATS
+# cluster, a mariadbd of its own behind a cuttable proxy, two fleets of
+# dispenser processes, ID and sequence clients; exits 1 on any violation.
+# Without mariadbd installed it uses MariaDB on 127.0.0.1:3306
+# (UID_TEST_MYSQL_DSN for another server). `make soak` is the long run: an
+# hour, its chart and summary table written to docs/ (SOAK_DURATION=10m
+# SOAK_FLAGS= for a shorter one that writes nothing there). The soak is
+# built in the tools module and run from here, so paths in SOAK_FLAGS are
+# relative to the repository root.
 SOAK_DURATION ?= 62m
 SOAK_FLAGS ?= -chart docs/soak-long.svg -summary-md docs/soak-long.md
+RUN_SOAK = bin=$$(mktemp -d) && trap 'rm -rf "$$bin"' EXIT && $(GO) -C tools build -o "$$bin/soak" ./cmd/soak && "$$bin/soak"
 soak:
-	$(GO) run ./cmd/soak -duration $(SOAK_DURATION) $(SOAK_FLAGS)
+	$(RUN_SOAK) -duration $(SOAK_DURATION) $(SOAK_FLAGS)
 
-# The one-minute version CI runs (as a test of cmd/soak).
+# The one-minute version CI runs (as a test of tools/cmd/soak).
 soak-short:
-	$(GO) run ./cmd/soak -duration 60s
+	$(RUN_SOAK) -duration 60s

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
@@ -140,7 +141,7 @@ func TestBlocksSettingsNameTheVariable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !loaded.BlocksEnabled || loaded.BlocksTargetDepth != 16 || loaded.BlockSize != uidclient.DefaultBlockSize || loaded.BlocksStream != uidclient.DefaultBlocksStream {
+	if !loaded.BlocksEnabled || loaded.BlocksTargetDepth != 16 || loaded.BlockSize != protocol.DefaultBlockSize || loaded.BlocksStream != protocol.DefaultBlocksStream {
 		t.Fatalf("loaded %+v", loaded.BlocksConfig)
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/natsconn"
 )
 
 // checkReachability checks the settings that say how to reach NATS and
@@ -50,7 +50,7 @@ func (c Config) checkReachability() error {
 		return &ConfigError{Var: methods[1], Reason: fmt.Sprintf("set together with %s: use one NATS authentication method (TLS client certificates combine with any)", strings.Join(methods[:1], ", "))}
 	}
 	if err := c.connConfig("", "", nil).CheckFiles(); err != nil {
-		var fe *natsio.ConnFileError
+		var fe *natsconn.FileError
 		if !errors.As(err, &fe) {
 			return err
 		}
@@ -103,14 +103,14 @@ func checkNATSURLs(list string) string {
 		switch u.Scheme {
 		case "nats", "tls", "ws", "wss":
 		default:
-			return fmt.Sprintf("%s, %s, has the scheme %q; want nats, tls, ws or wss", which, natsio.RedactURL(p), u.Scheme)
+			return fmt.Sprintf("%s, %s, has the scheme %q; want nats, tls, ws or wss", which, natsconn.RedactURL(p), u.Scheme)
 		}
 		if u.Hostname() == "" {
-			return fmt.Sprintf("%s, %s, has no host", which, natsio.RedactURL(p))
+			return fmt.Sprintf("%s, %s, has no host", which, natsconn.RedactURL(p))
 		}
 		if port := u.Port(); port != "" {
 			if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-				return fmt.Sprintf("%s, %s, has the port %q; want 1..65535", which, natsio.RedactURL(p), port)
+				return fmt.Sprintf("%s, %s, has the port %q; want 1..65535", which, natsconn.RedactURL(p), port)
 			}
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/uid-dispenser/uid-dispenser/natsio"
 	"github.com/uid-dispenser/uid-dispenser/natsio/kvstore"
+	"github.com/uid-dispenser/uid-dispenser/natsio/natsconn"
 	"github.com/uid-dispenser/uid-dispenser/sequence"
 	"github.com/uid-dispenser/uid-dispenser/telemetry"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
@@ -48,8 +49,8 @@ type Dispenser struct {
 	observer uidcore.Observer
 	url      string           // resolved NATS URL, redacted
 	embedded *natsio.Embedded // nil when another server is used
-	claimNC  *natsio.Conn     // the KV assigner's connection (nil with MySQL)
-	svcNC    *natsio.Conn     // the service's connection
+	claimNC  *natsconn.Conn   // the KV assigner's connection (nil with MySQL)
+	svcNC    *natsconn.Conn   // the service's connection
 	assigner uidcore.Assigner
 	svc      *natsio.Service
 	blocks   *natsio.BlockPublisher // nil unless DISPENSER_BLOCKS_ENABLED
@@ -225,12 +226,14 @@ func (d *Dispenser) connectNATS(ctx context.Context) (url string, _ func(), err 
 			d.log.Info("using the NATS server already listening", "url", url)
 		}
 	}
-	d.url = natsio.RedactURL(url)
+	d.url = natsconn.RedactURL(url)
 
 	connectCtx, cancel := context.WithTimeout(ctx, d.cfg.NATSConnectTimeout)
 	defer cancel()
 	// Waited for like the store: NATS may come up after the dispenser.
-	d.svcNC, err = natsio.ConnectWaiting(connectCtx, d.cfg.connConfig(url, "uid-dispenser", d.log))
+	// Each connection's events name it: the two drop together when the
+	// server goes, and two identical lines would read as one logged twice.
+	d.svcNC, err = natsconn.ConnectWaiting(connectCtx, d.cfg.connConfig(url, "uid-dispenser", d.log.With("conn", "service")))
 	if err != nil {
 		return "", nil, fmt.Errorf("dispenser: %w", err)
 	}
@@ -251,7 +254,7 @@ func (d *Dispenser) openAssigner(ctx context.Context, url string) (func(), error
 	if d.cfg.MySQLDSN != "" {
 		a, err := mysqlstore.NewAssigner(ctx, cfg)
 		if err != nil {
-			return nil, fmt.Errorf("dispenser: worker-ID store: %w", err)
+			return nil, fmt.Errorf("dispenser: %w", err) // the store says it is MySQL, where and what to set
 		}
 		d.assigner = a
 		return func() { a.Close() }, nil
@@ -261,7 +264,7 @@ func (d *Dispenser) openAssigner(ctx context.Context, url string) (func(), error
 	// drained at shutdown while the lease is still released over NATS.
 	connectCtx, cancel := context.WithTimeout(ctx, d.cfg.NATSConnectTimeout)
 	defer cancel()
-	conn, err := natsio.ConnectWaiting(connectCtx, d.cfg.connConfig(url, "uid-dispenser worker claim", d.log))
+	conn, err := natsconn.ConnectWaiting(connectCtx, d.cfg.connConfig(url, "uid-dispenser worker claim", d.log.With("conn", "worker claim")))
 	if err != nil {
 		return nil, fmt.Errorf("dispenser: %w", err)
 	}
@@ -548,6 +551,9 @@ func (d *Dispenser) doShutdown(ctx context.Context) error {
 	}
 	if d.embedded != nil {
 		d.embedded.Shutdown()
+		// The other instances on it see their connections drop: this
+		// line says why.
+		d.log.Info("stopped the embedded nats-server; instances using it reconnect when a server listens there again", "url", d.url)
 	}
 	d.log.Info("stopped", "worker_id", claim.WorkerID())
 	return errors.Join(errs...)

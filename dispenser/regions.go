@@ -109,3 +109,12 @@ func (c Config) regionsExtendOneAnother(stored string) bool {
 	}
 	return m.String() == c.Regions.String() || m.Extends(c.Regions) || c.Regions.Extends(m)
 }
+
+// blocksRegion is the region whose blocks stream this instance
+// publishes to: with regions, its own (a stream per region).
+func (c Config) blocksRegion() string {
+	if c.Regions.IsZero() {
+		return ""
+	}
+	return c.Region
+}

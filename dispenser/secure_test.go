@@ -13,7 +13,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
-	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/natsconn"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 )
 
@@ -41,36 +41,36 @@ func TestSecureConnections(t *testing.T) {
 		server  func() *server.Options
 		scheme  string   // of the URL; nats unless TLS
 		env     []string // DISPENSER_NATS_* besides the URL
-		client  natsio.ConnConfig
-		refused natsio.ConnConfig // a client the server must refuse
+		client  natsconn.Config
+		refused natsconn.Config // a client the server must refuse
 	}{
 		{
 			name:    "user and password",
 			server:  func() *server.Options { return &server.Options{Username: "uids", Password: "pw-Ux7"} },
 			env:     []string{"DISPENSER_NATS_USER=uids", "DISPENSER_NATS_PASSWORD=pw-Ux7"},
-			client:  natsio.ConnConfig{User: "uids", Password: "pw-Ux7"},
-			refused: natsio.ConnConfig{User: "uids", Password: "wrong"},
+			client:  natsconn.Config{User: "uids", Password: "pw-Ux7"},
+			refused: natsconn.Config{User: "uids", Password: "wrong"},
 		},
 		{
 			name:    "token",
 			server:  func() *server.Options { return &server.Options{Authorization: "tok-Q2w"} },
 			env:     []string{"DISPENSER_NATS_TOKEN=tok-Q2w"},
-			client:  natsio.ConnConfig{Token: "tok-Q2w"},
-			refused: natsio.ConnConfig{Token: "tok-wrong"},
+			client:  natsconn.Config{Token: "tok-Q2w"},
+			refused: natsconn.Config{Token: "tok-wrong"},
 		},
 		{
 			name:    "nkey",
 			server:  func() *server.Options { return &server.Options{Nkeys: []*server.NkeyUser{{Nkey: nkeyPub}}} },
 			env:     []string{"DISPENSER_NATS_NKEY_SEED_FILE=" + seedFile},
-			client:  natsio.ConnConfig{NKeySeedFile: seedFile},
-			refused: natsio.ConnConfig{},
+			client:  natsconn.Config{NKeySeedFile: seedFile},
+			refused: natsconn.Config{},
 		},
 		{
 			name:    "credentials file (operator mode)",
 			server:  operator.ServerOptions,
 			env:     []string{"DISPENSER_NATS_CREDS_FILE=" + operator.UserCreds(t, "dispenser")},
-			client:  natsio.ConnConfig{CredsFile: operator.UserCreds(t, "service")},
-			refused: natsio.ConnConfig{CredsFile: testenv.NewOperator(t).UserCreds(t, "stranger")},
+			client:  natsconn.Config{CredsFile: operator.UserCreds(t, "service")},
+			refused: natsconn.Config{CredsFile: testenv.NewOperator(t).UserCreds(t, "stranger")},
 		},
 		{
 			name: "TLS",
@@ -79,8 +79,8 @@ func TestSecureConnections(t *testing.T) {
 			},
 			scheme:  "tls",
 			env:     []string{"DISPENSER_NATS_TLS_CA=" + tlsFiles.CA},
-			client:  natsio.ConnConfig{TLSCAFile: tlsFiles.CA},
-			refused: natsio.ConnConfig{}, // the system roots do not know the test CA
+			client:  natsconn.Config{TLSCAFile: tlsFiles.CA},
+			refused: natsconn.Config{}, // the system roots do not know the test CA
 		},
 		{
 			name: "TLS with a client certificate",
@@ -89,8 +89,8 @@ func TestSecureConnections(t *testing.T) {
 			},
 			scheme:  "tls",
 			env:     []string{"DISPENSER_NATS_TLS_CA=" + tlsFiles.CA, "DISPENSER_NATS_TLS_CERT=" + tlsFiles.ClientCert, "DISPENSER_NATS_TLS_KEY=" + tlsFiles.ClientKey},
-			client:  natsio.ConnConfig{TLSCAFile: tlsFiles.CA, TLSCertFile: tlsFiles.ClientCert, TLSKeyFile: tlsFiles.ClientKey},
-			refused: natsio.ConnConfig{TLSCAFile: tlsFiles.CA},
+			client:  natsconn.Config{TLSCAFile: tlsFiles.CA, TLSCertFile: tlsFiles.ClientCert, TLSKeyFile: tlsFiles.ClientKey},
+			refused: natsconn.Config{TLSCAFile: tlsFiles.CA},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -116,7 +116,7 @@ func TestSecureConnections(t *testing.T) {
 			defer cancel()
 			clientCfg := tc.client
 			clientCfg.URL, clientCfg.Logger = url, testLogger()
-			conn, err := natsio.Connect(ctx, clientCfg)
+			conn, err := natsconn.Connect(ctx, clientCfg)
 			if err != nil {
 				t.Fatalf("client: %v", err)
 			}
@@ -134,7 +134,7 @@ func TestSecureConnections(t *testing.T) {
 
 			refused := tc.refused
 			refused.URL, refused.Logger = url, testLogger()
-			if c, err := natsio.Connect(ctx, refused); err == nil {
+			if c, err := natsconn.Connect(ctx, refused); err == nil {
 				c.Close()
 				t.Fatal("a client without the credentials was let in")
 			}

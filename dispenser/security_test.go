@@ -15,7 +15,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
-	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/natsconn"
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 )
 
@@ -104,9 +105,9 @@ func TestSecurityDocPermissions(t *testing.T) {
 	}
 	t.Cleanup(func() { shutdown(t, d) })
 
-	connectAs := func(user, password string, log *testenv.LogBuffer) *natsio.Conn {
+	connectAs := func(user, password string, log *testenv.LogBuffer) *natsconn.Conn {
 		t.Helper()
-		conn, err := natsio.Connect(ctx, natsio.ConnConfig{URL: url, User: user, Password: password, Logger: log.Logger(slog.LevelDebug)})
+		conn, err := natsconn.Connect(ctx, natsconn.Config{URL: url, User: user, Password: password, Logger: log.Logger(slog.LevelDebug)})
 		if err != nil {
 			t.Fatalf("connect as %s: %v", user, err)
 		}
@@ -130,7 +131,7 @@ func TestSecurityDocPermissions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fromBlocks := make([]uint64, 2*uidclient.DefaultBlockSize)
+	fromBlocks := make([]uint64, 2*protocol.DefaultBlockSize)
 	n, err := src.NextN(ctx, fromBlocks)
 	src.Close()
 	if err != nil || n != len(fromBlocks) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/natsio/kvstore"
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
@@ -104,7 +105,7 @@ func (l *rawLoad) record(subject string, msg *nats.Msg, err error) {
 	case msg.Header.Get(micro.ErrorCodeHeader) != "":
 		err = fmt.Errorf("%s %s", msg.Header.Get(micro.ErrorCodeHeader), msg.Header.Get(micro.ErrorHeader))
 	default:
-		ids, err = uidclient.DecodeDecimalIDs(nil, msg.Data)
+		ids, err = protocol.Decimal.Decode(nil, msg.Data)
 	}
 	for i := 1; err == nil && i < len(ids); i++ {
 		if ids[i] <= ids[i-1] { // one generator's run per reply

@@ -14,6 +14,7 @@ import (
 
 	"github.com/uid-dispenser/uid-dispenser/internal/supercluster"
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
@@ -46,7 +47,7 @@ func twoRegions(t *testing.T, blocks bool) (*supercluster.Supercluster, map[stri
 		streams := []string{"KV_uid_workers_" + region}
 		if blocks {
 			cfg = withBlocks(cfg)
-			streams = append(streams, uidclient.DefaultBlocksStream+"_"+region)
+			streams = append(streams, protocol.DefaultBlocksStream+"_"+region)
 		}
 		ds[region] = start(t, cfg)
 		js, _ := jetstream.New(c.Connect(t))
@@ -144,7 +145,7 @@ func TestRegionsServeThroughACutGateway(t *testing.T) {
 	clients, sources := map[string]*uidclient.Client{}, map[string]*uidclient.BlockSource{}
 	for _, r := range regions {
 		clients[r] = client(t, sc.Cluster(r).URL)
-		sources[r] = blockSourceOf(t, sc.Cluster(r).URL, uidclient.DefaultBlocksStream+"_"+r)
+		sources[r] = blockSourceOf(t, sc.Cluster(r).URL, protocol.DefaultBlocksStream+"_"+r)
 	}
 	// round has every region's client and block source take IDs at once;
 	// each must get only its own region's.

@@ -18,7 +18,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
-	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
@@ -93,7 +93,7 @@ func runSustained(b *testing.B, url, prefix string, layout *uidcore.Layout) {
 	for i := range conns {
 		conns[i] = testConn(b, url).Conn
 	}
-	subject := uidclient.Subject(prefix, uidclient.EndpointBatch)
+	subject := protocol.Subject(prefix, protocol.EndpointBatch)
 	var (
 		next    atomic.Int64
 		errs    atomic.Int64
@@ -112,7 +112,7 @@ func runSustained(b *testing.B, url, prefix string, layout *uidcore.Layout) {
 	b.RunParallel(func(pb *testing.PB) {
 		nc := conns[int(next.Add(1)-1)%clients]
 		msg := &nats.Msg{Subject: subject, Data: []byte(strconv.Itoa(sustainedBatch)),
-			Header: nats.Header{uidclient.EncodingHeader: {uidclient.EncodingBinary}}}
+			Header: nats.Header{protocol.EncodingHeader: {protocol.EncodingBinary}}}
 		var mine []time.Duration
 		for pb.Next() {
 			t0 := time.Now()
@@ -241,7 +241,7 @@ func startCounterResponder(b *testing.B, url string) {
 	// One reply buffer, reused: the handler runs on one goroutine and
 	// Respond copies the body, so the limit pays for no allocation.
 	var buf []byte
-	sub, err := nc.QueueSubscribe(uidclient.Subject("bare", uidclient.EndpointBatch), "bare", func(m *nats.Msg) {
+	sub, err := nc.QueueSubscribe(protocol.Subject("bare", protocol.EndpointBatch), "bare", func(m *nats.Msg) {
 		n, err := strconv.Atoi(string(m.Data))
 		if err != nil || n < 1 || n > 1<<20 {
 			_ = m.Respond(nil)

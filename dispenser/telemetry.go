@@ -11,11 +11,11 @@ import (
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
-// WithTelemetry makes the instance use tel (built by the caller, which
+// withTelemetry makes the instance use tel (built by the caller, which
 // shuts it down) instead of setting telemetry up from the configuration:
-// for several instances in one process, and for tests. The instance
+// the tests, which read what the instance records. The instance
 // installs its readiness check in tel.
-func WithTelemetry(tel *telemetry.Telemetry) Option {
+func withTelemetry(tel *telemetry.Telemetry) Option {
 	return func(o *options) { o.telemetry = tel }
 }
 
@@ -31,7 +31,7 @@ type instanceTelemetry struct {
 	serving  atomic.Bool
 }
 
-// startTelemetry sets telemetry up (unless WithTelemetry gave it) once the
+// startTelemetry sets telemetry up (unless withTelemetry gave it) once the
 // worker ID is known, so that the resource carries it, and before the
 // generator and the service, whose spans and metrics it receives.
 func (d *Dispenser) startTelemetry(ctx context.Context, given *telemetry.Telemetry, workerID uint64) error {

@@ -15,7 +15,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
-	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/natsconn"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/telemetry/telemetrytest"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
@@ -76,7 +76,7 @@ func BenchmarkNextTracing(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				conn, err := natsio.Connect(ctx, natsio.ConnConfig{URL: url, Logger: testLogger()})
+				conn, err := natsconn.Connect(ctx, natsconn.Config{URL: url, Logger: testLogger()})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -61,7 +61,7 @@ func TestTelemetryAcrossNATS(t *testing.T) {
 	url := testenv.NATS(t, nil).ClientURL()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	d, err := Start(ctx, testConfig(url, ""), WithLogger(testLogger()), WithTelemetry(tel))
+	d, err := Start(ctx, testConfig(url, ""), WithLogger(testLogger()), withTelemetry(tel))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 )
 
 // BuildInfo is what `dispenser -version` prints, and its Version is the
@@ -30,7 +30,7 @@ func Build() BuildInfo {
 // the commit as build metadata ("1.0.0+0123456789ab"): micro accepts only
 // semantic versions, and "(devel)" says nothing about which code runs.
 func buildInfoFrom(info *debug.BuildInfo) BuildInfo {
-	b := BuildInfo{Version: uidclient.ServiceVersion, GoVersion: runtime.Version()}
+	b := BuildInfo{Version: protocol.ServiceVersion, GoVersion: runtime.Version()}
 	if info == nil {
 		return b
 	}

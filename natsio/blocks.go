@@ -12,7 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/setting"
-	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 )
 
 // BlocksConfig configures a BlockPublisher. Zero values take the
@@ -21,7 +21,7 @@ import (
 type BlocksConfig struct {
 	BlocksStream  string // JetStream stream name, created or updated at start
 	BlocksSubject string // subject the blocks are published on (no wildcards)
-	BlockSize     int    // IDs per block (8 bytes each), 1..uidclient.MaxBlockSize
+	BlockSize     int    // IDs per block (8 bytes each), 1..protocol.MaxBlockSize
 	// BlocksTargetDepth is the blocks kept in the stream: its message
 	// cap, with discard-new.
 	BlocksTargetDepth int
@@ -49,9 +49,9 @@ type BlocksConfig struct {
 // DefaultBlocksConfig is the configuration with every default.
 func DefaultBlocksConfig() BlocksConfig {
 	return BlocksConfig{
-		BlocksStream:          uidclient.DefaultBlocksStream,
-		BlocksSubject:         uidclient.DefaultBlocksSubject,
-		BlockSize:             uidclient.DefaultBlockSize,
+		BlocksStream:          protocol.DefaultBlocksStream,
+		BlocksSubject:         protocol.DefaultBlocksSubject,
+		BlockSize:             protocol.DefaultBlockSize,
 		BlocksTargetDepth:     64,
 		BlocksStorage:         "file",
 		BlocksReplicas:        1,
@@ -94,8 +94,8 @@ func (c BlocksConfig) Validate() error {
 		return bad("Region", "%q cannot be part of a stream name (letters, digits, _ and -)", c.Region)
 	case !validPublishSubject(c.BlocksSubject):
 		return bad("BlocksSubject", "%q is not a valid subject to publish on (dot-separated tokens, no wildcards or spaces)", c.BlocksSubject)
-	case c.BlockSize < 1 || c.BlockSize > uidclient.MaxBlockSize:
-		return bad("BlockSize", "%d is outside 1..%d", c.BlockSize, uidclient.MaxBlockSize)
+	case c.BlockSize < 1 || c.BlockSize > protocol.MaxBlockSize:
+		return bad("BlockSize", "%d is outside 1..%d", c.BlockSize, protocol.MaxBlockSize)
 	case c.BlocksTargetDepth < 1 || c.BlocksTargetDepth > 1<<20:
 		return bad("BlocksTargetDepth", "%d is outside 1..%d", c.BlocksTargetDepth, 1<<20)
 	case c.BlocksStorage != "file" && c.BlocksStorage != "memory":

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
@@ -103,5 +104,5 @@ func benchmarkBlocks(b *testing.B, publishers, consumers int) {
 	for _, p := range pubs {
 		refused += p.Stats().Refused
 	}
-	b.ReportMetric(float64(refused)/float64(max(1, b.N/uidclient.DefaultBlockSize)), "refused/block")
+	b.ReportMetric(float64(refused)/float64(max(1, b.N/protocol.DefaultBlockSize)), "refused/block")
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 )
 
 // A zero BlocksConfig is the default one, and valid.
@@ -23,7 +23,7 @@ func TestBlocksConfigZeroTakesTheDefaults(t *testing.T) {
 	if err := (BlocksConfig{}).Validate(); err != nil {
 		t.Errorf("zero config: %v", err)
 	}
-	if want.BlocksStream != uidclient.DefaultBlocksStream || want.BlockSize != uidclient.DefaultBlockSize {
+	if want.BlocksStream != protocol.DefaultBlocksStream || want.BlockSize != protocol.DefaultBlockSize {
 		t.Errorf("defaults differ from what BlockSource assumes: %+v", want)
 	}
 }
@@ -39,7 +39,7 @@ func TestBlocksConfigValidateNamesTheField(t *testing.T) {
 		{func(c *BlocksConfig) { c.BlocksSubject = "uid.>" }, "BlocksSubject"},
 		{func(c *BlocksConfig) { c.BlocksSubject = "uid..blocks" }, "BlocksSubject"},
 		{func(c *BlocksConfig) { c.BlockSize = -1 }, "BlockSize"},
-		{func(c *BlocksConfig) { c.BlockSize = uidclient.MaxBlockSize + 1 }, "BlockSize"},
+		{func(c *BlocksConfig) { c.BlockSize = protocol.MaxBlockSize + 1 }, "BlockSize"},
 		{func(c *BlocksConfig) { c.BlocksTargetDepth = -3 }, "BlocksTargetDepth"},
 		{func(c *BlocksConfig) { c.BlocksStorage = "disk" }, "BlocksStorage"},
 		{func(c *BlocksConfig) { c.BlocksReplicas = 7 }, "BlocksReplicas"},

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 )
 
@@ -51,7 +52,7 @@ func TestBlocksStorePressurePublisherBacksOffRequestsServed(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				s, err := js.Stream(ctx, uidclient.DefaultBlocksStream)
+				s, err := js.Stream(ctx, protocol.DefaultBlocksStream)
 				if err != nil {
 					t.Fatal(err)
 				}

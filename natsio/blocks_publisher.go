@@ -15,7 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/uid-dispenser/uid-dispenser/natsio/internal/problemlog"
-	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
@@ -375,7 +375,7 @@ func (p *BlockPublisher) takeBlock(ctx context.Context) (*nats.Msg, int, error) 
 		p.idsDiscarded.Add(uint64(n))
 		return nil, 0, fmt.Errorf("natsio: blocks: %w", perr)
 	}
-	return uidclient.EncodeBlock(p.cfg.BlocksSubject, parts.WorkerID, ids), n, err
+	return protocol.EncodeBlock(p.cfg.BlocksSubject, parts.WorkerID, ids), n, err
 }
 
 type blockOutcome int

@@ -46,12 +46,12 @@ func atCapacity(src IDSource, err error) error {
 		retryAfter: now.Truncate(time.Second).Add(time.Second).Sub(now), err: err}
 }
 
-// deferredBatch is what a batch handler returns instead of a reply when
-// the instance is at its capacity: the rest of the batch is waited for
-// off the endpoint's goroutine (micro runs an endpoint's handlers one at
-// a time), so small requests behind it are still answered at once.
-type deferredBatch struct {
-	wait func(ctx context.Context, buf []byte) ([]byte, int, error)
+// deferral is a handler's result when its reply must wait: a batch the
+// ring cannot fill at once while the instance is at its capacity, or a
+// sequence request whose name holds too few numbers. wait finishes the
+// request (it never defers again) off the endpoint's goroutine.
+type deferral struct {
+	wait func(ctx context.Context, buf []byte) result
 	// segment: a sequence request waiting for the store (segmentWaits),
 	// not for the ring.
 	segment bool
@@ -59,12 +59,10 @@ type deferredBatch struct {
 	after func()
 }
 
-func (*deferredBatch) Error() string { return "batch waits for capacity" }
-
-// waitingBatch is a deferred batch with what finishing its request needs.
+// waitingBatch is a deferred call with what finishing it needs.
 type waitingBatch struct {
 	call     *call
-	wait     func(ctx context.Context, buf []byte) ([]byte, int, error)
+	wait     func(ctx context.Context, buf []byte) result
 	after    func()
 	deadline time.Time
 }
@@ -143,12 +141,12 @@ func (q *capacityQueue) serve(w waitingBatch, stopping bool) {
 	if stopping {
 		cancel()
 	}
-	reply, ids, err := w.wait(ctx, (*w.call.bp)[:0])
+	r := w.wait(ctx, (*w.call.bp)[:0])
 	cancel()
-	if err != nil {
+	if r.err != nil {
 		q.note(false, true)
 	}
-	q.s.finish(w.call, reply, ids, err)
+	q.s.finish(w.call, r)
 }
 
 // note records a deferred batch (waited) or a failed one (rejected), and

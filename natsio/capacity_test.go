@@ -14,7 +14,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
-	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
@@ -27,7 +27,7 @@ func TestAtCapacitySmallRequestsStayFastAndBulkGetsTheRest(t *testing.T) {
 	layout := uidcore.Layout{TimeBits: 41, WorkerBits: 8, SeqBits: 14, Epoch: uidcore.DefaultEpoch}
 	var log testenv.LogBuffer
 	startInstance(t, url, 2, instanceOpts{cached: uidcore.CachedOptions{
-		Layout: layout, BoostPower: 1, MaxAhead: time.Second, TakeWait: 800 * time.Millisecond,
+		Layout: layout, RingSeconds: 2, MaxAhead: time.Second, TakeWait: 800 * time.Millisecond,
 	}, service: ServiceConfig{Logger: log.Logger(slog.LevelInfo)}})
 	const run = 3 * time.Second
 	var mu sync.Mutex
@@ -46,7 +46,7 @@ func TestAtCapacitySmallRequestsStayFastAndBulkGetsTheRest(t *testing.T) {
 		wg.Go(func() {
 			for time.Now().Before(end) {
 				msg, err := nc.RequestMsg(&nats.Msg{Subject: "uid.batch", Data: []byte("4096"),
-					Header: nats.Header{uidclient.EncodingHeader: {uidclient.EncodingBinary}}}, 2*time.Second)
+					Header: nats.Header{protocol.EncodingHeader: {protocol.EncodingBinary}}}, 2*time.Second)
 				if err != nil {
 					t.Errorf("bulk request: %v", err)
 					return
@@ -124,10 +124,10 @@ func TestBulkWaitBelowCapacityIsNotLoggedAsCapacity(t *testing.T) {
 	layout := uidcore.Layout{TimeBits: 37, WorkerBits: 6, SeqBits: 20, Epoch: uidcore.DefaultEpoch}
 	var log testenv.LogBuffer
 	inst := startInstance(t, url, 1, instanceOpts{cached: uidcore.CachedOptions{
-		Layout: layout, BoostPower: -1, MaxAhead: 4 * time.Second, TakeWait: 800 * time.Millisecond,
+		Layout: layout, RingSeconds: 1, MaxAhead: 4 * time.Second, TakeWait: 800 * time.Millisecond,
 	}, service: ServiceConfig{Logger: log.Logger(slog.LevelInfo), CapacityWait: 5 * time.Second}})
 	nc := connect(t, url)
-	binary := nats.Header{uidclient.EncodingHeader: {uidclient.EncodingBinary}}
+	binary := nats.Header{protocol.EncodingHeader: {protocol.EncodingBinary}}
 	var all []uint64
 	for range 3 {
 		msg, err := nc.RequestMsg(&nats.Msg{Subject: "uid.batch", Data: []byte("100000"), Header: binary}, 10*time.Second)

@@ -3,7 +3,6 @@ package natsio
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -11,9 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
@@ -191,7 +189,7 @@ func TestGracefulStopDuringLoadLosesNoRequest(t *testing.T) {
 	// One attempt only and a long one: a request lost by the stopping
 	// instance would show as an error or a call of 5 s.
 	res := loadThroughFault(t, url, instances, 5*time.Second, uidclient.Config{AttemptTimeout: 5 * time.Second}, func() {
-		servedBefore = instances[1].svc.endpoints[uidclient.EndpointBatch].ok.Load()
+		servedBefore = instances[1].svc.endpoints[protocol.EndpointBatch].ok.Load()
 		instances[1].stopGracefully(t)
 	})
 	if len(res.errs) > 0 {
@@ -271,11 +269,11 @@ func TestClientTypedErrorsAndParse(t *testing.T) {
 	defer cancel()
 
 	_, err := client.Batch(ctx, DefaultMaxBatch+1)
-	var se *uidclient.ServiceError
-	if !errors.Is(err, uidclient.ErrBadRequest) || !errors.As(err, &se) || se.Code != 400 || !strings.Contains(se.Description, "too large") || se.Subject != "uid.batch" {
+	var se *protocol.ServiceError
+	if !errors.Is(err, protocol.ErrBadRequest) || !errors.As(err, &se) || se.Code != 400 || !strings.Contains(se.Description, "too large") || se.Subject != "uid.batch" {
 		t.Fatalf("oversized batch: %v", err)
 	}
-	if _, err := client.Batch(ctx, 0); !errors.Is(err, uidclient.ErrBadRequest) {
+	if _, err := client.Batch(ctx, 0); !errors.Is(err, protocol.ErrBadRequest) {
 		t.Fatalf("zero batch: %v", err)
 	}
 	ids, err := client.Batch(ctx, DefaultMaxBatch)
@@ -290,7 +288,7 @@ func TestClientTypedErrorsAndParse(t *testing.T) {
 	if parts != want {
 		t.Fatalf("Parse = %+v, want %+v", parts, want)
 	}
-	if _, err := client.Parse(ctx, 1<<63); !errors.Is(err, uidclient.ErrBadRequest) {
+	if _, err := client.Parse(ctx, 1<<63); !errors.Is(err, protocol.ErrBadRequest) {
 		t.Fatalf("sign-bit ID: %v", err)
 	}
 }
@@ -300,7 +298,7 @@ func TestClientRetries503(t *testing.T) {
 	// A ring of 1,024 IDs at most 1 s ahead: batches of 1,000 drain it
 	// and get 503s until padding catches up with the clock.
 	layout := uidcore.Layout{TimeBits: 43, WorkerBits: 10, SeqBits: 10, Epoch: uidcore.DefaultEpoch}
-	startInstance(t, url, 2, instanceOpts{cached: uidcore.CachedOptions{Layout: layout, BoostPower: -1, MaxAhead: time.Second, TakeWait: time.Nanosecond}})
+	startInstance(t, url, 2, instanceOpts{cached: uidcore.CachedOptions{Layout: layout, RingSeconds: 1, MaxAhead: time.Second, TakeWait: time.Nanosecond}})
 	nc := connect(t, url)
 	client := uidclient.New(nc.Conn, uidclient.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -381,7 +379,7 @@ func TestPrefetcherReportsBadBatchSize(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_, err := p.Next(ctx)
-	if !errors.Is(err, uidclient.ErrBadRequest) || ctx.Err() != nil {
+	if !errors.Is(err, protocol.ErrBadRequest) || ctx.Err() != nil {
 		t.Fatalf("Next = %v; want the 400 at once", err)
 	}
 }
@@ -401,57 +399,6 @@ func TestPrefetcherWaitsWithinDeadlineWithoutService(t *testing.T) {
 		t.Errorf("error %q does not say why the refill failed", err)
 	}
 	p.Close() // goleak (TestMain) checks the fetcher is gone
-}
-
-func TestConnectFailsFastWithClearMessage(t *testing.T) {
-	// A port nobody listens on.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadURL := "nats://127.0.0.1:" + fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
-	l.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	start := time.Now()
-	_, err = Connect(ctx, ConnConfig{URL: deadURL, Logger: quietLogger()})
-	if err == nil || !strings.Contains(err.Error(), deadURL) || time.Since(start) > 3*time.Second {
-		t.Fatalf("dead URL: %v after %v", err, time.Since(start))
-	}
-
-	url := startNATS(t, &server.Options{Username: "alice", Password: "right-password"})
-	start = time.Now()
-	_, err = Connect(ctx, ConnConfig{URL: url, User: "alice", Password: "wrong-password", Logger: quietLogger()})
-	if err == nil || !strings.Contains(strings.ToLower(err.Error()), "authorization violation") || time.Since(start) > 3*time.Second {
-		t.Fatalf("wrong password: %v after %v", err, time.Since(start))
-	}
-	withSecret := strings.Replace(url, "nats://", "nats://alice:wrong-password@", 1)
-	_, err = Connect(ctx, ConnConfig{URL: withSecret, Logger: quietLogger()})
-	if err == nil || strings.Contains(err.Error(), "wrong-password") || !strings.Contains(err.Error(), "alice:xxxxx@") {
-		t.Fatalf("password in URL: %v", err)
-	}
-	conn, err := Connect(ctx, ConnConfig{URL: url, User: "alice", Password: "right-password", Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn.Close()
-	if _, err := Connect(ctx, ConnConfig{URL: url, TLSCertFile: "x.pem", Logger: quietLogger()}); err == nil || !strings.Contains(err.Error(), "key file") {
-		t.Fatalf("cert without key: %v", err)
-	}
-}
-
-func TestConnectWithToken(t *testing.T) {
-	url := startNATS(t, &server.Options{Authorization: "s3cret-token"})
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if _, err := Connect(ctx, ConnConfig{URL: url, Token: "nope", Logger: quietLogger()}); err == nil || strings.Contains(err.Error(), "nope") {
-		t.Fatalf("wrong token: %v", err)
-	}
-	conn, err := Connect(ctx, ConnConfig{URL: url, Token: "s3cret-token", Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn.Close()
 }
 
 func TestLocalServerStartsOnceThenReuses(t *testing.T) {

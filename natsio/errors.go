@@ -6,48 +6,48 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/sequence"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
-func badRequest(format string, args ...any) *uidclient.ServiceError {
-	return &uidclient.ServiceError{Code: uidclient.CodeBadRequest, Description: fmt.Sprintf(format, args...)}
+func badRequest(format string, args ...any) *protocol.ServiceError {
+	return &protocol.ServiceError{Code: protocol.CodeBadRequest, Description: fmt.Sprintf(format, args...)}
 }
 
 // replyFor maps an error of a handler to the code and description the
 // requester gets. uidcore's errors become 503s that say which condition
 // holds, because the requester (or its client's retry) can act on them.
 func replyFor(err error) (code int, description string) {
-	var se *uidclient.ServiceError
+	var se *protocol.ServiceError
 	var ce *capacityError
 	switch {
 	case errors.As(err, &se):
 		return se.Code, se.Description
 	case errors.As(err, &ce):
-		return uidclient.CodeUnavailable, ce.Error()
+		return protocol.CodeUnavailable, ce.Error()
 	case errors.Is(err, sequence.ErrUnknownSequence):
-		return uidclient.CodeNotFound, err.Error()
+		return protocol.CodeNotFound, err.Error()
 	case errors.Is(err, sequence.ErrUnavailable):
 		// The allocator's error names the sequence and the store.
-		return uidclient.CodeUnavailable, describe("sequence store unavailable", err, sequence.ErrUnavailable)
+		return protocol.CodeUnavailable, describe("sequence store unavailable", err, sequence.ErrUnavailable)
 	case errors.Is(err, sequence.ErrClosed):
-		return uidclient.CodeUnavailable, describe("shutting down", err, sequence.ErrClosed)
+		return protocol.CodeUnavailable, describe("shutting down", err, sequence.ErrClosed)
 	case errors.Is(err, uidcore.ErrClosed):
-		return uidclient.CodeUnavailable, describe("shutting down", err, uidcore.ErrClosed)
+		return protocol.CodeUnavailable, describe("shutting down", err, uidcore.ErrClosed)
 	case errors.Is(err, uidcore.ErrClaimLost):
-		return uidclient.CodeUnavailable, describe("worker claim lost", err, uidcore.ErrClaimLost)
+		return protocol.CodeUnavailable, describe("worker claim lost", err, uidcore.ErrClaimLost)
 	case errors.Is(err, uidcore.ErrTimeExhausted):
 		// Permanent for every instance of the layout: not worth a retry.
-		return uidclient.CodeInternal, describe("time field exhausted", err, uidcore.ErrTimeExhausted)
+		return protocol.CodeInternal, describe("time field exhausted", err, uidcore.ErrTimeExhausted)
 	case errors.Is(err, uidcore.ErrNotReserved):
-		return uidclient.CodeUnavailable, describe("worker claim has not reserved the time yet", err, uidcore.ErrNotReserved)
+		return protocol.CodeUnavailable, describe("worker claim has not reserved the time yet", err, uidcore.ErrNotReserved)
 	case errors.Is(err, uidcore.ErrBufferEmpty):
-		return uidclient.CodeUnavailable, describe("buffer empty", err, uidcore.ErrBufferEmpty)
+		return protocol.CodeUnavailable, describe("buffer empty", err, uidcore.ErrBufferEmpty)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return uidclient.CodeUnavailable, describe("request abandoned", err)
+		return protocol.CodeUnavailable, describe("request abandoned", err)
 	}
-	return uidclient.CodeInternal, describe("internal error", err)
+	return protocol.CodeInternal, describe("internal error", err)
 }
 
 // packagePrefixes are what the layers of the dispenser put before their

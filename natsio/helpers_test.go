@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/natsio/natsconn"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
@@ -40,7 +41,7 @@ func startNATS(t testing.TB, opts *server.Options) string {
 // instance is one dispenser as the natsio tests run it: its own
 // connection, a cached generator on a static worker claim, the service.
 type instance struct {
-	conn *Conn
+	conn *natsconn.Conn
 	gen  *uidcore.CachedGenerator
 	svc  *Service
 }
@@ -106,11 +107,11 @@ func (i *instance) stopGracefully(t testing.TB) {
 	i.gen.Close()
 }
 
-func connect(t testing.TB, url string) *Conn {
+func connect(t testing.TB, url string) *natsconn.Conn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	conn, err := Connect(ctx, ConnConfig{URL: url, Name: t.Name(), Logger: quietLogger()})
+	conn, err := natsconn.Connect(ctx, natsconn.Config{URL: url, Name: t.Name(), Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

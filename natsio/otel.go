@@ -14,7 +14,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/telemetry/uidattr"
 )
 
@@ -44,11 +44,11 @@ func outcomeOf(code int) string {
 	switch code {
 	case 0:
 		return outcomeOK
-	case uidclient.CodeBadRequest:
+	case protocol.CodeBadRequest:
 		return outcomeBadRequest
-	case uidclient.CodeNotFound:
+	case protocol.CodeNotFound:
 		return outcomeNotFound
-	case uidclient.CodeUnavailable:
+	case protocol.CodeUnavailable:
 		return outcomeUnavailable
 	}
 	return outcomeInternal
@@ -117,10 +117,10 @@ func newServerTelemetry(queueGroup string, tp trace.TracerProvider, mp metric.Me
 		mp = otel.GetMeterProvider()
 	}
 	t := &serverTelemetry{
-		tracer:     tp.Tracer(instrumentationName, trace.WithInstrumentationVersion(uidclient.ServiceVersion)),
+		tracer:     tp.Tracer(instrumentationName, trace.WithInstrumentationVersion(protocol.ServiceVersion)),
 		queueGroup: semconv.MessagingConsumerGroupNameKey.String(queueGroup),
 	}
-	m := mp.Meter(instrumentationName, metric.WithInstrumentationVersion(uidclient.ServiceVersion))
+	m := mp.Meter(instrumentationName, metric.WithInstrumentationVersion(protocol.ServiceVersion))
 	var err error
 	t.requests = counter(m, "uid.requests", "{request}", "Requests served, by endpoint and outcome.")
 	if t.duration, err = m.Float64Histogram("uid.request.duration", metric.WithUnit("s"),
@@ -138,11 +138,11 @@ func newServerTelemetry(queueGroup string, tp trace.TracerProvider, mp metric.Me
 	// Every series at 0 from the start: an alert on the rate of 503s, or a
 	// dashboard, sees the series before the first one.
 	ctx := context.Background()
-	for _, endpoint := range []string{uidclient.EndpointNext, uidclient.EndpointBatch, uidclient.EndpointParse} {
+	for _, endpoint := range []string{protocol.EndpointNext, protocol.EndpointBatch, protocol.EndpointParse} {
 		for _, outcome := range []string{outcomeOK, outcomeBadRequest, outcomeUnavailable, outcomeInternal} {
 			t.requests.Add(ctx, 0, t.attrs(endpoint, outcome))
 		}
-		if endpoint != uidclient.EndpointParse {
+		if endpoint != protocol.EndpointParse {
 			t.issued.Add(ctx, 0, t.attrs(endpoint, ""))
 		}
 	}
@@ -190,7 +190,7 @@ func (t *serverTelemetry) start(endpoint, subject string, headers map[string][]s
 	r := serverRequest{endpoint: endpoint, start: time.Now()}
 	ctx := context.Background()
 	if len(headers) > 0 {
-		ctx = otel.GetTextMapPropagator().Extract(ctx, uidclient.HeaderCarrier(headers))
+		ctx = otel.GetTextMapPropagator().Extract(ctx, protocol.HeaderCarrier(headers))
 	}
 	tmpl := t.spans.get(subject, func() *spanTemplate {
 		return &spanTemplate{name: "process " + subject, kind: trace.WithSpanKind(trace.SpanKindServer), attrs: []attribute.KeyValue{
@@ -246,7 +246,7 @@ func newProducerTelemetry(tp trace.TracerProvider) producerTelemetry {
 	if tp == nil {
 		tp = otel.GetTracerProvider()
 	}
-	return producerTelemetry{tracer: tp.Tracer(instrumentationName, trace.WithInstrumentationVersion(uidclient.ServiceVersion))}
+	return producerTelemetry{tracer: tp.Tracer(instrumentationName, trace.WithInstrumentationVersion(protocol.ServiceVersion))}
 }
 
 // start starts the producer span of publishing msg (a block of ids IDs)
@@ -262,7 +262,7 @@ func (t producerTelemetry) start(ctx context.Context, msg *nats.Msg, ids int) tr
 		uidattr.Count.Int(ids),
 	))
 	// A block message always has headers (encodeBlock makes them).
-	otel.GetTextMapPropagator().Inject(ctx, uidclient.HeaderCarrier(msg.Header))
+	otel.GetTextMapPropagator().Inject(ctx, protocol.HeaderCarrier(msg.Header))
 	return span
 }
 

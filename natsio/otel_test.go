@@ -23,6 +23,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/telemetry"
 	"github.com/uid-dispenser/uid-dispenser/telemetry/telemetrytest"
@@ -124,8 +125,8 @@ func TestTraceAcrossNATS(t *testing.T) {
 	for _, c := range []struct {
 		endpoint string
 		count    int64
-	}{{uidclient.EndpointNext, 1}, {uidclient.EndpointBatch, 5}} {
-		subject := uidclient.Subject(uidclient.DefaultSubjectPrefix, c.endpoint)
+	}{{protocol.EndpointNext, 1}, {protocol.EndpointBatch, 5}} {
+		subject := protocol.Subject(protocol.DefaultSubjectPrefix, c.endpoint)
 		send := capture.span(t, "send "+subject, 1)
 		process := capture.span(t, "process "+subject, 1)
 		if send.SpanKind() != trace.SpanKindClient || send.Parent().SpanID() != callerSC.SpanID() {
@@ -139,7 +140,7 @@ func TestTraceAcrossNATS(t *testing.T) {
 		for key, want := range map[attribute.Key]attribute.Value{
 			"messaging.system":              attribute.StringValue("nats"),
 			"messaging.destination.name":    attribute.StringValue(subject),
-			"messaging.consumer.group.name": attribute.StringValue(uidclient.DefaultQueueGroup),
+			"messaging.consumer.group.name": attribute.StringValue(protocol.DefaultQueueGroup),
 			"messaging.operation.type":      attribute.StringValue("process"),
 			uidattr.Endpoint:                attribute.StringValue(c.endpoint),
 			uidattr.Count:                   attribute.Int64Value(c.count),
@@ -154,10 +155,10 @@ func TestTraceAcrossNATS(t *testing.T) {
 			t.Errorf("%s: server span status %v", subject, process.Status())
 		}
 	}
-	if got := capture.metric(t, "uid.requests", uidattr.Endpoint.String(uidclient.EndpointNext), uidattr.Outcome.String(outcomeOK)); got != 1 {
+	if got := capture.metric(t, "uid.requests", uidattr.Endpoint.String(protocol.EndpointNext), uidattr.Outcome.String(outcomeOK)); got != 1 {
 		t.Errorf("uid.requests{next,ok} = %v, want 1", got)
 	}
-	if got := capture.metric(t, "uid.request.duration", uidattr.Endpoint.String(uidclient.EndpointBatch)); got != 1 {
+	if got := capture.metric(t, "uid.request.duration", uidattr.Endpoint.String(protocol.EndpointBatch)); got != 1 {
 		t.Errorf("uid.request.duration{batch} count = %v, want 1", got)
 	}
 	if got := capture.metric(t, "uid.ids.issued"); got != 6 {
@@ -194,7 +195,7 @@ func TestServerSpanRecordsErrors(t *testing.T) {
 	startInstance(t, url, 4, instanceOpts{})
 	client := uidclient.New(connect(t, url).Conn, uidclient.Config{})
 	_, err := client.Batch(context.Background(), DefaultMaxBatch+1)
-	if !errors.Is(err, uidclient.ErrBadRequest) {
+	if !errors.Is(err, protocol.ErrBadRequest) {
 		t.Fatalf("oversized batch: %v, want a bad request", err)
 	}
 	s := capture.span(t, "process uid.batch", 1)
@@ -225,7 +226,7 @@ func TestRejectedTakeIsAnEventOnTheServerSpan(t *testing.T) {
 	// A ring of 1,024 IDs at most 1 s ahead of the clock and no waiting:
 	// batches of 1,000 drain it within a few requests.
 	startInstance(t, url, 2, instanceOpts{cached: uidcore.CachedOptions{
-		Layout: layout, BoostPower: -1, MaxAhead: time.Second, TakeWait: time.Nanosecond, Observer: obs,
+		Layout: layout, RingSeconds: 1, MaxAhead: time.Second, TakeWait: time.Nanosecond, Observer: obs,
 	}})
 	nc := connect(t, url)
 	var code string
@@ -272,7 +273,7 @@ func TestBlockPublishesAreProducerSpans(t *testing.T) {
 	}()
 	testenv.WaitFor(t, 5*time.Second, "the stream filled", func() bool { return p.Stats().Published == depth })
 
-	name := "send " + uidclient.DefaultBlocksSubject
+	name := "send " + protocol.DefaultBlocksSubject
 	spanIDs := map[string]bool{}
 	for i := 1; i <= depth; i++ {
 		s := capture.span(t, name, i)
@@ -286,7 +287,7 @@ func TestBlockPublishesAreProducerSpans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stream, err := js.Stream(ctx, uidclient.DefaultBlocksStream)
+	stream, err := js.Stream(ctx, protocol.DefaultBlocksStream)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +295,7 @@ func TestBlockPublishesAreProducerSpans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc := trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), uidclient.HeaderCarrier(stored.Header)))
+	sc := trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), protocol.HeaderCarrier(stored.Header)))
 	if !sc.IsValid() || !spanIDs[sc.SpanID().String()] {
 		t.Errorf("stored block carries trace context %v, want one of the producer spans %v", sc, spanIDs)
 	}
@@ -331,7 +332,7 @@ func BenchmarkRequestTelemetry(b *testing.B) {
 					otel.SetMeterProvider(metricnoop.NewMeterProvider())
 					otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator())
 				}()
-				server := newServerTelemetry(uidclient.DefaultQueueGroup, nil, nil)
+				server := newServerTelemetry(protocol.DefaultQueueGroup, nil, nil)
 				clientTP := otel.GetTracerProvider()
 				if side == "server" {
 					clientTP = tracenoop.NewTracerProvider()
@@ -342,7 +343,7 @@ func BenchmarkRequestTelemetry(b *testing.B) {
 				for range b.N {
 					msg := &nats.Msg{Subject: "uid.next"}
 					span := client.start(msg)
-					ctx, r := server.start(uidclient.EndpointNext, msg.Subject, msg.Header)
+					ctx, r := server.start(protocol.EndpointNext, msg.Subject, msg.Header)
 					server.end(ctx, r, 1, 7, 0, nil)
 					span.End()
 				}
@@ -363,7 +364,7 @@ func (c clientStandIn) start(msg *nats.Msg) trace.Span {
 		span.SetAttributes(semconv.MessagingSystemKey.String("nats"), semconv.MessagingDestinationNameKey.String(msg.Subject),
 			semconv.MessagingOperationTypeSend, semconv.MessagingOperationNameKey.String("send"))
 	}
-	h := uidclient.HeaderCarrier{}
+	h := protocol.HeaderCarrier{}
 	otel.GetTextMapPropagator().Inject(ctx, h)
 	if len(h) > 0 {
 		msg.Header = nats.Header(h)
@@ -387,7 +388,7 @@ func TestServiceTakesInjectedProviders(t *testing.T) {
 	if s := capture.span(t, "process uid.next", 1); s.SpanKind() != trace.SpanKindServer {
 		t.Errorf("span kind %v, want server", s.SpanKind())
 	}
-	if got := capture.metric(t, "uid.requests", uidattr.Endpoint.String(uidclient.EndpointNext)); got != 1 {
+	if got := capture.metric(t, "uid.requests", uidattr.Endpoint.String(protocol.EndpointNext)); got != 1 {
 		t.Errorf("uid.requests = %v, want 1", got)
 	}
 }

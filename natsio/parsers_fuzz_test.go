@@ -15,7 +15,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
@@ -78,7 +78,7 @@ func FuzzServiceRequest(f *testing.F) {
 	})
 	nc := connect(f, url)
 	layout := inst.gen.Layout()
-	endpoints := []string{uidclient.EndpointNext, uidclient.EndpointBatch, uidclient.EndpointParse}
+	endpoints := []string{protocol.EndpointNext, protocol.EndpointBatch, protocol.EndpointParse}
 	var (
 		mu   sync.Mutex
 		seen = map[uint64]struct{}{}
@@ -101,9 +101,9 @@ func FuzzServiceRequest(f *testing.F) {
 			t.Skip("not a header value NATS can carry")
 		}
 		ep := endpoints[int(endpoint)%len(endpoints)]
-		msg := &nats.Msg{Subject: uidclient.Subject(uidclient.DefaultSubjectPrefix, ep), Data: body, Header: nats.Header{}}
+		msg := &nats.Msg{Subject: protocol.Subject(protocol.DefaultSubjectPrefix, ep), Data: body, Header: nats.Header{}}
 		if encoding != "" {
-			msg.Header.Set(uidclient.EncodingHeader, encoding)
+			msg.Header.Set(protocol.EncodingHeader, encoding)
 		}
 		if traceparent != "" {
 			msg.Header.Set("traceparent", traceparent)
@@ -113,13 +113,13 @@ func FuzzServiceRequest(f *testing.F) {
 			t.Fatalf("%s %q: no answer: %v", msg.Subject, body, err)
 		}
 		code, desc := reply.Header.Get(micro.ErrorCodeHeader), reply.Header.Get(micro.ErrorHeader)
-		if code != "" && code != strconv.Itoa(uidclient.CodeBadRequest) {
+		if code != "" && code != strconv.Itoa(protocol.CodeBadRequest) {
 			t.Fatalf("%s %q: error %s %q; bad input must get a 400", msg.Subject, body, code, desc)
 		}
 
 		var wantErr error
 		switch ep {
-		case uidclient.EndpointNext:
+		case protocol.EndpointNext:
 			if code != "" {
 				t.Fatalf("uid.next %q: error %s %q", body, code, desc)
 			}
@@ -129,21 +129,19 @@ func FuzzServiceRequest(f *testing.F) {
 			}
 			record(t, []uint64{id})
 			return
-		case uidclient.EndpointBatch:
-			binary := strings.EqualFold(encoding, uidclient.EncodingBinary)
-			n, perr := parseCount(body, maxBatchFor(maxBatch, nc.MaxPayload(), binary))
+		case protocol.EndpointBatch:
+			enc := protocol.Decimal
+			if strings.EqualFold(encoding, protocol.EncodingBinary) {
+				enc = protocol.Binary
+			}
+			n, perr := parseCount(body, maxBatchFor(maxBatch, nc.MaxPayload(), enc))
 			if wantErr = perr; perr == nil {
 				if code != "" {
 					t.Fatalf("uid.batch %q: error %s %q for a valid count", body, code, desc)
 				}
-				var ids []uint64
-				if binary {
-					ids, err = uidclient.DecodeBinaryIDs(nil, reply.Data)
-				} else {
-					ids, err = uidclient.DecodeDecimalIDs(nil, reply.Data)
-				}
+				ids, err := enc.Decode(nil, reply.Data)
 				if err != nil || len(ids) != n {
-					t.Fatalf("uid.batch %q (binary %v): %d IDs, %v; want %d", body, binary, len(ids), err, n)
+					t.Fatalf("uid.batch %q (%s): %d IDs, %v; want %d", body, enc, len(ids), err, n)
 				}
 				for i := 1; i < len(ids); i++ {
 					if ids[i] <= ids[i-1] {
@@ -153,7 +151,7 @@ func FuzzServiceRequest(f *testing.F) {
 				record(t, ids)
 				return
 			}
-		case uidclient.EndpointParse:
+		case protocol.EndpointParse:
 			id, perr := parseIDRequest(body)
 			if wantErr = perr; perr == nil {
 				parts, err := layout.Parse(id)
@@ -167,7 +165,7 @@ func FuzzServiceRequest(f *testing.F) {
 				return
 			}
 		}
-		var se *uidclient.ServiceError
+		var se *protocol.ServiceError
 		if !errors.As(wantErr, &se) || code != "400" || desc != se.Description || len(reply.Data) != 0 {
 			t.Fatalf("%s %q: got %s %q body %q; want 400 %v", msg.Subject, body, code, desc, reply.Data, wantErr)
 		}
@@ -183,43 +181,4 @@ func headerValueOK(s string) bool {
 		}
 	}
 	return s == strings.TrimSpace(s)
-}
-
-// FuzzRedactURL: whatever the user name, password and host, the password
-// of a NATS URL never survives RedactURL, alone or in a list. A password
-// with a comma cannot be written into a URL list unencoded (nats.go splits
-// the list at commas too, as RedactURL does); it must be percent-encoded.
-func FuzzRedactURL(f *testing.F) {
-	for _, s := range [][3]string{
-		{"alice", "s3cret", "127.0.0.1:4222"},
-		{"", "tok3n", "host"},
-		{"u", "p@ss:w/rd", "h:1"},
-		{"u", "pa ss", "h"},
-		{"u", "p%41ss", "h"},
-		{"a@b", "c#d?e", "h"},
-	} {
-		f.Add(s[0], s[1], s[2])
-	}
-	f.Fuzz(func(t *testing.T, user, password, host string) {
-		if len(password) < 4 || strings.Contains(password, ",") || strings.Contains(user+host, password) || strings.Contains("nats://,tls://xxxxx", password) {
-			t.Skip("a password this short or repeated elsewhere cannot be told apart")
-		}
-		// The same URL with another password of the same length: when its
-		// redaction shows the password too, the characters come from the
-		// user or host (escaped, say), not from the password.
-		other := []byte(password)
-		for i, c := range other {
-			other[i] = 'a'
-			if c == 'a' {
-				other[i] = 'b'
-			}
-		}
-		for _, list := range []string{"", "tls://127.0.0.1:4222, "} {
-			raw := list + "nats://" + user + ":" + password + "@" + host
-			got := RedactURL(raw)
-			if strings.Contains(got, password) && !strings.Contains(RedactURL(list+"nats://"+user+":"+string(other)+"@"+host), password) {
-				t.Fatalf("RedactURL(%q) = %q keeps the password", raw, got)
-			}
-		}
-	})
 }

@@ -3,46 +3,41 @@ package natsio
 import (
 	"strconv"
 	"strings"
+
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 )
 
 // The service's side of the protocol: reading request bodies and the
-// largest batch a reply may carry. The client's side, and the constants
-// both share, are in natsio/uidclient.
+// largest batch a reply may carry. The constants and encodings both sides
+// share are in natsio/protocol.
 
 // DefaultMaxBatch is the largest count a batch request may ask for
 // unless configured otherwise; the connection's max payload may cap it
 // further (see maxBatchFor).
 const DefaultMaxBatch = 100_000
 
-const (
-	// maxRequestBody bounds the body of a batch or parse request: a count
-	// or an ID never needs more than a few dozen bytes, even padded with
-	// whitespace.
-	maxRequestBody = 64
-	// decimalIDWidth is the worst-case size of one ID in a decimal batch
-	// reply: 19 digits (an ID never has the sign bit) and a newline.
-	decimalIDWidth = 20
-	// binaryIDWidth is the size of one ID in a binary batch reply.
-	binaryIDWidth = 8
-)
+// maxRequestBody bounds the body of a batch or parse request: a count
+// or an ID never needs more than a few dozen bytes, even padded with
+// whitespace.
+const maxRequestBody = 64
 
 // maxBatchFor returns the largest count a batch request may ask for when
 // replies may be at most maxPayload bytes (the connection's max payload)
 // and configured is the configured largest batch.
-func maxBatchFor(configured int, maxPayload int64, binary bool) int {
-	width := int64(decimalIDWidth)
-	if binary {
-		width = binaryIDWidth
-	}
-	return int(min(int64(configured), maxPayload/width))
+func maxBatchFor(configured int, maxPayload int64, enc protocol.Encoding) int {
+	return int(min(int64(configured), maxPayload/int64(enc.MaxIDWidth())))
 }
 
 // parseCount reads the body of a batch request: a decimal count from 1 to
 // max, surrounded by optional ASCII whitespace. Its errors are
 // *ServiceError with code 400 and say what was wrong, quoting (a prefix
 // of) the body.
-func parseCount(body []byte, max int) (int, error) {
-	s, err := decimalBody(body, "count", "a decimal count of IDs, such as 100")
+func parseCount(body []byte, max int) (int, error) { return parseCountOf(body, max, "IDs") }
+
+// parseCountOf is parseCount whose errors call what is counted unit
+// ("numbers" for a sequence's batch).
+func parseCountOf(body []byte, max int, unit string) (int, error) {
+	s, err := decimalBody(body, "count", "a decimal count of "+unit+", such as 100")
 	if err != nil {
 		return 0, err
 	}
@@ -51,11 +46,11 @@ func parseCount(body []byte, max int) (int, error) {
 	case n == 0 && !fits:
 		return 0, badRequest("count %q is not a decimal number", s)
 	case negative && n != 0:
-		return 0, badRequest("count %s is negative: ask for 1 to %d IDs", s, max)
+		return 0, badRequest("count %s is negative: ask for 1 to %d %s", s, max, unit)
 	case n == 0 && fits:
-		return 0, badRequest("count is 0: ask for 1 to %d IDs", max)
+		return 0, badRequest("count is 0: ask for 1 to %d %s", max, unit)
 	case !fits || n > uint64(max):
-		return 0, badRequest("count %s is too large: at most %d IDs per batch request", s, max)
+		return 0, badRequest("count %s is too large: at most %d %s per batch request", s, max, unit)
 	}
 	return int(n), nil
 }

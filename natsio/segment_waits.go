@@ -52,9 +52,9 @@ func (q *segmentWaits) start(w waitingBatch) error {
 		defer cancel()
 		stopAfter := context.AfterFunc(q.ctx, cancel)
 		defer stopAfter()
-		reply, ids, err := w.wait(ctx, (*w.call.bp)[:0])
-		q.s.finish(w.call, reply, ids, err)
-		if err == nil && w.after != nil {
+		r := w.wait(ctx, (*w.call.bp)[:0])
+		q.s.finish(w.call, r)
+		if r.err == nil && w.after != nil {
 			w.after()
 		}
 	})

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/sequence"
 	"github.com/uid-dispenser/uid-dispenser/sequence/sequencetest"
@@ -54,11 +55,11 @@ func TestSequenceProtocol(t *testing.T) {
 		t.Fatal(err)
 	}
 	got = append(got, batch...)
-	msg, err := nc.Request(uidclient.SeqSubject("uid", "orders", "batch"), []byte("5"), 2*time.Second)
+	msg, err := nc.Request(protocol.SeqSubject("uid", "orders", "batch"), []byte("5"), 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	text, err := uidclient.DecodeDecimalIDs(nil, msg.Data)
+	text, err := protocol.Decimal.Decode(nil, msg.Data)
 	if err != nil || len(text) != 5 {
 		t.Fatalf("decimal batch %q: %v", msg.Data, err)
 	}
@@ -71,20 +72,22 @@ func TestSequenceProtocol(t *testing.T) {
 
 	begin := time.Now()
 	_, err = client.SeqNext(ctx, "nosuch")
-	var se *uidclient.ServiceError
-	if !errors.As(err, &se) || se.Code != uidclient.CodeNotFound || se.Description != `unknown sequence "nosuch"` || !errors.Is(err, uidclient.ErrNotFound) {
+	var se *protocol.ServiceError
+	if !errors.As(err, &se) || se.Code != protocol.CodeNotFound || se.Description != `unknown sequence "nosuch"` || !errors.Is(err, protocol.ErrNotFound) {
 		t.Fatalf("undeclared sequence: %v, want 404 unknown sequence \"nosuch\"", err)
 	}
 	if took := time.Since(begin); took > 500*time.Millisecond || client.Stats().Retries != 0 {
 		t.Errorf("the 404 took %s and %d retries, want it at once", took, client.Stats().Retries)
 	}
-	if _, err := client.SeqBatch(ctx, "nosuch", 3); !errors.Is(err, uidclient.ErrNotFound) {
+	if _, err := client.SeqBatch(ctx, "nosuch", 3); !errors.Is(err, protocol.ErrNotFound) {
 		t.Errorf("batch of an undeclared sequence: %v", err)
 	}
-	for body, want := range map[string]string{"0": "count is 0", "x": "not a decimal number", "100001": "too large"} {
-		msg, err := nc.Request(uidclient.SeqSubject("uid", "orders", "batch"), []byte(body), 2*time.Second)
-		if err != nil || msg.Header.Get(micro.ErrorCodeHeader) != "400" || !strings.Contains(msg.Header.Get(micro.ErrorHeader), want) {
-			t.Errorf("batch %q: %v %v, want a 400 saying %q", body, msg.Header, err, want)
+	// A sequence hands out numbers, and its errors say so.
+	for body, want := range map[string]string{"0": "count is 0: ask for 1 to ", "-3": "is negative", "": "a decimal count of numbers", "x": "not a decimal number", "100001": "too large"} {
+		msg, err := nc.Request(protocol.SeqSubject("uid", "orders", "batch"), []byte(body), 2*time.Second)
+		if err != nil || msg.Header.Get(micro.ErrorCodeHeader) != "400" || !strings.Contains(msg.Header.Get(micro.ErrorHeader), want) ||
+			strings.Contains(msg.Header.Get(micro.ErrorHeader), "ID") || body != "x" && !strings.Contains(msg.Header.Get(micro.ErrorHeader), " numbers") {
+			t.Errorf("batch %q: %v %v, want a 400 saying %q, not IDs", body, msg.Header, err, want)
 		}
 	}
 	if n, err := client.SeqNext(ctx, "orders"); err != nil || n != uint64(len(got)+1) {
@@ -133,7 +136,7 @@ func TestSequenceStoreDown503(t *testing.T) {
 	store := &failingStore{MemStore: sequencetest.NewMemStore()}
 	seqInstance(t, url, store, sequence.Declaration{Name: "orders", First: 1})
 	nc := connect(t, url)
-	subject := uidclient.SeqSubject("uid", "orders", "next")
+	subject := protocol.SeqSubject("uid", "orders", "next")
 	if msg, err := nc.Request(subject, nil, 2*time.Second); err != nil || string(msg.Data) != "1" {
 		t.Fatalf("first number: %v %q", err, msg.Data)
 	}
@@ -192,7 +195,7 @@ func TestSequenceStats(t *testing.T) {
 			if err := json.Unmarshal(e.Data, &d); err != nil {
 				t.Fatal(err)
 			}
-			if e.Name == uidclient.EndpointSeqBatch && d.IDs == 7 {
+			if e.Name == protocol.EndpointSeqBatch && d.IDs == 7 {
 				seq = d.Sequences
 				return e.Subject == "uid.seq.*.batch"
 			}
@@ -207,7 +210,7 @@ func TestSequenceStats(t *testing.T) {
 	for _, e := range info.Endpoints {
 		subjects[e.Name] = e.Subject + " " + e.QueueGroup
 	}
-	if info.Metadata["sequences"] != "orders" || subjects[uidclient.EndpointSeqNext] != "uid.seq.*.next uid-dispenser" || subjects[uidclient.EndpointSeqBatch] != "uid.seq.*.batch uid-dispenser" {
+	if info.Metadata["sequences"] != "orders" || subjects[protocol.EndpointSeqNext] != "uid.seq.*.next uid-dispenser" || subjects[protocol.EndpointSeqBatch] != "uid.seq.*.batch uid-dispenser" {
 		t.Fatalf("INFO metadata %v, endpoints %v", info.Metadata, subjects)
 	}
 	t.Logf("stats %+v", seq)
@@ -264,12 +267,12 @@ func TestSequenceInstanceHeader(t *testing.T) {
 		t.Errorf("only instances %v answered 200 requests, want both", last)
 	}
 
-	msg, err := nc.Request(uidclient.SeqSubject("uid", "nosuch", "next"), nil, 2*time.Second)
-	if err != nil || msg.Header.Get(micro.ErrorCodeHeader) != "404" || !ids[msg.Header.Get(uidclient.InstanceHeader)] {
+	msg, err := nc.Request(protocol.SeqSubject("uid", "nosuch", "next"), nil, 2*time.Second)
+	if err != nil || msg.Header.Get(micro.ErrorCodeHeader) != "404" || !ids[msg.Header.Get(protocol.InstanceHeader)] {
 		t.Errorf("404 reply %v (%v): want the instance header beside the error", msg.Header, err)
 	}
 	msg, err = nc.Request("uid.next", nil, 2*time.Second)
-	if err != nil || msg.Header.Get(uidclient.InstanceHeader) != "" {
+	if err != nil || msg.Header.Get(protocol.InstanceHeader) != "" {
 		t.Errorf("uid.next reply %v (%v): want no instance header", msg.Header, err)
 	}
 }
@@ -288,7 +291,7 @@ func TestSequenceWaitHoldsNoOtherName(t *testing.T) {
 	// Long enough that the slow request outlasts the fast ones on a busy machine.
 	startInstance(t, url, 3, instanceOpts{service: ServiceConfig{Sequences: alloc, CapacityWait: 10 * time.Second}})
 	nc := connect(t, url)
-	fast := uidclient.SeqSubject("uid", "fast", "next")
+	fast := protocol.SeqSubject("uid", "fast", "next")
 	if msg, err := nc.Request(fast, nil, 2*time.Second); err != nil || string(msg.Data) != "1" {
 		t.Fatalf("first number of fast: %v %q", err, msg.Data)
 	}
@@ -296,7 +299,7 @@ func TestSequenceWaitHoldsNoOtherName(t *testing.T) {
 	slowReply := make(chan *nats.Msg, 1)
 	slowErr := make(chan error, 1)
 	go func() {
-		msg, err := nc.Request(uidclient.SeqSubject("uid", "slow", "next"), nil, 15*time.Second)
+		msg, err := nc.Request(protocol.SeqSubject("uid", "slow", "next"), nil, 15*time.Second)
 		slowErr <- err
 		slowReply <- msg
 	}()

@@ -3,13 +3,9 @@ package natsio
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
-	"runtime/debug"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,7 +17,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/sequence"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
@@ -85,7 +81,7 @@ type ServiceConfig struct {
 	RegionOf        func(workerID uint64) (string, bool)
 
 	// Sequences, when set, serves the named sequences on
-	// <prefix>.seq.<name>.next and .batch (uidclient.SeqSubject).
+	// <prefix>.seq.<name>.next and .batch (protocol.SeqSubject).
 	Sequences SequenceSource
 
 	// TracerProvider and MeterProvider make the server spans and request
@@ -104,8 +100,7 @@ const DefaultCapacityWait = 800 * time.Millisecond
 //
 // The micro service (nats.go >= 1.50) keeps running through async errors
 // on its subscriptions, such as a slow consumer: it stops only on Stop or
-// when its connection is closed (TestSlowConsumerDoesNotStopTheService
-// holds the pinned version to it).
+// when its connection is closed (a test holds the pinned version to it).
 type Service struct {
 	nc          *nats.Conn
 	cfg         ServiceConfig
@@ -146,17 +141,6 @@ func (s *Service) current() advertised {
 	return a
 }
 
-// endpointCounters count an endpoint's replies by outcome.
-type endpointCounters struct {
-	ok, badRequest, notFound, unavailable, internal atomic.Uint64
-	ids                                             atomic.Uint64
-}
-
-// handlerFunc serves one request: it appends the reply body to buf and
-// returns it with the number of IDs it hands out, or an error that becomes
-// an error reply.
-type handlerFunc func(ctx context.Context, req micro.Request, buf []byte) (reply []byte, ids int, err error)
-
 // NewService adds the micro service to nc and starts serving src. Set nc's
 // closed and error handlers before (Connect does): micro wraps them.
 func NewService(nc *nats.Conn, src IDSource, cfg ServiceConfig) (*Service, error) {
@@ -164,10 +148,10 @@ func NewService(nc *nats.Conn, src IDSource, cfg ServiceConfig) (*Service, error
 		return nil, errors.New("natsio: NewService: nil IDSource")
 	}
 	if cfg.QueueGroup == "" {
-		cfg.QueueGroup = uidclient.DefaultQueueGroup
+		cfg.QueueGroup = protocol.DefaultQueueGroup
 	}
 	if cfg.SubjectPrefix == "" {
-		cfg.SubjectPrefix = uidclient.DefaultSubjectPrefix
+		cfg.SubjectPrefix = protocol.DefaultSubjectPrefix
 	}
 	if cfg.MaxBatch == 0 {
 		cfg.MaxBatch = DefaultMaxBatch
@@ -187,7 +171,7 @@ func NewService(nc *nats.Conn, src IDSource, cfg ServiceConfig) (*Service, error
 	if cfg.Description == "" {
 		cfg.Description = "Unique 64-bit IDs: " + cfg.SubjectPrefix + ".next, " + cfg.SubjectPrefix + ".batch, " + cfg.SubjectPrefix + ".parse"
 		if cfg.Sequences != nil {
-			cfg.Description += "; named sequences: " + uidclient.SeqSubject(cfg.SubjectPrefix, "<name>", "{next,batch}")
+			cfg.Description += "; named sequences: " + protocol.SeqSubject(cfg.SubjectPrefix, "<name>", "{next,batch}")
 		}
 	}
 	if cfg.Logger == nil {
@@ -199,13 +183,13 @@ func NewService(nc *nats.Conn, src IDSource, cfg ServiceConfig) (*Service, error
 		log: cfg.Logger,
 		src: src,
 		endpoints: map[string]*endpointCounters{
-			uidclient.EndpointNext: {}, uidclient.EndpointBatch: {}, uidclient.EndpointParse: {},
+			protocol.EndpointNext: {}, protocol.EndpointBatch: {}, protocol.EndpointParse: {},
 		},
 		otel: newServerTelemetry(cfg.QueueGroup, cfg.TracerProvider, cfg.MeterProvider),
 	}
 	if cfg.Sequences != nil {
-		s.endpoints[uidclient.EndpointSeqNext] = &endpointCounters{}
-		s.endpoints[uidclient.EndpointSeqBatch] = &endpointCounters{}
+		s.endpoints[protocol.EndpointSeqNext] = &endpointCounters{}
+		s.endpoints[protocol.EndpointSeqBatch] = &endpointCounters{}
 	}
 	s.capacity = newCapacityQueue(s)
 	s.segments = newSegmentWaits(s)
@@ -253,8 +237,8 @@ func (s *Service) start() error {
 		metadata["sequences"] = shown.sequences
 	}
 	svc, err := micro.AddService(s.nc, micro.Config{
-		Name:         uidclient.ServiceName,
-		Version:      cmp.Or(s.cfg.Version, uidclient.ServiceVersion),
+		Name:         protocol.ServiceName,
+		Version:      cmp.Or(s.cfg.Version, protocol.ServiceVersion),
 		Description:  s.cfg.Description,
 		QueueGroup:   s.cfg.QueueGroup,
 		Metadata:     metadata,
@@ -272,18 +256,18 @@ func (s *Service) start() error {
 		fn   handlerFunc
 		meta map[string]string
 	}{
-		{uidclient.EndpointNext, s.next, map[string]string{"reply": "one decimal ID"}},
-		{uidclient.EndpointBatch, s.batch, map[string]string{
-			"reply":            "newline-separated decimal IDs, or 8-byte big-endian IDs with header " + uidclient.EncodingHeader + ": " + uidclient.EncodingBinary,
-			"max_batch_binary": strconv.Itoa(maxBatchFor(s.cfg.MaxBatch, maxPayload, true)),
-			"max_batch_text":   strconv.Itoa(maxBatchFor(s.cfg.MaxBatch, maxPayload, false)),
+		{protocol.EndpointNext, s.next, map[string]string{"reply": "one decimal ID"}},
+		{protocol.EndpointBatch, s.batch, map[string]string{
+			"reply":            "newline-separated decimal IDs, or 8-byte big-endian IDs with header " + protocol.EncodingHeader + ": " + protocol.EncodingBinary,
+			"max_batch_binary": strconv.Itoa(maxBatchFor(s.cfg.MaxBatch, maxPayload, protocol.Binary)),
+			"max_batch_text":   strconv.Itoa(maxBatchFor(s.cfg.MaxBatch, maxPayload, protocol.Decimal)),
 		}},
-		{uidclient.EndpointParse, s.parse, map[string]string{"reply": "JSON {UID, timestamp, workerId, sequence}"}},
+		{protocol.EndpointParse, s.parse, map[string]string{"reply": "JSON {UID, timestamp, workerId, sequence}"}},
 	} {
 		err := group.AddEndpoint(e.name, s.handle(e.name, "", e.fn, nil), limits, micro.WithEndpointMetadata(e.meta))
 		if err != nil {
 			_ = svc.Stop()
-			return fmt.Errorf("natsio: add endpoint %s: %w", uidclient.Subject(s.cfg.SubjectPrefix, e.name), err)
+			return fmt.Errorf("natsio: add endpoint %s: %w", protocol.Subject(s.cfg.SubjectPrefix, e.name), err)
 		}
 	}
 	if err := s.addSequenceEndpoints(svc, limits, maxPayload); err != nil {
@@ -292,384 +276,6 @@ func (s *Service) start() error {
 	}
 	s.svc, s.advertised = svc, shown
 	return nil
-}
-
-// addSequenceEndpoints subscribes the sequence endpoints, when
-// configured, to wildcard subjects: every name the store knows is served,
-// also one this instance was not configured with.
-func (s *Service) addSequenceEndpoints(svc micro.Service, limits micro.EndpointOpt, maxPayload int64) error {
-	if s.cfg.Sequences == nil {
-		return nil
-	}
-	// The numbers of one instance increase (its segments); the header
-	// says which instance answered, so that a client (the soak) can
-	// check that across its calls. The micro instance ID, as `nats micro
-	// info` lists it.
-	headers := micro.Headers{uidclient.InstanceHeader: []string{svc.Info().ID}}
-	for _, e := range []struct {
-		name, op string
-		fn       handlerFunc
-		meta     map[string]string
-	}{
-		{uidclient.EndpointSeqNext, uidclient.EndpointNext, s.seqNext, map[string]string{"reply": "the sequence's next number, decimal"}},
-		{uidclient.EndpointSeqBatch, uidclient.EndpointBatch, s.seqBatch, map[string]string{
-			"reply":            "the sequence's next numbers, increasing: newline-separated decimal, or 8 bytes big-endian each with header " + uidclient.EncodingHeader + ": " + uidclient.EncodingBinary,
-			"max_batch_binary": strconv.Itoa(maxBatchFor(s.cfg.MaxBatch, maxPayload, true)),
-			"max_batch_text":   strconv.Itoa(maxBatchFor(s.cfg.MaxBatch, maxPayload, false)),
-		}},
-	} {
-		subject := uidclient.SeqSubject(s.cfg.SubjectPrefix, "*", e.op)
-		err := svc.AddEndpoint(e.name, s.handle(e.name, subject, e.fn, headers), limits, micro.WithEndpointSubject(subject), micro.WithEndpointMetadata(e.meta))
-		if err != nil {
-			return fmt.Errorf("natsio: add endpoint %s: %w", subject, err)
-		}
-	}
-	return nil
-}
-
-// call is one request on its way through handle and, for a batch that
-// waits for capacity, the capacity queue.
-type call struct {
-	ctx      context.Context
-	span     serverRequest
-	req      micro.Request
-	counters *endpointCounters
-	bp       *[]byte // reply buffer from the pool
-	// headers go on every reply (read only: shared by the calls of an
-	// endpoint); nil for most endpoints.
-	headers micro.Headers
-	// replyTo is set once the call is deferred: it is then answered with
-	// a plain publish, because micro reads the request's error state once
-	// the handler has returned.
-	replyTo string
-}
-
-// handle is the one wrapper every endpoint handler passes through: it
-// builds the request context, recovers panics, maps errors to error
-// replies, always answers, and records the outcome and duration. The
-// spans of a wildcard endpoint are named after its subject template, so
-// that made-up sequence names do not make spans (and cached templates)
-// of their own. headers (nil for none) go on every reply.
-func (s *Service) handle(endpoint, template string, fn handlerFunc, headers micro.Headers) micro.Handler {
-	counters := s.endpoints[endpoint]
-	return micro.HandlerFunc(func(req micro.Request) {
-		ctx, span := s.otel.start(endpoint, cmp.Or(template, req.Subject()), req.Headers())
-		c := &call{ctx: ctx, span: span, req: req, counters: counters, bp: s.replyBuffer(), headers: headers}
-		reply, ids, err := s.invoke(ctx, endpoint, fn, req, (*c.bp)[:0])
-		var d *deferredBatch
-		if errors.As(err, &d) {
-			c.replyTo = req.Reply()
-			w := waitingBatch{call: c, wait: d.wait, after: d.after, deadline: span.start.Add(s.cfg.CapacityWait)}
-			switch {
-			case d.segment:
-				if err = s.segments.start(w); err == nil {
-					return // answered once the segment is there
-				}
-				reply, ids = nil, 0
-			case s.capacity.enqueue(w):
-				return // the capacity queue answers it
-			default:
-				reply, ids, err = nil, 0, atCapacity(s.src, fmt.Errorf("%w: %d bulk requests already wait", uidcore.ErrBufferEmpty, maxWaitingBatches))
-			}
-		}
-		s.finish(c, reply, ids, err)
-	})
-}
-
-// finish sends the reply (or the error reply) of a call and records it.
-func (s *Service) finish(c *call, reply []byte, ids int, err error) {
-	req := c.req
-	code := 0
-	if err == nil {
-		if rerr := s.respond(c, reply); rerr != nil && !errors.Is(rerr, nats.ErrMsgNoReply) {
-			s.log.Warn("reply failed", "subject", req.Subject(), "err", rerr)
-		}
-		c.counters.ids.Add(uint64(ids))
-	} else {
-		var description string
-		code, description = replyFor(err)
-		if code == uidclient.CodeInternal {
-			s.log.Error("request failed", "subject", req.Subject(), "err", err)
-		}
-		if rerr := s.respondError(c, code, headerSafe(description), err); rerr != nil && !errors.Is(rerr, nats.ErrMsgNoReply) {
-			s.log.Warn("error reply failed", "subject", req.Subject(), "err", rerr)
-		}
-	}
-	// The reply has been copied into the connection's buffer.
-	if cap(reply) > cap(*c.bp) {
-		*c.bp = reply
-	}
-	s.replyBufs.Put(c.bp)
-	c.counters.record(code)
-	if d := s.otel.end(c.ctx, c.span, ids, s.src.WorkerID(), code, err); d > time.Second {
-		s.log.Warn("slow request", "subject", req.Subject(), "duration", d)
-	}
-}
-
-// respond sends a reply: through micro from the handler, as a plain
-// message once the call was deferred (micro reads the request's state
-// after its handler returns).
-func (s *Service) respond(c *call, data []byte) error {
-	if c.replyTo != "" {
-		return s.nc.PublishMsg(&nats.Msg{Subject: c.replyTo, Data: data, Header: nats.Header(c.headers)})
-	}
-	if c.headers != nil {
-		return c.req.Respond(data, micro.WithHeaders(c.headers))
-	}
-	return c.req.Respond(data)
-}
-
-// respondError sends micro's error reply, with the retry hint of a
-// capacity 503; from the handler through micro, so its stats count it.
-func (s *Service) respondError(c *call, code int, description string, err error) error {
-	extra := micro.Headers{}
-	maps.Copy(extra, c.headers)
-	var ce *capacityError
-	if errors.As(err, &ce) {
-		extra[uidclient.RetryAfterHeader] = []string{strconv.FormatInt(max(ce.retryAfter.Milliseconds(), 1), 10)}
-	}
-	if c.replyTo != "" {
-		h := nats.Header(extra)
-		h.Set(micro.ErrorHeader, description)
-		h.Set(micro.ErrorCodeHeader, strconv.Itoa(code))
-		return s.nc.PublishMsg(&nats.Msg{Subject: c.replyTo, Header: h})
-	}
-	return c.req.Error(strconv.Itoa(code), description, nil, micro.WithHeaders(extra))
-}
-
-// invoke runs fn and turns a panic into an error, so one bad request never
-// takes the instance down and still gets an answer.
-func (s *Service) invoke(ctx context.Context, endpoint string, fn handlerFunc, req micro.Request, buf []byte) (reply []byte, ids int, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			s.log.Error("handler panicked", "endpoint", endpoint, "panic", r, "stack", string(debug.Stack()))
-			reply, ids, err = nil, 0, fmt.Errorf("handler panicked: %v", r)
-		}
-	}()
-	return fn(ctx, req, buf)
-}
-
-func (c *endpointCounters) record(code int) {
-	switch code {
-	case 0:
-		c.ok.Add(1)
-	case uidclient.CodeBadRequest:
-		c.badRequest.Add(1)
-	case uidclient.CodeNotFound:
-		c.notFound.Add(1)
-	case uidclient.CodeUnavailable:
-		c.unavailable.Add(1)
-	default:
-		c.internal.Add(1)
-	}
-}
-
-// next answers one decimal ID; the body is ignored.
-func (s *Service) next(ctx context.Context, _ micro.Request, buf []byte) ([]byte, int, error) {
-	var id [1]uint64
-	if _, err := s.take(ctx, id[:], true); err != nil {
-		return nil, 0, err
-	}
-	return strconv.AppendUint(buf, id[0], 10), 1, nil
-}
-
-// take fills ids from the source, waiting for padding as the source does
-// when wait is set.
-func (s *Service) take(ctx context.Context, ids []uint64, wait bool) (int, error) {
-	var (
-		got int
-		err error
-	)
-	if wait {
-		got, err = s.src.NextN(ctx, ids)
-	} else {
-		got, err = s.src.TryNextN(ids)
-	}
-	if err != nil {
-		return got, atCapacity(s.src, err)
-	}
-	return got, nil
-}
-
-// binaryHint adds to a text batch refused as too large that binary
-// replies, a third the size, would take it: the caller may not know the
-// text limit is the payload's, not the configured one.
-func (s *Service) binaryHint(err error, body []byte, binary bool) error {
-	var se *uidclient.ServiceError
-	limit := maxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), true)
-	if binary || !errors.As(err, &se) || limit <= maxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), false) {
-		return err
-	}
-	if _, berr := parseCount(body, limit); berr != nil {
-		return err
-	}
-	return badRequest("%s as text (decimal lines); up to %d with the header %s: %s (8 bytes per ID)", se.Description, limit, uidclient.EncodingHeader, uidclient.EncodingBinary)
-}
-
-// batch answers the number of IDs the body asks for. A batch of more than
-// uidcore.SmallTake IDs that the ring cannot fill at once waits for the
-// rest in the capacity queue, up to ServiceConfig.CapacityWait.
-func (s *Service) batch(ctx context.Context, req micro.Request, buf []byte) ([]byte, int, error) {
-	binary := wantsBinary(req.Headers())
-	n, err := parseCount(req.Data(), maxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), binary))
-	if err != nil {
-		return nil, 0, s.binaryHint(err, req.Data(), binary)
-	}
-	idp := s.idBuffer(n)
-	ids := (*idp)[:n]
-	reply := func(got int, err error, buf []byte) ([]byte, int, error) {
-		defer s.idBufs.Put(idp)
-		if err != nil {
-			// IDs taken before the error are dropped: a partial batch would
-			// be a silent truncation. Dropped IDs are never reissued.
-			return nil, 0, err
-		}
-		return appendIDs(buf, ids, binary), n, nil
-	}
-	if n <= uidcore.SmallTake {
-		got, err := s.take(ctx, ids, true)
-		return reply(got, err, buf)
-	}
-	got, err := s.take(ctx, ids, false)
-	if err != nil || got == n {
-		return reply(got, err, buf)
-	}
-	return nil, 0, &deferredBatch{wait: func(ctx context.Context, buf []byte) ([]byte, int, error) {
-		more, err := s.take(ctx, ids[got:], true)
-		return reply(got+more, err, buf)
-	}}
-}
-
-// appendIDs encodes a batch reply as the request asked.
-func appendIDs(buf []byte, ids []uint64, binary bool) []byte {
-	if binary {
-		return uidclient.AppendBinaryIDs(buf, ids)
-	}
-	return uidclient.AppendDecimalIDs(buf, ids)
-}
-
-// seqName is the sequence a request's subject names:
-// <prefix>.seq.<name>.<op>, name one token (the endpoint's wildcard).
-func (s *Service) seqName(subject string) string {
-	name := strings.TrimPrefix(subject, s.cfg.SubjectPrefix+".seq.")
-	if i := strings.LastIndexByte(name, '.'); i >= 0 {
-		name = name[:i]
-	}
-	return name
-}
-
-// seqNext answers the next number of the subject's sequence.
-func (s *Service) seqNext(_ context.Context, req micro.Request, buf []byte) ([]byte, int, error) {
-	return s.seqFill(req, buf, 1, func(buf []byte, n []uint64) []byte { return strconv.AppendUint(buf, n[0], 10) })
-}
-
-// seqBatch answers the number of the subject's sequence's numbers the
-// body asks for, all or none.
-func (s *Service) seqBatch(_ context.Context, req micro.Request, buf []byte) ([]byte, int, error) {
-	binary := wantsBinary(req.Headers())
-	n, err := parseCount(req.Data(), maxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), binary))
-	if err != nil {
-		return nil, 0, s.binaryHint(err, req.Data(), binary)
-	}
-	return s.seqFill(req, buf, n, func(buf []byte, ids []uint64) []byte { return appendIDs(buf, ids, binary) })
-}
-
-// seqFill takes n numbers of the subject's sequence and encodes them. When
-// the numbers at hand are too few it waits for the store off the
-// endpoint's goroutine (segmentWaits), up to the capacity wait.
-func (s *Service) seqFill(req micro.Request, buf []byte, n int, encode func([]byte, []uint64) []byte) ([]byte, int, error) {
-	name := s.seqName(req.Subject())
-	idp := s.idBuffer(n)
-	ok, err := s.cfg.Sequences.TryFill(name, (*idp)[:n])
-	if err != nil || ok {
-		defer s.idBufs.Put(idp)
-		return seqReply(buf, (*idp)[:n], err, encode)
-	}
-	s.idBufs.Put(idp)
-	// A name's first numbers here always come this way (none at hand):
-	// once it is answered, the metadata learns a name it did not show.
-	return nil, 0, &deferredBatch{segment: true, wait: func(ctx context.Context, buf []byte) ([]byte, int, error) {
-		idp := s.idBuffer(n)
-		defer s.idBufs.Put(idp)
-		return seqReply(buf, (*idp)[:n], s.cfg.Sequences.Fill(ctx, name, (*idp)[:n]), encode)
-	}, after: func() { s.showSequence(name) }}
-}
-
-// seqReply encodes the numbers of a sequence request, or returns err.
-func seqReply(buf []byte, nums []uint64, err error, encode func([]byte, []uint64) []byte) ([]byte, int, error) {
-	if err != nil {
-		return nil, 0, err
-	}
-	return encode(buf, nums), len(nums), nil
-}
-
-// showSequence readvertises the service when its metadata does not list
-// name, a sequence it has served.
-func (s *Service) showSequence(name string) {
-	s.mu.Lock()
-	shown := slices.Contains(strings.Split(s.advertised.sequences, ","), name)
-	s.mu.Unlock()
-	if shown {
-		return
-	}
-	if err := s.Readvertise(); err != nil {
-		s.log.Warn("micro metadata not updated with a new sequence", "sequence", name, "err", err)
-	}
-}
-
-// parse answers the fields of an ID as UidGenerator's parseUID JSON.
-func (s *Service) parse(_ context.Context, req micro.Request, buf []byte) ([]byte, int, error) {
-	id, err := parseIDRequest(req.Data())
-	if err != nil {
-		return nil, 0, err
-	}
-	parts, err := s.src.Layout().Parse(id)
-	if err != nil {
-		return nil, 0, badRequest("%v", err)
-	}
-	if s.cfg.RegionOf == nil {
-		reply, err := parts.MarshalJSON()
-		return append(buf, reply...), 0, err
-	}
-	// parseUID's keys, and the region whose range holds the worker ID
-	// (none: a worker ID no region has, say of an older generation).
-	region, _ := s.cfg.RegionOf(parts.WorkerID)
-	reply, err := json.Marshal(struct {
-		uidcore.ParsedJSON
-		Region string `json:"region,omitempty"`
-	}{parts.JSON(), region})
-	return append(buf, reply...), 0, err
-}
-
-// wantsBinary reports whether the request asks for binary encoding. Header
-// names are matched case-insensitively because clients in other languages
-// may lower-case them.
-func wantsBinary(h micro.Headers) bool {
-	if v := h.Get(uidclient.EncodingHeader); v != "" {
-		return strings.EqualFold(v, uidclient.EncodingBinary)
-	}
-	for k, vs := range h {
-		if strings.EqualFold(k, uidclient.EncodingHeader) && len(vs) > 0 {
-			return strings.EqualFold(vs[0], uidclient.EncodingBinary)
-		}
-	}
-	return false
-}
-
-func (s *Service) idBuffer(n int) *[]uint64 {
-	if p, ok := s.idBufs.Get().(*[]uint64); ok && cap(*p) >= n {
-		return p
-	}
-	b := make([]uint64, n)
-	return &b
-}
-
-func (s *Service) replyBuffer() *[]byte {
-	if p, ok := s.replyBufs.Get().(*[]byte); ok {
-		return p
-	}
-	b := make([]byte, 0, 64)
-	return &b
 }
 
 // Readvertise adds the micro service again when the source's worker ID
@@ -754,78 +360,4 @@ func (s *Service) onAsyncError(_ micro.Service, err *micro.NATSError) {
 	if n&(n-1) == 0 { // log the 1st, 2nd, 4th, 8th... to stay readable under a storm
 		s.log.Warn("async error on a service subscription", "subject", err.Subject, "err", err.Description, "count", n)
 	}
-}
-
-// EndpointData is what the stats of each endpoint carry in their data
-// field (`nats micro stats uid-dispenser`).
-type EndpointData struct {
-	Ring        RingStats `json:"ring"`
-	IDs         uint64    `json:"ids"`          // IDs handed out by this endpoint
-	OK          uint64    `json:"ok"`           // successful replies
-	BadRequest  uint64    `json:"bad_request"`  // 400 replies
-	NotFound    uint64    `json:"not_found"`    // 404 replies (unknown sequences)
-	Unavailable uint64    `json:"unavailable"`  // 503 replies
-	Internal    uint64    `json:"internal"`     // 500 replies
-	AsyncErrors uint64    `json:"async_errors"` // slow consumers etc. on the service's subscriptions
-	// Sequences is every named sequence's state (sequence endpoints only).
-	Sequences []sequence.Stats `json:"sequences,omitempty"`
-}
-
-// RingStats is the ring buffer's state as the stats show it.
-type RingStats struct {
-	WorkerID       uint64   `json:"worker_id"`
-	WorkerIDs      []uint64 `json:"worker_ids"`     // every lane's, ascending
-	MaxLanes       int      `json:"max_lanes"`      // lanes it may hold
-	LanesClaimed   uint64   `json:"lanes_claimed"`  // extra lanes claimed since start
-	LanesReleased  uint64   `json:"lanes_released"` // extra lanes given back since start
-	PerSecond      uint64   `json:"ids_per_second"` // sustained by the lanes held
-	Throttled      bool     `json:"throttled"`      // demand exceeds it right now
-	Target         uint64   `json:"target"`         // IDs padding keeps ready (follows demand)
-	Size           uint64   `json:"size"`
-	Available      uint64   `json:"available"`
-	LogicalSecond  int64    `json:"logical_second"`
-	SecondsAhead   int64    `json:"seconds_ahead"`
-	PaddingRounds  uint64   `json:"padding_rounds"`
-	PutRejections  uint64   `json:"put_rejections"`
-	TakeRejections uint64   `json:"take_rejections"`
-	Claim          string   `json:"claim"` // "ok" or why the worker claim is not usable
-}
-
-func (s *Service) statsData(e *micro.Endpoint) any {
-	st := s.src.State()
-	claim := "ok"
-	if s.cfg.ClaimStatus != nil {
-		if err := s.cfg.ClaimStatus(); err != nil {
-			claim = err.Error()
-		}
-	}
-	d := EndpointData{
-		Ring: RingStats{
-			WorkerID:       st.WorkerID,
-			WorkerIDs:      st.Lanes,
-			MaxLanes:       st.MaxLanes,
-			LanesClaimed:   st.LanesClaimed,
-			LanesReleased:  st.LanesReleased,
-			PerSecond:      st.PerSecond,
-			Throttled:      st.Throttled,
-			Target:         st.Target,
-			Size:           st.Size,
-			Available:      st.Available,
-			LogicalSecond:  st.LogicalSecond,
-			SecondsAhead:   st.SecondsAhead,
-			PaddingRounds:  st.PaddingRounds,
-			PutRejections:  st.PutRejections,
-			TakeRejections: st.TakeRejections,
-			Claim:          claim,
-		},
-		AsyncErrors: s.asyncErrors.Load(),
-	}
-	if c := s.endpoints[e.Name]; c != nil {
-		d.IDs, d.OK, d.BadRequest, d.NotFound = c.ids.Load(), c.ok.Load(), c.badRequest.Load(), c.notFound.Load()
-		d.Unavailable, d.Internal = c.unavailable.Load(), c.internal.Load()
-	}
-	if s.cfg.Sequences != nil && (e.Name == uidclient.EndpointSeqNext || e.Name == uidclient.EndpointSeqBatch) {
-		d.Sequences = s.cfg.Sequences.Stats()
-	}
-	return d
 }

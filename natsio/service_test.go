@@ -15,6 +15,8 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/natsio/natsconn"
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
@@ -57,17 +59,17 @@ func TestBatchEncodingsAndParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	text, err := uidclient.DecodeDecimalIDs(nil, msg.Data)
+	text, err := protocol.Decimal.Decode(nil, msg.Data)
 	if err != nil || len(text) != 5 || strings.Count(string(msg.Data), "\n") != 4 {
 		t.Fatalf("decimal batch %q: %v, %v", msg.Data, text, err)
 	}
 	bin := &nats.Msg{Subject: "uid.batch", Data: []byte("1000"), Header: nats.Header{}}
-	bin.Header.Set(uidclient.EncodingHeader, uidclient.EncodingBinary)
+	bin.Header.Set(protocol.EncodingHeader, protocol.EncodingBinary)
 	msg, err = nc.RequestMsg(bin, 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids, err := uidclient.DecodeBinaryIDs(nil, msg.Data)
+	ids, err := protocol.Binary.Decode(nil, msg.Data)
 	if err != nil || len(ids) != 1000 {
 		t.Fatalf("binary batch: %d IDs, %v", len(ids), err)
 	}
@@ -113,7 +115,7 @@ func TestMonitoringEndpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ping micro.Ping
-	if err := json.Unmarshal(msg.Data, &ping); err != nil || ping.Name != uidclient.ServiceName || ping.Version != uidclient.ServiceVersion {
+	if err := json.Unmarshal(msg.Data, &ping); err != nil || ping.Name != protocol.ServiceName || ping.Version != protocol.ServiceVersion {
 		t.Fatalf("PING %s: %v", msg.Data, err)
 	}
 	if ping.Metadata["worker_id"] != "11" || ping.Metadata["layout"] != "31/10/22" || ping.Metadata["epoch"] != "2026-01-01T00:00:00Z" ||
@@ -125,13 +127,13 @@ func TestMonitoringEndpoints(t *testing.T) {
 	subjects := map[string]string{}
 	for _, e := range info.Endpoints {
 		subjects[e.Subject] = e.QueueGroup
-		if e.Name == uidclient.EndpointBatch && e.Metadata["max_batch_binary"] != "100000" {
+		if e.Name == protocol.EndpointBatch && e.Metadata["max_batch_binary"] != "100000" {
 			t.Errorf("batch metadata %v", e.Metadata)
 		}
 	}
 	for _, s := range []string{"uid.next", "uid.batch", "uid.parse"} {
-		if subjects[s] != uidclient.DefaultQueueGroup {
-			t.Errorf("INFO endpoints %v: %s missing or not in queue group %s", subjects, s, uidclient.DefaultQueueGroup)
+		if subjects[s] != protocol.DefaultQueueGroup {
+			t.Errorf("INFO endpoints %v: %s missing or not in queue group %s", subjects, s, protocol.DefaultQueueGroup)
 		}
 	}
 	if info.ID != inst.svc.ID() || info.Metadata["worker_id"] != "11" {
@@ -149,7 +151,7 @@ func TestMonitoringEndpoints(t *testing.T) {
 		if err := json.Unmarshal(msg.Data, &stats); err != nil {
 			t.Fatal(err)
 		}
-		return counted(stats, uidclient.EndpointNext)
+		return counted(stats, protocol.EndpointNext)
 	})
 	found := false
 	for _, e := range stats.Endpoints {
@@ -160,7 +162,7 @@ func TestMonitoringEndpoints(t *testing.T) {
 		if d.Ring.WorkerID != 11 || d.Ring.Size != 1<<20 || len(d.Ring.WorkerIDs) != 1 || d.Ring.PerSecond != 4<<20 || d.Ring.Available == 0 || d.Ring.PaddingRounds == 0 || d.Ring.Claim != "ok" {
 			t.Errorf("ring stats %+v", d.Ring)
 		}
-		if e.Name == uidclient.EndpointNext {
+		if e.Name == protocol.EndpointNext {
 			found = true
 			if d.OK != 1 || d.IDs != 1 || e.NumRequests != 1 {
 				t.Errorf("next stats %+v / %+v", e, d)
@@ -184,7 +186,7 @@ func counted(stats micro.Stats, endpoint string) bool {
 }
 
 // errorReply sends a request and returns the error code and description.
-func errorReply(t *testing.T, nc *Conn, msg *nats.Msg) (string, string) {
+func errorReply(t *testing.T, nc *natsconn.Conn, msg *nats.Msg) (string, string) {
 	t.Helper()
 	reply, err := nc.RequestMsg(msg, 5*time.Second)
 	if err != nil {
@@ -201,7 +203,7 @@ func TestBadInputGets400AndServiceKeepsServing(t *testing.T) {
 	for i := range megabytes {
 		megabytes[i] = byte('0' + i%10)
 	}
-	binary := nats.Header{uidclient.EncodingHeader: []string{uidclient.EncodingBinary}}
+	binary := nats.Header{protocol.EncodingHeader: []string{protocol.EncodingBinary}}
 	for _, tc := range []struct {
 		subject string
 		body    []byte
@@ -235,7 +237,7 @@ func TestMaxBatchCappedByMaxPayload(t *testing.T) {
 	url := startNATS(t, &server.Options{MaxPayload: 4000})
 	startInstance(t, url, 1, instanceOpts{})
 	nc := connect(t, url)
-	binary := nats.Header{uidclient.EncodingHeader: []string{uidclient.EncodingBinary}}
+	binary := nats.Header{protocol.EncodingHeader: []string{protocol.EncodingBinary}}
 	if code, desc := errorReply(t, nc, &nats.Msg{Subject: "uid.batch", Data: []byte("501"), Header: binary}); code != "400" || !strings.Contains(desc, "at most 500") {
 		t.Fatalf("binary over the cap: %s %q", code, desc)
 	}
@@ -262,7 +264,7 @@ func TestUnavailableSays503AndWhy(t *testing.T) {
 	// ahead of the clock, and no waiting.
 	layout := uidcore.Layout{TimeBits: 43, WorkerBits: 10, SeqBits: 10, Epoch: uidcore.DefaultEpoch}
 	inst := startInstance(t, url, 2, instanceOpts{cached: uidcore.CachedOptions{
-		Layout: layout, BoostPower: -1, MaxAhead: time.Second, TakeWait: time.Nanosecond,
+		Layout: layout, RingSeconds: 1, MaxAhead: time.Second, TakeWait: time.Nanosecond,
 	}})
 	nc := connect(t, url)
 	var code, desc string
@@ -276,7 +278,7 @@ func TestUnavailableSays503AndWhy(t *testing.T) {
 			t.Fatal(err)
 		}
 		code, desc = msg.Header.Get(micro.ErrorCodeHeader), msg.Header.Get(micro.ErrorHeader)
-		retryAfter = msg.Header.Get(uidclient.RetryAfterHeader)
+		retryAfter = msg.Header.Get(protocol.RetryAfterHeader)
 		return code != "" && !(code == "503" && strings.HasPrefix(desc, "buffer empty"))
 	})
 	// At its capacity the instance says what it sustains and when to retry.
@@ -284,7 +286,7 @@ func TestUnavailableSays503AndWhy(t *testing.T) {
 		t.Fatalf("drained ring: %s %q, want 503 at capacity ... retry in", code, desc)
 	}
 	if ms, err := strconv.Atoi(retryAfter); err != nil || ms < 1 || ms > 1000 {
-		t.Errorf("%s: %q, want milliseconds to the next second", uidclient.RetryAfterHeader, retryAfter)
+		t.Errorf("%s: %q, want milliseconds to the next second", protocol.RetryAfterHeader, retryAfter)
 	}
 
 	inst.gen.Close()

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make bench-e2e (part of make bench): the end-to-end benchmarks side by
 # side in one run, then the generated section of BENCHMARKS.md and
-# docs/benchmarks.svg (go run ./internal/benchreport).
+# docs/benchmarks.svg (tools/internal/benchreport, built in the tools
+# module and run from the repository root).
 #
 # Each of REPS rounds runs every Go scenario once (go test -bench -count 1
 # over ./natsio/: batch sizes, prefetcher, JetStream blocks, queue group)
@@ -26,6 +27,13 @@ if [ -z "$NATS_CLI" ]; then
 fi
 export NATS_CLI
 
+# benchreport lives in the tools module: built once, run from here so that
+# the paths it is given stay relative to the repository root.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+go -C tools build -o "$tmp/benchreport" ./internal/benchreport
+benchreport() { "$tmp/benchreport" "$@"; }
+
 {
 	echo "run: $(date -u +%Y-%m-%dT%H:%MZ), $REPS rounds"
 	echo "machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')), shared with other jobs: load average $(cut -d' ' -f1-3 /proc/loadavg) at the start"
@@ -45,8 +53,8 @@ sed -i "s/at the start\$/at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the e
 # and default dispensers, for SUSTAINED_BENCHTIME each (default 60s), with
 # the per-second series drawn in docs/sustained.svg.
 UID_BENCH_SERIES="$PWD/bench-sustained-series.txt" go test -run '^$' -bench Sustained -benchtime "${SUSTAINED_BENCHTIME:-60s}" -count 1 -timeout 60m ./dispenser/ | tee bench-sustained.txt
-go run ./internal/benchreport -series bench-sustained-series.txt -series-svg docs/sustained.svg
+benchreport -series bench-sustained-series.txt -series-svg docs/sustained.svg
 
-go run ./internal/benchreport -go bench-e2e-go.txt -cli bench-e2e-cli.txt -env bench-e2e-env.txt \
+benchreport -go bench-e2e-go.txt -cli bench-e2e-cli.txt -env bench-e2e-env.txt \
 	-md "${BENCH_MD:-BENCHMARKS.md}" -svg "${BENCH_SVG:-docs/benchmarks.svg}" \
 	-msgs1 "${BENCH_MSGS1:-50000}" -msgs8 "${BENCH_MSGS8:-100000}"

@@ -27,7 +27,7 @@ func newTestCached(t testing.TB, opts CachedOptions) *CachedGenerator {
 }
 
 func TestCachedSequentialTenMillionStrictlyIncreasing(t *testing.T) {
-	g := newTestCached(t, CachedOptions{MaxAhead: NoAheadBound, TakeWait: time.Second})
+	g := newTestCached(t, CachedOptions{MaxAhead: NoAheadBound, TakeWait: paddingWait})
 	ctx := context.Background()
 	var last uint64
 	for i := range 10_000_000 {
@@ -43,7 +43,7 @@ func TestCachedSequentialTenMillionStrictlyIncreasing(t *testing.T) {
 }
 
 func TestCachedConcurrentUnique(t *testing.T) {
-	g := newTestCached(t, CachedOptions{MaxAhead: NoAheadBound, TakeWait: time.Second})
+	g := newTestCached(t, CachedOptions{MaxAhead: NoAheadBound, TakeWait: paddingWait})
 	const workers, each = 8, 1_000_000
 	assertUnique(t, nextConcurrently(t, workers, each, g.Next), workers*each)
 }
@@ -52,7 +52,7 @@ func TestCachedConcurrentUnique(t *testing.T) {
 // without waiting race at the empty edge, where UidGenerator's take can
 // hand one ID to two takers.
 func TestCachedStressAtTheEmptyEdge(t *testing.T) {
-	g := newTestCached(t, CachedOptions{Layout: smallLayout(), BoostPower: -1, MaxAhead: NoAheadBound})
+	g := newTestCached(t, CachedOptions{Layout: smallLayout(), RingSeconds: 1, MaxAhead: NoAheadBound})
 	const takers = 16
 	deadline := time.Now().Add(2 * time.Second)
 	ids := make([][]uint64, takers)
@@ -104,7 +104,7 @@ func TestCachedStressAtTheEmptyEdge(t *testing.T) {
 }
 
 func TestCachedNextNSpansTheWrapAndTheRing(t *testing.T) {
-	g := newTestCached(t, CachedOptions{Layout: smallLayout(), BoostPower: 1, MaxAhead: NoAheadBound, TakeWait: time.Second})
+	g := newTestCached(t, CachedOptions{Layout: smallLayout(), RingSeconds: 2, MaxAhead: NoAheadBound, TakeWait: paddingWait})
 	ctx := context.Background()
 	var got []uint64
 	for _, n := range []int{100, 300, 511, 2000, 1} {
@@ -154,7 +154,7 @@ func TestCachedResyncsAtLowLoad(t *testing.T) {
 func TestCachedResumesMidSecond(t *testing.T) {
 	clock := newFakeClock(t0)
 	// 256 IDs a second, ring of 512: start-up fills t0 and t0+1 exactly.
-	g := newTestCached(t, CachedOptions{Layout: smallLayout(), BoostPower: 1, Clock: clock, PaddingFactor: 100})
+	g := newTestCached(t, CachedOptions{Layout: smallLayout(), RingSeconds: 2, Clock: clock, PaddingFactor: 100})
 	dst := make([]uint64, 100)
 	if _, err := g.NextN(context.Background(), dst); err != nil {
 		t.Fatal(err)
@@ -180,7 +180,7 @@ func TestCachedResumesMidSecond(t *testing.T) {
 
 func TestCachedAheadBoundGivesBackPressure(t *testing.T) {
 	clock := newFakeClock(t0)
-	g := newTestCached(t, CachedOptions{Layout: smallLayout(), BoostPower: 2, Clock: clock, MaxAhead: 2 * time.Second})
+	g := newTestCached(t, CachedOptions{Layout: smallLayout(), RingSeconds: 4, Clock: clock, MaxAhead: 2 * time.Second})
 	ctx := context.Background()
 	// Seconds t0..t0+2 may be filled (3 × 256); the ring holds 1024.
 	n := 0
@@ -301,7 +301,7 @@ func TestCachedStartsAfterTheClaimAndStopsWhenLost(t *testing.T) {
 }
 
 func TestCachedTakeWaitsForPadding(t *testing.T) {
-	g := newTestCached(t, CachedOptions{Layout: smallLayout(), BoostPower: -1, MaxAhead: NoAheadBound, TakeWait: 5 * time.Second})
+	g := newTestCached(t, CachedOptions{Layout: smallLayout(), RingSeconds: 1, MaxAhead: NoAheadBound, TakeWait: paddingWait})
 	dst := make([]uint64, 10*g.Size())
 	n, err := g.NextN(context.Background(), dst)
 	if err != nil || n != len(dst) {
@@ -312,18 +312,32 @@ func TestCachedTakeWaitsForPadding(t *testing.T) {
 
 func TestCachedTakeWaitHonoursTheContext(t *testing.T) {
 	clock := newFakeClock(t0)
-	g := newTestCached(t, CachedOptions{Layout: smallLayout(), BoostPower: -1, Clock: clock, MaxAhead: time.Second, TakeWait: time.Minute})
+	g := newTestCached(t, CachedOptions{Layout: smallLayout(), RingSeconds: 1, Clock: clock, MaxAhead: time.Second, TakeWait: time.Minute})
 	for range 512 {
 		mustNext(t, g.Next)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	// The clock is frozen at the bound: nothing but the context can end
+	// this take's wait before TakeWait, a minute.
+	rejected := g.State().TakeRejections
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	start := time.Now()
-	if _, err := g.Next(ctx); !errors.Is(err, ErrBufferEmpty) {
-		t.Errorf("at the bound with a short context: %v", err)
+	res := make(chan error, 1)
+	go func() {
+		_, err := g.Next(ctx)
+		res <- err
+	}()
+	select {
+	case err := <-res:
+		t.Fatalf("the take returned before its context was cancelled: %v", err)
+	default:
 	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("waited %v past a 50ms context", d)
+	cancel()
+	testwait.WaitFor(t, 30*time.Second, "the take to return once its context is cancelled", func() bool { return len(res) == 1 })
+	if err := <-res; !errors.Is(err, ErrBufferEmpty) {
+		t.Errorf("at the bound with a cancelled context: %v", err)
+	}
+	if n := g.State().TakeRejections - rejected; n != 1 {
+		t.Errorf("%d take rejections counted, want 1", n)
 	}
 }
 
@@ -368,7 +382,7 @@ func TestCachedObserverAndPolicies(t *testing.T) {
 	errCustom := errors.New("custom")
 	var puts atomic.Int32
 	g := newTestCached(t, CachedOptions{
-		Layout: smallLayout(), BoostPower: 1, Clock: clock, MaxAhead: time.Second, Observer: obs,
+		Layout: smallLayout(), RingSeconds: 2, Clock: clock, MaxAhead: time.Second, Observer: obs,
 		OnPutReject:  func(context.Context, PutRejection) { puts.Add(1) },
 		OnTakeReject: func(_ context.Context, r TakeRejection) error { return errors.Join(errCustom, r.Err) },
 	})
@@ -406,11 +420,13 @@ func TestCachedObserverAndPolicies(t *testing.T) {
 }
 
 func TestCachedCloseStopsPaddingAndTakes(t *testing.T) {
-	g, err := NewCached(CachedOptions{Claim: StaticClaim{ID: 1}, Layout: smallLayout(), BoostPower: -1, ScheduleInterval: time.Millisecond, TakeWait: time.Second})
+	g, err := NewCached(CachedOptions{Claim: StaticClaim{ID: 1}, Layout: smallLayout(), RingSeconds: 1, ScheduleInterval: time.Millisecond, TakeWait: paddingWait})
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(10 * time.Millisecond)
+	// Close while padding runs on its schedule: the start-up round, then
+	// at least one scheduled one.
+	testwait.WaitFor(t, 5*time.Second, "a scheduled padding round", func() bool { return g.State().PaddingRounds >= 2 })
 	if err := g.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -459,7 +475,7 @@ func TestCachedOptionsValidation(t *testing.T) {
 		{},
 		{Claim: StaticClaim{ID: 1 << 20}},
 		{Claim: StaticClaim{ID: 1}, PaddingFactor: 101},
-		{Claim: StaticClaim{ID: 1}, BoostPower: 25},
+		{Claim: StaticClaim{ID: 1}, RingSeconds: 1 << 25},
 		{Claim: StaticClaim{ID: 1}, TakeWait: -1},
 		{Claim: StaticClaim{ID: 1}, Layout: Layout{TimeBits: 1}},
 	}
@@ -481,7 +497,7 @@ func (c *retiringClaim) Retire(second int64) { c.retired = append(c.retired, sec
 func TestCachedCloseRetiresTheClaimAtTheLastFilledSecond(t *testing.T) {
 	clock := newFakeClock(t0)
 	claim := &retiringClaim{StaticClaim: StaticClaim{ID: 1}}
-	g, err := NewCached(CachedOptions{Layout: smallLayout(), BoostPower: 2, Claim: claim, Clock: clock, MaxAhead: 3 * time.Second})
+	g, err := NewCached(CachedOptions{Layout: smallLayout(), RingSeconds: 4, Claim: claim, Clock: clock, MaxAhead: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -505,7 +521,7 @@ func TestCachedCloseRetiresTheClaimAtTheLastFilledSecond(t *testing.T) {
 func TestCachedDiscardsIDsThatLagTheClock(t *testing.T) {
 	for _, bounded := range []bool{true, false} {
 		clock := newFakeClock(t0)
-		opts := CachedOptions{Layout: smallLayout(), BoostPower: 2, Clock: clock, MaxAhead: 3 * time.Second}
+		opts := CachedOptions{Layout: smallLayout(), RingSeconds: 4, Clock: clock, MaxAhead: 3 * time.Second}
 		if !bounded {
 			opts.MaxLag = NoLagBound
 		}
@@ -535,25 +551,38 @@ func TestCachedDiscardsIDsThatLagTheClock(t *testing.T) {
 }
 
 func TestCachedFreshnessRunsByItself(t *testing.T) {
+	clock := newFakeClock(t0)
 	obs := &recordingObserver{}
-	// Eight seconds of IDs at start-up, nobody taking them: after a little
-	// over MaxLag the oldest must have been replaced.
-	g := newTestCached(t, CachedOptions{Layout: smallLayout(), MaxLag: time.Second, Observer: obs})
-	testwait.WaitFor(t, 10*time.Second, "a stale ID discarded", func() bool { return g.State().Discarded > 0 })
-	p, _ := g.Layout().Parse(mustNext(t, g.Next))
-	if lag := time.Now().Unix() - p.Time.Unix(); lag > 2 {
-		t.Errorf("ID lags the clock by %ds with MaxLag 1s", lag)
+	// Start-up fills t0..t0+2 (the 2s ahead bound), 768 IDs, and nobody
+	// takes them. The once-a-second look runs on real time but reads this
+	// clock: once it has moved past MaxLag, padding must replace them by
+	// itself, without a take or a forced round.
+	g := newTestCached(t, CachedOptions{Layout: smallLayout(), MaxLag: time.Second, Clock: clock, Observer: obs})
+	if st := g.State(); st.Available != 3*256 || st.Discarded != 0 {
+		t.Fatalf("after start-up: %+v, want 768 IDs and none discarded", st)
 	}
-	obs.mu.Lock()
-	defer obs.mu.Unlock()
-	if !slices.Contains(obs.events, "start:freshness") {
-		t.Errorf("no freshness round observed: %v", obs.events)
+	clock.Add(10 * time.Second)
+	testwait.WaitFor(t, 10*time.Second, "a freshness round that refilled the ring", func() bool {
+		obs.mu.Lock()
+		defer obs.mu.Unlock()
+		i := slices.Index(obs.events, "start:freshness")
+		return i >= 0 && slices.Contains(obs.events[i:], "finish:padding")
+	})
+	// Every ID of the start-up round lagged by more than MaxLag: all were
+	// discarded, none issued, and the next ID is the first of the clock's
+	// second.
+	if st := g.State(); st.Discarded != 3*256 {
+		t.Errorf("discarded %d, want the 768 lagging IDs", st.Discarded)
+	}
+	p, _ := g.Layout().Parse(mustNext(t, g.Next))
+	if p.Time.Unix() != clock.Now().Unix() || p.Sequence != 0 {
+		t.Errorf("first ID after the freshness round: second %d seq %d, want %d seq 0", p.Time.Unix(), p.Sequence, clock.Now().Unix())
 	}
 }
 
 func TestCachedDiscardRacesTakersWithoutLoss(t *testing.T) {
 	clock := newFakeClock(t0)
-	g := newTestCached(t, CachedOptions{Layout: smallLayout(), BoostPower: 1, Clock: clock, MaxAhead: NoAheadBound})
+	g := newTestCached(t, CachedOptions{Layout: smallLayout(), RingSeconds: 2, Clock: clock, MaxAhead: NoAheadBound})
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	ids := make([][]uint64, 4)
@@ -596,7 +625,7 @@ func TestCachedDiscardRacesTakersWithoutLoss(t *testing.T) {
 func TestCachedBulkTakesLeaveTheReserveAtTheAheadBound(t *testing.T) {
 	clock := newFakeClock(t0) // frozen: the ring stays at the bound
 	// A ring of 512 (boost 1, no lane store: one lane), 256 IDs a second.
-	g := newTestCached(t, CachedOptions{Layout: smallLayout(), BoostPower: 1, Clock: clock, MaxAhead: time.Second})
+	g := newTestCached(t, CachedOptions{Layout: smallLayout(), RingSeconds: 2, Clock: clock, MaxAhead: time.Second})
 	// The start-up round fills t0 and t0+1, up to the bound; within a
 	// second (real time) the reset finds no round met it since.
 	testwait.WaitFor(t, 5*time.Second, "the once-a-second reset of the bound flag", func() bool { return !g.throttled.Load() })
@@ -622,4 +651,63 @@ func TestCachedBulkTakesLeaveTheReserveAtTheAheadBound(t *testing.T) {
 		t.Fatalf("after %d IDs to bulk takes a small take got %d (%v), want %d from the reserve", len(ids), n, err, SmallTake)
 	}
 	assertUnique(t, append(ids, small...), len(ids)+SmallTake)
+}
+
+// IDs dropped for lagging the clock are not demand: a round that finds
+// the ring empty because it discarded what was in it must not take that
+// for takers outrunning the fill target and double it (the once-a-second
+// estimate already leaves discards out, for the same reason).
+func TestCachedDiscardIsNotDemand(t *testing.T) {
+	clock := newFakeClock(t0)
+	obs := &recordingObserver{}
+	// A ring of 1,024; start-up fills it (t0..t0+3).
+	g := newTestCached(t, CachedOptions{Layout: smallLayout(), RingSeconds: 4, Clock: clock, MaxAhead: NoAheadBound, Observer: obs})
+	// The once-a-second look sets the target to what one lane gives in a
+	// second, 256: nothing was taken.
+	testwait.WaitFor(t, 5*time.Second, "the fill target set from the last second", func() bool { return g.State().Target == 256 })
+	clock.Add(10 * time.Second) // everything in the ring now lags
+	if _, err := g.Pad(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// The round that discarded (this one, or a freshness round just before
+	// it) refills the target, and the target stays.
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	var discarding []PaddingReport
+	for _, r := range obs.reports {
+		if r.Discarded > 0 {
+			discarding = append(discarding, r)
+		}
+	}
+	if len(discarding) != 1 || discarding[0].Discarded != 1024 || discarding[0].Added != 256 {
+		t.Errorf("rounds that discarded: %+v, want one that discarded 1024 IDs and added the target, 256", discarding)
+	}
+	if st := g.State(); st.Target != 256 {
+		t.Errorf("target %d after discarding idle IDs, want 256", st.Target)
+	}
+}
+
+// forEachWord (takers, discards) and writeSlots (padding) walk the
+// can-take bitmap by wordRun: every slot of a run, wrapping at the ring's
+// end, exactly once, and no other.
+func TestWordRunsCoverTheSlotsOnce(t *testing.T) {
+	for _, size := range []uint64{64, 128, 512} {
+		for start := range size {
+			for n := uint64(1); n <= size; n++ {
+				seen := make([]uint64, size/64)
+				forEachWord(start, n, size, func(w int, bits uint64) {
+					if seen[w]&bits != 0 {
+						t.Fatalf("size %d, %d slots from %d: word %d twice", size, n, start, w)
+					}
+					seen[w] |= bits
+				})
+				for i := range size {
+					in := (i+size-start)%size < n
+					if got := seen[i>>6]>>(i&63)&1 == 1; got != in {
+						t.Fatalf("size %d, %d slots from %d: slot %d covered %v, want %v", size, n, start, i, got, in)
+					}
+				}
+			}
+		}
+	}
 }

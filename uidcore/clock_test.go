@@ -46,6 +46,13 @@ func (c *lossyClaim) set(until int64, lost bool) {
 	c.until, c.lost = until, lost
 }
 
+// paddingWait is how long the tests' takes may wait for padding
+// (TakeWait) where the wait is not what they test: a bound for a failure
+// on a loaded machine, not a latency figure (those are benchmarks'). With
+// a second, eight takers under the race detector on a shared 2-core
+// machine ran out of it while the padding goroutine waited for a core.
+const paddingWait = 30 * time.Second
+
 // t0 is a fixed wall-clock instant for tests, on a whole second.
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 

@@ -144,8 +144,9 @@ func (s *laneSet) len() int         { return len(s.lanes) }
 func (s *laneSet) at(i int) *lane   { return s.lanes[i] }
 func (s *laneSet) hasPending() bool { return s.npending.Load() > 0 }
 
-// want asks for one more lane, if the generator may hold another.
-func (s *laneSet) want() {
+// askForAnother asks the lane goroutine to claim one more lane, if the
+// generator may hold another (it holds fewer than MaxLanes).
+func (s *laneSet) askForAnother() {
 	if s.assigner == nil || int(s.held.Load()) >= s.max {
 		return
 	}
@@ -155,9 +156,10 @@ func (s *laneSet) want() {
 	}
 }
 
-// sync adopts the lanes claimed since and lets dropped ones go. Padding
+// settleForSecond fixes the lanes of the second padding is about to fill:
+// it adopts the lanes claimed since and lets dropped ones go. Padding
 // calls it only before it writes any ID of a second.
-func (s *laneSet) sync() {
+func (s *laneSet) settleForSecond() {
 	if !s.hasPending() && !s.dropping {
 		return
 	}

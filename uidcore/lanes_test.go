@@ -83,8 +83,8 @@ func takeSmall(t *testing.T, g *CachedGenerator, n int) []uint64 {
 func TestLanesGrowInWorkerIDOrderAndKeepIDsIncreasing(t *testing.T) {
 	clock := newFakeClock(t0)
 	store := &laneStore{}
-	g := newTestCached(t, CachedOptions{Layout: smallLayout(), BoostPower: 4, Clock: clock, Claim: StaticClaim{ID: 3},
-		Lanes: store, MaxLanes: 3, TakeWait: time.Second})
+	g := newTestCached(t, CachedOptions{Layout: smallLayout(), RingSeconds: 16, Clock: clock, Claim: StaticClaim{ID: 3},
+		Lanes: store, MaxLanes: 3, TakeWait: paddingWait})
 	ctx := context.Background()
 	var ids []uint64
 	take := func(n int) {
@@ -129,7 +129,7 @@ func TestLanesSkipSecondsTheirPreviousHolderMayHaveUsed(t *testing.T) {
 	// Every extra lane's previous holder reserved up to t0+100.
 	store := &laneStore{after: t0.Unix() + 100}
 	g := newTestCached(t, CachedOptions{Layout: smallLayout(), Clock: clock, Claim: StaticClaim{ID: 3},
-		Lanes: store, MaxLanes: 2, TakeWait: time.Second})
+		Lanes: store, MaxLanes: 2, TakeWait: paddingWait})
 	ctx := context.Background()
 	takeSmall(t, g, 3*256)
 	testwait.WaitFor(t, 5*time.Second, "an extra lane", func() bool { return len(g.State().Lanes) == 2 })
@@ -150,8 +150,8 @@ func TestLanesSkipSecondsTheirPreviousHolderMayHaveUsed(t *testing.T) {
 func TestLanesIdleAreGivenBackAtTheirLastSecond(t *testing.T) {
 	store := &laneStore{}
 	layout := Layout{TimeBits: 43, WorkerBits: 8, SeqBits: 12, Epoch: DefaultEpoch} // 4,096 a second a lane
-	g := newTestCached(t, CachedOptions{Layout: layout, BoostPower: 2, Claim: StaticClaim{ID: 3},
-		Lanes: store, MaxLanes: 4, LaneIdle: time.Second, TakeWait: 2 * time.Second})
+	g := newTestCached(t, CachedOptions{Layout: layout, RingSeconds: 4, Claim: StaticClaim{ID: 3},
+		Lanes: store, MaxLanes: 4, LaneIdle: time.Second, TakeWait: paddingWait})
 	ctx := context.Background()
 	var issued []uint64
 	dst := make([]uint64, 1000)
@@ -186,8 +186,8 @@ func TestLanesIdleAreGivenBackAtTheirLastSecond(t *testing.T) {
 func TestLanesLostLaneIsSkippedAndDropped(t *testing.T) {
 	store := &laneStore{}
 	layout := Layout{TimeBits: 43, WorkerBits: 8, SeqBits: 12, Epoch: DefaultEpoch}
-	g := newTestCached(t, CachedOptions{Layout: layout, BoostPower: 2, Claim: StaticClaim{ID: 3},
-		Lanes: store, MaxLanes: 3, TakeWait: 2 * time.Second})
+	g := newTestCached(t, CachedOptions{Layout: layout, RingSeconds: 4, Claim: StaticClaim{ID: 3},
+		Lanes: store, MaxLanes: 3, TakeWait: paddingWait})
 	ctx := context.Background()
 	dst := make([]uint64, 1000)
 	var issued []uint64
@@ -221,8 +221,8 @@ func TestLanesLostLaneIsSkippedAndDropped(t *testing.T) {
 func TestLanesConcurrentTakersUniqueAndNearTheClock(t *testing.T) {
 	store := &laneStore{}
 	layout := Layout{TimeBits: 43, WorkerBits: 8, SeqBits: 12, Epoch: DefaultEpoch}
-	g := newTestCached(t, CachedOptions{Layout: layout, BoostPower: 3, Claim: StaticClaim{ID: 3},
-		Lanes: store, MaxLanes: 8, TakeWait: 2 * time.Second})
+	g := newTestCached(t, CachedOptions{Layout: layout, RingSeconds: 8, Claim: StaticClaim{ID: 3},
+		Lanes: store, MaxLanes: 8, TakeWait: paddingWait})
 	const takers = 6
 	per := make([][]uint64, takers)
 	var wg sync.WaitGroup
@@ -272,7 +272,7 @@ func TestLanesClosedGeneratorGivesEveryExtraLaneBack(t *testing.T) {
 	clock := newFakeClock(t0)
 	store := &laneStore{}
 	g, err := NewCached(CachedOptions{Layout: smallLayout(), Clock: clock, Claim: StaticClaim{ID: 3},
-		Lanes: store, MaxLanes: 3, TakeWait: time.Second})
+		Lanes: store, MaxLanes: 3, TakeWait: paddingWait})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +308,7 @@ func TestLanesGivenBackWithTheStoreAwayReportTheReleaseError(t *testing.T) {
 	store := &laneStore{releaseErr: away}
 	obs := &laneEvents{}
 	g, err := NewCached(CachedOptions{Layout: smallLayout(), Clock: clock, Claim: StaticClaim{ID: 3},
-		Lanes: store, MaxLanes: 3, TakeWait: time.Second, Observer: obs})
+		Lanes: store, MaxLanes: 3, TakeWait: paddingWait, Observer: obs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,8 +341,8 @@ func TestLanesBelowTheFirstAreGivenBackToo(t *testing.T) {
 	store := &laneStore{}
 	layout := Layout{TimeBits: 43, WorkerBits: 8, SeqBits: 12, Epoch: DefaultEpoch}
 	// The first lane is worker 200; extra lanes come from 10 up.
-	g := newTestCached(t, CachedOptions{Layout: layout, BoostPower: 2, Claim: StaticClaim{ID: 200},
-		Lanes: store, MaxLanes: 3, LaneIdle: time.Second, TakeWait: 2 * time.Second})
+	g := newTestCached(t, CachedOptions{Layout: layout, RingSeconds: 4, Claim: StaticClaim{ID: 200},
+		Lanes: store, MaxLanes: 3, LaneIdle: time.Second, TakeWait: paddingWait})
 	dst := make([]uint64, 1000)
 	for len(g.State().Lanes) < 2 {
 		if _, err := g.NextN(context.Background(), dst); err != nil {
@@ -362,8 +362,8 @@ func TestLanesBelowTheFirstAreGivenBackToo(t *testing.T) {
 func TestLanesNeverRefillASecondAfterTheOthersFail(t *testing.T) {
 	clock := newFakeClock(t0)
 	store := &laneStore{}
-	g := newTestCached(t, CachedOptions{Layout: smallLayout(), BoostPower: -1, Clock: clock, Claim: StaticClaim{ID: 3},
-		Lanes: store, MaxLanes: 3, TakeWait: time.Second, MaxAhead: 10 * time.Second})
+	g := newTestCached(t, CachedOptions{Layout: smallLayout(), RingSeconds: 1, Clock: clock, Claim: StaticClaim{ID: 3},
+		Lanes: store, MaxLanes: 3, TakeWait: paddingWait, MaxAhead: 10 * time.Second})
 	ctx := context.Background()
 	ids := takeSmall(t, g, 3*256)
 	testwait.WaitFor(t, 5*time.Second, "two extra lanes", func() bool { return g.State().LanesClaimed == 2 })

@@ -8,6 +8,7 @@ import (
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/natsconn"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
@@ -16,7 +17,7 @@ import (
 func serveBlocks(t *testing.T) string {
 	t.Helper()
 	url := testenv.NATS(t, nil).ClientURL()
-	conn, err := natsio.Connect(context.Background(), natsio.ConnConfig{URL: url})
+	conn, err := natsconn.Connect(context.Background(), natsconn.Config{URL: url})
 	if err != nil {
 		t.Fatal(err)
 	}

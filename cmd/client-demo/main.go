@@ -34,7 +34,8 @@ import (
 	"time"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/numfmt"
-	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/natsconn"
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
@@ -71,7 +72,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	flags := flag.NewFlagSet("client-demo", flag.ContinueOnError)
 	flags.SetOutput(stderr)
-	flags.StringVar(&o.prefix, "prefix", uidclient.DefaultSubjectPrefix, "subject prefix of the dispensers")
+	flags.StringVar(&o.prefix, "prefix", protocol.DefaultSubjectPrefix, "subject prefix of the dispensers")
 	flags.IntVar(&o.show, "show", 3, "demo: how many IDs to fetch with next, and with one batch")
 	flags.BoolVar(&o.load, "load", false, "run the load mode")
 	flags.IntVar(&o.clients, "c", 8, "load: concurrent clients, each with its own connection")
@@ -80,7 +81,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	flags.IntVar(&o.batch, "batch", 1, "load: IDs per request; 1 uses uid.next, more uses uid.batch (binary)")
 	flags.DurationVar(&o.timeout, "timeout", 5*time.Second, "deadline of each request, retries included")
 	flags.BoolVar(&o.blocks, "blocks", false, "take IDs from the JetStream block stream instead of requests (-c sources, -batch IDs per take, -d or -n takes)")
-	flags.StringVar(&o.stream, "stream", uidclient.DefaultBlocksStream, "blocks: stream name")
+	flags.StringVar(&o.stream, "stream", protocol.DefaultBlocksStream, "blocks: stream name")
 	flags.StringVar(&o.consumer, "consumer", uidclient.DefaultBlocksConsumer, "blocks: durable consumer shared by every block source")
 	flags.StringVar(&o.seq, "seq", "", "demo: ask for the numbers of this named sequence (DISPENSER_SEQUENCES) instead of IDs: -show with next, -show in one batch")
 	flags.Usage = func() {
@@ -92,6 +93,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if err == flag.ErrHelp {
 			return 0
 		}
+		return 2
+	}
+	if flags.NArg() > 0 {
+		// A stray word must not run the demo as if it meant nothing: it
+		// may be a misspelt command (pasre) or a flag after an argument.
+		fmt.Fprintf(stderr, "client-demo: unexpected argument %q; the one command is parse, the rest are flags\n", flags.Arg(0))
+		flags.Usage()
 		return 2
 	}
 	if o.clients < 1 || o.batch < 1 || o.requests < 0 || o.show < 1 {
@@ -120,7 +128,7 @@ func runSeq(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	defer closeConn()
 	c, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	fmt.Fprintf(stdout, "\n%s (one number per request):\n", uidclient.SeqSubject(o.prefix, o.seq, uidclient.EndpointNext))
+	fmt.Fprintf(stdout, "\n%s (one number per request):\n", protocol.SeqSubject(o.prefix, o.seq, protocol.EndpointNext))
 	for range o.show {
 		n, err := client.SeqNext(c, o.seq)
 		if err != nil {
@@ -129,7 +137,7 @@ func runSeq(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintln(stdout, n)
 	}
-	fmt.Fprintf(stdout, "\n%s %d (binary):\n", uidclient.SeqSubject(o.prefix, o.seq, uidclient.EndpointBatch), o.show)
+	fmt.Fprintf(stdout, "\n%s %d (binary):\n", protocol.SeqSubject(o.prefix, o.seq, protocol.EndpointBatch), o.show)
 	nums, err := client.SeqBatch(c, o.seq, o.show)
 	if err != nil {
 		fmt.Fprintln(stderr, "client-demo:", err)
@@ -141,10 +149,10 @@ func runSeq(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func connect(ctx context.Context, url string) (*natsio.Conn, error) {
+func connect(ctx context.Context, url string) (*natsconn.Conn, error) {
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	return natsio.Connect(cctx, natsio.ConnConfig{URL: url, Name: "client-demo"})
+	return natsconn.Connect(cctx, natsconn.Config{URL: url, Name: "client-demo"})
 }
 
 // dial connects for the demos and says where; false when it could not.
@@ -166,7 +174,7 @@ func runDemo(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	defer closeConn()
 	call := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, o.timeout) }
 
-	fmt.Fprintf(stdout, "\n%s (one ID per request):\n", uidclient.Subject(o.prefix, uidclient.EndpointNext))
+	fmt.Fprintf(stdout, "\n%s (one ID per request):\n", protocol.Subject(o.prefix, protocol.EndpointNext))
 	var ids []uint64
 	for range o.show {
 		c, cancel := call()
@@ -182,7 +190,7 @@ func runDemo(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		return 1
 	}
 
-	fmt.Fprintf(stdout, "\n%s %d (binary):\n", uidclient.Subject(o.prefix, uidclient.EndpointBatch), o.show)
+	fmt.Fprintf(stdout, "\n%s %d (binary):\n", protocol.Subject(o.prefix, protocol.EndpointBatch), o.show)
 	c, cancel := call()
 	ids, err := client.Batch(c, o.show)
 	cancel()
@@ -222,7 +230,7 @@ type worker struct {
 }
 
 func runLoad(ctx context.Context, o options, stdout, stderr io.Writer) int {
-	conns := make([]*natsio.Conn, o.clients)
+	conns := make([]*natsconn.Conn, o.clients)
 	for i := range conns {
 		conn, err := connect(ctx, o.url)
 		if err != nil {
@@ -232,9 +240,9 @@ func runLoad(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		defer conn.Close()
 		conns[i] = conn
 	}
-	mode := fmt.Sprintf("%s (1 ID per request)", uidclient.Subject(o.prefix, uidclient.EndpointNext))
+	mode := fmt.Sprintf("%s (1 ID per request)", protocol.Subject(o.prefix, protocol.EndpointNext))
 	if o.batch > 1 {
-		mode = fmt.Sprintf("%s (%d IDs per request, binary)", uidclient.Subject(o.prefix, uidclient.EndpointBatch), o.batch)
+		mode = fmt.Sprintf("%s (%d IDs per request, binary)", protocol.Subject(o.prefix, protocol.EndpointBatch), o.batch)
 	}
 	limit := fmt.Sprintf("for %s", o.duration)
 	if o.requests > 0 {

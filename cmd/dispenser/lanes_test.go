@@ -17,6 +17,8 @@ import (
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/natsconn"
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
@@ -35,7 +37,7 @@ func ringStats(t *testing.T, nc *nats.Conn) map[string]natsio.RingStats {
 		t.Fatal(err)
 	}
 	defer sub.Unsubscribe()
-	if err := nc.PublishRequest("$SRV.STATS."+uidclient.ServiceName, inbox, nil); err != nil {
+	if err := nc.PublishRequest("$SRV.STATS."+protocol.ServiceName, inbox, nil); err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]natsio.RingStats{}
@@ -78,7 +80,7 @@ func TestLanesThroughTheBinary(t *testing.T) {
 	a := startProc()
 	startProc()
 
-	conn, err := natsio.Connect(context.Background(), natsio.ConnConfig{URL: url})
+	conn, err := natsconn.Connect(context.Background(), natsconn.Config{URL: url})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
-	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/natsconn"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 )
 
@@ -41,20 +41,20 @@ func TestSecretsNeverReachTheOutput(t *testing.T) {
 	type run struct {
 		name    string
 		env     []string
-		serves  bool              // start-up succeeds: take an ID, then SIGTERM
-		client  natsio.ConnConfig // how the test's client authenticates
-		exit    int               // expected exit code of a failing start-up
-		mention string            // a redacted form the output must show, proving the value was logged
+		serves  bool            // start-up succeeds: take an ID, then SIGTERM
+		client  natsconn.Config // how the test's client authenticates
+		exit    int             // expected exit code of a failing start-up
+		mention string          // a redacted form the output must show, proving the value was logged
 	}
 	runs := []run{
 		{name: "password in the URL", env: []string{"DISPENSER_NATS_URL=nats://disp:" + password + "@" + hostPort},
-			serves: true, client: natsio.ConnConfig{URL: userURL, User: "disp", Password: password}, mention: "disp:xxxxx@"},
+			serves: true, client: natsconn.Config{URL: userURL, User: "disp", Password: password}, mention: "disp:xxxxx@"},
 		{name: "password variable", env: []string{"DISPENSER_NATS_URL=" + userURL, "DISPENSER_NATS_USER=disp", "DISPENSER_NATS_PASSWORD=" + password},
-			serves: true, client: natsio.ConnConfig{URL: userURL, User: "disp", Password: password}},
+			serves: true, client: natsconn.Config{URL: userURL, User: "disp", Password: password}},
 		{name: "token variable", env: []string{"DISPENSER_NATS_URL=nats://" + tokenHostPort, "DISPENSER_NATS_TOKEN=" + token},
-			serves: true, client: natsio.ConnConfig{URL: "nats://" + tokenHostPort, Token: token}},
+			serves: true, client: natsconn.Config{URL: "nats://" + tokenHostPort, Token: token}},
 		{name: "token in the URL", env: []string{"DISPENSER_NATS_URL=nats://" + token + "@" + tokenHostPort},
-			serves: true, client: natsio.ConnConfig{URL: "nats://" + tokenHostPort, Token: token}, mention: "xxxxx@"},
+			serves: true, client: natsconn.Config{URL: "nats://" + tokenHostPort, Token: token}, mention: "xxxxx@"},
 		{name: "wrong password in the URL", env: []string{"DISPENSER_NATS_URL=nats://disp:" + password + "-wrong@" + hostPort},
 			exit: 1, mention: "disp:xxxxx@"},
 		{name: "wrong token variable", env: []string{"DISPENSER_NATS_URL=nats://" + tokenHostPort, "DISPENSER_NATS_TOKEN=" + token + "-wrong"},
@@ -72,7 +72,7 @@ func TestSecretsNeverReachTheOutput(t *testing.T) {
 	if dsn, ok := mysqlUserWithPassword(t, password); ok {
 		runs = append(runs,
 			run{name: "MySQL DSN with a password", env: []string{"DISPENSER_NATS_URL=" + userURL, "DISPENSER_NATS_USER=disp", "DISPENSER_NATS_PASSWORD=" + password, "DISPENSER_MYSQL_DSN=" + dsn},
-				serves: true, client: natsio.ConnConfig{URL: userURL, User: "disp", Password: password}, mention: "MySQL"},
+				serves: true, client: natsconn.Config{URL: userURL, User: "disp", Password: password}, mention: "MySQL"},
 			run{name: "MySQL refuses the password", env: []string{"DISPENSER_NATS_URL=" + userURL, "DISPENSER_NATS_USER=disp", "DISPENSER_NATS_PASSWORD=" + password,
 				"DISPENSER_MYSQL_DSN=" + strings.Replace(dsn, password, password+"-wrong", 1), "DISPENSER_STORE_STARTUP_DEADLINE=1s"},
 				exit: 1, mention: "Access denied"})
@@ -94,7 +94,7 @@ func TestSecretsNeverReachTheOutput(t *testing.T) {
 					defer cancel()
 					cfg := r.client
 					cfg.Logger = nil
-					conn, err := natsio.Connect(ctx, cfg)
+					conn, err := natsconn.Connect(ctx, cfg)
 					if err != nil {
 						t.Fatal(err)
 					}

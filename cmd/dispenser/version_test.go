@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
-	"github.com/uid-dispenser/uid-dispenser/natsio"
-	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
+	"github.com/uid-dispenser/uid-dispenser/natsio/natsconn"
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 )
 
 // dispenser foo bar used to start and serve, ignoring its arguments.
@@ -52,12 +52,12 @@ func TestVersionIsTheServiceVersion(t *testing.T) {
 	p.waitFor(`"msg":"serving"`)
 	defer p.stop(syscall.SIGTERM)
 
-	conn, err := natsio.Connect(context.Background(), natsio.ConnConfig{URL: url})
+	conn, err := natsconn.Connect(context.Background(), natsconn.Config{URL: url})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	msg, err := conn.Request("$SRV.INFO."+uidclient.ServiceName, nil, 5*time.Second)
+	msg, err := conn.Request("$SRV.INFO."+protocol.ServiceName, nil, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/natsconn"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
 )
@@ -57,6 +57,7 @@ type Assigner struct {
 // ignored.
 func NewAssigner(ctx context.Context, nc *nats.Conn, cfg workerid.Config) (*Assigner, error) {
 	cfg.MySQLDSN = ""
+	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -71,7 +72,7 @@ func NewAssigner(ctx context.Context, nc *nats.Conn, cfg workerid.Config) (*Assi
 	}
 	bucket := cfg.KVBucket()
 	a := &Assigner{js: js, cfg: cfg, host: host, log: logger,
-		storeName: fmt.Sprintf("NATS KV bucket %s at %s", bucket, natsio.RedactURL(nc.ConnectedUrlRedacted()))}
+		storeName: fmt.Sprintf("NATS KV bucket %s at %s", bucket, natsconn.RedactURL(nc.ConnectedUrlRedacted()))}
 	err = workerid.RetryStore(ctx, cfg.StoreStartupDeadline, logger, "open "+a.storeName, func(ctx context.Context) error {
 		kv, err := openBucket(ctx, js, bucket, cfg.WorkerKVReplicas, cfg.Region)
 		if errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {

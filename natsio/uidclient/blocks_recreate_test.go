@@ -15,6 +15,7 @@ import (
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 )
 
@@ -154,11 +155,11 @@ func recreateBlocksConsumer(ctx context.Context, t *testing.T, js jetstream.JetS
 	t.Helper()
 	var err error
 	testenv.WaitFor(t, 10*time.Second, "the consumer is deleted and re-created", func() bool {
-		err = js.DeleteConsumer(ctx, uidclient.DefaultBlocksStream, uidclient.DefaultBlocksConsumer)
+		err = js.DeleteConsumer(ctx, protocol.DefaultBlocksStream, uidclient.DefaultBlocksConsumer)
 		if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 			return false
 		}
-		_, err = js.CreateOrUpdateConsumer(ctx, uidclient.DefaultBlocksStream, uidclient.BlocksConsumerConfig(uidclient.DefaultBlocksConsumer, ackWait))
+		_, err = js.CreateOrUpdateConsumer(ctx, protocol.DefaultBlocksStream, uidclient.BlocksConsumerConfig(uidclient.DefaultBlocksConsumer, ackWait))
 		return err == nil
 	})
 	if err != nil {
@@ -255,7 +256,7 @@ func TestBlocksRecreatedConsumerAndStreamUnderLoadNoDuplicates(t *testing.T) {
 		for w := uint64(1); w <= 2; w++ {
 			blocksTestPublisher(t, blocksTestConn(t, srv), blocksTestGenerator(t, w, 0), cfg, nil)
 		}
-		return js.Stream(ctx, uidclient.DefaultBlocksStream)
+		return js.Stream(ctx, protocol.DefaultBlocksStream)
 	}()
 	if err != nil {
 		t.Fatal(err)
@@ -335,11 +336,11 @@ func TestBlocksRecreatedConsumerAndStreamUnderLoadNoDuplicates(t *testing.T) {
 		case 3:
 			// The publishers create it again, the sources bind a new
 			// consumer on it.
-			if err := js.DeleteStream(ctx, uidclient.DefaultBlocksStream); err != nil {
+			if err := js.DeleteStream(ctx, protocol.DefaultBlocksStream); err != nil {
 				t.Fatal(err)
 			}
 			testenv.WaitFor(t, 10*time.Second, "the publishers re-created the stream", func() bool {
-				stream, err = js.Stream(ctx, uidclient.DefaultBlocksStream)
+				stream, err = js.Stream(ctx, protocol.DefaultBlocksStream)
 				return err == nil
 			})
 		}
@@ -418,7 +419,7 @@ func TestBlockSourceBindsAgainAfterAnIdleDelete(t *testing.T) {
 			}
 		}
 		take(10) // bound, one block in use, well above the low-water mark
-		stream, err := js.Stream(ctx, uidclient.DefaultBlocksStream)
+		stream, err := js.Stream(ctx, protocol.DefaultBlocksStream)
 		if err != nil {
 			t.Fatal(err)
 		}

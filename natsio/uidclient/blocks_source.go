@@ -14,14 +14,15 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/uid-dispenser/uid-dispenser/natsio/internal/problemlog"
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 )
 
 // ErrBlockSourceClosed is returned by a BlockSource after Close.
-var ErrBlockSourceClosed = errors.New("natsio: block source closed")
+var ErrBlockSourceClosed = errors.New("uidclient: block source closed")
 
 // BlockSourceConfig configures a BlockSource. Zero values take defaults.
 type BlockSourceConfig struct {
-	Stream   string // default DefaultBlocksStream
+	Stream   string // default protocol.DefaultBlocksStream
 	Consumer string // durable pull consumer shared by all sources, default DefaultBlocksConsumer
 	// AckWait is the consumer's ack wait: a block not acknowledged within
 	// it is redelivered (and then terminated by whoever gets it). Default
@@ -52,36 +53,8 @@ type BlockSourceStats struct {
 	IDsUsed         uint64 // IDs of the used blocks
 }
 
-// BlockSource hands out IDs from prefilled blocks that dispensers publish
-// into the block stream (see BlockPublisher). It pulls at most two blocks
-// at a time from a durable pull consumer shared by every source and uses
-// a block only when
-//
-//   - this is the block's first delivery (NumDelivered == 1), and
-//   - a double ack (an ack the server confirms) succeeded;
-//
-// otherwise it terminates the block and fetches the next. JetStream
-// accepts a late ack even after it has redelivered the block to another
-// consumer, so without both rules a source that stalled past the ack wait
-// and a source that got the redelivery could both use the same block.
-// With them, the redelivery (NumDelivered > 1) is never used, and the
-// stalled source uses the block only if its ack is confirmed; a block
-// whose ack failed is lost, never used twice.
-//
-// The two rules hold within one instance of the consumer only. An ack is
-// matched by the stream sequence in its reply subject, by whichever
-// consumer of that name exists when it arrives; a consumer deleted and
-// re-created under the same name starts its delivery counts over and
-// delivers a block a source still holds again as a first delivery, and
-// then confirms the holder's late ack too (TestJetStreamAckToRecreatedConsumer).
-// So a source also checks, after the ack, that the consumer is the
-// instance it bound before the fetch (the same Created time): instances
-// never come back, so the same one delivered the block and took its ack.
-// A block whose check fails is given up. The check runs beside the next
-// fetch, so it adds no round trip to the fetching.
-//
-// Next and NextN are safe for concurrent use. A background goroutine
-// fetches the next block when the current one runs low.
+// BlockSource hands out IDs from prefilled blocks, each used by exactly
+// one source (how: docs/blocks.md). It is safe for concurrent use.
 type BlockSource struct {
 	nc  *nats.Conn
 	js  jetstream.JetStream
@@ -126,7 +99,7 @@ func NewBlockSource(nc *nats.Conn, cfg BlockSourceConfig) (*BlockSource, error) 
 // newBlockSource is NewBlockSource with a hook for tests (see beforeAck).
 func newBlockSource(nc *nats.Conn, cfg BlockSourceConfig, beforeAck func(*jetstream.MsgMetadata, []uint64)) (*BlockSource, error) {
 	if cfg.Stream == "" {
-		cfg.Stream = DefaultBlocksStream
+		cfg.Stream = protocol.DefaultBlocksStream
 	}
 	if cfg.Consumer == "" {
 		cfg.Consumer = DefaultBlocksConsumer
@@ -142,20 +115,20 @@ func newBlockSource(nc *nats.Conn, cfg BlockSourceConfig, beforeAck func(*jetstr
 	}
 	switch {
 	case !streamNamePattern.MatchString(cfg.Stream):
-		return nil, fmt.Errorf("natsio: BlockSource: %q is not a valid stream name", cfg.Stream)
+		return nil, fmt.Errorf("uidclient: BlockSource: %q is not a valid stream name", cfg.Stream)
 	case !streamNamePattern.MatchString(cfg.Consumer):
-		return nil, fmt.Errorf("natsio: BlockSource: %q is not a valid consumer name", cfg.Consumer)
+		return nil, fmt.Errorf("uidclient: BlockSource: %q is not a valid consumer name", cfg.Consumer)
 	case cfg.AckWait < 10*time.Millisecond || cfg.FetchWait < 10*time.Millisecond:
-		return nil, errors.New("natsio: BlockSource: AckWait and FetchWait must be at least 10ms")
+		return nil, errors.New("uidclient: BlockSource: AckWait and FetchWait must be at least 10ms")
 	case cfg.LowWater < 0:
-		return nil, errors.New("natsio: BlockSource: LowWater must not be negative")
+		return nil, errors.New("uidclient: BlockSource: LowWater must not be negative")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
-		return nil, fmt.Errorf("natsio: BlockSource: %w", err)
+		return nil, fmt.Errorf("uidclient: BlockSource: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &BlockSource{
@@ -485,7 +458,7 @@ func (s *BlockSource) bind(ctx context.Context) (jetstream.Consumer, time.Time, 
 	defer cancel()
 	cons, err := s.js.CreateOrUpdateConsumer(bctx, s.cfg.Stream, BlocksConsumerConfig(s.cfg.Consumer, s.cfg.AckWait))
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("natsio: blocks: consumer %s on stream %s: %w", s.cfg.Consumer, s.cfg.Stream, err)
+		return nil, time.Time{}, fmt.Errorf("uidclient: blocks: consumer %s on stream %s: %w", s.cfg.Consumer, s.cfg.Stream, err)
 	}
 	return cons, cons.CachedInfo().Created, nil
 }
@@ -509,7 +482,7 @@ func (s *BlockSource) claim(ctx context.Context, msg jetstream.Msg) []uint64 {
 		_ = msg.Term()
 		return nil
 	}
-	ids, err := decodeBlock(msg.Data(), msg.Headers())
+	ids, err := protocol.DecodeBlock(msg.Data(), msg.Headers())
 	if err != nil {
 		s.malformed.Add(1)
 		s.log.Warn("blocks: terminating a malformed block", "stream_seq", meta.Sequence.Stream, "err", err)
@@ -635,13 +608,13 @@ func (s *BlockSource) requestCreated(ctx context.Context) (time.Time, error) {
 		Error   *jetstream.APIError `json:"error"`
 	}
 	if err := json.Unmarshal(msg.Data, &resp); err != nil {
-		return time.Time{}, fmt.Errorf("natsio: blocks: consumer info: %w", err)
+		return time.Time{}, fmt.Errorf("uidclient: blocks: consumer info: %w", err)
 	}
 	switch {
 	case resp.Error == nil && !resp.Created.IsZero():
 		return resp.Created, nil
 	case resp.Error == nil:
-		return time.Time{}, errors.New("natsio: blocks: consumer info without a creation time")
+		return time.Time{}, errors.New("uidclient: blocks: consumer info without a creation time")
 	case resp.Error.ErrorCode == jetstream.JSErrCodeConsumerNotFound:
 		return time.Time{}, jetstream.ErrConsumerNotFound
 	case resp.Error.ErrorCode == jetstream.JSErrCodeStreamNotFound:

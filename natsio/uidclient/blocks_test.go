@@ -18,6 +18,7 @@ import (
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
@@ -328,7 +329,7 @@ func TestBlocksFullStreamPublishersBackOffAndResume(t *testing.T) {
 	// The stream may count the blocks before the publishers have their
 	// acknowledgements: wait for both.
 	testenv.WaitFor(t, 5*time.Second, "the stream filled", func() bool {
-		return blocksTestDepth(t, nc, uidclient.DefaultBlocksStream) == depth && sum().Published == depth
+		return blocksTestDepth(t, nc, protocol.DefaultBlocksStream) == depth && sum().Published == depth
 	})
 
 	// Full: the publishers only check the depth; nothing is published or
@@ -336,7 +337,7 @@ func TestBlocksFullStreamPublishersBackOffAndResume(t *testing.T) {
 	before := sum()
 	time.Sleep(500 * time.Millisecond)
 	after := sum()
-	if d := blocksTestDepth(t, nc, uidclient.DefaultBlocksStream); d != depth {
+	if d := blocksTestDepth(t, nc, protocol.DefaultBlocksStream); d != depth {
 		t.Fatalf("stream holds %d blocks, cap %d", d, depth)
 	}
 	if after != before {
@@ -359,7 +360,7 @@ func TestBlocksFullStreamPublishersBackOffAndResume(t *testing.T) {
 	}
 	blocksAssertDistinct(t, ids)
 	testenv.WaitFor(t, 5*time.Second, "the publishers resumed and refilled the stream", func() bool {
-		return sum().Published >= depth+20 && blocksTestDepth(t, nc, uidclient.DefaultBlocksStream) == depth
+		return sum().Published >= depth+20 && blocksTestDepth(t, nc, protocol.DefaultBlocksStream) == depth
 	})
 	if st := sum(); st.Failed != 0 {
 		t.Fatalf("publisher stats %+v", st)
@@ -418,7 +419,7 @@ func TestBlocksRestartedPublisherOldBlocksStillUsedNoCollision(t *testing.T) {
 	// The first incarnation fills the stream, then stops.
 	first := blocksTestGenerator(t, worker, 0)
 	p1 := blocksTestPublisher(t, blocksTestConn(t, srv), first, cfg, nil)
-	testenv.WaitFor(t, 5*time.Second, "the stream filled", func() bool { return blocksTestDepth(t, nc, uidclient.DefaultBlocksStream) == depth })
+	testenv.WaitFor(t, 5*time.Second, "the stream filled", func() bool { return blocksTestDepth(t, nc, protocol.DefaultBlocksStream) == depth })
 	blocksTestStop(t, p1)
 	first.Close()
 	// A leased worker ID comes back with After = the last second the
@@ -470,7 +471,7 @@ func TestBlocksMalformedBlockTerminatedAndReported(t *testing.T) {
 	log := logs.Logger(slog.LevelInfo)
 	p := blocksTestPublisher(t, nc, blocksTestGenerator(t, 3, 0),
 		natsio.BlocksConfig{BlockSize: 64, BlocksTargetDepth: 3, BlocksPollInterval: 10 * time.Millisecond}, nil)
-	testenv.WaitFor(t, 5*time.Second, "the stream filled", func() bool { return blocksTestDepth(t, nc, uidclient.DefaultBlocksStream) == 3 })
+	testenv.WaitFor(t, 5*time.Second, "the stream filled", func() bool { return blocksTestDepth(t, nc, protocol.DefaultBlocksStream) == 3 })
 	blocksTestStop(t, p)
 
 	// Put garbage first in line: drain the three blocks with a source,
@@ -481,11 +482,11 @@ func TestBlocksMalformedBlockTerminatedAndReported(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	good := uidclient.EncodeBlock(uidclient.DefaultBlocksSubject, 3, []uint64{100, 200, 300})
-	badCount := uidclient.EncodeBlock(uidclient.DefaultBlocksSubject, 3, []uint64{5, 6, 7})
-	badCount.Header.Set(uidclient.HeaderBlockCount, "2")
+	good := protocol.EncodeBlock(protocol.DefaultBlocksSubject, 3, []uint64{100, 200, 300})
+	badCount := protocol.EncodeBlock(protocol.DefaultBlocksSubject, 3, []uint64{5, 6, 7})
+	badCount.Header.Set(protocol.HeaderBlockCount, "2")
 	badCount.Header.Set(jetstream.MsgIDHeader, "bad-count")
-	torn := uidclient.EncodeBlock(uidclient.DefaultBlocksSubject, 3, []uint64{8, 9})
+	torn := protocol.EncodeBlock(protocol.DefaultBlocksSubject, 3, []uint64{8, 9})
 	torn.Data = torn.Data[:12]
 	torn.Header.Set(jetstream.MsgIDHeader, "torn")
 
@@ -513,7 +514,7 @@ func TestBlocksMalformedBlockTerminatedAndReported(t *testing.T) {
 		t.Fatalf("%d reports of malformed blocks, want 2:\n%s", n, logs.String())
 	}
 	testenv.WaitFor(t, 5*time.Second, "the terminated blocks left the stream", func() bool {
-		return blocksTestDepth(t, nc, uidclient.DefaultBlocksStream) == 0
+		return blocksTestDepth(t, nc, protocol.DefaultBlocksStream) == 0
 	})
 }
 

@@ -14,12 +14,14 @@ import (
 	"github.com/nats-io/nats.go/micro"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/uid-dispenser/uid-dispenser/natsio/internal/quote"
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
 // Config configures a Client. Zero values take defaults.
 type Config struct {
-	SubjectPrefix string // default DefaultSubjectPrefix
+	SubjectPrefix string // default protocol.DefaultSubjectPrefix
 	// AttemptTimeout bounds one request. An instance that dies while it
 	// holds a request never answers it; the client then asks again and
 	// another instance answers. Default 1s. The caller's context bounds
@@ -79,7 +81,7 @@ func (c *Client) Stats() ClientStats {
 // New returns a client that sends requests on nc.
 func New(nc *nats.Conn, cfg Config) *Client {
 	if cfg.SubjectPrefix == "" {
-		cfg.SubjectPrefix = DefaultSubjectPrefix
+		cfg.SubjectPrefix = protocol.DefaultSubjectPrefix
 	}
 	if cfg.AttemptTimeout <= 0 {
 		cfg.AttemptTimeout = time.Second
@@ -93,11 +95,11 @@ func New(nc *nats.Conn, cfg Config) *Client {
 	c := &Client{
 		nc:        nc,
 		cfg:       cfg,
-		subjNext:  Subject(cfg.SubjectPrefix, EndpointNext),
-		subjBatch: Subject(cfg.SubjectPrefix, EndpointBatch),
-		subjParse: Subject(cfg.SubjectPrefix, EndpointParse),
-		seqNext:   SeqSubject(cfg.SubjectPrefix, "*", EndpointNext),
-		seqBatch:  SeqSubject(cfg.SubjectPrefix, "*", EndpointBatch),
+		subjNext:  protocol.Subject(cfg.SubjectPrefix, protocol.EndpointNext),
+		subjBatch: protocol.Subject(cfg.SubjectPrefix, protocol.EndpointBatch),
+		subjParse: protocol.Subject(cfg.SubjectPrefix, protocol.EndpointParse),
+		seqNext:   protocol.SeqSubject(cfg.SubjectPrefix, "*", protocol.EndpointNext),
+		seqBatch:  protocol.SeqSubject(cfg.SubjectPrefix, "*", protocol.EndpointBatch),
 	}
 	c.otel = newClientTelemetry(cfg.TracerProvider, c.subjNext, c.subjBatch, c.subjParse, c.seqNext, c.seqBatch)
 	return c
@@ -117,13 +119,13 @@ func (c *Client) SeqNext(ctx context.Context, name string) (uint64, error) {
 }
 
 // SeqNextFrom is SeqNext also returning the instance that answered (the
-// reply's InstanceHeader; "" from an instance that does not send it).
+// reply's protocol.InstanceHeader; "" from an instance that does not send it).
 func (c *Client) SeqNextFrom(ctx context.Context, name string) (n uint64, instance string, err error) {
-	n, reply, err := c.next(ctx, SeqSubject(c.cfg.SubjectPrefix, name, EndpointNext), c.seqNext)
+	n, reply, err := c.next(ctx, protocol.SeqSubject(c.cfg.SubjectPrefix, name, protocol.EndpointNext), c.seqNext)
 	if err != nil {
 		return 0, "", err
 	}
-	return n, reply.Header.Get(InstanceHeader), nil
+	return n, reply.Header.Get(protocol.InstanceHeader), nil
 }
 
 // SeqBatch returns the next n numbers of the sequence name, increasing,
@@ -134,13 +136,13 @@ func (c *Client) SeqBatch(ctx context.Context, name string, n int) ([]uint64, er
 }
 
 // SeqBatchFrom is SeqBatch also returning the instance that answered (the
-// reply's InstanceHeader; "" from an instance that does not send it).
+// reply's protocol.InstanceHeader; "" from an instance that does not send it).
 func (c *Client) SeqBatchFrom(ctx context.Context, name string, n int) (nums []uint64, instance string, err error) {
-	nums, reply, err := c.appendBatch(ctx, nil, n, SeqSubject(c.cfg.SubjectPrefix, name, EndpointBatch), c.seqBatch)
+	nums, reply, err := c.appendBatch(ctx, nil, n, protocol.SeqSubject(c.cfg.SubjectPrefix, name, protocol.EndpointBatch), c.seqBatch)
 	if err != nil {
 		return nums, "", err
 	}
-	return nums, reply.Header.Get(InstanceHeader), nil
+	return nums, reply.Header.Get(protocol.InstanceHeader), nil
 }
 
 func (c *Client) next(ctx context.Context, subject, template string) (uint64, *nats.Msg, error) {
@@ -150,7 +152,7 @@ func (c *Client) next(ctx context.Context, subject, template string) (uint64, *n
 	}
 	id, err := strconv.ParseUint(string(reply.Data), 10, 64)
 	if err != nil {
-		return 0, nil, fmt.Errorf("natsio: %s: reply %q is not a decimal number", subject, shorten(string(reply.Data), 40))
+		return 0, nil, fmt.Errorf("uidclient: %s: reply %q is not a decimal number", subject, quote.Shorten(string(reply.Data), 40))
 	}
 	return id, reply, nil
 }
@@ -170,21 +172,21 @@ func (c *Client) AppendBatch(ctx context.Context, dst []uint64, n int) ([]uint64
 // appendBatch returns the reply too, for its headers.
 func (c *Client) appendBatch(ctx context.Context, dst []uint64, n int, subject, template string) ([]uint64, *nats.Msg, error) {
 	if n < 1 {
-		return dst, nil, &ServiceError{Subject: subject, Code: CodeBadRequest, Description: fmt.Sprintf("count %d: ask for at least 1 ID", n)}
+		return dst, nil, &ServiceError{Subject: subject, Code: protocol.CodeBadRequest, Description: fmt.Sprintf("count %d: ask for at least 1 ID", n)}
 	}
 	msg := &nats.Msg{
 		Subject: subject,
-		Header:  nats.Header{EncodingHeader: []string{EncodingBinary}},
+		Header:  nats.Header{protocol.EncodingHeader: []string{protocol.EncodingBinary}},
 		Data:    strconv.AppendInt(nil, int64(n), 10),
 	}
 	reply, err := c.request(ctx, msg, template)
 	if err != nil {
 		return dst, nil, err
 	}
-	if len(reply.Data) != n*binaryIDWidth {
-		return dst, nil, fmt.Errorf("natsio: %s: asked for %d IDs, the reply holds %d bytes", subject, n, len(reply.Data))
+	if len(reply.Data) != n*protocol.BinaryIDWidth {
+		return dst, nil, fmt.Errorf("uidclient: %s: asked for %d IDs, the reply holds %d bytes", subject, n, len(reply.Data))
 	}
-	ids, err := DecodeBinaryIDs(dst, reply.Data)
+	ids, err := protocol.Binary.Decode(dst, reply.Data)
 	return ids, reply, err
 }
 
@@ -203,7 +205,7 @@ func (c *Client) Parse(ctx context.Context, id uint64) (uidcore.Parts, error) {
 func decodeParts(data []byte) (uidcore.Parts, error) {
 	var j uidcore.ParsedJSON
 	if err := json.Unmarshal(data, &j); err != nil {
-		return uidcore.Parts{}, fmt.Errorf("natsio: parse reply is not the expected JSON: %w", err)
+		return uidcore.Parts{}, fmt.Errorf("uidclient: parse reply is not the expected JSON: %w", err)
 	}
 	var p uidcore.Parts
 	var errs [4]error
@@ -212,7 +214,7 @@ func decodeParts(data []byte) (uidcore.Parts, error) {
 	p.WorkerID, errs[2] = strconv.ParseUint(j.WorkerID, 10, 64)
 	p.Sequence, errs[3] = strconv.ParseUint(j.Sequence, 10, 64)
 	if err := errors.Join(errs[:]...); err != nil {
-		return uidcore.Parts{}, fmt.Errorf("natsio: parse reply %s: %w", shorten(string(data), 120), err)
+		return uidcore.Parts{}, fmt.Errorf("uidclient: parse reply %s: %w", quote.Shorten(string(data), 120), err)
 	}
 	return p, nil
 }
@@ -234,7 +236,7 @@ func (c *Client) request(ctx context.Context, msg *nats.Msg, template string) (_
 		reply, err := c.nc.RequestMsgWithContext(actx, msg)
 		cancel()
 		if err == nil {
-			err = serviceErrorFromHeaders(msg.Subject, reply.Header.Get(micro.ErrorCodeHeader), reply.Header.Get(micro.ErrorHeader))
+			err = protocol.ErrorFromHeaders(msg.Subject, reply.Header.Get(micro.ErrorCodeHeader), reply.Header.Get(micro.ErrorHeader))
 			if err == nil {
 				return reply, nil
 			}
@@ -246,7 +248,7 @@ func (c *Client) request(ctx context.Context, msg *nats.Msg, template string) (_
 			if _, isService := err.(*ServiceError); isService {
 				return nil, err
 			}
-			return nil, fmt.Errorf("natsio: %s: %w", msg.Subject, err)
+			return nil, fmt.Errorf("uidclient: %s: %w", msg.Subject, err)
 		}
 		last = err
 		c.stats.count(err)
@@ -267,9 +269,9 @@ func (c *Client) gaveUp(ctx context.Context, subject string, attempts int, err, 
 		last = err
 	}
 	if last == nil || errors.Is(last, ctx.Err()) {
-		return fmt.Errorf("natsio: %s: %w after %d attempt(s)", subject, ctx.Err(), attempts)
+		return fmt.Errorf("uidclient: %s: %w after %d attempt(s)", subject, ctx.Err(), attempts)
 	}
-	return fmt.Errorf("natsio: %s: %w after %d attempt(s); last error: %w", subject, ctx.Err(), attempts, last)
+	return fmt.Errorf("uidclient: %s: %w after %d attempt(s); last error: %w", subject, ctx.Err(), attempts, last)
 }
 
 // count tallies a retryable error by its cause.

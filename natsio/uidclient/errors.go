@@ -1,68 +1,17 @@
 package uidclient
 
-import (
-	"errors"
-	"fmt"
-	"strconv"
-)
+import "github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 
-// Error codes of the protocol, sent in the Nats-Service-Error-Code header.
-const (
-	CodeBadRequest  = 400 // the request is malformed; retrying it cannot help
-	CodeNotFound    = 404 // no such sequence (declared nowhere); retrying it cannot help
-	CodeUnavailable = 503 // no ID can be given right now; retry (another instance may answer)
-	CodeInternal    = 500 // anything else
-)
+// The error replies of the service, as the protocol package defines them,
+// named here too so that a program that only gets IDs branches on them
+// without importing the protocol.
+type ServiceError = protocol.ServiceError
 
-// Sentinels that *ServiceError matches with errors.Is by its code.
 var (
 	// ErrBadRequest matches a 400 reply.
-	ErrBadRequest = errors.New("natsio: bad request")
+	ErrBadRequest = protocol.ErrBadRequest
 	// ErrNotFound matches a 404 reply: an undeclared sequence.
-	ErrNotFound = errors.New("natsio: not found")
+	ErrNotFound = protocol.ErrNotFound
 	// ErrUnavailable matches a 503 reply.
-	ErrUnavailable = errors.New("natsio: no ID available right now")
+	ErrUnavailable = protocol.ErrUnavailable
 )
-
-// ServiceError is an error reply of the service (400, 404, 503 or 500) or, on
-// the service side, the reply a handler wants sent.
-type ServiceError struct {
-	Subject     string // the request's subject (client side)
-	Code        int
-	Description string
-}
-
-func (e *ServiceError) Error() string {
-	if e.Subject == "" {
-		return fmt.Sprintf("natsio: %d %s", e.Code, e.Description)
-	}
-	return fmt.Sprintf("natsio: %s: %d %s", e.Subject, e.Code, e.Description)
-}
-
-// Is makes errors.Is(err, ErrBadRequest), errors.Is(err, ErrNotFound)
-// and errors.Is(err, ErrUnavailable) true for the matching codes.
-func (e *ServiceError) Is(target error) bool {
-	switch target {
-	case ErrBadRequest:
-		return e.Code == CodeBadRequest
-	case ErrNotFound:
-		return e.Code == CodeNotFound
-	case ErrUnavailable:
-		return e.Code == CodeUnavailable
-	}
-	return false
-}
-
-// serviceErrorFromHeaders returns the error reply in a message's headers,
-// or nil when it is not one.
-func serviceErrorFromHeaders(subject string, code, description string) error {
-	if code == "" {
-		return nil
-	}
-	n, err := strconv.Atoi(code)
-	if err != nil {
-		n = CodeInternal
-		description = fmt.Sprintf("unparseable error code %q: %s", code, description)
-	}
-	return &ServiceError{Subject: subject, Code: n, Description: description}
-}

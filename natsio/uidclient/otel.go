@@ -2,15 +2,15 @@ package uidclient
 
 import (
 	"context"
-	"strings"
 
 	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 )
 
 // This file is the OpenTelemetry side of the client: trace context carried
@@ -25,49 +25,6 @@ const instrumentationName = "github.com/uid-dispenser/uid-dispenser/natsio/uidcl
 
 // messagingSystem is the messaging.system attribute's value.
 const messagingSystem = "nats"
-
-// HeaderCarrier lets an OpenTelemetry propagator read and write trace
-// context in NATS headers (nats.Header and micro.Headers convert to it).
-// Keys match case-insensitively: nats.Header is case-sensitive, the W3C
-// propagator writes "traceparent" and other clients may send
-// "Traceparent" or "TRACEPARENT". (propagation.HeaderCarrier would
-// canonicalise the key to "Traceparent" and miss the lower-case one.)
-type HeaderCarrier map[string][]string
-
-var _ propagation.TextMapCarrier = HeaderCarrier(nil)
-
-// Get returns the first value of key, matched without regard to case.
-func (c HeaderCarrier) Get(key string) string {
-	if v := c[key]; len(v) > 0 {
-		return v[0]
-	}
-	for k, v := range c {
-		if len(v) > 0 && strings.EqualFold(k, key) {
-			return v[0]
-		}
-	}
-	return ""
-}
-
-// Set replaces every spelling of key with key itself holding value. The
-// map must not be nil.
-func (c HeaderCarrier) Set(key, value string) {
-	for k := range c {
-		if k != key && strings.EqualFold(k, key) {
-			delete(c, k)
-		}
-	}
-	c[key] = []string{value}
-}
-
-// Keys lists the header names as they are spelt.
-func (c HeaderCarrier) Keys() []string {
-	keys := make([]string, 0, len(c))
-	for k := range c {
-		keys = append(keys, k)
-	}
-	return keys
-}
 
 // clientTelemetry holds a client's tracer, from Config or the
 // global provider when the client is made, and the name and attributes of
@@ -89,7 +46,7 @@ func newClientTelemetry(tp trace.TracerProvider, subjects ...string) clientTelem
 		tp = otel.GetTracerProvider()
 	}
 	t := clientTelemetry{
-		tracer: tp.Tracer(instrumentationName, trace.WithInstrumentationVersion(ServiceVersion)),
+		tracer: tp.Tracer(instrumentationName, trace.WithInstrumentationVersion(protocol.ServiceVersion)),
 		spans:  make(map[string]clientSpan, len(subjects)),
 	}
 	for _, subject := range subjects {
@@ -130,10 +87,10 @@ func (clientTelemetry) end(span trace.Span, err error) {
 // creating them only when there is something to carry.
 func injectTraceContext(ctx context.Context, msg *nats.Msg) {
 	if msg.Header != nil {
-		otel.GetTextMapPropagator().Inject(ctx, HeaderCarrier(msg.Header))
+		otel.GetTextMapPropagator().Inject(ctx, protocol.HeaderCarrier(msg.Header))
 		return
 	}
-	h := HeaderCarrier{}
+	h := protocol.HeaderCarrier{}
 	otel.GetTextMapPropagator().Inject(ctx, h)
 	if len(h) > 0 {
 		msg.Header = nats.Header(h)

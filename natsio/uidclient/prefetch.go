@@ -23,7 +23,7 @@ type PrefetchConfig struct {
 }
 
 // ErrPrefetcherClosed is returned by Next after Close.
-var ErrPrefetcherClosed = errors.New("natsio: prefetcher closed")
+var ErrPrefetcherClosed = errors.New("uidclient: prefetcher closed")
 
 // Prefetcher keeps a local reserve of IDs, fetched in batches by one
 // background goroutine, and hands them out in-process. It is safe for
@@ -114,9 +114,9 @@ func (p *Prefetcher) Next(ctx context.Context) (uint64, error) {
 		case <-arrived:
 		case <-ctx.Done():
 			if lastErr != nil {
-				return 0, fmt.Errorf("natsio: prefetcher empty: %w; last refill: %w", ctx.Err(), lastErr)
+				return 0, fmt.Errorf("uidclient: prefetcher empty: %w; last refill: %w", ctx.Err(), lastErr)
 			}
-			return 0, fmt.Errorf("natsio: prefetcher empty: %w", ctx.Err())
+			return 0, fmt.Errorf("uidclient: prefetcher empty: %w", ctx.Err())
 		}
 	}
 }

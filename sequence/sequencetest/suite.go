@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/internal/testwait"
 	"github.com/uid-dispenser/uid-dispenser/sequence"
 	"github.com/uid-dispenser/uid-dispenser/workerid/workeridtest"
 )
@@ -407,7 +407,7 @@ func testKillLosesAtMostHeld(t *testing.T, st Store) {
 		last = n
 	}
 	// The background take after 10% of a segment may still be in flight.
-	testenv.WaitFor(t, 5*time.Second, "the next segment taken", func() bool { return a.Stats()[0].Held > a.Stats()[0].Left })
+	testwait.WaitFor(t, 5*time.Second, "the next segment taken", func() bool { return a.Stats()[0].Held > a.Stats()[0].Left })
 	held := a.Stats()[0].Held
 	a.Abandon()
 	next, err := NewAllocator(t, st.New(t, st.Addr), cfg).Next(ctx, "orders")
@@ -441,7 +441,7 @@ func testStoreCut(t *testing.T, st Store) {
 		}
 		got = append(got, n)
 	}
-	testenv.WaitFor(t, 5*time.Second, "the next segment taken", func() bool { return a.Stats()[0].Held > a.Stats()[0].Left })
+	testwait.WaitFor(t, 5*time.Second, "the next segment taken", func() bool { return a.Stats()[0].Held > a.Stats()[0].Left })
 	held := a.Stats()[0].Held
 	proxy.Cut()
 	for range held {
@@ -465,7 +465,7 @@ func testStoreCut(t *testing.T, st Store) {
 		t.Fatalf("%d sequences in the stats after a made-up name, want 1", n)
 	}
 	proxy.Restore()
-	testenv.WaitFor(t, 30*time.Second, "serving again after the store is back", func() bool {
+	testwait.WaitFor(t, 30*time.Second, "serving again after the store is back", func() bool {
 		n, err := a.Next(ctx, "orders")
 		if err == nil {
 			got = append(got, n)
@@ -497,7 +497,7 @@ func testUnknownSequence(t *testing.T, st Store) {
 		t.Errorf("unknown names left %d states behind", n)
 	}
 	declare(t, st.New(t, st.Addr), "nosuch", 5)
-	testenv.WaitFor(t, 5*time.Second, "a name declared elsewhere served", func() bool {
+	testwait.WaitFor(t, 5*time.Second, "a name declared elsewhere served", func() bool {
 		n, err := a.Next(ctx, "nosuch")
 		return err == nil && n == 5
 	})

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/internal/testwait"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
 )
@@ -127,7 +127,7 @@ func checkReserved(t testing.TB, layout uidcore.Layout, ids []uint64, reserved i
 func reclaim(t testing.TB, a uidcore.Assigner, layout uidcore.Layout, workerID uint64, limit time.Duration, what string) *workerid.Lease {
 	t.Helper()
 	var lease *workerid.Lease
-	testenv.WaitFor(t, limit, what, func() bool {
+	testwait.WaitFor(t, limit, what, func() bool {
 		c := asLease(t, claim(t, a, layout))
 		if c.WorkerID() == workerID {
 			lease = c
@@ -328,7 +328,7 @@ func testRetiredGenerator(t *testing.T, st Store) {
 		}
 		// Instant restarts each start a second after the last one's first
 		// second (which it may have used up): allow four of them.
-		gen, err := uidcore.NewCached(uidcore.CachedOptions{Layout: layout, Claim: lease, BoostPower: -1, MaxAhead: 5 * time.Second})
+		gen, err := uidcore.NewCached(uidcore.CachedOptions{Layout: layout, Claim: lease, RingSeconds: 1, MaxAhead: 5 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -361,7 +361,7 @@ func testExpiredLeaseRecycled(t *testing.T, st Store) {
 	defer releaseQuietly(old)
 	oldReserved := until(t, old)
 	proxy.Cut()
-	testenv.WaitFor(t, 3*time.Second, "old lease expiring", func() bool {
+	testwait.WaitFor(t, 3*time.Second, "old lease expiring", func() bool {
 		return errors.Is(old.Expired(), workerid.ErrLeaseExpired)
 	})
 	next := reclaim(t, st.New(t, cfg, st.Addr), uidcore.DefaultLayout(), old.WorkerID(), 5*time.Second, "old worker ID recycled")
@@ -371,7 +371,7 @@ func testExpiredLeaseRecycled(t *testing.T, st Store) {
 	}
 	// The old reservation runs a reserve chunk ahead of the clock: this
 	// generator may follow it there (a dispenser would use another lane).
-	g, err := uidcore.NewCached(uidcore.CachedOptions{Claim: next, BoostPower: -1, MaxAhead: uidcore.NoAheadBound})
+	g, err := uidcore.NewCached(uidcore.CachedOptions{Claim: next, RingSeconds: 1, MaxAhead: uidcore.NoAheadBound})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -452,7 +452,7 @@ func testZombieOwner(t *testing.T, st Store) {
 	defer releaseQuietly(oldLease)
 	old := &zombie{Claim: oldLease}
 	old.Until()
-	oldGen, err := uidcore.NewCached(uidcore.CachedOptions{Layout: layout, Claim: old, BoostPower: -1})
+	oldGen, err := uidcore.NewCached(uidcore.CachedOptions{Layout: layout, Claim: old, RingSeconds: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -482,7 +482,7 @@ func testZombieOwner(t *testing.T, st Store) {
 	if next.After() < oldReserved {
 		t.Fatalf("new owner's After %d < zombie's reserved second %d", next.After(), oldReserved)
 	}
-	newGen, err := uidcore.NewCached(uidcore.CachedOptions{Layout: layout, Claim: next, BoostPower: -1})
+	newGen, err := uidcore.NewCached(uidcore.CachedOptions{Layout: layout, Claim: next, RingSeconds: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -529,7 +529,7 @@ func testStoreOutage(t *testing.T, st Store) {
 	proxy := NewProxy(t, st.Addr)
 	lease := asLease(t, claim(t, st.New(t, cfg, proxy.Addr()), uidcore.DefaultLayout()))
 	defer release(t, lease)
-	gen, err := uidcore.NewCached(uidcore.CachedOptions{Claim: lease, BoostPower: -1})
+	gen, err := uidcore.NewCached(uidcore.CachedOptions{Claim: lease, RingSeconds: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -564,7 +564,7 @@ func testStoreOutage(t *testing.T, st Store) {
 	if left := lease.TimeLeft(); left <= 0 || left > cfg.LeaseTTL {
 		t.Errorf("TimeLeft %s during the outage, want within (0, %s]", left, cfg.LeaseTTL)
 	}
-	testenv.WaitFor(t, cfg.LeaseTTL+time.Second, "lease expiring during the outage", func() bool {
+	testwait.WaitFor(t, cfg.LeaseTTL+time.Second, "lease expiring during the outage", func() bool {
 		return errors.Is(lease.Expired(), workerid.ErrLeaseExpired)
 	})
 	if lost := time.Since(cutAt); lost < cfg.LeaseTTL/2 {
@@ -578,7 +578,7 @@ func testStoreOutage(t *testing.T, st Store) {
 		t.Fatalf("Next after the lease expired, within its reservation (up to %d): %v", reserved, err)
 	}
 	var stopped error
-	testenv.WaitFor(t, cfg.ReserveChunk+3*time.Second, "the reservation running out", func() bool {
+	testwait.WaitFor(t, cfg.ReserveChunk+3*time.Second, "the reservation running out", func() bool {
 		stopped = next()
 		return stopped != nil
 	})
@@ -597,10 +597,10 @@ func testStoreOutage(t *testing.T, st Store) {
 	}
 
 	proxy.Restore()
-	took := testenv.WaitFor(t, 10*time.Second, "lease resuming after the store came back", func() bool {
+	took := testwait.WaitFor(t, 10*time.Second, "lease resuming after the store came back", func() bool {
 		return lease.Expired() == nil
 	})
-	testenv.WaitFor(t, 5*time.Second, "IDs again after resuming", func() bool { return next() == nil })
+	testwait.WaitFor(t, 5*time.Second, "IDs again after resuming", func() bool { return next() == nil })
 	if lease.Err() != nil || lease.TimeLeft() <= 0 {
 		t.Errorf("after resuming: Err %v, TimeLeft %s", lease.Err(), lease.TimeLeft())
 	}
@@ -620,7 +620,7 @@ func testReserveOnDemand(t *testing.T, st Store) {
 	initial := until(t, lease)
 	// Borrowing eight seconds is the point here: the ahead bound must not
 	// be what holds the generator back.
-	gen, err := uidcore.NewCached(uidcore.CachedOptions{Layout: layout, Claim: lease, BoostPower: -1, TakeWait: 2 * time.Second, MaxAhead: 10 * time.Second})
+	gen, err := uidcore.NewCached(uidcore.CachedOptions{Layout: layout, Claim: lease, RingSeconds: 1, TakeWait: 2 * time.Second, MaxAhead: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

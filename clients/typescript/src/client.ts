@@ -1,0 +1,414 @@
+// The client: the Go client's (natsio/uidclient) protocol and retry rules
+// in JavaScript's idiom: promises, AbortSignal and deadlines in place of
+// contexts, IDs as strings or bigints.
+
+import { headers as newHeaders } from "@nats-io/nats-core";
+import type { Msg, MsgHdrs, NatsConnection } from "@nats-io/nats-core";
+import { decodeBinary, idAs, parseDecimal, quote, type IdKind, type IdTypes } from "./codec.js";
+import {
+  BadRequestError,
+  GaveUpError,
+  header,
+  ProtocolError,
+  serviceErrorFromHeaders,
+  UnavailableError,
+} from "./errors.js";
+import {
+  BINARY_ID_WIDTH,
+  CODE_BAD_REQUEST,
+  DEFAULT_SUBJECT_PREFIX,
+  ENCODING_BINARY,
+  ENCODING_HEADER,
+  INSTANCE_HEADER,
+  LAYOUT_HEADER,
+  seqSubject,
+  subject,
+} from "./protocol.js";
+
+/** Options of a UidClient; every one has a default. */
+export interface ClientOptions<K extends IdKind = "string"> {
+  /** IDs (and sequence numbers) as "string" (decimal, the default) or "bigint". Never number: IDs exceed 2^53. */
+  ids?: K;
+  /** Subjects are `<prefix>.next` etc.; default "uid" (DISPENSER_SUBJECT_PREFIX). */
+  subjectPrefix?: string;
+  /**
+   * Bounds one attempt (default 1000 ms). An instance that dies holding a
+   * request never answers it; the client then asks again, and another
+   * instance (or the restarted one) answers.
+   */
+  attemptTimeoutMs?: number;
+  /** Bounds of the pause between attempts: doubled each time, with jitter (defaults 2 and 250 ms). */
+  minBackoffMs?: number;
+  maxBackoffMs?: number;
+  /**
+   * A call's deadline when it gives no timeoutMs, deadline or signal of its
+   * own (default 5000 ms; Infinity: retry until the signal aborts).
+   */
+  timeoutMs?: number;
+}
+
+/** Bounds of one call, over all its attempts. */
+export interface CallOptions {
+  /** Aborting it ends the call with a GaveUpError (reason "aborted"). */
+  signal?: AbortSignal;
+  /** The call gives up this many ms from now (a GaveUpError, reason "deadline"). */
+  timeoutMs?: number;
+  /** Or at this instant (a Date or epoch ms). The earlier of the two counts. */
+  deadline?: Date | number;
+}
+
+/** Options of parse. */
+export interface ParseOptions extends CallOptions {
+  /**
+   * Decode with this layout, not the fleet's: a preset (`uidgenerator`,
+   * `jssafe`) or `T/W/S@epoch`, sent as the Uid-Layout header. Dispensers
+   * older than issue 20's item 3 ignore it.
+   */
+  layout?: string;
+}
+
+/** UidGenerator's parseUID JSON as the dispenser sends it: every value a string. */
+export interface ParsedJSON {
+  UID: string;
+  timestamp: string; // "yyyy-MM-dd HH:mm:ss", UTC
+  workerId: string;
+  sequence: string;
+  /** Set for a negative (wrapped) UidGenerator ID, saying so. */
+  wrapped?: string;
+}
+
+/** An ID split into its fields. */
+export interface Parts<T> {
+  /** The ID; negative (signed) only for a wrapped UidGenerator ID. */
+  id: T;
+  /** The second it was issued in. */
+  time: Date;
+  workerId: number;
+  sequence: number;
+  /** The reply as sent. */
+  json: ParsedJSON;
+}
+
+/** A sequence's numbers with the instance that handed them out (they increase per instance). */
+export interface FromInstance<V> {
+  value: V;
+  /** Uid-Instance: the micro instance ID; "" from a server that does not send it. */
+  instance: string;
+}
+
+/** What the client absorbed by retrying; callers see only the outcome. */
+export interface ClientStats {
+  requests: number; // calls (each may take several attempts)
+  retries: number; // attempts after the first
+  unavailable: number; // 503 replies retried
+  noResponders: number; // attempts no dispenser was subscribed for
+  timedOut: number; // attempts that timed out
+}
+
+const seqName = /^[A-Za-z0-9_-]+$/;
+
+/**
+ * Asks dispensers for IDs over NATS. It retries, until the call's
+ * deadline or signal, when no dispenser is subscribed (all down or
+ * restarting), when one answers 503, and when an attempt times out:
+ * retrying an ID request is always safe, an ID in a lost reply is never
+ * issued again. 400, 404 and 500 replies are thrown at once as
+ * BadRequestError, UnknownSequenceError and InternalError.
+ */
+export class UidClient<K extends IdKind = "string"> {
+  readonly #nc: NatsConnection;
+  readonly #kind: IdKind;
+  readonly #prefix: string;
+  readonly #attemptTimeoutMs: number;
+  readonly #minBackoffMs: number;
+  readonly #maxBackoffMs: number;
+  readonly #timeoutMs: number;
+  readonly #stats: ClientStats = { requests: 0, retries: 0, unavailable: 0, noResponders: 0, timedOut: 0 };
+
+  constructor(nc: NatsConnection, opts: ClientOptions<K> = {}) {
+    this.#nc = nc;
+    this.#kind = opts.ids ?? "string";
+    if (this.#kind !== "string" && this.#kind !== "bigint") {
+      throw new TypeError(`ids must be "string" or "bigint", not ${JSON.stringify(this.#kind)}`);
+    }
+    this.#prefix = opts.subjectPrefix || DEFAULT_SUBJECT_PREFIX;
+    this.#attemptTimeoutMs = positive(opts.attemptTimeoutMs, 1000);
+    this.#minBackoffMs = positive(opts.minBackoffMs, 2);
+    this.#maxBackoffMs = Math.max(positive(opts.maxBackoffMs, 250), this.#minBackoffMs);
+    this.#timeoutMs = positive(opts.timeoutMs, 5000);
+  }
+
+  /** One new ID. */
+  async next(opts: CallOptions = {}): Promise<IdTypes[K]> {
+    const s = subject(this.#prefix, "next");
+    return this.#as(one(await this.#request(s, undefined, undefined, opts), s));
+  }
+
+  /** n new IDs, increasing, in one request (binary on the wire). */
+  async batch(n: number, opts: CallOptions = {}): Promise<IdTypes[K][]> {
+    const ids = await this.#batch(subject(this.#prefix, "batch"), n, opts);
+    return ids.value;
+  }
+
+  /** The next number of the sequence name; UnknownSequenceError when it was declared nowhere. */
+  async seqNext(name: string, opts: CallOptions = {}): Promise<IdTypes[K]> {
+    return (await this.seqNextFrom(name, opts)).value;
+  }
+
+  /** seqNext with the instance that answered. */
+  async seqNextFrom(name: string, opts: CallOptions = {}): Promise<FromInstance<IdTypes[K]>> {
+    const s = seqSubject(this.#prefix, checkSeqName(name, this.#prefix), "next");
+    const reply = await this.#request(s, undefined, undefined, opts);
+    return { value: this.#as(one(reply, s)), instance: header(reply.headers, INSTANCE_HEADER) };
+  }
+
+  /** The next n numbers of the sequence name, increasing, in one request. */
+  async seqBatch(name: string, n: number, opts: CallOptions = {}): Promise<IdTypes[K][]> {
+    return (await this.seqBatchFrom(name, n, opts)).value;
+  }
+
+  /** seqBatch with the instance that answered. */
+  async seqBatchFrom(name: string, n: number, opts: CallOptions = {}): Promise<FromInstance<IdTypes[K][]>> {
+    return this.#batch(seqSubject(this.#prefix, checkSeqName(name, this.#prefix), "batch"), n, opts);
+  }
+
+  /**
+   * Splits an ID into its time, worker ID and sequence with the fleet's
+   * layout, or with opts.layout. id is a decimal string or a bigint
+   * (negative only for a wrapped UidGenerator ID under its layout).
+   */
+  async parse(id: string | bigint, opts: ParseOptions = {}): Promise<Parts<IdTypes[K]>> {
+    const s = subject(this.#prefix, "parse");
+    let h: MsgHdrs | undefined;
+    if (opts.layout !== undefined) {
+      h = newHeaders();
+      h.set(LAYOUT_HEADER, opts.layout);
+    }
+    const reply = await this.#request(s, String(id), h, opts);
+    return this.#parts(reply.data, s);
+  }
+
+  /** The client's counters since it was made (a copy). */
+  stats(): ClientStats {
+    return { ...this.#stats };
+  }
+
+  async #batch(s: string, n: number, opts: CallOptions): Promise<FromInstance<IdTypes[K][]>> {
+    if (!Number.isSafeInteger(n) || n < 1) {
+      throw new BadRequestError(s, CODE_BAD_REQUEST, `count ${n}: ask for at least 1 ID`);
+    }
+    const h = newHeaders();
+    h.set(ENCODING_HEADER, ENCODING_BINARY);
+    const reply = await this.#request(s, String(n), h, opts);
+    if (reply.data.length !== n * BINARY_ID_WIDTH) {
+      throw new ProtocolError(`${s}: asked for ${n} IDs, the reply holds ${reply.data.length} bytes`);
+    }
+    const ids = decodeBinary(reply.data);
+    return { value: ids.map((id) => this.#as(id)), instance: header(reply.headers, INSTANCE_HEADER) };
+  }
+
+  #as(n: bigint): IdTypes[K] {
+    return idAs(this.#kind, n) as IdTypes[K];
+  }
+
+  #parts(data: Uint8Array, s: string): Parts<IdTypes[K]> {
+    const text = new TextDecoder().decode(data);
+    let j: ParsedJSON;
+    try {
+      // Every value is a string: JSON.parse loses nothing here.
+      j = JSON.parse(text) as ParsedJSON;
+    } catch (e) {
+      throw new ProtocolError(`${s}: reply ${quote(text, 120)} is not JSON`, { cause: e });
+    }
+    const time = /^(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})$/.exec(String(j?.timestamp));
+    const uid = /^-?[0-9]{1,20}$/.test(String(j?.UID)) ? BigInt(j.UID) : undefined;
+    const workerId = Number(j?.workerId);
+    const sequence = Number(j?.sequence);
+    if (!time || uid === undefined || !Number.isSafeInteger(workerId) || !Number.isSafeInteger(sequence)) {
+      throw new ProtocolError(`${s}: reply ${quote(text, 120)} is not parseUID's JSON`);
+    }
+    const [, y, mo, d, h, mi, sec] = time.map(Number) as number[];
+    return {
+      id: this.#as(uid),
+      time: new Date(Date.UTC(y!, mo! - 1, d!, h!, mi!, sec!)),
+      workerId,
+      sequence,
+      json: j,
+    };
+  }
+
+  /**
+   * Sends a request until a dispenser answers it, the error is final, or
+   * the call's deadline or signal ends it; the back-off is the Go
+   * client's (doubling from minBackoffMs to maxBackoffMs, jittered over
+   * its upper half).
+   */
+  async #request(s: string, payload: string | undefined, h: MsgHdrs | undefined, opts: CallOptions): Promise<Msg> {
+    const deadline = deadlineOf(opts, this.#timeoutMs);
+    const signal = opts.signal;
+    this.#stats.requests++;
+    let backoff = this.#minBackoffMs;
+    let last: unknown;
+    for (let attempt = 1; ; attempt++) {
+      if (signal?.aborted) {
+        throw new GaveUpError(s, "aborted", attempt - 1, last ?? signal.reason);
+      }
+      if (attempt > 1) {
+        this.#stats.retries++;
+      }
+      const timeout = Math.max(1, Math.min(this.#attemptTimeoutMs, deadline - Date.now()));
+      let err: unknown;
+      try {
+        const reply = await abortable(this.#nc.request(s, payload, { timeout, headers: h }), signal);
+        err = reply === aborted ? aborted : serviceErrorFromHeaders(s, reply.headers);
+        if (err === undefined) {
+          return reply as Msg;
+        }
+      } catch (e) {
+        err = e;
+      }
+      if (err === aborted) {
+        throw new GaveUpError(s, "aborted", attempt, last ?? signal?.reason);
+      }
+      if (!retryable(err)) {
+        throw err;
+      }
+      this.#count(err);
+      const left = deadline - Date.now();
+      if (left <= 0) {
+        // An attempt the deadline cut short says less than the failure
+        // before it (a 503, no responders), as in the Go client.
+        throw new GaveUpError(s, "deadline", attempt, isTimeout(err) && last !== undefined ? last : err);
+      }
+      last = err;
+      const pause = Math.min(backoff / 2 + Math.random() * (backoff / 2), left);
+      backoff = Math.min(2 * backoff, this.#maxBackoffMs);
+      if ((await sleep(pause, signal)) === aborted) {
+        throw new GaveUpError(s, "aborted", attempt, last);
+      }
+    }
+  }
+
+  #count(err: unknown): void {
+    if (err instanceof UnavailableError) {
+      this.#stats.unavailable++;
+    } else if (isNoResponders(err)) {
+      this.#stats.noResponders++;
+    } else if (isTimeout(err)) {
+      this.#stats.timedOut++;
+    }
+  }
+}
+
+/**
+ * The failures another attempt may cure: nobody subscribed (instances
+ * restarting), 503, an attempt that timed out (the instance died holding
+ * the request), and a request cut by a lost connection (nats.js
+ * reconnects). nats.js errors are told apart by name, not instanceof, so
+ * that a second copy of @nats-io/nats-core in an application's tree does
+ * not change the outcome.
+ */
+function retryable(err: unknown): boolean {
+  if (err instanceof UnavailableError || isNoResponders(err) || isTimeout(err)) {
+    return true;
+  }
+  return err instanceof Error && err.name === "RequestError" && err.cause === undefined && /disconnected/.test(err.message);
+}
+
+function isNoResponders(err: unknown): boolean {
+  if (!(err instanceof Error)) {
+    return false;
+  }
+  const cause = err.cause;
+  return err.name === "NoResponders" || (cause instanceof Error && cause.name === "NoResponders");
+}
+
+function isTimeout(err: unknown): boolean {
+  return err instanceof Error && err.name === "TimeoutError";
+}
+
+// aborted is what abortable and sleep resolve to when the signal aborts.
+const aborted = Symbol("aborted");
+
+/**
+ * p, or aborted as soon as signal aborts. An abandoned request still ends
+ * by its own attempt timeout; its outcome is dropped.
+ */
+function abortable<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T | typeof aborted> {
+  if (signal === undefined) {
+    return p;
+  }
+  return new Promise((resolve, reject) => {
+    const onAbort = () => {
+      p.catch(() => {});
+      resolve(aborted);
+    };
+    if (signal.aborted) {
+      onAbort();
+      return;
+    }
+    signal.addEventListener("abort", onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(v);
+      },
+      (e) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(e);
+      },
+    );
+  });
+}
+
+/**
+ * The instant (epoch ms) a call must end by: the earlier of its timeoutMs
+ * and deadline, or defaultMs from now when it gives neither nor a signal
+ * (Infinity when it gives only a signal).
+ */
+export function deadlineOf(opts: CallOptions, defaultMs: number): number {
+  let d = opts.timeoutMs !== undefined ? Date.now() + opts.timeoutMs : Infinity;
+  if (opts.deadline !== undefined) {
+    d = Math.min(d, typeof opts.deadline === "number" ? opts.deadline : opts.deadline.getTime());
+  }
+  return d === Infinity && opts.signal === undefined ? Date.now() + defaultMs : d;
+}
+
+/** Waits ms, or until signal aborts (then resolves to aborted). */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void | typeof aborted> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) {
+      resolve(aborted);
+      return;
+    }
+    const onAbort = () => {
+      clearTimeout(t);
+      resolve(aborted);
+    };
+    const t = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/** The one decimal number in a reply. */
+function one(reply: Msg, s: string): bigint {
+  return parseDecimal(new TextDecoder().decode(reply.data), `${s}: reply`);
+}
+
+function checkSeqName(name: string, prefix: string): string {
+  if (!seqName.test(name)) {
+    throw new BadRequestError(
+      seqSubject(prefix, "<name>", "next"),
+      CODE_BAD_REQUEST,
+      `sequence name ${quote(name)}: names are letters, digits, - and _`,
+    );
+  }
+  return name;
+}
+
+function positive(v: number | undefined, def: number): number {
+  return v !== undefined && v > 0 ? v : def;
+}

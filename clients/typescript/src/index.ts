@@ -1,0 +1,22 @@
+// Package @uid-dispenser/client: unique 64-bit IDs from uid-dispenser over
+// NATS, for JavaScript and TypeScript on nats.js v3. IDs are strings (or
+// bigints), never numbers: JavaScript numbers are exact only to 2^53 − 1.
+
+export { UidClient } from "./client.js";
+export type { CallOptions, ClientOptions, ClientStats, FromInstance, ParsedJSON, ParseOptions, Parts } from "./client.js";
+export { Prefetcher } from "./prefetch.js";
+export type { PrefetchOptions } from "./prefetch.js";
+export {
+  BadRequestError,
+  GaveUpError,
+  InternalError,
+  PrefetcherClosedError,
+  ProtocolError,
+  ServiceError,
+  UidError,
+  UnavailableError,
+  UnknownSequenceError,
+} from "./errors.js";
+export { BASE32_WIDTH, decodeBinary, decodeDecimalLines, encodeBinary, fromBase32, MAX_UINT64, toBase32 } from "./codec.js";
+export type { IdKind, IdTypes } from "./codec.js";
+export * from "./protocol.js";

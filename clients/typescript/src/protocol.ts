@@ -1,0 +1,51 @@
+// The wire contract with the dispenser, as docs/protocol.md states it and
+// natsio/uidclient's protocol.go declares it for Go. protocol/cases.json
+// at the repository root holds the same contract as executable cases.
+
+/** The micro service name `nats micro ls` shows. */
+export const SERVICE_NAME = "uid-dispenser";
+/** Subjects are `<prefix>.next`, `<prefix>.batch`, ...; `uid` by default. */
+export const DEFAULT_SUBJECT_PREFIX = "uid";
+
+/** Selects the encoding of the IDs in a batch reply. */
+export const ENCODING_HEADER = "Uid-Encoding";
+/** 8 bytes big-endian per ID: the compact form this client asks for. */
+export const ENCODING_BINARY = "binary";
+/**
+ * Crockford base32, 13 characters per ID, newline-separated (issue 20;
+ * the server accepts it once that lands). The client decodes it with
+ * fromBase32 but asks for binary, which is smaller.
+ */
+export const ENCODING_BASE32 = "base32";
+/**
+ * On uid.parse: the layout to decode the ID with (a preset name such as
+ * `uidgenerator`, or `T/W/S@epoch` as DISPENSER_LAYOUT takes it) instead
+ * of the fleet's. Servers without it ignore the header.
+ */
+export const LAYOUT_HEADER = "Uid-Layout";
+/** With the 503 of an instance at its capacity: when it has IDs again. */
+export const RETRY_AFTER_HEADER = "Uid-Retry-After-Ms";
+/** On every reply of the sequence subjects: the instance that answered. */
+export const INSTANCE_HEADER = "Uid-Instance";
+/** micro's error headers: the description and the code. */
+export const ERROR_HEADER = "Nats-Service-Error";
+export const ERROR_CODE_HEADER = "Nats-Service-Error-Code";
+
+/** Error codes in Nats-Service-Error-Code. */
+export const CODE_BAD_REQUEST = 400; // malformed request; retrying cannot help
+export const CODE_NOT_FOUND = 404; // sequence declared nowhere; retrying cannot help
+export const CODE_INTERNAL = 500; // anything else; not retried
+export const CODE_UNAVAILABLE = 503; // no ID right now; retry, another instance may answer
+
+/** The size of one ID in a binary batch reply. */
+export const BINARY_ID_WIDTH = 8;
+
+/** The subject of an endpoint (`next`, `batch`, `parse`) under prefix. */
+export function subject(prefix: string, endpoint: "next" | "batch" | "parse"): string {
+  return `${prefix}.${endpoint}`;
+}
+
+/** The subject of op on the named sequence: `<prefix>.seq.<name>.<op>`. */
+export function seqSubject(prefix: string, name: string, op: "next" | "batch"): string {
+  return `${prefix}.seq.${name}.${op}`;
+}

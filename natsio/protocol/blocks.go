@@ -1,0 +1,100 @@
+package protocol
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/uid-dispenser/uid-dispenser/natsio/internal/quote"
+)
+
+// Prefilled ID blocks: dispensers publish blocks of IDs into a JetStream
+// work-queue stream (natsio.BlockPublisher) and services pull a block or
+// two at a time and hand their IDs out in-process (uidclient.BlockSource).
+// Each message is one block: the IDs packed big-endian, 8 bytes each, in
+// increasing order, with the headers below.
+
+// Headers of a block message.
+const (
+	HeaderBlockCount  = "Uid-Count"     // number of IDs in the block (decimal)
+	HeaderBlockWorker = "Uid-Worker-Id" // worker ID of the claim the IDs come from
+	HeaderBlockFirst  = "Uid-First"     // first ID (decimal)
+	HeaderBlockLast   = "Uid-Last"      // last ID (decimal)
+)
+
+// Defaults of the block stream that publishers fill and sources read.
+const (
+	DefaultBlocksStream  = "UID_BLOCKS"
+	DefaultBlocksSubject = "uid.blocks"
+	DefaultBlockSize     = 4096
+)
+
+// MaxBlockSize bounds the IDs per block: 1 MiB of payload, NATS's default
+// maximum message size.
+const MaxBlockSize = 1 << 17
+
+// ErrMalformedBlock is wrapped by the errors that describe a block message
+// that does not decode (a consumer terminates such a block, never uses it).
+var ErrMalformedBlock = errors.New("protocol: malformed ID block")
+
+// blockMsgID is the Nats-Msg-Id of a block: IDs are unique, so the worker
+// and first ID name the block for good, and a retried publish of the same
+// block is stored once.
+func blockMsgID(worker, first uint64) string {
+	return "w" + strconv.FormatUint(worker, 10) + "-" + strconv.FormatUint(first, 10)
+}
+
+// EncodeBlock builds the message of a block of IDs (at least one) as
+// BlockPublisher publishes it on subject and BlockSource decodes it.
+func EncodeBlock(subject string, worker uint64, ids []uint64) *nats.Msg {
+	data := make([]byte, 8*len(ids))
+	for i, id := range ids {
+		binary.BigEndian.PutUint64(data[8*i:], id)
+	}
+	first, last := ids[0], ids[len(ids)-1]
+	h := nats.Header{}
+	h.Set(HeaderBlockCount, strconv.Itoa(len(ids)))
+	h.Set(HeaderBlockWorker, strconv.FormatUint(worker, 10))
+	h.Set(HeaderBlockFirst, strconv.FormatUint(first, 10))
+	h.Set(HeaderBlockLast, strconv.FormatUint(last, 10))
+	h.Set(nats.MsgIdHdr, blockMsgID(worker, first))
+	return &nats.Msg{Subject: subject, Data: data, Header: h}
+}
+
+// DecodeBlock checks a block message and returns its IDs: the payload is
+// whole 8-byte IDs, strictly increasing (one batch take of one generator),
+// and the count, first and last headers agree with it. Its errors wrap
+// ErrMalformedBlock.
+func DecodeBlock(data []byte, h nats.Header) ([]uint64, error) {
+	malformed := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrMalformedBlock, fmt.Sprintf(format, args...))
+	}
+	if len(data) == 0 || len(data)%8 != 0 {
+		return nil, malformed("payload of %d bytes is not a whole number of 8-byte IDs", len(data))
+	}
+	n := len(data) / 8
+	count, err := strconv.Atoi(h.Get(HeaderBlockCount))
+	if err != nil || count != n {
+		return nil, malformed("%s %q does not match the %d IDs in the payload", HeaderBlockCount, quote.Shorten(h.Get(HeaderBlockCount), 512), n)
+	}
+	ids := make([]uint64, n)
+	for i := range ids {
+		ids[i] = binary.BigEndian.Uint64(data[8*i:])
+		if i > 0 && ids[i] <= ids[i-1] {
+			return nil, malformed("IDs not strictly increasing at position %d", i)
+		}
+	}
+	for _, want := range []struct {
+		header string
+		id     uint64
+	}{{HeaderBlockFirst, ids[0]}, {HeaderBlockLast, ids[n-1]}} {
+		v, err := strconv.ParseUint(h.Get(want.header), 10, 64)
+		if err != nil || v != want.id {
+			return nil, malformed("%s %q does not match the payload's %d", want.header, quote.Shorten(h.Get(want.header), 512), want.id)
+		}
+	}
+	return ids, nil
+}

@@ -1,0 +1,72 @@
+package protocol
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// Error codes of the protocol, sent in the Nats-Service-Error-Code header.
+const (
+	CodeBadRequest  = 400 // the request is malformed; retrying it cannot help
+	CodeNotFound    = 404 // no such sequence (declared nowhere); retrying it cannot help
+	CodeUnavailable = 503 // no ID can be given right now; retry (another instance may answer)
+	CodeInternal    = 500 // anything else
+)
+
+// Sentinels that *ServiceError matches with errors.Is by its code.
+var (
+	// ErrBadRequest matches a 400 reply.
+	ErrBadRequest = errors.New("protocol: bad request")
+	// ErrNotFound matches a 404 reply: an undeclared sequence.
+	ErrNotFound = errors.New("protocol: not found")
+	// ErrUnavailable matches a 503 reply.
+	ErrUnavailable = errors.New("protocol: no ID available right now")
+)
+
+// ServiceError is an error reply of the service (400, 404, 503 or 500) or, on
+// the service side, the reply a handler wants sent.
+type ServiceError struct {
+	Subject     string // the request's subject (client side)
+	Code        int
+	Description string
+}
+
+// Error is the reply as the service put it, behind the subject and the
+// code: "uid.batch: 400 count is 0: ask for 1 to 100000 IDs". It names no
+// package, since no package of the caller's made it.
+func (e *ServiceError) Error() string {
+	if e.Subject == "" {
+		return fmt.Sprintf("%d %s", e.Code, e.Description)
+	}
+	return fmt.Sprintf("%s: %d %s", e.Subject, e.Code, e.Description)
+}
+
+// Is makes errors.Is(err, ErrBadRequest), errors.Is(err, ErrNotFound)
+// and errors.Is(err, ErrUnavailable) true for the matching codes.
+func (e *ServiceError) Is(target error) bool {
+	switch target {
+	case ErrBadRequest:
+		return e.Code == CodeBadRequest
+	case ErrNotFound:
+		return e.Code == CodeNotFound
+	case ErrUnavailable:
+		return e.Code == CodeUnavailable
+	}
+	return false
+}
+
+// ErrorFromHeaders returns the error reply that a reply's
+// Nats-Service-Error-Code (code) and Nats-Service-Error (description)
+// headers carry, or nil when code is empty (not an error reply).
+func ErrorFromHeaders(subject string, code, description string) error {
+	if code == "" {
+		return nil
+	}
+	n, err := strconv.Atoi(code)
+	if err != nil {
+		n = CodeInternal
+		description = fmt.Sprintf("unparseable error code %q: %s", code, description)
+	}
+	return &ServiceError{Subject: subject, Code: n, Description: description}
+}

@@ -1,0 +1,58 @@
+package protocol
+
+// Protocol constants shared by the service and the client. Other languages
+// speak the same protocol without our client: see docs/protocol.md.
+const (
+	// ServiceName is the micro service name that `nats micro ls` shows.
+	ServiceName = "uid-dispenser"
+	// ServiceVersion is the semantic version of the protocol and service.
+	ServiceVersion = "1.0.0"
+	// DefaultQueueGroup is the queue group instances join. micro's own
+	// default, "q", is shared with demo services such as
+	// `nats bench service serve`, which would then answer our subjects.
+	DefaultQueueGroup = "uid-dispenser"
+	// DefaultSubjectPrefix prefixes the endpoint subjects: uid.next, ...
+	DefaultSubjectPrefix = "uid"
+
+	// EndpointNext answers one decimal ID to a request with any body.
+	EndpointNext = "next"
+	// EndpointBatch answers the number of IDs the body asks for.
+	EndpointBatch = "batch"
+	// EndpointParse answers the fields of the decimal ID in the body as JSON.
+	EndpointParse = "parse"
+
+	// EndpointSeqNext and EndpointSeqBatch are the micro endpoints of the
+	// named sequences, on the subjects SeqSubject gives: next and batch
+	// as for IDs, the numbers of one sequence.
+	EndpointSeqNext  = "seq_next"
+	EndpointSeqBatch = "seq_batch"
+
+	// EncodingHeader selects the batch reply's Encoding (RequestEncoding
+	// reads it); absent or any other value means Decimal.
+	EncodingHeader = "Uid-Encoding"
+	// EncodingBinary is the header value of Binary: 8 bytes big-endian
+	// per ID.
+	EncodingBinary = "binary"
+
+	// RetryAfterHeader comes with the 503 of an instance at its capacity:
+	// the milliseconds after which it has IDs again (its next second).
+	RetryAfterHeader = "Uid-Retry-After-Ms"
+
+	// InstanceHeader comes with every reply of the sequence endpoints:
+	// the micro instance ID of the instance that answered (as `nats
+	// micro info` lists it). The numbers one instance hands out for a
+	// name increase; across instances they interleave.
+	InstanceHeader = "Uid-Instance"
+
+	// BinaryIDWidth is the size of one ID in a binary batch reply.
+	BinaryIDWidth = 8
+)
+
+// Subject returns the subject of an endpoint under prefix.
+func Subject(prefix, endpoint string) string { return prefix + "." + endpoint }
+
+// SeqSubject returns the subject of op (EndpointNext or EndpointBatch) on
+// the sequence name under prefix: <prefix>.seq.<name>.<op>. With name "*"
+// it is the wildcard the service subscribes to; a plain permission such
+// as uid.seq.orders.> grants one sequence.
+func SeqSubject(prefix, name, op string) string { return prefix + ".seq." + name + "." + op }
