@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/internal/testwait"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
 )
@@ -124,7 +124,7 @@ func testRegionsLanes(t *testing.T, st Store) {
 	}
 	// Demand beyond one lane's 256 IDs a second makes each generator claim
 	// lanes until its range is exhausted.
-	testenv.WaitFor(t, 20*time.Second, "each region's generator to hold every worker ID of its range", func() bool {
+	testwait.WaitFor(t, 20*time.Second, "each region's generator to hold every worker ID of its range", func() bool {
 		full := true
 		for _, in := range insts {
 			dst := make([]uint64, 512)
