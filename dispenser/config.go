@@ -156,7 +156,7 @@ func (c Config) Validate() error {
 	if c.LayoutName != "" {
 		l, err := uidcore.ParseLayout(c.LayoutName)
 		if err != nil {
-			return bad("LAYOUT", "%s", readOnce(err))
+			return bad("LAYOUT", "%v", err)
 		}
 		if l.String() != c.Layout().String() {
 			// Only a Go caller can get here: LoadConfig sets both.
@@ -273,7 +273,7 @@ func (c *Config) applyLayoutName() error {
 	}
 	l, err := uidcore.ParseLayout(c.LayoutName)
 	if err != nil {
-		return &ConfigError{Var: EnvPrefix + "_LAYOUT", Reason: readOnce(err)}
+		return &ConfigError{Var: EnvPrefix + "_LAYOUT", Reason: err.Error()}
 	}
 	c.TimeBits, c.WorkerBits, c.SeqBits, c.Epoch = l.TimeBits, l.WorkerBits, l.SeqBits, Instant{l.Epoch}
 	return nil
