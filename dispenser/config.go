@@ -231,7 +231,10 @@ func (c Config) Validate() error {
 	if err := c.checkReachability(); err != nil {
 		return err
 	}
-	return namedError(mysqlstore.Validate(c.workerIDConfig(nil)))
+	if err := namedError(mysqlstore.Validate(c.workerIDConfig(nil))); err != nil {
+		return err
+	}
+	return c.checkRegions()
 }
 
 // checkSequences validates the DISPENSER_SEQUENCE* settings.

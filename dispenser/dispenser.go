@@ -155,6 +155,9 @@ func Start(ctx context.Context, cfg Config, opts ...Option) (_ *Dispenser, err e
 		Logger:         d.log,
 		ClaimStatus:    d.claimStatus,
 		Sequences:      d.sequenceSource(),
+		Region:         cfg.Region,
+		Regions:        cfg.Regions.String(),
+		RegionOf:       cfg.regionOf(),
 		TracerProvider: tel.TracerProvider(),
 		MeterProvider:  tel.MeterProvider(),
 	})
@@ -270,7 +273,7 @@ func (d *Dispenser) openAssigner(ctx context.Context, url string) (func(), error
 	a, err := kvstore.NewAssigner(ctx, conn.Conn, cfg)
 	if err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("dispenser: worker-ID store (JetStream KV bucket %s): %w", d.cfg.WorkerKVBucket, err)
+		return nil, fmt.Errorf("dispenser: worker-ID store (JetStream KV bucket %s): %w", cfg.KVBucket(), err)
 	}
 	d.claimNC, d.assigner = conn, a
 	return func() { conn.Close() }, nil

@@ -43,6 +43,7 @@ func (d *Dispenser) startTelemetry(ctx context.Context, given *telemetry.Telemet
 		}
 		d.telemetry.tel, err = telemetry.Setup(ctx, telemetry.Config{
 			WorkerID:       &workerID,
+			Region:         d.cfg.Region,
 			ServiceVersion: Build().Version,
 			MetricsAddr:    d.cfg.MetricsAddr,
 			RunwayWarning:  threshold,
@@ -66,6 +67,7 @@ func (d *Dispenser) startTelemetry(ctx context.Context, given *telemetry.Telemet
 		obs, err := d.telemetry.tel.NewObserver(telemetry.ObserverConfig{
 			Layout:    d.cfg.Layout(),
 			WorkerID:  workerID,
+			Region:    d.cfg.Region,
 			LeaseLeft: d.leaseLeft,
 		})
 		if err != nil {

@@ -162,6 +162,12 @@ func (s *Service) parse(_ context.Context, req micro.Request, buf []byte) result
 			return result{err: badRequest("%v", err)}
 		}
 		fields = parts.JSON()
+		// The region whose range holds the worker ID (none: a worker ID
+		// no region has, say of an older generation). Only the fleet's
+		// own layout has regions.
+		if s.cfg.RegionOf != nil {
+			fields.Region, _ = s.cfg.RegionOf(parts.WorkerID)
+		}
 	}
 	reply, err := json.Marshal(fields)
 	return replied(append(buf, reply...), 0, err)

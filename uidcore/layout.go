@@ -247,6 +247,9 @@ type ParsedJSON struct {
 	WorkerID  string `json:"workerId"`
 	Sequence  string `json:"sequence"`
 	Wrapped   string `json:"wrapped,omitempty"`
+	// Region is the region whose range holds the worker ID: set by a
+	// caller that knows the fleet's map of regions (uidcore does not).
+	Region string `json:"region,omitempty"`
 }
 
 // ParseUID splits id as UidGenerator's parseUID does, for any ID, never

@@ -11,8 +11,10 @@ import (
 
 // Fleet is what every instance sharing one worker-ID store must agree
 // on, recorded in the store by the first instance: the layout (bits and
-// epoch), the worker mode (the two modes' worker IDs overlap) and the
-// subject prefix (instances of one store serve one set of subjects).
+// epoch), the worker mode (the two modes' worker IDs overlap), the
+// subject prefix (instances of one store serve one set of subjects) and
+// the map of regions (two regions that disagree on it could claim the
+// same worker IDs from their own stores).
 // Instances with another layout on the same store could issue the same
 // 64-bit value twice, even with distinct worker IDs.
 //
@@ -29,6 +31,10 @@ type Fleet struct {
 	// StartsAfter: IDs of this generation are issued only for later unix
 	// seconds (0 for the first generation).
 	StartsAfter int64 `json:"starts_after"`
+	// Regions is the fleet's map of regions (Regions.String, canonical),
+	// "" for a fleet without regions: records written before regions
+	// existed read as that.
+	Regions string `json:"regions,omitempty"`
 }
 
 // FleetStore is implemented by assigners whose store records the fleet
@@ -46,6 +52,17 @@ type FleetStore interface {
 	// LeaseHorizon is the last unix second any lease ever reserved (0
 	// without leases) and the number of leases live now.
 	LeaseHorizon(ctx context.Context) (lastReserved int64, live int, err error)
+}
+
+// RegionFleetReader is implemented by stores that can read the fleet
+// record of another region's store (the KV store, through the
+// gateways): at start-up an instance compares the records of the regions
+// it reaches with its own configuration.
+type RegionFleetReader interface {
+	// RegionFleet is the fleet record of region's store; found is false
+	// when that store has none yet (the region never started). An error
+	// means the store could not be read (say, the region is cut off).
+	RegionFleet(ctx context.Context, region string) (f Fleet, found bool, err error)
 }
 
 // ErrFleetChanged: the store's fleet record is no longer the one read.

@@ -38,13 +38,15 @@ var (
 // on the store; the Lease machinery does the rest. Implementations: the
 // MySQL WORKER_LEASE table here, a JetStream KV bucket in natsio.
 type LeaseStore interface {
-	// Acquire takes the lowest worker ID in 0..req.MaxWorkerID whose lease
+	// Acquire takes the lowest worker ID in req.MinWorkerID..req.MaxWorkerID whose lease
 	// is free (released or never used) or expired, atomically: two
 	// concurrent calls never get the same one. The lease is recorded with
 	// req.Token as its owner and an expiry req.TTL from now; the reserved
 	// second is left as the previous owner left it and returned in
 	// Grant.PrevReserved (0 for a worker ID never used). When every worker
-	// ID is held it returns an error wrapping ErrWorkerIDsExhausted.
+	// ID of the range is held it returns an error wrapping
+	// ErrWorkerIDsExhausted. Worker IDs outside the range are never
+	// touched: they may be another region's.
 	Acquire(ctx context.Context, req LeaseRequest) (Grant, error)
 	// Renew extends the lease of workerID to ttl from now and raises its
 	// reserved second to reserved (never lowers it), if token still owns
@@ -62,8 +64,11 @@ type LeaseStore interface {
 
 // LeaseRequest is what Acquire records.
 type LeaseRequest struct {
-	Token       string // the new owner's token, unique per claim
-	MaxWorkerID uint64 // the layout's largest worker ID
+	Token string // the new owner's token, unique per claim
+	// MinWorkerID..MaxWorkerID is the range to claim from: the region's
+	// (regions.go), or 0 to the layout's largest worker ID.
+	MinWorkerID uint64
+	MaxWorkerID uint64
 	TTL         time.Duration
 	Host        Host
 }
@@ -88,6 +93,10 @@ type LeaseConfig struct {
 	// StoreName names the store in logs and errors, e.g. "MySQL at
 	// 10.0.0.5:3306"; never a secret.
 	StoreName string
+	// Region and Regions restrict claims to the region's range (see
+	// Config); zero: every worker ID of the layout.
+	Region  string
+	Regions Regions
 }
 
 // LeaseConfigFrom fills LeaseConfig from a Config (its logger included).
@@ -100,6 +109,8 @@ func LeaseConfigFrom(cfg Config, host Host, storeName string) LeaseConfig {
 		Host:         host,
 		Logger:       cfg.Logger,
 		StoreName:    storeName,
+		Region:       cfg.Region,
+		Regions:      cfg.Regions,
 	}
 }
 
@@ -144,14 +155,26 @@ func (a *LeaseAssigner) ClaimLease(ctx context.Context, layout uidcore.Layout) (
 	if err := layout.Validate(); err != nil {
 		return nil, err
 	}
+	span, err := a.cfg.Regions.claimRange(a.cfg.Region, layout)
+	if err != nil {
+		return nil, err
+	}
 	var lease *Lease
-	err := RetryStore(ctx, a.cfg.RetryFor, a.cfg.Logger, "claim a worker ID from "+a.cfg.StoreName, func(ctx context.Context) error {
-		g, err := a.store.Acquire(ctx, LeaseRequest{Token: newToken(), MaxWorkerID: layout.MaxWorkerID(), TTL: a.cfg.TTL, Host: a.cfg.Host})
+	err = RetryStore(ctx, a.cfg.RetryFor, a.cfg.Logger, "claim a worker ID from "+a.cfg.StoreName, func(ctx context.Context) error {
+		g, err := a.store.Acquire(ctx, LeaseRequest{Token: newToken(), MinWorkerID: span.Lo, MaxWorkerID: span.Hi, TTL: a.cfg.TTL, Host: a.cfg.Host})
 		if errors.Is(err, ErrWorkerIDsExhausted) {
-			return Permanent(fmt.Errorf("%w (%d worker IDs, layout %s, all leased in %s)", err, layout.MaxWorkerID()+1, layout, a.cfg.StoreName))
+			return Permanent(fmt.Errorf("%w (%d worker IDs %s, layout %s, all leased in %s)", err, span.Len(), a.describeRange(span), layout, a.cfg.StoreName))
 		}
 		if err != nil {
 			return err
+		}
+		if !span.Contains(g.WorkerID) {
+			// A store that ignored the range: never issue IDs from a worker
+			// ID that may be another region's.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.TTL)
+			_ = a.store.Release(rctx, g.WorkerID, g.Token, g.PrevReserved)
+			cancel()
+			return Permanent(fmt.Errorf("workerid: %s granted worker ID %d, outside the range %s: %w", a.cfg.StoreName, g.WorkerID, a.describeRange(span), uidcore.ErrWorkerRange))
 		}
 		l := newLease(a.store, g, a.cfg)
 		if err := l.start(ctx); err != nil {
@@ -168,9 +191,17 @@ func (a *LeaseAssigner) ClaimLease(ctx context.Context, layout uidcore.Layout) (
 	if err != nil {
 		return nil, err
 	}
-	a.cfg.Logger.Info("workerid: leased worker ID", "worker_id", lease.WorkerID(), secondAttr("after", lease.After()),
+	a.cfg.Logger.Info("workerid: leased worker ID", "worker_id", lease.WorkerID(), "range", a.describeRange(span), secondAttr("after", lease.After()),
 		secondAttr("reserved", lease.reserved.Load()), "ttl", a.cfg.TTL, "store", a.cfg.StoreName)
 	return lease, nil
+}
+
+// describeRange names the range claimed from, for messages.
+func (a *LeaseAssigner) describeRange(span WorkerRange) string {
+	if a.cfg.Regions.IsZero() {
+		return span.String()
+	}
+	return fmt.Sprintf("%s of region %s", span, a.cfg.Region)
 }
 
 // Lease is a leased worker ID with its time reservation. It implements

@@ -11,6 +11,7 @@ import (
 
 	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
+	"github.com/uid-dispenser/uid-dispenser/workerid"
 )
 
 // runParse decodes IDs given as arguments, or one per line (or
@@ -22,8 +23,9 @@ func runParse(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	flags := flag.NewFlagSet("client-demo parse", flag.ContinueOnError)
 	flags.SetOutput(stderr)
 	layoutFlag := flags.String("layout", uidcore.PresetDefault, "the IDs' layout: a preset ("+uidcore.Presets+"), or time/worker/sequence bits such as 31/16/16, optionally @ an RFC 3339 epoch (28/22/13@2016-05-20T00:00:00+08:00)")
+	regionsFlag := flags.String("regions", "", "the fleet's map of regions (DISPENSER_REGIONS, e.g. east=0-511,west=512-1023): print the region of each ID")
 	flags.Usage = func() {
-		fmt.Fprintln(stderr, "usage: client-demo parse [-layout L] [ID ...]   (no IDs: read them from standard input)")
+		fmt.Fprintln(stderr, "usage: client-demo parse [-layout L] [-regions MAP] [ID ...]   (no IDs: read them from standard input)")
 		flags.PrintDefaults()
 	}
 	if err := flags.Parse(idsAfterFlags(args)); err != nil {
@@ -38,6 +40,14 @@ func runParse(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "client-demo parse: -layout:", err)
 		return 2
 	}
+	regions, err := workerid.ParseRegions(*regionsFlag)
+	if err == nil {
+		err = regions.CheckLayout(layout)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "client-demo parse: -regions:", err)
+		return 2
+	}
 	enc := json.NewEncoder(stdout)
 	code := 0
 	decode := func(s string) {
@@ -47,7 +57,9 @@ func runParse(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			code = 1
 			return
 		}
-		if err := enc.Encode(layout.ParseUID(id)); err != nil {
+		parsed := layout.ParseUID(id)
+		parsed.Region, _ = regions.Of(id >> layout.SeqBits & layout.MaxWorkerID())
+		if err := enc.Encode(parsed); err != nil {
 			fmt.Fprintln(stderr, "client-demo parse:", err)
 			code = 1
 		}
@@ -79,7 +91,7 @@ func idsAfterFlags(args []string) []string {
 		switch {
 		case a == "--" || !strings.HasPrefix(a, "-"):
 			return args
-		case a == "-layout" || a == "--layout":
+		case a == "-layout" || a == "--layout" || a == "-regions" || a == "--regions":
 			i++ // its value
 		case len(a) > 1 && a[1] >= '0' && a[1] <= '9':
 			return append(append(args[:i:i], "--"), args[i:]...)

@@ -142,3 +142,20 @@ func TestParseJSSafeAndBase32(t *testing.T) {
 		t.Fatalf("a bad base32 ID: exit %d, %s", code, errOut)
 	}
 }
+
+// With -regions, each ID names the region whose range holds its worker
+// ID (none for a worker ID no region has); a bad map exits 2.
+func TestParseNamesTheRegion(t *testing.T) {
+	l := uidcore.DefaultLayout()
+	sec := time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC).Unix()
+	east, _ := l.Compose(sec, 5, 1)
+	west, _ := l.Compose(sec, 600, 1)
+	spare, _ := l.Compose(sec, 1000, 1)
+	code, out, errOut := runParseWith(t, "", "-regions", "east=0-511,west=512-767", strconv.FormatUint(east, 10), strconv.FormatUint(west, 10), strconv.FormatUint(spare, 10))
+	if code != 0 || len(out) != 3 || out[0].Region != "east" || out[1].Region != "west" || out[2].Region != "" {
+		t.Fatalf("exit %d %+v %s", code, out, errOut)
+	}
+	if code, _, errOut := runParseWith(t, "", "-regions", "east=0-2047", "1"); code != 2 || !strings.Contains(errOut, "largest worker ID 1023") {
+		t.Fatalf("a map past the layout: exit %d, %s", code, errOut)
+	}
+}

@@ -234,7 +234,7 @@ func TestMySQLSchema(t *testing.T) {
 	}
 	// The fleet record sits beside UidGenerator's table, which it leaves
 	// as it is (checked above).
-	const fleet = "ID tinyint(4) NO, GENERATION int(11) NO, LAYOUT varchar(64) NO, WORKER_MODE varchar(16) NO, SUBJECT_PREFIX varchar(255) NO, STARTS_AFTER bigint(20) NO, MODIFIED datetime(6) NO"
+	const fleet = "ID tinyint(4) NO, GENERATION int(11) NO, LAYOUT varchar(64) NO, WORKER_MODE varchar(16) NO, SUBJECT_PREFIX varchar(255) NO, STARTS_AFTER bigint(20) NO, REGIONS varchar(1024) NO, MODIFIED datetime(6) NO"
 	if got := columns("UID_FLEET"); got != fleet {
 		t.Errorf("UID_FLEET columns:\n got %s\nwant %s", got, fleet)
 	}
@@ -254,6 +254,45 @@ func TestMySQLSchema(t *testing.T) {
 	}
 	if got := columns("WORKER_LEASE"); got != columns("uid_leases") {
 		t.Errorf("schema.sql WORKER_LEASE columns %s differ from the created table's", got)
+	}
+}
+
+// A fleet table made before regions existed (no REGIONS column) keeps
+// working for a fleet without regions, and gets the column from the
+// first instance that records a map; without CreateTables that instance
+// fails, naming the statement to run.
+func TestMySQLFleetTableBeforeRegions(t *testing.T) {
+	dsn := testenv.MySQL(t)
+	db := openDB(t, dsn)
+	if _, err := db.Exec("CREATE TABLE old_fleet (ID TINYINT NOT NULL, GENERATION INT NOT NULL, LAYOUT VARCHAR(64) NOT NULL, WORKER_MODE VARCHAR(16) NOT NULL, " +
+		"SUBJECT_PREFIX VARCHAR(255) NOT NULL, STARTS_AFTER BIGINT NOT NULL, MODIFIED DATETIME(6) NOT NULL, PRIMARY KEY (ID))"); err != nil {
+		t.Fatal(err)
+	}
+	cfg := workerid.DefaultConfig()
+	cfg.MySQLDSN, cfg.FleetTable, cfg.CreateTables = dsn, "old_fleet", false
+	if _, err := db.Exec("CREATE TABLE IF NOT EXISTS WORKER_LEASE (WORKER_ID BIGINT NOT NULL PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	plain := workerid.Fleet{Generation: 1, Layout: uidcore.DefaultLayout().String(), WorkerMode: workerid.ModeLeased, SubjectPrefix: "uid"}
+	got, err := newMySQLAssigner(t, cfg).RecordFleet(ctx, plain)
+	if err != nil || got != plain {
+		t.Fatalf("a fleet without regions on the old table: %+v, %v", got, err)
+	}
+	withMap := plain
+	withMap.Regions = "east=0-511,west=512-1023"
+	err = newMySQLAssigner(t, cfg).ReplaceFleet(ctx, plain, withMap)
+	if err == nil || !strings.Contains(err.Error(), "ALTER TABLE `old_fleet` ADD COLUMN REGIONS") {
+		t.Fatalf("a map on the old table without CreateTables: %v, want the ALTER TABLE to run", err)
+	}
+	cfg.CreateTables = true
+	a := newMySQLAssigner(t, cfg)
+	if err := a.ReplaceFleet(ctx, plain, withMap); err != nil {
+		t.Fatalf("a map on the old table with CreateTables: %v", err)
+	}
+	if got, err := a.RecordFleet(ctx, plain); err != nil || got != withMap {
+		t.Fatalf("the old table now holds %+v, %v; want %+v", got, err, withMap)
 	}
 }
 
