@@ -17,4 +17,7 @@ const (
 	Count = attribute.Key("uid.count")
 	// Reason is why the ring buffer refused a put or a take.
 	Reason = attribute.Key("uid.reject.reason")
+	// Sequence is the name of a named sequence (its requests' spans, its
+	// metrics).
+	Sequence = attribute.Key("uid.sequence")
 )
