@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -309,5 +310,21 @@ func TestBlockAndSequenceMetrics(t *testing.T) {
 	// first segment; later ones were served from memory.
 	if n, _ := telemetrytest.PromSum(metrics, "uid_sequence_waits_total", orders); n < 1 || n >= callers*perCaller {
 		t.Errorf("uid_sequence_waits_total = %v, want at least 1 and fewer than the %d requests", n, callers*perCaller)
+	}
+
+	// docs/observability.md lists every uid_ metric an instance with
+	// blocks and sequences exports, by its Prometheus name.
+	doc, err := os.ReadFile("../docs/observability.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	families := regexp.MustCompile(`(?m)^# TYPE (uid_\w+) `).FindAllStringSubmatch(metrics, -1)
+	if len(families) < 20 {
+		t.Fatalf("only %d uid_ metric families in /metrics", len(families))
+	}
+	for _, f := range families {
+		if !strings.Contains(string(doc), "`"+f[1]+"`") {
+			t.Errorf("docs/observability.md does not list %s", f[1])
+		}
 	}
 }
