@@ -4,9 +4,9 @@ STATICCHECK_VERSION ?= v0.8.2
 STATICCHECK = $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 PKGS := ./...
 
-.PHONY: test lint unit run docs bench bench-core bench-e2e services soak soak-short ops-check dashboards
+.PHONY: test lint unit verify run docs bench bench-core bench-e2e services soak soak-short ops-check dashboards
 
-test: lint unit ops-check
+test: lint verify unit ops-check
 
 # tools/ is a module of its own (the soak, the benchmark report, the
 # compose check: tools that may link what the product must not); lint and
@@ -28,6 +28,11 @@ unit:
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
 	cd tools && $(GO) test -race -count=1 -timeout 15m $$($(GO) list ./... | grep -v -e '/cmd/soak$$' -e '$(OPS_PKG_RE)')
 	cd tools && $(GO) test -race -count=1 -timeout 15m ./cmd/soak/
+
+# The protocols model-checked with spin (verify/, docs/verification.md):
+# every model passes, every mutation is caught.
+verify:
+	bash scripts/verify.sh
 
 run:
 	$(GO) run ./cmd/dispenser

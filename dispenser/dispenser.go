@@ -194,7 +194,9 @@ func Start(ctx context.Context, cfg Config, opts ...Option) (_ *Dispenser, err e
 		"sequences", d.sequenceNames(),
 		"queue_group", cfg.QueueGroup,
 		"layout", layout.String(),
-		"runway_end", layout.RunwayEnd().Format(time.RFC3339),
+		"epoch", layout.EpochText(),
+		"runway_end", layout.TimeText(layout.RunwayEnd()),
+		"ids", idsNote(layout),
 		"nats", d.url,
 		"service_id", d.svc.ID())
 	return d, nil
@@ -601,4 +603,14 @@ func dataDirOrDefault(dir string) string {
 		return natsio.DefaultStoreDir()
 	}
 	return dir
+}
+
+// idsNote says in the start-up log what range the layout's IDs stay in,
+// for the whole runway: JavaScript clients need to know whether a Number
+// holds them.
+func idsNote(l uidcore.Layout) string {
+	if l.JSSafe() {
+		return fmt.Sprintf("JS-safe: every ID is at most %d (2^%d-1 <= 2^53-1), exact as a JavaScript Number", l.MaxID(), l.Bits())
+	}
+	return fmt.Sprintf("up to %d (2^%d-1): above 2^53, keep them as strings or BigInt in JavaScript", l.MaxID(), l.Bits())
 }

@@ -81,6 +81,13 @@ func differingLayoutVars(stored string, mine uidcore.Layout) []string {
 // of a generation recorded moments ago. Assigners given by WithAssigner
 // that keep no fleet record are taken as they are.
 func (d *Dispenser) joinFleet(ctx context.Context) error {
+	// A start whose claim is bound to be refused must not record the
+	// fleet either: its layout would then bind every later start.
+	if rc, ok := d.assigner.(workerid.RangeChecker); ok {
+		if err := rc.CheckRange(ctx, d.cfg.Layout()); err != nil {
+			return fmt.Errorf("dispenser: claim a worker ID: %w", err)
+		}
+	}
 	fs, ok := d.assigner.(workerid.FleetStore)
 	if !ok {
 		return nil
@@ -148,7 +155,13 @@ func nextGeneration(ctx context.Context, fs workerid.FleetStore, cfg Config, log
 		return workerid.Fleet{}, fmt.Errorf("dispenser: the fleet record: %w", err)
 	}
 	if cfg.checkFleet(current) == nil {
-		log.Info("the fleet already has this configuration", "generation", current.Generation, "layout", current.Layout)
+		// RecordFleet also writes the configuration as generation 1 when
+		// the store had no record: that is no "already".
+		msg := "the fleet already has this configuration: no new generation"
+		if current.Generation == 1 && current.StartsAfter == 0 {
+			msg = "the fleet's record is this configuration as generation 1 (recorded now if the store had none): no new generation"
+		}
+		log.Info(msg, "generation", current.Generation, "layout", current.Layout)
 		return current, nil
 	}
 	last, live, err := fs.LeaseHorizon(ctx)

@@ -67,14 +67,22 @@ func (s *Service) seqRequest(ctx context.Context, req micro.Request) string {
 
 // seqNext answers the next number of the subject's sequence.
 func (s *Service) seqNext(ctx context.Context, req micro.Request, buf []byte) result {
-	return s.seqFill(s.seqRequest(ctx, req), buf, 1, func(buf []byte, n []uint64) []byte { return strconv.AppendUint(buf, n[0], 10) })
+	name := s.seqRequest(ctx, req)
+	enc, err := requestEncoding(req.Headers())
+	if err != nil {
+		return result{err: err}
+	}
+	return s.seqFill(name, buf, 1, func(buf []byte, n []uint64) []byte { return appendOne(buf, n[0], enc) })
 }
 
 // seqBatch answers the number of the subject's sequence's numbers the
 // body asks for, all or none.
 func (s *Service) seqBatch(ctx context.Context, req micro.Request, buf []byte) result {
 	name := s.seqRequest(ctx, req)
-	enc := protocol.RequestEncoding(req.Headers())
+	enc, err := requestEncoding(req.Headers())
+	if err != nil {
+		return result{err: err}
+	}
 	n, err := parseCountOf(req.Data(), maxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), enc), "numbers")
 	if err != nil {
 		return result{err: s.binaryHint(err, req.Data(), enc)}

@@ -72,7 +72,7 @@ func NextGeneration(current Fleet, next Fleet, lastSecond int64) (Fleet, error) 
 	}
 	oldShift := old.WorkerBits + old.SeqBits
 	newShift := nl.WorkerBits + nl.SeqBits
-	if delta >= 1<<(63-oldShift) {
+	if uint64(delta) > old.MaxDelta() {
 		// The old generation may have used its time field to the end, up
 		// to the largest positive 64-bit ID: nothing is above it.
 		return Fleet{}, fmt.Errorf("workerid: the layout %s may have issued IDs up to the end of its time field: no layout can issue IDs above them", old)

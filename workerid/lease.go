@@ -576,15 +576,56 @@ func RetryStore(ctx context.Context, within time.Duration, log *slog.Logger, wha
 }
 
 // DisposableClaim checks a worker ID that a disposable assigner
-// configured by c took from source (e.g. "WORKER_NODE") against the
-// layout: beyond its range it is refused, never wrapped, since a wrapped
-// worker ID collides with the instance that had it first.
+// took from its store (UidGenerator's WORKER_NODE auto-increment, or the
+// KV counter): beyond the layout's range it is a *DisposableRangeError,
+// never wrapped, since a wrapped worker ID collides with the instance
+// that had it first.
 func (c Config) DisposableClaim(workerID uint64, layout uidcore.Layout, source string) (uidcore.Claim, error) {
 	if workerID > layout.MaxWorkerID() {
-		return nil, fmt.Errorf("%w: %s handed out worker ID %d, beyond the layout's largest %d (%d worker bits); disposable worker IDs are never reused: switch to %s=%s, or a layout with more worker bits: %w",
-			ErrWorkerIDsExhausted, source, workerID, layout.MaxWorkerID(), layout.WorkerBits, c.Name("WorkerMode"), ModeLeased, uidcore.ErrWorkerRange)
+		return nil, &DisposableRangeError{Source: source, WorkerID: workerID, Layout: layout, ModeVar: c.Name("WorkerMode")}
 	}
 	return uidcore.StaticClaim{ID: workerID}, nil
+}
+
+// RangeChecker is implemented by assigners that can tell before claiming
+// (and before the fleet is recorded) that no claim of theirs can fit the
+// layout: the MySQL store in disposable mode, whose WORKER_NODE rows only
+// grow. The dispenser asks it first, so that a start bound to fail
+// changes nothing in the store.
+type RangeChecker interface {
+	// CheckRange returns a *DisposableRangeError when a claim is bound to
+	// be refused, and nil otherwise (also when it cannot tell).
+	CheckRange(ctx context.Context, layout uidcore.Layout) error
+}
+
+// DisposableRangeError: a disposable store's next worker ID is beyond the
+// layout's worker range. Disposable worker IDs only grow (every start
+// takes a new one, as UidGenerator's WORKER_NODE does), so no later start
+// can succeed either: it matches ErrWorkerIDsExhausted and
+// uidcore.ErrWorkerRange. Assigners that can tell before taking one
+// (Before) refuse without taking it.
+type DisposableRangeError struct {
+	Source   string // the store and table or key
+	WorkerID uint64 // the ID it handed out, or the smallest it would hand out next
+	Layout   uidcore.Layout
+	ModeVar  string // the worker-mode variable, for the advice
+	Before   bool   // refused before taking an ID: nothing was used up
+}
+
+func (e *DisposableRangeError) Error() string {
+	what := "handed out worker ID %d"
+	if e.Before {
+		what = "would hand out worker ID %d or above (nothing taken)"
+	}
+	return fmt.Sprintf("workerid: %s "+what+", beyond the layout's largest %d (%d worker bits): disposable worker IDs only grow and are never reused. "+
+		"Use a layout with UidGenerator's widths and a later epoch (28/22/13@<epoch>), or %s=%s on its own table (docs/operations.md, \"Migrating from UidGenerator\")",
+		e.Source, e.WorkerID, e.Layout.MaxWorkerID(), e.Layout.WorkerBits, e.ModeVar, ModeLeased)
+}
+
+// Unwrap makes errors.Is match ErrWorkerIDsExhausted and
+// uidcore.ErrWorkerRange.
+func (e *DisposableRangeError) Unwrap() []error {
+	return []error{ErrWorkerIDsExhausted, uidcore.ErrWorkerRange}
 }
 
 // secondAttr logs a unix second as the number (which tools such as the

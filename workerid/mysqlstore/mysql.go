@@ -236,6 +236,9 @@ func (a *Assigner) Claim(ctx context.Context, layout uidcore.Layout) (uidcore.Cl
 		return nil, err
 	}
 	table := quoteIdent(a.cfg.WorkerNodeTable)
+	if err := a.checkNextWorkerNode(ctx, table, layout); err != nil {
+		return nil, err
+	}
 	var id int64
 	err := workerid.RetryStore(ctx, a.cfg.StoreStartupDeadline, a.log, "insert into "+a.cfg.WorkerNodeTable+" of "+a.storeName, func(ctx context.Context) error {
 		res, err := a.db.ExecContext(ctx, "INSERT INTO "+table+" (HOST_NAME, PORT, TYPE, LAUNCH_DATE, MODIFIED, CREATED) VALUES (?, ?, ?, CURDATE(), NOW(), NOW())",
@@ -255,6 +258,33 @@ func (a *Assigner) Claim(ctx context.Context, layout uidcore.Layout) (uidcore.Cl
 	}
 	a.log.Info("workerid: disposable worker ID", "worker_id", id, "store", a.storeName, "host", a.host.Name, "port", a.host.Port)
 	return claim, nil
+}
+
+// CheckRange implements workerid.RangeChecker: in disposable mode, a
+// WORKER_NODE whose next row is past the layout's worker range.
+func (a *Assigner) CheckRange(ctx context.Context, layout uidcore.Layout) error {
+	if a.leases != nil || layout.Validate() != nil {
+		return nil
+	}
+	return a.checkNextWorkerNode(ctx, quoteIdent(a.cfg.WorkerNodeTable), layout)
+}
+
+// checkNextWorkerNode refuses, without inserting, a claim whose row
+// would get an ID beyond the layout's worker range: the auto-increment
+// hands out at least MAX(ID)+1, so such a start would only burn a row
+// (each failed start used to). A table whose auto-increment is above
+// MAX(ID)+1 (deleted rows) is still caught after the insert. A failing
+// query is left to the insert, which retries and reports store errors.
+func (a *Assigner) checkNextWorkerNode(ctx context.Context, table string, layout uidcore.Layout) error {
+	var maxID sql.NullInt64
+	if err := a.db.QueryRowContext(ctx, "SELECT MAX(ID) FROM "+table).Scan(&maxID); err != nil || !maxID.Valid || maxID.Int64 < 0 {
+		return nil
+	}
+	if next := uint64(maxID.Int64) + 1; next > layout.MaxWorkerID() {
+		return &workerid.DisposableRangeError{Source: a.storeName + " table " + a.cfg.WorkerNodeTable, WorkerID: next, Layout: layout,
+			ModeVar: a.cfg.Name("WorkerMode"), Before: true}
+	}
+	return nil
 }
 
 // Close closes the database handle. Release leases first.

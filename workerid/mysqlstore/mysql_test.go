@@ -493,3 +493,68 @@ func TestLeaseLogsSecondsWithTimes(t *testing.T) {
 		t.Fatalf("claim log lacks %q or reserved_time:\n%s", after, out)
 	}
 }
+
+// TestWorkerNodePastTheLayoutsRange: a WORKER_NODE table whose IDs have
+// passed the layout's worker range refuses a disposable start before the
+// insert (no row burnt, the message is the disposable one), and a layout
+// with UidGenerator's worker and sequence widths and a later epoch shares
+// the table: its worker ID is a fresh row, a worker field no old ID has.
+func TestWorkerNodePastTheLayoutsRange(t *testing.T) {
+	dsn := testenv.MySQL(t)
+	db := openDB(t, dsn)
+	for _, q := range []string{
+		`CREATE TABLE WORKER_NODE (ID BIGINT NOT NULL AUTO_INCREMENT, HOST_NAME VARCHAR(64) NOT NULL, PORT VARCHAR(64) NOT NULL,
+			TYPE INT NOT NULL, LAUNCH_DATE DATE NOT NULL, MODIFIED TIMESTAMP NOT NULL, CREATED TIMESTAMP NOT NULL, PRIMARY KEY(ID)) ENGINE=InnoDB`,
+		`INSERT INTO WORKER_NODE (ID, HOST_NAME, PORT, TYPE, LAUNCH_DATE, MODIFIED, CREATED) VALUES (5000, '10.0.0.1', '1700000000000-12345', 2, CURDATE(), NOW(), NOW())`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	rows := func() (n, maxID int64) {
+		t.Helper()
+		if err := db.QueryRow("SELECT COUNT(*), MAX(ID) FROM WORKER_NODE").Scan(&n, &maxID); err != nil {
+			t.Fatal(err)
+		}
+		return n, maxID
+	}
+	cfg := workerid.DefaultConfig()
+	cfg.MySQLDSN = dsn
+	cfg.WorkerMode = workerid.ModeDisposable
+	a := newMySQLAssigner(t, cfg)
+	for range 3 {
+		_, err := a.Claim(context.Background(), uidcore.DefaultLayout())
+		var re *workerid.DisposableRangeError
+		if !errors.As(err, &re) || !re.Before || re.WorkerID != 5001 || !errors.Is(err, workerid.ErrWorkerIDsExhausted) || !errors.Is(err, uidcore.ErrWorkerRange) {
+			t.Fatalf("claim past the range: %v, want a *DisposableRangeError before the insert", err)
+		}
+		if msg := err.Error(); strings.Contains(msg, "no free worker ID") || !strings.Contains(msg, "nothing taken") || !strings.Contains(msg, "28/22/13@") {
+			t.Errorf("message %q", msg)
+		}
+	}
+	if n, maxID := rows(); n != 1 || maxID != 5000 {
+		t.Fatalf("refused starts left %d rows up to %d: a row was burnt", n, maxID)
+	}
+
+	later, err := uidcore.ParseLayout("28/22/13@2026-01-01T00:00:00Z")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := claimOK(t, a, later)
+	if c.WorkerID() != 5001 {
+		t.Fatalf("worker ID %d, want 5001 (the next row)", c.WorkerID())
+	}
+	// Every new ID's worker field is the fresh row; every old ID's is a
+	// row up to 5000, wrapped ones included (the overflow runs into the
+	// sign, above the worker field).
+	id, err := later.Compose(time.Now().Unix(), c.WorkerID(), 77)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := uidcore.UidGeneratorLayout().ParseUID(id).WorkerID; w != "5001" {
+		t.Fatalf("a new ID read as UidGenerator's has worker %s, want 5001", w)
+	}
+	if n, _ := rows(); n != 2 {
+		t.Fatalf("%d rows, want 2", n)
+	}
+}
