@@ -176,6 +176,13 @@ func Start(ctx context.Context, cfg Config, opts ...Option) (_ *Dispenser, err e
 		d.log.Info("publishing ID blocks", "stream", cfg.BlocksStream, "subject", cfg.BlocksSubject,
 			"block_size", cfg.BlockSize, "target_depth", cfg.BlocksTargetDepth)
 	}
+	if err := d.observeComponents(); err != nil {
+		if d.blocks != nil {
+			_ = d.blocks.Stop(context.Background())
+		}
+		d.svc.Stop()
+		return nil, err
+	}
 
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	d.stopWatch = stopWatch

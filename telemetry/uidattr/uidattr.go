@@ -20,4 +20,7 @@ const (
 	// Region is the instance's region (DISPENSER_REGION), in a fleet
 	// across a supercluster.
 	Region = attribute.Key("uid.region")
+	// Sequence is the name of a named sequence (its requests' spans, its
+	// metrics).
+	Sequence = attribute.Key("uid.sequence")
 )
