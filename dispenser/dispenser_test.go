@@ -38,14 +38,17 @@ func testLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
-// testConfig is the default configuration with short leases for tests.
+// testConfig is the default configuration for tests. Its lease and
+// store deadline are long enough that a loaded machine neither loses a
+// lease between two renewals nor gives up on a slow store at start-up
+// (tests of lease loss and of the deadline set their own).
 func testConfig(natsURL, dsn string) Config {
 	cfg := DefaultConfig()
 	cfg.NATSURL = natsURL
 	cfg.MySQLDSN = dsn
-	cfg.LeaseTTL = 3 * time.Second
+	cfg.LeaseTTL = 15 * time.Second
 	cfg.ReserveChunk = 10 * time.Second
-	cfg.StoreStartupDeadline = 3 * time.Second
+	cfg.StoreStartupDeadline = 30 * time.Second
 	cfg.ShutdownTimeout = 5 * time.Second
 	return cfg
 }
