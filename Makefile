@@ -4,9 +4,9 @@ STATICCHECK_VERSION ?= v0.8.2
 STATICCHECK = $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 PKGS := ./...
 
-.PHONY: test lint unit run docs bench bench-core bench-e2e services soak soak-short
+.PHONY: test lint unit verify run docs bench bench-core bench-e2e services soak soak-short ops-check dashboards
 
-test: lint unit
+test: lint verify unit ops-check
 
 # tools/ is a module of its own (the soak, the benchmark report, the
 # compose check: tools that may link what the product must not); lint and
@@ -18,18 +18,50 @@ lint:
 	@echo "== staticcheck"; $(STATICCHECK) $(PKGS) && cd tools && $(STATICCHECK) ./...
 
 # -race everywhere; fuzz targets run their seed corpora as ordinary tests.
-# Every package of the tools module runs, whatever is added to it; but the
+# Every package of the tools module runs, whatever is added to it (the
+# operators' packages in ops-check, below); but the
 # CI-minute soak (tools/cmd/soak: NATS nodes, mariadbd and dispensers as
 # processes) runs after the rest, not beside it: on two cores it starved
 # the timing checks of the packages running with it (an empty ring met
 # before padding ran, small-request latency under saturation).
 unit:
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
-	cd tools && $(GO) test -race -count=1 -timeout 15m $$($(GO) list ./... | grep -v '/cmd/soak$$')
+	cd tools && $(GO) test -race -count=1 -timeout 15m $$($(GO) list ./... | grep -v -e '/cmd/soak$$' -e '$(OPS_PKG_RE)')
 	cd tools && $(GO) test -race -count=1 -timeout 15m ./cmd/soak/
+
+# The protocols model-checked with spin (verify/, docs/verification.md):
+# every model passes, every mutation is caught.
+verify:
+	bash scripts/verify.sh
 
 run:
 	$(GO) run ./cmd/dispenser
+
+# The operators' tooling, in the tools module (its Helm, Kubernetes,
+# Prometheus and Grafana dependencies stay out of the main go.mod): the
+# dashboard's queries and the alert rules checked against a live
+# dispenser's /metrics, the Helm chart rendered and decoded into the
+# Kubernetes types, then promtool's check and unit tests of the rules.
+# promtool is built once into the user cache by scripts/promtool.sh (about
+# 6 minutes on 2 cores the first time); the first compile of the tools
+# tests takes minutes too (Helm and k8s.io), later ones come from the
+# build cache.
+# The chart's test runs without -race: it is Helm's single-goroutine
+# rendering, and Helm and k8s.io built with the race detector would double
+# the first compile; the others run a dispenser in the test process.
+OPS_RACE_PKGS := ./dashboards/... ./alerts/... ./internal/promcheck/...
+OPS_PKGS := $(OPS_RACE_PKGS) ./helmchart/...
+OPS_PKG_RE := /tools/\(dashboards\|alerts\|internal/promcheck\|helmchart\)
+# lint covers these packages with the rest of the tools module.
+ops-check:
+	cd tools && $(GO) test -race -count=1 -timeout 10m $(OPS_RACE_PKGS)
+	cd tools && $(GO) test -count=1 -timeout 5m ./helmchart/...
+	bash scripts/promtool.sh check rules compose/prometheus/alerts.yml
+	bash scripts/promtool.sh test rules compose/prometheus/alerts_test.yml
+
+# Regenerates compose/grafana/uid-dispenser.json from tools/dashboards.
+dashboards:
+	cd tools && $(GO) run ./dashboards/gen -o ../compose/grafana/uid-dispenser.json
 
 # Regenerates docs/configuration.md from the dispenser's configuration.
 docs:

@@ -1,22 +1,19 @@
 package dispenser
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
+	"math/bits"
 	"os"
 	"regexp"
 	"strings"
 	"time"
-
-	"github.com/kelseyhightower/envconfig"
 
 	"github.com/uid-dispenser/uid-dispenser/natsio"
 	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/sequence"
 	"github.com/uid-dispenser/uid-dispenser/telemetry"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
-	"github.com/uid-dispenser/uid-dispenser/workerid"
 	"github.com/uid-dispenser/uid-dispenser/workerid/mysqlstore"
 )
 
@@ -26,61 +23,63 @@ import (
 const EnvPrefix = "DISPENSER"
 
 // Config is a dispenser instance's configuration, read from the
-// environment by LoadConfig: the one struct that names environment
-// variables. Its tags give each field's variable and meaning; the
-// defaults are DefaultConfig's, built from the libraries' own, and
-// Variables lists both for -h, docs/configuration.md and the compose
-// test. The nested structs stand for library configuration structs,
-// field for field.
+// environment by LoadConfig (envconfig): the one table of the variables.
+// Each field's tags give its variable, whole (see processEnv), and its
+// meaning; the defaults are DefaultConfig's, built from the libraries'
+// own; Variables lists all three for -h, docs/configuration.md, error
+// messages, the unknown-variable warning and the compose test. A field
+// that feeds a library's setting carries that setting's field name, so
+// that the library's SettingError names our variable; the functions of
+// config_libraries.go build the libraries' structs from it in plain code.
 type Config struct {
-	NATSURL            string        `envconfig:"NATS_URL" desc:"NATS server URL(s), comma-separated. Empty: use the server listening on DISPENSER_EMBEDDED_ADDR, or start an embedded one there"`
-	NATSUser           string        `envconfig:"NATS_USER" desc:"NATS user name (with DISPENSER_NATS_PASSWORD)"`
-	NATSPassword       string        `envconfig:"NATS_PASSWORD" desc:"NATS password"`
-	NATSToken          string        `envconfig:"NATS_TOKEN" desc:"NATS authentication token"`
-	NATSNKeySeedFile   string        `envconfig:"NATS_NKEY_SEED_FILE" desc:"file holding an NKey user seed"`
-	NATSCredsFile      string        `envconfig:"NATS_CREDS_FILE" desc:"NATS credentials file (JWT and seed)"`
-	NATSTLSCA          string        `envconfig:"NATS_TLS_CA" desc:"PEM file of the CA(s) that signed the server certificate"`
-	NATSTLSCert        string        `envconfig:"NATS_TLS_CERT" desc:"PEM client certificate (with DISPENSER_NATS_TLS_KEY)"`
-	NATSTLSKey         string        `envconfig:"NATS_TLS_KEY" desc:"PEM key of the client certificate"`
-	NATSConnectTimeout time.Duration `envconfig:"NATS_CONNECT_TIMEOUT" desc:"how long start-up waits for a NATS server to listen (retrying with back-off) before it fails"`
+	NATSURL            string        `envconfig:"DISPENSER_NATS_URL" desc:"NATS server URL(s), comma-separated. Empty: use the server listening on DISPENSER_EMBEDDED_ADDR, or start an embedded one there"`
+	NATSUser           string        `envconfig:"DISPENSER_NATS_USER" desc:"NATS user name (with DISPENSER_NATS_PASSWORD)"`
+	NATSPassword       string        `envconfig:"DISPENSER_NATS_PASSWORD" desc:"NATS password"`
+	NATSToken          string        `envconfig:"DISPENSER_NATS_TOKEN" desc:"NATS authentication token"`
+	NATSNKeySeedFile   string        `envconfig:"DISPENSER_NATS_NKEY_SEED_FILE" desc:"file holding an NKey user seed"`
+	NATSCredsFile      string        `envconfig:"DISPENSER_NATS_CREDS_FILE" desc:"NATS credentials file (JWT and seed)"`
+	NATSTLSCA          string        `envconfig:"DISPENSER_NATS_TLS_CA" desc:"PEM file of the CA(s) that signed the server certificate"`
+	NATSTLSCert        string        `envconfig:"DISPENSER_NATS_TLS_CERT" desc:"PEM client certificate (with DISPENSER_NATS_TLS_KEY)"`
+	NATSTLSKey         string        `envconfig:"DISPENSER_NATS_TLS_KEY" desc:"PEM key of the client certificate"`
+	NATSConnectTimeout time.Duration `envconfig:"DISPENSER_NATS_CONNECT_TIMEOUT" desc:"how long start-up waits for a NATS server to listen (retrying with back-off) before it fails"`
 
-	EmbeddedAddr    string `envconfig:"EMBEDDED_ADDR" desc:"with no DISPENSER_NATS_URL: where to look for a NATS server, and where to start the embedded one when none listens"`
-	EmbeddedDataDir string `envconfig:"EMBEDDED_DATA_DIR" desc:"JetStream directory of the embedded server (default: <user cache dir>/uid-dispenser/nats, else ./data/nats)"`
+	EmbeddedAddr    string `envconfig:"DISPENSER_EMBEDDED_ADDR" desc:"with no DISPENSER_NATS_URL: where to look for a NATS server, and where to start the embedded one when none listens"`
+	EmbeddedDataDir string `envconfig:"DISPENSER_EMBEDDED_DATA_DIR" desc:"JetStream directory of the embedded server (default: <user cache dir>/uid-dispenser/nats, else ./data/nats)"`
 
-	LayoutName string    `envconfig:"LAYOUT" desc:"the ID layout by name: default, uidgenerator (for reading old IDs; it can no longer issue any), or time/worker/sequence bits such as 31/16/16, optionally @ an RFC 3339 epoch; set instead of DISPENSER_TIME_BITS, _WORKER_BITS, _SEQ_BITS and DISPENSER_EPOCH"`
-	TimeBits   uint      `envconfig:"TIME_BITS" desc:"bits of delta seconds in an ID (time+worker+seq bits = 63)"`
-	WorkerBits uint      `envconfig:"WORKER_BITS" desc:"bits of worker ID (2^bits worker IDs; an instance holds one per lane)"`
-	SeqBits    uint      `envconfig:"SEQ_BITS" desc:"bits of sequence per second (2^bits IDs per second per worker ID, a lane, at wall-clock pace)"`
-	Epoch      time.Time `envconfig:"EPOCH" desc:"RFC 3339 instant delta seconds count from"`
+	LayoutName string  `envconfig:"DISPENSER_LAYOUT" desc:"the ID layout by name: default, uidgenerator (for reading old IDs; it can no longer issue any), or time/worker/sequence bits such as 31/16/16, optionally @ an RFC 3339 epoch; set instead of DISPENSER_TIME_BITS, _WORKER_BITS, _SEQ_BITS and DISPENSER_EPOCH"`
+	TimeBits   uint    `envconfig:"DISPENSER_TIME_BITS" desc:"bits of delta seconds in an ID (time+worker+seq bits = 63)"`
+	WorkerBits uint    `envconfig:"DISPENSER_WORKER_BITS" desc:"bits of worker ID (2^bits worker IDs; an instance holds one per lane)"`
+	SeqBits    uint    `envconfig:"DISPENSER_SEQ_BITS" desc:"bits of sequence per second (2^bits IDs per second per worker ID, a lane, at wall-clock pace)"`
+	Epoch      Instant `envconfig:"DISPENSER_EPOCH" desc:"the instant delta seconds count from: RFC 3339 (2026-01-01T00:00:00Z) or a date (2026-01-01, midnight UTC)"`
 
-	BoostPower       int           `envconfig:"BOOST_POWER" desc:"ring size = 2^seq bits << boost power, capped by DISPENSER_RING_MEMORY"`
-	RingMemory       int           `envconfig:"RING_MEMORY" desc:"bytes of IDs the ring may hold (8 per ID; a power of two of slots at most this)"`
-	MaxLanes         int           `envconfig:"MAX_LANES" desc:"most worker IDs (lanes) an instance holds at once, each sustaining 2^seq bits IDs per second; more are claimed while demand needs them (leased mode only; 1: one worker ID)"`
-	LaneIdle         time.Duration `envconfig:"LANE_IDLE" desc:"an extra lane unused this long is given back"`
-	PaddingFactor    int           `envconfig:"PADDING_FACTOR" desc:"pad the ring when fewer than this percentage of slots hold IDs (1-100)"`
-	ScheduleInterval time.Duration `envconfig:"SCHEDULE_INTERVAL" desc:"also pad on this interval (0: only on demand)"`
-	MaxAhead         time.Duration `envconfig:"MAX_AHEAD" desc:"how far IDs' seconds may run ahead of the clock under load (at least 1s; negative: no bound)"`
-	TakeWait         time.Duration `envconfig:"TAKE_WAIT" desc:"how long a request waits for IDs when the instance is at its capacity, or for the new worker ID after a lost lease, before it gets a 503 (keep it below the clients' attempt timeout, 1s for the Go client)"`
-	MaxLag           time.Duration `envconfig:"MAX_LAG" desc:"IDs waiting in the ring that lag the clock by more than this are discarded and refilled, so IDs carry real time at low load (at least 1s; negative: keep them)"`
+	BoostPower       int           `envconfig:"DISPENSER_BOOST_POWER" desc:"ring size = 2^seq bits << boost power, capped by DISPENSER_RING_MEMORY"`
+	RingMemory       int           `envconfig:"DISPENSER_RING_MEMORY" desc:"bytes of IDs the ring may hold (8 per ID; a power of two of slots at most this)"`
+	MaxLanes         int           `envconfig:"DISPENSER_MAX_LANES" desc:"most worker IDs (lanes) an instance holds at once, each sustaining 2^seq bits IDs per second; more are claimed while demand needs them (leased mode only; 1: one worker ID)"`
+	LaneIdle         time.Duration `envconfig:"DISPENSER_LANE_IDLE" desc:"an extra lane unused this long is given back"`
+	PaddingFactor    int           `envconfig:"DISPENSER_PADDING_FACTOR" desc:"pad the ring when fewer than this percentage of slots hold IDs (1-100)"`
+	ScheduleInterval time.Duration `envconfig:"DISPENSER_SCHEDULE_INTERVAL" desc:"also pad on this interval (0: only on demand)"`
+	MaxAhead         time.Duration `envconfig:"DISPENSER_MAX_AHEAD" desc:"how far IDs' seconds may run ahead of the clock under load (at least 1s; negative: no bound)"`
+	TakeWait         time.Duration `envconfig:"DISPENSER_TAKE_WAIT" desc:"how long a request waits for IDs when the instance is at its capacity, or for the new worker ID after a lost lease, before it gets a 503 (keep it below the clients' attempt timeout, 1s for the Go client)"`
+	MaxLag           time.Duration `envconfig:"DISPENSER_MAX_LAG" desc:"IDs waiting in the ring that lag the clock by more than this are discarded and refilled, so IDs carry real time at low load (at least 1s; negative: keep them)"`
 
-	QueueGroup      string        `envconfig:"QUEUE_GROUP" desc:"NATS queue group of the instances"`
-	SubjectPrefix   string        `envconfig:"SUBJECT_PREFIX" desc:"subjects are <prefix>.next, <prefix>.batch, <prefix>.parse"`
-	MaxBatch        int           `envconfig:"MAX_BATCH" desc:"largest batch count (further capped so a reply fits the NATS max payload)"`
-	ShutdownTimeout time.Duration `envconfig:"SHUTDOWN_TIMEOUT" desc:"bound on a graceful shutdown"`
-	LogLevel        string        `envconfig:"LOG_LEVEL" desc:"debug, info, warn or error"`
-	LogFormat       string        `envconfig:"LOG_FORMAT" desc:"text or json"`
+	QueueGroup      string        `envconfig:"DISPENSER_QUEUE_GROUP" desc:"NATS queue group of the instances"`
+	SubjectPrefix   string        `envconfig:"DISPENSER_SUBJECT_PREFIX" desc:"subjects are <prefix>.next, <prefix>.batch, <prefix>.parse"`
+	MaxBatch        int           `envconfig:"DISPENSER_MAX_BATCH" desc:"largest batch count (further capped so a reply fits the NATS max payload)"`
+	ShutdownTimeout time.Duration `envconfig:"DISPENSER_SHUTDOWN_TIMEOUT" desc:"bound on a graceful shutdown"`
+	LogLevel        string        `envconfig:"DISPENSER_LOG_LEVEL" desc:"debug, info, warn or error"`
+	LogFormat       string        `envconfig:"DISPENSER_LOG_FORMAT" desc:"text or json"`
 
-	Sequences       string        `envconfig:"SEQUENCES" desc:"named sequences to declare in the store: comma-separated name[=first number] (first default 1), e.g. orders,invoices=1000000; names are letters, digits, - and _. Served on <prefix>.seq.<name>.next and .batch; names other instances declared are served too"`
-	SequenceStep    uint64        `envconfig:"SEQUENCE_STEP" desc:"sequences: size of a name's first segment taken from the store, and the smallest the adaptive step halves to"`
-	SequenceMaxStep uint64        `envconfig:"SEQUENCE_MAX_STEP" desc:"sequences: the largest segment; a kill -9 loses at most two segments per name"`
-	SequenceTarget  time.Duration `envconfig:"SEQUENCE_TARGET" desc:"sequences: how long a segment should last; a shorter one doubles the next step, one lasting more than twice as long halves it (the store sees about one write per target per name and instance)"`
+	Sequences       string        `envconfig:"DISPENSER_SEQUENCES" desc:"named sequences to declare in the store: comma-separated name[=first number] (first default 1), e.g. orders,invoices=1000000; names are letters, digits, - and _. Served on <prefix>.seq.<name>.next and .batch; names other instances declared are served too"`
+	SequenceStep    uint64        `envconfig:"DISPENSER_SEQUENCE_STEP" desc:"sequences: size of a name's first segment taken from the store, and the smallest the adaptive step halves to"`
+	SequenceMaxStep uint64        `envconfig:"DISPENSER_SEQUENCE_MAX_STEP" desc:"sequences: the largest segment; a kill -9 loses at most two segments per name"`
+	SequenceTarget  time.Duration `envconfig:"DISPENSER_SEQUENCE_TARGET" desc:"sequences: how long a segment should last; a shorter one doubles the next step, one lasting more than twice as long halves it (the store sees about one write per target per name and instance)"`
 
-	MetricsAddr   string `envconfig:"METRICS_ADDR" desc:"listen address of the HTTP server with /metrics (Prometheus), /healthz and /readyz, e.g. :9464 (empty: none). Traces and OTLP metrics follow the OTEL_* variables"`
-	RunwayWarning string `envconfig:"RUNWAY_WARNING" desc:"log a warning and set uid_runway_warning when the layout's time field runs out sooner than this: a Go duration, days (90d) or years (2y); 0: never"`
+	MetricsAddr   string `envconfig:"DISPENSER_METRICS_ADDR" desc:"listen address of the HTTP server with /metrics (Prometheus), /healthz and /readyz, e.g. :9464 (empty: none). Traces and OTLP metrics follow the OTEL_* variables"`
+	RunwayWarning string `envconfig:"DISPENSER_RUNWAY_WARNING" desc:"log a warning and set uid_runway_warning when the layout's time field runs out sooner than this: a Go duration, days (90d) or years (2y); 0: never"`
 
 	WorkerIDConfig
 
-	BlocksEnabled bool `envconfig:"BLOCKS_ENABLED" desc:"publish prefilled blocks of IDs into a JetStream work-queue stream for BlockSource consumers"`
+	BlocksEnabled bool `envconfig:"DISPENSER_BLOCKS_ENABLED" desc:"publish prefilled blocks of IDs into a JetStream work-queue stream for BlockSource consumers"`
 	BlocksConfig       // DISPENSER_BLOCKS_*: the block publisher's settings
 }
 
@@ -104,10 +103,6 @@ func (e *ConfigError) Error() string { return e.Var + ": " + e.Reason }
 func LoadConfig() (Config, error) {
 	cfg := DefaultConfig()
 	if err := processEnv(&cfg); err != nil {
-		var pe *envconfig.ParseError
-		if errors.As(err, &pe) {
-			return Config{}, &ConfigError{Var: pe.KeyName, Reason: fmt.Sprintf("%q is not a valid %s: %v", pe.Value, pe.TypeName, pe.Err)}
-		}
 		return Config{}, err
 	}
 	if err := cfg.applyLayoutName(); err != nil {
@@ -126,8 +121,8 @@ func DefaultConfig() Config {
 		TimeBits:           layout.TimeBits,
 		WorkerBits:         layout.WorkerBits,
 		SeqBits:            layout.SeqBits,
-		Epoch:              layout.Epoch,
-		BoostPower:         uidcore.DefaultBoostPower,
+		Epoch:              Instant{layout.Epoch},
+		BoostPower:         bits.Len(uidcore.DefaultRingSeconds) - 1,
 		RingMemory:         uidcore.DefaultRingMemory,
 		MaxLanes:           uidcore.DefaultMaxLanes,
 		LaneIdle:           uidcore.DefaultLaneIdle,
@@ -145,8 +140,8 @@ func DefaultConfig() Config {
 		SequenceStep:       sequence.DefaultConfig().MinStep,
 		SequenceMaxStep:    sequence.DefaultConfig().MaxStep,
 		SequenceTarget:     sequence.DefaultConfig().Target,
-		WorkerIDConfig:     defaultsOf[WorkerIDConfig](workerid.DefaultConfig()),
-		BlocksConfig:       defaultsOf[BlocksConfig](natsio.DefaultBlocksConfig()),
+		WorkerIDConfig:     workerIDDefaults(),
+		BlocksConfig:       blocksDefaults(),
 	}
 }
 
@@ -161,7 +156,7 @@ func (c Config) Validate() error {
 	if c.LayoutName != "" {
 		l, err := uidcore.ParseLayout(c.LayoutName)
 		if err != nil {
-			return bad("LAYOUT", "%s", readOnce(err))
+			return bad("LAYOUT", "%v", err)
 		}
 		if l.String() != c.Layout().String() {
 			// Only a Go caller can get here: LoadConfig sets both.
@@ -172,7 +167,7 @@ func (c Config) Validate() error {
 		le, _ := err.(*uidcore.LayoutError)
 		// Config's layout fields are named as Layout's; the field "Layout"
 		// is their sum.
-		name, ok := lookupVar(le.Field)
+		name, ok := variableOf(le.Field)
 		if !ok {
 			name = EnvPrefix + "_TIME_BITS/WORKER_BITS/SEQ_BITS"
 		}
@@ -214,7 +209,7 @@ func (c Config) Validate() error {
 		return bad("SHUTDOWN_TIMEOUT", "%s must be positive", c.ShutdownTimeout)
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
-		return bad("LOG_LEVEL", "%v", err)
+		return bad("LOG_LEVEL", "%q is not a level: use debug, info, warn or error", c.LogLevel)
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return bad("LOG_FORMAT", "%q is neither text nor json", c.LogFormat)
@@ -275,9 +270,9 @@ func (c *Config) applyLayoutName() error {
 	}
 	l, err := uidcore.ParseLayout(c.LayoutName)
 	if err != nil {
-		return &ConfigError{Var: EnvPrefix + "_LAYOUT", Reason: readOnce(err)}
+		return &ConfigError{Var: EnvPrefix + "_LAYOUT", Reason: err.Error()}
 	}
-	c.TimeBits, c.WorkerBits, c.SeqBits, c.Epoch = l.TimeBits, l.WorkerBits, l.SeqBits, l.Epoch
+	c.TimeBits, c.WorkerBits, c.SeqBits, c.Epoch = l.TimeBits, l.WorkerBits, l.SeqBits, Instant{l.Epoch}
 	return nil
 }
 

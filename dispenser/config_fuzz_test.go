@@ -2,9 +2,9 @@ package dispenser
 
 import (
 	"errors"
-	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // FuzzLoadConfig sets two configuration variables (chosen by index among
@@ -15,7 +15,7 @@ import (
 //
 //	go test -run '^$' -fuzz FuzzLoadConfig -fuzztime 60s ./dispenser/
 func FuzzLoadConfig(f *testing.F) {
-	names := configVars(reflect.TypeFor[Config]())
+	names := configVars()
 	for i := range names {
 		for _, v := range []string{"", "0", "-1", "1s", "true", "x y", "nats://u:s3cret@127.0.0.1:4222", "/nonexistent/file", "127.0.0.1:0", "99999999999999999999"} {
 			f.Add(uint8(i), v, uint8(0), "")
@@ -88,4 +88,30 @@ func index(names []string, name string) int {
 		}
 	}
 	panic("no configuration variable " + name)
+}
+
+// FuzzParseInstant: an instant it reads prints (String, RFC 3339 UTC) as
+// a value it reads back to the same instant; a plain date is midnight
+// UTC; what it refuses is refused with the expected form.
+func FuzzParseInstant(f *testing.F) {
+	for _, s := range []string{"2026-01-01", "2026-01-01T00:00:00Z", "2020-06-01T00:00:00+02:00", "2026-02-30", "0000-01-01",
+		"9999-12-31T23:59:59Z", "2026-01-01T00:00:00.123456789-07:00", "2026-1-1", " 2026-01-01", "", "yesterday", "2026-01-01T00:00:00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := ParseInstant(s)
+		if err != nil {
+			if !strings.Contains(err.Error(), "e.g. 2026-01-01T00:00:00Z") {
+				t.Fatalf("%q: %v does not say the form", s, err)
+			}
+			return
+		}
+		if d, derr := time.Parse(time.DateOnly, s); derr == nil && !got.Equal(d) {
+			t.Fatalf("%q: %v, want midnight UTC %v", s, got, d)
+		}
+		back, err := ParseInstant(Instant{got}.String())
+		if err != nil || !back.Equal(got.Truncate(time.Second)) {
+			t.Fatalf("%q: %v prints as %q, read back as %v, %v", s, got, Instant{got}.String(), back, err)
+		}
+	})
 }

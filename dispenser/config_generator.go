@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/uid-dispenser/uid-dispenser/telemetry"
@@ -52,7 +51,7 @@ func (c Config) checkGenerator() error {
 	gen, err := uidcore.NewCached(c.cachedOptions(probeClaim{}, nil, nil))
 	if err != nil {
 		return &ConfigError{Var: c.layoutNames("SEQ_BITS") + "/" + EnvPrefix + "_BOOST_POWER/" + EnvPrefix + "_RING_MEMORY",
-			Reason: fmt.Sprintf("the ring buffer refuses %d sequence bits with boost power %d and %d bytes: %s", c.SeqBits, c.BoostPower, c.RingMemory, readOnce(err))}
+			Reason: fmt.Sprintf("the ring buffer refuses %d sequence bits with boost power %d and %d bytes: %s", c.SeqBits, c.BoostPower, c.RingMemory, err)}
 	}
 	return gen.Close()
 }
@@ -67,14 +66,3 @@ func (probeClaim) WorkerID() uint64                  { return 0 }
 func (probeClaim) After() int64                      { return 0 }
 func (probeClaim) Until() (int64, error)             { return 0, errProbe }
 func (probeClaim) Release(ctx context.Context) error { return nil }
-
-// readOnce is err's text without the package prefixes ("uidcore: ")
-// each wrapping layer put in, for messages a person reads: they say what
-// happened once, not which packages it passed through.
-func readOnce(err error) string {
-	msg := err.Error()
-	for _, p := range []string{"uidcore: ", "workerid: ", "natsio: ", "dispenser: "} {
-		msg = strings.ReplaceAll(msg, p, "")
-	}
-	return msg
-}

@@ -4,12 +4,9 @@ package dispenser
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
-	"reflect"
 	"time"
 
-	"github.com/uid-dispenser/uid-dispenser/internal/setting"
 	"github.com/uid-dispenser/uid-dispenser/natsio"
 	"github.com/uid-dispenser/uid-dispenser/natsio/natsconn"
 	"github.com/uid-dispenser/uid-dispenser/sequence"
@@ -20,14 +17,14 @@ import (
 // BlocksConfig is the block publisher's part of Config: the fields of
 // natsio.BlocksConfig, named alike, with their variables.
 type BlocksConfig struct {
-	BlocksStream          string        `envconfig:"BLOCKS_STREAM" desc:"blocks: JetStream stream name (created or updated at start-up)"`
-	BlocksSubject         string        `envconfig:"BLOCKS_SUBJECT" desc:"blocks: subject the blocks are published on (no wildcards)"`
-	BlockSize             int           `envconfig:"BLOCKS_BLOCK_SIZE" desc:"blocks: IDs per block (8 bytes each), 1..131072"`
-	BlocksTargetDepth     int           `envconfig:"BLOCKS_TARGET_DEPTH" desc:"blocks: blocks kept in the stream (its message cap, discard-new)"`
-	BlocksStorage         string        `envconfig:"BLOCKS_STORAGE" desc:"blocks: stream storage, file or memory"`
-	BlocksReplicas        int           `envconfig:"BLOCKS_REPLICAS" desc:"blocks: stream replicas (3 on a cluster), 1..5"`
-	BlocksDuplicateWindow time.Duration `envconfig:"BLOCKS_DUPLICATE_WINDOW" desc:"blocks: the stream's duplicate window (a retried publish within it is stored once)"`
-	BlocksPollInterval    time.Duration `envconfig:"BLOCKS_POLL_INTERVAL" desc:"blocks: longest wait between checks of the stream depth while it stays full (checks are faster just after consumers drained it)"`
+	BlocksStream          string        `envconfig:"DISPENSER_BLOCKS_STREAM" desc:"blocks: JetStream stream name (created or updated at start-up)"`
+	BlocksSubject         string        `envconfig:"DISPENSER_BLOCKS_SUBJECT" desc:"blocks: subject the blocks are published on (no wildcards)"`
+	BlockSize             int           `envconfig:"DISPENSER_BLOCKS_BLOCK_SIZE" desc:"blocks: IDs per block (8 bytes each), 1..131072"`
+	BlocksTargetDepth     int           `envconfig:"DISPENSER_BLOCKS_TARGET_DEPTH" desc:"blocks: blocks kept in the stream (its message cap, discard-new)"`
+	BlocksStorage         string        `envconfig:"DISPENSER_BLOCKS_STORAGE" desc:"blocks: stream storage, file or memory"`
+	BlocksReplicas        int           `envconfig:"DISPENSER_BLOCKS_REPLICAS" desc:"blocks: stream replicas (3 on a cluster), 1..5"`
+	BlocksDuplicateWindow time.Duration `envconfig:"DISPENSER_BLOCKS_DUPLICATE_WINDOW" desc:"blocks: the stream's duplicate window (a retried publish within it is stored once)"`
+	BlocksPollInterval    time.Duration `envconfig:"DISPENSER_BLOCKS_POLL_INTERVAL" desc:"blocks: longest wait between checks of the stream depth while it stays full (checks are faster just after consumers drained it)"`
 }
 
 // WorkerIDConfig is the worker-ID store's part of Config: the fields of
@@ -35,90 +32,111 @@ type BlocksConfig struct {
 // builds the library's struct from it, and errors naming a workerid
 // field name this one's variable).
 type WorkerIDConfig struct {
-	MySQLDSN             string        `envconfig:"MYSQL_DSN" desc:"MySQL DSN (go-sql-driver form, user:password@tcp(host:3306)/db) of the worker-ID store; empty: the JetStream KV bucket"`
-	WorkerMode           workerid.Mode `envconfig:"WORKER_MODE" desc:"leased (recyclable worker IDs with time reservations) or disposable (a new worker ID on every start, UidGenerator's WORKER_NODE)"`
-	LeaseTTL             time.Duration `envconfig:"LEASE_TTL" desc:"leased: how long a worker-ID lease lasts without renewal (renewed every third of it); at least 1s"`
-	ReserveChunk         time.Duration `envconfig:"RESERVE_CHUNK" desc:"leased: how far ahead seconds are reserved in the store at a time; at least 1s"`
-	WorkerNodeTable      string        `envconfig:"WORKER_NODE_TABLE" desc:"disposable on MySQL: UidGenerator's worker-node table"`
-	WorkerLeaseTable     string        `envconfig:"WORKER_LEASE_TABLE" desc:"leased on MySQL: the lease table"`
-	CreateTables         bool          `envconfig:"CREATE_TABLES" desc:"MySQL: create the table of the mode at start-up when missing (needs the CREATE privilege)"`
-	FleetTable           string        `envconfig:"FLEET_TABLE" desc:"MySQL: the table holding the fleet's layout, worker mode and subject prefix (one row), compared by every instance"`
-	SequenceTable        string        `envconfig:"SEQUENCE_TABLE" desc:"MySQL: the table of the named sequences (one row per name, like Leaf's leaf_alloc), created with DISPENSER_CREATE_TABLES"`
-	WorkerKVBucket       string        `envconfig:"WORKER_KV_BUCKET" desc:"JetStream KV bucket of the worker-ID store when no MySQL DSN is set"`
-	WorkerKVReplicas     int           `envconfig:"WORKER_KV_REPLICAS" desc:"replicas of the KV bucket when the dispenser creates it (3 on a cluster), 1..5"`
-	StoreStartupDeadline time.Duration `envconfig:"STORE_STARTUP_DEADLINE" desc:"how long start-up (and a claim) retries an unreachable store before it fails"`
+	MySQLDSN             string        `envconfig:"DISPENSER_MYSQL_DSN" desc:"MySQL DSN (go-sql-driver form, user:password@tcp(host:3306)/db) of the worker-ID store; empty: the JetStream KV bucket"`
+	WorkerMode           workerid.Mode `envconfig:"DISPENSER_WORKER_MODE" desc:"leased (recyclable worker IDs with time reservations) or disposable (a new worker ID on every start, UidGenerator's WORKER_NODE)"`
+	LeaseTTL             time.Duration `envconfig:"DISPENSER_LEASE_TTL" desc:"leased: how long a worker-ID lease lasts without renewal (renewed every third of it); at least 1s"`
+	ReserveChunk         time.Duration `envconfig:"DISPENSER_RESERVE_CHUNK" desc:"leased: how far ahead seconds are reserved in the store at a time; at least 1s"`
+	WorkerNodeTable      string        `envconfig:"DISPENSER_WORKER_NODE_TABLE" desc:"disposable on MySQL: UidGenerator's worker-node table"`
+	WorkerLeaseTable     string        `envconfig:"DISPENSER_WORKER_LEASE_TABLE" desc:"leased on MySQL: the lease table"`
+	CreateTables         bool          `envconfig:"DISPENSER_CREATE_TABLES" desc:"MySQL: create the table of the mode at start-up when missing (needs the CREATE privilege)"`
+	FleetTable           string        `envconfig:"DISPENSER_FLEET_TABLE" desc:"MySQL: the table holding the fleet's layout, worker mode and subject prefix (one row), compared by every instance"`
+	SequenceTable        string        `envconfig:"DISPENSER_SEQUENCE_TABLE" desc:"MySQL: the table of the named sequences (one row per name, like Leaf's leaf_alloc), created with DISPENSER_CREATE_TABLES"`
+	WorkerKVBucket       string        `envconfig:"DISPENSER_WORKER_KV_BUCKET" desc:"JetStream KV bucket of the worker-ID store when no MySQL DSN is set"`
+	WorkerKVReplicas     int           `envconfig:"DISPENSER_WORKER_KV_REPLICAS" desc:"replicas of the KV bucket when the dispenser creates it (3 on a cluster), 1..5"`
+	StoreStartupDeadline time.Duration `envconfig:"DISPENSER_STORE_STARTUP_DEADLINE" desc:"how long start-up (and a claim) retries an unreachable store before it fails (negative: one attempt)"`
 }
 
 // workerIDConfig is the stores' configuration; their messages name
 // settings by this configuration's variables.
 func (c Config) workerIDConfig(log *slog.Logger) workerid.Config {
-	w := workerid.Config{Logger: log, SettingName: fieldVar}
-	copyFields(&w, c.WorkerIDConfig, reflect.TypeFor[WorkerIDConfig]())
-	return w
+	return workerid.Config{
+		MySQLDSN:             c.MySQLDSN,
+		WorkerMode:           c.WorkerMode,
+		LeaseTTL:             c.LeaseTTL,
+		ReserveChunk:         c.ReserveChunk,
+		WorkerNodeTable:      c.WorkerNodeTable,
+		WorkerLeaseTable:     c.WorkerLeaseTable,
+		CreateTables:         c.CreateTables,
+		FleetTable:           c.FleetTable,
+		SequenceTable:        c.SequenceTable,
+		WorkerKVBucket:       c.WorkerKVBucket,
+		WorkerKVReplicas:     c.WorkerKVReplicas,
+		StoreStartupDeadline: c.StoreStartupDeadline,
+		Logger:               log,
+		SettingName:          fieldVar,
+	}
 }
 
-// copyFields copies the fields of ours, one of Config's nested structs,
-// from the struct src to the fields of the same name in *dst, one of
-// them being ours and the other the library's struct it stands for. The nested
-// structs carry the libraries' field names and types, so that neither
-// this copy (both ways) nor fieldVar's naming needs a list of its own; a
-// field the library lacks is a programming error every test meets.
-func copyFields(dst, src any, ours reflect.Type) {
-	d, s := reflect.ValueOf(dst).Elem(), reflect.ValueOf(src)
-	for _, f := range reflect.VisibleFields(ours) {
-		from, to := s.FieldByName(f.Name), d.FieldByName(f.Name)
-		if !from.IsValid() || !to.IsValid() || from.Type() != to.Type() {
-			panic(fmt.Sprintf("dispenser: %s.%s has no counterpart in %s", ours.Name(), f.Name, d.Type()))
-		}
-		to.Set(from)
+// workerIDDefaults is WorkerIDConfig holding workerid's defaults.
+func workerIDDefaults() WorkerIDConfig {
+	d := workerid.DefaultConfig()
+	return WorkerIDConfig{
+		MySQLDSN:             d.MySQLDSN,
+		WorkerMode:           d.WorkerMode,
+		LeaseTTL:             d.LeaseTTL,
+		ReserveChunk:         d.ReserveChunk,
+		WorkerNodeTable:      d.WorkerNodeTable,
+		WorkerLeaseTable:     d.WorkerLeaseTable,
+		CreateTables:         d.CreateTables,
+		FleetTable:           d.FleetTable,
+		SequenceTable:        d.SequenceTable,
+		WorkerKVBucket:       d.WorkerKVBucket,
+		WorkerKVReplicas:     d.WorkerKVReplicas,
+		StoreStartupDeadline: d.StoreStartupDeadline,
 	}
 }
 
 // blocksConfig is the block publisher's configuration.
 func (c Config) blocksConfig(log *slog.Logger) natsio.BlocksConfig {
-	b := natsio.BlocksConfig{Logger: log}
-	copyFields(&b, c.BlocksConfig, reflect.TypeFor[BlocksConfig]())
-	return b
+	return natsio.BlocksConfig{
+		BlocksStream:          c.BlocksStream,
+		BlocksSubject:         c.BlocksSubject,
+		BlockSize:             c.BlockSize,
+		BlocksTargetDepth:     c.BlocksTargetDepth,
+		BlocksStorage:         c.BlocksStorage,
+		BlocksReplicas:        c.BlocksReplicas,
+		BlocksDuplicateWindow: c.BlocksDuplicateWindow,
+		BlocksPollInterval:    c.BlocksPollInterval,
+		Logger:                log,
+	}
 }
 
-// fieldVar is the variable of the Config field with that name (a
-// promoted one included), as errors name it: DISPENSER_LEASE_TTL for
-// LeaseTTL. The libraries name their settings by field, and Config's
-// fields carry the libraries' names, so this is the one mapping; a name
+// blocksDefaults is BlocksConfig holding the block publisher's defaults.
+func blocksDefaults() BlocksConfig {
+	d := natsio.DefaultBlocksConfig()
+	return BlocksConfig{
+		BlocksStream:          d.BlocksStream,
+		BlocksSubject:         d.BlocksSubject,
+		BlockSize:             d.BlockSize,
+		BlocksTargetDepth:     d.BlocksTargetDepth,
+		BlocksStorage:         d.BlocksStorage,
+		BlocksReplicas:        d.BlocksReplicas,
+		BlocksDuplicateWindow: d.BlocksDuplicateWindow,
+		BlocksPollInterval:    d.BlocksPollInterval,
+	}
+}
+
+// fieldVar is the variable of the Config field with that name, as the
+// libraries' messages name it: DISPENSER_LEASE_TTL for LeaseTTL. Config's
+// fields carry the names of the library fields they map to (the mapping
+// functions above), so a library's field name finds our variable; a name
 // Config lacks is returned as it is.
 func fieldVar(field string) string {
-	if v, ok := lookupVar(field); ok {
+	if v, ok := variableOf(field); ok {
 		return v
 	}
 	return field
-}
-
-// lookupVar is fieldVar that says whether Config has the field.
-func lookupVar(field string) (string, bool) {
-	f, ok := reflect.TypeFor[Config]().FieldByName(field)
-	if !ok || f.Tag.Get("envconfig") == "" {
-		return "", false
-	}
-	return EnvPrefix + "_" + f.Tag.Get("envconfig"), true
 }
 
 // namedError turns a library's error about one of its settings, which
 // names the field, into a *ConfigError naming the variable; other errors
 // are returned as they are.
 func namedError(err error) error {
-	var se *setting.Error // every library's SettingError
+	var se *uidcore.SettingError // every library's setting error
 	if errors.As(err, &se) {
 		return &ConfigError{Var: fieldVar(se.Field), Reason: se.Detail()}
 	}
 	return err
-}
-
-// defaultsOf is one of Config's nested structs filled from the defaults
-// of the library's struct it stands for.
-func defaultsOf[T any](library any) T {
-	var ours T
-	copyFields(&ours, library, reflect.TypeFor[T]())
-	return ours
 }
 
 // sequenceConfig is the allocator's configuration.
@@ -132,17 +150,6 @@ func (c Config) sequenceConfig(log *slog.Logger) sequence.Config {
 // extra worker IDs; it is used in leased mode only, where worker IDs are
 // recycled (a disposable claim burns a WORKER_NODE row for good).
 func (c Config) cachedOptions(claim uidcore.Claim, lanes uidcore.Assigner, observer uidcore.Observer) uidcore.CachedOptions {
-	boost := c.BoostPower
-	if boost == 0 {
-		boost = -1 // uidcore reads 0 as "default"
-	}
-	maxAhead, maxLag := c.MaxAhead, c.MaxLag
-	if maxAhead < 0 {
-		maxAhead = uidcore.NoAheadBound
-	}
-	if maxLag < 0 {
-		maxLag = uidcore.NoLagBound
-	}
 	maxLanes := c.MaxLanes
 	if c.WorkerMode == workerid.ModeDisposable || maxLanes <= 1 {
 		lanes, maxLanes = nil, 1
@@ -154,12 +161,12 @@ func (c Config) cachedOptions(claim uidcore.Claim, lanes uidcore.Assigner, obser
 		MaxLanes:         maxLanes,
 		LaneIdle:         c.LaneIdle,
 		RingMemory:       c.RingMemory,
-		BoostPower:       boost,
+		RingSeconds:      1 << c.BoostPower, // UidGenerator's boostPower: 2^boost seconds
 		PaddingFactor:    c.PaddingFactor,
 		ScheduleInterval: c.ScheduleInterval,
-		MaxAhead:         maxAhead,
+		MaxAhead:         c.MaxAhead, // negative: no bound, for uidcore too
 		TakeWait:         c.TakeWait,
-		MaxLag:           maxLag,
+		MaxLag:           c.MaxLag,
 		Observer:         observer,
 	}
 }

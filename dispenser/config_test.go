@@ -15,10 +15,10 @@ import (
 )
 
 // clearEnv unsets every DISPENSER_ variable (and the unprefixed names
-// envconfig falls back to) for the test.
+// envconfig could fall back to) for the test.
 func clearEnv(t *testing.T) {
 	t.Helper()
-	for _, name := range configVars(reflect.TypeFor[Config]()) {
+	for _, name := range configVars() {
 		for _, v := range []string{EnvPrefix + "_" + name, name} {
 			if old, ok := os.LookupEnv(v); ok {
 				os.Unsetenv(v)
@@ -28,17 +28,26 @@ func clearEnv(t *testing.T) {
 	}
 }
 
-// configVars lists the envconfig names of a config struct's fields,
-// embedded structs included.
-func configVars(t reflect.Type) []string {
+// configVars lists the configuration's variables without the prefix.
+func configVars() []string {
+	var names []string
+	for _, v := range Variables() {
+		names = append(names, strings.TrimPrefix(v.Name, EnvPrefix+"_"))
+	}
+	return names
+}
+
+// configFields lists Config's leaf fields, nested structs walked: what
+// the list of variables must cover.
+func configFields(t reflect.Type) []string {
 	var names []string
 	for i := range t.NumField() {
 		f := t.Field(i)
 		if f.Anonymous {
-			names = append(names, configVars(f.Type)...)
+			names = append(names, configFields(f.Type)...)
 			continue
 		}
-		names = append(names, f.Tag.Get("envconfig"))
+		names = append(names, f.Name)
 	}
 	return names
 }
@@ -98,14 +107,14 @@ func TestInvalidValuesNameTheVariable(t *testing.T) {
 		{"DISPENSER_MYSQL_DSN", "root:hunter2@nowhere(", "DISPENSER_MYSQL_DSN"},
 		// workerid.Config's settings, named by the library by field.
 		{"DISPENSER_LEASE_TTL", "500ms", "DISPENSER_LEASE_TTL"},
-		{"DISPENSER_RESERVE_CHUNK", "0s", "DISPENSER_RESERVE_CHUNK"},
+		{"DISPENSER_RESERVE_CHUNK", "500ms", "DISPENSER_RESERVE_CHUNK"},
 		{"DISPENSER_WORKER_NODE_TABLE", "WORKER_NODE; DROP TABLE x", "DISPENSER_WORKER_NODE_TABLE"},
 		{"DISPENSER_WORKER_LEASE_TABLE", "worker_node", "DISPENSER_WORKER_LEASE_TABLE"},
 		{"DISPENSER_FLEET_TABLE", "1fleet", "DISPENSER_FLEET_TABLE"},
 		{"DISPENSER_SEQUENCE_TABLE", "uid_fleet", "DISPENSER_SEQUENCE_TABLE"},
 		{"DISPENSER_WORKER_KV_BUCKET", "a.b", "DISPENSER_WORKER_KV_BUCKET"},
 		{"DISPENSER_WORKER_KV_REPLICAS", "6", "DISPENSER_WORKER_KV_REPLICAS"},
-		{"DISPENSER_STORE_STARTUP_DEADLINE", "-1s", "DISPENSER_STORE_STARTUP_DEADLINE"},
+		{"DISPENSER_STORE_STARTUP_DEADLINE", "soon", "DISPENSER_STORE_STARTUP_DEADLINE"},
 	} {
 		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
 			clearEnv(t)
@@ -140,8 +149,8 @@ func TestUsageListsEveryVariableWithItsDefault(t *testing.T) {
 		return ""
 	}
 	vars := Variables()
-	if names := configVars(reflect.TypeFor[Config]()); len(vars) != len(names) {
-		t.Fatalf("%d variables listed for %d fields", len(vars), len(names))
+	if fields := configFields(reflect.TypeFor[Config]()); len(vars) != len(fields) {
+		t.Fatalf("%d variables listed for %d fields", len(vars), len(fields))
 	}
 	for _, v := range vars {
 		line := lineOf(v.Name)
@@ -188,10 +197,10 @@ func loadsDefaults(t *testing.T, env string) {
 		t.Fatal(err)
 	}
 	want := DefaultConfig()
-	if !cfg.Epoch.Equal(want.Epoch) {
+	if !cfg.Epoch.Equal(want.Epoch.Time) {
 		t.Fatalf("%s: epoch %v, want %v", env, cfg.Epoch, want.Epoch)
 	}
-	cfg.Epoch, want.Epoch = time.Time{}, time.Time{}
+	cfg.Epoch, want.Epoch = Instant{}, Instant{}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("%s: LoadConfig\n got %+v\nwant DefaultConfig %+v", env, cfg, want)
 	}
@@ -205,7 +214,7 @@ func TestValidateRefusesLayoutsThatCannotIssue(t *testing.T) {
 	now := time.Now()
 	withLayout := func(timeBits, workerBits, seqBits uint, epoch time.Time, warning string) Config {
 		c := DefaultConfig()
-		c.TimeBits, c.WorkerBits, c.SeqBits, c.Epoch, c.RunwayWarning = timeBits, workerBits, seqBits, epoch, warning
+		c.TimeBits, c.WorkerBits, c.SeqBits, c.Epoch, c.RunwayWarning = timeBits, workerBits, seqBits, Instant{epoch}, warning
 		return c
 	}
 	// An epoch that leaves exactly d of runway to the 30/17/16 layout.
@@ -259,7 +268,7 @@ func TestUnprefixedVariablesAreIgnored(t *testing.T) {
 		t.Fatalf("LoadConfig read an unprefixed variable: %v", err)
 	}
 	want := DefaultConfig()
-	if cfg.MySQLDSN != "" || cfg.LogLevel != want.LogLevel || cfg.NATSURL != "" || !cfg.Epoch.Equal(want.Epoch) ||
+	if cfg.MySQLDSN != "" || cfg.LogLevel != want.LogLevel || cfg.NATSURL != "" || !cfg.Epoch.Equal(want.Epoch.Time) ||
 		cfg.WorkerMode != want.WorkerMode || cfg.MaxBatch != want.MaxBatch || cfg.BlocksEnabled {
 		t.Fatalf("unprefixed variables changed the configuration: %+v", cfg)
 	}
@@ -344,8 +353,8 @@ func TestLayoutByName(t *testing.T) {
 // table's message says DISPENSER_CREATE_TABLES, not CreateTables).
 func TestWorkerIDConfigCarriesEverySetting(t *testing.T) {
 	cfg := DefaultConfig()
-	if got := cfg.workerIDConfig(nil); !reflect.DeepEqual(defaultsOf[WorkerIDConfig](got), cfg.WorkerIDConfig) {
-		t.Fatalf("round trip lost settings: %+v", got)
+	if got, want := cfg.workerIDConfig(nil), workerid.DefaultConfig(); got.SettingName == nil || got.LeaseTTL != want.LeaseTTL || got.WorkerKVBucket != want.WorkerKVBucket || got.CreateTables != want.CreateTables {
+		t.Fatalf("defaults lost on the way: %+v", got)
 	}
 	cfg.MySQLDSN, cfg.WorkerMode, cfg.LeaseTTL, cfg.CreateTables, cfg.WorkerKVReplicas = "u:p@tcp(db)/x", workerid.ModeDisposable, time.Minute, false, 3
 	log := testLogger()
@@ -357,5 +366,65 @@ func TestWorkerIDConfigCarriesEverySetting(t *testing.T) {
 		if got := w.Name(field); got != want {
 			t.Errorf("Name(%s) = %s, want %s", field, got, want)
 		}
+	}
+}
+
+// An unknown DISPENSER_* variable is reported with the closest known one
+// when it looks like a misspelling of it, and without one otherwise;
+// other programs' variables and known ones are not reported.
+func TestUnknownVariablesNameTheClosest(t *testing.T) {
+	got := UnknownVariables([]string{
+		"DISPENSER_MAXLANES=4", "DISPENSER_FOO=1", "DISPENSER_MAX_LANES=3", "PATH=/bin", "MAXLANES=1",
+		"DISPENSER_LEASE_TTLL=3s", "DISPENSER_mysql_dsn=x", "DISPENSER_=",
+	})
+	want := []UnknownVariable{
+		{"DISPENSER_", ""},
+		{"DISPENSER_FOO", ""},
+		{"DISPENSER_LEASE_TTLL", "DISPENSER_LEASE_TTL"},
+		{"DISPENSER_MAXLANES", "DISPENSER_MAX_LANES"},
+		{"DISPENSER_mysql_dsn", "DISPENSER_MYSQL_DSN"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("UnknownVariables = %+v\nwant %+v", got, want)
+	}
+	if s := got[3].String(); s != "DISPENSER_MAXLANES is not a dispenser setting and is ignored; did you mean DISPENSER_MAX_LANES?" {
+		t.Fatalf("message %q", s)
+	}
+	if s := got[1].String(); !strings.Contains(s, "DISPENSER_FOO is not a dispenser setting") || strings.Contains(s, "did you mean") {
+		t.Fatalf("message %q", s)
+	}
+}
+
+// Values that do not decode get a message saying the expected form with
+// an example, not Go's parser errors; a plain date is an epoch at
+// midnight UTC.
+func TestBadValuesSayTheExpectedForm(t *testing.T) {
+	for _, tc := range []struct{ name, value, want string }{
+		{"DISPENSER_EPOCH", "yesterday", "RFC 3339, e.g. 2026-01-01T00:00:00Z"},
+		{"DISPENSER_EPOCH", "2026-13-01", "RFC 3339, e.g. 2026-01-01T00:00:00Z"},
+		{"DISPENSER_LEASE_TTL", "30", `DISPENSER_LEASE_TTL: "30" is not a duration with a unit, e.g. 30s`},
+		{"DISPENSER_BLOCKS_ENABLED", "yes", `DISPENSER_BLOCKS_ENABLED: "yes" is not true or false`},
+		{"DISPENSER_LOG_LEVEL", "verbose", `DISPENSER_LOG_LEVEL: "verbose" is not a level: use debug, info, warn or error`},
+		{"DISPENSER_MAX_LANES", "four", `DISPENSER_MAX_LANES: "four" is not a whole number`},
+		{"DISPENSER_TIME_BITS", "-1", `DISPENSER_TIME_BITS: "-1" is not a whole number, 0 or more`},
+	} {
+		clearEnv(t)
+		t.Setenv(tc.name, tc.value)
+		_, err := LoadConfig()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s=%s: %v; want it to say %q", tc.name, tc.value, err, tc.want)
+			continue
+		}
+		for _, internal := range []string{"strconv", "time.", "missing unit", "slog:", "parsing time"} {
+			if strings.Contains(err.Error(), internal) {
+				t.Errorf("%s=%s: %q speaks Go (%s)", tc.name, tc.value, err, internal)
+			}
+		}
+	}
+	clearEnv(t)
+	t.Setenv("DISPENSER_EPOCH", "2025-06-01")
+	cfg, err := LoadConfig()
+	if err != nil || !cfg.Epoch.Equal(time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC)) {
+		t.Fatalf("DISPENSER_EPOCH=2025-06-01: %v, %v; want midnight UTC", cfg.Epoch, err)
 	}
 }

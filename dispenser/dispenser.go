@@ -228,7 +228,9 @@ func (d *Dispenser) connectNATS(ctx context.Context) (url string, _ func(), err 
 	connectCtx, cancel := context.WithTimeout(ctx, d.cfg.NATSConnectTimeout)
 	defer cancel()
 	// Waited for like the store: NATS may come up after the dispenser.
-	d.svcNC, err = natsconn.ConnectWaiting(connectCtx, d.cfg.connConfig(url, "uid-dispenser", d.log))
+	// Each connection's events name it: the two drop together when the
+	// server goes, and two identical lines would read as one logged twice.
+	d.svcNC, err = natsconn.ConnectWaiting(connectCtx, d.cfg.connConfig(url, "uid-dispenser", d.log.With("conn", "service")))
 	if err != nil {
 		return "", nil, fmt.Errorf("dispenser: %w", err)
 	}
@@ -249,7 +251,7 @@ func (d *Dispenser) openAssigner(ctx context.Context, url string) (func(), error
 	if d.cfg.MySQLDSN != "" {
 		a, err := mysqlstore.NewAssigner(ctx, cfg)
 		if err != nil {
-			return nil, fmt.Errorf("dispenser: worker-ID store: %w", err)
+			return nil, fmt.Errorf("dispenser: %w", err) // the store says it is MySQL, where and what to set
 		}
 		d.assigner = a
 		return func() { a.Close() }, nil
@@ -259,7 +261,7 @@ func (d *Dispenser) openAssigner(ctx context.Context, url string) (func(), error
 	// drained at shutdown while the lease is still released over NATS.
 	connectCtx, cancel := context.WithTimeout(ctx, d.cfg.NATSConnectTimeout)
 	defer cancel()
-	conn, err := natsconn.ConnectWaiting(connectCtx, d.cfg.connConfig(url, "uid-dispenser worker claim", d.log))
+	conn, err := natsconn.ConnectWaiting(connectCtx, d.cfg.connConfig(url, "uid-dispenser worker claim", d.log.With("conn", "worker claim")))
 	if err != nil {
 		return nil, fmt.Errorf("dispenser: %w", err)
 	}
@@ -546,6 +548,9 @@ func (d *Dispenser) doShutdown(ctx context.Context) error {
 	}
 	if d.embedded != nil {
 		d.embedded.Shutdown()
+		// The other instances on it see their connections drop: this
+		// line says why.
+		d.log.Info("stopped the embedded nats-server; instances using it reconnect when a server listens there again", "url", d.url)
 	}
 	d.log.Info("stopped", "worker_id", claim.WorkerID())
 	return errors.Join(errs...)

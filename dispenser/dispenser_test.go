@@ -298,3 +298,66 @@ func TestRunShutsDownOnCancel(t *testing.T) {
 		t.Fatal("Run did not return after cancel")
 	}
 }
+
+// Logs that looked like bugs: a fresh lease says after_time=new (not
+// 1970-01-01T00:00:00Z); the instance owning the embedded server says it
+// stopped it; an instance on that server logs the loss once per
+// connection, each line naming its connection, and serves again once a
+// server listens there again.
+func TestLogsOfTheEmbeddedServerSayWhatHappened(t *testing.T) {
+	cfg := testConfig("", "")
+	cfg.EmbeddedAddr = freeAddr(t)
+	cfg.EmbeddedDataDir = t.TempDir()
+	startLogged := func(logs *testenv.LogBuffer) *Dispenser {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		d, err := Start(ctx, cfg, WithLogger(logs.Logger(slog.LevelInfo)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	var ownerLog, otherLog, nextLog testenv.LogBuffer
+	owner := startLogged(&ownerLog)
+	other := startLogged(&otherLog)
+	if !owner.Embedded() || other.Embedded() {
+		t.Fatalf("embedded: owner %v, other %v", owner.Embedded(), other.Embedded())
+	}
+	if l := ownerLog.String(); !strings.Contains(l, "after=0 after_time=new") || strings.Contains(l, "1970-01-01") {
+		t.Fatalf("a fresh lease's log:\n%s", l)
+	}
+	shutdown(t, owner)
+	if !strings.Contains(ownerLog.String(), `msg="stopped the embedded nats-server;`) {
+		t.Fatalf("the owner does not say it stopped the server:\n%s", ownerLog.String())
+	}
+	disconnects := func() []string {
+		var lines []string
+		for l := range strings.SplitSeq(otherLog.String(), "\n") {
+			if strings.Contains(l, `msg="NATS disconnected"`) {
+				_, after, _ := strings.Cut(l, " level=") // without the time
+				lines = append(lines, after)
+			}
+		}
+		return lines
+	}
+	testenv.WaitFor(t, 10*time.Second, "the other instance saw both connections drop", func() bool { return len(disconnects()) >= 2 })
+	seen := map[string]bool{}
+	for _, l := range disconnects() {
+		if seen[l] {
+			t.Errorf("logged twice alike: %s", l)
+		}
+		seen[l] = true
+	}
+	if d := disconnects(); !strings.Contains(strings.Join(d, "\n"), "conn=service") || !strings.Contains(strings.Join(d, "\n"), `conn="worker claim"`) {
+		t.Errorf("disconnects do not name their connections: %q", d)
+	}
+	next := startLogged(&nextLog) // a new owner on the same address
+	t.Cleanup(func() { shutdown(t, next) })
+	if !next.Embedded() {
+		t.Fatal("the next instance did not start the server")
+	}
+	testenv.WaitFor(t, 10*time.Second, "the other instance reconnected", func() bool {
+		return strings.Count(otherLog.String(), `msg="NATS reconnected"`) >= 2
+	})
+	shutdown(t, other)
+}

@@ -42,7 +42,7 @@ func TestFleetRefusesAnotherLayoutModeOrPrefix(t *testing.T) {
 			change func(*Config)
 			want   []string
 		}{
-			{"epoch", func(c *Config) { c.Epoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC) }, []string{"DISPENSER_EPOCH", "31/10/22@2025-01-01T00:00:00Z", "31/10/22@2026-01-01T00:00:00Z"}},
+			{"epoch", func(c *Config) { c.Epoch = Instant{time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)} }, []string{"DISPENSER_EPOCH", "31/10/22@2025-01-01T00:00:00Z", "31/10/22@2026-01-01T00:00:00Z"}},
 			{"bits", func(c *Config) { c.WorkerBits, c.SeqBits = 14, 18 }, []string{"DISPENSER_WORKER_BITS, DISPENSER_SEQ_BITS", "31/14/18@", "31/10/22@"}},
 			{"mode", func(c *Config) { c.WorkerMode = workerid.ModeDisposable }, []string{"DISPENSER_WORKER_MODE", "worker mode disposable, the fleet's is leased"}},
 			{"prefix", func(c *Config) { c.SubjectPrefix = "ids" }, []string{"DISPENSER_SUBJECT_PREFIX", "subject prefix ids, the fleet's is uid"}},
@@ -91,7 +91,7 @@ func TestNewGenerationChangesTheLayoutSafely(t *testing.T) {
 		shutdown(t, old)
 
 		later := testConfig(url, dsn)
-		later.Epoch = uidcore.DefaultEpoch.Add(24 * time.Hour) // same widths, later epoch: smaller IDs for a day
+		later.Epoch = Instant{uidcore.DefaultEpoch.Add(24 * time.Hour)} // same widths, later epoch: smaller IDs for a day
 		var ce *ConfigError
 		if _, err := NewGeneration(ctx, later, testLogger()); !errors.As(err, &ce) || !strings.Contains(err.Error(), "exceeds every ID of generation 1") {
 			t.Fatalf("a later epoch with the same widths: %v, want refused", err)

@@ -190,3 +190,55 @@ func TestContainerVariablesNameTheInstance(t *testing.T) {
 		t.Fatalf("JPAAS_HOST without a port: %v, want ErrHostEnv", err)
 	}
 }
+
+// A MySQL store start-up cannot open fails naming the variables to
+// check, saying "workerid:" once and never the password: one that stays
+// unreachable past DISPENSER_STORE_STARTUP_DEADLINE, and a database that
+// does not exist (which says to create it, at once: no retrying cures it).
+func TestMySQLStartupFailuresNameTheVariables(t *testing.T) {
+	dsn := testenv.MySQL(t)
+	url := testenv.NATS(t, nil).ClientURL()
+	mcfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const password = "Hunter2-xyzzy"
+	unreachable := *mcfg
+	unreachable.Addr, unreachable.Passwd, unreachable.Timeout = freeAddr(t), password, time.Second
+	unknownDB := *mcfg
+	unknownDB.DBName = "uid_no_such_database"
+	for _, tc := range []struct {
+		name     string
+		dsn      string
+		want     []string
+		deadline time.Duration
+	}{
+		{"unreachable", unreachable.FormatDSN(), []string{"DISPENSER_MYSQL_DSN", "DISPENSER_STORE_STARTUP_DEADLINE=1s", "still failing after 1s", unreachable.Addr}, time.Second},
+		{"unknown database", unknownDB.FormatDSN(), []string{"DISPENSER_MYSQL_DSN", "create it (CREATE DATABASE `uid_no_such_database`)"}, time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(url, tc.dsn)
+			cfg.StoreStartupDeadline = tc.deadline
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			d, err := Start(ctx, cfg, WithLogger(testLogger()))
+			if err == nil {
+				shutdown(t, d)
+				t.Fatal("started")
+			}
+			msg := err.Error()
+			for _, want := range tc.want {
+				if !strings.Contains(msg, want) {
+					t.Errorf("error lacks %q: %s", want, msg)
+				}
+			}
+			if n := strings.Count(msg, "workerid:"); n != 1 {
+				t.Errorf("error says workerid: %d times: %s", n, msg)
+			}
+			if strings.Contains(msg, password) {
+				t.Errorf("error shows the password: %s", msg)
+			}
+			t.Log(msg)
+		})
+	}
+}

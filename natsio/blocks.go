@@ -27,8 +27,9 @@ type BlocksConfig struct {
 	BlocksTargetDepth int
 	BlocksStorage     string // file or memory
 	BlocksReplicas    int    // stream replicas, 1..5
-	// BlocksDuplicateWindow is the stream's duplicate window: a retried
-	// publish within it is stored once.
+	// BlocksDuplicateWindow is the stream's duplicate window: the same
+	// Nats-Msg-Id within it is stored once. The publisher never sends a
+	// block again after an unknown outcome (BlockPublisher.await).
 	BlocksDuplicateWindow time.Duration
 	// BlocksPollInterval is the longest wait between checks of the
 	// stream depth while it stays full.

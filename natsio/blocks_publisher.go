@@ -69,7 +69,7 @@ const minBlocksPoll = time.Millisecond
 
 // BlockPublisherStats count what a BlockPublisher did since it started.
 type BlockPublisherStats struct {
-	Published uint64 // blocks stored in the stream (duplicates of a retry included)
+	Published uint64 // blocks stored in the stream
 	Refused   uint64 // blocks the full stream refused (the normal stop signal)
 	// Pressure counts blocks refused because JetStream had no room: the
 	// stream's MaxBytes, the server's store or the account's limits.
@@ -392,9 +392,12 @@ const (
 )
 
 // await waits for a block's acknowledgement. A publish whose outcome is
-// unknown (no acknowledgement, connection trouble) is retried with the
-// same message, so the same Nats-Msg-Id: the stream's duplicate window
-// stores it at most once.
+// unknown (no acknowledgement, connection trouble) may have been stored,
+// and its block used: it is never published again, its IDs are given up.
+// A retry with the same Nats-Msg-Id would be stored once only while the
+// stream remembers that ID: a stream deleted and created again meanwhile
+// does not, and stores the block a second time, for a second source to
+// use (verify/blocks.pml -DPUBLISHER_RETRY).
 func (p *BlockPublisher) await(ctx context.Context, pb pendingBlock) blockOutcome {
 	var err error
 	select {
@@ -407,15 +410,6 @@ func (p *BlockPublisher) await(ctx context.Context, pb pendingBlock) blockOutcom
 		// used anywhere else either way.
 		p.idsDiscarded.Add(uint64(pb.ids))
 		return blockFailed
-	}
-	for attempt := 0; attempt < 2 && !definitive(err) && ctx.Err() == nil; attempt++ {
-		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err = p.js.PublishMsg(rctx, pb.future.Msg(), jetstream.WithExpectStream(p.cfg.BlocksStream))
-		cancel()
-		if err == nil {
-			p.stored(pb.ids)
-			return blockStored
-		}
 	}
 	switch {
 	case isStreamFull(err):
@@ -445,13 +439,6 @@ func (p *BlockPublisher) giveUp(ids int, err error) {
 	p.failed.Add(1)
 	p.idsDiscarded.Add(uint64(ids))
 	p.publishProblem.Fail(err)
-}
-
-// definitive tells whether a publish error is the server's answer (an
-// API error), which a retry would only repeat.
-func definitive(err error) bool {
-	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr)
 }
 
 // isStreamFull tells whether err is a capped discard-new stream refusing

@@ -54,7 +54,7 @@ func TestAtCapacitySmallRequestsStayFastAndBulkGetsTheRest(t *testing.T) {
 	var log testenv.LogBuffer
 	var obs *smallTakeObserver
 	startInstance(t, url, 2, instanceOpts{cached: uidcore.CachedOptions{
-		Layout: layout, BoostPower: 1, MaxAhead: time.Second, TakeWait: 800 * time.Millisecond,
+		Layout: layout, RingSeconds: 2, MaxAhead: time.Second, TakeWait: 800 * time.Millisecond,
 	}, service: ServiceConfig{Logger: log.Logger(slog.LevelInfo)},
 		source: func(g *uidcore.CachedGenerator) IDSource {
 			obs = &smallTakeObserver{IDSource: g}
@@ -155,7 +155,7 @@ func TestBulkWaitBelowCapacityIsNotLoggedAsCapacity(t *testing.T) {
 	layout := uidcore.Layout{TimeBits: 37, WorkerBits: 6, SeqBits: 20, Epoch: uidcore.DefaultEpoch}
 	var log testenv.LogBuffer
 	inst := startInstance(t, url, 1, instanceOpts{cached: uidcore.CachedOptions{
-		Layout: layout, BoostPower: -1, MaxAhead: 4 * time.Second, TakeWait: 800 * time.Millisecond,
+		Layout: layout, RingSeconds: 1, MaxAhead: 4 * time.Second, TakeWait: 800 * time.Millisecond,
 	}, service: ServiceConfig{Logger: log.Logger(slog.LevelInfo), CapacityWait: 5 * time.Second}})
 	nc := connect(t, url)
 	binary := nats.Header{protocol.EncodingHeader: {protocol.EncodingBinary}}

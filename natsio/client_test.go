@@ -298,7 +298,7 @@ func TestClientRetries503(t *testing.T) {
 	// A ring of 1,024 IDs at most 1 s ahead: batches of 1,000 drain it
 	// and get 503s until padding catches up with the clock.
 	layout := uidcore.Layout{TimeBits: 43, WorkerBits: 10, SeqBits: 10, Epoch: uidcore.DefaultEpoch}
-	startInstance(t, url, 2, instanceOpts{cached: uidcore.CachedOptions{Layout: layout, BoostPower: -1, MaxAhead: time.Second, TakeWait: time.Nanosecond}})
+	startInstance(t, url, 2, instanceOpts{cached: uidcore.CachedOptions{Layout: layout, RingSeconds: 1, MaxAhead: time.Second, TakeWait: time.Nanosecond}})
 	nc := connect(t, url)
 	client := uidclient.New(nc.Conn, uidclient.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

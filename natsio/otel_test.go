@@ -226,7 +226,7 @@ func TestRejectedTakeIsAnEventOnTheServerSpan(t *testing.T) {
 	// A ring of 1,024 IDs at most 1 s ahead of the clock and no waiting:
 	// batches of 1,000 drain it within a few requests.
 	startInstance(t, url, 2, instanceOpts{cached: uidcore.CachedOptions{
-		Layout: layout, BoostPower: -1, MaxAhead: time.Second, TakeWait: time.Nanosecond, Observer: obs,
+		Layout: layout, RingSeconds: 1, MaxAhead: time.Second, TakeWait: time.Nanosecond, Observer: obs,
 	}})
 	nc := connect(t, url)
 	var code string

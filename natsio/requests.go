@@ -32,8 +32,12 @@ func maxBatchFor(configured int, maxPayload int64, enc protocol.Encoding) int {
 // max, surrounded by optional ASCII whitespace. Its errors are
 // *ServiceError with code 400 and say what was wrong, quoting (a prefix
 // of) the body.
-func parseCount(body []byte, max int) (int, error) {
-	s, err := decimalBody(body, "count", "a decimal count of IDs, such as 100")
+func parseCount(body []byte, max int) (int, error) { return parseCountOf(body, max, "IDs") }
+
+// parseCountOf is parseCount whose errors call what is counted unit
+// ("numbers" for a sequence's batch).
+func parseCountOf(body []byte, max int, unit string) (int, error) {
+	s, err := decimalBody(body, "count", "a decimal count of "+unit+", such as 100")
 	if err != nil {
 		return 0, err
 	}
@@ -42,11 +46,11 @@ func parseCount(body []byte, max int) (int, error) {
 	case n == 0 && !fits:
 		return 0, badRequest("count %q is not a decimal number", s)
 	case negative && n != 0:
-		return 0, badRequest("count %s is negative: ask for 1 to %d IDs", s, max)
+		return 0, badRequest("count %s is negative: ask for 1 to %d %s", s, max, unit)
 	case n == 0 && fits:
-		return 0, badRequest("count is 0: ask for 1 to %d IDs", max)
+		return 0, badRequest("count is 0: ask for 1 to %d %s", max, unit)
 	case !fits || n > uint64(max):
-		return 0, badRequest("count %s is too large: at most %d IDs per batch request", s, max)
+		return 0, badRequest("count %s is too large: at most %d %s per batch request", s, max, unit)
 	}
 	return int(n), nil
 }

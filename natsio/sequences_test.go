@@ -82,10 +82,12 @@ func TestSequenceProtocol(t *testing.T) {
 	if _, err := client.SeqBatch(ctx, "nosuch", 3); !errors.Is(err, protocol.ErrNotFound) {
 		t.Errorf("batch of an undeclared sequence: %v", err)
 	}
-	for body, want := range map[string]string{"0": "count is 0", "x": "not a decimal number", "100001": "too large"} {
+	// A sequence hands out numbers, and its errors say so.
+	for body, want := range map[string]string{"0": "count is 0: ask for 1 to ", "-3": "is negative", "": "a decimal count of numbers", "x": "not a decimal number", "100001": "too large"} {
 		msg, err := nc.Request(protocol.SeqSubject("uid", "orders", "batch"), []byte(body), 2*time.Second)
-		if err != nil || msg.Header.Get(micro.ErrorCodeHeader) != "400" || !strings.Contains(msg.Header.Get(micro.ErrorHeader), want) {
-			t.Errorf("batch %q: %v %v, want a 400 saying %q", body, msg.Header, err, want)
+		if err != nil || msg.Header.Get(micro.ErrorCodeHeader) != "400" || !strings.Contains(msg.Header.Get(micro.ErrorHeader), want) ||
+			strings.Contains(msg.Header.Get(micro.ErrorHeader), "ID") || body != "x" && !strings.Contains(msg.Header.Get(micro.ErrorHeader), " numbers") {
+			t.Errorf("batch %q: %v %v, want a 400 saying %q, not IDs", body, msg.Header, err, want)
 		}
 	}
 	if n, err := client.SeqNext(ctx, "orders"); err != nil || n != uint64(len(got)+1) {

@@ -52,7 +52,7 @@ func (s *Service) binaryHint(err error, body []byte, enc protocol.Encoding) erro
 	if _, berr := parseCount(body, limit); berr != nil {
 		return err
 	}
-	return badRequest("%s as text (decimal lines); up to %d with the header %s: %s (8 bytes per ID)", se.Description, limit, protocol.EncodingHeader, protocol.EncodingBinary)
+	return badRequest("%s as text (decimal lines); up to %d with the header %s: %s (8 bytes each)", se.Description, limit, protocol.EncodingHeader, protocol.EncodingBinary)
 }
 
 // batch answers the number of IDs the body asks for. A batch of more than

@@ -67,7 +67,7 @@ func (s *Service) seqNext(_ context.Context, req micro.Request, buf []byte) resu
 // body asks for, all or none.
 func (s *Service) seqBatch(_ context.Context, req micro.Request, buf []byte) result {
 	enc := protocol.RequestEncoding(req.Headers())
-	n, err := parseCount(req.Data(), maxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), enc))
+	n, err := parseCountOf(req.Data(), maxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), enc), "numbers")
 	if err != nil {
 		return result{err: s.binaryHint(err, req.Data(), enc)}
 	}

@@ -264,7 +264,7 @@ func TestUnavailableSays503AndWhy(t *testing.T) {
 	// ahead of the clock, and no waiting.
 	layout := uidcore.Layout{TimeBits: 43, WorkerBits: 10, SeqBits: 10, Epoch: uidcore.DefaultEpoch}
 	inst := startInstance(t, url, 2, instanceOpts{cached: uidcore.CachedOptions{
-		Layout: layout, BoostPower: -1, MaxAhead: time.Second, TakeWait: time.Nanosecond,
+		Layout: layout, RingSeconds: 1, MaxAhead: time.Second, TakeWait: time.Nanosecond,
 	}})
 	nc := connect(t, url)
 	var code, desc string

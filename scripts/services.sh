@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Makes sure the servers the tests talk to are running: MariaDB on
 # 127.0.0.1:3306 (root, empty password) and nats-server with JetStream on
-# 127.0.0.1:4222. Installs MariaDB on a Debian machine that lacks it.
+# 127.0.0.1:4222. Installs MariaDB on a Debian machine that lacks it, and
+# spin, which `make verify` needs.
 set -euo pipefail
 
 listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
@@ -11,6 +12,12 @@ wait_port() {
 	echo "services: nothing listens on 127.0.0.1:$1 after 30s" >&2
 	return 1
 }
+
+if ! command -v spin >/dev/null 2>&1; then
+	echo "services: installing spin (make verify)"
+	DEBIAN_FRONTEND=noninteractive apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq spin gcc >/dev/null
+fi
 
 if ! listening 3306; then
 	if ! command -v mariadbd >/dev/null 2>&1 && [ ! -x /usr/sbin/mariadbd ]; then

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
 // Config tunes an Allocator. Zero values take the defaults of
@@ -36,6 +38,10 @@ type Config struct {
 	StoreName string
 	Logger    *slog.Logger // default slog.Default()
 }
+
+// SettingError is a Config setting NewAllocator refuses, named by its
+// field: the type every library of this module uses for its settings.
+type SettingError = uidcore.SettingError
 
 // DefaultConfig is Leaf's tuning: steps from 1,000 doubling up to
 // 1,000,000, aiming at segments that last 15 minutes.
@@ -119,10 +125,10 @@ func NewAllocator(store SegmentStore, cfg Config) (*Allocator, error) {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.MaxStep < cfg.MinStep {
-		return nil, fmt.Errorf("sequence: max step %d is below the min step %d", cfg.MaxStep, cfg.MinStep)
+		return nil, &SettingError{Field: "MaxStep", Reason: fmt.Sprintf("%d is below MinStep %d", cfg.MaxStep, cfg.MinStep)}
 	}
 	if cfg.Target < time.Second {
-		return nil, fmt.Errorf("sequence: segment target %s: use at least 1s", cfg.Target)
+		return nil, &SettingError{Field: "Target", Reason: fmt.Sprintf("%s: use at least 1s", cfg.Target)}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Allocator{store: store, cfg: cfg, ctx: ctx, cancel: cancel,
@@ -141,8 +147,15 @@ func (a *Allocator) Declare(ctx context.Context, decls []Declaration) error {
 		if err != nil {
 			return fmt.Errorf("declare sequence %q on %s: %w", d.Name, a.cfg.StoreName, err)
 		}
-		if created {
+		switch {
+		case created:
 			a.cfg.Logger.Info("sequence declared", "sequence", d.Name, "first", d.First, "store", a.cfg.StoreName)
+		case d.First != 1:
+			// A first number matters only when the sequence is created: an
+			// operator who changes it on an existing one would otherwise
+			// believe the numbers now start there.
+			a.cfg.Logger.Warn("sequence already in the store: its stored numbers win, the declared first number applies only to a new sequence",
+				"sequence", d.Name, "first", d.First, "store", a.cfg.StoreName)
 		}
 	}
 	names, err := a.store.List(ctx)

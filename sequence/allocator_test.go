@@ -2,6 +2,8 @@ package sequence_test
 
 import (
 	"context"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -96,5 +98,46 @@ func TestTryFillNeverWaits(t *testing.T) {
 	}
 	if ok, err := a.TryFill("nosuch", one); ok || err != nil {
 		t.Fatalf("TryFill of an undeclared name: %v %v, want false (the store is asked only by Fill)", ok, err)
+	}
+}
+
+// TestRedeclaredFirstNumberWarns: declaring a first number for a
+// sequence the store already holds changes nothing and says so, as a
+// warning naming the sequence; the first declaration, and re-declaring
+// without a first number, do not warn.
+func TestRedeclaredFirstNumberWarns(t *testing.T) {
+	ctx := context.Background()
+	store := sequencetest.NewMemStore()
+	var logs testenv.LogBuffer
+	cfg := sequencetest.Config()
+	cfg.Logger = logs.Logger(slog.LevelInfo)
+	a := sequencetest.NewAllocator(t, store, cfg)
+	if err := a.Declare(ctx, []sequence.Declaration{{Name: "orders", First: 1000}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := a.Next(ctx, "orders"); err != nil || n != 1000 {
+		t.Fatalf("first number %d, %v; want 1000", n, err)
+	}
+	if strings.Contains(logs.String(), "level=WARN") {
+		t.Fatalf("the first declaration warned:\n%s", logs.String())
+	}
+	again := sequencetest.NewAllocator(t, store, cfg)
+	if err := again.Declare(ctx, []sequence.Declaration{{Name: "orders", First: 5_000_000}, {Name: "orders2", First: 7}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := again.Declare(ctx, []sequence.Declaration{{Name: "orders", First: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	var warnings []string
+	for l := range strings.SplitSeq(logs.String(), "\n") {
+		if strings.Contains(l, "level=WARN") {
+			warnings = append(warnings, l)
+		}
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "its stored numbers win") || !strings.Contains(warnings[0], "sequence=orders first=5000000") {
+		t.Fatalf("warnings %q, want one that the stored orders wins over first=5000000", warnings)
+	}
+	if n, err := again.Next(ctx, "orders"); err != nil || n < 1000 || n >= 5_000_000 {
+		t.Fatalf("after re-declaring: %d, %v; want the stored numbers to continue", n, err)
 	}
 }

@@ -60,7 +60,7 @@ func TestPaddingAndRejectionsAreTraced(t *testing.T) {
 	defer obs.Close()
 	gen, err := uidcore.NewCached(uidcore.CachedOptions{
 		Layout: layout, Claim: uidcore.StaticClaim{ID: 7}, Clock: clk,
-		BoostPower: -1, MaxAhead: time.Second, Observer: obs,
+		RingSeconds: 1, MaxAhead: time.Second, Observer: obs,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -61,7 +61,7 @@ func TestMetricsEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer obs.Close()
-	gen, err := uidcore.NewCached(uidcore.CachedOptions{Layout: tinyLayout(), Claim: uidcore.StaticClaim{ID: worker}, BoostPower: -1, Observer: obs, TakeWait: time.Second})
+	gen, err := uidcore.NewCached(uidcore.CachedOptions{Layout: tinyLayout(), Claim: uidcore.StaticClaim{ID: worker}, RingSeconds: 1, Observer: obs, TakeWait: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package uidcore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,7 +21,9 @@ var ErrClosed = errors.New("uidcore: generator closed")
 
 // Defaults of CachedOptions.
 const (
-	DefaultBoostPower    = 3
+	// DefaultRingSeconds sizes the ring at eight seconds of one lane's IDs
+	// (UidGenerator's boostPower 3), capped by DefaultRingMemory.
+	DefaultRingSeconds   = 8
 	DefaultPaddingFactor = 50
 	// DefaultMaxAhead keeps IDs within two seconds of real time: demand
 	// beyond what the lanes sustain is met by claiming more lanes, not by
@@ -77,10 +80,11 @@ type CachedOptions struct {
 	// back (default DefaultLaneIdle).
 	LaneIdle time.Duration
 
-	// BoostPower sizes the ring at (MaxSequence+1) << BoostPower slots,
-	// capped by RingMemory. Zero means DefaultBoostPower (3); use a
-	// negative value for 0.
-	BoostPower int
+	// RingSeconds sizes the ring at this many seconds of one lane's IDs,
+	// (MaxSequence+1) × RingSeconds slots rounded down to a power of two,
+	// capped by RingMemory; 1..2^24. Zero means DefaultRingSeconds (8).
+	// UidGenerator's boostPower b is RingSeconds 2^b.
+	RingSeconds int
 	// RingMemory caps the ring's slots at this many bytes (8 per ID;
 	// default DefaultRingMemory, 8 MiB). Padding fills only what demand
 	// needs of it (twice the IDs taken in the last second, at least
@@ -217,7 +221,7 @@ func NewCached(opts CachedOptions) (*CachedGenerator, error) {
 		opts.PaddingFactor = DefaultPaddingFactor
 	}
 	if opts.PaddingFactor < 1 || opts.PaddingFactor > 100 {
-		return nil, fmt.Errorf("uidcore: PaddingFactor %d is outside 1..100", opts.PaddingFactor)
+		return nil, &SettingError{Field: "PaddingFactor", Reason: fmt.Sprintf("%d is outside 1..100", opts.PaddingFactor)}
 	}
 	if opts.MaxAhead == 0 {
 		opts.MaxAhead = DefaultMaxAhead
@@ -225,8 +229,13 @@ func NewCached(opts CachedOptions) (*CachedGenerator, error) {
 	if opts.MaxLag == 0 {
 		opts.MaxLag = DefaultMaxLag
 	}
-	if opts.ScheduleInterval < 0 || opts.TakeWait < 0 || opts.LaneIdle < 0 || opts.MaxLanes < 0 {
-		return nil, errors.New("uidcore: ScheduleInterval, TakeWait, LaneIdle and MaxLanes must not be negative")
+	for _, f := range []struct {
+		field    string
+		negative bool
+	}{{"ScheduleInterval", opts.ScheduleInterval < 0}, {"TakeWait", opts.TakeWait < 0}, {"LaneIdle", opts.LaneIdle < 0}, {"MaxLanes", opts.MaxLanes < 0}} {
+		if f.negative {
+			return nil, &SettingError{Field: f.field, Reason: "must not be negative"}
+		}
 	}
 	if opts.Observer == nil {
 		opts.Observer = NopObserver{}
@@ -274,25 +283,20 @@ func NewCached(opts CachedOptions) (*CachedGenerator, error) {
 	return g, nil
 }
 
-// ringSize is (MaxSequence+1) << BoostPower slots, capped by RingMemory,
+// ringSize is (MaxSequence+1) × RingSeconds slots, capped by RingMemory,
 // a power of two and at least 64 (the can-take bits are kept in 64-bit
 // words; a smaller ring would share a word with itself).
 func ringSize(opts CachedOptions) (uint64, error) {
-	boost := opts.BoostPower
-	switch {
-	case boost == 0:
-		boost = DefaultBoostPower
-	case boost < 0:
-		boost = 0
+	seconds := cmp.Or(opts.RingSeconds, DefaultRingSeconds)
+	if seconds < 1 || seconds > 1<<24 {
+		return 0, &SettingError{Field: "RingSeconds", Reason: fmt.Sprintf("%d is outside 1..%d", seconds, 1<<24)}
 	}
-	if boost > 24 {
-		return 0, fmt.Errorf("uidcore: BoostPower %d is outside 0..24", boost)
-	}
+	boost := bits.Len64(uint64(seconds)) - 1 // a power of two of seconds
 	if opts.RingMemory == 0 {
 		opts.RingMemory = DefaultRingMemory
 	}
 	if opts.RingMemory < 64*8 || opts.RingMemory > maxRingSlots*8 {
-		return 0, fmt.Errorf("uidcore: RingMemory %d bytes is outside %d..%d", opts.RingMemory, 64*8, maxRingSlots*8)
+		return 0, &SettingError{Field: "RingMemory", Reason: fmt.Sprintf("%d bytes is outside %d..%d", opts.RingMemory, 64*8, maxRingSlots*8)}
 	}
 	byMemory := uint64(1) << (bits.Len64(uint64(opts.RingMemory/8)) - 1) // a power of two
 	perSecond := opts.Layout.MaxSequence() + 1

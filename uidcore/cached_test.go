@@ -52,7 +52,7 @@ func TestCachedConcurrentUnique(t *testing.T) {
 // without waiting race at the empty edge, where UidGenerator's take can
 // hand one ID to two takers.
 func TestCachedStressAtTheEmptyEdge(t *testing.T) {
-	g := newTestCached(t, CachedOptions{Layout: smallLayout(), BoostPower: -1, MaxAhead: NoAheadBound})
+	g := newTestCached(t, CachedOptions{Layout: smallLayout(), RingSeconds: 1, MaxAhead: NoAheadBound})
 	const takers = 16
 	deadline := time.Now().Add(2 * time.Second)
 	ids := make([][]uint64, takers)
@@ -104,7 +104,7 @@ func TestCachedStressAtTheEmptyEdge(t *testing.T) {
 }
 
 func TestCachedNextNSpansTheWrapAndTheRing(t *testing.T) {
-	g := newTestCached(t, CachedOptions{Layout: smallLayout(), BoostPower: 1, MaxAhead: NoAheadBound, TakeWait: paddingWait})
+	g := newTestCached(t, CachedOptions{Layout: smallLayout(), RingSeconds: 2, MaxAhead: NoAheadBound, TakeWait: paddingWait})
 	ctx := context.Background()
 	var got []uint64
 	for _, n := range []int{100, 300, 511, 2000, 1} {
@@ -154,7 +154,7 @@ func TestCachedResyncsAtLowLoad(t *testing.T) {
 func TestCachedResumesMidSecond(t *testing.T) {
 	clock := newFakeClock(t0)
 	// 256 IDs a second, ring of 512: start-up fills t0 and t0+1 exactly.
-	g := newTestCached(t, CachedOptions{Layout: smallLayout(), BoostPower: 1, Clock: clock, PaddingFactor: 100})
+	g := newTestCached(t, CachedOptions{Layout: smallLayout(), RingSeconds: 2, Clock: clock, PaddingFactor: 100})
 	dst := make([]uint64, 100)
 	if _, err := g.NextN(context.Background(), dst); err != nil {
 		t.Fatal(err)
@@ -180,7 +180,7 @@ func TestCachedResumesMidSecond(t *testing.T) {
 
 func TestCachedAheadBoundGivesBackPressure(t *testing.T) {
 	clock := newFakeClock(t0)
-	g := newTestCached(t, CachedOptions{Layout: smallLayout(), BoostPower: 2, Clock: clock, MaxAhead: 2 * time.Second})
+	g := newTestCached(t, CachedOptions{Layout: smallLayout(), RingSeconds: 4, Clock: clock, MaxAhead: 2 * time.Second})
 	ctx := context.Background()
 	// Seconds t0..t0+2 may be filled (3 × 256); the ring holds 1024.
 	n := 0
@@ -301,7 +301,7 @@ func TestCachedStartsAfterTheClaimAndStopsWhenLost(t *testing.T) {
 }
 
 func TestCachedTakeWaitsForPadding(t *testing.T) {
-	g := newTestCached(t, CachedOptions{Layout: smallLayout(), BoostPower: -1, MaxAhead: NoAheadBound, TakeWait: paddingWait})
+	g := newTestCached(t, CachedOptions{Layout: smallLayout(), RingSeconds: 1, MaxAhead: NoAheadBound, TakeWait: paddingWait})
 	dst := make([]uint64, 10*g.Size())
 	n, err := g.NextN(context.Background(), dst)
 	if err != nil || n != len(dst) {
@@ -312,7 +312,7 @@ func TestCachedTakeWaitsForPadding(t *testing.T) {
 
 func TestCachedTakeWaitHonoursTheContext(t *testing.T) {
 	clock := newFakeClock(t0)
-	g := newTestCached(t, CachedOptions{Layout: smallLayout(), BoostPower: -1, Clock: clock, MaxAhead: time.Second, TakeWait: time.Minute})
+	g := newTestCached(t, CachedOptions{Layout: smallLayout(), RingSeconds: 1, Clock: clock, MaxAhead: time.Second, TakeWait: time.Minute})
 	for range 512 {
 		mustNext(t, g.Next)
 	}
@@ -382,7 +382,7 @@ func TestCachedObserverAndPolicies(t *testing.T) {
 	errCustom := errors.New("custom")
 	var puts atomic.Int32
 	g := newTestCached(t, CachedOptions{
-		Layout: smallLayout(), BoostPower: 1, Clock: clock, MaxAhead: time.Second, Observer: obs,
+		Layout: smallLayout(), RingSeconds: 2, Clock: clock, MaxAhead: time.Second, Observer: obs,
 		OnPutReject:  func(context.Context, PutRejection) { puts.Add(1) },
 		OnTakeReject: func(_ context.Context, r TakeRejection) error { return errors.Join(errCustom, r.Err) },
 	})
@@ -420,7 +420,7 @@ func TestCachedObserverAndPolicies(t *testing.T) {
 }
 
 func TestCachedCloseStopsPaddingAndTakes(t *testing.T) {
-	g, err := NewCached(CachedOptions{Claim: StaticClaim{ID: 1}, Layout: smallLayout(), BoostPower: -1, ScheduleInterval: time.Millisecond, TakeWait: paddingWait})
+	g, err := NewCached(CachedOptions{Claim: StaticClaim{ID: 1}, Layout: smallLayout(), RingSeconds: 1, ScheduleInterval: time.Millisecond, TakeWait: paddingWait})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -475,7 +475,7 @@ func TestCachedOptionsValidation(t *testing.T) {
 		{},
 		{Claim: StaticClaim{ID: 1 << 20}},
 		{Claim: StaticClaim{ID: 1}, PaddingFactor: 101},
-		{Claim: StaticClaim{ID: 1}, BoostPower: 25},
+		{Claim: StaticClaim{ID: 1}, RingSeconds: 1 << 25},
 		{Claim: StaticClaim{ID: 1}, TakeWait: -1},
 		{Claim: StaticClaim{ID: 1}, Layout: Layout{TimeBits: 1}},
 	}
@@ -497,7 +497,7 @@ func (c *retiringClaim) Retire(second int64) { c.retired = append(c.retired, sec
 func TestCachedCloseRetiresTheClaimAtTheLastFilledSecond(t *testing.T) {
 	clock := newFakeClock(t0)
 	claim := &retiringClaim{StaticClaim: StaticClaim{ID: 1}}
-	g, err := NewCached(CachedOptions{Layout: smallLayout(), BoostPower: 2, Claim: claim, Clock: clock, MaxAhead: 3 * time.Second})
+	g, err := NewCached(CachedOptions{Layout: smallLayout(), RingSeconds: 4, Claim: claim, Clock: clock, MaxAhead: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -521,7 +521,7 @@ func TestCachedCloseRetiresTheClaimAtTheLastFilledSecond(t *testing.T) {
 func TestCachedDiscardsIDsThatLagTheClock(t *testing.T) {
 	for _, bounded := range []bool{true, false} {
 		clock := newFakeClock(t0)
-		opts := CachedOptions{Layout: smallLayout(), BoostPower: 2, Clock: clock, MaxAhead: 3 * time.Second}
+		opts := CachedOptions{Layout: smallLayout(), RingSeconds: 4, Clock: clock, MaxAhead: 3 * time.Second}
 		if !bounded {
 			opts.MaxLag = NoLagBound
 		}
@@ -582,7 +582,7 @@ func TestCachedFreshnessRunsByItself(t *testing.T) {
 
 func TestCachedDiscardRacesTakersWithoutLoss(t *testing.T) {
 	clock := newFakeClock(t0)
-	g := newTestCached(t, CachedOptions{Layout: smallLayout(), BoostPower: 1, Clock: clock, MaxAhead: NoAheadBound})
+	g := newTestCached(t, CachedOptions{Layout: smallLayout(), RingSeconds: 2, Clock: clock, MaxAhead: NoAheadBound})
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	ids := make([][]uint64, 4)
@@ -625,7 +625,7 @@ func TestCachedDiscardRacesTakersWithoutLoss(t *testing.T) {
 func TestCachedBulkTakesLeaveTheReserveAtTheAheadBound(t *testing.T) {
 	clock := newFakeClock(t0) // frozen: the ring stays at the bound
 	// A ring of 512 (boost 1, no lane store: one lane), 256 IDs a second.
-	g := newTestCached(t, CachedOptions{Layout: smallLayout(), BoostPower: 1, Clock: clock, MaxAhead: time.Second})
+	g := newTestCached(t, CachedOptions{Layout: smallLayout(), RingSeconds: 2, Clock: clock, MaxAhead: time.Second})
 	// The start-up round fills t0 and t0+1, up to the bound; within a
 	// second (real time) the reset finds no round met it since.
 	testwait.WaitFor(t, 5*time.Second, "the once-a-second reset of the bound flag", func() bool { return !g.throttled.Load() })
@@ -661,7 +661,7 @@ func TestCachedDiscardIsNotDemand(t *testing.T) {
 	clock := newFakeClock(t0)
 	obs := &recordingObserver{}
 	// A ring of 1,024; start-up fills it (t0..t0+3).
-	g := newTestCached(t, CachedOptions{Layout: smallLayout(), BoostPower: 2, Clock: clock, MaxAhead: NoAheadBound, Observer: obs})
+	g := newTestCached(t, CachedOptions{Layout: smallLayout(), RingSeconds: 4, Clock: clock, MaxAhead: NoAheadBound, Observer: obs})
 	// The once-a-second look sets the target to what one lane gives in a
 	// second, 256: nothing was taken.
 	testwait.WaitFor(t, 5*time.Second, "the fill target set from the last second", func() bool { return g.State().Target == 256 })

@@ -83,7 +83,7 @@ func takeSmall(t *testing.T, g *CachedGenerator, n int) []uint64 {
 func TestLanesGrowInWorkerIDOrderAndKeepIDsIncreasing(t *testing.T) {
 	clock := newFakeClock(t0)
 	store := &laneStore{}
-	g := newTestCached(t, CachedOptions{Layout: smallLayout(), BoostPower: 4, Clock: clock, Claim: StaticClaim{ID: 3},
+	g := newTestCached(t, CachedOptions{Layout: smallLayout(), RingSeconds: 16, Clock: clock, Claim: StaticClaim{ID: 3},
 		Lanes: store, MaxLanes: 3, TakeWait: paddingWait})
 	ctx := context.Background()
 	var ids []uint64
@@ -150,7 +150,7 @@ func TestLanesSkipSecondsTheirPreviousHolderMayHaveUsed(t *testing.T) {
 func TestLanesIdleAreGivenBackAtTheirLastSecond(t *testing.T) {
 	store := &laneStore{}
 	layout := Layout{TimeBits: 43, WorkerBits: 8, SeqBits: 12, Epoch: DefaultEpoch} // 4,096 a second a lane
-	g := newTestCached(t, CachedOptions{Layout: layout, BoostPower: 2, Claim: StaticClaim{ID: 3},
+	g := newTestCached(t, CachedOptions{Layout: layout, RingSeconds: 4, Claim: StaticClaim{ID: 3},
 		Lanes: store, MaxLanes: 4, LaneIdle: time.Second, TakeWait: paddingWait})
 	ctx := context.Background()
 	var issued []uint64
@@ -186,7 +186,7 @@ func TestLanesIdleAreGivenBackAtTheirLastSecond(t *testing.T) {
 func TestLanesLostLaneIsSkippedAndDropped(t *testing.T) {
 	store := &laneStore{}
 	layout := Layout{TimeBits: 43, WorkerBits: 8, SeqBits: 12, Epoch: DefaultEpoch}
-	g := newTestCached(t, CachedOptions{Layout: layout, BoostPower: 2, Claim: StaticClaim{ID: 3},
+	g := newTestCached(t, CachedOptions{Layout: layout, RingSeconds: 4, Claim: StaticClaim{ID: 3},
 		Lanes: store, MaxLanes: 3, TakeWait: paddingWait})
 	ctx := context.Background()
 	dst := make([]uint64, 1000)
@@ -221,7 +221,7 @@ func TestLanesLostLaneIsSkippedAndDropped(t *testing.T) {
 func TestLanesConcurrentTakersUniqueAndNearTheClock(t *testing.T) {
 	store := &laneStore{}
 	layout := Layout{TimeBits: 43, WorkerBits: 8, SeqBits: 12, Epoch: DefaultEpoch}
-	g := newTestCached(t, CachedOptions{Layout: layout, BoostPower: 3, Claim: StaticClaim{ID: 3},
+	g := newTestCached(t, CachedOptions{Layout: layout, RingSeconds: 8, Claim: StaticClaim{ID: 3},
 		Lanes: store, MaxLanes: 8, TakeWait: paddingWait})
 	const takers = 6
 	per := make([][]uint64, takers)
@@ -341,7 +341,7 @@ func TestLanesBelowTheFirstAreGivenBackToo(t *testing.T) {
 	store := &laneStore{}
 	layout := Layout{TimeBits: 43, WorkerBits: 8, SeqBits: 12, Epoch: DefaultEpoch}
 	// The first lane is worker 200; extra lanes come from 10 up.
-	g := newTestCached(t, CachedOptions{Layout: layout, BoostPower: 2, Claim: StaticClaim{ID: 200},
+	g := newTestCached(t, CachedOptions{Layout: layout, RingSeconds: 4, Claim: StaticClaim{ID: 200},
 		Lanes: store, MaxLanes: 3, LaneIdle: time.Second, TakeWait: paddingWait})
 	dst := make([]uint64, 1000)
 	for len(g.State().Lanes) < 2 {
@@ -362,7 +362,7 @@ func TestLanesBelowTheFirstAreGivenBackToo(t *testing.T) {
 func TestLanesNeverRefillASecondAfterTheOthersFail(t *testing.T) {
 	clock := newFakeClock(t0)
 	store := &laneStore{}
-	g := newTestCached(t, CachedOptions{Layout: smallLayout(), BoostPower: -1, Clock: clock, Claim: StaticClaim{ID: 3},
+	g := newTestCached(t, CachedOptions{Layout: smallLayout(), RingSeconds: 1, Clock: clock, Claim: StaticClaim{ID: 3},
 		Lanes: store, MaxLanes: 3, TakeWait: paddingWait, MaxAhead: 10 * time.Second})
 	ctx := context.Background()
 	ids := takeSmall(t, g, 3*256)

@@ -38,16 +38,6 @@ func UidGeneratorLayout() Layout {
 	return Layout{TimeBits: 28, WorkerBits: 22, SeqBits: 13, Epoch: time.Unix(1463673600, 0).UTC()}
 }
 
-// LayoutError says which part of a layout is invalid and why.
-type LayoutError struct {
-	Field  string // "TimeBits", "WorkerBits", "SeqBits", "Epoch" or "Layout" for the sum
-	Reason string
-}
-
-func (e *LayoutError) Error() string {
-	return fmt.Sprintf("uidcore: invalid layout: %s: %s", e.Field, e.Reason)
-}
-
 // Validate reports the first problem of the layout, as a *LayoutError.
 func (l Layout) Validate() error {
 	check := func(field string, bits, lo, hi uint) error {

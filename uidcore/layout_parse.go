@@ -45,7 +45,7 @@ func ParseLayout(s string) (Layout, error) {
 		l.Epoch = epoch.UTC()
 	}
 	if err := l.Validate(); err != nil {
-		return Layout{}, err
+		return Layout{}, fmt.Errorf("layout %q: %w", s, err)
 	}
 	return l, nil
 }

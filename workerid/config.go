@@ -1,6 +1,7 @@
 package workerid
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"regexp"
@@ -21,9 +22,10 @@ const (
 )
 
 // Config configures worker-ID assignment and the stores (mysqlstore,
-// kvstore). It is a plain struct: start from DefaultConfig, the one place
-// the defaults are written, and change what differs (a zero Config is not
-// valid). The dispenser maps its environment onto it.
+// kvstore). It is a plain struct whose zero values take the defaults of
+// DefaultConfig, the one place they are written (WithDefaults fills them
+// in), except CreateTables, a bool whose default is true: start from
+// DefaultConfig to keep it. The dispenser maps its environment onto it.
 type Config struct {
 	// MySQLDSN is the MySQL store's DSN (go-sql-driver form,
 	// user:password@tcp(host:3306)/db); the KV store ignores it.
@@ -45,7 +47,7 @@ type Config struct {
 	WorkerKVBucket   string // KV: the bucket
 	WorkerKVReplicas int    // KV: replicas when the bucket is created, 1..5
 	// StoreStartupDeadline is how long start-up (and a claim) retries an
-	// unreachable store before it fails; 0: one attempt.
+	// unreachable store before it fails; negative: one attempt.
 	StoreStartupDeadline time.Duration
 
 	// Host identifies the instance in the store's records, for operators
@@ -78,6 +80,23 @@ func DefaultConfig() Config {
 	}
 }
 
+// WithDefaults is c with every zero setting set to DefaultConfig's
+// (CreateTables, a bool, is kept as it is).
+func (c Config) WithDefaults() Config {
+	d := DefaultConfig()
+	c.WorkerMode = cmp.Or(c.WorkerMode, d.WorkerMode)
+	c.LeaseTTL = cmp.Or(c.LeaseTTL, d.LeaseTTL)
+	c.ReserveChunk = cmp.Or(c.ReserveChunk, d.ReserveChunk)
+	c.WorkerNodeTable = cmp.Or(c.WorkerNodeTable, d.WorkerNodeTable)
+	c.WorkerLeaseTable = cmp.Or(c.WorkerLeaseTable, d.WorkerLeaseTable)
+	c.FleetTable = cmp.Or(c.FleetTable, d.FleetTable)
+	c.SequenceTable = cmp.Or(c.SequenceTable, d.SequenceTable)
+	c.WorkerKVBucket = cmp.Or(c.WorkerKVBucket, d.WorkerKVBucket)
+	c.WorkerKVReplicas = cmp.Or(c.WorkerKVReplicas, d.WorkerKVReplicas)
+	c.StoreStartupDeadline = cmp.Or(c.StoreStartupDeadline, d.StoreStartupDeadline)
+	return c
+}
+
 // InstanceHost is Host, or DetectHost(nil) when it is zero.
 func (c Config) InstanceHost() (Host, error) {
 	if c.Host != (Host{}) {
@@ -105,9 +124,11 @@ var (
 	bucketPattern     = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 )
 
-// Validate reports the first invalid setting as a *SettingError. The DSN
-// is the MySQL store's to check (mysqlstore.Validate checks it too).
+// Validate reports the first invalid setting as a *SettingError, zero
+// settings read as their defaults. The DSN is the MySQL store's to check
+// (mysqlstore.Validate checks it too).
 func (c Config) Validate() error {
+	c = c.WithDefaults()
 	bad := func(field, format string, args ...any) error {
 		return &SettingError{Field: field, Reason: fmt.Sprintf(format, args...)}
 	}
@@ -141,9 +162,6 @@ func (c Config) Validate() error {
 	}
 	if c.WorkerKVReplicas < 1 || c.WorkerKVReplicas > 5 {
 		return bad("WorkerKVReplicas", "%d is outside 1..5", c.WorkerKVReplicas)
-	}
-	if c.StoreStartupDeadline < 0 {
-		return bad("StoreStartupDeadline", "%s is negative", c.StoreStartupDeadline)
 	}
 	return nil
 }

@@ -92,6 +92,7 @@ type LeaseConfig struct {
 
 // LeaseConfigFrom fills LeaseConfig from a Config (its logger included).
 func LeaseConfigFrom(cfg Config, host Host, storeName string) LeaseConfig {
+	cfg = cfg.WithDefaults()
 	return LeaseConfig{
 		TTL:          cfg.LeaseTTL,
 		ReserveChunk: cfg.ReserveChunk,
@@ -534,6 +535,7 @@ func RetryStore(ctx context.Context, within time.Duration, log *slog.Logger, wha
 	if log == nil {
 		log = slog.Default()
 	}
+	within = max(within, 0) // negative: one attempt
 	start := time.Now()
 	deadline := start.Add(within)
 	delay := 50 * time.Millisecond
@@ -588,6 +590,12 @@ func (c Config) DisposableClaim(workerID uint64, layout uidcore.Layout, source s
 // secondAttr logs a unix second as the number (which tools such as the
 // soak read) and, beside it as key_time, the RFC 3339 instant a person
 // reads.
+// Second 0 is a worker ID no instance has issued with: its time reads
+// "new", not 1970-01-01T00:00:00Z, which looks like a bug.
 func secondAttr(key string, second int64) slog.Attr {
-	return slog.Group("", slog.Int64(key, second), slog.String(key+"_time", time.Unix(second, 0).UTC().Format(time.RFC3339)))
+	when := "new"
+	if second != 0 {
+		when = time.Unix(second, 0).UTC().Format(time.RFC3339)
+	}
+	return slog.Group("", slog.Int64(key, second), slog.String(key+"_time", when))
 }

@@ -95,6 +95,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		return 2
 	}
+	if flags.NArg() > 0 {
+		// A stray word must not run the demo as if it meant nothing: it
+		// may be a misspelt command (pasre) or a flag after an argument.
+		fmt.Fprintf(stderr, "client-demo: unexpected argument %q; the one command is parse, the rest are flags\n", flags.Arg(0))
+		flags.Usage()
+		return 2
+	}
 	if o.clients < 1 || o.batch < 1 || o.requests < 0 || o.show < 1 {
 		fmt.Fprintln(stderr, "client-demo: -c, -batch and -show must be at least 1, -n at least 0")
 		return 2

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -147,5 +148,24 @@ func TestLoadWithNobodyAnsweringExits1(t *testing.T) {
 	}
 	if strings.Contains(out, "distinct") {
 		t.Fatalf("a run of no IDs reports them distinct:\n%s", out)
+	}
+}
+
+// A stray argument exits 2 with the usage, before anything is connected
+// (the URL leads nowhere: a demo run would exit 1), as the dispenser's
+// does.
+func TestStrayArgumentExits2WithUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		stray string
+	}{{[]string{"bogus"}, "bogus"}, {[]string{"-show", "2", "bogus"}, "bogus"}, {[]string{"pasre", "123"}, "pasre"}} {
+		args := tc.args
+		code, stdout, stderr := runWith(t, "nats://127.0.0.1:1", args...)
+		if code != 2 || stdout != "" || !strings.Contains(stderr, fmt.Sprintf("unexpected argument %q", tc.stray)) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, stdout, stderr)
+		}
+		if !strings.Contains(stderr, "usage: client-demo") {
+			t.Errorf("%v: stderr lacks the usage: %q", args, stderr)
+		}
 	}
 }

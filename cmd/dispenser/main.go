@@ -60,11 +60,17 @@ func run() int {
 		return 0
 	}
 	cfg, err := dispenser.LoadConfig()
+	unknown := dispenser.UnknownEnvironment()
 	if err != nil {
+		// A misspelt variable may be why the configuration is wrong.
+		for _, u := range unknown {
+			fmt.Fprintln(os.Stderr, "dispenser: warning:", u)
+		}
 		fmt.Fprintln(os.Stderr, "dispenser: configuration:", err)
 		return 2
 	}
 	log := dispenser.NewLogger(cfg)
+	dispenser.WarnUnknown(log, unknown)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 

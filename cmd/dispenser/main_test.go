@@ -220,3 +220,32 @@ func (p *loggedProcess) stop(sig syscall.Signal) int {
 	}
 	return exitCode(p.cmd.Wait())
 }
+
+// An unknown DISPENSER_* variable is warned about at start, naming the
+// closest known one; with a configuration error too, since a misspelling
+// may be its cause.
+func TestUnknownVariablesAreWarnedAtStart(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "nats://" + l.Addr().String()
+	l.Close()
+	var stderr bytes.Buffer
+	cmd := command(t, nil, "DISPENSER_NATS_URL="+url, "DISPENSER_NATS_CONNECT_TIMEOUT=1s", "DISPENSER_MAXLANES=4", "DISPENSER_FOO=1")
+	cmd.Stderr = &stderr
+	if code := exitCode(cmd.Run()); code != 1 {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+	for _, want := range []string{`msg="unknown variable ignored: did you mean DISPENSER_MAX_LANES?" variable=DISPENSER_MAXLANES`, "variable=DISPENSER_FOO"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
+	}
+	stderr.Reset()
+	cmd = command(t, nil, "DISPENSER_MAXLANES=4", "DISPENSER_MAX_LANES=0")
+	cmd.Stderr = &stderr
+	if code := exitCode(cmd.Run()); code != 2 || !strings.Contains(stderr.String(), "DISPENSER_MAXLANES is not a dispenser setting and is ignored; did you mean DISPENSER_MAX_LANES?") {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+}

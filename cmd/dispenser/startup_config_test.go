@@ -89,14 +89,14 @@ func TestEveryInvalidSettingStopsStartUpNamingIt(t *testing.T) {
 		"MYSQL_DSN":               {{"root:hunter2@nowhere(", nil}, {"root:hunter2@tcp(127.0.0.1:3306)/db?tls=custom", nil}},
 		"WORKER_MODE":             {{"borrowed", nil}},
 		"LEASE_TTL":               {{"500ms", nil}},
-		"RESERVE_CHUNK":           {{"0s", nil}},
+		"RESERVE_CHUNK":           {{"500ms", nil}}, // 0s is the default, as in workerid.Config
 		"WORKER_NODE_TABLE":       {{"1table", nil}},
 		"WORKER_LEASE_TABLE":      {{"drop table", nil}, {"WORKER_NODE", nil}},
 		"CREATE_TABLES":           {{"maybe", nil}},
 		"FLEET_TABLE":             {{"drop table", nil}, {"WORKER_NODE", nil}},
 		"WORKER_KV_BUCKET":        {{"a.b", nil}},
-		"WORKER_KV_REPLICAS":      {{"0", nil}, {"6", nil}},
-		"STORE_STARTUP_DEADLINE":  {{"-1s", nil}},
+		"WORKER_KV_REPLICAS":      {{"-1", nil}, {"6", nil}},
+		"STORE_STARTUP_DEADLINE":  {{"soon", nil}}, // negative is one attempt
 		"BLOCKS_ENABLED":          {{"perhaps", nil}},
 		"BLOCKS_STREAM":           {{"a.b", nil}},
 		"BLOCKS_SUBJECT":          {{"uid.*", nil}, {"uid..blocks", []string{"DISPENSER_BLOCKS_ENABLED=true"}}},

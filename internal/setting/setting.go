@@ -2,26 +2,13 @@
 // configuration struct. Libraries name their fields, not environment
 // variables (only the dispenser reads the environment); one type for all
 // of them lets the program that owns the configuration name its own
-// variable for any library's error with one errors.As.
+// variable for any library's error with one errors.As. The type is
+// uidcore's (uidcore imports only the standard library, so it cannot
+// import this package); this alias is how the other libraries spell it.
 package setting
+
+import "github.com/uid-dispenser/uid-dispenser/uidcore"
 
 // Error is a setting a library cannot use, named by its field. Each
 // library exports it as its SettingError.
-type Error struct {
-	Field  string // the configuration struct's field, e.g. LeaseTTL
-	Reason string
-	Err    error // the cause, when one exists (a listen error, …)
-}
-
-func (e *Error) Error() string { return e.Field + ": " + e.Detail() }
-
-// Detail is the reason and the cause, without the field: what a program
-// that names the setting its own way puts after that name.
-func (e *Error) Detail() string {
-	if e.Err == nil {
-		return e.Reason
-	}
-	return e.Reason + ": " + e.Err.Error()
-}
-
-func (e *Error) Unwrap() error { return e.Err }
+type Error = uidcore.SettingError

@@ -56,6 +56,7 @@ type Assigner struct {
 // ignored.
 func NewAssigner(ctx context.Context, nc *nats.Conn, cfg workerid.Config) (*Assigner, error) {
 	cfg.MySQLDSN = ""
+	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

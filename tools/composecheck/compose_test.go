@@ -1,6 +1,8 @@
 package composecheck
 
 import (
+	"cmp"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -279,5 +281,229 @@ func TestNATSRoutesNameTheClusterNodes(t *testing.T) {
 		} else if env(s, "NATS_NAME") != r[1] {
 			t.Errorf("%s runs with NATS_NAME %q", r[1], env(s, "NATS_NAME"))
 		}
+	}
+}
+
+// mounts maps each bind mount's target in the service's container to its
+// source on the host.
+func mounts(s types.ServiceConfig) map[string]string {
+	m := map[string]string{}
+	for _, v := range s.Volumes {
+		if v.Type == types.VolumeTypeBind {
+			m[v.Target] = v.Source
+		}
+	}
+	return m
+}
+
+// decodeYAML decodes the YAML file name strictly into v.
+func decodeYAML(t *testing.T, name string, v any) {
+	t.Helper()
+	f, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	dec := yaml.NewDecoder(f)
+	dec.KnownFields(true)
+	if err := dec.Decode(v); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+}
+
+// prometheusConfig is the part of prometheus.yml the deployment relies on.
+type prometheusConfig struct {
+	Global struct {
+		ScrapeInterval     string `yaml:"scrape_interval"`
+		EvaluationInterval string `yaml:"evaluation_interval"`
+	} `yaml:"global"`
+	RuleFiles     []string `yaml:"rule_files"`
+	ScrapeConfigs []struct {
+		JobName       string              `yaml:"job_name"`
+		MetricsPath   string              `yaml:"metrics_path"`
+		Params        map[string][]string `yaml:"params"`
+		StaticConfigs []struct {
+			Targets []string          `yaml:"targets"`
+			Labels  map[string]string `yaml:"labels"`
+		} `yaml:"static_configs"`
+		RelabelConfigs []struct {
+			SourceLabels []string `yaml:"source_labels"`
+			Regex        string   `yaml:"regex"`
+			TargetLabel  string   `yaml:"target_label"`
+			Replacement  string   `yaml:"replacement"`
+		} `yaml:"relabel_configs"`
+	} `yaml:"scrape_configs"`
+}
+
+// TestPrometheusScrapesEveryDispenserAndLoadsTheRules: in both
+// deployments Prometheus mounts its configuration and the alert rules
+// where the configuration reads them, scrapes the /metrics of exactly the
+// dispenser services on their metrics port, labelled with their subject
+// prefix, and probes each one's /readyz through the blackbox exporter
+// with a module the exporter has, every 15s (what alerts_test.yml
+// assumes).
+func TestPrometheusScrapesEveryDispenserAndLoadsTheRules(t *testing.T) {
+	var prefixDefault string
+	for _, v := range dispenser.Variables() {
+		if v.Name == "DISPENSER_SUBJECT_PREFIX" {
+			prefixDefault = v.Default
+		}
+	}
+	var blackbox struct {
+		Modules map[string]struct {
+			Prober  string `yaml:"prober"`
+			Timeout string `yaml:"timeout"`
+			HTTP    struct {
+				ValidStatusCodes []int `yaml:"valid_status_codes"`
+				Method           string
+			} `yaml:"http"`
+		} `yaml:"modules"`
+	}
+	decodeYAML(t, "prometheus/blackbox.yml", &blackbox)
+	for _, name := range []string{"docker-compose.yml", "docker-compose.kv.yml"} {
+		t.Run(name, func(t *testing.T) {
+			project := load(t, name)
+			prom, ok := project.Services["prometheus"]
+			if !ok {
+				t.Fatal("no prometheus service")
+			}
+			m := mounts(prom)
+			configFile := m["/etc/prometheus/prometheus.yml"]
+			if !slices.Contains(prom.Command, "--config.file=/etc/prometheus/prometheus.yml") || configFile == "" {
+				t.Fatalf("prometheus runs %v with mounts %v, not the configuration of compose/prometheus", prom.Command, m)
+			}
+			var cfg prometheusConfig
+			decodeYAML(t, configFile, &cfg)
+			if cfg.Global.ScrapeInterval != "15s" || cfg.Global.EvaluationInterval != "15s" {
+				t.Errorf("scrape and evaluation every %s and %s, want 15s as alerts_test.yml assumes", cfg.Global.ScrapeInterval, cfg.Global.EvaluationInterval)
+			}
+			if len(cfg.RuleFiles) != 1 || filepath.Base(m[cfg.RuleFiles[0]]) != "alerts.yml" {
+				t.Errorf("rule_files %v, mounts %v: alerts.yml is not loaded", cfg.RuleFiles, m)
+			}
+			metricsAddr := env(load(t, "templates.yml").Services["dispenser"], "DISPENSER_METRICS_ADDR")
+			var want, wantReady []string
+			prefixes := map[string]bool{}
+			for svc, s := range project.Services {
+				if strings.HasPrefix(svc, "dispenser-") {
+					want = append(want, svc+env(s, "DISPENSER_METRICS_ADDR"))
+					wantReady = append(wantReady, "http://"+svc+metricsAddr+"/readyz")
+					prefixes[cmp.Or(env(s, "DISPENSER_SUBJECT_PREFIX"), prefixDefault)] = true
+				}
+			}
+			jobs := map[string]bool{}
+			for _, sc := range cfg.ScrapeConfigs {
+				jobs[sc.JobName] = true
+				var targets []string
+				for _, st := range sc.StaticConfigs {
+					targets = append(targets, st.Targets...)
+					if p := st.Labels["subject_prefix"]; !prefixes[p] || len(prefixes) != 1 {
+						t.Errorf("job %s labels its targets subject_prefix=%q, the dispensers serve %v", sc.JobName, p, prefixes)
+					}
+				}
+				switch sc.JobName {
+				case "uid-dispenser":
+					if !sameSet(targets, want) {
+						t.Errorf("job uid-dispenser scrapes %v, want every dispenser's metrics address %v", targets, want)
+					}
+				case "uid-dispenser-readyz":
+					if !sameSet(targets, wantReady) {
+						t.Errorf("job uid-dispenser-readyz probes %v, want %v", targets, wantReady)
+					}
+					if sc.MetricsPath != "/probe" || len(sc.Params["module"]) != 1 || blackbox.Modules[sc.Params["module"][0]].Prober != "http" {
+						t.Errorf("readyz probe: path %s, module %v; blackbox.yml has %v", sc.MetricsPath, sc.Params["module"], blackbox.Modules)
+					}
+					exporter := ""
+					for _, r := range sc.RelabelConfigs {
+						if r.TargetLabel == "__address__" {
+							exporter = r.Replacement
+						}
+					}
+					host, port, _ := strings.Cut(exporter, ":")
+					if bb, ok := project.Services[host]; !ok || port != "9115" || mounts(bb)["/etc/blackbox/blackbox.yml"] == "" {
+						t.Errorf("readyz probes go to %q, which is no blackbox exporter service with blackbox.yml", exporter)
+					}
+				}
+			}
+			if !jobs["uid-dispenser"] || !jobs["uid-dispenser-readyz"] {
+				t.Errorf("jobs %v, want uid-dispenser and uid-dispenser-readyz (the alert rules read both)", jobs)
+			}
+		})
+	}
+}
+
+// sameSet reports whether a and b hold the same strings.
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
+
+// TestGrafanaIsProvisioned: Grafana mounts a Prometheus data source that
+// names the prometheus service's port, and a dashboard provider whose
+// path holds the committed dashboard.
+func TestGrafanaIsProvisioned(t *testing.T) {
+	for _, name := range []string{"docker-compose.yml", "docker-compose.kv.yml"} {
+		t.Run(name, func(t *testing.T) {
+			project := load(t, name)
+			g, ok := project.Services["grafana"]
+			if !ok {
+				t.Fatal("no grafana service")
+			}
+			m := mounts(g)
+			var ds struct {
+				APIVersion  int `yaml:"apiVersion"`
+				Datasources []struct {
+					Name      string         `yaml:"name"`
+					UID       string         `yaml:"uid"`
+					Type      string         `yaml:"type"`
+					Access    string         `yaml:"access"`
+					URL       string         `yaml:"url"`
+					IsDefault bool           `yaml:"isDefault"`
+					JSONData  map[string]any `yaml:"jsonData"`
+				} `yaml:"datasources"`
+			}
+			decodeYAML(t, filepath.Join(m["/etc/grafana/provisioning/datasources"], "prometheus.yml"), &ds)
+			if len(ds.Datasources) != 1 || ds.Datasources[0].Type != "prometheus" || !ds.Datasources[0].IsDefault {
+				t.Fatalf("data sources %+v, want one default Prometheus", ds.Datasources)
+			}
+			host, port, _ := strings.Cut(strings.TrimPrefix(ds.Datasources[0].URL, "http://"), ":")
+			if p, ok := project.Services[host]; !ok || !slices.ContainsFunc(p.Command, func(a string) bool { return strings.HasPrefix(a, "--config.file=") }) || port != "9090" {
+				t.Errorf("the data source's URL %s names no Prometheus service on 9090", ds.Datasources[0].URL)
+			}
+			var dash struct {
+				APIVersion int `yaml:"apiVersion"`
+				Providers  []struct {
+					Name            string            `yaml:"name"`
+					Type            string            `yaml:"type"`
+					DisableDeletion bool              `yaml:"disableDeletion"`
+					AllowUIUpdates  bool              `yaml:"allowUiUpdates"`
+					Options         map[string]string `yaml:"options"`
+				} `yaml:"providers"`
+			}
+			decodeYAML(t, filepath.Join(m["/etc/grafana/provisioning/dashboards"], "uid-dispenser.yml"), &dash)
+			if len(dash.Providers) != 1 || dash.Providers[0].Type != "file" {
+				t.Fatalf("dashboard providers %+v, want one of type file", dash.Providers)
+			}
+			file := m[dash.Providers[0].Options["path"]+"/uid-dispenser.json"]
+			if file == "" {
+				t.Fatalf("nothing mounted at %s/uid-dispenser.json (mounts %v)", dash.Providers[0].Options["path"], m)
+			}
+			dir, _ := os.Getwd()
+			if file != filepath.Join(dir, "grafana", "uid-dispenser.json") {
+				t.Errorf("the dashboard mounted is %s, not compose/grafana/uid-dispenser.json", file)
+			}
+			b, err := os.ReadFile(file)
+			var d struct {
+				UID    string `json:"uid"`
+				Panels []any  `json:"panels"`
+			}
+			if err == nil {
+				err = json.Unmarshal(b, &d)
+			}
+			if err != nil || d.UID == "" || len(d.Panels) == 0 {
+				t.Errorf("%s: uid %q, %d panels, %v", file, d.UID, len(d.Panels), err)
+			}
+		})
 	}
 }

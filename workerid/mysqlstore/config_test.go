@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/uid-dispenser/uid-dispenser/workerid"
 	"github.com/uid-dispenser/uid-dispenser/workerid/mysqlstore"
@@ -27,9 +28,9 @@ func TestValidateNamesTheDSNField(t *testing.T) {
 	if err := mysqlstore.Validate(c); err != nil {
 		t.Errorf("valid DSN rejected: %v", err)
 	}
-	c.LeaseTTL = 0
+	c.LeaseTTL = time.Millisecond
 	if err := mysqlstore.Validate(c); !errors.As(err, &se) || se.Field != "LeaseTTL" {
-		t.Errorf("LeaseTTL 0: %v, want the workerid.Config error", err)
+		t.Errorf("LeaseTTL 1ms: %v, want the workerid.Config error", err)
 	}
 }
 

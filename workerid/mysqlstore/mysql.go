@@ -91,6 +91,7 @@ type Assigner struct {
 // cfg.CreateTables is set, and checks that it is usable. Errors name the
 // server's address, never the password.
 func NewAssigner(ctx context.Context, cfg workerid.Config) (*Assigner, error) {
+	cfg = cfg.WithDefaults()
 	if err := Validate(cfg); err != nil {
 		return nil, err
 	}
@@ -135,7 +136,8 @@ func NewAssigner(ctx context.Context, cfg workerid.Config) (*Assigner, error) {
 		db.Close()
 		return nil, err
 	}
-	err = workerid.RetryStore(ctx, cfg.StoreStartupDeadline, logger, "connect to "+a.storeName, func(ctx context.Context) error {
+	where := fmt.Sprintf("MySQL at %s (user %q, database %q)", dsn.Addr, dsn.User, dsn.DBName)
+	err = workerid.RetryStore(ctx, cfg.StoreStartupDeadline, logger, "connect to "+where, func(ctx context.Context) error {
 		if err := db.PingContext(ctx); err != nil {
 			return a.classify(err, "")
 		}
@@ -153,7 +155,7 @@ func NewAssigner(ctx context.Context, cfg workerid.Config) (*Assigner, error) {
 	})
 	if err != nil {
 		db.Close()
-		return nil, fmt.Errorf("workerid: MySQL at %s (user %q, database %q): %w", dsn.Addr, dsn.User, dsn.DBName, err)
+		return nil, startupError(cfg, where, dsn.DBName, err)
 	}
 	if cfg.WorkerMode == workerid.ModeLeased {
 		a.store = &mysqlLeaseStore{db: db, table: quoteIdent(table)}
@@ -165,6 +167,25 @@ func NewAssigner(ctx context.Context, cfg workerid.Config) (*Assigner, error) {
 	}
 	logger.Info("workerid: MySQL worker-ID store ready", "store", a.storeName, "mode", cfg.WorkerMode, "table", table)
 	return a, nil
+}
+
+// startupError is the error of a store that start-up could not open,
+// saying what to change by the settings' names (cfg.Name: the dispenser's
+// variables), and "workerid:" once: RetryStore's error after the
+// deadline already carries it (ErrStoreUnavailable) and where.
+func startupError(cfg workerid.Config, where, database string, err error) error {
+	if errors.Is(err, workerid.ErrStoreUnavailable) {
+		return fmt.Errorf("%w; check %s and that the server is up (start-up waited %s=%s for it)",
+			err, cfg.Name("MySQLDSN"), cfg.Name("StoreStartupDeadline"), cfg.StoreStartupDeadline)
+	}
+	switch mysqlErrorNumber(err) {
+	case mysqlUnknownDatabase:
+		return fmt.Errorf("workerid: %s: %w; the database does not exist: create it (CREATE DATABASE %s) or name an existing one in %s",
+			where, err, quoteIdent(database), cfg.Name("MySQLDSN"))
+	case mysqlAccessDenied:
+		return fmt.Errorf("workerid: %s: %w; check the user and password in %s", where, err, cfg.Name("MySQLDSN"))
+	}
+	return fmt.Errorf("workerid: %s: %w", where, err)
 }
 
 // classify redacts err and marks the errors that retrying cannot cure

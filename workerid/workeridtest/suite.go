@@ -326,7 +326,7 @@ func testRetiredGenerator(t *testing.T, st Store) {
 		}
 		// Instant restarts each start a second after the last one's first
 		// second (which it may have used up): allow four of them.
-		gen, err := uidcore.NewCached(uidcore.CachedOptions{Layout: layout, Claim: lease, BoostPower: -1, MaxAhead: 5 * time.Second})
+		gen, err := uidcore.NewCached(uidcore.CachedOptions{Layout: layout, Claim: lease, RingSeconds: 1, MaxAhead: 5 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -369,7 +369,7 @@ func testExpiredLeaseRecycled(t *testing.T, st Store) {
 	}
 	// The old reservation runs a reserve chunk ahead of the clock: this
 	// generator may follow it there (a dispenser would use another lane).
-	g, err := uidcore.NewCached(uidcore.CachedOptions{Claim: next, BoostPower: -1, MaxAhead: uidcore.NoAheadBound})
+	g, err := uidcore.NewCached(uidcore.CachedOptions{Claim: next, RingSeconds: 1, MaxAhead: uidcore.NoAheadBound})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -450,7 +450,7 @@ func testZombieOwner(t *testing.T, st Store) {
 	defer releaseQuietly(oldLease)
 	old := &zombie{Claim: oldLease}
 	old.Until()
-	oldGen, err := uidcore.NewCached(uidcore.CachedOptions{Layout: layout, Claim: old, BoostPower: -1})
+	oldGen, err := uidcore.NewCached(uidcore.CachedOptions{Layout: layout, Claim: old, RingSeconds: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -480,7 +480,7 @@ func testZombieOwner(t *testing.T, st Store) {
 	if next.After() < oldReserved {
 		t.Fatalf("new owner's After %d < zombie's reserved second %d", next.After(), oldReserved)
 	}
-	newGen, err := uidcore.NewCached(uidcore.CachedOptions{Layout: layout, Claim: next, BoostPower: -1})
+	newGen, err := uidcore.NewCached(uidcore.CachedOptions{Layout: layout, Claim: next, RingSeconds: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -527,7 +527,7 @@ func testStoreOutage(t *testing.T, st Store) {
 	proxy := NewProxy(t, st.Addr)
 	lease := asLease(t, claim(t, st.New(t, cfg, proxy.Addr()), uidcore.DefaultLayout()))
 	defer release(t, lease)
-	gen, err := uidcore.NewCached(uidcore.CachedOptions{Claim: lease, BoostPower: -1})
+	gen, err := uidcore.NewCached(uidcore.CachedOptions{Claim: lease, RingSeconds: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -618,7 +618,7 @@ func testReserveOnDemand(t *testing.T, st Store) {
 	initial := until(t, lease)
 	// Borrowing eight seconds is the point here: the ahead bound must not
 	// be what holds the generator back.
-	gen, err := uidcore.NewCached(uidcore.CachedOptions{Layout: layout, Claim: lease, BoostPower: -1, TakeWait: 2 * time.Second, MaxAhead: 10 * time.Second})
+	gen, err := uidcore.NewCached(uidcore.CachedOptions{Layout: layout, Claim: lease, RingSeconds: 1, TakeWait: 2 * time.Second, MaxAhead: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

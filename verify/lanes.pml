@@ -1,0 +1,236 @@
+/*
+ * Lanes: uidcore/lanes.go and the padding loop of uidcore/cached.go.
+ * docs/verification.md maps every step to the Go function it models.
+ *
+ * Instance A runs a CachedGenerator on its first lane (the caller's
+ * claim) and claims an extra lane on demand; a lane claimed joins at the
+ * next second, in worker-ID order; an idle lane is dropped at the next
+ * second and given back (Retire at the last second it filled, then
+ * Release). Instance B claims whatever worker ID is free and issues IDs
+ * after its previous holder's second.
+ *
+ * Properties
+ *   - the IDs of A's generator strictly increase, whatever lanes it holds
+ *     (assertion in Pad: (second, worker, sequence) above the last);
+ *   - no (worker ID, second, sequence) is issued twice, by A and B
+ *     together (the watched ID, as in lease.pml).
+ *
+ * Environment, at every step: the wall clock reads any second 1..MAXS,
+ * forward or back; a claim fails or is answered; a Release fails (the
+ * store unreachable: the lease keeps its reservation and expires) or
+ * lands; a lane is found idle at any moment (dropIdle runs between
+ * padding rounds, also within a second); padding stops between any two
+ * IDs (a round ends at the fill target, a reservation or a busy slot).
+ * The reservations themselves are lease.pml's: a claim here reserves any
+ * second up to the horizon at once.
+ *
+ * Mutations (spin -DMUTANT_...): each must produce a violation.
+ *   JOIN_MIDSECOND   a claimed lane joins within a second padding has
+ *                    begun filling (pad's lanes.sync without !g.dirty)
+ *   RETIRE_EARLY     a lane given back retires at the second before the
+ *                    last one it filled
+ */
+
+#define NW 2            /* worker IDs */
+#define MAXS 2          /* wall-clock seconds 1..MAXS */
+#define MAXSEC 3        /* horizon of reservations */
+#define NSEQ 2          /* sequence numbers per second */
+#define MAXCLAIMS 3     /* claims in the whole run */
+
+#define max(a, b) ((a) > (b) -> (a) : (b))
+#define min(a, b) ((a) < (b) -> (a) : (b))
+
+/* The store: owner (0 none, 1 A, 2 B) and reserved second. */
+byte owner[NW];
+byte reserved[NW];
+byte claims = 0;
+
+/* The watched ID and how often it was issued. */
+byte watchW, watchS, watchQ;
+byte watchCount = 0;
+
+inline issue(w, s, q) {
+	if
+	:: w == watchW && s == watchS && q == watchQ ->
+		watchCount++;
+		assert(watchCount <= 1)
+	:: else -> skip
+	fi
+}
+
+/* A's lanes, padding-owned: worker IDs in ascending order (NW = 2: a
+ * bit per worker ID is the sorted list), each lane's after, until and
+ * lastUsed. */
+bool held[NW];          /* in A's lane list */
+bool drop[NW];          /* marked by dropIdle */
+byte after[NW];
+byte until[NW];
+byte lastUsed[NW];
+byte primary;           /* the caller's lane, never dropped */
+/* Claimed by the lane goroutine, waiting for the next second. */
+bool pending[NW];
+bool anyPending;
+/* Dropped at sync, waiting for the lane goroutine's giveBack. */
+bool releasing[NW];
+
+/* Padding's position: the second, the lane (an index into the lane list,
+ * as laneIdx is) and the sequence. */
+byte next, idx, seq;
+bool dirty;
+/* The last ID A issued. */
+byte lastS, lastW, lastQ;
+bool any;
+
+/* laneSet.sync: adopt the pending lanes, send the dropped ones back; the
+ * list stays sorted by worker ID. */
+inline sync() {
+	for (i : 0 .. NW - 1) {
+		if
+		:: held[i] && drop[i] -> held[i] = false; drop[i] = false; releasing[i] = true
+		:: else -> skip
+		fi;
+		if
+		:: pending[i] -> pending[i] = false; held[i] = true
+		:: else -> skip
+		fi
+	}
+	anyPending = false;
+	i = 0
+}
+
+/* startSecond: padding moves to the first lane of sec. */
+inline startSecond(sec) {
+	next = sec; idx = 0; seq = 0; dirty = false;
+	sync()
+}
+
+/* The worker ID of the lane at index idx of the sorted list (NW: none). */
+#define nheld (held[0] + held[1])
+#define laneAt(p) ((p) == 0 -> (held[0] -> 0 : 1) : ((p) == 1 && held[0] && held[1] -> 1 : NW))
+
+/* CachedGenerator.pad, one ID (or one skipped lane) at a time. */
+proctype PaddingA() {
+	byte i, now, w;
+	do
+	:: atomic { next <= MAXSEC ->
+		if
+#ifdef MUTANT_JOIN_MIDSECOND
+		:: anyPending -> sync(); idx = 0; seq = 0
+#else
+		:: !dirty && anyPending -> sync(); idx = 0; seq = 0
+#endif
+		:: else -> skip
+		fi;
+		select(now : 1 .. MAXS);
+		if
+		:: now > next -> startSecond(now)
+		:: else -> skip
+		fi;
+		w = laneAt(idx);
+		if
+		:: idx >= nheld -> startSecond(next + 1)
+		:: idx < nheld && drop[w] -> idx++; seq = 0            /* errLaneDropped */
+		:: idx < nheld && !drop[w] && next <= after[w] ->
+			idx++; seq = 0                                    /* errBeforeAfter */
+		:: idx < nheld && !drop[w] && next > after[w] && next > until[w] ->
+			skip                        /* ErrNotReserved: the round stops here */
+		:: idx < nheld && !drop[w] && next > after[w] && next <= until[w] ->
+			/* written: strictly above the last ID */
+			assert(!any || next > lastS || (next == lastS && (w > lastW || (w == lastW && seq > lastQ))));
+			issue(w, next, seq);
+			lastS = next; lastW = w; lastQ = seq; any = true;
+			lastUsed[w] = next; dirty = true;
+			seq++;
+			if :: seq == NSEQ -> idx++; seq = 0 :: else -> skip fi
+		fi;
+		now = 0; w = 0
+	   }
+	/* dropIdle (everySecond, between rounds): an extra lane idle */
+	:: atomic { select(i : 0 .. NW - 1); held[i] && i != primary && !drop[i] -> drop[i] = true; i = 0 }
+	od
+}
+
+/* The lane goroutine: claimOne and giveBack. */
+proctype LanesA() {
+	byte i, r;
+	do
+	/* claimOne -> Assigner.Claim: a free worker ID, after its reserved
+	 * second, reserving up to some second of the horizon */
+	:: atomic { claims < MAXCLAIMS && !anyPending ->
+		claims++;
+		select(i : 0 .. NW - 1);
+		if
+		:: owner[i] == 0 ->
+			owner[i] = 1;
+			after[i] = reserved[i];
+			select(r : after[i] .. MAXSEC);
+			reserved[i] = r; until[i] = r;
+			lastUsed[i] = 0;
+			pending[i] = true; anyPending = true
+		:: true -> skip        /* taken, or the store unreachable */
+		fi;
+		i = 0; r = 0
+	   }
+	/* giveBack: Retire(lane.retireAt()), then Release */
+	:: atomic { select(i : 0 .. NW - 1); releasing[i] ->
+		releasing[i] = false;
+		r = lastUsed[i];
+		if :: r == 0 -> r = after[i] :: else -> skip fi;
+#ifdef MUTANT_RETIRE_EARLY
+		if :: r > 0 -> r-- :: else -> skip fi;
+#endif
+		if
+		:: r > 0 -> r = max(r, after[i])
+		:: else -> r = 255          /* nothing to give back */
+		fi;
+		if
+		:: true -> reserved[i] = min(reserved[i], r); owner[i] = 0
+		:: true -> skip             /* the store unreachable: it expires */
+			; owner[i] = 0          /* (after its TTL: free, reservation kept) */
+		fi;
+		i = 0; r = 0
+	   }
+	od
+}
+
+/* Instance B: takes a free worker ID, reserves up to some second u,
+ * issues IDs of the seconds after the previous holder's up to u (the
+ * watched one among them, once), and releases it having used them all.
+ * Its own generator's order is A's, checked above. */
+proctype B() {
+	byte w, a, u;
+	do
+	:: atomic { claims < MAXCLAIMS ->
+		claims++;
+		select(w : 0 .. NW - 1);
+		if
+		:: owner[w] == 0 ->
+			a = reserved[w];
+			select(u : a .. MAXSEC);
+			if
+			:: watchW == w && watchS > a && watchS <= u -> issue(watchW, watchS, watchQ)
+			:: else -> skip
+			fi;
+			reserved[w] = u
+		:: else -> skip
+		fi;
+		w = 0; a = 0; u = 0
+	   }
+	od
+}
+
+init {
+	byte u;
+	atomic {
+		select(watchW : 0 .. NW - 1);
+		select(watchS : 1 .. MAXSEC);
+		select(watchQ : 0 .. NSEQ - 1);
+		/* A's first lane: the caller's claim, on a fresh store */
+		select(primary : 0 .. NW - 1);
+		owner[primary] = 1; select(u : 1 .. MAXSEC); until[primary] = u;
+		reserved[primary] = until[primary];
+		held[primary] = true;
+		next = 1;
+		run PaddingA(); run LanesA(); run B()
+	}
+}
