@@ -205,8 +205,9 @@ func TestRequestsCaughtByTheSwapGetIDs(t *testing.T) {
 	}
 	// The loss's wait is over: further requests, queued one behind
 	// another on the endpoint's goroutine, get their 503 at once rather
-	// than each waiting the take wait in turn.
-	begin = time.Now()
+	// than each waiting the take wait in turn. Counted, not timed: in
+	// turn, the third would be answered after 3 take waits, past its
+	// timeout of 2, and fail.
 	var queued sync.WaitGroup
 	codes := make([]string, 10)
 	for i := range codes {
@@ -223,9 +224,6 @@ func TestRequestsCaughtByTheSwapGetIDs(t *testing.T) {
 		if c != "503" {
 			t.Errorf("queued request %d during the loss: %q, want a 503", i, c)
 		}
-	}
-	if took := time.Since(begin); took > cfg.TakeWait/2 {
-		t.Errorf("10 requests during the loss took %s: they waited in turn", took)
 	}
 
 	// A worker ID frees up: the instance moves to it and serves again.
@@ -279,7 +277,9 @@ func TestGeneratorSourceCloseAndReplace(t *testing.T) {
 	if _, err := src.NextN(ctx, ids); !errors.Is(err, uidcore.ErrClosed) {
 		t.Fatalf("take after Close: %v, want ErrClosed", err)
 	}
-	if took := time.Since(begin); took > 5*time.Second {
+	// The replacement wait is a minute: 30 s is a safety net that still
+	// tells the two apart on a loaded machine.
+	if took := time.Since(begin); took > 30*time.Second {
 		t.Fatalf("take after Close took %s: it waited for a replacement", took)
 	}
 }

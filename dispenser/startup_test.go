@@ -158,7 +158,9 @@ func TestStartGivesUpOnNATSAtTheConnectTimeout(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), cfg.NATSURL) || !strings.Contains(err.Error(), "attempts in") {
 		t.Fatalf("err = %v", err)
 	}
-	if took < cfg.NATSConnectTimeout-100*time.Millisecond || took > cfg.NATSConnectTimeout+time.Second {
+	// Not before the timeout; after it, 30 s is a safety net for a
+	// start-up that never gives up, not a bound on speed.
+	if took < cfg.NATSConnectTimeout-100*time.Millisecond || took > cfg.NATSConnectTimeout+30*time.Second {
 		t.Fatalf("gave up after %v, want about %v", took, cfg.NATSConnectTimeout)
 	}
 }

@@ -1,12 +1,13 @@
 package natsio
 
 import (
+	"context"
 	"encoding/binary"
 	"log/slog"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,17 +19,47 @@ import (
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
+// smallTakeObserver counts the small takes (single IDs and batches of up
+// to uidcore.SmallTake) that the ring could not serve at once, so had to
+// wait for padding: it tries each without waiting first, which takes
+// exactly what NextN would when the ring holds enough.
+type smallTakeObserver struct {
+	IDSource
+	small, waited atomic.Uint64
+}
+
+func (o *smallTakeObserver) NextN(ctx context.Context, dst []uint64) (int, error) {
+	if len(dst) > uidcore.SmallTake {
+		return o.IDSource.NextN(ctx, dst)
+	}
+	o.small.Add(1)
+	if got, err := o.IDSource.TryNextN(dst); err != nil || got == len(dst) {
+		return got, err
+	}
+	o.waited.Add(1)
+	return o.IDSource.NextN(ctx, dst)
+}
+
 // An instance whose one lane sustains 16,384 IDs/s, with bulk callers
 // asking for far more: it must still hand out its whole capacity, answer
-// single IDs and small batches of other callers without an error and
-// promptly, and tell bulk callers its rate when they must back off.
+// single IDs and small batches of other callers without an error and from
+// the reserve bulk takes leave them (not after waiting for padding, as a
+// bulk batch does), and tell bulk callers its rate when they must back
+// off. Whether small requests are served at once is counted, not timed,
+// so a loaded machine does not fail it; latency is for the benchmarks
+// (BenchmarkQueueGroup's p99).
 func TestAtCapacitySmallRequestsStayFastAndBulkGetsTheRest(t *testing.T) {
 	url := startNATS(t, nil)
 	layout := uidcore.Layout{TimeBits: 41, WorkerBits: 8, SeqBits: 14, Epoch: uidcore.DefaultEpoch}
 	var log testenv.LogBuffer
+	var obs *smallTakeObserver
 	startInstance(t, url, 2, instanceOpts{cached: uidcore.CachedOptions{
 		Layout: layout, RingSeconds: 2, MaxAhead: time.Second, TakeWait: 800 * time.Millisecond,
-	}, service: ServiceConfig{Logger: log.Logger(slog.LevelInfo)}})
+	}, service: ServiceConfig{Logger: log.Logger(slog.LevelInfo)},
+		source: func(g *uidcore.CachedGenerator) IDSource {
+			obs = &smallTakeObserver{IDSource: g}
+			return obs
+		}})
 	const run = 3 * time.Second
 	var mu sync.Mutex
 	var all []uint64
@@ -63,17 +94,15 @@ func TestAtCapacitySmallRequestsStayFastAndBulkGetsTheRest(t *testing.T) {
 			}
 		})
 	}
-	var latencies []time.Duration
+	var small int
 	var smallErrors []string
 	for _, req := range []struct{ subject, body string }{{"uid.next", ""}, {"uid.batch", "16"}, {"uid.batch", "64"}} {
 		nc := connect(t, url)
 		wg.Go(func() {
 			for time.Now().Before(end) {
-				began := time.Now()
 				msg, err := nc.Request(req.subject, []byte(req.body), 2*time.Second)
-				took := time.Since(began)
 				mu.Lock()
-				latencies = append(latencies, took)
+				small++
 				switch {
 				case err != nil:
 					smallErrors = append(smallErrors, err.Error())
@@ -92,12 +121,14 @@ func TestAtCapacitySmallRequestsStayFastAndBulkGetsTheRest(t *testing.T) {
 	}
 	wg.Wait()
 	if len(smallErrors) > 0 {
-		t.Errorf("%d of %d small requests failed, e.g. %q", len(smallErrors), len(latencies), smallErrors[0])
+		t.Errorf("%d of %d small requests failed, e.g. %q", len(smallErrors), small, smallErrors[0])
 	}
-	slices.Sort(latencies)
-	p99 := latencies[len(latencies)*99/100]
-	if p99 > 50*time.Millisecond {
-		t.Errorf("small requests p99 %s while bulk callers saturate the instance, want <= 50ms", p99)
+	// One in a hundred may meet a ring that bulk takes emptied before the
+	// instance knew it was throttled (the first moments of the run).
+	waited, taken := obs.waited.Load(), obs.small.Load()
+	if taken < uint64(small) || waited > taken/100 {
+		t.Errorf("%d of %d small takes (%d requests) waited for padding while bulk callers saturate the instance, want at most 1%%",
+			waited, taken, small)
 	}
 	checkDistinct(t, all)
 	// 16,384 a second for 3 s (plus the one second it may borrow).
@@ -110,7 +141,7 @@ func TestAtCapacitySmallRequestsStayFastAndBulkGetsTheRest(t *testing.T) {
 	if !strings.Contains(log.String(), "at capacity: demand exceeds what this instance sustains") {
 		t.Errorf("saturated for %s and no at-capacity line in the log:\n%s", run, log.String())
 	}
-	t.Logf("%d IDs in %s; small p99 %s over %d requests; bulk %d answered, %d 503", len(all), run, p99, len(latencies), bulkOK, bulk503)
+	t.Logf("%d IDs in %s; %d of %d small takes waited; bulk %d answered, %d 503", len(all), run, waited, taken, bulkOK, bulk503)
 }
 
 // A bulk batch larger than what padding keeps ready waits for the rest
@@ -158,20 +189,25 @@ func TestLowLoadIDsCarryTheCurrentSecond(t *testing.T) {
 	startInstance(t, url, 3, instanceOpts{})
 	nc := connect(t, url)
 	for range 4 {
+		// Bounds from the request's own start and end, not a latency: a
+		// slow reply on a loaded machine widens them instead of failing.
+		asked := time.Now().Unix()
 		msg, err := nc.Request("uid.next", nil, 2*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
-		now := time.Now().Unix()
+		answered := time.Now().Unix()
 		id, _ := strconv.ParseUint(string(msg.Data), 10, 64)
 		p, err := uidcore.DefaultLayout().Parse(id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if age := now - p.Time.Unix(); age > 1 || age < -2 {
-			t.Errorf("ID of second %d handed out at %d: %ds old", p.Time.Unix(), now, age)
+		// The second before the request's is the oldest a fresh ID may
+		// carry; the ahead bound (2 s, as padding runs ahead) the newest.
+		if sec := p.Time.Unix(); sec < asked-1 || sec > answered+2 {
+			t.Errorf("ID of second %d for a request asked at %d, answered at %d", sec, asked, answered)
 		}
-		time.Sleep(time.Second)
+		time.Sleep(time.Second) // the pace under test: one request a second
 	}
 }
 

@@ -49,6 +49,9 @@ type instance struct {
 type instanceOpts struct {
 	cached  uidcore.CachedOptions
 	service ServiceConfig
+	// source, when set, is what the service takes IDs from, given the
+	// instance's generator (a test's observer around it).
+	source func(*uidcore.CachedGenerator) IDSource
 }
 
 func startInstance(t testing.TB, url string, worker uint64, o instanceOpts) *instance {
@@ -65,7 +68,11 @@ func startInstance(t testing.TB, url string, worker uint64, o instanceOpts) *ins
 	if o.service.Logger == nil {
 		o.service.Logger = quietLogger()
 	}
-	svc, err := NewService(conn.Conn, gen, o.service)
+	var src IDSource = gen
+	if o.source != nil {
+		src = o.source(gen)
+	}
+	svc, err := NewService(conn.Conn, src, o.service)
 	if err != nil {
 		gen.Close()
 		t.Fatal(err)

@@ -70,14 +70,14 @@ func TestSequenceProtocol(t *testing.T) {
 		}
 	}
 
-	begin := time.Now()
 	_, err = client.SeqNext(ctx, "nosuch")
 	var se *protocol.ServiceError
 	if !errors.As(err, &se) || se.Code != protocol.CodeNotFound || se.Description != `unknown sequence "nosuch"` || !errors.Is(err, protocol.ErrNotFound) {
 		t.Fatalf("undeclared sequence: %v, want 404 unknown sequence \"nosuch\"", err)
 	}
-	if took := time.Since(begin); took > 500*time.Millisecond || client.Stats().Retries != 0 {
-		t.Errorf("the 404 took %s and %d retries, want it at once", took, client.Stats().Retries)
+	// At once: a 404 is final, so the client does not retry it.
+	if r := client.Stats().Retries; r != 0 {
+		t.Errorf("the 404 was retried %d times, want it answered at once", r)
 	}
 	if _, err := client.SeqBatch(ctx, "nosuch", 3); !errors.Is(err, protocol.ErrNotFound) {
 		t.Errorf("batch of an undeclared sequence: %v", err)
@@ -315,14 +315,13 @@ func TestSequenceWaitHoldsNoOtherName(t *testing.T) {
 	testenv.WaitFor(t, 5*time.Second, "the slow name's request waiting in the store", func() bool { return store.waiting.Load() > 0 })
 
 	got := map[string]bool{"1": true}
+	// The slow name's segment comes only once the gate opens, after these:
+	// a fast request held up behind it would never be answered (the
+	// timeout is a safety net, not a bound on speed).
 	for i := range 20 {
-		begin := time.Now()
-		msg, err := nc.Request(fast, nil, 2*time.Second)
+		msg, err := nc.Request(fast, nil, 30*time.Second)
 		if err != nil || msg.Header.Get(micro.ErrorCodeHeader) != "" {
-			t.Fatalf("fast request %d while slow waits: %v %v", i, err, msg.Header)
-		}
-		if took := time.Since(begin); took > 300*time.Millisecond {
-			t.Fatalf("fast request %d took %s while the slow name waited for the store: held up", i, took)
+			t.Fatalf("fast request %d while slow waits for the store: %v %v (held up?)", i, err, msg.Header)
 		}
 		if got[string(msg.Data)] {
 			t.Fatalf("fast number %s twice", msg.Data)

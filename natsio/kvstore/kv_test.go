@@ -163,8 +163,8 @@ func TestKVMalformedLeaseSkipped(t *testing.T) {
 	lease := first.(*workerid.Lease)
 	select {
 	case <-lease.Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("owner of an overwritten lease did not notice within 5s")
+	case <-time.After(30 * time.Second): // a safety net: the next renewal notices
+		t.Fatal("owner of an overwritten lease did not notice within 30s")
 	}
 	if !errors.Is(lease.Err(), workerid.ErrLeaseTaken) {
 		t.Errorf("Err = %v, want ErrLeaseTaken", lease.Err())
@@ -252,8 +252,10 @@ func TestKVAssignerNoJetStream(t *testing.T) {
 	if !errors.Is(err, workerid.ErrStoreUnavailable) || !strings.Contains(err.Error(), "no JetStream") {
 		t.Fatalf("err = %v, want ErrStoreUnavailable saying there is no JetStream", err)
 	}
-	if took := time.Since(begin); took < cfg.StoreStartupDeadline || took > cfg.StoreStartupDeadline+3*time.Second {
-		t.Errorf("gave up after %s, deadline %s", took, cfg.StoreStartupDeadline)
+	// Not before the deadline; the upper bound is a safety net (an
+	// attempt may run 2 s past it), not a bound on speed.
+	if took := time.Since(begin); took < cfg.StoreStartupDeadline || took > cfg.StoreStartupDeadline+30*time.Second || !strings.Contains(err.Error(), "attempts)") {
+		t.Errorf("gave up after %s, deadline %s: %v", took, cfg.StoreStartupDeadline, err)
 	}
 	t.Log(err)
 }

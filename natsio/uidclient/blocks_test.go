@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -98,6 +99,36 @@ func blocksTestSourceWithHook(t *testing.T, nc *nats.Conn, cfg uidclient.BlockSo
 }
 
 // blocksTestDepth is the number of blocks in the stream.
+// blocksTestDepthChecks counts the depth checks (stream info requests)
+// made on stream from the moment it returns, by the connection that made
+// them (its inbox prefix); the counts it returns are a copy.
+func blocksTestDepthChecks(t *testing.T, nc *nats.Conn, stream string) func() map[string]int {
+	t.Helper()
+	var mu sync.Mutex
+	counts := map[string]int{}
+	sub, err := nc.Subscribe("$JS.API.STREAM.INFO."+stream, func(m *nats.Msg) {
+		inbox := m.Reply
+		if i := strings.LastIndexByte(inbox, '.'); i > 0 {
+			inbox = inbox[:i]
+		}
+		mu.Lock()
+		counts[inbox]++
+		mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return func() map[string]int {
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(counts)
+	}
+}
+
 func blocksTestDepth(t *testing.T, nc *nats.Conn, stream string) uint64 {
 	t.Helper()
 	js, err := jetstream.New(nc)
@@ -333,9 +364,20 @@ func TestBlocksFullStreamPublishersBackOffAndResume(t *testing.T) {
 	})
 
 	// Full: the publishers only check the depth; nothing is published or
-	// refused, nothing is logged above debug.
+	// refused, nothing is logged above debug. Three more checks by each
+	// publisher prove that what the first two would have led to is done.
+	checks := blocksTestDepthChecks(t, nc, protocol.DefaultBlocksStream)
 	before := sum()
-	time.Sleep(500 * time.Millisecond)
+	start := checks()
+	testenv.WaitFor(t, 30*time.Second, "each publisher checked the full stream's depth three more times", func() bool {
+		now, more := checks(), 0
+		for inbox, n := range now {
+			if n-start[inbox] >= 3 {
+				more++
+			}
+		}
+		return more >= len(pubs)
+	})
 	after := sum()
 	if d := blocksTestDepth(t, nc, protocol.DefaultBlocksStream); d != depth {
 		t.Fatalf("stream holds %d blocks, cap %d", d, depth)
@@ -544,14 +586,17 @@ func TestBlockSourceWaitsForTheStreamAndClosesCleanly(t *testing.T) {
 		t.Errorf("log while the stream was missing:\n%s", out)
 	}
 
-	// Takers waiting when the source closes return at once.
+	// Takers waiting when the source closes return at once. The taker
+	// wants 10,000 blocks from a stream that holds 2: once it has used 3
+	// more, it has drained what was at hand and waited for the publisher.
+	used := src.Stats().BlocksUsed
 	waiting := make(chan error, 1)
 	go func() {
 		buf := make([]uint64, 1_000_000)
 		_, err := src.NextN(ctx, buf)
 		waiting <- err
 	}()
-	time.Sleep(50 * time.Millisecond)
+	testenv.WaitFor(t, 30*time.Second, "the taker used three more blocks", func() bool { return src.Stats().BlocksUsed >= used+3 })
 	src.Close()
 	if err := <-waiting; !errors.Is(err, uidclient.ErrBlockSourceClosed) {
 		t.Fatalf("NextN across Close: %v", err)
