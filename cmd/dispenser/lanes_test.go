@@ -99,35 +99,13 @@ func TestLanesThroughTheBinary(t *testing.T) {
 	// The load runs until the state it is for is reached, not for a fixed
 	// time: a loaded machine makes fewer requests a second.
 	startLoad := func() (stop func()) {
-		done := make(chan struct{})
-		var wg sync.WaitGroup
-		for range 4 {
-			wg.Go(func() {
-				for {
-					select {
-					case <-done:
-						return
-					default:
-					}
-					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-					ids, err := client.Batch(ctx, 4096)
-					cancel()
-					if err != nil {
-						t.Errorf("batch: %v", err)
-						return
-					}
-					p, _ := laneLayout.Parse(ids[len(ids)-1])
-					mu.Lock()
-					ahead = max(ahead, p.Time.Unix()-time.Now().Unix())
-					all = append(all, ids...)
-					mu.Unlock()
-				}
-			})
-		}
-		return func() {
-			close(done)
-			wg.Wait()
-		}
+		return batchLoad(t, client, 4096, func(ids []uint64) {
+			p, _ := laneLayout.Parse(ids[len(ids)-1])
+			mu.Lock()
+			ahead = max(ahead, p.Time.Unix()-time.Now().Unix())
+			all = append(all, ids...)
+			mu.Unlock()
+		})
 	}
 	stop := startLoad()
 	var before map[string]natsio.RingStats
@@ -290,45 +268,23 @@ func TestJSSafeThroughTheBinary(t *testing.T) {
 	}
 	defer nc.Close()
 	client := uidclient.New(nc, uidclient.Config{})
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
 	var (
 		mu    sync.Mutex
 		all   []uint64
-		wg    sync.WaitGroup
 		lanes []uint64
 	)
 	// The load runs until the instance holds a second lane (the ring's
-	// state says so), not for a fixed time: a loaded machine only takes
-	// longer to get there.
-	done := make(chan struct{})
-	stop := sync.OnceFunc(func() { close(done) })
-	defer func() { stop(); wg.Wait() }() // also when the wait fails
-	for range 4 {
-		wg.Go(func() {
-			for {
-				select {
-				case <-done:
-					return
-				default:
-				}
-				ids, err := client.Batch(ctx, 5000)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				mu.Lock()
-				all = append(all, ids...)
-				mu.Unlock()
-			}
-		})
-	}
+	// state says so), not for a fixed time.
+	stop := batchLoad(t, client, 5000, func(ids []uint64) {
+		mu.Lock()
+		all = append(all, ids...)
+		mu.Unlock()
+	})
 	testenv.WaitFor(t, 60*time.Second, "a second lane under load", func() bool {
 		lanes = p.lanes(t, ringStats(t, nc, 1))
 		return len(lanes) >= 2
 	})
 	stop()
-	wg.Wait()
 	seen := make(map[uint64]bool, len(all))
 	for _, id := range all {
 		if seen[id] {
@@ -340,4 +296,38 @@ func TestJSSafeThroughTheBinary(t *testing.T) {
 		}
 	}
 	t.Logf("%d distinct JS-safe IDs, lanes %v", len(all), lanes)
+}
+
+// batchLoad runs four callers of client.Batch(n), each reply passed to
+// got, until stop is called (at the latest when the test ends): tests load
+// an instance until the state the load is for is reached, not for a fixed
+// time.
+func batchLoad(t *testing.T, client *uidclient.Client, n int, got func(ids []uint64)) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				ids, err := client.Batch(ctx, n)
+				cancel()
+				if err != nil {
+					t.Errorf("batch: %v", err)
+					return
+				}
+				got(ids)
+			}
+		})
+	}
+	stop = sync.OnceFunc(func() {
+		close(done)
+		wg.Wait()
+	})
+	t.Cleanup(stop)
+	return stop
 }
