@@ -1,6 +1,7 @@
 package workerid
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
 	"slices"
@@ -104,7 +105,7 @@ func ParseRegions(s string) (Regions, error) {
 		}
 		m.list = append(m.list, r)
 	}
-	slices.SortFunc(m.list, func(a, b Region) int { return compareUint(a.Range.Lo, b.Range.Lo) })
+	slices.SortFunc(m.list, func(a, b Region) int { return cmp.Compare(a.Range.Lo, b.Range.Lo) })
 	for i := 1; i < len(m.list); i++ {
 		if prev, cur := m.list[i-1], m.list[i]; cur.Range.Lo <= prev.Range.Hi {
 			return Regions{}, &RegionError{Kind: RegionOverlap, Entry: cur.String(), Other: prev.String(),
@@ -112,16 +113,6 @@ func ParseRegions(s string) (Regions, error) {
 		}
 	}
 	return m, nil
-}
-
-func compareUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // parseRegion reads one name=lo-hi entry.

@@ -4,6 +4,7 @@
 package sequencetest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -100,22 +101,12 @@ func NewAllocator(t testing.TB, s sequence.SegmentStore, cfg sequence.Config) *s
 // CheckDisjoint fails the test when two segments overlap.
 func CheckDisjoint(t testing.TB, segs []sequence.Segment) {
 	t.Helper()
-	slices.SortFunc(segs, func(a, b sequence.Segment) int { return compare(a.From, b.From) })
+	slices.SortFunc(segs, func(a, b sequence.Segment) int { return cmp.Compare(a.From, b.From) })
 	for i := 1; i < len(segs); i++ {
 		if segs[i].From < segs[i-1].To {
 			t.Fatalf("segments %s and %s overlap", segs[i-1], segs[i])
 		}
 	}
-}
-
-func compare(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // CheckUnique fails the test when a number appears twice in all.
