@@ -92,6 +92,7 @@ func (d *Dispenser) joinFleet(ctx context.Context) error {
 	if err := d.cfg.checkFleet(stored); err != nil {
 		return err
 	}
+	d.joined = stored
 	wait := time.Until(time.Unix(stored.StartsAfter+1, 0))
 	if wait <= 0 {
 		return nil
@@ -108,6 +109,32 @@ func (d *Dispenser) joinFleet(ctx context.Context) error {
 	case <-time.After(wait):
 		return nil
 	}
+}
+
+// ErrGenerationChanged: the store's fleet record is no longer the one
+// the instance joined (a new generation was recorded): the instance
+// must not serve on, it is of the old generation.
+var ErrGenerationChanged = errors.New("dispenser: the fleet's generation changed")
+
+// checkGeneration re-reads the fleet record after a worker ID was
+// claimed, before the claim serves: a new generation revokes the old
+// leases before it records itself, so a claim made before the record
+// changed was either revoked (its first reservation counted in the new
+// generation's start, or refused) or is seen here.
+func (d *Dispenser) checkGeneration(ctx context.Context) error {
+	fs, ok := d.assigner.(workerid.FleetStore)
+	if !ok {
+		return nil
+	}
+	stored, err := fs.RecordFleet(ctx, d.joined)
+	if err != nil {
+		return fmt.Errorf("dispenser: the fleet record: %w", err)
+	}
+	if stored != d.joined {
+		return fmt.Errorf("%w: the store holds generation %d (layout %s), this instance joined generation %d (layout %s): it stops; start it with the new configuration",
+			ErrGenerationChanged, stored.Generation, stored.Layout, d.joined.Generation, d.joined.Layout)
+	}
+	return nil
 }
 
 // NewGeneration moves the fleet of the configured store to the
@@ -151,12 +178,27 @@ func nextGeneration(ctx context.Context, fs workerid.FleetStore, cfg Config, log
 		log.Info("the fleet already has this configuration", "generation", current.Generation, "layout", current.Layout)
 		return current, nil
 	}
-	last, live, err := fs.LeaseHorizon(ctx)
+	_, live, err := fs.LeaseHorizon(ctx)
 	if err != nil {
 		return workerid.Fleet{}, fmt.Errorf("dispenser: the leases: %w", err)
 	}
 	if live > 0 {
 		return workerid.Fleet{}, fmt.Errorf("dispenser: %d worker-ID leases of generation %d are live: stop every instance first (a killed instance's lease expires after its %s_LEASE_TTL)", live, current.Generation, EnvPrefix)
+	}
+	// An instance paused or cut off past its TTL is not live, but its
+	// token still renews: revoked first, it can reserve no second beyond
+	// the horizon read after, which StartsAfter covers.
+	revoked, err := fs.RevokeLeases(ctx)
+	if err != nil {
+		return workerid.Fleet{}, fmt.Errorf("dispenser: revoke the leases of generation %d: %w", current.Generation, err)
+	}
+	if revoked > 0 {
+		log.Warn("revoked expired leases of the old generation: an instance paused or cut off from the store that comes back stops at its next renewal",
+			"revoked", revoked, "generation", current.Generation)
+	}
+	last, _, err := fs.LeaseHorizon(ctx)
+	if err != nil {
+		return workerid.Fleet{}, fmt.Errorf("dispenser: the leases: %w", err)
 	}
 	now := time.Now()
 	if current.WorkerMode == workerid.ModeDisposable {

@@ -8,9 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/internal/testwait"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
+	"github.com/uid-dispenser/uid-dispenser/workerid/workeridtest"
 )
 
 // fleetStores runs test on the KV bucket and on MySQL.
@@ -121,6 +125,106 @@ func TestNewGenerationChangesTheLayoutSafely(t *testing.T) {
 		// Running it again changes nothing.
 		if again, err := NewGeneration(ctx, next, testLogger()); err != nil || again != f {
 			t.Fatalf("again: %+v, %v; want %+v", again, err, f)
+		}
+	})
+}
+
+// The counterexample of verify/fleet.pml -DPAUSED_OLD, on the real
+// stores: an old-generation instance cut off from the store (or paused)
+// past its lease TTL does not count as live, so a new generation is
+// recorded; when the instance comes back it must not reserve, and so
+// not issue, any second after the new generation's StartsAfter: its
+// lease was revoked, its renewal fails and the claim is lost.
+func TestNewGenerationRevokesAPausedOldLease(t *testing.T) {
+	fleetStores(t, func(t *testing.T, url, dsn string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		oldCfg := testConfig(url, dsn)
+		oldCfg.LeaseTTL, oldCfg.ReserveChunk = time.Second, 2*time.Second
+		// The old instance reaches its store through a proxy: cutting it
+		// is the pause.
+		var proxy *workeridtest.Proxy
+		if dsn != "" {
+			parsed, err := mysql.ParseDSN(dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			proxy = workeridtest.NewProxy(t, parsed.Addr)
+			parsed.Addr = proxy.Addr()
+			oldCfg.MySQLDSN = parsed.FormatDSN()
+		} else {
+			proxy = workeridtest.NewProxy(t, strings.TrimPrefix(url, "nats://"))
+			oldCfg.NATSURL = "nats://" + proxy.Addr()
+		}
+		old := &Dispenser{cfg: oldCfg, log: testLogger()}
+		oldURL, closeNATS, err := old.connectNATS(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer closeNATS()
+		closeAssigner, err := old.openAssigner(ctx, oldURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer closeAssigner()
+		if err := old.joinFleet(ctx); err != nil {
+			t.Fatal(err)
+		}
+		claim, err := old.assigner.Claim(ctx, oldCfg.Layout())
+		if err != nil {
+			t.Fatal(err)
+		}
+		lease := claim.(*workerid.Lease)
+		defer func() { _ = lease.Release(context.Background()) }()
+
+		// The pause: no renewal gets through until the lease expired, in
+		// the store as in the instance.
+		proxy.Cut()
+		admin := testConfig(url, dsn)
+		probe := &Dispenser{cfg: admin, log: testLogger()}
+		probeURL, closeProbe, err := probe.connectNATS(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer closeProbe()
+		closeProbeAssigner, err := probe.openAssigner(ctx, probeURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer closeProbeAssigner()
+		fs := probe.assigner.(workerid.FleetStore)
+		testwait.WaitFor(t, 10*time.Second, "the paused lease expired in the store", func() bool {
+			_, live, err := fs.LeaseHorizon(ctx)
+			return err == nil && live == 0 && lease.Expired() != nil
+		})
+
+		next := admin
+		next.WorkerBits, next.SeqBits = 14, 18
+		f, err := NewGeneration(ctx, next, testLogger())
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		// The instance wakes, and its generator wants seconds after the
+		// new generation's start.
+		proxy.Restore()
+		lease.Reserve(f.StartsAfter + 5)
+		testwait.WaitFor(t, 15*time.Second, "the woken lease renewed or lost", func() bool {
+			select {
+			case <-lease.Done():
+				return true
+			default:
+				return lease.Expired() == nil // renewed: the bug
+			}
+		})
+		if st := lease.Status(); st.Reserved > f.StartsAfter {
+			t.Fatalf("the old instance reserved up to second %d, after generation %d's StartsAfter %d: its old-layout IDs may repeat new ones", st.Reserved, f.Generation, f.StartsAfter)
+		}
+		if _, err := lease.Until(); !errors.Is(err, uidcore.ErrClaimLost) || !errors.Is(err, workerid.ErrLeaseTaken) {
+			t.Fatalf("the woken old lease: Until = %v, want the claim lost (ErrLeaseTaken)", err)
+		}
+		if last, _, err := fs.LeaseHorizon(ctx); err != nil || last > f.StartsAfter {
+			t.Fatalf("the store's horizon %d (%v) is after StartsAfter %d", last, err, f.StartsAfter)
 		}
 	})
 }

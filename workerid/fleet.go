@@ -46,6 +46,15 @@ type FleetStore interface {
 	// LeaseHorizon is the last unix second any lease ever reserved (0
 	// without leases) and the number of leases live now.
 	LeaseHorizon(ctx context.Context) (lastReserved int64, live int, err error)
+	// RevokeLeases frees every lease that has an owner, expired or not,
+	// atomically per lease (a renewal lands before it, and is kept, or
+	// after it, and fails with ErrLeaseTaken), keeping each reserved
+	// second so that a later owner starts after it. It returns how many
+	// it freed. A new generation revokes the old one's leases before it
+	// reads the horizon: an old instance paused or cut off past its TTL
+	// (not live, so not refused) would otherwise renew when it comes
+	// back and reserve seconds after the new generation's StartsAfter.
+	RevokeLeases(ctx context.Context) (revoked int, err error)
 }
 
 // ErrFleetChanged: the store's fleet record is no longer the one read.

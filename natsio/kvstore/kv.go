@@ -42,6 +42,7 @@ const (
 // availability suffers.
 type Assigner struct {
 	kv        jetstream.KeyValue
+	nc        *nats.Conn // for reads at the stream leader and the stream's subjects
 	cfg       workerid.Config
 	host      workerid.Host
 	log       *slog.Logger
@@ -69,7 +70,7 @@ func NewAssigner(ctx context.Context, nc *nats.Conn, cfg workerid.Config) (*Assi
 	if err != nil {
 		return nil, fmt.Errorf("natsio: worker-ID bucket: %w", err)
 	}
-	a := &Assigner{cfg: cfg, host: host, log: logger,
+	a := &Assigner{nc: nc, cfg: cfg, host: host, log: logger,
 		storeName: fmt.Sprintf("NATS KV bucket %s at %s", cfg.WorkerKVBucket, natsconn.RedactURL(nc.ConnectedUrlRedacted()))}
 	err = workerid.RetryStore(ctx, cfg.StoreStartupDeadline, logger, "open "+a.storeName, func(ctx context.Context) error {
 		kv, err := openBucket(ctx, js, cfg.WorkerKVBucket, cfg.WorkerKVReplicas)
