@@ -60,7 +60,7 @@ type Dispenser struct {
 
 	mu     sync.Mutex
 	claim  uidcore.Claim
-	joined workerid.Fleet // the fleet record joinFleet read
+	joined workerid.Fleet   // the fleet record joinFleet read
 	source *generatorSource // the generator on claim, swapped by reclaim; nil before Start made it
 
 	stopWatch context.CancelFunc
