@@ -228,3 +228,47 @@ func TestNewGenerationRevokesAPausedOldLease(t *testing.T) {
 		}
 	})
 }
+
+// A dispenser -new-generation that stopped midway leaves the record
+// sealed: no instance of the old generation starts on it, and running
+// the command again finishes the change.
+func TestSealedFleetRefusesOldInstancesUntilTheGenerationIsRecorded(t *testing.T) {
+	fleetStores(t, func(t *testing.T, url, dsn string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		cfg := testConfig(url, dsn)
+		probe := &Dispenser{cfg: cfg, log: testLogger()}
+		probeURL, closeProbe, err := probe.connectNATS(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer closeProbe()
+		closeAssigner, err := probe.openAssigner(ctx, probeURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer closeAssigner()
+		fs := probe.assigner.(workerid.FleetStore)
+		first, err := fs.RecordFleet(ctx, cfg.fleet())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := fs.ReplaceFleet(ctx, first, seal(first)); err != nil {
+			t.Fatal(err)
+		}
+		if err := startErr(cfg); err == nil || !strings.Contains(err.Error(), "sealed") {
+			t.Fatalf("an old instance on a sealed record: %v, want refused", err)
+		}
+		next := cfg
+		next.WorkerBits, next.SeqBits = 14, 18
+		f, err := NewGeneration(ctx, next, testLogger())
+		if err != nil || f.Generation != 2 || sealed(f) || f.StartsAfter < first.StartsAfter {
+			t.Fatalf("finishing the sealed change: %+v, %v", f, err)
+		}
+		if stored, err := fs.RecordFleet(ctx, cfg.fleet()); err != nil || stored != f {
+			t.Fatalf("the store holds %+v (%v), want %+v", stored, err, f)
+		}
+		start(t, next)
+		checkDistinct(t, collect(t, client(t, url), 2, 100, nil))
+	})
+}

@@ -27,7 +27,8 @@ type Fleet struct {
 	WorkerMode    Mode   `json:"worker_mode"`
 	SubjectPrefix string `json:"subject_prefix"`
 	// StartsAfter: IDs of this generation are issued only for later unix
-	// seconds (0 for the first generation).
+	// seconds (0 for the first generation). Below zero the record is
+	// sealed: dispenser -new-generation is revoking its leases.
 	StartsAfter int64 `json:"starts_after"`
 }
 
