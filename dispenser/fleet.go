@@ -120,10 +120,11 @@ func (d *Dispenser) joinFleet(ctx context.Context) error {
 var ErrGenerationChanged = errors.New("dispenser: the fleet's generation changed")
 
 // checkGeneration re-reads the fleet record after a worker ID was
-// claimed, before the claim serves: a new generation revokes the old
-// leases before it records itself, so a claim made before the record
-// changed was either revoked (its first reservation counted in the new
-// generation's start, or refused) or is seen here.
+// claimed, before the claim serves: a new generation seals the record,
+// then revokes the old leases, then records itself, so a claim whose
+// check reads the record unsealed made its first reservation before the
+// revocation (counted in the new generation's start, and the lease then
+// lost), and any later claim is seen here and given up.
 func (d *Dispenser) checkGeneration(ctx context.Context) error {
 	fs, ok := d.assigner.(workerid.FleetStore)
 	if !ok {
@@ -143,7 +144,9 @@ func (d *Dispenser) checkGeneration(ctx context.Context) error {
 // NewGeneration moves the fleet of the configured store to the
 // configuration's layout, worker mode and subject prefix: the safe way
 // to change them. Every instance of the old generation must have stopped
-// (no lease live). The new generation starts after the last second whose
+// (no lease live): it refuses otherwise. It seals the record and revokes
+// every lease, expired or not, so that an old instance paused or cut off
+// past its TTL cannot renew when it comes back. The new generation starts after the last second whose
 // IDs the old one could have issued (its highest reserved second, or for
 // disposable worker IDs, which reserve nothing, now plus
 // DISPENSER_MAX_AHEAD), converted so that every new ID is larger than
