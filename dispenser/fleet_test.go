@@ -129,6 +129,54 @@ func TestNewGenerationChangesTheLayoutSafely(t *testing.T) {
 	})
 }
 
+// throughProxy is cfg with its worker-ID store (MySQL, or for the KV
+// bucket the NATS server) reached through a proxy: cutting it pauses
+// the instance as far as the store can tell.
+func throughProxy(t *testing.T, cfg Config) (Config, *workeridtest.Proxy) {
+	t.Helper()
+	if cfg.MySQLDSN != "" {
+		parsed, err := mysql.ParseDSN(cfg.MySQLDSN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		proxy := workeridtest.NewProxy(t, parsed.Addr)
+		parsed.Addr = proxy.Addr()
+		cfg.MySQLDSN = parsed.FormatDSN()
+		return cfg, proxy
+	}
+	proxy := workeridtest.NewProxy(t, strings.TrimPrefix(cfg.NATSURL, "nats://"))
+	cfg.NATSURL = "nats://" + proxy.Addr()
+	return cfg, proxy
+}
+
+// openStore opens cfg's worker-ID store as an instance would, without
+// starting one; it is closed when the test ends.
+func openStore(ctx context.Context, t *testing.T, cfg Config) *Dispenser {
+	t.Helper()
+	d := &Dispenser{cfg: cfg, log: testLogger()}
+	url, closeNATS, err := d.connectNATS(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(closeNATS)
+	closeAssigner, err := d.openAssigner(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(closeAssigner)
+	return d
+}
+
+// waitExpired waits until no lease of the store is live and lease (when
+// given) knows it expired.
+func waitExpired(t *testing.T, fs workerid.FleetStore, lease *workerid.Lease) {
+	t.Helper()
+	testwait.WaitFor(t, 10*time.Second, "the paused lease expired in the store", func() bool {
+		_, live, err := fs.LeaseHorizon(context.Background())
+		return err == nil && live == 0 && (lease == nil || lease.Expired() != nil)
+	})
+}
+
 // The counterexample of verify/fleet.pml -DPAUSED_OLD, on the real
 // stores: an old-generation instance cut off from the store (or paused)
 // past its lease TTL does not count as live, so a new generation is
@@ -141,32 +189,8 @@ func TestNewGenerationRevokesAPausedOldLease(t *testing.T) {
 		defer cancel()
 		oldCfg := testConfig(url, dsn)
 		oldCfg.LeaseTTL, oldCfg.ReserveChunk = time.Second, 2*time.Second
-		// The old instance reaches its store through a proxy: cutting it
-		// is the pause.
-		var proxy *workeridtest.Proxy
-		if dsn != "" {
-			parsed, err := mysql.ParseDSN(dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			proxy = workeridtest.NewProxy(t, parsed.Addr)
-			parsed.Addr = proxy.Addr()
-			oldCfg.MySQLDSN = parsed.FormatDSN()
-		} else {
-			proxy = workeridtest.NewProxy(t, strings.TrimPrefix(url, "nats://"))
-			oldCfg.NATSURL = "nats://" + proxy.Addr()
-		}
-		old := &Dispenser{cfg: oldCfg, log: testLogger()}
-		oldURL, closeNATS, err := old.connectNATS(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer closeNATS()
-		closeAssigner, err := old.openAssigner(ctx, oldURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer closeAssigner()
+		oldCfg, proxy := throughProxy(t, oldCfg)
+		old := openStore(ctx, t, oldCfg)
 		if err := old.joinFleet(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -181,22 +205,8 @@ func TestNewGenerationRevokesAPausedOldLease(t *testing.T) {
 		// the store as in the instance.
 		proxy.Cut()
 		admin := testConfig(url, dsn)
-		probe := &Dispenser{cfg: admin, log: testLogger()}
-		probeURL, closeProbe, err := probe.connectNATS(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer closeProbe()
-		closeProbeAssigner, err := probe.openAssigner(ctx, probeURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer closeProbeAssigner()
-		fs := probe.assigner.(workerid.FleetStore)
-		testwait.WaitFor(t, 10*time.Second, "the paused lease expired in the store", func() bool {
-			_, live, err := fs.LeaseHorizon(ctx)
-			return err == nil && live == 0 && lease.Expired() != nil
-		})
+		fs := openStore(ctx, t, admin).assigner.(workerid.FleetStore)
+		waitExpired(t, fs, lease)
 
 		next := admin
 		next.WorkerBits, next.SeqBits = 14, 18
@@ -237,18 +247,7 @@ func TestSealedFleetRefusesOldInstancesUntilTheGenerationIsRecorded(t *testing.T
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		cfg := testConfig(url, dsn)
-		probe := &Dispenser{cfg: cfg, log: testLogger()}
-		probeURL, closeProbe, err := probe.connectNATS(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer closeProbe()
-		closeAssigner, err := probe.openAssigner(ctx, probeURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer closeAssigner()
-		fs := probe.assigner.(workerid.FleetStore)
+		fs := openStore(ctx, t, cfg).assigner.(workerid.FleetStore)
 		first, err := fs.RecordFleet(ctx, cfg.fleet())
 		if err != nil {
 			t.Fatal(err)
@@ -270,5 +269,42 @@ func TestSealedFleetRefusesOldInstancesUntilTheGenerationIsRecorded(t *testing.T
 		}
 		start(t, next)
 		checkDistinct(t, collect(t, client(t, url), 2, 100, nil))
+	})
+}
+
+// A whole old instance paused past its TTL across a new generation: when
+// it comes back, its renewal is refused, and its reclaim sees the new
+// record and ends the instance (ErrGenerationChanged) instead of serving
+// old-layout IDs under another worker ID.
+func TestOldInstanceBackFromAPauseEndsAfterNewGeneration(t *testing.T) {
+	fleetStores(t, func(t *testing.T, url, dsn string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		oldCfg := testConfig(url, dsn)
+		oldCfg.LeaseTTL, oldCfg.ReserveChunk = time.Second, 2*time.Second
+		oldCfg, proxy := throughProxy(t, oldCfg)
+		old, err := Start(ctx, oldCfg, WithLogger(testLogger()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = old.Shutdown(context.Background()) }()
+
+		proxy.Cut()
+		admin := testConfig(url, dsn)
+		waitExpired(t, openStore(ctx, t, admin).assigner.(workerid.FleetStore), nil)
+		next := admin
+		next.WorkerBits, next.SeqBits = 14, 18
+		if _, err := NewGeneration(ctx, next, testLogger()); err != nil {
+			t.Fatal(err)
+		}
+		proxy.Restore()
+		select {
+		case <-old.Done():
+		case <-time.After(20 * time.Second):
+			t.Fatal("the old instance still runs 20 s after it came back to a new generation")
+		}
+		if err := old.Err(); !errors.Is(err, ErrGenerationChanged) {
+			t.Fatalf("the old instance ended with %v, want ErrGenerationChanged", err)
+		}
 	})
 }
