@@ -17,7 +17,8 @@ import (
 // 64-bit value twice, even with distinct worker IDs.
 //
 // A fleet changes its layout or epoch only as a new generation: with no
-// lease live any more, the record is replaced by one whose StartsAfter
+// lease live any more, the record is sealed, every lease is revoked
+// (RevokeLeases), and the record is replaced by one whose StartsAfter
 // is the last second at which the old generation's largest possible ID
 // is not yet exceeded by the new layout's smallest, so every ID of the
 // new generation is larger than every ID of the old.
