@@ -17,7 +17,11 @@ import (
 // blocksConfig is a test configuration with ID blocks on (small blocks so
 // the stream turns over quickly) and worker IDs leased through KV.
 func blocksConfig(url string) Config {
-	cfg := testConfig(url, "")
+	return withBlocks(testConfig(url, ""))
+}
+
+// withBlocks is cfg with blocks on, as blocksConfig.
+func withBlocks(cfg Config) Config {
 	cfg.BlocksEnabled = true
 	cfg.BlockSize = 1024
 	cfg.BlocksTargetDepth = 8
@@ -27,7 +31,13 @@ func blocksConfig(url string) Config {
 
 func blockSource(t *testing.T, url string) *uidclient.BlockSource {
 	t.Helper()
-	src, err := uidclient.NewBlockSource(testConn(t, url).Conn, uidclient.BlockSourceConfig{FetchWait: 200 * time.Millisecond, Logger: testLogger()})
+	return blockSourceOf(t, url, "")
+}
+
+// blockSourceOf is blockSource on the stream given ("": the default).
+func blockSourceOf(t *testing.T, url, stream string) *uidclient.BlockSource {
+	t.Helper()
+	src, err := uidclient.NewBlockSource(testConn(t, url).Conn, uidclient.BlockSourceConfig{Stream: stream, FetchWait: 200 * time.Millisecond, Logger: testLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

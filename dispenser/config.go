@@ -46,8 +46,8 @@ type Config struct {
 	EmbeddedAddr    string `envconfig:"DISPENSER_EMBEDDED_ADDR" desc:"with no DISPENSER_NATS_URL: where to look for a NATS server, and where to start the embedded one when none listens"`
 	EmbeddedDataDir string `envconfig:"DISPENSER_EMBEDDED_DATA_DIR" desc:"JetStream directory of the embedded server (default: <user cache dir>/uid-dispenser/nats, else ./data/nats)"`
 
-	LayoutName string  `envconfig:"DISPENSER_LAYOUT" desc:"the ID layout by name: default, uidgenerator (for reading old IDs; it can no longer issue any), or time/worker/sequence bits such as 31/16/16, optionally @ an RFC 3339 epoch; set instead of DISPENSER_TIME_BITS, _WORKER_BITS, _SEQ_BITS and DISPENSER_EPOCH"`
-	TimeBits   uint    `envconfig:"DISPENSER_TIME_BITS" desc:"bits of delta seconds in an ID (time+worker+seq bits = 63)"`
+	LayoutName string  `envconfig:"DISPENSER_LAYOUT" desc:"the ID layout by name: default, jssafe (53 bits: every ID a JavaScript Number holds exactly), uidgenerator (for reading old IDs; it can no longer issue any), or time/worker/sequence bits such as 31/16/16, optionally @ an RFC 3339 epoch; set instead of DISPENSER_TIME_BITS, _WORKER_BITS, _SEQ_BITS and DISPENSER_EPOCH"`
+	TimeBits   uint    `envconfig:"DISPENSER_TIME_BITS" desc:"bits of delta seconds in an ID (time+worker+seq bits at most 63; 53 or less: JS-safe IDs)"`
 	WorkerBits uint    `envconfig:"DISPENSER_WORKER_BITS" desc:"bits of worker ID (2^bits worker IDs; an instance holds one per lane)"`
 	SeqBits    uint    `envconfig:"DISPENSER_SEQ_BITS" desc:"bits of sequence per second (2^bits IDs per second per worker ID, a lane, at wall-clock pace)"`
 	Epoch      Instant `envconfig:"DISPENSER_EPOCH" desc:"the instant delta seconds count from: RFC 3339 (2026-01-01T00:00:00Z) or a date (2026-01-01, midnight UTC)"`
@@ -231,7 +231,10 @@ func (c Config) Validate() error {
 	if err := c.checkReachability(); err != nil {
 		return err
 	}
-	return namedError(mysqlstore.Validate(c.workerIDConfig(nil)))
+	if err := namedError(mysqlstore.Validate(c.workerIDConfig(nil))); err != nil {
+		return err
+	}
+	return c.checkRegions()
 }
 
 // checkSequences validates the DISPENSER_SEQUENCE* settings.
@@ -302,7 +305,7 @@ func validPrefix(p string) bool {
 
 // Layout is the ID layout the configuration describes.
 func (c Config) Layout() uidcore.Layout {
-	return uidcore.Layout{TimeBits: c.TimeBits, WorkerBits: c.WorkerBits, SeqBits: c.SeqBits, Epoch: c.Epoch.UTC()}
+	return uidcore.Layout{TimeBits: c.TimeBits, WorkerBits: c.WorkerBits, SeqBits: c.SeqBits, Epoch: c.Epoch.Time}
 }
 
 func parseLevel(s string) (slog.Level, error) {

@@ -22,7 +22,7 @@ func (c Config) checkIssuable(now time.Time) error {
 	if layout.Epoch.After(now) {
 		return &ConfigError{Var: c.layoutNames("EPOCH"), Reason: fmt.Sprintf(
 			"%s is in the future (now %s): no second before it can be expressed, so no ID could be issued until then",
-			layout.Epoch.Format(time.RFC3339), now.UTC().Format(time.RFC3339))}
+			layout.EpochText(), layout.TimeText(now))}
 	}
 	horizon, _ := telemetry.ParseRunway(c.RunwayWarning) // Validate checked it
 	end := layout.RunwayEnd()
@@ -30,14 +30,19 @@ func (c Config) checkIssuable(now time.Time) error {
 	// longer than any layout could reach is the warning's: name all three.
 	names := c.layoutNames("TIME_BITS", "EPOCH")
 	switch {
+	case !end.After(now) && layout.Equal(uidcore.UidGeneratorLayout()):
+		return &ConfigError{Var: names, Reason: fmt.Sprintf(
+			"%s (%s) is UidGenerator's layout, for reading its IDs (uid.parse with the header Uid-Layout: %s, client-demo parse -layout %s), not for issuing: its time field ran out at %s. "+
+				"To replace UidGenerator on its WORKER_NODE table, choose a layout by docs/operations.md, \"Migrating from UidGenerator\"",
+			uidcore.PresetUidGenerator, layout, uidcore.PresetUidGenerator, uidcore.PresetUidGenerator, layout.TimeText(end))}
 	case !end.After(now):
 		return &ConfigError{Var: names, Reason: fmt.Sprintf(
 			"the time field of the layout %s ran out at %s: no ID can be issued; choose more time bits or a later epoch (a new generation, see docs/operations.md)",
-			layout, end.Format(time.RFC3339))}
+			layout, layout.TimeText(end))}
 	case horizon > 0 && end.Sub(now) < horizon:
 		return &ConfigError{Var: names, Reason: fmt.Sprintf(
 			"the time field of the layout %s runs out at %s, within %s_RUNWAY_WARNING=%s of now: choose more time bits or a later epoch, or a shorter %s_RUNWAY_WARNING",
-			layout, end.Format(time.RFC3339), EnvPrefix, c.RunwayWarning, EnvPrefix)}
+			layout, layout.TimeText(end), EnvPrefix, c.RunwayWarning, EnvPrefix)}
 	}
 	return c.checkGenerator()
 }

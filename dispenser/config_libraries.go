@@ -32,18 +32,20 @@ type BlocksConfig struct {
 // builds the library's struct from it, and errors naming a workerid
 // field name this one's variable).
 type WorkerIDConfig struct {
-	MySQLDSN             string        `envconfig:"DISPENSER_MYSQL_DSN" desc:"MySQL DSN (go-sql-driver form, user:password@tcp(host:3306)/db) of the worker-ID store; empty: the JetStream KV bucket"`
-	WorkerMode           workerid.Mode `envconfig:"DISPENSER_WORKER_MODE" desc:"leased (recyclable worker IDs with time reservations) or disposable (a new worker ID on every start, UidGenerator's WORKER_NODE)"`
-	LeaseTTL             time.Duration `envconfig:"DISPENSER_LEASE_TTL" desc:"leased: how long a worker-ID lease lasts without renewal (renewed every third of it); at least 1s"`
-	ReserveChunk         time.Duration `envconfig:"DISPENSER_RESERVE_CHUNK" desc:"leased: how far ahead seconds are reserved in the store at a time; at least 1s"`
-	WorkerNodeTable      string        `envconfig:"DISPENSER_WORKER_NODE_TABLE" desc:"disposable on MySQL: UidGenerator's worker-node table"`
-	WorkerLeaseTable     string        `envconfig:"DISPENSER_WORKER_LEASE_TABLE" desc:"leased on MySQL: the lease table"`
-	CreateTables         bool          `envconfig:"DISPENSER_CREATE_TABLES" desc:"MySQL: create the table of the mode at start-up when missing (needs the CREATE privilege)"`
-	FleetTable           string        `envconfig:"DISPENSER_FLEET_TABLE" desc:"MySQL: the table holding the fleet's layout, worker mode and subject prefix (one row), compared by every instance"`
-	SequenceTable        string        `envconfig:"DISPENSER_SEQUENCE_TABLE" desc:"MySQL: the table of the named sequences (one row per name, like Leaf's leaf_alloc), created with DISPENSER_CREATE_TABLES"`
-	WorkerKVBucket       string        `envconfig:"DISPENSER_WORKER_KV_BUCKET" desc:"JetStream KV bucket of the worker-ID store when no MySQL DSN is set"`
-	WorkerKVReplicas     int           `envconfig:"DISPENSER_WORKER_KV_REPLICAS" desc:"replicas of the KV bucket when the dispenser creates it (3 on a cluster), 1..5"`
-	StoreStartupDeadline time.Duration `envconfig:"DISPENSER_STORE_STARTUP_DEADLINE" desc:"how long start-up (and a claim) retries an unreachable store before it fails (negative: one attempt)"`
+	MySQLDSN             string           `envconfig:"DISPENSER_MYSQL_DSN" desc:"MySQL DSN (go-sql-driver form, user:password@tcp(host:3306)/db) of the worker-ID store; empty: the JetStream KV bucket"`
+	WorkerMode           workerid.Mode    `envconfig:"DISPENSER_WORKER_MODE" desc:"leased (recyclable worker IDs with time reservations) or disposable (a new worker ID on every start, UidGenerator's WORKER_NODE)"`
+	LeaseTTL             time.Duration    `envconfig:"DISPENSER_LEASE_TTL" desc:"leased: how long a worker-ID lease lasts without renewal (renewed every third of it); at least 1s"`
+	ReserveChunk         time.Duration    `envconfig:"DISPENSER_RESERVE_CHUNK" desc:"leased: how far ahead seconds are reserved in the store at a time; at least 1s"`
+	WorkerNodeTable      string           `envconfig:"DISPENSER_WORKER_NODE_TABLE" desc:"disposable on MySQL: UidGenerator's worker-node table"`
+	WorkerLeaseTable     string           `envconfig:"DISPENSER_WORKER_LEASE_TABLE" desc:"leased on MySQL: the lease table"`
+	CreateTables         bool             `envconfig:"DISPENSER_CREATE_TABLES" desc:"MySQL: create the table of the mode at start-up when missing (needs the CREATE privilege)"`
+	FleetTable           string           `envconfig:"DISPENSER_FLEET_TABLE" desc:"MySQL: the table holding the fleet's layout, worker mode and subject prefix (one row), compared by every instance"`
+	SequenceTable        string           `envconfig:"DISPENSER_SEQUENCE_TABLE" desc:"MySQL: the table of the named sequences (one row per name, like Leaf's leaf_alloc), created with DISPENSER_CREATE_TABLES"`
+	WorkerKVBucket       string           `envconfig:"DISPENSER_WORKER_KV_BUCKET" desc:"JetStream KV bucket of the worker-ID store when no MySQL DSN is set"`
+	WorkerKVReplicas     int              `envconfig:"DISPENSER_WORKER_KV_REPLICAS" desc:"replicas of the KV bucket when the dispenser creates it (3 on a cluster), 1..5"`
+	StoreStartupDeadline time.Duration    `envconfig:"DISPENSER_STORE_STARTUP_DEADLINE" desc:"how long start-up (and a claim) retries an unreachable store before it fails (negative: one attempt)"`
+	Region               string           `envconfig:"DISPENSER_REGION" desc:"this instance's region, one of DISPENSER_REGIONS, named like its NATS cluster (empty: no regions)"`
+	Regions              workerid.Regions `envconfig:"DISPENSER_REGIONS" desc:"the fleet's map of regions to worker-ID ranges, the same everywhere, e.g. east=0-511,west=512-1023; each region claims worker IDs only in its range, from a store of its own (docs/operations.md, Across regions); empty: no regions"`
 }
 
 // workerIDConfig is the stores' configuration; their messages name
@@ -62,6 +64,8 @@ func (c Config) workerIDConfig(log *slog.Logger) workerid.Config {
 		WorkerKVBucket:       c.WorkerKVBucket,
 		WorkerKVReplicas:     c.WorkerKVReplicas,
 		StoreStartupDeadline: c.StoreStartupDeadline,
+		Region:               c.Region,
+		Regions:              c.Regions,
 		Logger:               log,
 		SettingName:          fieldVar,
 	}
@@ -83,6 +87,8 @@ func workerIDDefaults() WorkerIDConfig {
 		WorkerKVBucket:       d.WorkerKVBucket,
 		WorkerKVReplicas:     d.WorkerKVReplicas,
 		StoreStartupDeadline: d.StoreStartupDeadline,
+		Region:               d.Region,
+		Regions:              d.Regions,
 	}
 }
 
@@ -97,6 +103,7 @@ func (c Config) blocksConfig(log *slog.Logger) natsio.BlocksConfig {
 		BlocksReplicas:        c.BlocksReplicas,
 		BlocksDuplicateWindow: c.BlocksDuplicateWindow,
 		BlocksPollInterval:    c.BlocksPollInterval,
+		Region:                c.blocksRegion(),
 		Logger:                log,
 	}
 }

@@ -83,7 +83,7 @@ func TestLoadConfigReadsVariables(t *testing.T) {
 func TestInvalidValuesNameTheVariable(t *testing.T) {
 	for _, tc := range []struct{ name, value, want string }{
 		{"DISPENSER_TIME_BITS", "many", "DISPENSER_TIME_BITS"},
-		{"DISPENSER_TIME_BITS", "30", "DISPENSER_TIME_BITS/WORKER_BITS/SEQ_BITS"},
+		{"DISPENSER_TIME_BITS", "32", "DISPENSER_TIME_BITS/WORKER_BITS/SEQ_BITS"},
 		{"DISPENSER_SEQ_BITS", "0", "DISPENSER_SEQ_BITS"},
 		{"DISPENSER_EPOCH", "yesterday", "DISPENSER_EPOCH"},
 		{"DISPENSER_EPOCH", "1960-01-01T00:00:00Z", "DISPENSER_EPOCH"},
@@ -231,7 +231,7 @@ func TestValidateRefusesLayoutsThatCannotIssue(t *testing.T) {
 		{"epoch a minute ahead", withLayout(31, 16, 16, now.Add(time.Minute), "1y"), "DISPENSER_EPOCH: "},
 		{"epoch now", withLayout(31, 16, 16, now.Add(-time.Second), "1y"), ""},
 		{"20/27/16 from 2026", withLayout(20, 27, 16, uidcore.DefaultEpoch, "1y"), "ran out at 2026-01-13T03:16:16Z"},
-		{"UidGenerator's", withLayout(28, 22, 13, uidcore.UidGeneratorLayout().Epoch, "1y"), "ran out at 2024-11-20T13:24:16Z"},
+		{"UidGenerator's", withLayout(28, 22, 13, uidcore.UidGeneratorLayout().Epoch, "1y"), "is UidGenerator's layout, for reading its IDs (uid.parse with the header Uid-Layout: uidgenerator, client-demo parse -layout uidgenerator), not for issuing: its time field ran out at 2024-11-20T21:24:16+08:00 (2024-11-20T13:24:16Z)"},
 		{"UidGenerator's, no warning", withLayout(28, 22, 13, uidcore.UidGeneratorLayout().Epoch, "0"), "ran out"},
 		{"runway seconds short of the horizon", withLayout(30, 17, 16, epochLeaving(24*time.Hour-2*time.Second), "1d"), "within DISPENSER_RUNWAY_WARNING=1d"},
 		{"runway a minute beyond the horizon", withLayout(30, 17, 16, epochLeaving(24*time.Hour+time.Minute), "1d"), ""},
@@ -330,7 +330,7 @@ func TestLayoutByName(t *testing.T) {
 		env  []string
 		want string
 	}{
-		{[]string{"DISPENSER_LAYOUT=uidgenerator"}, "DISPENSER_LAYOUT: the time field of the layout 28/22/13@2016-05-19T16:00:00Z ran out at 2024-11-20T13:24:16Z"},
+		{[]string{"DISPENSER_LAYOUT=uidgenerator"}, "DISPENSER_LAYOUT: uidgenerator (28/22/13@2016-05-19T16:00:00Z) is UidGenerator's layout, for reading its IDs"},
 		{[]string{"DISPENSER_LAYOUT=snowflake"}, `DISPENSER_LAYOUT: layout "snowflake"`},
 		{[]string{"DISPENSER_LAYOUT=31/16/17"}, "DISPENSER_LAYOUT: "},
 		{[]string{"DISPENSER_LAYOUT=31/16/16@2999-01-01T00:00:00Z"}, "DISPENSER_LAYOUT: 2999-01-01T00:00:00Z is in the future"},

@@ -159,6 +159,9 @@ func Start(ctx context.Context, cfg Config, opts ...Option) (_ *Dispenser, err e
 		Logger:         d.log,
 		ClaimStatus:    d.claimStatus,
 		Sequences:      d.sequenceSource(),
+		Region:         cfg.Region,
+		Regions:        cfg.Regions.String(),
+		RegionOf:       cfg.regionOf(),
 		TracerProvider: tel.TracerProvider(),
 		MeterProvider:  tel.MeterProvider(),
 	})
@@ -177,6 +180,13 @@ func Start(ctx context.Context, cfg Config, opts ...Option) (_ *Dispenser, err e
 		d.log.Info("publishing ID blocks", "stream", cfg.BlocksStream, "subject", cfg.BlocksSubject,
 			"block_size", cfg.BlockSize, "target_depth", cfg.BlocksTargetDepth)
 	}
+	if err := d.observeComponents(); err != nil {
+		if d.blocks != nil {
+			_ = d.blocks.Stop(context.Background())
+		}
+		d.svc.Stop()
+		return nil, err
+	}
 
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	d.stopWatch = stopWatch
@@ -191,7 +201,9 @@ func Start(ctx context.Context, cfg Config, opts ...Option) (_ *Dispenser, err e
 		"sequences", d.sequenceNames(),
 		"queue_group", cfg.QueueGroup,
 		"layout", layout.String(),
-		"runway_end", layout.RunwayEnd().Format(time.RFC3339),
+		"epoch", layout.EpochText(),
+		"runway_end", layout.TimeText(layout.RunwayEnd()),
+		"ids", idsNote(layout),
 		"nats", d.url,
 		"service_id", d.svc.ID())
 	return d, nil
@@ -272,7 +284,7 @@ func (d *Dispenser) openAssigner(ctx context.Context, url string) (func(), error
 	a, err := kvstore.NewAssigner(ctx, conn.Conn, cfg)
 	if err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("dispenser: worker-ID store (JetStream KV bucket %s): %w", d.cfg.WorkerKVBucket, err)
+		return nil, fmt.Errorf("dispenser: worker-ID store (JetStream KV bucket %s): %w", cfg.KVBucket(), err)
 	}
 	d.claimNC, d.assigner = conn, a
 	return func() { conn.Close() }, nil
@@ -609,4 +621,14 @@ func dataDirOrDefault(dir string) string {
 		return natsio.DefaultStoreDir()
 	}
 	return dir
+}
+
+// idsNote says in the start-up log what range the layout's IDs stay in,
+// for the whole runway: JavaScript clients need to know whether a Number
+// holds them.
+func idsNote(l uidcore.Layout) string {
+	if l.JSSafe() {
+		return fmt.Sprintf("JS-safe: every ID is at most %d (2^%d-1 <= 2^53-1), exact as a JavaScript Number", l.MaxID(), l.Bits())
+	}
+	return fmt.Sprintf("up to %d (2^%d-1): above 2^53, keep them as strings or BigInt in JavaScript", l.MaxID(), l.Bits())
 }

@@ -18,14 +18,21 @@ const maxGenerationWait = 10 * time.Minute
 
 // fleet is the fleet record this instance's configuration makes.
 func (c Config) fleet() workerid.Fleet {
-	return workerid.Fleet{Generation: 1, Layout: c.Layout().String(), WorkerMode: c.WorkerMode, SubjectPrefix: c.SubjectPrefix}
+	return workerid.Fleet{Generation: 1, Layout: c.Layout().String(), WorkerMode: c.WorkerMode, SubjectPrefix: c.SubjectPrefix, Regions: c.Regions.String()}
 }
 
 // checkFleet compares the store's fleet record with the configuration
 // and names, in a *ConfigError, the variables that differ with both
-// values. Instances of one store with another layout, mode or prefix
-// would hand out the same ID twice.
+// values. Instances of one store with another layout, mode, prefix or
+// map of regions would hand out the same ID twice.
 func (c Config) checkFleet(stored workerid.Fleet) error {
+	return c.compareFleet(stored, "the worker-ID store", false)
+}
+
+// compareFleet is checkFleet against the record of the store where
+// (for messages); with otherRegion, maps of regions that extend one
+// another agree (a region added later has the longer map for a while).
+func (c Config) compareFleet(stored workerid.Fleet, where string, otherRegion bool) error {
 	mine := c.fleet()
 	var vars, diffs []string
 	if stored.Layout != mine.Layout {
@@ -44,12 +51,16 @@ func (c Config) checkFleet(stored workerid.Fleet) error {
 		vars = append(vars, EnvPrefix+"_SUBJECT_PREFIX")
 		diffs = append(diffs, fmt.Sprintf("subject prefix %s, the fleet's is %s", mine.SubjectPrefix, stored.SubjectPrefix))
 	}
+	if stored.Regions != mine.Regions && !(otherRegion && c.regionsExtendOneAnother(stored.Regions)) {
+		vars = append(vars, EnvPrefix+"_REGIONS")
+		diffs = append(diffs, fmt.Sprintf("regions %s, the fleet's are %s (a map may only add regions to the fleet's)", describeRegions(mine.Regions), describeRegions(stored.Regions)))
+	}
 	if len(vars) == 0 {
 		return nil
 	}
 	return &ConfigError{Var: strings.Join(vars, ", "), Reason: fmt.Sprintf(
-		"this instance has %s (generation %d recorded in the worker-ID store): instances sharing a store must agree, or they could issue the same ID twice; to change the fleet, stop it and run dispenser -new-generation (docs/operations.md)",
-		strings.Join(diffs, "; "), stored.Generation)}
+		"this instance has %s (generation %d recorded in %s): instances sharing a store must agree, or they could issue the same ID twice; to change the fleet, stop it and run dispenser -new-generation (docs/operations.md)",
+		strings.Join(diffs, "; "), stored.Generation, where)}
 }
 
 // differingLayoutVars names the variables of the layout fields that
@@ -81,9 +92,21 @@ func differingLayoutVars(stored string, mine uidcore.Layout) []string {
 // of a generation recorded moments ago. Assigners given by WithAssigner
 // that keep no fleet record are taken as they are.
 func (d *Dispenser) joinFleet(ctx context.Context) error {
+	// A start whose claim is bound to be refused must not record the
+	// fleet either: its layout would then bind every later start.
+	if rc, ok := d.assigner.(workerid.RangeChecker); ok {
+		if err := rc.CheckRange(ctx, d.cfg.Layout()); err != nil {
+			return fmt.Errorf("dispenser: claim a worker ID: %w", err)
+		}
+	}
 	fs, ok := d.assigner.(workerid.FleetStore)
 	if !ok {
 		return nil
+	}
+	// Before this region's record is written: a configuration another
+	// region refuses must not become this region's record.
+	if err := d.checkOtherRegions(ctx, fs); err != nil {
+		return err
 	}
 	stored, err := fs.RecordFleet(ctx, d.cfg.fleet())
 	if err != nil {
@@ -91,6 +114,9 @@ func (d *Dispenser) joinFleet(ctx context.Context) error {
 	}
 	if sealed(stored) {
 		return fmt.Errorf("dispenser: the fleet record of generation %d is sealed: dispenser -new-generation is recording a new generation, or stopped midway (run it again)", stored.Generation)
+	}
+	if stored, err = d.extendRegions(ctx, fs, stored); err != nil {
+		return err
 	}
 	if err := d.cfg.checkFleet(stored); err != nil {
 		return err
@@ -134,7 +160,10 @@ func (d *Dispenser) checkGeneration(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("dispenser: the fleet record: %w", err)
 	}
-	if stored != d.joined {
+	// Only a seal or a new generation counts: another instance may
+	// extend the map of regions meanwhile (extendRegions), which changes
+	// the record but not the generation.
+	if stored.Generation != d.joined.Generation || sealed(stored) {
 		return fmt.Errorf("%w: the store holds generation %d (layout %s), this instance joined generation %d (layout %s): it stops; start it with the new configuration",
 			ErrGenerationChanged, stored.Generation, stored.Layout, d.joined.Generation, d.joined.Layout)
 	}
@@ -191,7 +220,13 @@ func nextGeneration(ctx context.Context, fs workerid.FleetStore, cfg Config, log
 				return workerid.Fleet{}, fmt.Errorf("dispenser: unseal generation %d: %w", old.Generation, err)
 			}
 		}
-		log.Info("the fleet already has this configuration", "generation", old.Generation, "layout", old.Layout)
+		// RecordFleet also writes the configuration as generation 1 when
+		// the store had no record: that is no "already".
+		msg := "the fleet already has this configuration: no new generation"
+		if old.Generation == 1 && old.StartsAfter == 0 {
+			msg = "the fleet's record is this configuration as generation 1 (recorded now if the store had none): no new generation"
+		}
+		log.Info(msg, "generation", old.Generation, "layout", old.Layout)
 		return old, nil
 	}
 	last, live, err := fs.LeaseHorizon(ctx)

@@ -29,6 +29,9 @@ type instanceTelemetry struct {
 	owned    bool                // set up by Start, shut down by Shutdown
 	observer *telemetry.Observer // nil when WithObserver replaced it
 	serving  atomic.Bool
+	// components unregisters the metrics of the block publisher and the
+	// sequences (observeComponents); nil before.
+	components interface{ Unregister() error }
 }
 
 // startTelemetry sets telemetry up (unless withTelemetry gave it) once the
@@ -43,6 +46,7 @@ func (d *Dispenser) startTelemetry(ctx context.Context, given *telemetry.Telemet
 		}
 		d.telemetry.tel, err = telemetry.Setup(ctx, telemetry.Config{
 			WorkerID:       &workerID,
+			Region:         d.cfg.Region,
 			ServiceVersion: Build().Version,
 			MetricsAddr:    d.cfg.MetricsAddr,
 			RunwayWarning:  threshold,
@@ -66,6 +70,7 @@ func (d *Dispenser) startTelemetry(ctx context.Context, given *telemetry.Telemet
 		obs, err := d.telemetry.tel.NewObserver(telemetry.ObserverConfig{
 			Layout:    d.cfg.Layout(),
 			WorkerID:  workerID,
+			Region:    d.cfg.Region,
 			LeaseLeft: d.leaseLeft,
 		})
 		if err != nil {
@@ -81,6 +86,9 @@ func (d *Dispenser) startTelemetry(ctx context.Context, given *telemetry.Telemet
 func (d *Dispenser) stopTelemetry(ctx context.Context) error {
 	d.telemetry.serving.Store(false)
 	var errs []error
+	if d.telemetry.components != nil {
+		errs = append(errs, d.telemetry.components.Unregister())
+	}
 	if d.telemetry.observer != nil {
 		errs = append(errs, d.telemetry.observer.Close())
 	}
@@ -94,6 +102,34 @@ func (d *Dispenser) stopTelemetry(ctx context.Context) error {
 		errs = append(errs, d.telemetry.tel.Shutdown(ctx))
 	}
 	return errors.Join(errs...)
+}
+
+// observeComponents exports the metrics of the block publisher and the
+// named sequences, those of the two the instance runs, once both exist.
+func (d *Dispenser) observeComponents() error {
+	var cfg telemetry.ComponentsConfig
+	if blocks := d.blocks; blocks != nil {
+		cfg.Blocks = func() telemetry.BlockStats {
+			s := blocks.Stats()
+			return telemetry.BlockStats{Depth: s.Depth, Published: s.Published, Refused: s.Refused, Pressure: s.Pressure, Failed: s.Failed}
+		}
+	}
+	if seq := d.seq; seq != nil {
+		cfg.Sequences = func() []telemetry.SequenceStats {
+			stats := seq.Stats()
+			out := make([]telemetry.SequenceStats, len(stats))
+			for i, s := range stats {
+				out[i] = telemetry.SequenceStats{Name: s.Name, Left: s.Left, Held: s.Held, Segments: s.Segments, Waits: s.Waits}
+			}
+			return out
+		}
+	}
+	reg, err := d.telemetry.tel.ObserveComponents(cfg)
+	if err != nil {
+		return fmt.Errorf("dispenser: %w", err)
+	}
+	d.telemetry.components = reg
+	return nil
 }
 
 // newGenerator builds the ring buffer on claim, observed by telemetry.

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -225,5 +227,104 @@ func TestReadinessNeedsTimeLeft(t *testing.T) {
 	}
 	if err := d.canIssue(end); err == nil || !strings.Contains(err.Error(), "ran out") {
 		t.Fatalf("at the runway's end: %v, want ran out", err)
+	}
+}
+
+// TestBlockAndSequenceMetrics runs an instance with ID blocks and a named
+// sequence, takes blocks and sequence numbers from several callers at
+// once, and finds the block publisher's and the sequence's metrics in
+// /metrics with the values that traffic leaves.
+func TestBlockAndSequenceMetrics(t *testing.T) {
+	telemetrytest.ClearEnv(t)
+	url := testenv.NATS(t, nil).ClientURL()
+	cfg := blocksConfig(url)
+	cfg.Sequences = "orders"
+	cfg.MetricsAddr = "127.0.0.1:0"
+	d := start(t, cfg)
+	t.Cleanup(func() { shutdown(t, d) })
+	c := client(t, url)
+
+	// Sequence numbers from 4 callers while 2 consumers drain blocks.
+	const callers, perCaller, batch = 4, 25, 3
+	var mu sync.Mutex
+	var nums []uint64
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			for range perCaller {
+				got, err := c.SeqBatch(ctx, "orders", batch)
+				if err != nil {
+					t.Errorf("uid.seq.orders.batch: %v", err)
+					return
+				}
+				mu.Lock()
+				nums = append(nums, got...)
+				mu.Unlock()
+			}
+		})
+	}
+	ids := takeBlocks(t, 4*cfg.BlockSize, blockSource(t, url), blockSource(t, url))
+	wg.Wait()
+	checkDistinct(t, ids)
+	checkDistinct(t, nums)
+	if len(nums) != callers*perCaller*batch {
+		t.Fatalf("%d sequence numbers, want %d", len(nums), callers*perCaller*batch)
+	}
+	// The consumers took 8 blocks; the publisher filled the stream to its
+	// depth (8) at start and tops it up again.
+	minPublished := float64(cfg.BlocksTargetDepth + 8)
+	var metrics string
+	testenv.WaitFor(t, 10*time.Second, "the publisher topped the stream up after the takes", func() bool {
+		_, metrics, _ = telemetrytest.HTTPGet("http://" + d.MetricsAddr() + "/metrics")
+		n, _ := telemetrytest.PromSum(metrics, "uid_blocks_published_total")
+		return n >= minPublished
+	})
+	if depth, found := telemetrytest.PromSum(metrics, "uid_blocks_depth"); !found || depth < 0 || depth > float64(cfg.BlocksTargetDepth) {
+		t.Errorf("uid_blocks_depth = %v (found %v), want 0..%d", depth, found, cfg.BlocksTargetDepth)
+	}
+	for _, name := range []string{"uid_blocks_pressure_total", "uid_blocks_failed_total"} {
+		if n, found := telemetrytest.PromSum(metrics, name); !found || n != 0 {
+			t.Errorf("%s = %v (found %v), want 0 on a stream with room", name, n, found)
+		}
+	}
+	if _, found := telemetrytest.PromSum(metrics, "uid_blocks_refused_total"); !found {
+		t.Error("no uid_blocks_refused_total")
+	}
+
+	orders := `uid_sequence="orders"`
+	stats := d.Sequences().Stats()
+	if len(stats) != 1 {
+		t.Fatalf("sequence stats %+v", stats)
+	}
+	left, foundLeft := telemetrytest.PromSum(metrics, "uid_sequence_left", orders)
+	held, _ := telemetrytest.PromSum(metrics, "uid_sequence_held", orders)
+	if !foundLeft || left <= 0 || left > held || held > float64(stats[0].Held+stats[0].Step) {
+		t.Errorf("uid_sequence_left %v, uid_sequence_held %v (stats %+v): want 0 < left <= held", left, held, stats[0])
+	}
+	if n, _ := telemetrytest.PromSum(metrics, "uid_sequence_segments_total", orders); n < 1 || n > float64(stats[0].Segments) {
+		t.Errorf("uid_sequence_segments_total = %v, want 1..%d", n, stats[0].Segments)
+	}
+	// The first requests found no numbers at hand and waited for the
+	// first segment; later ones were served from memory.
+	if n, _ := telemetrytest.PromSum(metrics, "uid_sequence_waits_total", orders); n < 1 || n >= callers*perCaller {
+		t.Errorf("uid_sequence_waits_total = %v, want at least 1 and fewer than the %d requests", n, callers*perCaller)
+	}
+
+	// docs/observability.md lists every uid_ metric an instance with
+	// blocks and sequences exports, by its Prometheus name.
+	doc, err := os.ReadFile("../docs/observability.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	families := regexp.MustCompile(`(?m)^# TYPE (uid_\w+) `).FindAllStringSubmatch(metrics, -1)
+	if len(families) < 20 {
+		t.Fatalf("only %d uid_ metric families in /metrics", len(families))
+	}
+	for _, f := range families {
+		if !strings.Contains(string(doc), "`"+f[1]+"`") {
+			t.Errorf("docs/observability.md does not list %s", f[1])
+		}
 	}
 }

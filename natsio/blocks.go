@@ -34,6 +34,12 @@ type BlocksConfig struct {
 	// BlocksPollInterval is the longest wait between checks of the
 	// stream depth while it stays full.
 	BlocksPollInterval time.Duration
+	// Region, when set, gives the region a stream of its own, placed in
+	// its cluster (the region's name is its cluster's): the stream
+	// <BlocksStream>_<Region> on the subject <BlocksSubject>.<Region>, so
+	// that a region's consumers pull blocks of its own worker IDs locally.
+	Region  string
+	cluster string // set by regional: the stream's placement
 
 	Logger *slog.Logger // nil: slog.Default()
 	// TracerProvider makes the producer spans; nil: the global one (as
@@ -85,6 +91,8 @@ func (c BlocksConfig) Validate() error {
 	switch {
 	case !streamNamePattern.MatchString(c.BlocksStream):
 		return bad("BlocksStream", "%q is not a valid stream name (letters, digits, _ and -)", c.BlocksStream)
+	case c.Region != "" && !streamNamePattern.MatchString(c.Region):
+		return bad("Region", "%q cannot be part of a stream name (letters, digits, _ and -)", c.Region)
 	case !validPublishSubject(c.BlocksSubject):
 		return bad("BlocksSubject", "%q is not a valid subject to publish on (dot-separated tokens, no wildcards or spaces)", c.BlocksSubject)
 	case c.BlockSize < 1 || c.BlockSize > protocol.MaxBlockSize:
@@ -101,6 +109,19 @@ func (c BlocksConfig) Validate() error {
 		return bad("BlocksPollInterval", "%s is shorter than 1ms", c.BlocksPollInterval)
 	}
 	return nil
+}
+
+// regional is c with its region's stream, subject and placement (c as
+// it is without a region). Apply it once, to a configuration with
+// defaults.
+func (c BlocksConfig) regional() BlocksConfig {
+	if c.Region == "" {
+		return c
+	}
+	c.BlocksStream += "_" + c.Region
+	c.BlocksSubject += "." + c.Region
+	c.cluster, c.Region = c.Region, ""
+	return c
 }
 
 // streamNamePattern is what JetStream accepts as a stream name.
@@ -126,7 +147,12 @@ func (c BlocksConfig) streamConfig() jetstream.StreamConfig {
 	if c.BlocksStorage == "memory" {
 		storage = jetstream.MemoryStorage
 	}
+	var placement *jetstream.Placement
+	if c.cluster != "" {
+		placement = &jetstream.Placement{Cluster: c.cluster}
+	}
 	return jetstream.StreamConfig{
+		Placement:   placement,
 		Name:        c.BlocksStream,
 		Description: "prefilled blocks of unique IDs (uid-dispenser)",
 		Subjects:    []string{c.BlocksSubject},

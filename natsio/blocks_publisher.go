@@ -122,7 +122,7 @@ func NewBlockPublisher(ctx context.Context, nc *nats.Conn, src BlockIDSource, cf
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
+	cfg = cfg.withDefaults().regional()
 	// 8 bytes per ID plus room for the headers.
 	if need := int64(cfg.BlockSize)*8 + 1024; need > nc.MaxPayload() {
 		return nil, &SettingError{Field: "BlockSize",
@@ -137,6 +137,10 @@ func NewBlockPublisher(ctx context.Context, nc *nats.Conn, src BlockIDSource, cf
 	stream, err := ensureBlockStream(ctx, js, cfg.streamConfig())
 	if err != nil {
 		return nil, err
+	}
+	if info := stream.CachedInfo(); info != nil && info.Cluster != nil {
+		// Where the blocks are, for the operator of a supercluster.
+		cfg.Logger.Info("natsio: blocks stream ready", "stream", cfg.BlocksStream, "subject", cfg.BlocksSubject, "cluster", info.Cluster.Name)
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	p := &BlockPublisher{

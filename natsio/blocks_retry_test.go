@@ -8,7 +8,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 )
 
 // lostAckFuture is a publish whose acknowledgement never came back: the
@@ -50,7 +50,7 @@ func TestBlockPublishWithLostAckNotRepublishedIntoRecreatedStream(t *testing.T) 
 	if n, err := inst.gen.NextN(ctx, ids); err != nil || n != len(ids) {
 		t.Fatalf("NextN: %d IDs, %v", n, err)
 	}
-	msg := uidclient.EncodeBlock(p.cfg.BlocksSubject, 12, ids)
+	msg := protocol.EncodeBlock(p.cfg.BlocksSubject, 12, ids)
 	// The first attempt: stored (its acknowledgement, for the publisher,
 	// is lost), and used by a source meanwhile.
 	if _, err := js.PublishMsg(ctx, msg); err != nil {

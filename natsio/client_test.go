@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
@@ -427,4 +429,93 @@ func TestLocalServerStartsOnceThenReuses(t *testing.T) {
 	if _, err := conn.Request("$JS.API.INFO", nil, 2*time.Second); err != nil {
 		t.Fatalf("JetStream: %v", err)
 	}
+}
+
+// Two instances of the jssafe layout: every ID handed out concurrently,
+// by batch (binary and base32 on the wire) and next, is distinct and
+// exact as a JavaScript Number; the client parses it with the fleet's
+// layout and, with ParseWithLayout, UidGenerator's IDs (wrapped ones too)
+// with another.
+func TestClientJSSafeFleetAndParseWithLayout(t *testing.T) {
+	url := startNATS(t, nil)
+	layout := uidcore.JSSafeLayout()
+	for w := range uint64(2) {
+		startInstance(t, url, 5+w, instanceOpts{cached: uidcore.CachedOptions{Layout: layout, TakeWait: time.Second}})
+	}
+	nc := connect(t, url)
+	client := uidclient.New(nc.Conn, uidclient.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	const takers, rounds = 4, 20
+	var (
+		mu  sync.Mutex
+		all []uint64
+		wg  sync.WaitGroup
+	)
+	errs := make(chan error, takers)
+	for w := range takers {
+		wg.Go(func() {
+			for r := range rounds {
+				var ids []uint64
+				var err error
+				switch (w + r) % 3 {
+				case 0:
+					ids, err = client.Batch(ctx, 300)
+				case 1:
+					var reply *nats.Msg
+					reply, err = nc.RequestMsgWithContext(ctx, &nats.Msg{Subject: "uid.batch", Data: []byte("300"), Header: nats.Header{protocol.EncodingHeader: {protocol.EncodingBase32}}})
+					if err == nil {
+						ids, err = protocol.Base32.Decode(nil, reply.Data)
+					}
+				default:
+					var id uint64
+					id, err = client.Next(ctx)
+					ids = []uint64{id}
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				all = append(all, ids...)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	seen := make(map[uint64]bool, len(all))
+	for _, id := range all {
+		if seen[id] {
+			t.Fatalf("ID %d handed out twice", id)
+		}
+		seen[id] = true
+		if id > uidcore.MaxJSSafeID || uint64(float64(id)) != id {
+			t.Fatalf("ID %d is not exact as a JavaScript Number", id)
+		}
+		if back, err := uidclient.FromBase32(uidclient.ToBase32(id)); back != id || err != nil {
+			t.Fatalf("base32 round trip of %d: %d, %v", id, back, err)
+		}
+	}
+	parts, err := client.Parse(ctx, all[0])
+	if want, _ := layout.Parse(all[0]); err != nil || parts != want {
+		t.Fatalf("Parse(%d) = %+v, %v; want %+v", all[0], parts, err, want)
+	}
+
+	ug, err := client.ParseWithLayout(ctx, 9223372002495045632, "uidgenerator")
+	if err != nil || ug != (uidcore.ParsedJSON{UID: "9223372002495045632", Timestamp: "2024-11-20 13:24:15", WorkerID: "1", Sequence: "0"}) {
+		t.Fatalf("UidGenerator's last second: %+v, %v", ug, err)
+	}
+	wrapped, err := client.ParseWithLayout(ctx, uint64(1<<64-7024218214296920064), "28/22/13@2016-05-20T00:00:00+08:00")
+	if err != nil || wrapped.UID != "-7024218214296920064" || wrapped.WorkerID != "7" || wrapped.Timestamp != "2026-12-01 08:14:16" || !strings.HasPrefix(wrapped.Wrapped, "true") {
+		t.Fatalf("a wrapped ID: %+v, %v", wrapped, err)
+	}
+	if _, err := client.ParseWithLayout(ctx, 1, "nosuch"); !errors.Is(err, protocol.ErrBadRequest) || !strings.Contains(err.Error(), `"nosuch"`) {
+		t.Fatalf("a bad layout: %v", err)
+	}
+	t.Logf("%d distinct JS-safe IDs", len(all))
 }

@@ -14,7 +14,8 @@
 // The service is named protocol.ServiceName and joins the queue group
 // protocol.DefaultQueueGroup (not micro's default "q", which demo
 // services share), with the endpoints next, batch and parse under the
-// subject prefix; the ring buffer's state is in the micro stats. Every
+// subject prefix; the ring buffer's state is in the micro stats, once,
+// under next (and the sequences' under seq_next). Every
 // request is answered: a handler's error becomes a 400, 404, 503 or 500
 // reply that says what was wrong (see the protocol package doc). The
 // largest batch is configurable and capped so that the reply fits the

@@ -235,6 +235,18 @@ func (t *serverTelemetry) end(ctx context.Context, r serverRequest, ids int, wor
 	return took
 }
 
+// tagSequence puts the sequence's name on the request's span: the span is
+// named after the endpoint's wildcard subject (uid.seq.*.next), so that
+// made-up names make no span names of their own, and the attribute says
+// which sequence it served. A batch whose body does not parse is tagged
+// too (the name is in the subject): which sequence a bad client asked for
+// is worth seeing.
+func tagSequence(ctx context.Context, name string) {
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.SetAttributes(uidattr.Sequence.String(name))
+	}
+}
+
 // producerTelemetry makes the producer spans of JetStream block publishes.
 type producerTelemetry struct {
 	tracer trace.Tracer

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -25,6 +26,8 @@ import (
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
+	"github.com/uid-dispenser/uid-dispenser/sequence"
+	"github.com/uid-dispenser/uid-dispenser/sequence/sequencetest"
 	"github.com/uid-dispenser/uid-dispenser/telemetry"
 	"github.com/uid-dispenser/uid-dispenser/telemetry/telemetrytest"
 	"github.com/uid-dispenser/uid-dispenser/telemetry/uidattr"
@@ -390,5 +393,55 @@ func TestServiceTakesInjectedProviders(t *testing.T) {
 	}
 	if got := capture.metric(t, "uid.requests", uidattr.Endpoint.String(protocol.EndpointNext)); got != 1 {
 		t.Errorf("uid.requests = %v, want 1", got)
+	}
+}
+
+// TestSequenceSpansNameTheSequence: the spans of sequence requests, the
+// server's and the client's, are named after the wildcard subject and
+// carry the sequence's name, for a
+// next, a batch (one that waits for a segment, the name's first request
+// here, and one answered from memory) and a batch whose body does not
+// parse.
+func TestSequenceSpansNameTheSequence(t *testing.T) {
+	capture := installOTel(t)
+	url := startNATS(t, nil)
+	seqInstance(t, url, sequencetest.NewMemStore(),
+		sequence.Declaration{Name: "orders", First: 1}, sequence.Declaration{Name: "invoices", First: 1})
+	nc := connect(t, url)
+	client := uidclient.New(nc.Conn, uidclient.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := client.SeqBatch(ctx, "invoices", 3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.SeqNext(ctx, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.SeqBatch(ctx, "invoices", 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nc.Request(protocol.SeqSubject("uid", "orders", "batch"), []byte("many"), 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	nameOf := func(s sdktrace.ReadOnlySpan) string {
+		return telemetrytest.Attr(s.Attributes(), uidattr.Sequence).AsString()
+	}
+	next := capture.span(t, "process uid.seq.*.next", 1)
+	if nameOf(next) != "orders" || telemetrytest.Attr(next.Attributes(), semconv.MessagingDestinationNameKey).AsString() != "uid.seq.*.next" {
+		t.Errorf("next span: sequence %q, attributes %v; want orders on the wildcard subject", nameOf(next), next.Attributes())
+	}
+	if send := capture.span(t, "send uid.seq.*.next", 1); nameOf(send) != "orders" {
+		t.Errorf("client span of seq next: sequence %q, want orders", nameOf(send))
+	}
+	// Spans end just after their replies go out: in any order.
+	capture.span(t, "process uid.seq.*.batch", 3)
+	got := map[string]int{}
+	for _, s := range capture.Spans.Ended() {
+		if s.Name() == "process uid.seq.*.batch" {
+			got[nameOf(s)+" "+telemetrytest.Attr(s.Attributes(), uidattr.Outcome).AsString()]++
+		}
+	}
+	if want := map[string]int{"invoices " + outcomeOK: 2, "orders " + outcomeBadRequest: 1}; !maps.Equal(got, want) {
+		t.Errorf("batch spans by sequence and outcome %v, want %v", got, want)
 	}
 }

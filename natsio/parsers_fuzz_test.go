@@ -118,22 +118,25 @@ func FuzzServiceRequest(f *testing.F) {
 		}
 
 		var wantErr error
-		switch ep {
-		case protocol.EndpointNext:
+		enc, encErr := requestEncoding(micro.Headers(msg.Header))
+		switch {
+		case encErr != nil:
+			wantErr = encErr
+		case ep == protocol.EndpointNext:
 			if code != "" {
 				t.Fatalf("uid.next %q: error %s %q", body, code, desc)
 			}
-			id, err := strconv.ParseUint(string(reply.Data), 10, 64)
-			if err != nil {
-				t.Fatalf("uid.next: reply %q is not a decimal ID", reply.Data)
+			one := protocol.Decimal
+			if enc == protocol.Base32 {
+				one = enc
 			}
-			record(t, []uint64{id})
+			ids, err := one.Decode(nil, reply.Data)
+			if err != nil || len(ids) != 1 {
+				t.Fatalf("uid.next (%s): reply %q is not one ID: %v", enc, reply.Data, err)
+			}
+			record(t, ids)
 			return
-		case protocol.EndpointBatch:
-			enc := protocol.Decimal
-			if strings.EqualFold(encoding, protocol.EncodingBinary) {
-				enc = protocol.Binary
-			}
+		case ep == protocol.EndpointBatch:
 			n, perr := parseCount(body, maxBatchFor(maxBatch, nc.MaxPayload(), enc))
 			if wantErr = perr; perr == nil {
 				if code != "" {
@@ -151,8 +154,8 @@ func FuzzServiceRequest(f *testing.F) {
 				record(t, ids)
 				return
 			}
-		case protocol.EndpointParse:
-			id, perr := parseIDRequest(body)
+		case ep == protocol.EndpointParse:
+			id, perr := parseIDRequest(body, idForm{base32: enc == protocol.Base32})
 			if wantErr = perr; perr == nil {
 				parts, err := layout.Parse(id)
 				if err != nil {

@@ -69,8 +69,16 @@ func TestParseIDRequest(t *testing.T) {
 		{"", 0, "ID missing"},
 		{"\xde\xad\xbe\xef", 0, "not a decimal number"},
 		{strings.Repeat("9", 100), 0, "too long"},
+		// base32: 13 characters with a letter, in any case.
+		{"00000NZK82G1A", 755486507050, ""},
+		{" 00000nzk82g1a\n", 755486507050, ""},
+		{"0000000000ILO", 1<<10 | 1<<5, ""},
+		{"00000NZK82G1U", 0, `"00000NZK82G1U" has "U", not a Crockford base32 character`},
+		{"G000000000000", 0, "above 2^64-1"},
+		{"7ZZZZZZZZZZZZ", math.MaxInt64, ""},
+		{"8ZZZZZZZZZZZZ", 0, "sign bit set"},
 	} {
-		got, err := parseIDRequest([]byte(tc.body))
+		got, err := parseIDRequest([]byte(tc.body), idForm{})
 		if tc.errPart == "" {
 			if err != nil || got != tc.want {
 				t.Errorf("parseIDRequest(%q) = %d, %v; want %d", tc.body, got, err, tc.want)
@@ -79,6 +87,38 @@ func TestParseIDRequest(t *testing.T) {
 		}
 		if err == nil || !strings.Contains(err.Error(), tc.errPart) || !errors.Is(err, protocol.ErrBadRequest) {
 			t.Errorf("parseIDRequest(%q) = %d, %v; want a bad request containing %q", tc.body, got, err, tc.errPart)
+		}
+	}
+}
+
+// With Uid-Encoding: base32 a body of digits only is base32; with a
+// Uid-Layout a negative decimal is a wrapped ID's signed long.
+func TestParseIDRequestForms(t *testing.T) {
+	for _, tc := range []struct {
+		body    string
+		form    idForm
+		want    uint64
+		errPart string
+	}{
+		{"0000000000010", idForm{}, 10, ""},
+		{"0000000000010", idForm{base32: true}, 32, ""},
+		{"10", idForm{base32: true}, 0, "has 2 characters, not 13"},
+		{"-7024218214296920064", idForm{signed: true}, uint64(1<<64 - 7024218214296920064), ""},
+		{"-9223372036854775808", idForm{signed: true}, 1 << 63, ""},
+		{"-9223372036854775809", idForm{signed: true}, 0, "below -2^63"},
+		{"-99999999999999999999", idForm{signed: true}, 0, "below -2^63"},
+		{"9223372036854775808", idForm{signed: true}, 1 << 63, ""},
+		{"-7024218214296920064", idForm{}, 0, "is negative"},
+	} {
+		got, err := parseIDRequest([]byte(tc.body), tc.form)
+		if tc.errPart == "" {
+			if err != nil || got != tc.want {
+				t.Errorf("parseIDRequest(%q, %+v) = %d, %v; want %d", tc.body, tc.form, got, err, tc.want)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.errPart) || !errors.Is(err, protocol.ErrBadRequest) {
+			t.Errorf("parseIDRequest(%q, %+v) = %d, %v; want a bad request containing %q", tc.body, tc.form, got, err, tc.errPart)
 		}
 	}
 }
@@ -122,10 +162,19 @@ func FuzzParseIDRequest(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		id, err := parseIDRequest(body)
+		// A wrapped ID's form accepts whatever the plain one does, as the
+		// same ID.
+		wrapped, werr := parseIDRequest(body, idForm{signed: true})
+		id, err := parseIDRequest(body, idForm{})
 		if err != nil {
 			checkBadRequest(t, body, err)
+			if werr != nil {
+				checkBadRequest(t, body, werr)
+			}
 			return
+		}
+		if werr != nil || wrapped != id {
+			t.Fatalf("parseIDRequest(%q) = %d, but signed %d, %v", body, id, wrapped, werr)
 		}
 		if id>>63 != 0 {
 			t.Fatalf("parseIDRequest(%q) = %d with the sign bit", body, id)

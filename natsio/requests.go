@@ -55,27 +55,57 @@ func parseCountOf(body []byte, max int, unit string) (int, error) {
 	return int(n), nil
 }
 
-// parseIDRequest reads the body of a parse request: one decimal ID,
-// surrounded by optional ASCII whitespace. Its errors are *ServiceError
-// with code 400.
-func parseIDRequest(body []byte) (uint64, error) {
-	s, err := decimalBody(body, "ID", "one decimal ID, such as 1234567890")
+// idForm is how a parse request may write its ID.
+type idForm struct {
+	// base32: the request said Uid-Encoding: base32, so even a body of
+	// digits only is base32.
+	base32 bool
+	// signed: a negative decimal is the signed long of an ID with the
+	// sign bit set (UidGenerator's wrapped IDs; the request named a
+	// layout), and the sign bit is allowed.
+	signed bool
+}
+
+// parseIDRequest reads the body of a parse request: one ID, surrounded
+// by optional ASCII whitespace, in decimal or in base32 (a body of 13
+// characters with a letter, or any body when form.base32). Its errors
+// are *ServiceError with code 400.
+func parseIDRequest(body []byte, form idForm) (uint64, error) {
+	s, err := decimalBody(body, "ID", "one decimal or base32 ID, such as 755486507050 or 00000NZK82G1A")
 	if err != nil {
 		return 0, err
+	}
+	if form.base32 || len(s) == protocol.Base32Width && strings.ContainsFunc(s, isLetter) {
+		id, err := protocol.ParseBase32(s)
+		if be, ok := err.(*protocol.Base32Error); ok {
+			return 0, badRequest("%s", be.Problem())
+		}
+		if id>>63 != 0 && !form.signed {
+			return 0, badRequest("ID %s (%d) has the sign bit set: no dispenser issues such IDs", s, id)
+		}
+		return id, err
 	}
 	id, negative, fits := parseDecimal(s)
 	switch {
 	case id == 0 && !fits:
 		return 0, badRequest("ID %q is not a decimal number", s)
-	case negative && id != 0:
+	case negative && id != 0 && !form.signed:
 		return 0, badRequest("ID %s is negative", s)
+	case negative && id != 0:
+		if id > 1<<63 || !fits {
+			return 0, badRequest("ID %s is below -2^63, the smallest signed 64-bit number", s)
+		}
+		return -id, nil // two's complement: the long's 64 bits
 	case !fits:
 		return 0, badRequest("ID %s does not fit in 64 bits", s)
-	case id>>63 != 0:
+	case id>>63 != 0 && !form.signed:
 		return 0, badRequest("ID %d has the sign bit set: no dispenser issues such IDs", id)
 	}
 	return id, nil
 }
+
+// isLetter reports whether r is an ASCII letter.
+func isLetter(r rune) bool { return r|0x20 >= 'a' && r|0x20 <= 'z' }
 
 // parseDecimal reads an optionally signed decimal number. For a string
 // that is not one it returns 0, false, false; for digits that overflow 64

@@ -73,6 +73,13 @@ type ServiceConfig struct {
 	// off the endpoint's goroutine, so small requests are not held up.
 	CapacityWait time.Duration
 
+	// Region is the instance's region and Regions the fleet's map of
+	// regions (workerid.Regions' text), both in the micro metadata;
+	// RegionOf, when set, names the region of a worker ID in parse
+	// replies ("region"). Zero: no regions.
+	Region, Regions string
+	RegionOf        func(workerID uint64) (string, bool)
+
 	// Sequences, when set, serves the named sequences on
 	// <prefix>.seq.<name>.next and .batch (protocol.SeqSubject).
 	Sequences SequenceSource
@@ -220,6 +227,9 @@ func (s *Service) start() error {
 		// hold are fixed.
 		"ids_per_second_per_lane": strconv.FormatUint(layout.MaxSequence()+1, 10),
 		"max_lanes":               strconv.Itoa(src.State().MaxLanes),
+	}
+	if s.cfg.Region != "" {
+		metadata["region"], metadata["regions"] = s.cfg.Region, s.cfg.Regions
 	}
 	if s.cfg.Sequences != nil {
 		// The sequences known at start and, readvertised, those served

@@ -2,24 +2,67 @@ package natsio
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/uid-dispenser/uid-dispenser/natsio/internal/quote"
 	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
 // The ID endpoints: next, batch and parse.
 
-// next answers one decimal ID; the body is ignored.
-func (s *Service) next(ctx context.Context, _ micro.Request, buf []byte) result {
+// next answers one ID, decimal or (Uid-Encoding: base32) base32; the body
+// is ignored.
+func (s *Service) next(ctx context.Context, req micro.Request, buf []byte) result {
+	enc, err := requestEncoding(req.Headers())
+	if err != nil {
+		return result{err: err}
+	}
 	var id [1]uint64
 	if _, err := s.take(ctx, id[:], true); err != nil {
 		return result{err: err}
 	}
-	return replied(strconv.AppendUint(buf, id[0], 10), 1, nil)
+	return replied(appendOne(buf, id[0], enc), 1, nil)
+}
+
+// appendOne appends the answer of a next request: one ID in base32 when
+// asked for, else in decimal (binary too: one ID needs no packing, and
+// next has always answered decimal to it).
+func appendOne(buf []byte, id uint64, enc protocol.Encoding) []byte {
+	if enc == protocol.Base32 {
+		return protocol.AppendBase32(buf, id)
+	}
+	return strconv.AppendUint(buf, id, 10)
+}
+
+// requestEncoding is the encoding a request asks for, or the 400 for a
+// Uid-Encoding value that names none.
+func requestEncoding(h micro.Headers) (protocol.Encoding, error) {
+	enc, err := protocol.RequestEncoding(h)
+	if err != nil {
+		return enc, badRequest("%s", err.Error())
+	}
+	return enc, nil
+}
+
+// requestLayout is the layout a parse request names in its Uid-Layout
+// header, or the 400 naming a value that is not one; named is false
+// without the header.
+func requestLayout(h micro.Headers) (layout uidcore.Layout, named bool, err error) {
+	v := protocol.HeaderCarrier(h).Get(protocol.LayoutHeader)
+	if strings.TrimSpace(v) == "" {
+		return uidcore.Layout{}, false, nil
+	}
+	l, err := uidcore.ParseLayout(v)
+	if err != nil {
+		return uidcore.Layout{}, false, badRequest("%s %q is not a layout: %v", protocol.LayoutHeader, quote.Shorten(v, 80), err)
+	}
+	return l, true, nil
 }
 
 // take fills ids from the source, waiting for padding as the source does
@@ -46,20 +89,23 @@ func (s *Service) take(ctx context.Context, ids []uint64, wait bool) (int, error
 func (s *Service) binaryHint(err error, body []byte, enc protocol.Encoding) error {
 	var se *protocol.ServiceError
 	limit := maxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), protocol.Binary)
-	if enc != protocol.Decimal || !errors.As(err, &se) || limit <= maxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), enc) {
+	if enc == protocol.Binary || !errors.As(err, &se) || limit <= maxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), enc) {
 		return err
 	}
 	if _, berr := parseCount(body, limit); berr != nil {
 		return err
 	}
-	return badRequest("%s as text (decimal lines); up to %d with the header %s: %s (8 bytes each)", se.Description, limit, protocol.EncodingHeader, protocol.EncodingBinary)
+	return badRequest("%s as text (%s lines); up to %d with the header %s: %s (8 bytes each)", se.Description, enc, limit, protocol.EncodingHeader, protocol.EncodingBinary)
 }
 
 // batch answers the number of IDs the body asks for. A batch of more than
 // uidcore.SmallTake IDs that the ring cannot fill at once waits for the
 // rest in the capacity queue, up to ServiceConfig.CapacityWait.
 func (s *Service) batch(ctx context.Context, req micro.Request, buf []byte) result {
-	enc := protocol.RequestEncoding(req.Headers())
+	enc, err := requestEncoding(req.Headers())
+	if err != nil {
+		return result{err: err}
+	}
 	n, err := parseCount(req.Data(), maxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), enc))
 	if err != nil {
 		return result{err: s.binaryHint(err, req.Data(), enc)}
@@ -89,16 +135,40 @@ func (s *Service) batch(ctx context.Context, req micro.Request, buf []byte) resu
 	}}}
 }
 
-// parse answers the fields of an ID as UidGenerator's parseUID JSON.
+// parse answers the fields of an ID as UidGenerator's parseUID JSON: with
+// the fleet's layout, or with the one the Uid-Layout header names, read
+// as UidGenerator's parseUID reads it (uidcore.Layout.ParseUID: any ID,
+// wrapped ones in signed decimal and flagged, as client-demo parse does).
+// The body is decimal or base32.
 func (s *Service) parse(_ context.Context, req micro.Request, buf []byte) result {
-	id, err := parseIDRequest(req.Data())
+	enc, err := requestEncoding(req.Headers())
 	if err != nil {
 		return result{err: err}
 	}
-	parts, err := s.src.Layout().Parse(id)
+	layout, named, err := requestLayout(req.Headers())
 	if err != nil {
-		return result{err: badRequest("%v", err)}
+		return result{err: err}
 	}
-	reply, err := parts.MarshalJSON()
+	id, err := parseIDRequest(req.Data(), idForm{base32: enc == protocol.Base32, signed: named})
+	if err != nil {
+		return result{err: err}
+	}
+	var fields uidcore.ParsedJSON
+	if named {
+		fields = layout.ParseUID(id)
+	} else {
+		parts, err := s.src.Layout().Parse(id)
+		if err != nil {
+			return result{err: badRequest("%v", err)}
+		}
+		fields = parts.JSON()
+		// The region whose range holds the worker ID (none: a worker ID
+		// no region has, say of an older generation). Only the fleet's
+		// own layout has regions.
+		if s.cfg.RegionOf != nil {
+			fields.Region, _ = s.cfg.RegionOf(parts.WorkerID)
+		}
+	}
+	reply, err := json.Marshal(fields)
 	return replied(append(buf, reply...), 0, err)
 }

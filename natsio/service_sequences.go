@@ -58,27 +58,42 @@ func (s *Service) seqName(subject string) string {
 	return name
 }
 
+// seqRequest is the sequence req names, put on its span (tagSequence).
+func (s *Service) seqRequest(ctx context.Context, req micro.Request) string {
+	name := s.seqName(req.Subject())
+	tagSequence(ctx, name)
+	return name
+}
+
 // seqNext answers the next number of the subject's sequence.
-func (s *Service) seqNext(_ context.Context, req micro.Request, buf []byte) result {
-	return s.seqFill(req, buf, 1, func(buf []byte, n []uint64) []byte { return strconv.AppendUint(buf, n[0], 10) })
+func (s *Service) seqNext(ctx context.Context, req micro.Request, buf []byte) result {
+	name := s.seqRequest(ctx, req)
+	enc, err := requestEncoding(req.Headers())
+	if err != nil {
+		return result{err: err}
+	}
+	return s.seqFill(name, buf, 1, func(buf []byte, n []uint64) []byte { return appendOne(buf, n[0], enc) })
 }
 
 // seqBatch answers the number of the subject's sequence's numbers the
 // body asks for, all or none.
-func (s *Service) seqBatch(_ context.Context, req micro.Request, buf []byte) result {
-	enc := protocol.RequestEncoding(req.Headers())
+func (s *Service) seqBatch(ctx context.Context, req micro.Request, buf []byte) result {
+	name := s.seqRequest(ctx, req)
+	enc, err := requestEncoding(req.Headers())
+	if err != nil {
+		return result{err: err}
+	}
 	n, err := parseCountOf(req.Data(), maxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), enc), "numbers")
 	if err != nil {
 		return result{err: s.binaryHint(err, req.Data(), enc)}
 	}
-	return s.seqFill(req, buf, n, enc.Append)
+	return s.seqFill(name, buf, n, enc.Append)
 }
 
-// seqFill takes n numbers of the subject's sequence and encodes them. When
+// seqFill takes n numbers of the sequence name and encodes them. When
 // the numbers at hand are too few it waits for the store off the
 // endpoint's goroutine (segmentWaits), up to the capacity wait.
-func (s *Service) seqFill(req micro.Request, buf []byte, n int, encode func([]byte, []uint64) []byte) result {
-	name := s.seqName(req.Subject())
+func (s *Service) seqFill(name string, buf []byte, n int, encode func([]byte, []uint64) []byte) result {
 	idp := s.idBuffer(n)
 	ok, err := s.cfg.Sequences.TryFill(name, (*idp)[:n])
 	if err != nil || ok {

@@ -34,19 +34,32 @@ func (c *endpointCounters) record(code int) {
 }
 
 // EndpointData is what the stats of each endpoint carry in their data
-// field (`nats micro stats uid-dispenser`).
+// field (`nats micro stats uid-dispenser`, `nats micro info`). What
+// belongs to the whole service is shown once, not under every endpoint:
+// the ring and the async errors under next (ringEndpoint), the sequences
+// under seq_next (sequencesEndpoint).
 type EndpointData struct {
-	Ring        RingStats `json:"ring"`
-	IDs         uint64    `json:"ids"`          // IDs handed out by this endpoint
-	OK          uint64    `json:"ok"`           // successful replies
-	BadRequest  uint64    `json:"bad_request"`  // 400 replies
-	NotFound    uint64    `json:"not_found"`    // 404 replies (unknown sequences)
-	Unavailable uint64    `json:"unavailable"`  // 503 replies
-	Internal    uint64    `json:"internal"`     // 500 replies
-	AsyncErrors uint64    `json:"async_errors"` // slow consumers etc. on the service's subscriptions
-	// Sequences is every named sequence's state (sequence endpoints only).
+	// Ring is the ring buffer's state (next only; zero elsewhere).
+	Ring        RingStats `json:"ring,omitzero"`
+	IDs         uint64    `json:"ids"`         // IDs handed out by this endpoint
+	OK          uint64    `json:"ok"`          // successful replies
+	BadRequest  uint64    `json:"bad_request"` // 400 replies
+	NotFound    uint64    `json:"not_found"`   // 404 replies (unknown sequences)
+	Unavailable uint64    `json:"unavailable"` // 503 replies
+	Internal    uint64    `json:"internal"`    // 500 replies
+	// AsyncErrors counts slow consumers etc. on the service's
+	// subscriptions (next only; nil elsewhere).
+	AsyncErrors *uint64 `json:"async_errors,omitempty"`
+	// Sequences is every named sequence's state (seq_next only).
 	Sequences []sequence.Stats `json:"sequences,omitempty"`
 }
+
+// The endpoints whose stats carry the service-wide state: the first of
+// the IDs' and of the sequences' (`nats micro info` lists them first).
+const (
+	ringEndpoint      = protocol.EndpointNext
+	sequencesEndpoint = protocol.EndpointSeqNext
+)
 
 // RingStats is the ring buffer's state as the stats show it.
 type RingStats struct {
@@ -69,6 +82,26 @@ type RingStats struct {
 }
 
 func (s *Service) statsData(e *micro.Endpoint) any {
+	var d EndpointData
+	if c := s.endpoints[e.Name]; c != nil {
+		d.IDs, d.OK, d.BadRequest, d.NotFound = c.ids.Load(), c.ok.Load(), c.badRequest.Load(), c.notFound.Load()
+		d.Unavailable, d.Internal = c.unavailable.Load(), c.internal.Load()
+	}
+	switch e.Name {
+	case ringEndpoint:
+		d.Ring = s.ringStats()
+		async := s.asyncErrors.Load()
+		d.AsyncErrors = &async
+	case sequencesEndpoint:
+		if s.cfg.Sequences != nil {
+			d.Sequences = s.cfg.Sequences.Stats()
+		}
+	}
+	return d
+}
+
+// ringStats is the ring buffer's state for the stats.
+func (s *Service) ringStats() RingStats {
 	st := s.src.State()
 	claim := "ok"
 	if s.cfg.ClaimStatus != nil {
@@ -76,33 +109,22 @@ func (s *Service) statsData(e *micro.Endpoint) any {
 			claim = err.Error()
 		}
 	}
-	d := EndpointData{
-		Ring: RingStats{
-			WorkerID:       st.WorkerID,
-			WorkerIDs:      st.Lanes,
-			MaxLanes:       st.MaxLanes,
-			LanesClaimed:   st.LanesClaimed,
-			LanesReleased:  st.LanesReleased,
-			PerSecond:      st.PerSecond,
-			Throttled:      st.Throttled,
-			Target:         st.Target,
-			Size:           st.Size,
-			Available:      st.Available,
-			LogicalSecond:  st.LogicalSecond,
-			SecondsAhead:   st.SecondsAhead,
-			PaddingRounds:  st.PaddingRounds,
-			PutRejections:  st.PutRejections,
-			TakeRejections: st.TakeRejections,
-			Claim:          claim,
-		},
-		AsyncErrors: s.asyncErrors.Load(),
+	return RingStats{
+		WorkerID:       st.WorkerID,
+		WorkerIDs:      st.Lanes,
+		MaxLanes:       st.MaxLanes,
+		LanesClaimed:   st.LanesClaimed,
+		LanesReleased:  st.LanesReleased,
+		PerSecond:      st.PerSecond,
+		Throttled:      st.Throttled,
+		Target:         st.Target,
+		Size:           st.Size,
+		Available:      st.Available,
+		LogicalSecond:  st.LogicalSecond,
+		SecondsAhead:   st.SecondsAhead,
+		PaddingRounds:  st.PaddingRounds,
+		PutRejections:  st.PutRejections,
+		TakeRejections: st.TakeRejections,
+		Claim:          claim,
 	}
-	if c := s.endpoints[e.Name]; c != nil {
-		d.IDs, d.OK, d.BadRequest, d.NotFound = c.ids.Load(), c.ok.Load(), c.badRequest.Load(), c.notFound.Load()
-		d.Unavailable, d.Internal = c.unavailable.Load(), c.internal.Load()
-	}
-	if s.cfg.Sequences != nil && (e.Name == protocol.EndpointSeqNext || e.Name == protocol.EndpointSeqBatch) {
-		d.Sequences = s.cfg.Sequences.Stats()
-	}
-	return d
 }

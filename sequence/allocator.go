@@ -98,6 +98,7 @@ type seqState struct {
 	lastErr  error
 	issued   uint64
 	segments uint64
+	waits    uint64 // fill calls that waited for a segment
 }
 
 // fetch is one Take in flight; done is closed when err (or the segment,
@@ -208,6 +209,7 @@ func (a *Allocator) fill(ctx context.Context, name string, dst []uint64, wait bo
 	}
 	defer st.mu.Unlock()
 	need := uint64(len(dst))
+	waited := false
 	for {
 		if a.closed.Load() {
 			return false, ErrClosed
@@ -220,6 +222,11 @@ func (a *Allocator) fill(ctx context.Context, name string, dst []uint64, wait bo
 			a.dropUnused(st, false)
 			a.mu.Unlock()
 			return false, nil
+		}
+		if !waited {
+			// Once per call, however many fetches it waits through.
+			st.waits++
+			waited = true
 		}
 		if err := a.await(ctx, st, need-st.heldTotal()); err != nil {
 			return false, a.forget(st, err)
@@ -502,6 +509,7 @@ type Stats struct {
 	Step     uint64 `json:"step"`     // size of the next segment
 	Left     uint64 `json:"left"`     // numbers left in the current segment
 	Held     uint64 `json:"held"`     // numbers left in all segments held
+	Waits    uint64 `json:"waits"`    // calls that waited for a segment from the store
 	Error    string `json:"error,omitempty"`
 }
 
@@ -516,7 +524,7 @@ func (a *Allocator) Stats() []Stats {
 	out := make([]Stats, 0, len(seqs))
 	for _, st := range seqs {
 		st.mu.Lock()
-		s := Stats{Name: st.name, Issued: st.issued, Segments: st.segments, Step: st.step, Held: st.heldTotal()}
+		s := Stats{Name: st.name, Issued: st.issued, Segments: st.segments, Step: st.step, Held: st.heldTotal(), Waits: st.waits}
 		if len(st.held) > 0 {
 			s.Left = st.held[0].Len()
 		}

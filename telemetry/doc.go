@@ -49,7 +49,20 @@
 //	uid.runway.warning      gauge      1 while the runway is under the warning threshold
 //	uid.lease.remaining     gauge      seconds left on the worker-ID lease
 //
-// The gauges carry uid.worker_id. natsio adds, per request (meter
+// The generator's gauges carry uid.worker_id. [ObserveComponents] adds, over what
+// the dispenser's block publisher and sequence allocator report:
+//
+//	uid.blocks.depth        gauge      blocks in the stream at the last check
+//	uid.blocks.published    counter    blocks stored
+//	uid.blocks.refused      counter    blocks the full stream refused
+//	uid.blocks.pressure     counter    blocks refused for lack of room in JetStream
+//	uid.blocks.failed       counter    blocks given up after errors
+//	uid.sequence.left       gauge      numbers left in the current segment, uid.sequence
+//	uid.sequence.held       gauge      numbers left in every segment held, uid.sequence
+//	uid.sequence.segments   counter    segments taken from the store, uid.sequence
+//	uid.sequence.waits      counter    requests that waited for a segment, uid.sequence
+//
+// natsio adds, per request (meter
 // "github.com/uid-dispenser/uid-dispenser/natsio"):
 //
 //	uid.requests            counter    uid.endpoint, uid.outcome (ok, bad_request, unavailable, internal)

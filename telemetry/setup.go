@@ -53,6 +53,8 @@ type Config struct {
 	// Instances that set telemetry up before they claim a worker ID leave
 	// it nil; spans and gauges carry the worker ID anyway.
 	WorkerID *uint64
+	// Region, when set, is put on the resource as uid.region.
+	Region string
 
 	// MetricsAddr is the listen address of the HTTP server with /metrics
 	// (Prometheus), /healthz and /readyz, such as ":9464" or
@@ -159,6 +161,9 @@ func newResource(ctx context.Context, cfg Config) (*resource.Resource, error) {
 	}
 	if cfg.WorkerID != nil {
 		attrs = append(attrs, WorkerIDKey.Int64(int64(*cfg.WorkerID)))
+	}
+	if cfg.Region != "" {
+		attrs = append(attrs, uidattr.Region.String(cfg.Region))
 	}
 	// Later detectors win: OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES
 	// override the defaults above.

@@ -9,11 +9,14 @@
 // # Layout
 //
 // An ID is 1 sign bit (always 0) | delta seconds since the epoch | worker ID
-// | sequence. The three widths are configurable and sum to 63. The default,
-// 31/10/22 from 2026-01-01T00:00:00Z, balances the three needs:
+// | sequence. The three widths are configurable and sum to at most 63
+// (63 for the widest IDs; 53 for JavaScript-safe ones, the jssafe preset).
+// The default, 31/10/22 from 2026-01-01T00:00:00Z, balances the three
+// needs:
 //
 //	layout (time/worker/seq)  runway       worker IDs  IDs per second per worker
 //	31/10/22 (default)        68 years     1,024       4,194,304
+//	31/6/16 (jssafe, 53 bits) 68 years     64          65,536
 //	31/16/16                  68 years     65,536      65,536
 //	31/8/24                   68 years     256         16,777,216
 //	32/12/19                  136 years    4,096       524,288

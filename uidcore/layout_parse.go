@@ -11,22 +11,29 @@ import (
 const (
 	PresetDefault      = "default"      // DefaultLayout
 	PresetUidGenerator = "uidgenerator" // UidGeneratorLayout
+	PresetJSSafe       = "jssafe"       // JSSafeLayout
 )
 
-// ParseLayout reads a layout as a preset name ("default", "uidgenerator")
-// or as Layout.String writes it, "T/W/S@epoch" (the epoch in RFC 3339;
-// without "@epoch" it is DefaultEpoch). The result is validated.
+// Presets lists the preset names ParseLayout knows, for messages.
+const Presets = PresetDefault + ", " + PresetJSSafe + ", " + PresetUidGenerator
+
+// ParseLayout reads a layout as a preset name ("default", "jssafe",
+// "uidgenerator") or as Layout.String writes it, "T/W/S@epoch" (the epoch
+// in RFC 3339, whose offset the layout keeps for messages; without
+// "@epoch" it is DefaultEpoch). The result is validated.
 func ParseLayout(s string) (Layout, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case PresetDefault:
 		return DefaultLayout(), nil
 	case PresetUidGenerator:
 		return UidGeneratorLayout(), nil
+	case PresetJSSafe:
+		return JSSafeLayout(), nil
 	}
 	bitsPart, epochPart, hasEpoch := strings.Cut(strings.TrimSpace(s), "@")
 	fields := strings.Split(bitsPart, "/")
 	if len(fields) != 3 {
-		return Layout{}, fmt.Errorf("layout %q: want %s, %s or time/worker/sequence bits such as 31/16/16, optionally @ an RFC 3339 epoch", s, PresetDefault, PresetUidGenerator)
+		return Layout{}, fmt.Errorf("layout %q: want a preset (%s) or time/worker/sequence bits such as 31/16/16, optionally @ an RFC 3339 epoch", s, Presets)
 	}
 	var bits [3]uint
 	for i, f := range fields {
@@ -42,7 +49,7 @@ func ParseLayout(s string) (Layout, error) {
 		if err != nil {
 			return Layout{}, fmt.Errorf("layout %q: the epoch %q is not an RFC 3339 time such as 2016-05-20T00:00:00+08:00", s, epochPart)
 		}
-		l.Epoch = epoch.UTC()
+		l.Epoch = epoch
 	}
 	if err := l.Validate(); err != nil {
 		return Layout{}, fmt.Errorf("layout %q: %w", s, err)

@@ -3,6 +3,8 @@ package uidcore
 import (
 	"encoding/json"
 	"errors"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -53,7 +55,7 @@ func TestValidateNamesTheField(t *testing.T) {
 		mutate func(*Layout)
 		field  string
 	}{
-		{"sum", func(l *Layout) { l.TimeBits = 30 }, "Layout"},
+		{"sum above 63", func(l *Layout) { l.TimeBits = 32 }, "Layout"},
 		{"time too small", func(l *Layout) { l.TimeBits, l.SeqBits = 10, 37 }, "TimeBits"},
 		{"no worker bits", func(l *Layout) { l.WorkerBits, l.SeqBits = 0, 32 }, "WorkerBits"},
 		{"no sequence bits", func(l *Layout) { l.SeqBits, l.WorkerBits = 0, 32 }, "SeqBits"},
@@ -194,6 +196,32 @@ func FuzzComposeParse(f *testing.F) {
 		}
 		if p.Time.Unix()-l.EpochSecond() != delta || p.WorkerID != worker || p.Sequence != seq {
 			t.Fatalf("round trip (%d, %d, %d) -> %+v", delta, worker, seq, p)
+		}
+	})
+}
+
+// FuzzParseUID: any 64 bits decode under any preset without panicking,
+// with fields in range; an ID the layout can issue decodes as Parse does.
+func FuzzParseUID(f *testing.F) {
+	for _, id := range []uint64{0, 1, 1 << 62, 1<<63 - 1, 1 << 63, 1<<64 - 1, 11422525859412631552} {
+		f.Add(id)
+	}
+	f.Fuzz(func(t *testing.T, id uint64) {
+		for _, l := range []Layout{DefaultLayout(), UidGeneratorLayout(), JSSafeLayout()} {
+			got := l.ParseUID(id)
+			w, _ := strconv.ParseUint(got.WorkerID, 10, 64)
+			s, _ := strconv.ParseUint(got.Sequence, 10, 64)
+			if w > l.MaxWorkerID() || s > l.MaxSequence() {
+				t.Fatalf("%d under %s: %+v out of range", id, l, got)
+			}
+			if id <= l.MaxID() {
+				want, _ := l.Parse(id)
+				if got != want.JSON() {
+					t.Fatalf("%d under %s: %+v, Parse gives %+v", id, l, got, want.JSON())
+				}
+			} else if (id>>63 != 0) != (got.Wrapped != "" && strings.HasPrefix(got.UID, "-")) {
+				t.Fatalf("%d under %s: wrapped flag does not match the sign bit: %+v", id, l, got)
+			}
 		}
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/setting"
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
 // Mode is how worker IDs are handed out.
@@ -49,6 +50,13 @@ type Config struct {
 	// StoreStartupDeadline is how long start-up (and a claim) retries an
 	// unreachable store before it fails; negative: one attempt.
 	StoreStartupDeadline time.Duration
+
+	// Region is this instance's region and Regions the fleet's map of
+	// regions to worker-ID ranges (regions.go): with a map, the instance
+	// claims worker IDs only inside its region's range. Both zero: no
+	// regions, every worker ID of the layout. Leased mode only.
+	Region  string
+	Regions Regions
 
 	// Host identifies the instance in the store's records, for operators
 	// (see DetectHost); zero: DetectHost(nil), an actual host.
@@ -163,5 +171,43 @@ func (c Config) Validate() error {
 	if c.WorkerKVReplicas < 1 || c.WorkerKVReplicas > 5 {
 		return bad("WorkerKVReplicas", "%d is outside 1..5", c.WorkerKVReplicas)
 	}
+	return c.validateRegions()
+}
+
+// validateRegions checks Region against Regions and the mode.
+func (c Config) validateRegions() error {
+	if c.Regions.IsZero() {
+		if c.Region != "" {
+			return &SettingError{Field: "Region", Reason: fmt.Sprintf("%q given without a map of regions (%s): regions without ranges could claim the same worker IDs", c.Region, c.Name("Regions"))}
+		}
+		return nil
+	}
+	if _, err := c.Regions.Range(c.Region); err != nil {
+		return &SettingError{Field: "Region", Reason: "not usable", Err: err}
+	}
+	if c.WorkerMode == ModeDisposable {
+		// A disposable worker ID is used once: a region's share of the
+		// layout runs out after that many starts, and WORKER_NODE's
+		// auto-increment (shared with UidGenerator instances, which know
+		// nothing of ranges) cannot be made to land inside a range.
+		return &SettingError{Field: "Regions", Reason: fmt.Sprintf("regions need %s=%s: disposable worker IDs are never reused, so a region's range would run out after as many starts, and a store's auto-increment cannot be kept inside a range", c.Name("WorkerMode"), ModeLeased)}
+	}
 	return nil
+}
+
+// KVBucket is the KV store's bucket: WorkerKVBucket, or with regions
+// WorkerKVBucket_<region> (uid_workers_east), one per region, so that a
+// region's claims, renewals and lanes stay in its own cluster.
+func (c Config) KVBucket() string {
+	if c.Regions.IsZero() {
+		return c.WorkerKVBucket
+	}
+	return c.WorkerKVBucket + "_" + c.Region
+}
+
+// WorkerRange is the range of worker IDs this instance claims from in
+// layout: its region's, or with no regions every worker ID of the layout.
+// A region's range past the layout is a *RegionError (RegionBeyondLayout).
+func (c Config) WorkerRange(layout uidcore.Layout) (WorkerRange, error) {
+	return c.Regions.claimRange(c.Region, layout)
 }

@@ -75,11 +75,11 @@ func TestSettingName(t *testing.T) {
 	c := workerid.DefaultConfig()
 	c.WorkerMode = workerid.ModeDisposable
 	layout := uidcore.Layout{TimeBits: 52, WorkerBits: 3, SeqBits: 8, Epoch: uidcore.DefaultEpoch}
-	if _, err := c.DisposableClaim(8, layout, "WORKER_NODE"); err == nil || !strings.Contains(err.Error(), "switch to WorkerMode=leased") {
+	if _, err := c.DisposableClaim(8, layout, "WORKER_NODE"); err == nil || !strings.Contains(err.Error(), "or WorkerMode=leased on its own table") {
 		t.Errorf("without SettingName: %v", err)
 	}
 	c.SettingName = func(field string) string { return "APP_" + strings.ToUpper(field) }
-	if _, err := c.DisposableClaim(8, layout, "WORKER_NODE"); err == nil || !strings.Contains(err.Error(), "switch to APP_WORKERMODE=leased") || !errors.Is(err, workerid.ErrWorkerIDsExhausted) {
+	if _, err := c.DisposableClaim(8, layout, "WORKER_NODE"); err == nil || !strings.Contains(err.Error(), "or APP_WORKERMODE=leased on its own table") || !errors.Is(err, workerid.ErrWorkerIDsExhausted) {
 		t.Errorf("with SettingName: %v", err)
 	}
 	if claim, err := c.DisposableClaim(7, layout, "WORKER_NODE"); err != nil || claim.WorkerID() != 7 {

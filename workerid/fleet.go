@@ -11,8 +11,10 @@ import (
 
 // Fleet is what every instance sharing one worker-ID store must agree
 // on, recorded in the store by the first instance: the layout (bits and
-// epoch), the worker mode (the two modes' worker IDs overlap) and the
-// subject prefix (instances of one store serve one set of subjects).
+// epoch), the worker mode (the two modes' worker IDs overlap), the
+// subject prefix (instances of one store serve one set of subjects) and
+// the map of regions (two regions that disagree on it could claim the
+// same worker IDs from their own stores).
 // Instances with another layout on the same store could issue the same
 // 64-bit value twice, even with distinct worker IDs.
 //
@@ -31,6 +33,10 @@ type Fleet struct {
 	// seconds (0 for the first generation). Below zero the record is
 	// sealed: dispenser -new-generation is revoking its leases.
 	StartsAfter int64 `json:"starts_after"`
+	// Regions is the fleet's map of regions (Regions.String, canonical),
+	// "" for a fleet without regions: records written before regions
+	// existed read as that.
+	Regions string `json:"regions,omitempty"`
 }
 
 // FleetStore is implemented by assigners whose store records the fleet
@@ -59,6 +65,17 @@ type FleetStore interface {
 	RevokeLeases(ctx context.Context) (revoked int, err error)
 }
 
+// RegionFleetReader is implemented by stores that can read the fleet
+// record of another region's store (the KV store, through the
+// gateways): at start-up an instance compares the records of the regions
+// it reaches with its own configuration.
+type RegionFleetReader interface {
+	// RegionFleet is the fleet record of region's store; found is false
+	// when that store has none yet (the region never started). An error
+	// means the store could not be read (say, the region is cut off).
+	RegionFleet(ctx context.Context, region string) (f Fleet, found bool, err error)
+}
+
 // ErrFleetChanged: the store's fleet record is no longer the one read.
 var ErrFleetChanged = errors.New("workerid: the store's fleet record changed meanwhile")
 
@@ -83,7 +100,7 @@ func NextGeneration(current Fleet, next Fleet, lastSecond int64) (Fleet, error) 
 	}
 	oldShift := old.WorkerBits + old.SeqBits
 	newShift := nl.WorkerBits + nl.SeqBits
-	if delta >= 1<<(63-oldShift) {
+	if uint64(delta) > old.MaxDelta() {
 		// The old generation may have used its time field to the end, up
 		// to the largest positive 64-bit ID: nothing is above it.
 		return Fleet{}, fmt.Errorf("workerid: the layout %s may have issued IDs up to the end of its time field: no layout can issue IDs above them", old)

@@ -38,13 +38,15 @@ var (
 // on the store; the Lease machinery does the rest. Implementations: the
 // MySQL WORKER_LEASE table here, a JetStream KV bucket in natsio.
 type LeaseStore interface {
-	// Acquire takes the lowest worker ID in 0..req.MaxWorkerID whose lease
+	// Acquire takes the lowest worker ID in req.MinWorkerID..req.MaxWorkerID whose lease
 	// is free (released or never used) or expired, atomically: two
 	// concurrent calls never get the same one. The lease is recorded with
 	// req.Token as its owner and an expiry req.TTL from now; the reserved
 	// second is left as the previous owner left it and returned in
 	// Grant.PrevReserved (0 for a worker ID never used). When every worker
-	// ID is held it returns an error wrapping ErrWorkerIDsExhausted.
+	// ID of the range is held it returns an error wrapping
+	// ErrWorkerIDsExhausted. Worker IDs outside the range are never
+	// touched: they may be another region's.
 	Acquire(ctx context.Context, req LeaseRequest) (Grant, error)
 	// Renew extends the lease of workerID to ttl from now and raises its
 	// reserved second to reserved (never lowers it), if token still owns
@@ -62,8 +64,11 @@ type LeaseStore interface {
 
 // LeaseRequest is what Acquire records.
 type LeaseRequest struct {
-	Token       string // the new owner's token, unique per claim
-	MaxWorkerID uint64 // the layout's largest worker ID
+	Token string // the new owner's token, unique per claim
+	// MinWorkerID..MaxWorkerID is the range to claim from: the region's
+	// (regions.go), or 0 to the layout's largest worker ID.
+	MinWorkerID uint64
+	MaxWorkerID uint64
 	TTL         time.Duration
 	Host        Host
 }
@@ -88,6 +93,10 @@ type LeaseConfig struct {
 	// StoreName names the store in logs and errors, e.g. "MySQL at
 	// 10.0.0.5:3306"; never a secret.
 	StoreName string
+	// Region and Regions restrict claims to the region's range (see
+	// Config); zero: every worker ID of the layout.
+	Region  string
+	Regions Regions
 }
 
 // LeaseConfigFrom fills LeaseConfig from a Config (its logger included).
@@ -100,6 +109,8 @@ func LeaseConfigFrom(cfg Config, host Host, storeName string) LeaseConfig {
 		Host:         host,
 		Logger:       cfg.Logger,
 		StoreName:    storeName,
+		Region:       cfg.Region,
+		Regions:      cfg.Regions,
 	}
 }
 
@@ -144,14 +155,26 @@ func (a *LeaseAssigner) ClaimLease(ctx context.Context, layout uidcore.Layout) (
 	if err := layout.Validate(); err != nil {
 		return nil, err
 	}
+	span, err := a.cfg.Regions.claimRange(a.cfg.Region, layout)
+	if err != nil {
+		return nil, err
+	}
 	var lease *Lease
-	err := RetryStore(ctx, a.cfg.RetryFor, a.cfg.Logger, "claim a worker ID from "+a.cfg.StoreName, func(ctx context.Context) error {
-		g, err := a.store.Acquire(ctx, LeaseRequest{Token: newToken(), MaxWorkerID: layout.MaxWorkerID(), TTL: a.cfg.TTL, Host: a.cfg.Host})
+	err = RetryStore(ctx, a.cfg.RetryFor, a.cfg.Logger, "claim a worker ID from "+a.cfg.StoreName, func(ctx context.Context) error {
+		g, err := a.store.Acquire(ctx, LeaseRequest{Token: newToken(), MinWorkerID: span.Lo, MaxWorkerID: span.Hi, TTL: a.cfg.TTL, Host: a.cfg.Host})
 		if errors.Is(err, ErrWorkerIDsExhausted) {
-			return Permanent(fmt.Errorf("%w (%d worker IDs, layout %s, all leased in %s)", err, layout.MaxWorkerID()+1, layout, a.cfg.StoreName))
+			return Permanent(fmt.Errorf("%w (%d worker IDs %s, layout %s, all leased in %s)", err, span.Len(), a.describeRange(span), layout, a.cfg.StoreName))
 		}
 		if err != nil {
 			return err
+		}
+		if !span.Contains(g.WorkerID) {
+			// A store that ignored the range: never issue IDs from a worker
+			// ID that may be another region's.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.TTL)
+			_ = a.store.Release(rctx, g.WorkerID, g.Token, g.PrevReserved)
+			cancel()
+			return Permanent(fmt.Errorf("workerid: %s granted worker ID %d, outside the range %s: %w", a.cfg.StoreName, g.WorkerID, a.describeRange(span), uidcore.ErrWorkerRange))
 		}
 		l := newLease(a.store, g, a.cfg)
 		if err := l.start(ctx); err != nil {
@@ -168,9 +191,17 @@ func (a *LeaseAssigner) ClaimLease(ctx context.Context, layout uidcore.Layout) (
 	if err != nil {
 		return nil, err
 	}
-	a.cfg.Logger.Info("workerid: leased worker ID", "worker_id", lease.WorkerID(), secondAttr("after", lease.After()),
+	a.cfg.Logger.Info("workerid: leased worker ID", "worker_id", lease.WorkerID(), "range", a.describeRange(span), secondAttr("after", lease.After()),
 		secondAttr("reserved", lease.reserved.Load()), "ttl", a.cfg.TTL, "store", a.cfg.StoreName)
 	return lease, nil
+}
+
+// describeRange names the range claimed from, for messages.
+func (a *LeaseAssigner) describeRange(span WorkerRange) string {
+	if a.cfg.Regions.IsZero() {
+		return span.String()
+	}
+	return fmt.Sprintf("%s of region %s", span, a.cfg.Region)
 }
 
 // Lease is a leased worker ID with its time reservation. It implements
@@ -576,15 +607,56 @@ func RetryStore(ctx context.Context, within time.Duration, log *slog.Logger, wha
 }
 
 // DisposableClaim checks a worker ID that a disposable assigner
-// configured by c took from source (e.g. "WORKER_NODE") against the
-// layout: beyond its range it is refused, never wrapped, since a wrapped
-// worker ID collides with the instance that had it first.
+// took from its store (UidGenerator's WORKER_NODE auto-increment, or the
+// KV counter): beyond the layout's range it is a *DisposableRangeError,
+// never wrapped, since a wrapped worker ID collides with the instance
+// that had it first.
 func (c Config) DisposableClaim(workerID uint64, layout uidcore.Layout, source string) (uidcore.Claim, error) {
 	if workerID > layout.MaxWorkerID() {
-		return nil, fmt.Errorf("%w: %s handed out worker ID %d, beyond the layout's largest %d (%d worker bits); disposable worker IDs are never reused: switch to %s=%s, or a layout with more worker bits: %w",
-			ErrWorkerIDsExhausted, source, workerID, layout.MaxWorkerID(), layout.WorkerBits, c.Name("WorkerMode"), ModeLeased, uidcore.ErrWorkerRange)
+		return nil, &DisposableRangeError{Source: source, WorkerID: workerID, Layout: layout, ModeVar: c.Name("WorkerMode")}
 	}
 	return uidcore.StaticClaim{ID: workerID}, nil
+}
+
+// RangeChecker is implemented by assigners that can tell before claiming
+// (and before the fleet is recorded) that no claim of theirs can fit the
+// layout: the MySQL store in disposable mode, whose WORKER_NODE rows only
+// grow. The dispenser asks it first, so that a start bound to fail
+// changes nothing in the store.
+type RangeChecker interface {
+	// CheckRange returns a *DisposableRangeError when a claim is bound to
+	// be refused, and nil otherwise (also when it cannot tell).
+	CheckRange(ctx context.Context, layout uidcore.Layout) error
+}
+
+// DisposableRangeError: a disposable store's next worker ID is beyond the
+// layout's worker range. Disposable worker IDs only grow (every start
+// takes a new one, as UidGenerator's WORKER_NODE does), so no later start
+// can succeed either: it matches ErrWorkerIDsExhausted and
+// uidcore.ErrWorkerRange. Assigners that can tell before taking one
+// (Before) refuse without taking it.
+type DisposableRangeError struct {
+	Source   string // the store and table or key
+	WorkerID uint64 // the ID it handed out, or the smallest it would hand out next
+	Layout   uidcore.Layout
+	ModeVar  string // the worker-mode variable, for the advice
+	Before   bool   // refused before taking an ID: nothing was used up
+}
+
+func (e *DisposableRangeError) Error() string {
+	what := "handed out worker ID %d"
+	if e.Before {
+		what = "would hand out worker ID %d or above (nothing taken)"
+	}
+	return fmt.Sprintf("workerid: %s "+what+", beyond the layout's largest %d (%d worker bits): disposable worker IDs only grow and are never reused. "+
+		"Use a layout with UidGenerator's widths and a later epoch (28/22/13@<epoch>), or %s=%s on its own table (docs/operations.md, \"Migrating from UidGenerator\")",
+		e.Source, e.WorkerID, e.Layout.MaxWorkerID(), e.Layout.WorkerBits, e.ModeVar, ModeLeased)
+}
+
+// Unwrap makes errors.Is match ErrWorkerIDsExhausted and
+// uidcore.ErrWorkerRange.
+func (e *DisposableRangeError) Unwrap() []error {
+	return []error{ErrWorkerIDsExhausted, uidcore.ErrWorkerRange}
 }
 
 // secondAttr logs a unix second as the number (which tools such as the

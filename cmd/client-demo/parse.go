@@ -8,19 +8,11 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"time"
 
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
+	"github.com/uid-dispenser/uid-dispenser/workerid"
 )
-
-// parsedID is UidGenerator's parseUID JSON, plus "wrapped" for an ID
-// whose time field ran into the sign bit (UidGenerator's cached generator
-// returned such negative IDs once its 28 bits of seconds were used up:
-// it never masks the fields).
-type parsedID struct {
-	uidcore.ParsedJSON
-	Wrapped string `json:"wrapped,omitempty"`
-}
 
 // runParse decodes IDs given as arguments, or one per line (or
 // whitespace-separated) on stdin when there are none, with a layout,
@@ -30,9 +22,10 @@ type parsedID struct {
 func runParse(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	flags := flag.NewFlagSet("client-demo parse", flag.ContinueOnError)
 	flags.SetOutput(stderr)
-	layoutFlag := flags.String("layout", uidcore.PresetDefault, "the IDs' layout: default, uidgenerator, or time/worker/sequence bits such as 31/16/16, optionally @ an RFC 3339 epoch (28/22/13@2016-05-20T00:00:00+08:00)")
+	layoutFlag := flags.String("layout", uidcore.PresetDefault, "the IDs' layout: a preset ("+uidcore.Presets+"), or time/worker/sequence bits such as 31/16/16, optionally @ an RFC 3339 epoch (28/22/13@2016-05-20T00:00:00+08:00)")
+	regionsFlag := flags.String("regions", "", "the fleet's map of regions (DISPENSER_REGIONS, e.g. east=0-511,west=512-1023): print the region of each ID")
 	flags.Usage = func() {
-		fmt.Fprintln(stderr, "usage: client-demo parse [-layout L] [ID ...]   (no IDs: read them from standard input)")
+		fmt.Fprintln(stderr, "usage: client-demo parse [-layout L] [-regions MAP] [ID ...]   (no IDs: read them from standard input)")
 		flags.PrintDefaults()
 	}
 	if err := flags.Parse(idsAfterFlags(args)); err != nil {
@@ -47,6 +40,14 @@ func runParse(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "client-demo parse: -layout:", err)
 		return 2
 	}
+	regions, err := workerid.ParseRegions(*regionsFlag)
+	if err == nil {
+		err = regions.CheckLayout(layout)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "client-demo parse: -regions:", err)
+		return 2
+	}
 	enc := json.NewEncoder(stdout)
 	code := 0
 	decode := func(s string) {
@@ -56,7 +57,9 @@ func runParse(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			code = 1
 			return
 		}
-		if err := enc.Encode(decodeID(layout, id)); err != nil {
+		parsed := layout.ParseUID(id)
+		parsed.Region, _ = regions.Of(id >> layout.SeqBits & layout.MaxWorkerID())
+		if err := enc.Encode(parsed); err != nil {
 			fmt.Fprintln(stderr, "client-demo parse:", err)
 			code = 1
 		}
@@ -88,7 +91,7 @@ func idsAfterFlags(args []string) []string {
 		switch {
 		case a == "--" || !strings.HasPrefix(a, "-"):
 			return args
-		case a == "-layout" || a == "--layout":
+		case a == "-layout" || a == "--layout" || a == "-regions" || a == "--regions":
 			i++ // its value
 		case len(a) > 1 && a[1] >= '0' && a[1] <= '9':
 			return append(append(args[:i:i], "--"), args[i:]...)
@@ -97,41 +100,29 @@ func idsAfterFlags(args []string) []string {
 	return args
 }
 
-// parseIDText reads a decimal ID: unsigned up to 2^64-1, or negative down
-// to -2^63 as Java prints a long whose sign bit is set. It returns the
-// 64 bits.
+// parseIDText reads an ID: decimal, unsigned up to 2^64-1 or negative
+// down to -2^63 as Java prints a long whose sign bit is set, or the
+// dispenser's base32 (13 characters with a letter, any case). It returns
+// the 64 bits.
 func parseIDText(s string) (uint64, error) {
+	const want = "want a decimal number from -9223372036854775808 to 18446744073709551615, or 13 base32 characters"
+	if len(s) == protocol.Base32Width && strings.ContainsAny(strings.ToUpper(s), "ABCDEFGHIJKLMNOPQRSTUVWXYZ") {
+		id, err := protocol.ParseBase32(s)
+		if err != nil {
+			return 0, fmt.Errorf("%q is not an ID: %w", s, err)
+		}
+		return id, nil
+	}
 	if strings.HasPrefix(s, "-") {
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("%q is not an ID: want a decimal number from -9223372036854775808 to 18446744073709551615", s)
+			return 0, fmt.Errorf("%q is not an ID: %s", s, want)
 		}
 		return uint64(n), nil
 	}
 	n, err := strconv.ParseUint(strings.TrimPrefix(s, "+"), 10, 64)
 	if err != nil || strings.HasPrefix(s, "+-") || strings.HasPrefix(s, "++") {
-		return 0, fmt.Errorf("%q is not an ID: want a decimal number from -9223372036854775808 to 18446744073709551615", s)
+		return 0, fmt.Errorf("%q is not an ID: %s", s, want)
 	}
 	return n, nil
-}
-
-// decodeID splits id as UidGenerator's parseUID does: the time field is
-// everything above the worker field, shifted without the sign, so a
-// wrapped ID reads as the second it was really issued in (the time field
-// ran one bit into the sign); worker and sequence are masked. The UID is
-// printed as the signed long UidGenerator handed out.
-func decodeID(layout uidcore.Layout, id uint64) parsedID {
-	delta := id >> (layout.WorkerBits + layout.SeqBits)
-	p := uidcore.Parts{
-		ID:       id,
-		Time:     time.Unix(layout.EpochSecond()+int64(delta), 0).UTC(),
-		WorkerID: id >> layout.SeqBits & layout.MaxWorkerID(),
-		Sequence: id & layout.MaxSequence(),
-	}
-	out := parsedID{ParsedJSON: p.JSON()}
-	if id>>63 != 0 {
-		out.UID = strconv.FormatInt(int64(id), 10)
-		out.Wrapped = fmt.Sprintf("true: the time field (%d bits) ran into the sign bit after %s; the timestamp is the second it was issued", layout.TimeBits, layout.RunwayEnd().Format(time.RFC3339))
-	}
-	return out
 }

@@ -9,17 +9,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
-func runParseWith(t *testing.T, stdin string, args ...string) (int, []parsedID, string) {
+func runParseWith(t *testing.T, stdin string, args ...string) (int, []uidcore.ParsedJSON, string) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), append([]string{"parse"}, args...), strings.NewReader(stdin), &stdout, &stderr, func(string) string { return "" })
-	var out []parsedID
+	var out []uidcore.ParsedJSON
 	dec := json.NewDecoder(&stdout)
 	for dec.More() {
-		var p parsedID
+		var p uidcore.ParsedJSON
 		if err := dec.Decode(&p); err != nil {
 			t.Fatalf("output is not JSON lines: %v", err)
 		}
@@ -35,7 +36,7 @@ func TestParseDecodesLikeTheService(t *testing.T) {
 	id, _ := l.Compose(time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC).Unix(), 1023, 42)
 	code, out, errOut := runParseWith(t, "", strconv.FormatUint(id, 10))
 	want, _ := l.Parse(id)
-	if code != 0 || len(out) != 1 || out[0].ParsedJSON != want.JSON() || out[0].Wrapped != "" {
+	if code != 0 || len(out) != 1 || out[0] != want.JSON() {
 		t.Fatalf("exit %d %+v %s; want %+v", code, out, errOut, want.JSON())
 	}
 	if out[0].Timestamp != "2026-12-01 09:30:00" || out[0].WorkerID != "1023" || out[0].Sequence != "42" {
@@ -123,29 +124,38 @@ func FuzzParseIDText(f *testing.F) {
 	})
 }
 
-// FuzzDecodeID: any 64 bits decode under any preset without panicking,
-// with fields in range; an ID without the sign bit decodes as uidcore's
-// Parse does.
-func FuzzDecodeID(f *testing.F) {
-	for _, id := range []uint64{0, 1, 1 << 62, 1<<63 - 1, 1 << 63, 1<<64 - 1, 11422525859412631552} {
-		f.Add(id)
+// -layout jssafe and base32 input: the ID reads as the jssafe layout
+// splits it, whichever form it is written in.
+func TestParseJSSafeAndBase32(t *testing.T) {
+	l := uidcore.JSSafeLayout()
+	id, _ := l.Compose(time.Date(2026, 1, 2, 1, 1, 1, 0, time.UTC).Unix(), 5, 42)
+	b32 := protocol.FormatBase32(id)
+	code, out, errOut := runParseWith(t, "", "-layout", "jssafe", strconv.FormatUint(id, 10), strings.ToLower(b32))
+	want, _ := l.Parse(id)
+	if code != 0 || len(out) != 2 || out[0] != want.JSON() || out[1] != want.JSON() {
+		t.Fatalf("exit %d %+v %s; want twice %+v", code, out, errOut, want.JSON())
 	}
-	f.Fuzz(func(t *testing.T, id uint64) {
-		for _, l := range []uidcore.Layout{uidcore.DefaultLayout(), uidcore.UidGeneratorLayout()} {
-			got := decodeID(l, id)
-			w, _ := strconv.ParseUint(got.WorkerID, 10, 64)
-			s, _ := strconv.ParseUint(got.Sequence, 10, 64)
-			if w > l.MaxWorkerID() || s > l.MaxSequence() {
-				t.Fatalf("%d under %s: %+v out of range", id, l, got)
-			}
-			if id>>63 == 0 {
-				want, _ := l.Parse(id)
-				if got.ParsedJSON != want.JSON() || got.Wrapped != "" {
-					t.Fatalf("%d under %s: %+v, Parse gives %+v", id, l, got, want.JSON())
-				}
-			} else if got.Wrapped == "" || !strings.HasPrefix(got.UID, "-") {
-				t.Fatalf("%d under %s: sign bit set but %+v", id, l, got)
-			}
-		}
-	})
+	if out[0].WorkerID != "5" || out[0].Sequence != "42" || out[0].Timestamp != "2026-01-02 01:01:01" {
+		t.Fatalf("%+v", out[0])
+	}
+	if code, _, errOut := runParseWith(t, "", "00000NZK82G1U"); code != 1 || !strings.Contains(errOut, "not a Crockford base32 character") {
+		t.Fatalf("a bad base32 ID: exit %d, %s", code, errOut)
+	}
+}
+
+// With -regions, each ID names the region whose range holds its worker
+// ID (none for a worker ID no region has); a bad map exits 2.
+func TestParseNamesTheRegion(t *testing.T) {
+	l := uidcore.DefaultLayout()
+	sec := time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC).Unix()
+	east, _ := l.Compose(sec, 5, 1)
+	west, _ := l.Compose(sec, 600, 1)
+	spare, _ := l.Compose(sec, 1000, 1)
+	code, out, errOut := runParseWith(t, "", "-regions", "east=0-511,west=512-767", strconv.FormatUint(east, 10), strconv.FormatUint(west, 10), strconv.FormatUint(spare, 10))
+	if code != 0 || len(out) != 3 || out[0].Region != "east" || out[1].Region != "west" || out[2].Region != "" {
+		t.Fatalf("exit %d %+v %s", code, out, errOut)
+	}
+	if code, _, errOut := runParseWith(t, "", "-regions", "east=0-2047", "1"); code != 2 || !strings.Contains(errOut, "largest worker ID 1023") {
+		t.Fatalf("a map past the layout: exit %d, %s", code, errOut)
+	}
 }

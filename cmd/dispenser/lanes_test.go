@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os/exec"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -187,6 +188,7 @@ func TestLanesThroughTheBinary(t *testing.T) {
 type procHandle struct {
 	cmd       *exec.Cmd
 	serviceID string
+	ids       string // the "serving" line's note on the IDs' range
 }
 
 // startDispenser starts cmd (with JSON logs) and waits until it serves;
@@ -205,22 +207,23 @@ func startDispenser(t *testing.T, cmd *exec.Cmd) *procHandle {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_ = cmd.Wait()
 	})
-	serving := make(chan string, 1)
+	serving := make(chan *procHandle, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			var line struct {
 				Msg       string `json:"msg"`
 				ServiceID string `json:"service_id"`
+				IDs       string `json:"ids"`
 			}
 			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "serving" {
-				serving <- line.ServiceID
+				serving <- &procHandle{cmd: cmd, serviceID: line.ServiceID, ids: line.IDs}
 			}
 		}
 	}()
 	select {
-	case id := <-serving:
-		return &procHandle{cmd: cmd, serviceID: id}
+	case p := <-serving:
+		return p
 	case <-time.After(20 * time.Second):
 		t.Fatal("dispenser not serving within 20s")
 		return nil
@@ -235,4 +238,63 @@ func (p *procHandle) lanes(t *testing.T, stats map[string]natsio.RingStats) []ui
 		t.Fatalf("no stats of service %s among %d", p.serviceID, len(stats))
 	}
 	return st.WorkerIDs
+}
+
+// TestJSSafeThroughTheBinary: DISPENSER_LAYOUT=jssafe starts, says in its
+// start-up log that the IDs are JS-safe, claims lanes under a load one
+// worker ID (65,536 a second) does not sustain, and every ID handed out
+// concurrently is distinct and exact as a JavaScript Number.
+func TestJSSafeThroughTheBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a dispenser process for a few seconds")
+	}
+	url := testenv.NATS(t, nil).ClientURL()
+	p := startDispenser(t, command(t, nil, "DISPENSER_NATS_URL="+url, "DISPENSER_LAYOUT=jssafe", "DISPENSER_MAX_LANES=4"))
+	if !strings.Contains(p.ids, "JS-safe") || !strings.Contains(p.ids, "9007199254740991") {
+		t.Fatalf("the start-up log says of the IDs %q", p.ids)
+	}
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	client := uidclient.New(nc, uidclient.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var (
+		mu  sync.Mutex
+		all []uint64
+		wg  sync.WaitGroup
+	)
+	end := time.Now().Add(3 * time.Second)
+	for range 4 {
+		wg.Go(func() {
+			for time.Now().Before(end) {
+				ids, err := client.Batch(ctx, 5000)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				all = append(all, ids...)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	seen := make(map[uint64]bool, len(all))
+	for _, id := range all {
+		if seen[id] {
+			t.Fatalf("ID %d handed out twice", id)
+		}
+		seen[id] = true
+		if id > uidcore.MaxJSSafeID || uint64(float64(id)) != id {
+			t.Fatalf("ID %d is not exact as a JavaScript Number", id)
+		}
+	}
+	lanes := p.lanes(t, ringStats(t, nc))
+	if len(lanes) < 2 {
+		t.Errorf("%d IDs in 3s on lanes %v: the load should have needed more than one", len(all), lanes)
+	}
+	t.Logf("%d distinct JS-safe IDs in 3s, lanes %v", len(all), lanes)
 }

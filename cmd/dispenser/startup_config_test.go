@@ -97,6 +97,8 @@ func TestEveryInvalidSettingStopsStartUpNamingIt(t *testing.T) {
 		"WORKER_KV_BUCKET":        {{"a.b", nil}},
 		"WORKER_KV_REPLICAS":      {{"-1", nil}, {"6", nil}},
 		"STORE_STARTUP_DEADLINE":  {{"soon", nil}}, // negative is one attempt
+		"REGION":                  {{"north", []string{"DISPENSER_REGIONS=east=0-511,west=512-1023"}}, {"east", nil}},
+		"REGIONS":                 {{"east=0-511,west=511-1023", []string{"DISPENSER_REGION=east"}}, {"east=0-2047", []string{"DISPENSER_REGION=east"}}, {"east=0-511,", nil}},
 		"BLOCKS_ENABLED":          {{"perhaps", nil}},
 		"BLOCKS_STREAM":           {{"a.b", nil}},
 		"BLOCKS_SUBJECT":          {{"uid.*", nil}, {"uid..blocks", []string{"DISPENSER_BLOCKS_ENABLED=true"}}},

@@ -36,6 +36,16 @@ func NATSProcess(t testing.TB) (url, version string) {
 			bin = "/usr/sbin/nats-server"
 		}
 	}
+	version = NATSServerVersion(t, bin)
+	dir := t.TempDir()
+	p := StartNATSServer(t, bin, version, dir, "-js", "-a", "127.0.0.1", "-p", "-1", "-sd", filepath.Join(dir, "store"))
+	return p.URL, version
+}
+
+// NATSServerVersion is the version of the nats-server binary bin; a
+// missing binary skips the test (or fails it, with RequireNATSServerEnv).
+func NATSServerVersion(t testing.TB, bin string) string {
+	t.Helper()
 	if _, err := os.Stat(bin); err != nil {
 		if os.Getenv(RequireNATSServerEnv) == "1" {
 			t.Fatalf("testenv: no nats-server binary (%s) and %s=1: %v", NATSServerBinEnv, RequireNATSServerEnv, err)
@@ -46,11 +56,31 @@ func NATSProcess(t testing.TB) (url, version string) {
 	if err != nil {
 		t.Fatalf("testenv: %s --version: %v", bin, err)
 	}
-	version = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(out)), "nats-server: "))
-	dir := t.TempDir()
+	return strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(out)), "nats-server: "))
+}
+
+// ServerProcess is a nats-server process started by StartNATSServer.
+type ServerProcess struct {
+	URL    string // client URL, from the ports file
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+// Kill kills the server (SIGKILL) and waits for it to exit.
+func (p *ServerProcess) Kill() {
+	_ = p.cmd.Process.Kill()
+	<-p.exited
+}
+
+// StartNATSServer runs bin (of version) with args, a client port of -1
+// among them, writing its ports file and log into dir; it waits for the
+// client port and kills the server when the test ends, logging its log
+// when the test failed.
+func StartNATSServer(t testing.TB, bin, version, dir string, args ...string) *ServerProcess {
+	t.Helper()
 	// Port -1: the server picks a free port and writes it to a ports file,
 	// so no other test's server can take it in between.
-	cmd := exec.Command(bin, "-js", "-a", "127.0.0.1", "-p", "-1", "-sd", filepath.Join(dir, "store"), "--ports_file_dir", dir)
+	cmd := exec.Command(bin, append(args, "--ports_file_dir", dir)...)
 	// The server dies with the test binary, even on a timeout's panic.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	logPath := filepath.Join(dir, "nats-server.log")
@@ -62,24 +92,23 @@ func NATSProcess(t testing.TB) (url, version string) {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("testenv: start %s: %v", bin, err)
 	}
-	exited := make(chan struct{})
+	p := &ServerProcess{cmd: cmd, exited: make(chan struct{})}
 	go func() {
 		_ = cmd.Wait()
-		close(exited)
+		close(p.exited)
 	}()
 	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
+		p.Kill()
 		logFile.Close()
 		if t.Failed() {
 			log, _ := os.ReadFile(logPath)
-			t.Logf("nats-server %s log:\n%s", version, log)
+			t.Logf("nats-server %s (%s) log:\n%s", version, dir, log)
 		}
 	})
 	portsFile := filepath.Join(dir, filepath.Base(bin)+"_"+strconv.Itoa(cmd.Process.Pid)+".ports")
 	WaitFor(t, 10*time.Second, "nats-server "+version+" to write its ports file", func() bool {
 		select {
-		case <-exited:
+		case <-p.exited:
 			t.Fatalf("testenv: nats-server %s exited at start (its log follows)", version)
 		default:
 		}
@@ -90,8 +119,8 @@ func NATSProcess(t testing.TB) (url, version string) {
 		if err != nil || json.Unmarshal(data, &ports) != nil || len(ports.Nats) == 0 {
 			return false
 		}
-		url = ports.Nats[0]
+		p.URL = ports.Nats[0]
 		return true
 	})
-	return url, version
+	return p
 }

@@ -41,6 +41,7 @@ const (
 // new owner starts after the old reservation, so IDs stay unique; only
 // availability suffers.
 type Assigner struct {
+	js        jetstream.JetStream
 	kv        jetstream.KeyValue
 	nc        *nats.Conn // for reads at the stream leader and the stream's subjects
 	cfg       workerid.Config
@@ -50,8 +51,8 @@ type Assigner struct {
 	leases    *workerid.LeaseAssigner // leased mode
 }
 
-// NewAssigner opens (creating when missing) the bucket cfg.WorkerKVBucket
-// on nc, retrying up to cfg.StoreStartupDeadline while JetStream does not
+// NewAssigner opens (creating when missing) the bucket cfg.KVBucket()
+// on nc (with regions, placed in the cluster named after the region), retrying up to cfg.StoreStartupDeadline while JetStream does not
 // answer. A bucket made beforehand (for example with more replicas) is
 // used as it is. Only the worker-ID fields of cfg matter; MySQLDSN is
 // ignored.
@@ -70,10 +71,11 @@ func NewAssigner(ctx context.Context, nc *nats.Conn, cfg workerid.Config) (*Assi
 	if err != nil {
 		return nil, fmt.Errorf("natsio: worker-ID bucket: %w", err)
 	}
-	a := &Assigner{nc: nc, cfg: cfg, host: host, log: logger,
-		storeName: fmt.Sprintf("NATS KV bucket %s at %s", cfg.WorkerKVBucket, natsconn.RedactURL(nc.ConnectedUrlRedacted()))}
+	bucket := cfg.KVBucket()
+	a := &Assigner{js: js, nc: nc, cfg: cfg, host: host, log: logger,
+		storeName: fmt.Sprintf("NATS KV bucket %s at %s", bucket, natsconn.RedactURL(nc.ConnectedUrlRedacted()))}
 	err = workerid.RetryStore(ctx, cfg.StoreStartupDeadline, logger, "open "+a.storeName, func(ctx context.Context) error {
-		kv, err := openBucket(ctx, js, cfg.WorkerKVBucket, cfg.WorkerKVReplicas)
+		kv, err := openBucket(ctx, js, bucket, cfg.WorkerKVReplicas, cfg.Region)
 		if errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
 			return workerid.Permanent(err)
 		}
@@ -88,20 +90,45 @@ func NewAssigner(ctx context.Context, nc *nats.Conn, cfg workerid.Config) (*Assi
 		return nil, fmt.Errorf("natsio: %s: %w", a.storeName, err)
 	}
 	if cfg.WorkerMode == workerid.ModeLeased {
-		store := &kvLeaseStore{kv: a.kv, nc: nc, bucket: cfg.WorkerKVBucket, log: logger}
+		store := &kvLeaseStore{kv: a.kv, nc: nc, bucket: bucket, log: logger}
 		a.leases, err = workerid.NewLeaseAssigner(store, workerid.LeaseConfigFrom(cfg, host, a.storeName))
 		if err != nil {
 			return nil, err
 		}
 	}
-	logger.Info("natsio: KV worker-ID store ready", "store", a.storeName, "mode", cfg.WorkerMode)
+	placed := a.placement(ctx)
+	logger.Info("natsio: KV worker-ID store ready", "store", a.storeName, "mode", cfg.WorkerMode, "bucket", bucket, "region", cfg.Region, "cluster", placed)
+	if cfg.Region != "" && placed != "" && placed != cfg.Region {
+		logger.Warn("natsio: the region's worker-ID bucket is placed in another cluster: every claim and renewal crosses a gateway",
+			"bucket", bucket, "region", cfg.Region, "cluster", placed)
+	}
 	return a, nil
 }
 
-func openBucket(ctx context.Context, js jetstream.JetStream, bucket string, replicas int) (jetstream.KeyValue, error) {
+// placement is the cluster the bucket's stream lives in ("" on a server
+// without clustering, or when the status does not say).
+func (a *Assigner) placement(ctx context.Context) string {
+	st, err := a.kv.Status(ctx)
+	if err != nil {
+		return ""
+	}
+	if bs, ok := st.(*jetstream.KeyValueBucketStatus); ok && bs.StreamInfo() != nil && bs.StreamInfo().Cluster != nil {
+		return bs.StreamInfo().Cluster.Name
+	}
+	return ""
+}
+
+// openBucket opens bucket, creating it when missing; with a region, it
+// is created in the cluster of that name (a region is a cluster of the
+// supercluster).
+func openBucket(ctx context.Context, js jetstream.JetStream, bucket string, replicas int, region string) (jetstream.KeyValue, error) {
 	kv, err := js.KeyValue(ctx, bucket)
 	if !errors.Is(err, jetstream.ErrBucketNotFound) {
 		return kv, err
+	}
+	var placement *jetstream.Placement
+	if region != "" {
+		placement = &jetstream.Placement{Cluster: region}
 	}
 	kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      bucket,
@@ -109,6 +136,7 @@ func openBucket(ctx context.Context, js jetstream.JetStream, bucket string, repl
 		History:     1,
 		Storage:     jetstream.FileStorage,
 		Replicas:    max(replicas, 1),
+		Placement:   placement,
 	})
 	if errors.Is(err, jetstream.ErrBucketExists) { // created by another instance meanwhile
 		return js.KeyValue(ctx, bucket)
@@ -243,7 +271,8 @@ type kvLeaseStore struct {
 }
 
 // Acquire implements workerid.LeaseStore: it reads all lease keys once,
-// then tries the worker IDs from 0 up: a missing key with Create, a
+// then tries the worker IDs of the request's range from its lowest up
+// (keys outside it, another region's, are never written): a missing key with Create, a
 // released or expired lease with Update at the revision it read. A failed
 // revision check means another claimer won that worker ID: it moves on.
 // A malformed or deleted lease is skipped, never overwritten (its reserved
@@ -257,14 +286,14 @@ func (s *kvLeaseStore) Acquire(ctx context.Context, req workerid.LeaseRequest) (
 	// at most a second ahead) before those whose dead owner reserved
 	// further into the future, which serve only from then on.
 	for pass := range 2 {
-		for id := uint64(0); id <= req.MaxWorkerID; id++ {
+		for id := req.MinWorkerID; id <= req.MaxWorkerID; id++ {
 			g, ok, err := s.tryAcquire(ctx, req, leases, id, pass == 1)
 			if err != nil || ok {
 				return g, err
 			}
 		}
 	}
-	return workerid.Grant{}, fmt.Errorf("%w: every worker ID up to %d has a live lease", workerid.ErrWorkerIDsExhausted, req.MaxWorkerID)
+	return workerid.Grant{}, fmt.Errorf("%w: every worker ID from %d to %d has a live lease", workerid.ErrWorkerIDsExhausted, req.MinWorkerID, req.MaxWorkerID)
 }
 
 // tryAcquire takes worker ID id if it is free; ok reports whether it did.

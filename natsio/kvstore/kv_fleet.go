@@ -45,6 +45,32 @@ func (a *Assigner) readFleet(ctx context.Context) (workerid.Fleet, uint64, error
 	return f, e.Revision(), nil
 }
 
+// RegionFleet implements workerid.RegionFleetReader: the fleet key of
+// the region's bucket, read through the gateway (nothing is created).
+func (a *Assigner) RegionFleet(ctx context.Context, region string) (workerid.Fleet, bool, error) {
+	other := a.cfg
+	other.Region = region
+	kv, err := a.js.KeyValue(ctx, other.KVBucket())
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return workerid.Fleet{}, false, nil
+	}
+	if err != nil {
+		return workerid.Fleet{}, false, err
+	}
+	e, err := kv.Get(ctx, kvFleetKey)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return workerid.Fleet{}, false, nil
+	}
+	if err != nil {
+		return workerid.Fleet{}, false, err
+	}
+	var f workerid.Fleet
+	if err := json.Unmarshal(e.Value(), &f); err != nil {
+		return workerid.Fleet{}, false, fmt.Errorf("natsio: key %s of bucket %s is not a fleet record (%s): %w", kvFleetKey, other.KVBucket(), kvExcerpt(e.Value()), err)
+	}
+	return f, true, nil
+}
+
 // ReplaceFleet implements workerid.FleetStore: an Update at the revision
 // of the record read, when it is old.
 func (a *Assigner) ReplaceFleet(ctx context.Context, old, next workerid.Fleet) error {

@@ -1,8 +1,10 @@
 package protocol
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -28,7 +30,7 @@ func FuzzDecodeBinaryIDs(f *testing.F) {
 
 func TestEncodingsRoundTrip(t *testing.T) {
 	ids := []uint64{0, 1, 42, math.MaxInt64, 1 << 40}
-	for _, enc := range []Encoding{Decimal, Binary} {
+	for _, enc := range []Encoding{Decimal, Binary, Base32} {
 		data := enc.Append(nil, ids)
 		got, err := enc.Decode(nil, data)
 		if err != nil || fmt.Sprint(got) != fmt.Sprint(ids) {
@@ -58,20 +60,64 @@ func TestRequestEncoding(t *testing.T) {
 		{nil, Decimal},
 		{map[string][]string{EncodingHeader: {EncodingBinary}}, Binary},
 		{map[string][]string{"uid-encoding": {"BINARY"}}, Binary},
-		{map[string][]string{EncodingHeader: {"base64"}}, Decimal}, // unknown: the default
+		{map[string][]string{"UID-ENCODING": {" Base32 "}}, Base32},
 		{map[string][]string{EncodingHeader: {}}, Decimal},
+		{map[string][]string{EncodingHeader: {""}}, Decimal},
 	} {
-		if got := RequestEncoding(tc.h); got != tc.want {
-			t.Errorf("%v: %s, want %s", tc.h, got, tc.want)
+		if got, err := RequestEncoding(tc.h); got != tc.want || err != nil {
+			t.Errorf("%v: %s, %v; want %s", tc.h, got, err, tc.want)
 		}
 	}
-	for _, enc := range []Encoding{Decimal, Binary} {
+	for _, enc := range []Encoding{Decimal, Binary, Base32} {
 		h := map[string][]string{}
 		if v := enc.HeaderValue(); v != "" {
 			h[EncodingHeader] = []string{v}
 		}
-		if got := RequestEncoding(h); got != enc {
-			t.Errorf("the header of %s asks for %s", enc, got)
+		if got, err := RequestEncoding(h); got != enc || err != nil {
+			t.Errorf("the header of %s asks for %s, %v", enc, got, err)
 		}
+	}
+	// A misspelt value is an error naming the accepted ones, never text.
+	for _, v := range []string{"bin", "base64", "decimal", "text"} {
+		_, err := RequestEncoding(map[string][]string{EncodingHeader: {v}})
+		var ue *UnknownEncodingError
+		if !errors.As(err, &ue) || ue.Value != v || !strings.Contains(err.Error(), "binary or base32") {
+			t.Errorf("%q: %v, want an *UnknownEncodingError naming binary and base32", v, err)
+		}
+	}
+}
+
+func TestBase32(t *testing.T) {
+	for _, tc := range []struct {
+		id   uint64
+		text string
+	}{
+		{0, "0000000000000"},
+		{755486507050, "00000NZK82G1A"},
+		{math.MaxInt64, "7ZZZZZZZZZZZZ"},
+		{math.MaxUint64, "FZZZZZZZZZZZZ"},
+		{1<<53 - 1, "007ZZZZZZZZZZ"},
+	} {
+		if got := FormatBase32(tc.id); got != tc.text {
+			t.Errorf("FormatBase32(%d) = %s, want %s", tc.id, got, tc.text)
+		}
+		for _, in := range []string{tc.text, strings.ToLower(tc.text)} {
+			if got, err := ParseBase32(in); got != tc.id || err != nil {
+				t.Errorf("ParseBase32(%s) = %d, %v; want %d", in, got, err, tc.id)
+			}
+		}
+	}
+	// Crockford's readings of look-alikes.
+	if got, err := ParseBase32("0000000000ILO"); err != nil || got != 1<<10|1<<5 {
+		t.Errorf("I, L, O: %d, %v; want %d", got, err, 1<<10|1<<5)
+	}
+	for _, bad := range []string{"", "000000000000", "00000000000000", "000000000000U", "G000000000000", "0000-00000000", "000000000000\n"} {
+		if _, err := ParseBase32(bad); err == nil || !strings.Contains(err.Error(), "base32") {
+			t.Errorf("ParseBase32(%q): %v, want an error", bad, err)
+		}
+	}
+	ids := []uint64{1, 32, 755486507050}
+	if got := string(Base32.Append(nil, ids)); got != "0000000000001\n0000000000010\n00000NZK82G1A" {
+		t.Errorf("a base32 batch: %q", got)
 	}
 }

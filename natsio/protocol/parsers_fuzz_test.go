@@ -35,6 +35,54 @@ func FuzzDecodeDecimalIDs(f *testing.F) {
 	})
 }
 
+// FuzzBase32: every ID round-trips through its base32 form, and the forms
+// of two IDs compare as the IDs do (string order is numeric order).
+func FuzzBase32(f *testing.F) {
+	for _, p := range [][2]uint64{{0, 1}, {31, 32}, {1<<53 - 1, 1 << 53}, {1<<63 - 1, 1 << 63}, {1<<64 - 1, 0}} {
+		f.Add(p[0], p[1])
+	}
+	f.Fuzz(func(t *testing.T, a, b uint64) {
+		sa, sb := FormatBase32(a), FormatBase32(b)
+		if len(sa) != Base32Width {
+			t.Fatalf("%d: %q is not %d characters", a, sa, Base32Width)
+		}
+		for _, s := range []string{sa, strings.ToLower(sa)} {
+			if back, err := ParseBase32(s); back != a || err != nil {
+				t.Fatalf("%d: %q reads back as %d, %v", a, s, back, err)
+			}
+		}
+		if (a < b) != (sa < sb) || (a == b) != (sa == sb) {
+			t.Fatalf("%d vs %d: %q vs %q do not compare as the numbers", a, b, sa, sb)
+		}
+	})
+}
+
+// FuzzParseBase32: whatever ParseBase32 accepts is 13 characters whose
+// canonical form (upper case, I/L as 1, O as 0) is what FormatBase32
+// writes for the ID, and its errors stay short.
+func FuzzParseBase32(f *testing.F) {
+	for _, s := range []string{"0000000000000", "00000nzk82g1a", "FZZZZZZZZZZZZ", "G000000000000", "0000000000ILO", "000000000000U", "", "\xff\xfe"} {
+		f.Add(s)
+	}
+	canon := strings.NewReplacer("I", "1", "L", "1", "O", "0")
+	f.Fuzz(func(t *testing.T, s string) {
+		id, err := ParseBase32(s)
+		if err != nil {
+			if len(err.Error()) > 200 {
+				t.Fatalf("error of %d bytes", len(err.Error()))
+			}
+			return
+		}
+		if want := canon.Replace(strings.ToUpper(s)); FormatBase32(id) != want {
+			t.Fatalf("%q read as %d, whose form is %q, not %q", s, id, FormatBase32(id), want)
+		}
+		ids, err := Base32.Decode(nil, []byte(s+"\n"+s))
+		if err != nil || len(ids) != 2 || ids[0] != id || ids[1] != id {
+			t.Fatalf("%q twice as a batch: %v, %v", s, ids, err)
+		}
+	})
+}
+
 // FuzzErrorFromHeaders: the client's reading of the micro error
 // headers of a reply.
 func FuzzErrorFromHeaders(f *testing.F) {

@@ -27,12 +27,19 @@ const (
 	EndpointSeqNext  = "seq_next"
 	EndpointSeqBatch = "seq_batch"
 
-	// EncodingHeader selects the batch reply's Encoding (RequestEncoding
-	// reads it); absent or any other value means Decimal.
+	// EncodingHeader selects the reply's encoding (see Encoding); absent
+	// means newline-separated decimal, a value naming no encoding is a 400.
 	EncodingHeader = "Uid-Encoding"
-	// EncodingBinary is the header value of Binary: 8 bytes big-endian
-	// per ID.
+	// EncodingBinary packs each ID of a batch as 8 bytes big-endian.
 	EncodingBinary = "binary"
+	// EncodingBase32 writes each ID as 13 Crockford base32 characters
+	// (AppendBase32), newline-separated in a batch.
+	EncodingBase32 = "base32"
+
+	// LayoutHeader on a parse request names the layout to decode the ID
+	// with instead of the fleet's: a preset or T/W/S@epoch, as
+	// DISPENSER_LAYOUT takes it (uidcore.ParseLayout).
+	LayoutHeader = "Uid-Layout"
 
 	// RetryAfterHeader comes with the 503 of an instance at its capacity:
 	// the milliseconds after which it has IDs again (its next second).

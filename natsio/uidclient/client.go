@@ -200,6 +200,34 @@ func (c *Client) Parse(ctx context.Context, id uint64) (uidcore.Parts, error) {
 	return decodeParts(reply.Data)
 }
 
+// ParseWithLayout asks a dispenser to split id as UidGenerator's parseUID
+// would under layout, a preset ("jssafe", "uidgenerator", "default") or
+// "T/W/S@epoch" as DISPENSER_LAYOUT takes it, sent as the Uid-Layout
+// header: the call a service migrating off UidGenerator makes in place of
+// parseUID(). It returns the reply's fields as sent: an ID with the sign
+// bit set (a wrapped UidGenerator ID) has a negative UID and Wrapped set.
+// A layout the dispenser does not know is an ErrBadRequest naming it.
+func (c *Client) ParseWithLayout(ctx context.Context, id uint64, layout string) (uidcore.ParsedJSON, error) {
+	msg := &nats.Msg{Subject: c.subjParse, Data: strconv.AppendUint(nil, id, 10), Header: nats.Header{protocol.LayoutHeader: {layout}}}
+	reply, err := c.request(ctx, msg, c.subjParse)
+	if err != nil {
+		return uidcore.ParsedJSON{}, err
+	}
+	var j uidcore.ParsedJSON
+	if err := json.Unmarshal(reply.Data, &j); err != nil || j.UID == "" {
+		return uidcore.ParsedJSON{}, fmt.Errorf("uidclient: parse reply %s is not parseUID's JSON: %v", quote.Shorten(string(reply.Data), 120), err)
+	}
+	return j, nil
+}
+
+// ToBase32 is id in the dispenser's base32 form (Uid-Encoding: base32):
+// 13 upper-case Crockford characters, zero-padded, so that the strings
+// sort as the IDs.
+func ToBase32(id uint64) string { return protocol.FormatBase32(id) }
+
+// FromBase32 reads an ID in base32, in any case, I and L as 1, O as 0.
+func FromBase32(s string) (uint64, error) { return protocol.ParseBase32(s) }
+
 // decodeParts reads UidGenerator's parseUID JSON (all values strings, the
 // timestamp "yyyy-MM-dd HH:mm:ss" in UTC).
 func decodeParts(data []byte) (uidcore.Parts, error) {

@@ -2,6 +2,7 @@ package uidclient
 
 import (
 	"context"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel"
@@ -22,6 +23,11 @@ import (
 // instrumentationName names the client's tracer: its import path, as
 // OpenTelemetry scopes are named.
 const instrumentationName = "github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
+
+// sequenceKey names the sequence on a sequence request's span: the key of
+// telemetry/uidattr.Sequence, which the server's span carries too (the
+// client links nothing of the server side, so it spells the key itself).
+const sequenceKey = attribute.Key("uid.sequence")
 
 // messagingSystem is the messaging.system attribute's value.
 const messagingSystem = "nats"
@@ -69,9 +75,22 @@ func (t clientTelemetry) start(ctx context.Context, msg *nats.Msg, template stri
 	ctx, span := t.tracer.Start(ctx, s.name, trace.WithSpanKind(trace.SpanKindClient))
 	if span.IsRecording() {
 		span.SetAttributes(s.attrs...)
+		if name, ok := wildcardToken(template, msg.Subject); ok {
+			span.SetAttributes(sequenceKey.String(name))
+		}
 	}
 	injectTraceContext(ctx, msg)
 	return ctx, span
+}
+
+// wildcardToken is the token of subject in the place of template's "*"
+// (a sequence's name in uid.seq.*.next); false when template has none.
+func wildcardToken(template, subject string) (string, bool) {
+	i := strings.IndexByte(template, '*')
+	if i < 0 || len(subject) < len(template) {
+		return "", false
+	}
+	return subject[i : len(subject)-(len(template)-i-1)], true
 }
 
 // end ends a client span, recording err.

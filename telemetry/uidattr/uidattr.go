@@ -17,4 +17,10 @@ const (
 	Count = attribute.Key("uid.count")
 	// Reason is why the ring buffer refused a put or a take.
 	Reason = attribute.Key("uid.reject.reason")
+	// Region is the instance's region (DISPENSER_REGION), in a fleet
+	// across a supercluster.
+	Region = attribute.Key("uid.region")
+	// Sequence is the name of a named sequence (its requests' spans, its
+	// metrics).
+	Sequence = attribute.Key("uid.sequence")
 )

@@ -63,6 +63,7 @@ const (
 	mysqlLockWaitTimeout    = 1205
 	mysqlCommandDeniedToUse = 1227
 	mysqlSyntaxError        = 1064
+	mysqlDuplicateColumn    = 1060
 )
 
 func mysqlErrorNumber(err error) uint16 {
@@ -236,6 +237,9 @@ func (a *Assigner) Claim(ctx context.Context, layout uidcore.Layout) (uidcore.Cl
 		return nil, err
 	}
 	table := quoteIdent(a.cfg.WorkerNodeTable)
+	if err := a.checkNextWorkerNode(ctx, table, layout); err != nil {
+		return nil, err
+	}
 	var id int64
 	err := workerid.RetryStore(ctx, a.cfg.StoreStartupDeadline, a.log, "insert into "+a.cfg.WorkerNodeTable+" of "+a.storeName, func(ctx context.Context) error {
 		res, err := a.db.ExecContext(ctx, "INSERT INTO "+table+" (HOST_NAME, PORT, TYPE, LAUNCH_DATE, MODIFIED, CREATED) VALUES (?, ?, ?, CURDATE(), NOW(), NOW())",
@@ -255,6 +259,33 @@ func (a *Assigner) Claim(ctx context.Context, layout uidcore.Layout) (uidcore.Cl
 	}
 	a.log.Info("workerid: disposable worker ID", "worker_id", id, "store", a.storeName, "host", a.host.Name, "port", a.host.Port)
 	return claim, nil
+}
+
+// CheckRange implements workerid.RangeChecker: in disposable mode, a
+// WORKER_NODE whose next row is past the layout's worker range.
+func (a *Assigner) CheckRange(ctx context.Context, layout uidcore.Layout) error {
+	if a.leases != nil || layout.Validate() != nil {
+		return nil
+	}
+	return a.checkNextWorkerNode(ctx, quoteIdent(a.cfg.WorkerNodeTable), layout)
+}
+
+// checkNextWorkerNode refuses, without inserting, a claim whose row
+// would get an ID beyond the layout's worker range: the auto-increment
+// hands out at least MAX(ID)+1, so such a start would only burn a row
+// (each failed start used to). A table whose auto-increment is above
+// MAX(ID)+1 (deleted rows) is still caught after the insert. A failing
+// query is left to the insert, which retries and reports store errors.
+func (a *Assigner) checkNextWorkerNode(ctx context.Context, table string, layout uidcore.Layout) error {
+	var maxID sql.NullInt64
+	if err := a.db.QueryRowContext(ctx, "SELECT MAX(ID) FROM "+table).Scan(&maxID); err != nil || !maxID.Valid || maxID.Int64 < 0 {
+		return nil
+	}
+	if next := uint64(maxID.Int64) + 1; next > layout.MaxWorkerID() {
+		return &workerid.DisposableRangeError{Source: a.storeName + " table " + a.cfg.WorkerNodeTable, WorkerID: next, Layout: layout,
+			ModeVar: a.cfg.Name("WorkerMode"), Before: true}
+	}
+	return nil
 }
 
 // Close closes the database handle. Release leases first.
@@ -290,12 +321,15 @@ func (s *mysqlLeaseStore) Acquire(ctx context.Context, req workerid.LeaseRequest
 			return g, err
 		}
 		var next sql.NullInt64
-		err = s.db.QueryRowContext(ctx, "SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM "+s.table+" WHERE WORKER_ID = 0) THEN 0 ELSE "+
-			"(SELECT MIN(a.WORKER_ID) + 1 FROM "+s.table+" a LEFT JOIN "+s.table+" b ON b.WORKER_ID = a.WORKER_ID + 1 WHERE b.WORKER_ID IS NULL) END").Scan(&next)
+		// The lowest unused worker ID of the range: its first, or the one
+		// after the lowest row of the range whose successor has no row.
+		err = s.db.QueryRowContext(ctx, "SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM "+s.table+" WHERE WORKER_ID = ?) THEN ? ELSE "+
+			"(SELECT MIN(a.WORKER_ID) + 1 FROM "+s.table+" a LEFT JOIN "+s.table+" b ON b.WORKER_ID = a.WORKER_ID + 1 WHERE b.WORKER_ID IS NULL AND a.WORKER_ID >= ?) END",
+			req.MinWorkerID, req.MinWorkerID, req.MinWorkerID).Scan(&next)
 		if err != nil {
 			return workerid.Grant{}, err
 		}
-		if !next.Valid || next.Int64 < 0 || uint64(next.Int64) > req.MaxWorkerID {
+		if !next.Valid || next.Int64 < 0 || uint64(next.Int64) < req.MinWorkerID || uint64(next.Int64) > req.MaxWorkerID {
 			g, ok, err := s.recycle(ctx, req, false)
 			if retryableRace(err) {
 				continue
@@ -303,7 +337,7 @@ func (s *mysqlLeaseStore) Acquire(ctx context.Context, req workerid.LeaseRequest
 			if err != nil || ok {
 				return g, err
 			}
-			return workerid.Grant{}, fmt.Errorf("%w: every worker ID up to %d has a live lease", workerid.ErrWorkerIDsExhausted, req.MaxWorkerID)
+			return workerid.Grant{}, fmt.Errorf("%w: every worker ID from %d to %d has a live lease", workerid.ErrWorkerIDsExhausted, req.MinWorkerID, req.MaxWorkerID)
 		}
 		_, err = s.db.ExecContext(ctx, "INSERT INTO "+s.table+" (WORKER_ID, OWNER_TOKEN, LEASE_EXPIRY, RESERVED_SECOND, HOST_NAME, PORT, TYPE, CREATED, MODIFIED) "+
 			"VALUES (?, ?, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, 0, ?, ?, ?, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))",
@@ -327,7 +361,7 @@ func retryableRace(err error) bool {
 	return false
 }
 
-// recycle takes the lowest expired or released lease, with pastOnly only
+// recycle takes the lowest expired or released lease of the range, with pastOnly only
 // one reserved at most a second beyond the database's clock (what a
 // generator may run ahead anyway).
 func (s *mysqlLeaseStore) recycle(ctx context.Context, req workerid.LeaseRequest, pastOnly bool) (g workerid.Grant, ok bool, err error) {
@@ -342,8 +376,8 @@ func (s *mysqlLeaseStore) recycle(ctx context.Context, req workerid.LeaseRequest
 	}()
 	res, err := tx.ExecContext(ctx, "UPDATE "+s.table+" SET OWNER_TOKEN = ?, LEASE_EXPIRY = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, "+
 		"HOST_NAME = ?, PORT = ?, TYPE = ?, MODIFIED = UTC_TIMESTAMP(6) "+
-		"WHERE LEASE_EXPIRY < UTC_TIMESTAMP(6) AND WORKER_ID <= ? AND (? = 0 OR RESERVED_SECOND <= UNIX_TIMESTAMP() + 1) ORDER BY WORKER_ID LIMIT 1",
-		req.Token, req.TTL.Microseconds(), req.Host.Name, req.Host.Port, int(req.Host.Type), req.MaxWorkerID, pastOnly)
+		"WHERE LEASE_EXPIRY < UTC_TIMESTAMP(6) AND WORKER_ID BETWEEN ? AND ? AND (? = 0 OR RESERVED_SECOND <= UNIX_TIMESTAMP() + 1) ORDER BY WORKER_ID LIMIT 1",
+		req.Token, req.TTL.Microseconds(), req.Host.Name, req.Host.Port, int(req.Host.Type), req.MinWorkerID, req.MaxWorkerID, pastOnly)
 	if err != nil {
 		return workerid.Grant{}, false, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 
 	"github.com/uid-dispenser/uid-dispenser/workerid"
 )
@@ -14,14 +15,22 @@ func (a *Assigner) RecordFleet(ctx context.Context, f workerid.Fleet) (workerid.
 	table := quoteIdent(a.cfg.FleetTable)
 	var got workerid.Fleet
 	err := workerid.RetryStore(ctx, a.cfg.StoreStartupDeadline, a.log, "record the fleet in "+a.storeName, func(ctx context.Context) error {
-		_, err := a.db.ExecContext(ctx, "INSERT IGNORE INTO "+table+" (ID, GENERATION, LAYOUT, WORKER_MODE, SUBJECT_PREFIX, STARTS_AFTER, MODIFIED) "+
-			"VALUES (1, ?, ?, ?, ?, ?, UTC_TIMESTAMP(6))", f.Generation, f.Layout, string(f.WorkerMode), f.SubjectPrefix, f.StartsAfter)
+		regions, err := a.regionsColumn(ctx, f)
+		if err != nil {
+			return err
+		}
+		_, err = a.db.ExecContext(ctx, "INSERT IGNORE INTO "+table+" (ID, GENERATION, LAYOUT, WORKER_MODE, SUBJECT_PREFIX, STARTS_AFTER, "+regions+"MODIFIED) "+
+			"VALUES (1, ?, ?, ?, ?, ?, "+placeholder(regions)+"UTC_TIMESTAMP(6))", fleetArgs(f, regions)...)
 		if err != nil {
 			return a.classify(err, "record the fleet in table "+a.cfg.FleetTable)
 		}
 		var mode string
-		err = a.db.QueryRowContext(ctx, "SELECT GENERATION, LAYOUT, WORKER_MODE, SUBJECT_PREFIX, STARTS_AFTER FROM "+table+" WHERE ID = 1").
-			Scan(&got.Generation, &got.Layout, &mode, &got.SubjectPrefix, &got.StartsAfter)
+		dst := []any{&got.Generation, &got.Layout, &mode, &got.SubjectPrefix, &got.StartsAfter}
+		if regions != "" {
+			dst = append(dst, &got.Regions)
+		}
+		err = a.db.QueryRowContext(ctx, "SELECT GENERATION, LAYOUT, WORKER_MODE, SUBJECT_PREFIX, STARTS_AFTER"+strings.TrimSuffix(", "+regions, ", ")+" FROM "+table+" WHERE ID = 1").
+			Scan(dst...)
 		if err != nil {
 			return a.classify(err, "read the fleet from table "+a.cfg.FleetTable)
 		}
@@ -34,10 +43,17 @@ func (a *Assigner) RecordFleet(ctx context.Context, f workerid.Fleet) (workerid.
 // ReplaceFleet implements workerid.FleetStore: an UPDATE that matches only the
 // record read.
 func (a *Assigner) ReplaceFleet(ctx context.Context, old, next workerid.Fleet) error {
-	res, err := a.db.ExecContext(ctx, "UPDATE "+quoteIdent(a.cfg.FleetTable)+" SET GENERATION = ?, LAYOUT = ?, WORKER_MODE = ?, SUBJECT_PREFIX = ?, STARTS_AFTER = ?, MODIFIED = UTC_TIMESTAMP(6) "+
-		"WHERE ID = 1 AND GENERATION = ? AND LAYOUT = ? AND WORKER_MODE = ? AND SUBJECT_PREFIX = ? AND STARTS_AFTER = ?",
-		next.Generation, next.Layout, string(next.WorkerMode), next.SubjectPrefix, next.StartsAfter,
-		old.Generation, old.Layout, string(old.WorkerMode), old.SubjectPrefix, old.StartsAfter)
+	regions, err := a.regionsColumn(ctx, next)
+	if err != nil {
+		return err
+	}
+	set, where := "", ""
+	if regions != "" {
+		set, where = ", REGIONS = ?", " AND REGIONS = ?"
+	}
+	args := append(fleetArgs(next, regions), fleetArgs(old, regions)...)
+	res, err := a.db.ExecContext(ctx, "UPDATE "+quoteIdent(a.cfg.FleetTable)+" SET GENERATION = ?, LAYOUT = ?, WORKER_MODE = ?, SUBJECT_PREFIX = ?, STARTS_AFTER = ?"+set+", MODIFIED = UTC_TIMESTAMP(6) "+
+		"WHERE ID = 1 AND GENERATION = ? AND LAYOUT = ? AND WORKER_MODE = ? AND SUBJECT_PREFIX = ? AND STARTS_AFTER = ?"+where, args...)
 	if err != nil {
 		return a.classify(err, "replace the fleet in table "+a.cfg.FleetTable)
 	}
@@ -45,6 +61,50 @@ func (a *Assigner) ReplaceFleet(ctx context.Context, old, next workerid.Fleet) e
 		return fmt.Errorf("%w (table %s)", workerid.ErrFleetChanged, a.cfg.FleetTable)
 	}
 	return nil
+}
+
+// fleetArgs are f's values in the order the statements list the columns;
+// the map of regions only when the table has its column.
+func fleetArgs(f workerid.Fleet, regions string) []any {
+	args := []any{f.Generation, f.Layout, string(f.WorkerMode), f.SubjectPrefix, f.StartsAfter}
+	if regions != "" {
+		args = append(args, f.Regions)
+	}
+	return args
+}
+
+func placeholder(column string) string {
+	if column == "" {
+		return ""
+	}
+	return "?, "
+}
+
+// regionsColumn is "REGIONS, " when the fleet table has the REGIONS
+// column, and "" when it is a table made before regions existed, which
+// then holds a fleet without regions. Writing a map into such a table
+// adds the column first (CreateTables) or fails, naming the statement.
+func (a *Assigner) regionsColumn(ctx context.Context, f workerid.Fleet) (string, error) {
+	var n int
+	err := a.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = 'REGIONS'", a.cfg.FleetTable).Scan(&n)
+	if err != nil {
+		return "", a.classify(err, "look up the columns of table "+a.cfg.FleetTable)
+	}
+	if n > 0 {
+		return "REGIONS, ", nil
+	}
+	if f.Regions == "" {
+		return "", nil
+	}
+	alter := "ALTER TABLE " + quoteIdent(a.cfg.FleetTable) + " ADD COLUMN REGIONS VARCHAR(1024) NOT NULL DEFAULT '' AFTER STARTS_AFTER"
+	if !a.cfg.CreateTables {
+		return "", workerid.Permanent(fmt.Errorf("workerid: table %s has no REGIONS column for the map of regions: run %s (workerid/mysqlstore/schema.sql), or set %s=true", a.cfg.FleetTable, alter, a.cfg.Name("CreateTables")))
+	}
+	if _, err := a.db.ExecContext(ctx, alter); err != nil && mysqlErrorNumber(err) != mysqlDuplicateColumn {
+		return "", a.classify(err, "add the REGIONS column to table "+a.cfg.FleetTable)
+	}
+	a.log.Info("workerid: added the REGIONS column to the fleet table", "table", a.cfg.FleetTable)
+	return "REGIONS, ", nil
 }
 
 // workerid.LeaseHorizon implements workerid.FleetStore from the lease table, whichever the

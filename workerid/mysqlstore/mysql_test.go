@@ -234,7 +234,7 @@ func TestMySQLSchema(t *testing.T) {
 	}
 	// The fleet record sits beside UidGenerator's table, which it leaves
 	// as it is (checked above).
-	const fleet = "ID tinyint(4) NO, GENERATION int(11) NO, LAYOUT varchar(64) NO, WORKER_MODE varchar(16) NO, SUBJECT_PREFIX varchar(255) NO, STARTS_AFTER bigint(20) NO, MODIFIED datetime(6) NO"
+	const fleet = "ID tinyint(4) NO, GENERATION int(11) NO, LAYOUT varchar(64) NO, WORKER_MODE varchar(16) NO, SUBJECT_PREFIX varchar(255) NO, STARTS_AFTER bigint(20) NO, REGIONS varchar(1024) NO, MODIFIED datetime(6) NO"
 	if got := columns("UID_FLEET"); got != fleet {
 		t.Errorf("UID_FLEET columns:\n got %s\nwant %s", got, fleet)
 	}
@@ -254,6 +254,45 @@ func TestMySQLSchema(t *testing.T) {
 	}
 	if got := columns("WORKER_LEASE"); got != columns("uid_leases") {
 		t.Errorf("schema.sql WORKER_LEASE columns %s differ from the created table's", got)
+	}
+}
+
+// A fleet table made before regions existed (no REGIONS column) keeps
+// working for a fleet without regions, and gets the column from the
+// first instance that records a map; without CreateTables that instance
+// fails, naming the statement to run.
+func TestMySQLFleetTableBeforeRegions(t *testing.T) {
+	dsn := testenv.MySQL(t)
+	db := openDB(t, dsn)
+	if _, err := db.Exec("CREATE TABLE old_fleet (ID TINYINT NOT NULL, GENERATION INT NOT NULL, LAYOUT VARCHAR(64) NOT NULL, WORKER_MODE VARCHAR(16) NOT NULL, " +
+		"SUBJECT_PREFIX VARCHAR(255) NOT NULL, STARTS_AFTER BIGINT NOT NULL, MODIFIED DATETIME(6) NOT NULL, PRIMARY KEY (ID))"); err != nil {
+		t.Fatal(err)
+	}
+	cfg := workerid.DefaultConfig()
+	cfg.MySQLDSN, cfg.FleetTable, cfg.CreateTables = dsn, "old_fleet", false
+	if _, err := db.Exec("CREATE TABLE IF NOT EXISTS WORKER_LEASE (WORKER_ID BIGINT NOT NULL PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	plain := workerid.Fleet{Generation: 1, Layout: uidcore.DefaultLayout().String(), WorkerMode: workerid.ModeLeased, SubjectPrefix: "uid"}
+	got, err := newMySQLAssigner(t, cfg).RecordFleet(ctx, plain)
+	if err != nil || got != plain {
+		t.Fatalf("a fleet without regions on the old table: %+v, %v", got, err)
+	}
+	withMap := plain
+	withMap.Regions = "east=0-511,west=512-1023"
+	err = newMySQLAssigner(t, cfg).ReplaceFleet(ctx, plain, withMap)
+	if err == nil || !strings.Contains(err.Error(), "ALTER TABLE `old_fleet` ADD COLUMN REGIONS") {
+		t.Fatalf("a map on the old table without CreateTables: %v, want the ALTER TABLE to run", err)
+	}
+	cfg.CreateTables = true
+	a := newMySQLAssigner(t, cfg)
+	if err := a.ReplaceFleet(ctx, plain, withMap); err != nil {
+		t.Fatalf("a map on the old table with CreateTables: %v", err)
+	}
+	if got, err := a.RecordFleet(ctx, plain); err != nil || got != withMap {
+		t.Fatalf("the old table now holds %+v, %v; want %+v", got, err, withMap)
 	}
 }
 
@@ -491,5 +530,70 @@ func TestLeaseLogsSecondsWithTimes(t *testing.T) {
 	after := fmt.Sprintf("after=%d after_time=%s", used, time.Unix(used, 0).UTC().Format(time.RFC3339))
 	if !strings.Contains(out, after) || !strings.Contains(out, "reserved_time=20") {
 		t.Fatalf("claim log lacks %q or reserved_time:\n%s", after, out)
+	}
+}
+
+// TestWorkerNodePastTheLayoutsRange: a WORKER_NODE table whose IDs have
+// passed the layout's worker range refuses a disposable start before the
+// insert (no row burnt, the message is the disposable one), and a layout
+// with UidGenerator's worker and sequence widths and a later epoch shares
+// the table: its worker ID is a fresh row, a worker field no old ID has.
+func TestWorkerNodePastTheLayoutsRange(t *testing.T) {
+	dsn := testenv.MySQL(t)
+	db := openDB(t, dsn)
+	for _, q := range []string{
+		`CREATE TABLE WORKER_NODE (ID BIGINT NOT NULL AUTO_INCREMENT, HOST_NAME VARCHAR(64) NOT NULL, PORT VARCHAR(64) NOT NULL,
+			TYPE INT NOT NULL, LAUNCH_DATE DATE NOT NULL, MODIFIED TIMESTAMP NOT NULL, CREATED TIMESTAMP NOT NULL, PRIMARY KEY(ID)) ENGINE=InnoDB`,
+		`INSERT INTO WORKER_NODE (ID, HOST_NAME, PORT, TYPE, LAUNCH_DATE, MODIFIED, CREATED) VALUES (5000, '10.0.0.1', '1700000000000-12345', 2, CURDATE(), NOW(), NOW())`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	rows := func() (n, maxID int64) {
+		t.Helper()
+		if err := db.QueryRow("SELECT COUNT(*), MAX(ID) FROM WORKER_NODE").Scan(&n, &maxID); err != nil {
+			t.Fatal(err)
+		}
+		return n, maxID
+	}
+	cfg := workerid.DefaultConfig()
+	cfg.MySQLDSN = dsn
+	cfg.WorkerMode = workerid.ModeDisposable
+	a := newMySQLAssigner(t, cfg)
+	for range 3 {
+		_, err := a.Claim(context.Background(), uidcore.DefaultLayout())
+		var re *workerid.DisposableRangeError
+		if !errors.As(err, &re) || !re.Before || re.WorkerID != 5001 || !errors.Is(err, workerid.ErrWorkerIDsExhausted) || !errors.Is(err, uidcore.ErrWorkerRange) {
+			t.Fatalf("claim past the range: %v, want a *DisposableRangeError before the insert", err)
+		}
+		if msg := err.Error(); strings.Contains(msg, "no free worker ID") || !strings.Contains(msg, "nothing taken") || !strings.Contains(msg, "28/22/13@") {
+			t.Errorf("message %q", msg)
+		}
+	}
+	if n, maxID := rows(); n != 1 || maxID != 5000 {
+		t.Fatalf("refused starts left %d rows up to %d: a row was burnt", n, maxID)
+	}
+
+	later, err := uidcore.ParseLayout("28/22/13@2026-01-01T00:00:00Z")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := claimOK(t, a, later)
+	if c.WorkerID() != 5001 {
+		t.Fatalf("worker ID %d, want 5001 (the next row)", c.WorkerID())
+	}
+	// Every new ID's worker field is the fresh row; every old ID's is a
+	// row up to 5000, wrapped ones included (the overflow runs into the
+	// sign, above the worker field).
+	id, err := later.Compose(time.Now().Unix(), c.WorkerID(), 77)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := uidcore.UidGeneratorLayout().ParseUID(id).WorkerID; w != "5001" {
+		t.Fatalf("a new ID read as UidGenerator's has worker %s, want 5001", w)
+	}
+	if n, _ := rows(); n != 2 {
+		t.Fatalf("%d rows, want 2", n)
 	}
 }

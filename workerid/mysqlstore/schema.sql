@@ -40,7 +40,10 @@ CREATE TABLE IF NOT EXISTS `WORKER_LEASE` (
 
 -- Both modes: the fleet's identity, one row (ID 1) written by the first
 -- instance on the store and compared by every later one: the layout (bits
--- and epoch), the worker mode and the subject prefix. Instances that
+-- and epoch), the worker mode, the subject prefix and the map of regions
+-- (REGIONS; a table made before it gets the column from the first
+-- instance with DISPENSER_REGIONS, or by hand:
+-- ALTER TABLE UID_FLEET ADD COLUMN REGIONS VARCHAR(1024) NOT NULL DEFAULT ''). Instances that
 -- differ refuse to start. GENERATION grows when the fleet moves to a new
 -- layout (dispenser -new-generation); STARTS_AFTER is the unix second after
 -- which that generation's IDs exceed every ID of the one before.
@@ -51,6 +54,7 @@ CREATE TABLE IF NOT EXISTS `UID_FLEET` (
   WORKER_MODE    VARCHAR(16)  NOT NULL COMMENT 'leased or disposable',
   SUBJECT_PREFIX VARCHAR(255) NOT NULL COMMENT 'subjects <prefix>.next, .batch, .parse',
   STARTS_AFTER   BIGINT       NOT NULL COMMENT 'unix second; the generation issues IDs only for later ones',
+  REGIONS        VARCHAR(1024) NOT NULL DEFAULT '' COMMENT 'map of regions to worker-ID ranges, empty without regions',
   MODIFIED       DATETIME(6)  NOT NULL COMMENT 'UTC, when the generation was recorded',
   PRIMARY KEY (ID)
 ) ENGINE = InnoDB COMMENT = 'uid-dispenser fleet identity';

@@ -20,6 +20,7 @@ func runFleet(t *testing.T, newStore func(t *testing.T) Store) {
 		"ReplaceIsCompareAndSet": testReplaceFleetIsCompareAndSet,
 		"LeaseHorizon":           testLeaseHorizon,
 		"RevokeLeases":           testRevokeLeases,
+		"Regions":                testFleetRegions,
 	} {
 		t.Run("fleet/"+name, func(t *testing.T) {
 			t.Parallel()
@@ -222,5 +223,36 @@ func testRevokeLeases(t *testing.T, s Store) {
 		if l.WorkerID() == next.WorkerID() && next.After() < l.Status().Reserved {
 			t.Fatalf("worker %d: the next owner starts after %d, the revoked lease had reserved %d", next.WorkerID(), next.After(), l.Status().Reserved)
 		}
+	}
+}
+
+// The map of regions is part of the record: it reads back as written, a
+// later instance with another map reads the first one, and a replacement
+// matches the map too (a record with another map is ErrFleetChanged).
+func testFleetRegions(t *testing.T, s Store) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	a, b := fleetStore(t, s, workerid.ModeLeased), fleetStore(t, s, workerid.ModeLeased)
+	f := testFleet(SmallLayout(), workerid.ModeLeased, "uid")
+	f.Regions = twoRegions
+	got, err := a.RecordFleet(ctx, f)
+	if err != nil || got != f {
+		t.Fatalf("recorded %+v, read %+v, %v", f, got, err)
+	}
+	other := f
+	other.Regions = "east=0-1,west=2-7"
+	if got, err := b.RecordFleet(ctx, other); err != nil || got.Regions != twoRegions {
+		t.Fatalf("a later instance with another map read %+v, %v; want the first map", got, err)
+	}
+	if err := b.ReplaceFleet(ctx, other, f); !errors.Is(err, workerid.ErrFleetChanged) {
+		t.Fatalf("replacing a record of another map: %v, want ErrFleetChanged", err)
+	}
+	added := f
+	added.Regions = twoRegions + ",north=8-9"
+	if err := b.ReplaceFleet(ctx, f, added); err != nil {
+		t.Fatalf("replacing the record with an extended map: %v", err)
+	}
+	if got, err := a.RecordFleet(ctx, f); err != nil || got != added {
+		t.Fatalf("after the replacement the store holds %+v, %v; want %+v", got, err, added)
 	}
 }

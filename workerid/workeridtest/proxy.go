@@ -1,21 +1,26 @@
 // Package workeridtest holds what the tests of every worker-ID store
 // share: the conformance suite of the two modes (Run) and a TCP proxy that
-// cuts a store's connections on demand to simulate losing the store.
+// cuts a store's connections on demand to simulate losing the store (or
+// a gateway between two NATS clusters), and can delay them like a WAN.
 package workeridtest
 
 import (
 	"fmt"
-	"io"
 	"net"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // Proxy forwards TCP connections from a loopback port to a target address
-// until Cut, and again after Restore.
+// until Cut, and again after Restore; SetDelay holds back what it
+// forwards, each way, like a WAN link.
 type Proxy struct {
 	ln     net.Listener
 	target string
+	delay  atomic.Int64 // nanoseconds each way
 
 	mu    sync.Mutex
 	cut   bool
@@ -61,6 +66,10 @@ func (p *Proxy) Cut() {
 		c.Close()
 	}
 }
+
+// SetDelay delays everything forwarded from now on by d in each
+// direction (0: none), keeping its order.
+func (p *Proxy) SetDelay(d time.Duration) { p.delay.Store(int64(d)) }
 
 // Restore forwards new connections again.
 func (p *Proxy) Restore() {
@@ -112,10 +121,44 @@ func (p *Proxy) accept() {
 	}
 }
 
-// pipe copies one direction; when it ends both sides are closed.
+// pipe copies one direction, each chunk SetDelay's delay after it was
+// read; when it ends both sides are closed.
 func (p *Proxy) pipe(dst, src net.Conn) {
 	defer p.wg.Done()
-	_, _ = io.Copy(dst, src)
+	type chunk struct {
+		b   []byte
+		due time.Time
+	}
+	chunks := make(chan chunk, 256)
+	written := make(chan struct{})
+	go func() {
+		defer close(written)
+		failed := false
+		for c := range chunks {
+			if failed {
+				continue // drain, so the reader never blocks
+			}
+			if wait := time.Until(c.due); wait > 0 {
+				time.Sleep(wait) // the link's latency, not a test's wait
+			}
+			if _, err := dst.Write(c.b); err != nil {
+				failed = true
+				src.Close() // stops the reader
+			}
+		}
+	}()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			chunks <- chunk{slices.Clone(buf[:n]), time.Now().Add(time.Duration(p.delay.Load()))}
+		}
+		if err != nil {
+			break
+		}
+	}
+	close(chunks)
+	<-written
 	dst.Close()
 	src.Close()
 	p.mu.Lock()

@@ -60,6 +60,8 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		"ZombieOwner":          testZombieOwner,
 		"StoreOutage":          testStoreOutage,
 		"ReserveOnDemand":      testReserveOnDemand,
+		"RegionsConcurrent":    testRegionsConcurrentClaimers,
+		"RegionsLanes":         testRegionsLanes,
 	}
 	for name, test := range leased {
 		t.Run("leased/"+name, func(t *testing.T) {

@@ -4,7 +4,7 @@
 
 import { headers as newHeaders } from "@nats-io/nats-core";
 import type { Msg, MsgHdrs, NatsConnection } from "@nats-io/nats-core";
-import { decodeBinary, idAs, parseDecimal, quote, type IdKind, type IdTypes } from "./codec.js";
+import { decodeBinary, decodeDecimalLines, fromBase32, idAs, parseDecimal, quote, type IdKind, type IdTypes } from "./codec.js";
 import {
   BadRequestError,
   GaveUpError,
@@ -17,7 +17,9 @@ import {
   BINARY_ID_WIDTH,
   CODE_BAD_REQUEST,
   DEFAULT_SUBJECT_PREFIX,
+  ENCODING_BASE32,
   ENCODING_BINARY,
+  ENCODING_DECIMAL,
   ENCODING_HEADER,
   INSTANCE_HEADER,
   LAYOUT_HEADER,
@@ -55,6 +57,19 @@ export interface CallOptions {
   timeoutMs?: number;
   /** Or at this instant (a Date or epoch ms). The earlier of the two counts. */
   deadline?: Date | number;
+}
+
+/**
+ * The encoding on the wire (Uid-Encoding), which changes nothing of what
+ * a call returns: `binary` (8 bytes per ID, the batch default), `base32`
+ * (13 Crockford characters per ID, newline-separated) or `decimal` (the
+ * next default). On next and seqNext binary is answered as decimal.
+ */
+export type WireEncoding = "decimal" | "binary" | "base32";
+
+/** Options of the calls that hand out IDs or numbers. */
+export interface WireOptions extends CallOptions {
+  encoding?: WireEncoding;
 }
 
 /** Options of parse. */
@@ -138,37 +153,39 @@ export class UidClient<K extends IdKind = "string"> {
     this.#timeoutMs = positive(opts.timeoutMs, 5000);
   }
 
-  /** One new ID. */
-  async next(opts: CallOptions = {}): Promise<IdTypes[K]> {
+  /** One new ID (decimal on the wire unless opts.encoding says base32). */
+  async next(opts: WireOptions = {}): Promise<IdTypes[K]> {
     const s = subject(this.#prefix, "next");
-    return this.#as(one(await this.#request(s, undefined, undefined, opts), s));
+    const enc = opts.encoding ?? ENCODING_DECIMAL;
+    return this.#as(one(await this.#request(s, undefined, wireHeaders(enc), opts), s, enc));
   }
 
-  /** n new IDs, increasing, in one request (binary on the wire). */
-  async batch(n: number, opts: CallOptions = {}): Promise<IdTypes[K][]> {
+  /** n new IDs, increasing, in one request (binary on the wire unless opts.encoding says otherwise). */
+  async batch(n: number, opts: WireOptions = {}): Promise<IdTypes[K][]> {
     const ids = await this.#batch(subject(this.#prefix, "batch"), n, opts);
     return ids.value;
   }
 
   /** The next number of the sequence name; UnknownSequenceError when it was declared nowhere. */
-  async seqNext(name: string, opts: CallOptions = {}): Promise<IdTypes[K]> {
+  async seqNext(name: string, opts: WireOptions = {}): Promise<IdTypes[K]> {
     return (await this.seqNextFrom(name, opts)).value;
   }
 
   /** seqNext with the instance that answered. */
-  async seqNextFrom(name: string, opts: CallOptions = {}): Promise<FromInstance<IdTypes[K]>> {
+  async seqNextFrom(name: string, opts: WireOptions = {}): Promise<FromInstance<IdTypes[K]>> {
     const s = seqSubject(this.#prefix, checkSeqName(name, this.#prefix), "next");
-    const reply = await this.#request(s, undefined, undefined, opts);
-    return { value: this.#as(one(reply, s)), instance: header(reply.headers, INSTANCE_HEADER) };
+    const enc = opts.encoding ?? ENCODING_DECIMAL;
+    const reply = await this.#request(s, undefined, wireHeaders(enc), opts);
+    return { value: this.#as(one(reply, s, enc)), instance: header(reply.headers, INSTANCE_HEADER) };
   }
 
   /** The next n numbers of the sequence name, increasing, in one request. */
-  async seqBatch(name: string, n: number, opts: CallOptions = {}): Promise<IdTypes[K][]> {
+  async seqBatch(name: string, n: number, opts: WireOptions = {}): Promise<IdTypes[K][]> {
     return (await this.seqBatchFrom(name, n, opts)).value;
   }
 
   /** seqBatch with the instance that answered. */
-  async seqBatchFrom(name: string, n: number, opts: CallOptions = {}): Promise<FromInstance<IdTypes[K][]>> {
+  async seqBatchFrom(name: string, n: number, opts: WireOptions = {}): Promise<FromInstance<IdTypes[K][]>> {
     return this.#batch(seqSubject(this.#prefix, checkSeqName(name, this.#prefix), "batch"), n, opts);
   }
 
@@ -193,17 +210,25 @@ export class UidClient<K extends IdKind = "string"> {
     return { ...this.#stats };
   }
 
-  async #batch(s: string, n: number, opts: CallOptions): Promise<FromInstance<IdTypes[K][]>> {
+  async #batch(s: string, n: number, opts: WireOptions): Promise<FromInstance<IdTypes[K][]>> {
     if (!Number.isSafeInteger(n) || n < 1) {
       throw new BadRequestError(s, CODE_BAD_REQUEST, `count ${n}: ask for at least 1 ID`);
     }
-    const h = newHeaders();
-    h.set(ENCODING_HEADER, ENCODING_BINARY);
-    const reply = await this.#request(s, String(n), h, opts);
-    if (reply.data.length !== n * BINARY_ID_WIDTH) {
-      throw new ProtocolError(`${s}: asked for ${n} IDs, the reply holds ${reply.data.length} bytes`);
+    const enc = opts.encoding ?? ENCODING_BINARY;
+    const reply = await this.#request(s, String(n), wireHeaders(enc), opts);
+    let ids: bigint[];
+    if (enc === ENCODING_BINARY) {
+      if (reply.data.length !== n * BINARY_ID_WIDTH) {
+        throw new ProtocolError(`${s}: asked for ${n} IDs, the reply holds ${reply.data.length} bytes`);
+      }
+      ids = decodeBinary(reply.data);
+    } else {
+      const text = new TextDecoder().decode(reply.data);
+      ids = enc === ENCODING_BASE32 ? decodeBase32Lines(text, s) : decodeDecimalLines(text);
+      if (ids.length !== n) {
+        throw new ProtocolError(`${s}: asked for ${n} IDs, the reply holds ${ids.length}`);
+      }
     }
-    const ids = decodeBinary(reply.data);
     return { value: ids.map((id) => this.#as(id)), instance: header(reply.headers, INSTANCE_HEADER) };
   }
 
@@ -394,8 +419,31 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void | typeof a
 }
 
 /** The one decimal number in a reply. */
-function one(reply: Msg, s: string): bigint {
-  return parseDecimal(new TextDecoder().decode(reply.data), `${s}: reply`);
+function one(reply: Msg, s: string, enc: WireEncoding): bigint {
+  const text = new TextDecoder().decode(reply.data);
+  return enc === ENCODING_BASE32 ? decodeBase32Lines(text, s)[0]! : parseDecimal(text, `${s}: reply`);
+}
+
+/** The headers that ask for enc (none for decimal); any other value is refused here, not sent. */
+function wireHeaders(enc: WireEncoding): MsgHdrs | undefined {
+  if (enc === ENCODING_DECIMAL) {
+    return undefined;
+  }
+  if (enc !== ENCODING_BINARY && enc !== ENCODING_BASE32) {
+    throw new TypeError(`encoding must be "decimal", "binary" or "base32", not ${JSON.stringify(enc)}`);
+  }
+  const h = newHeaders();
+  h.set(ENCODING_HEADER, enc);
+  return h;
+}
+
+/** The IDs of a base32 reply: 13-character lines. */
+function decodeBase32Lines(text: string, s: string): bigint[] {
+  try {
+    return text === "" ? [] : text.split("\n").map((line) => fromBase32(line));
+  } catch (e) {
+    throw new ProtocolError(`${s}: reply ${quote(text, 60)} is not base32 IDs`, { cause: e });
+  }
 }
 
 function checkSeqName(name: string, prefix: string): string {

@@ -3,7 +3,7 @@
 // bigints), never numbers: JavaScript numbers are exact only to 2^53 − 1.
 
 export { UidClient } from "./client.js";
-export type { CallOptions, ClientOptions, ClientStats, FromInstance, ParsedJSON, ParseOptions, Parts } from "./client.js";
+export type { CallOptions, ClientOptions, ClientStats, FromInstance, ParsedJSON, ParseOptions, Parts, WireEncoding, WireOptions } from "./client.js";
 export { Prefetcher } from "./prefetch.js";
 export type { PrefetchOptions } from "./prefetch.js";
 export {

@@ -12,15 +12,17 @@ export const ENCODING_HEADER = "Uid-Encoding";
 /** 8 bytes big-endian per ID: the compact form this client asks for. */
 export const ENCODING_BINARY = "binary";
 /**
- * Crockford base32, 13 characters per ID, newline-separated (issue 20;
- * the server accepts it once that lands). The client decodes it with
- * fromBase32 but asks for binary, which is smaller.
+ * Crockford base32, 13 characters per ID, newline-separated: text that
+ * sorts as the numbers. The client asks for it when a call's encoding
+ * option says so; batches default to binary, which is smaller.
  */
 export const ENCODING_BASE32 = "base32";
+/** Decimal needs no header: the name this client gives the default. */
+export const ENCODING_DECIMAL = "decimal";
 /**
  * On uid.parse: the layout to decode the ID with (a preset name such as
  * `uidgenerator`, or `T/W/S@epoch` as DISPENSER_LAYOUT takes it) instead
- * of the fleet's. Servers without it ignore the header.
+ * of the fleet's. A value that is no layout is a 400 naming it.
  */
 export const LAYOUT_HEADER = "Uid-Layout";
 /** With the 503 of an instance at its capacity: when it has IDs again. */

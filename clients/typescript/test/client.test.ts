@@ -11,6 +11,7 @@ import {
   LAYOUT_HEADER,
   Prefetcher,
   PrefetcherClosedError,
+  toBase32,
   UidClient,
   UnknownSequenceError,
 } from "../src/index.js";
@@ -79,6 +80,39 @@ describe("IDs", () => {
     const q = await b.parse(BigInt(id));
     assert.equal(q.id, BigInt(id));
     assert.deepEqual(q.json, p.json);
+  });
+
+  test("every wire encoding gives the same kind of IDs, increasing and distinct", async () => {
+    const c = new UidClient(nc, { subjectPrefix: prefix, ids: "bigint" });
+    const seen = new Set<bigint>();
+    let last = 0n;
+    const take = (ids: bigint[]) => {
+      for (const id of ids) {
+        assert.ok(id > last, `${id} after ${last}`);
+        assert.ok(!seen.has(id), `${id} twice`);
+        seen.add(id);
+        last = id;
+      }
+    };
+    for (const encoding of ["decimal", "base32"] as const) {
+      take([await c.next({ encoding })]);
+    }
+    for (const encoding of ["binary", "base32", "decimal"] as const) {
+      take(await c.batch(500, { encoding }));
+    }
+    assert.equal(seen.size, 1502);
+    // Base32 on the wire reaches the caller as the same numbers as binary.
+    const s = await c.seqNextFrom("invoices", { encoding: "base32" });
+    const more = await c.seqBatch("invoices", 3, { encoding: "base32" });
+    assert.deepEqual(more, [1n, 2n, 3n].map((d) => s.value + d));
+    await assert.rejects(c.next({ encoding: "bin" as "binary" }), TypeError);
+  });
+
+  test("parse takes a base32 ID as the server reads it", async () => {
+    const c = new UidClient(nc, { subjectPrefix: prefix });
+    const id = await c.next();
+    const p = await c.parse(toBase32(id).toLowerCase());
+    assert.equal(p.id, id);
   });
 
   test("sequences: next and batch, increasing, with the instance", async () => {

@@ -1,0 +1,120 @@
+package dispenser
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/uid-dispenser/uid-dispenser/workerid"
+)
+
+// checkRegions validates DISPENSER_REGION and DISPENSER_REGIONS against
+// the layout and the lanes; the rules of the map itself are workerid's
+// (Config.Validate).
+func (c Config) checkRegions() error {
+	if c.Regions.IsZero() {
+		return nil
+	}
+	if err := c.Regions.CheckLayout(c.Layout()); err != nil {
+		return &ConfigError{Var: EnvPrefix + "_REGIONS", Reason: err.Error()}
+	}
+	span, err := c.Regions.Range(c.Region)
+	if err != nil {
+		return &ConfigError{Var: EnvPrefix + "_REGION", Reason: err.Error()}
+	}
+	if uint64(c.MaxLanes) > span.Len() {
+		return &ConfigError{Var: EnvPrefix + "_MAX_LANES", Reason: fmt.Sprintf("%d is more than the %d worker IDs of region %s (%s)", c.MaxLanes, span.Len(), c.Region, span)}
+	}
+	return nil
+}
+
+// describeRegions is a map of regions for a message: "(none)" for a
+// fleet without regions.
+func describeRegions(m string) string {
+	if m == "" {
+		return "(none)"
+	}
+	return m
+}
+
+// extendRegions records this instance's map in place of the store's
+// when it only adds regions to it (workerid.Regions.Extends): a region
+// added later needs no new generation. It returns the record the store
+// holds afterwards; a map that does not extend the store's is left to
+// checkFleet to refuse.
+func (d *Dispenser) extendRegions(ctx context.Context, fs workerid.FleetStore, stored workerid.Fleet) (workerid.Fleet, error) {
+	old, err := workerid.ParseRegions(stored.Regions)
+	if err != nil || stored.Regions == d.cfg.Regions.String() || !d.cfg.Regions.Extends(old) {
+		return stored, nil // an unreadable stored map is checkFleet's to refuse
+	}
+	next := stored
+	next.Regions = d.cfg.Regions.String()
+	if err := fs.ReplaceFleet(ctx, stored, next); err != nil {
+		return workerid.Fleet{}, fmt.Errorf("dispenser: record the map of regions %s in place of %s: %w", next.Regions, stored.Regions, err)
+	}
+	d.log.Info("recorded regions added to the fleet's map", "regions", next.Regions, "previous_regions", stored.Regions, "generation", stored.Generation)
+	return next, nil
+}
+
+// regionOf names the region of a worker ID for parse replies; nil
+// without regions.
+func (c Config) regionOf() func(uint64) (string, bool) {
+	if c.Regions.IsZero() {
+		return nil
+	}
+	return c.Regions.Of
+}
+
+// otherRegionTimeout bounds the read of another region's fleet record: a
+// region cut off must not hold up the start of this one for long.
+const otherRegionTimeout = 2 * time.Second
+
+// checkOtherRegions compares the fleet records of the other regions'
+// stores that this instance reaches (through the gateways, on KV) with
+// its configuration: a mismatch is a *ConfigError like one in its own
+// store. A region it cannot read is logged and skipped, since a region
+// must start while another is down.
+func (d *Dispenser) checkOtherRegions(ctx context.Context, fs workerid.FleetStore) error {
+	reader, ok := fs.(workerid.RegionFleetReader)
+	if !ok || d.cfg.Regions.IsZero() {
+		return nil
+	}
+	for _, r := range d.cfg.Regions.List() {
+		if r.Name == d.cfg.Region {
+			continue
+		}
+		rctx, cancel := context.WithTimeout(ctx, otherRegionTimeout)
+		f, found, err := reader.RegionFleet(rctx, r.Name)
+		cancel()
+		switch {
+		case err != nil:
+			d.log.Warn("could not read the fleet record of another region: not compared", "region", r.Name, "error", err)
+		case !found:
+			d.log.Info("another region has no fleet record yet", "region", r.Name)
+		default:
+			if err := d.cfg.compareFleet(f, "region "+r.Name+"'s store", true); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// regionsExtendOneAnother says whether the map stored and this
+// instance's are equal or one only adds regions to the other.
+func (c Config) regionsExtendOneAnother(stored string) bool {
+	m, err := workerid.ParseRegions(stored)
+	if err != nil {
+		return false
+	}
+	return m.String() == c.Regions.String() || m.Extends(c.Regions) || c.Regions.Extends(m)
+}
+
+// blocksRegion is the region whose blocks stream this instance
+// publishes to: with regions, its own (a stream per region).
+func (c Config) blocksRegion() string {
+	if c.Regions.IsZero() {
+		return ""
+	}
+	return c.Region
+}

@@ -1,0 +1,131 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/uid-dispenser/uid-dispenser/telemetry/uidattr"
+)
+
+// SequenceKey labels the sequence metrics with the sequence's name.
+const SequenceKey = uidattr.Sequence
+
+// BlockStats is what a block publisher reports for its metrics (the
+// dispenser copies natsio.BlockPublisherStats into it: telemetry does not
+// depend on natsio).
+type BlockStats struct {
+	Depth     uint64 // blocks in the stream at the publisher's last check
+	Published uint64 // blocks stored
+	Refused   uint64 // blocks the full stream refused (the normal stop signal)
+	Pressure  uint64 // blocks refused because JetStream had no room
+	Failed    uint64 // blocks given up after errors
+}
+
+// SequenceStats is one named sequence's state for its metrics (the
+// dispenser copies sequence.Stats into it).
+type SequenceStats struct {
+	Name     string
+	Left     uint64 // numbers left in the current segment
+	Held     uint64 // numbers left in every segment held
+	Segments uint64 // segments taken from the store
+	Waits    uint64 // requests that waited for a segment from the store
+}
+
+// ComponentsConfig says what ObserveComponents reads; a nil source exports
+// nothing of its kind (an instance without blocks or sequences).
+type ComponentsConfig struct {
+	Blocks    func() BlockStats
+	Sequences func() []SequenceStats
+	// MeterProvider defaults to the global one.
+	MeterProvider metric.MeterProvider
+}
+
+// ObserveComponents registers the gauges and counters of the block
+// publisher and the named sequences over cfg's sources, read at each
+// collection. Unregister the returned registration when the sources go.
+func ObserveComponents(cfg ComponentsConfig) (metric.Registration, error) {
+	if cfg.MeterProvider == nil {
+		cfg.MeterProvider = otel.GetMeterProvider()
+	}
+	m := cfg.MeterProvider.Meter(instrumentationName)
+	var errs []error
+	gauge := func(name, unit, description string) metric.Int64ObservableGauge {
+		g, err := m.Int64ObservableGauge(name, metric.WithUnit(unit), metric.WithDescription(description))
+		errs = append(errs, err)
+		return g
+	}
+	counter := func(name, unit, description string) metric.Int64ObservableCounter {
+		c, err := m.Int64ObservableCounter(name, metric.WithUnit(unit), metric.WithDescription(description))
+		errs = append(errs, err)
+		return c
+	}
+	var observables []metric.Observable
+	var callbacks []func(metric.Observer)
+	if cfg.Blocks != nil {
+		depth := gauge("uid.blocks.depth", "{block}", "Blocks in the stream at the publisher's last check (it tops the stream up to its target depth).")
+		published := counter("uid.blocks.published", "{block}", "Blocks stored in the stream.")
+		refused := counter("uid.blocks.refused", "{block}", "Blocks the full stream refused: the normal signal that the stream is at its depth; their IDs are discarded.")
+		pressure := counter("uid.blocks.pressure", "{block}", "Blocks refused because JetStream had no room (the stream's MaxBytes, the server's store, the account's limits); the publisher backs off.")
+		failed := counter("uid.blocks.failed", "{block}", "Blocks given up after errors.")
+		observables = append(observables, depth, published, refused, pressure, failed)
+		callbacks = append(callbacks, func(obs metric.Observer) {
+			s := cfg.Blocks()
+			obs.ObserveInt64(depth, int64(s.Depth))
+			obs.ObserveInt64(published, int64(s.Published))
+			obs.ObserveInt64(refused, int64(s.Refused))
+			obs.ObserveInt64(pressure, int64(s.Pressure))
+			obs.ObserveInt64(failed, int64(s.Failed))
+		})
+	}
+	if cfg.Sequences != nil {
+		left := gauge("uid.sequence.left", "{number}", "Numbers left in the sequence's current segment.")
+		held := gauge("uid.sequence.held", "{number}", "Numbers left in every segment of the sequence held (the current one and one taken ahead).")
+		segments := counter("uid.sequence.segments", "{segment}", "Segments of the sequence taken from the store (its writes).")
+		waits := counter("uid.sequence.waits", "{request}", "Requests of the sequence that found too few numbers at hand and waited for a segment from the store.")
+		observables = append(observables, left, held, segments, waits)
+		callbacks = append(callbacks, func(obs metric.Observer) {
+			for _, s := range cfg.Sequences() {
+				attrs := metric.WithAttributeSet(attribute.NewSet(SequenceKey.String(s.Name)))
+				obs.ObserveInt64(left, int64(s.Left), attrs)
+				obs.ObserveInt64(held, int64(s.Held), attrs)
+				obs.ObserveInt64(segments, int64(s.Segments), attrs)
+				obs.ObserveInt64(waits, int64(s.Waits), attrs)
+			}
+		})
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("telemetry: component instruments: %w", err)
+	}
+	if len(observables) == 0 {
+		return noRegistration{}, nil
+	}
+	reg, err := m.RegisterCallback(func(_ context.Context, obs metric.Observer) error {
+		for _, cb := range callbacks {
+			cb(obs)
+		}
+		return nil
+	}, observables...)
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: component metrics: %w", err)
+	}
+	return reg, nil
+}
+
+// ObserveComponents is [ObserveComponents] with this set-up's meter
+// provider as the default.
+func (t *Telemetry) ObserveComponents(cfg ComponentsConfig) (metric.Registration, error) {
+	if cfg.MeterProvider == nil {
+		cfg.MeterProvider = t.meterProvider
+	}
+	return ObserveComponents(cfg)
+}
+
+// noRegistration is the registration of nothing.
+type noRegistration struct{ metric.Registration }
+
+func (noRegistration) Unregister() error { return nil }
