@@ -95,7 +95,7 @@ func (a *Assigner) ReplaceFleet(ctx context.Context, old, next workerid.Fleet) e
 // horizon is a new generation's start, so no key may be missed or read
 // from a lagging replica.
 func (a *Assigner) LeaseHorizon(ctx context.Context) (int64, int, error) {
-	s := &kvLeaseStore{kv: a.kv, nc: a.nc, bucket: a.cfg.WorkerKVBucket, log: a.log}
+	s := &kvLeaseStore{kv: a.kv, nc: a.nc, bucket: a.cfg.KVBucket(), log: a.log}
 	keys, err := s.keys(ctx)
 	if err != nil {
 		return 0, 0, fmt.Errorf("natsio: list the leases of %s: %w", a.storeName, err)
@@ -128,7 +128,7 @@ func (a *Assigner) LeaseHorizon(ctx context.Context) (int64, int, error) {
 // A lost race reads again. Malformed or deleted keys are left alone:
 // claims skip them and their worker IDs are never reused.
 func (a *Assigner) RevokeLeases(ctx context.Context) (int, error) {
-	s := &kvLeaseStore{kv: a.kv, nc: a.nc, bucket: a.cfg.WorkerKVBucket, log: a.log}
+	s := &kvLeaseStore{kv: a.kv, nc: a.nc, bucket: a.cfg.KVBucket(), log: a.log}
 	keys, err := s.keys(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("natsio: list the leases of %s: %w", a.storeName, err)
