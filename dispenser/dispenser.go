@@ -60,6 +60,7 @@ type Dispenser struct {
 
 	mu     sync.Mutex
 	claim  uidcore.Claim
+	joined workerid.Fleet   // the fleet record joinFleet read
 	source *generatorSource // the generator on claim, swapped by reclaim; nil before Start made it
 
 	stopWatch context.CancelFunc
@@ -130,6 +131,9 @@ func Start(ctx context.Context, cfg Config, opts ...Option) (_ *Dispenser, err e
 		return nil, fmt.Errorf("dispenser: claim a worker ID: %w", err)
 	}
 	cleanup = append(cleanup, func() { releaseQuietly(claim, d.log) })
+	if err := d.checkGeneration(ctx); err != nil {
+		return nil, err
+	}
 	d.claim = claim // before telemetry, whose readiness check and lease gauge read it
 	if err := d.startTelemetry(ctx, o.telemetry, claim.WorkerID()); err != nil {
 		return nil, err
@@ -390,7 +394,7 @@ func (d *Dispenser) watchClaim(ctx context.Context) {
 		case <-lost:
 		}
 		if err := d.reclaim(ctx); err != nil {
-			return // only when ctx ended
+			return // ctx ended, or the fleet moved to a new generation (the instance finished)
 		}
 	}
 }
@@ -405,10 +409,21 @@ func (d *Dispenser) reclaim(ctx context.Context) error {
 	for {
 		claim, err := d.assigner.Claim(ctx, d.cfg.Layout())
 		if err == nil {
+			// The loss may be a new generation's revocation: an instance
+			// of the old one must not serve on.
+			err = d.checkGeneration(ctx)
+			if errors.Is(err, ErrGenerationChanged) {
+				releaseQuietly(claim, d.log)
+				d.log.Error("not serving under a new worker ID: the fleet moved to a new generation", "err", err)
+				d.finish(err)
+				return err
+			}
 			var gen *uidcore.CachedGenerator
-			if gen, err = d.newGenerator(claim); err == nil {
-				d.swap(oldClaim, claim, gen)
-				return nil
+			if err == nil {
+				if gen, err = d.newGenerator(claim); err == nil {
+					d.swap(oldClaim, claim, gen)
+					return nil
+				}
 			}
 			releaseQuietly(claim, d.log)
 		}

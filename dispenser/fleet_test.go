@@ -8,9 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/internal/testwait"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
+	"github.com/uid-dispenser/uid-dispenser/workerid/workeridtest"
 )
 
 // fleetStores runs test on the KV bucket and on MySQL.
@@ -121,6 +125,186 @@ func TestNewGenerationChangesTheLayoutSafely(t *testing.T) {
 		// Running it again changes nothing.
 		if again, err := NewGeneration(ctx, next, testLogger()); err != nil || again != f {
 			t.Fatalf("again: %+v, %v; want %+v", again, err, f)
+		}
+	})
+}
+
+// throughProxy is cfg with its worker-ID store (MySQL, or for the KV
+// bucket the NATS server) reached through a proxy: cutting it pauses
+// the instance as far as the store can tell.
+func throughProxy(t *testing.T, cfg Config) (Config, *workeridtest.Proxy) {
+	t.Helper()
+	if cfg.MySQLDSN != "" {
+		parsed, err := mysql.ParseDSN(cfg.MySQLDSN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		proxy := workeridtest.NewProxy(t, parsed.Addr)
+		parsed.Addr = proxy.Addr()
+		cfg.MySQLDSN = parsed.FormatDSN()
+		return cfg, proxy
+	}
+	proxy := workeridtest.NewProxy(t, strings.TrimPrefix(cfg.NATSURL, "nats://"))
+	cfg.NATSURL = "nats://" + proxy.Addr()
+	return cfg, proxy
+}
+
+// openStore opens cfg's worker-ID store as an instance would, without
+// starting one; it is closed when the test ends.
+func openStore(ctx context.Context, t *testing.T, cfg Config) *Dispenser {
+	t.Helper()
+	d := &Dispenser{cfg: cfg, log: testLogger()}
+	url, closeNATS, err := d.connectNATS(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(closeNATS)
+	closeAssigner, err := d.openAssigner(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(closeAssigner)
+	return d
+}
+
+// waitExpired waits until no lease of the store is live and lease (when
+// given) knows it expired.
+func waitExpired(t *testing.T, fs workerid.FleetStore, lease *workerid.Lease) {
+	t.Helper()
+	testwait.WaitFor(t, 10*time.Second, "the paused lease expired in the store", func() bool {
+		_, live, err := fs.LeaseHorizon(context.Background())
+		return err == nil && live == 0 && (lease == nil || lease.Expired() != nil)
+	})
+}
+
+// The counterexample of verify/fleet.pml -DPAUSED_OLD, on the real
+// stores: an old-generation instance cut off from the store (or paused)
+// past its lease TTL does not count as live, so a new generation is
+// recorded; when the instance comes back it must not reserve, and so
+// not issue, any second after the new generation's StartsAfter: its
+// lease was revoked, its renewal fails and the claim is lost.
+func TestNewGenerationRevokesAPausedOldLease(t *testing.T) {
+	fleetStores(t, func(t *testing.T, url, dsn string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		oldCfg := testConfig(url, dsn)
+		oldCfg.LeaseTTL, oldCfg.ReserveChunk = time.Second, 2*time.Second
+		oldCfg, proxy := throughProxy(t, oldCfg)
+		old := openStore(ctx, t, oldCfg)
+		if err := old.joinFleet(ctx); err != nil {
+			t.Fatal(err)
+		}
+		claim, err := old.assigner.Claim(ctx, oldCfg.Layout())
+		if err != nil {
+			t.Fatal(err)
+		}
+		lease := claim.(*workerid.Lease)
+		defer func() { _ = lease.Release(context.Background()) }()
+
+		// The pause: no renewal gets through until the lease expired, in
+		// the store as in the instance.
+		proxy.Cut()
+		admin := testConfig(url, dsn)
+		fs := openStore(ctx, t, admin).assigner.(workerid.FleetStore)
+		waitExpired(t, fs, lease)
+
+		next := admin
+		next.WorkerBits, next.SeqBits = 14, 18
+		f, err := NewGeneration(ctx, next, testLogger())
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		// The instance wakes, and its generator wants seconds after the
+		// new generation's start.
+		proxy.Restore()
+		lease.Reserve(f.StartsAfter + 5)
+		testwait.WaitFor(t, 15*time.Second, "the woken lease renewed or lost", func() bool {
+			select {
+			case <-lease.Done():
+				return true
+			default:
+				return lease.Expired() == nil // renewed: the bug
+			}
+		})
+		if st := lease.Status(); st.Reserved > f.StartsAfter {
+			t.Fatalf("the old instance reserved up to second %d, after generation %d's StartsAfter %d: its old-layout IDs may repeat new ones", st.Reserved, f.Generation, f.StartsAfter)
+		}
+		if _, err := lease.Until(); !errors.Is(err, uidcore.ErrClaimLost) || !errors.Is(err, workerid.ErrLeaseTaken) {
+			t.Fatalf("the woken old lease: Until = %v, want the claim lost (ErrLeaseTaken)", err)
+		}
+		if last, _, err := fs.LeaseHorizon(ctx); err != nil || last > f.StartsAfter {
+			t.Fatalf("the store's horizon %d (%v) is after StartsAfter %d", last, err, f.StartsAfter)
+		}
+	})
+}
+
+// A dispenser -new-generation that stopped midway leaves the record
+// sealed: no instance of the old generation starts on it, and running
+// the command again finishes the change.
+func TestSealedFleetRefusesOldInstancesUntilTheGenerationIsRecorded(t *testing.T) {
+	fleetStores(t, func(t *testing.T, url, dsn string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		cfg := testConfig(url, dsn)
+		fs := openStore(ctx, t, cfg).assigner.(workerid.FleetStore)
+		first, err := fs.RecordFleet(ctx, cfg.fleet())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := fs.ReplaceFleet(ctx, first, seal(first)); err != nil {
+			t.Fatal(err)
+		}
+		if err := startErr(cfg); err == nil || !strings.Contains(err.Error(), "sealed") {
+			t.Fatalf("an old instance on a sealed record: %v, want refused", err)
+		}
+		next := cfg
+		next.WorkerBits, next.SeqBits = 14, 18
+		f, err := NewGeneration(ctx, next, testLogger())
+		if err != nil || f.Generation != 2 || sealed(f) || f.StartsAfter < first.StartsAfter {
+			t.Fatalf("finishing the sealed change: %+v, %v", f, err)
+		}
+		if stored, err := fs.RecordFleet(ctx, cfg.fleet()); err != nil || stored != f {
+			t.Fatalf("the store holds %+v (%v), want %+v", stored, err, f)
+		}
+		start(t, next)
+		checkDistinct(t, collect(t, client(t, url), 2, 100, nil))
+	})
+}
+
+// A whole old instance paused past its TTL across a new generation: when
+// it comes back, its renewal is refused, and its reclaim sees the new
+// record and ends the instance (ErrGenerationChanged) instead of serving
+// old-layout IDs under another worker ID.
+func TestOldInstanceBackFromAPauseEndsAfterNewGeneration(t *testing.T) {
+	fleetStores(t, func(t *testing.T, url, dsn string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		oldCfg := testConfig(url, dsn)
+		oldCfg.LeaseTTL, oldCfg.ReserveChunk = time.Second, 2*time.Second
+		oldCfg, proxy := throughProxy(t, oldCfg)
+		old, err := Start(ctx, oldCfg, WithLogger(testLogger()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = old.Shutdown(context.Background()) }()
+
+		proxy.Cut()
+		admin := testConfig(url, dsn)
+		waitExpired(t, openStore(ctx, t, admin).assigner.(workerid.FleetStore), nil)
+		next := admin
+		next.WorkerBits, next.SeqBits = 14, 18
+		if _, err := NewGeneration(ctx, next, testLogger()); err != nil {
+			t.Fatal(err)
+		}
+		proxy.Restore()
+		select {
+		case <-old.Done():
+		case <-time.After(20 * time.Second):
+			t.Fatal("the old instance still runs 20 s after it came back to a new generation")
+		}
+		if err := old.Err(); !errors.Is(err, ErrGenerationChanged) {
+			t.Fatalf("the old instance ended with %v, want ErrGenerationChanged", err)
 		}
 	})
 }

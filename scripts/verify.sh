@@ -17,14 +17,13 @@ declare -A MUTANTS=(
 	[lanes]="MUTANT_JOIN_MIDSECOND MUTANT_RETIRE_EARLY"
 	[segments]="MUTANT_GIVEBACK_NO_CAS MUTANT_TAKE_NO_CAS"
 	[blocks]="MUTANT_USE_REDELIVERY MUTANT_NO_CREATED_CHECK MUTANT_PUBLISH_RETRY"
-	[fleet]="MUTANT_NO_HORIZON"
+	[fleet]="MUTANT_NO_HORIZON MUTANT_NO_REVOKE MUTANT_NO_SEAL"
 )
 # model: configurations outside the stated assumptions that spin shows
 # to fail (docs/verification.md, "Findings"): run so that a change which
-# makes them pass is noticed.
-declare -A FINDINGS=(
-	[fleet]="PAUSED_OLD"
-)
+# makes them pass is noticed. None at present: fleet's PAUSED_OLD is
+# fixed, its environment part of the model and its bug MUTANT_NO_REVOKE.
+declare -A FINDINGS=()
 MODELS=(lease lanes segments blocks fleet)
 
 failed=0

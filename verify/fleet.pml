@@ -11,20 +11,28 @@
  * new ID for a second up to it (assertions in the issue steps).
  *
  * Environment, at every step: old instances crash or stop (Release keeps
- * the reserved second, lowered to the last one used) and restart while
- * the old record holds; a lease expires at any moment; a renewal or
- * release is lost; each instance's clock reads any second 1..MAXS.
+ * the reserved second, lowered to the last one used), restart or reclaim
+ * while the record lets them in; an old instance pauses, or is cut off
+ * from the store, for any length at any step, before, during or after
+ * `dispenser -new-generation` (it simply takes no steps meanwhile); a
+ * lease expires at any moment; a renewal or release is lost; each
+ * instance's clock reads any second 1..MAXS. No obligation on stopping
+ * the old instances is encoded: the refusal of live leases
+ * (nextGeneration's live > 0) is left out, safety does not rest on it.
  *
- * The operator's obligation (docs/operations.md): every old instance has
- * stopped before `dispenser -new-generation`, and none starts during it.
- * The model encodes it: the new generation is recorded only while no old
- * instance runs. With -DPAUSED_OLD an old instance may instead be merely
- * paused or cut off from the store past its lease: that run is a known
- * counterexample (see docs/verification.md, "Findings").
+ * The fix of the PAUSED_OLD finding (docs/verification.md, "Findings"):
+ * the operator seals the record, revokes every lease (one at a time, as
+ * the KV store does; MySQL's single UPDATE is one of these
+ * interleavings), reads the horizon, then records the new generation; an
+ * old instance checks the record after its claim's first reservation.
  *
  * Mutations (spin -DMUTANT_...): each must produce a violation.
  *   NO_HORIZON   the new generation starts after the clock, not after the
  *                last second any lease reserved
+ *   NO_REVOKE    the old leases are not revoked: a paused instance renews
+ *                across the new generation (the PAUSED_OLD finding)
+ *   NO_SEAL      the record is not sealed before the revocation: an old
+ *                instance reclaims between revocation and record
  */
 
 #define NOLD 2          /* old instances, each on its worker ID */
@@ -41,6 +49,7 @@ byte owner[NOLD];
 bool expired[NOLD];
 byte reserved[NOLD];
 byte generation = 1;
+bool sealed = false;    /* the old record, sealed (StartsAfter < 0) */
 byte startsAfter = 0;
 
 bool running[NOLD];     /* an old process that may still take steps */
@@ -51,13 +60,29 @@ byte minNew = 255;
 
 proctype Old(byte me) {
 	byte w = me, res, next, clock, target, lastUsed;
-	bool lost;
+	bool lost, checked;
 	do
-	/* start: joinFleet reads the record; only the old one lets it in */
-	:: atomic { !running[me] && generation == 1 && (owner[w] == 0 || expired[w]) ->
+	/* start or reclaim: joinFleet reads the record (only the old one,
+	 * unsealed, lets it in), Acquire */
+	:: atomic { !running[me] && generation == 1 &&
+#ifndef MUTANT_NO_SEAL
+		!sealed &&
+#endif
+		(owner[w] == 0 || expired[w]) ->
 		running[me] = true;
 		owner[w] = me + 1; expired[w] = false;
-		next = reserved[w] + 1; res = reserved[w]; lastUsed = 0; lost = false
+		next = reserved[w] + 1; res = reserved[w]; lastUsed = 0; lost = false; checked = false
+	   }
+	/* checkGeneration: after the first reservation (part of the claim),
+	 * before serving: the record must be the one joined */
+	:: atomic { running[me] && !lost && !checked && res >= next ->
+		if
+		:: generation == 1 && !sealed -> checked = true
+#ifdef MUTANT_NO_SEAL
+		:: generation == 1 && sealed -> checked = true
+#endif
+		:: else -> lost = true  /* gives the claim up, the instance ends */
+		fi
 	   }
 	/* renewOnce: owner matches, expired or not */
 	:: atomic { running[me] && !lost ->
@@ -71,7 +96,7 @@ proctype Old(byte me) {
 		clock = 0; target = 0
 	   }
 	/* pad: an old ID */
-	:: atomic { running[me] && !lost && next <= res ->
+	:: atomic { running[me] && !lost && checked && next <= res ->
 		select(clock : 1 .. MAXS);
 		next = max(next, clock);
 		if
@@ -107,29 +132,43 @@ active proctype Expiry() {
 	od
 }
 
-/* dispenser -new-generation: LeaseHorizon, refuse a live lease,
- * NextGeneration, ReplaceFleet; then a new instance serves. */
+/* dispenser -new-generation: seal the record (ReplaceFleet),
+ * RevokeLeases, LeaseHorizon, NextGeneration, ReplaceFleet; then a new
+ * instance serves. Each store operation is a step of its own. */
 proctype Operator() {
-	byte w, last, live, clock, s;
-	atomic {
-#ifdef PAUSED_OLD
-		true;
+	byte w, last, clock, s;
+	atomic { generation == 1 ->
+#ifndef MUTANT_NO_SEAL
+		sealed = true
 #else
-		!running[0] && !running[1];     /* the operator's obligation */
+		skip
 #endif
-		last = 0; live = 0;
-		for (w : 0 .. NOLD - 1) {
-			last = max(last, reserved[w]);
-			if :: owner[w] != 0 && !expired[w] -> live++ :: else -> skip fi
+	}
+	/* RevokeLeases: per lease, a compare-and-set that keeps the reserved
+	 * second (a renewal lands before it or fails after it) */
+	for (w : 0 .. NOLD - 1) {
+		atomic {
+#ifndef MUTANT_NO_REVOKE
+			owner[w] = 0; expired[w] = false
+#else
+			skip
+#endif
 		}
-		live == 0;                      /* else it refuses (blocks here) */
+	}
+	/* LeaseHorizon: per lease, read at the leader */
+	last = 0;
+	for (w : 0 .. NOLD - 1) {
+		atomic { last = max(last, reserved[w]) }
+	}
+	atomic {
 		select(clock : 1 .. MAXS);
 #ifdef MUTANT_NO_HORIZON
 		last = clock;
 #endif
 		startsAfter = max(last, startsAfter);
-		generation = 2;
-		assert(maxOld <= startsAfter)   /* the old IDs issued so far */
+		generation = 2; sealed = false;
+		assert(maxOld <= startsAfter);  /* the old IDs issued so far */
+		w = 0; last = 0; clock = 0
 	}
 	/* a new-generation instance: waits for StartsAfter+1, then serves */
 	do

@@ -19,7 +19,8 @@ import (
 // 64-bit value twice, even with distinct worker IDs.
 //
 // A fleet changes its layout or epoch only as a new generation: with no
-// lease live any more, the record is replaced by one whose StartsAfter
+// lease live any more, the record is sealed, every lease is revoked
+// (RevokeLeases), and the record is replaced by one whose StartsAfter
 // is the last second at which the old generation's largest possible ID
 // is not yet exceeded by the new layout's smallest, so every ID of the
 // new generation is larger than every ID of the old.
@@ -29,7 +30,8 @@ type Fleet struct {
 	WorkerMode    Mode   `json:"worker_mode"`
 	SubjectPrefix string `json:"subject_prefix"`
 	// StartsAfter: IDs of this generation are issued only for later unix
-	// seconds (0 for the first generation).
+	// seconds (0 for the first generation). Below zero the record is
+	// sealed: dispenser -new-generation is revoking its leases.
 	StartsAfter int64 `json:"starts_after"`
 	// Regions is the fleet's map of regions (Regions.String, canonical),
 	// "" for a fleet without regions: records written before regions
@@ -52,6 +54,15 @@ type FleetStore interface {
 	// LeaseHorizon is the last unix second any lease ever reserved (0
 	// without leases) and the number of leases live now.
 	LeaseHorizon(ctx context.Context) (lastReserved int64, live int, err error)
+	// RevokeLeases frees every lease that has an owner, expired or not,
+	// atomically per lease (a renewal lands before it, and is kept, or
+	// after it, and fails with ErrLeaseTaken), keeping each reserved
+	// second so that a later owner starts after it. It returns how many
+	// it freed. A new generation revokes the old one's leases before it
+	// reads the horizon: an old instance paused or cut off past its TTL
+	// (not live, so not refused) would otherwise renew when it comes
+	// back and reserve seconds after the new generation's StartsAfter.
+	RevokeLeases(ctx context.Context) (revoked int, err error)
 }
 
 // RegionFleetReader is implemented by stores that can read the fleet

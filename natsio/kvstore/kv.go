@@ -43,6 +43,7 @@ const (
 type Assigner struct {
 	js        jetstream.JetStream
 	kv        jetstream.KeyValue
+	nc        *nats.Conn // for reads at the stream leader and the stream's subjects
 	cfg       workerid.Config
 	host      workerid.Host
 	log       *slog.Logger
@@ -71,7 +72,7 @@ func NewAssigner(ctx context.Context, nc *nats.Conn, cfg workerid.Config) (*Assi
 		return nil, fmt.Errorf("natsio: worker-ID bucket: %w", err)
 	}
 	bucket := cfg.KVBucket()
-	a := &Assigner{js: js, cfg: cfg, host: host, log: logger,
+	a := &Assigner{js: js, nc: nc, cfg: cfg, host: host, log: logger,
 		storeName: fmt.Sprintf("NATS KV bucket %s at %s", bucket, natsconn.RedactURL(nc.ConnectedUrlRedacted()))}
 	err = workerid.RetryStore(ctx, cfg.StoreStartupDeadline, logger, "open "+a.storeName, func(ctx context.Context) error {
 		kv, err := openBucket(ctx, js, bucket, cfg.WorkerKVReplicas, cfg.Region)

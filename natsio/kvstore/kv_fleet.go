@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -90,18 +91,25 @@ func (a *Assigner) ReplaceFleet(ctx context.Context, old, next workerid.Fleet) e
 }
 
 // LeaseHorizon implements workerid.FleetStore from the lease keys,
-// whichever the instance's mode.
+// whichever the instance's mode, each read at the stream leader: the
+// horizon is a new generation's start, so no key may be missed or read
+// from a lagging replica.
 func (a *Assigner) LeaseHorizon(ctx context.Context) (int64, int, error) {
-	leases, err := (&kvLeaseStore{kv: a.kv, log: a.log}).snapshot(ctx)
+	s := &kvLeaseStore{kv: a.kv, nc: a.nc, bucket: a.cfg.KVBucket(), log: a.log}
+	keys, err := s.keys(ctx)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, fmt.Errorf("natsio: list the leases of %s: %w", a.storeName, err)
 	}
 	var last int64
 	live := 0
 	now := time.Now().UnixMilli()
-	for _, e := range leases {
-		l, err := decodeKVLease(e.Value())
+	for _, key := range keys {
+		le, err := s.leaderGet(ctx, key)
 		if err != nil {
+			return 0, 0, err
+		}
+		l, err := decodeKVLease(le.value)
+		if !le.found || err != nil {
 			continue // skipped by claims too; its worker ID is never reused
 		}
 		last = max(last, l.Reserved)
@@ -110,4 +118,67 @@ func (a *Assigner) LeaseHorizon(ctx context.Context) (int64, int, error) {
 		}
 	}
 	return last, live, nil
+}
+
+// RevokeLeases implements workerid.FleetStore: each lease key with an
+// owner, read at the stream leader, is rewritten as released (no owner,
+// reserved second kept) with an Update at that revision, so a renewal
+// either came first (and its reservation is in the value rewritten) or
+// fails its own revision check and then finds no owner (ErrLeaseTaken).
+// A lost race reads again. Malformed or deleted keys are left alone:
+// claims skip them and their worker IDs are never reused.
+func (a *Assigner) RevokeLeases(ctx context.Context) (int, error) {
+	s := &kvLeaseStore{kv: a.kv, nc: a.nc, bucket: a.cfg.KVBucket(), log: a.log}
+	keys, err := s.keys(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("natsio: list the leases of %s: %w", a.storeName, err)
+	}
+	revoked := 0
+	for _, key := range keys {
+		for {
+			le, err := s.leaderGet(ctx, key)
+			if err != nil {
+				return revoked, fmt.Errorf("natsio: revoke %s of %s: %w", key, a.storeName, err)
+			}
+			l, derr := decodeKVLease(le.value)
+			if !le.found || derr != nil || l.Owner == "" {
+				break
+			}
+			l.Owner, l.ExpiresMs, l.UpdatedMs = "", 0, time.Now().UnixMilli()
+			_, err = a.kv.Update(ctx, key, l.encode(), le.revision)
+			if err == nil {
+				revoked++
+				break
+			}
+			if !lostRace(err) {
+				return revoked, fmt.Errorf("natsio: revoke %s of %s: %w", key, a.storeName, err)
+			}
+		}
+	}
+	return revoked, nil
+}
+
+// keys lists the bucket's lease keys from the stream's count of its
+// subjects. Unlike snapshot's watch, which under concurrent writes may
+// announce the end of the current values before every key came in, the
+// server answers from its state: a key written before the call is listed.
+func (s *kvLeaseStore) keys(ctx context.Context) ([]string, error) {
+	js, err := jetstream.New(s.nc)
+	if err != nil {
+		return nil, err
+	}
+	stream, err := js.Stream(ctx, "KV_"+s.bucket)
+	if err != nil {
+		return nil, err
+	}
+	prefix := "$KV." + s.bucket + "."
+	info, err := stream.Info(ctx, jetstream.WithSubjectFilter(prefix+kvLeasePrefix+"*"))
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]string, 0, len(info.State.Subjects))
+	for subject := range info.State.Subjects {
+		keys = append(keys, strings.TrimPrefix(subject, prefix))
+	}
+	return keys, nil
 }

@@ -121,3 +121,20 @@ func (a *Assigner) LeaseHorizon(ctx context.Context) (int64, int, error) {
 	}
 	return last.Int64, int(live.Int64), nil
 }
+
+// RevokeLeases implements workerid.FleetStore: one UPDATE frees every
+// owned lease row, keeping RESERVED_SECOND; a renewal (UPDATE … WHERE
+// OWNER_TOKEN = its token) runs before it or matches no row after it.
+// Without a lease table there are no leases.
+func (a *Assigner) RevokeLeases(ctx context.Context) (int, error) {
+	res, err := a.db.ExecContext(ctx, "UPDATE "+quoteIdent(a.cfg.WorkerLeaseTable)+" SET OWNER_TOKEN = '', LEASE_EXPIRY = '1970-01-01 00:00:00', "+
+		"MODIFIED = UTC_TIMESTAMP(6) WHERE OWNER_TOKEN <> ''")
+	if mysqlErrorNumber(err) == mysqlNoSuchTable {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, a.classify(err, "revoke the leases of table "+a.cfg.WorkerLeaseTable)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}

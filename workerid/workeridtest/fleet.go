@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/testwait"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
 )
@@ -18,6 +19,7 @@ func runFleet(t *testing.T, newStore func(t *testing.T) Store) {
 		"FirstRecordWins":        testFirstFleetRecordWins,
 		"ReplaceIsCompareAndSet": testReplaceFleetIsCompareAndSet,
 		"LeaseHorizon":           testLeaseHorizon,
+		"RevokeLeases":           testRevokeLeases,
 		"Regions":                testFleetRegions,
 	} {
 		t.Run("fleet/"+name, func(t *testing.T) {
@@ -129,6 +131,98 @@ func testLeaseHorizon(t *testing.T, s Store) {
 	// fleet moving from one mode to the other must start after them.
 	if l2, _, err := fleetStore(t, s, workerid.ModeDisposable).LeaseHorizon(ctx); err != nil || l2 != last {
 		t.Fatalf("disposable instance: horizon %d, %v; want %d", l2, err, last)
+	}
+}
+
+// Leases renewing as fast as they can (each renewal asking for a chunk
+// more) are revoked: every one is then lost (ErrLeaseTaken), none was
+// told of a reservation beyond the horizon read after the revocation,
+// and the next owner of a worker ID starts after its revoked
+// reservation. This is what a new generation relies on to fence an old
+// instance paused or cut off past its TTL.
+func testRevokeLeases(t *testing.T, s Store) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	fs := fleetStore(t, s, workerid.ModeLeased)
+	if n, err := fs.RevokeLeases(ctx); err != nil || n != 0 {
+		t.Fatalf("revoke on an empty store: %d, %v", n, err)
+	}
+	a := s.New(t, Config(workerid.ModeLeased), s.Addr)
+	const n = 4
+	leases := make([]*workerid.Lease, n)
+	start := make([]int64, n)
+	for i := range leases {
+		leases[i] = asLease(t, claim(t, a, SmallLayout()))
+		defer releaseQuietly(leases[i])
+		start[i] = until(t, leases[i])
+	}
+	// Load, not a wait: each lease's generator keeps wanting the last
+	// second reserved, so its heartbeat renews again and again (up to a
+	// day ahead).
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, l := range leases {
+		wg.Go(func() {
+			tick := time.NewTicker(time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-l.Done():
+					return
+				case <-tick.C:
+					if r := l.Status().Reserved; r < time.Now().Unix()+86400 {
+						l.Reserve(r)
+					}
+				}
+			}
+		})
+	}
+	defer func() {
+		close(stop)
+		wg.Wait()
+	}()
+	testwait.WaitFor(t, 10*time.Second, "every lease renewed under load", func() bool {
+		for i, l := range leases {
+			if l.Status().Reserved <= start[i] {
+				return false
+			}
+		}
+		return true
+	})
+	revoked, err := fs.RevokeLeases(ctx)
+	if err != nil || revoked != n {
+		t.Fatalf("RevokeLeases = %d, %v; want the %d leases", revoked, err, n)
+	}
+	testwait.WaitFor(t, 10*time.Second, "every revoked lease lost", func() bool {
+		for _, l := range leases {
+			if l.Err() == nil {
+				return false
+			}
+		}
+		return true
+	})
+	last, live, err := fs.LeaseHorizon(ctx)
+	if err != nil || live != 0 {
+		t.Fatalf("after the revocation: %d live, %v", live, err)
+	}
+	for _, l := range leases {
+		st := l.Status()
+		if !errors.Is(st.Err, workerid.ErrLeaseTaken) || !errors.Is(st.Err, uidcore.ErrClaimLost) {
+			t.Fatalf("worker %d after the revocation: %v, want lost (ErrLeaseTaken)", st.WorkerID, st.Err)
+		}
+		if st.Reserved > last {
+			t.Fatalf("worker %d was told second %d is reserved, after the horizon %d read after the revocation", st.WorkerID, st.Reserved, last)
+		}
+	}
+	// The reservations stay: the next owner of a worker ID skips them.
+	next := asLease(t, claim(t, a, SmallLayout()))
+	defer release(t, next)
+	for _, l := range leases {
+		if l.WorkerID() == next.WorkerID() && next.After() < l.Status().Reserved {
+			t.Fatalf("worker %d: the next owner starts after %d, the revoked lease had reserved %d", next.WorkerID(), next.After(), l.Status().Reserved)
+		}
 	}
 }
 
