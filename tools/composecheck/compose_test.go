@@ -343,6 +343,7 @@ type prometheusConfig struct {
 // with a module the exporter has, every 15s (what alerts_test.yml
 // assumes).
 func TestPrometheusScrapesEveryDispenserAndLoadsTheRules(t *testing.T) {
+	t.Chdir(composeDir)
 	var prefixDefault string
 	for _, v := range dispenser.Variables() {
 		if v.Name == "DISPENSER_SUBJECT_PREFIX" {
@@ -443,6 +444,7 @@ func sameSet(a, b []string) bool {
 // names the prometheus service's port, and a dashboard provider whose
 // path holds the committed dashboard.
 func TestGrafanaIsProvisioned(t *testing.T) {
+	t.Chdir(composeDir)
 	for _, name := range []string{"docker-compose.yml", "docker-compose.kv.yml"} {
 		t.Run(name, func(t *testing.T) {
 			project := load(t, name)
