@@ -55,6 +55,9 @@ type clientLog struct {
 	kind  callKind
 	fleet string // the fleet it asks, by name; IDs are unique per fleet
 	seq   string // the sequence a sequence client asks for
+	// region is the region whose cluster the client connects to
+	// (regions mode; "" otherwise).
+	region string
 	ids   []uint64
 	calls []callRecord
 }
