@@ -58,8 +58,8 @@ type clientLog struct {
 	// region is the region whose cluster the client connects to
 	// (regions mode; "" otherwise).
 	region string
-	ids   []uint64
-	calls []callRecord
+	ids    []uint64
+	calls  []callRecord
 }
 
 func (l *clientLog) record(r *recorder, start time.Time, elapsed time.Duration, ids []uint64, err error) {

@@ -14,8 +14,8 @@ import (
 // call is read from its IDs: their worker field lies in one region's
 // range of the map.
 type RegionFigures struct {
-	Map          string        `json:"map"`
-	GatewayDelay time.Duration `json:"gateway_delay_ns"` // each way
+	Map          string         `json:"map"`
+	GatewayDelay time.Duration  `json:"gateway_delay_ns"` // each way
 	Regions      []RegionFigure `json:"regions"`
 	// Local and FailedOver are the latencies of the Next and Batch calls
 	// that returned IDs, served by the caller's region or by another

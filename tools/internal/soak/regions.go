@@ -42,8 +42,8 @@ var regionNames = []string{"east", "west", "north", "south"}
 // The regions mode's fault kinds (besides faultKillKVLeader, which kills
 // the leader of one region's KV stream in turn).
 const (
-	faultRegionDown = "region-down"          // SIGKILL every dispenser of a region, restart them later
-	faultGatewayCut = "gateway-cut"          // cut every gateway link, heal
+	faultRegionDown = "region-down"         // SIGKILL every dispenser of a region, restart them later
+	faultGatewayCut = "gateway-cut"         // cut every gateway link, heal
 	faultNodeEach   = "nats-kill-node-each" // SIGKILL a node of every cluster at once, restart them
 )
 

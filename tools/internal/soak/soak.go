@@ -201,7 +201,7 @@ type soak struct {
 	// The regions mode's regions and map (empty otherwise).
 	regions    []*region
 	regionsMap workerid.Regions
-	self    []sample
+	self       []sample
 
 	mu        sync.Mutex
 	faults    []faultRecord
