@@ -331,16 +331,6 @@ func (s *soak) startRegionClients(ctx context.Context, ld load) ([]*soakClient, 
 	return clients, nil
 }
 
-// regionOf is the region named name (nil: none).
-func (s *soak) regionOf(name string) *region {
-	for _, r := range s.regions {
-		if r.name == name {
-			return r
-		}
-	}
-	return nil
-}
-
 // injectRegions injects a fault of the regions mode into rec.
 func (s *soak) injectRegions(ctx context.Context, rec *faultRecord, cycle int) {
 	if len(s.regions) == 0 {
