@@ -10,8 +10,8 @@ import (
 )
 
 // RegionsEnv runs TestSoakRegions when set to 1: a minute of the
-// regions mode costs about 80 s on two cores, beyond what `make test`
-// has room for (`make soak-regions` is the way to run it otherwise).
+// regions mode took 120 s with its builds on two loaded cores, beyond
+// what `make test` has room for (`make soak-regions` is the way to run it otherwise).
 const RegionsEnv = "UID_SOAK_REGIONS"
 
 // TestSoakRegions runs the regions mode (-regions 2) for a minute: two
@@ -22,7 +22,7 @@ const RegionsEnv = "UID_SOAK_REGIONS"
 // down.
 func TestSoakRegions(t *testing.T) {
 	if os.Getenv(RegionsEnv) != "1" {
-		t.Skipf("the regions soak runs for a minute and a half: %s=1 to run it", RegionsEnv)
+		t.Skipf("the regions soak takes two minutes: %s=1 to run it", RegionsEnv)
 	}
 	bin := buildSoak(t)
 	summaryPath := filepath.Join(t.TempDir(), "summary.json")
