@@ -382,26 +382,31 @@ func (s *soak) regionDown(ctx context.Context, r *region) (target, note string) 
 // group has no quorum on either side meanwhile, which running instances
 // do not need).
 func (s *soak) cutGateways(ctx context.Context) (target, note string) {
-	for _, r := range s.regions {
-		for _, px := range r.gateways {
-			px.Cut()
-		}
-	}
+	s.setGateways(false)
 	down, err := s.waitGateways(ctx, false, 15*time.Second)
 	if err != nil {
 		s.events.violation("%v", err)
 	}
 	sleep(ctx, s.cfg.GatewayCut)
-	for _, r := range s.regions {
-		for _, px := range r.gateways {
-			px.Restore()
-		}
-	}
+	s.setGateways(true)
 	up, err := s.waitGateways(ctx, true, 60*time.Second)
 	if err != nil {
 		s.events.violation("%v", err)
 	}
 	return "gateways", fmt.Sprintf("no request crossed %.1fs after the cut; cut for %s more; crossing again %.1fs after the heal", down.Seconds(), s.cfg.GatewayCut, up.Seconds())
+}
+
+// setGateways cuts every gateway proxy (up false) or restores them.
+func (s *soak) setGateways(up bool) {
+	for _, r := range s.regions {
+		for _, px := range r.gateways {
+			if up {
+				px.Restore()
+			} else {
+				px.Cut()
+			}
+		}
+	}
 }
 
 // killNodeEach SIGKILLs node cycle%3 of every cluster at once, keeps
