@@ -4,7 +4,7 @@ STATICCHECK_VERSION ?= v0.8.2
 STATICCHECK = $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 PKGS := ./...
 
-.PHONY: test lint unit verify run docs bench bench-core bench-e2e services soak soak-short ops-check rules dashboards
+.PHONY: test lint unit verify run docs bench bench-core bench-e2e services soak soak-short soak-regions ops-check rules dashboards
 
 # verify (spin: one core for about a minute) runs beside lint and the Go
 # tests, at a lower priority, its output printed when it ends: that keeps
@@ -111,3 +111,14 @@ soak:
 # The one-minute version CI runs (as a test of tools/cmd/soak).
 soak-short:
 	$(RUN_SOAK) -duration 60s
+
+# The regions mode (docs/soak.md, Across regions): two regions, each a
+# 3-node NATS cluster, joined by gateways through cuttable proxies that
+# delay 30 ms each way; both fleets in each region; a region's
+# dispensers killed, the gateways cut, a node of each cluster and a
+# region's KV leader killed. 10 minutes unless SOAK_DURATION is given on
+# the command line (or in the environment); SOAK_REGIONS_FLAGS for more,
+# e.g. "-chart docs/soak-regions.svg -summary-md docs/soak-regions.md".
+SOAK_REGIONS_FLAGS ?=
+soak-regions:
+	$(RUN_SOAK) -regions 2 -duration $(if $(filter command line environment,$(origin SOAK_DURATION)),$(SOAK_DURATION),10m) $(SOAK_REGIONS_FLAGS)

@@ -61,6 +61,9 @@ func run() int {
 	flags.Float64Var(&cfg.BulkRate, "bulk-rate", def.BulkRate, "IDs/s each bulk client asks for in the high-rate phase")
 	flags.DurationVar(&cfg.LeaseTTL, "lease-ttl", def.LeaseTTL, "the dispensers' DISPENSER_LEASE_TTL")
 	flags.DurationVar(&cfg.NATSWriteDeadline, "nats-write-deadline", def.NATSWriteDeadline, "the NATS nodes' write_deadline (0: nats-server's default, 10s)")
+	flags.IntVar(&cfg.Regions, "regions", 0, "run the regions mode with this many regions (2 to 4): a 3-node NATS cluster per region joined by gateways through cuttable proxies, both fleets in every region, the regions faults (docs/soak.md, Across regions); 0: the ordinary soak")
+	flags.DurationVar(&cfg.GatewayDelay, "gateway-delay", 30*time.Millisecond, "regions mode: delay of every gateway link, each way (0: none)")
+	flags.DurationVar(&cfg.RegionDown, "region-down", 10*time.Second, "regions mode: how long a region-down fault keeps a region's dispensers down")
 	faults := flags.String("faults", "", "comma-separated fault kinds to inject, the others left out (default: every kind; e.g. nats-kill-kv-leader runs only KV leader kills, back to back)")
 	summaryPath := flags.String("json", "", "also write the summary as JSON to this file")
 	chartPath := flags.String("chart", "", "also write the chart (IDs/s and failed calls over time, faults marked; SVG) to this file, e.g. docs/soak-long.svg")
@@ -71,6 +74,9 @@ func run() int {
 			return 0
 		}
 		return 2
+	}
+	if cfg.GatewayDelay == 0 {
+		cfg.GatewayDelay = -1 // Config's zero means the default
 	}
 	if !*quiet {
 		cfg.Progress = os.Stdout

@@ -24,21 +24,13 @@ func TestSoakShort(t *testing.T) {
 		t.Skip("the soak runs for a minute")
 	}
 	ownMySQL := mariadbInstalled()
-	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	if err := soak.BuildDispenser(t.Context(), filepath.Join(bin, "dispenser")); err != nil {
-		t.Fatal(err)
-	}
+	bin := buildSoak(t)
 	reports := t.TempDir()
 	summaryPath := filepath.Join(reports, "summary.json")
 	chartPath, mdPath := filepath.Join(reports, "chart", "soak.svg"), filepath.Join(reports, "soak.md")
 	if err := os.Mkdir(filepath.Dir(chartPath), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	var out bytes.Buffer
 	args := []string{"-duration", "60s", "-dispenser", filepath.Join(bin, "dispenser"),
 		"-json", summaryPath, "-chart", chartPath, "-summary-md", mdPath}
 	if !ownMySQL {
@@ -46,22 +38,7 @@ func TestSoakShort(t *testing.T) {
 		// it (skips without one unless UID_REQUIRE_MYSQL=1).
 		args = append(args, "-mysql", testenv.MySQL(t))
 	}
-	cmd := exec.Command(filepath.Join(bin, "soak"), args...)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	t.Logf("soak output:\n%s", out.String())
-	var exit *exec.ExitError
-	if errors.As(err, &exit) && exit.ExitCode() == 1 {
-		t.Fatal("the soak found violations (see its output)")
-	}
-	if err != nil {
-		t.Fatalf("the soak did not run: %v", err)
-	}
-
-	data, err := os.ReadFile(summaryPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := runSoak(t, bin, summaryPath, args)
 	var sum struct {
 		IDsChecked      uint64            `json:"ids_checked"`
 		IDs             map[string]uint64 `json:"ids"`
@@ -131,6 +108,45 @@ func TestSoakShort(t *testing.T) {
 	if sum.ZombieTakeovers == 0 {
 		t.Error("no dispenser took a paused dispenser's worker ID over")
 	}
+}
+
+// buildSoak builds the soak and the dispenser (without the race
+// detector) into a temporary directory, which it returns.
+func buildSoak(t *testing.T) string {
+	t.Helper()
+	bin := t.TempDir()
+	build := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	if err := soak.BuildDispenser(t.Context(), filepath.Join(bin, "dispenser")); err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// runSoak runs bin's soak with args, fails the test when it finds a
+// violation or does not run, and returns the JSON summary it wrote to
+// summaryPath (one of args).
+func runSoak(t *testing.T, bin, summaryPath string, args []string) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	cmd := exec.Command(filepath.Join(bin, "soak"), args...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	t.Logf("soak output:\n%s", out.String())
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() == 1 {
+		t.Fatal("the soak found violations (see its output)")
+	}
+	if err != nil {
+		t.Fatalf("the soak did not run: %v", err)
+	}
+	data, err := os.ReadFile(summaryPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }
 
 // mariadbInstalled tells whether the soak can start a mariadbd of its own

@@ -67,6 +67,7 @@ var faultColours = map[string]string{
 	faultCutShort: "#72b7b2", faultMySQLKill: "#b279a2", faultMySQLPause: "#ff9da6",
 	faultNATSPause: "#eeca3b", faultPartitionShort: "#79706e", faultKillBlocksLeader: "#1f3f6e",
 	faultCutLong: "#9d755d", faultPartitionLong: "#d37295", faultZombie: "#bab0ac", faultBlocksRecreate: "#54a24b",
+	faultRegionDown: "#e45756", faultGatewayCut: "#f58518", faultNodeEach: "#eeca3b",
 }
 
 // chartLines are the chart's IDs per second and failed calls per second
@@ -127,7 +128,7 @@ func (s *Summary) ChartSVG() ([]byte, error) {
 		row[f.Kind] = -1
 	}
 	var rows []string
-	for _, k := range faultCycle {
+	for _, k := range s.kinds() {
 		if _, ok := row[k]; ok {
 			row[k] = len(rows)
 			rows = append(rows, k)
@@ -154,7 +155,7 @@ func (s *Summary) ChartSVG() ([]byte, error) {
 	}
 	panels[len(panels)-1].Plot.X.Label.Text = unitName
 	return plotsvg.Figure{
-		Title: fmt.Sprintf("Soak, %s: %s IDs, %d faults, %s failed calls, %d duplicates",
+		Title: fmt.Sprintf("Soak%s, %s: %s IDs, %d faults, %s failed calls, %d duplicates", s.titleNote(),
 			s.Duration.Round(time.Second), numfmt.Thousands(int64(s.IDsChecked)), len(s.FaultLog), numfmt.Thousands(int64(s.failedCalls())), s.Duplicates),
 		Width:  720,
 		Panels: panels,
@@ -221,7 +222,10 @@ func (s *Summary) Markdown(chartRef string) string {
 		row("sequence "+name, "%s numbers (%d..%d) in %s calls from %d instances; gap ratio %.4f (%s skipped); duplicates %d, order violations %d",
 			n(f.HandedOut), f.First, f.Max, n(f.Calls), f.Instances, f.GapRatio, n(f.Skipped), f.Duplicates, f.OrderViolations)
 	}
-	row("faults injected", "%d: %s (%d worker IDs taken over from a zombie)", len(s.FaultLog), join(s.Faults, faultCycle), s.ZombieTakeovers)
+	if s.Regions != nil {
+		s.Regions.markdownRows(row)
+	}
+	row("faults injected", "%d: %s (%d worker IDs taken over from a zombie)", len(s.FaultLog), join(s.Faults, s.kinds()), s.ZombieTakeovers)
 	if s.Faults[faultMySQLKill] > 0 {
 		row("mariadbd down per SIGKILL", "%s–%s, from the kill to the restarted server's first login (within the lease TTL and the reservation)",
 			s.MySQLDown[0].Round(10*time.Millisecond), s.MySQLDown[1].Round(10*time.Millisecond))
@@ -229,7 +233,7 @@ func (s *Summary) Markdown(chartRef string) string {
 	row("failed calls", "%s of %s; late beyond deadline+grace %d (slowest call %s); no fault explains %d; excused by stalls of the soak %d",
 		n(uint64(s.failedCalls())), n(calls), s.Late, s.SlowestCall.Round(time.Millisecond), s.Unexplained, s.Stalled)
 	var windows []string
-	for _, k := range faultCycle {
+	for _, k := range s.kinds() {
 		if w := s.FaultWindows[k]; w != nil && w.Faults > 0 {
 			windows = append(windows, fmt.Sprintf("%s %s of %s", k, n(uint64(w.Failed)), n(uint64(w.Calls))))
 		}
@@ -315,4 +319,12 @@ func (s *Summary) WriteReports(chartPath, mdPath string) error {
 		return fmt.Errorf("writing the summary: %w", err)
 	}
 	return nil
+}
+
+// titleNote names the regions mode in the chart's title.
+func (s *Summary) titleNote() string {
+	if s.Regions == nil {
+		return ""
+	}
+	return " across " + s.Regions.regionsNote()
 }

@@ -44,7 +44,7 @@ func TestTimeSeriesChartAndMarkdown(t *testing.T) {
 			{Name: "soak", Lived: 90 * time.Second, Growth: map[string][2]int64{"goroutines": {300, 290}}},
 		},
 	}
-	sum.FaultWindows, _ = faultWindows(in.clients, sum.FaultLog)
+	sum.FaultWindows, _ = faultWindows(in.clients, sum.FaultLog, leaderKill)
 	if tsv := sum.SeriesTSV(); !strings.HasPrefix(tsv, "second\tids\tseq_numbers\tcalls\tfailed_calls\n0\t2\t3\t3\t0\n1\t0\t0\t1\t1\n") {
 		t.Errorf("series TSV:\n%s", tsv)
 	}

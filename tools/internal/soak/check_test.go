@@ -369,7 +369,7 @@ func TestFaultWindowsJudgeLeaderKills(t *testing.T) {
 	// the kill's window are below 1%; so are 400 failing in the pause's,
 	// which is not judged.
 	few := calls(func(i int) bool { return (i >= 400 && i < 405) || (i >= 1200 && i < 1600) })
-	w, v := faultWindows([]*clientLog{few}, []faultRecord{kill, pause})
+	w, v := faultWindows([]*clientLog{few}, []faultRecord{kill, pause}, leaderKill)
 	if len(v) != 0 {
 		t.Fatalf("violations %q; want none", v)
 	}
@@ -381,7 +381,7 @@ func TestFaultWindowsJudgeLeaderKills(t *testing.T) {
 	}
 	// 7 failing: above 1% of 601.
 	many := calls(func(i int) bool { return i >= 400 && i < 407 })
-	if _, v := faultWindows([]*clientLog{many}, []faultRecord{kill}); len(v) != 1 || !strings.Contains(v[0], "7 of 601") {
+	if _, v := faultWindows([]*clientLog{many}, []faultRecord{kill}, leaderKill); len(v) != 1 || !strings.Contains(v[0], "7 of 601") {
 		t.Fatalf("violations %q; want one for 7 of 601 calls", v)
 	}
 	// Too few calls to judge.
@@ -389,7 +389,7 @@ func TestFaultWindowsJudgeLeaderKills(t *testing.T) {
 	for i := range 50 {
 		sparse.record(rec, rec.origin.Add(2*s+time.Duration(i)*time.Millisecond), time.Millisecond, nil, context.DeadlineExceeded)
 	}
-	if _, v := faultWindows([]*clientLog{sparse}, []faultRecord{kill}); len(v) != 0 {
+	if _, v := faultWindows([]*clientLog{sparse}, []faultRecord{kill}, leaderKill); len(v) != 0 {
 		t.Fatalf("violations %q on 50 calls; want none", v)
 	}
 }
@@ -412,7 +412,7 @@ func TestFaultWindowsCountTheFleetsAFaultTouches(t *testing.T) {
 	cut := faultRecord{Kind: faultCutShort, Start: 0, End: time.Second, Fleet: mysqlFleet.name}
 	pause := faultRecord{Kind: faultNATSPause, Start: 0, End: time.Second}
 	clients := []*clientLog{logOf(mysqlFleet.name, false), logOf(kvFleet.name, true)}
-	w, _ := faultWindows(clients, []faultRecord{cut, pause})
+	w, _ := faultWindows(clients, []faultRecord{cut, pause}, leaderKill)
 	if got := *w[faultCutShort]; got.Calls != 100 || got.Failed != 0 {
 		t.Errorf("MySQL cut window %+v; want the MySQL fleet's 100 calls, none failed", got)
 	}

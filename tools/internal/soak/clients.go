@@ -118,34 +118,48 @@ func startClients(ctx context.Context, n, bulk, seq int, c *cluster, logger *slo
 			kind = kindBatch
 		}
 		node := i % len(c.nodes)
-		conn, err := natsconn.Connect(ctx, natsconn.Config{URL: c.URLs(node), Name: fmt.Sprintf("uid-soak client %d (%s on %s)", i, kind, f.name), Logger: logger})
+		sc, err := newClient(ctx, clientLog{id: i, node: node, kind: kind, fleet: f.name, seq: seqName}, c.URLs(node), logger, ld)
 		if err != nil {
 			closeClients(clients)
-			return nil, fmt.Errorf("soak: client %d: %w", i, err)
+			return nil, err
 		}
-		sc := &soakClient{
-			log:  &clientLog{id: i, node: node, kind: kind, fleet: f.name, seq: seqName},
-			conn: conn,
-			rng:  rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(i))),
-			bulk: i >= n,
-		}
-		switch kind {
-		case kindNext, kindBatch, kindSeqNext, kindSeqBatch:
-			sc.client = uidclient.New(conn.Conn, uidclient.Config{SubjectPrefix: f.name})
-		case kindPrefetch:
-			sc.client = uidclient.New(conn.Conn, uidclient.Config{SubjectPrefix: f.name})
-			sc.pre = uidclient.NewPrefetcher(sc.client, uidclient.PrefetchConfig{BatchSize: ld.prefetchBatch})
-		case kindBlocks:
-			sc.blocks, err = uidclient.NewBlockSource(conn.Conn, uidclient.BlockSourceConfig{Stream: f.blocksStream, Logger: logger})
-			if err != nil {
-				conn.Close()
-				closeClients(clients)
-				return nil, fmt.Errorf("soak: client %d: %w", i, err)
-			}
-		}
+		sc.bulk = i >= n
 		clients = append(clients, sc)
 	}
 	return clients, nil
+}
+
+// newClient connects a client with log's identity (its id, node, kind,
+// fleet and sequence) to urls and makes its uidclient of that kind.
+func newClient(ctx context.Context, log clientLog, urls string, logger *slog.Logger, ld load) (*soakClient, error) {
+	f := fleetNamed(log.fleet)
+	name := fmt.Sprintf("uid-soak client %d (%s on %s)", log.id, log.kind, f.name)
+	if log.region != "" {
+		name = fmt.Sprintf("uid-soak client %d (%s on %s in %s)", log.id, log.kind, f.name, log.region)
+	}
+	conn, err := natsconn.Connect(ctx, natsconn.Config{URL: urls, Name: name, Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("soak: client %d: %w", log.id, err)
+	}
+	sc := &soakClient{
+		log:  &log,
+		conn: conn,
+		rng:  rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(log.id))),
+	}
+	switch log.kind {
+	case kindNext, kindBatch, kindSeqNext, kindSeqBatch:
+		sc.client = uidclient.New(conn.Conn, uidclient.Config{SubjectPrefix: f.name})
+	case kindPrefetch:
+		sc.client = uidclient.New(conn.Conn, uidclient.Config{SubjectPrefix: f.name})
+		sc.pre = uidclient.NewPrefetcher(sc.client, uidclient.PrefetchConfig{BatchSize: ld.prefetchBatch})
+	case kindBlocks:
+		sc.blocks, err = uidclient.NewBlockSource(conn.Conn, uidclient.BlockSourceConfig{Stream: f.blocksStream, Logger: logger})
+		if err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("soak: client %d: %w", log.id, err)
+		}
+	}
+	return sc, nil
 }
 
 // runClients runs every client until ctx is done and returns when all

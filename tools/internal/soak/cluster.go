@@ -47,6 +47,22 @@ type clusterOptions struct {
 	// onCrash is told of a node that exits without being stopped (nil:
 	// nobody): the soak counts it as a violation.
 	onCrash func(string)
+	// name is the cluster's name (default "uid-soak"); in regions mode
+	// it is the region's, and its nodes are named after it.
+	name string
+	// gateway, when set, joins the cluster to others (regions mode).
+	gateway *gatewayOptions
+}
+
+// gatewayOptions join a cluster's nodes to other clusters by gateways:
+// node i listens on listen[i] and advertises advertise[i] (a proxy in
+// front of it, so that the other clusters' gossip never learns the
+// direct address and a cut of the proxies cuts every link); remotes are
+// the other clusters' advertised URLs, by cluster name.
+type gatewayOptions struct {
+	listen    []int
+	advertise []string
+	remotes   map[string][]string
 }
 
 // defaultPing is the nodes' ping interval and count: a silent peer is
@@ -63,6 +79,9 @@ func (o clusterOptions) withDefaults() clusterOptions {
 	}
 	if o.pingMax <= 0 {
 		o.pingMax = defaultPingMax
+	}
+	if o.name == "" {
+		o.name = "uid-soak"
 	}
 	return o
 }
@@ -95,10 +114,27 @@ type clusterNode struct {
 // startCluster starts n nodes on free loopback ports with their stores
 // and logs under dir and waits until JetStream is healthy on every node.
 func startCluster(ctx context.Context, bin, dir string, n int, opts clusterOptions) (*cluster, error) {
+	c, err := newCluster(bin, dir, n, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.startNodes(); err != nil {
+		return nil, err
+	}
+	if err := c.waitReady(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// newCluster lays out n nodes on free loopback ports, their
+// configuration files, stores and logs under dir, without starting them.
+func newCluster(bin, dir string, n int, opts clusterOptions) (*cluster, error) {
 	if bin == "" {
 		return nil, errors.New("soak: no nats-server binary")
 	}
-	c := &cluster{name: "uid-soak", bin: bin}
+	opts = opts.withDefaults()
+	c := &cluster{name: opts.name, bin: bin}
 	ports, err := freePorts(3 * n)
 	if err != nil {
 		return nil, err
@@ -107,10 +143,13 @@ func startCluster(ctx context.Context, bin, dir string, n int, opts clusterOptio
 	for i := range n {
 		routes = append(routes, fmt.Sprintf("%q", "nats-route://"+net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[n+i]))))
 	}
-	opts = opts.withDefaults()
+	prefix := "soak"
+	if opts.gateway != nil {
+		prefix = opts.name
+	}
 	for i := range n {
 		node := &clusterNode{
-			name:        fmt.Sprintf("soak-n%d", i),
+			name:        fmt.Sprintf("%s-n%d", prefix, i),
 			index:       i,
 			host:        "127.0.0.1",
 			port:        ports[i],
@@ -129,22 +168,33 @@ func startCluster(ctx context.Context, bin, dir string, n int, opts clusterOptio
 		}
 		c.nodes = append(c.nodes, node)
 	}
-	// Start every node before waiting: JetStream's meta group needs a
-	// quorum to become healthy.
+	return c, nil
+}
+
+// startNodes starts every node without waiting for JetStream: its meta
+// group needs a quorum, of this cluster's nodes or (joined by gateways)
+// of every cluster's, to become healthy.
+func (c *cluster) startNodes() error {
 	for _, node := range c.nodes {
 		if err := node.start(c.bin); err != nil {
 			c.shutdown()
-			return nil, err
+			return err
 		}
 	}
+	return nil
+}
+
+// waitReady waits until every node's JetStream is healthy and the routes
+// have settled.
+func (c *cluster) waitReady(ctx context.Context) error {
 	for _, node := range c.nodes {
 		if err := node.waitHealthy(ctx, 60*time.Second); err != nil {
 			c.shutdown()
-			return nil, err
+			return err
 		}
 	}
 	c.settle(ctx)
-	return c, nil
+	return nil
 }
 
 // config is the node's configuration file. no_advertise keeps the nodes
@@ -175,6 +225,22 @@ func (n *clusterNode) config(cluster string, routes []string, o clusterOptions) 
 	p("  no_advertise: true")
 	timing("  ")
 	p("}")
+	if g := o.gateway; g != nil {
+		p("gateway {")
+		p("  name: %q", cluster)
+		p("  listen: %q", net.JoinHostPort(n.host, strconv.Itoa(g.listen[n.index])))
+		p("  advertise: %q", g.advertise[n.index])
+		p("  gateways: [")
+		for _, name := range sortedKeys(g.remotes) {
+			var urls []string
+			for _, u := range g.remotes[name] {
+				urls = append(urls, fmt.Sprintf("%q", u))
+			}
+			p("    {name: %q, urls: [%s]}", name, strings.Join(urls, ", "))
+		}
+		p("  ]")
+		p("}")
+	}
 	return b.String()
 }
 

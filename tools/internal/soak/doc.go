@@ -163,4 +163,33 @@
 // figures, the faults injected by kind with their windows, the
 // duplicates found, the errors by kind and every violation; the run fails
 // when there is any.
+//
+// # Regions mode
+//
+// With Config.Regions (`-regions 2`, regions.go) the soak runs issue 21's
+// supercluster instead: a 3-node cluster per region (east, west),
+// joined by gateways, each node's gateway behind a TCP proxy it
+// advertises (so gossip never routes around the proxies), the proxies
+// delaying every link (Config.GatewayDelay, 30 ms each way) and cut
+// together. The worker IDs are halved between the regions
+// (DISPENSER_REGIONS, the same everywhere); each region runs two
+// dispensers of each fleet (DISPENSER_REGION), the MySQL fleet on a
+// database of the region's own on the soak's mariadbd, the KV fleet on
+// the region's bucket uid_workers_<region> (placed in its cluster, three
+// replicas), and a Next, a Batch and a Prefetcher client per fleet
+// connected to its own region's cluster only. No blocks, no sequences, no
+// bulk clients (see regions.go). Its faults, in a cycle: region-down
+// (every dispenser of a region, the regions in turn, SIGKILLed and
+// restarted after Config.RegionDown; its clients must be served through
+// the gateway meanwhile), gateway-cut (every gateway link cut until no
+// request crosses, for Config.GatewayCut more, then healed),
+// nats-kill-node-each (a node of every cluster SIGKILLed at once and
+// restarted) and nats-kill-kv-leader (the node leading one region's KV
+// stream, the regions in turn). The checks are the ordinary ones (IDs
+// unique per fleet across all regions together, order per claim at each
+// client, deadlines, unexplained failures, processes), and every fault
+// window of at least 100 calls may fail at most 1% of them. The figures
+// (regionfigures.go) read the serving region from each ID's worker field:
+// IDs and calls per region, calls served by another region, the latency
+// of local and failed-over Next and Batch calls.
 package soak

@@ -49,15 +49,28 @@ var rideOutFaults = map[string]bool{faultCutShort: true, faultMySQLKill: true, f
 
 // cycle is the faults of a cycle this run injects.
 func (s *soak) cycle() []string {
-	return cycleOf(s.cfg.Faults, s.mysqld != nil)
+	return cycleFrom(s.cfg.kinds(), s.cfg.Faults, s.mysqld != nil)
+}
+
+// kinds are the fault kinds of the run's mode, in a cycle's order.
+func (c Config) kinds() []string {
+	if c.Regions > 0 {
+		return regionFaultCycle
+	}
+	return faultCycle
 }
 
 // cycleOf is the cycle's faults, only those named in only when it is not
 // empty, without those that need the soak's own mariadbd when there is
 // none.
 func cycleOf(only []string, ownMySQL bool) []string {
+	return cycleFrom(faultCycle, only, ownMySQL)
+}
+
+// cycleFrom is cycleOf on the kinds all.
+func cycleFrom(all, only []string, ownMySQL bool) []string {
 	var kinds []string
-	for _, k := range faultCycle {
+	for _, k := range all {
 		if (ownMySQLFaults[k] && !ownMySQL) || (len(only) > 0 && !slices.Contains(only, k)) {
 			continue
 		}
@@ -69,9 +82,14 @@ func cycleOf(only []string, ownMySQL bool) []string {
 // checkFaultKinds rejects a kind the cycle does not have (a typo would
 // otherwise run no fault at all).
 func checkFaultKinds(kinds []string) error {
+	return checkFaultKindsOf(faultCycle, kinds)
+}
+
+// checkFaultKindsOf is checkFaultKinds for a mode whose kinds are all.
+func checkFaultKindsOf(all, kinds []string) error {
 	for _, k := range kinds {
-		if !slices.Contains(faultCycle, k) {
-			return fmt.Errorf("soak: unknown fault kind %q (the kinds: %s)", k, strings.Join(faultCycle, ", "))
+		if !slices.Contains(all, k) {
+			return fmt.Errorf("soak: unknown fault kind %q (the kinds: %s)", k, strings.Join(all, ", "))
 		}
 	}
 	return nil
@@ -142,6 +160,10 @@ func (s *soak) inject(ctx context.Context, kind string, cycle int) {
 		rec.Fleet = slot.fleet.name
 		rec.Target, rec.Note = s.restartSlot(ctx, slot, false)
 	case faultKillKVLeader:
+		if len(s.regions) > 0 {
+			rec.Target, rec.Note = s.killRegionKVLeader(ctx, cycle)
+			break
+		}
 		rec.Target, rec.Note = s.killLeader(ctx, kvStream, cycle)
 	case faultKillBlocksLeader:
 		// The two fleets' blocks streams in turn.
@@ -213,6 +235,8 @@ func (s *soak) inject(ctx context.Context, kind string, cycle int) {
 	case faultZombie:
 		rec.Fleet = mysqlFleet.name // zombie pauses and restarts the MySQL fleet's
 		rec.Target, rec.Note = s.zombie(ctx)
+	default:
+		s.injectRegions(ctx, &rec, cycle)
 	}
 	rec.End = s.since()
 	s.progress("fault %-15s %-8s from %5.1fs for %4.1fs  %s", rec.Kind, rec.Target, rec.Start.Seconds(), (rec.End - rec.Start).Seconds(), rec.Note)

@@ -31,9 +31,10 @@ const (
 )
 
 // faultWindows counts each fault's window over every client's calls and
-// returns the figures by kind and a violation for each leader kill whose
-// window failed more than maxLeaderKillFailures of its calls.
-func faultWindows(clients []*clientLog, faults []faultRecord) (map[string]*FaultWindow, []string) {
+// returns the figures by kind and a violation for each fault of a kind
+// limited (the leader kills; in regions mode every kind) whose window
+// failed more than maxLeaderKillFailures of its calls.
+func faultWindows(clients []*clientLog, faults []faultRecord, limited func(kind string) bool) (map[string]*FaultWindow, []string) {
 	byKind := map[string]*FaultWindow{}
 	var violations []string
 	for _, f := range faults {
@@ -68,8 +69,8 @@ func faultWindows(clients []*clientLog, faults []faultRecord) (map[string]*Fault
 		if w.Worst == "" || share > w.worst {
 			w.Worst, w.worst = desc, share
 		}
-		if leaderKill(f.Kind) && calls >= minWindowCalls && share > maxLeaderKillFailures {
-			violations = append(violations, fmt.Sprintf("more than %.0f%% of the calls failed during a stream leader's kill -9: %s (%s)",
+		if limited(f.Kind) && calls >= minWindowCalls && share > maxLeaderKillFailures {
+			violations = append(violations, fmt.Sprintf("more than %.0f%% of the calls failed in a fault's window: %s (%s)",
 				100*maxLeaderKillFailures, desc, f.Note))
 		}
 	}

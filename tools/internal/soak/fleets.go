@@ -52,3 +52,14 @@ func clientFleet(i, n int) *fleet {
 	}
 	return mysqlFleet
 }
+
+// fleetNamed is the fleet called name (the MySQL fleet for an unknown
+// name: a client's fleet always comes from fleets).
+func fleetNamed(name string) *fleet {
+	for _, f := range fleets {
+		if f.name == name {
+			return f
+		}
+	}
+	return mysqlFleet
+}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/nats-io/nats.go"
 )
 
 // The NATS side's faults: a stream leader's node killed, a partition of
@@ -31,18 +33,23 @@ func (s *soak) leaderNote(ctx context.Context) string {
 // same store. Without a leader to be found it kills node cycle%3 and says
 // so.
 func (s *soak) killLeader(ctx context.Context, stream string, cycle int) (target, note string) {
-	before := s.leaderNote(ctx)
-	leader := streamLeaders(ctx, s.admin.Conn, stream)[stream]
-	i := s.cluster.nodeByName(leader)
+	return s.killLeaderOf(ctx, s.cluster, s.admin.Conn, stream, cycle, s.leaderNote(ctx))
+}
+
+// killLeaderOf is killLeader on cluster c, whose streams nc's JetStream
+// API describes; before says which nodes led the streams before.
+func (s *soak) killLeaderOf(ctx context.Context, c *cluster, nc *nats.Conn, stream string, cycle int, before string) (target, note string) {
+	leader := streamLeaders(ctx, nc, stream)[stream]
+	i := c.nodeByName(leader)
 	if i < 0 {
-		i = cycle % len(s.cluster.nodes)
+		i = cycle % len(c.nodes)
 		before = "no leader of " + stream + " found; " + before
 	}
-	target = s.cluster.nodes[i].name
+	target = c.nodes[i].name
 	killed := time.Now()
 	elected := make(chan string, 1)
-	go func() { elected <- s.awaitLeader(ctx, stream, target, killed) }()
-	accepting, err := s.cluster.killAndRestart(ctx, i, s.cfg.NATSDown)
+	go func() { elected <- s.awaitLeader(ctx, nc, stream, target, killed) }()
+	accepting, err := c.killAndRestart(ctx, i, s.cfg.NATSDown)
 	if err != nil {
 		s.events.violation("kill -9 and restart of NATS node %s (leader of %s): %v", target, stream, err)
 	}
@@ -59,10 +66,10 @@ func (s *soak) killLeader(ctx context.Context, stream string, cycle int) (target
 // awaitLeader waits (up to 20 s) until stream has a leader other than
 // old, which was killed at killed, and says who and when: the stream's
 // leaderless time, which the leases must outlast.
-func (s *soak) awaitLeader(ctx context.Context, stream, old string, killed time.Time) string {
+func (s *soak) awaitLeader(ctx context.Context, nc *nats.Conn, stream, old string, killed time.Time) string {
 	for time.Since(killed) < 20*time.Second && ctx.Err() == nil {
 		// The killed node may win the election once it is back.
-		if l := streamLeaders(ctx, s.admin.Conn, stream)[stream]; l != "" && (l != old || time.Since(killed) > s.cfg.NATSDown) {
+		if l := streamLeaders(ctx, nc, stream)[stream]; l != "" && (l != old || time.Since(killed) > s.cfg.NATSDown) {
 			return fmt.Sprintf("new leader %s after %.1fs", l, time.Since(killed).Seconds())
 		}
 		sleep(ctx, 100*time.Millisecond)

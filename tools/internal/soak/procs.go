@@ -22,6 +22,7 @@ type dispenserSlot struct {
 	index   int
 	label   string // d0..d2 (MySQL fleet), k0, k1 (KV fleet)
 	fleet   *fleet
+	region  string // its DISPENSER_REGION (regions mode; "" otherwise)
 	bin     string
 	env     []string
 	logDir  string

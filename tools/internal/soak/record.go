@@ -55,8 +55,11 @@ type clientLog struct {
 	kind  callKind
 	fleet string // the fleet it asks, by name; IDs are unique per fleet
 	seq   string // the sequence a sequence client asks for
-	ids   []uint64
-	calls []callRecord
+	// region is the region whose cluster the client connects to
+	// (regions mode; "" otherwise).
+	region string
+	ids    []uint64
+	calls  []callRecord
 }
 
 func (l *clientLog) record(r *recorder, start time.Time, elapsed time.Duration, ids []uint64, err error) {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/uid-dispenser/uid-dispenser/natsio/natsconn"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
+	"github.com/uid-dispenser/uid-dispenser/workerid"
 	"github.com/uid-dispenser/uid-dispenser/workerid/workeridtest"
 )
 
@@ -90,6 +91,20 @@ type Config struct {
 	ServeWithin       time.Duration // a started dispenser must serve within it, default 30s
 	SampleEvery       time.Duration // resource sampling interval, default 1s
 	Progress          io.Writer     // progress lines (nil: none)
+	// Regions, when 2 or more, runs the regions mode (regions.go): a
+	// cluster per region joined by gateways, both fleets in every
+	// region, the regions faults. 0: the ordinary soak.
+	Regions int
+	// GatewayDelay delays every gateway link each way (regions mode;
+	// default 30ms, a WAN's; negative: none), so that local-first serving
+	// shows in the latency.
+	GatewayDelay time.Duration
+	// RegionDown is how long a region-down fault keeps a region's
+	// dispensers down (default 10s).
+	RegionDown time.Duration
+	// GatewayCut is how long a gateway-cut fault keeps the gateways cut
+	// once no request crosses (default 8s, twice the lease TTL).
+	GatewayCut time.Duration
 	// Faults, when not empty, are the only fault kinds the cycle
 	// injects (by name, as in the summary: "nats-kill-kv-leader", …),
 	// back to back in the cycle's order: a reproduction of one kind's
@@ -133,6 +148,14 @@ func (c Config) withDefaults() Config {
 	set(&c.Quiet, max(8*time.Second, c.Duration/10))
 	set(&c.ServeWithin, d.ServeWithin)
 	set(&c.SampleEvery, d.SampleEvery)
+	set(&c.RegionDown, 10*time.Second)
+	set(&c.GatewayCut, 2*c.LeaseTTL)
+	switch {
+	case c.GatewayDelay == 0:
+		c.GatewayDelay = 30 * time.Millisecond
+	case c.GatewayDelay < 0:
+		c.GatewayDelay = 0
+	}
 	if c.MySQLDSN == "" {
 		c.MySQLDSN = d.MySQLDSN
 	}
@@ -175,7 +198,10 @@ type soak struct {
 	natsCut *workeridtest.Proxy // between the partitioned dispenser and its node
 	slots   []*dispenserSlot
 	events  *events
-	self    []sample
+	// The regions mode's regions and map (empty otherwise).
+	regions    []*region
+	regionsMap workerid.Regions
+	self       []sample
 
 	mu        sync.Mutex
 	faults    []faultRecord
@@ -213,7 +239,7 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 	if _, err := os.Stat(cfg.NATSServerBin); err != nil {
 		return nil, fmt.Errorf("soak: nats-server binary: %w", err)
 	}
-	if err := checkFaultKinds(cfg.Faults); err != nil {
+	if err := checkFaultKindsOf(cfg.kinds(), cfg.Faults); err != nil {
 		return nil, err
 	}
 	s := &soak{cfg: cfg, origin: time.Now(), events: newEvents()}
@@ -237,6 +263,10 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 	}
 	defer logFile.Close()
 	s.log = slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo}))
+
+	if cfg.Regions > 0 {
+		return s.runRegions(ctx, workDir)
+	}
 
 	// MySQL: a fresh database (unless given one), reached through the proxy.
 	mysqlDSN, err := s.startMySQL(ctx, workDir)
@@ -311,12 +341,42 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 	s.progress("%d clients running for %s (and %d bulk clients at %.0f IDs/s each from %s to %s; %d sequence clients)",
 		cfg.Clients, cfg.Duration, cfg.BulkClients, cfg.BulkRate, ld.bulkFrom, ld.bulkTo, cfg.SeqClients)
 
+	stalls := s.drive(ctx, clients, rec, ld,
+		watch.sampleConns,
+		watch.auditInterest)
+	watch.mu.Lock()
+	s.mu.Lock()
+	slowHandled := s.slowHandled
+	s.mu.Unlock()
+	s.progress("slow calls: %d snapshots; interest audit: %d mismatches seen twice in a row; %d requests the dispensers took over 1s to handle (details in soak.log)", watch.snaps, watch.mismatches, slowHandled)
+	watch.mu.Unlock()
+	blocks := blockStats(clients)
+	closeClients(clients)
+	s.progress("clients stopped; stopping the dispensers")
+	s.stopDispensers()
+	s.cluster.shutdown()
+
+	sum = s.summarise(rec, clients, blocks, stalls)
+	sum.WorkDir = workDir
+	if err := sum.writeRecords(workDir); err != nil {
+		return nil, err
+	}
+	return sum, nil
+}
+
+// drive runs the clients for the configured duration, the faults from
+// the warm-up to the quiet tail, the resource sampling and background
+// (samplers, until the clients have stopped), and returns the stalls of
+// the soak's own process.
+func (s *soak) drive(ctx context.Context, clients []*soakClient, rec *recorder, ld load, background ...func(context.Context)) []stall {
+	cfg := s.cfg
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
 	var wg sync.WaitGroup
 	wg.Go(func() { s.sample(runCtx) })
-	wg.Go(func() { watch.sampleConns(runCtx) })
-	wg.Go(func() { watch.auditInterest(runCtx) })
+	for _, f := range background {
+		wg.Go(func() { f(runCtx) })
+	}
 	var stalls []stall
 	wg.Go(func() { stalls = watchStalls(runCtx, s.origin, 50*time.Millisecond) })
 	clientsCtx, stopClients := context.WithCancel(ctx)
@@ -337,24 +397,7 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 	<-clientsDone
 	stopRun() // the last samples are of a running system, not of one closing
 	wg.Wait()
-	watch.mu.Lock()
-	s.mu.Lock()
-	slowHandled := s.slowHandled
-	s.mu.Unlock()
-	s.progress("slow calls: %d snapshots; interest audit: %d mismatches seen twice in a row; %d requests the dispensers took over 1s to handle (details in soak.log)", watch.snaps, watch.mismatches, slowHandled)
-	watch.mu.Unlock()
-	blocks := blockStats(clients)
-	closeClients(clients)
-	s.progress("clients stopped; stopping the dispensers")
-	s.stopDispensers()
-	s.cluster.shutdown()
-
-	sum = s.summarise(rec, clients, blocks, stalls)
-	sum.WorkDir = workDir
-	if err := sum.writeRecords(workDir); err != nil {
-		return nil, err
-	}
-	return sum, nil
+	return stalls
 }
 
 // numNodes is the NATS cluster's size.

@@ -34,8 +34,20 @@ type Summary struct {
 	// MySQL says which server the run used: "own mariadbd" or
 	// "external" (without the faults that need the soak's own).
 	MySQL string `json:"mysql"`
+	// Kinds are the fault kinds of the run's mode, in a cycle's order.
+	Kinds []string `json:"fault_kinds"`
+	// Regions are the regions mode's figures (nil in the ordinary mode).
+	Regions *RegionFigures `json:"regions,omitempty"`
 	// series is the run second by second (SeriesTSV, ChartSVG).
 	series []SecondStats
+}
+
+// kinds are Kinds, or the ordinary cycle's for a summary without them.
+func (s *Summary) kinds() []string {
+	if len(s.Kinds) == 0 {
+		return faultCycle
+	}
+	return s.Kinds
 }
 
 // HighRate is what the bulk clients got in the high-rate phase.
@@ -106,6 +118,7 @@ func (s *soak) summarise(rec *recorder, clients []*soakClient, blocks uidclient.
 		ErrorExamples:      map[string]string{},
 		Stalls:             stalls,
 		series:             timeSeries(logs),
+		Kinds:              s.cfg.kinds(),
 	}
 	for _, k := range kinds {
 		sum.ErrorExamples[k.name] = k.example
@@ -122,7 +135,11 @@ func (s *soak) summarise(rec *recorder, clients []*soakClient, blocks uidclient.
 	for _, f := range faults {
 		sum.Faults[f.Kind]++
 	}
-	windows, windowViolations := faultWindows(logs, faults)
+	limited := leaderKill
+	if len(s.regions) > 0 {
+		limited = func(string) bool { return true } // issue 21's target: every window
+	}
+	windows, windowViolations := faultWindows(logs, faults, limited)
 	sum.FaultWindows = windows
 	sum.Violations = append(violations, sum.Violations...)
 	sum.Violations = append(sum.Violations, windowViolations...)
@@ -167,7 +184,11 @@ func (s *soak) summarise(rec *recorder, clients []*soakClient, blocks uidclient.
 // Print writes the summary for people.
 func (s *Summary) Print(w io.Writer) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
-	p("== soak summary (%s)", s.Duration.Round(time.Second))
+	if s.Regions != nil {
+		p("== soak summary (%s, %s)", s.Duration.Round(time.Second), s.Regions.regionsNote())
+	} else {
+		p("== soak summary (%s)", s.Duration.Round(time.Second))
+	}
 	p("IDs checked:        %d", s.IDsChecked)
 	for _, k := range []callKind{kindNext, kindBatch, kindPrefetch, kindBlocks} {
 		p("  %-9s %10d IDs in %8d calls", k.String()+":", s.IDs[k.String()], s.Calls[k.String()])
@@ -185,13 +206,18 @@ func (s *Summary) Print(w io.Writer) {
 		p("  sequence %-15s %d numbers (%d..%d) in %d calls from %d instances: %d duplicates, %d order violations, gap ratio %.4f (%d skipped)",
 			name+":", f.HandedOut, f.First, f.Max, f.Calls, f.Instances, f.Duplicates, f.OrderViolations, f.GapRatio, f.Skipped)
 	}
+	if s.Regions != nil {
+		for _, l := range s.Regions.lines() {
+			p("%s", l)
+		}
+	}
 	p("duplicates:         %d (IDs are unique per fleet: each fleet has its own worker IDs, so the fleets' IDs may coincide)", s.Duplicates)
 	p("order violations:   %d (block reorders across blocks, allowed: %d)", s.OrderViolations, s.BlockReorders)
 	p("unclaimed IDs:      %d", s.Unclaimed)
 	p("worker claims:      %d on %d worker IDs", s.Claims, s.WorkerIDs)
 	p("faults injected:    %d (MySQL: %s)", len(s.FaultLog), s.MySQL)
 	p("  %-24s %6s  %8s %7s  (calls started from a fault's start to %s after its end)", "kind", "faults", "calls", "failed", windowSettle)
-	for _, k := range faultCycle {
+	for _, k := range s.kinds() {
 		w := s.FaultWindows[k]
 		if w == nil {
 			w = &FaultWindow{}
@@ -201,7 +227,7 @@ func (s *Summary) Print(w io.Writer) {
 			share = 100 * float64(w.Failed) / float64(w.Calls)
 		}
 		p("  %-24s %6d  %8d %7d  %6.2f%%", k, s.Faults[k], w.Calls, w.Failed, share)
-		if leaderKill(k) && w.Worst != "" {
+		if (leaderKill(k) || s.Regions != nil) && w.Worst != "" {
 			p("      worst: %s", w.Worst)
 		}
 	}
