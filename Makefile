@@ -83,7 +83,7 @@ bench-core:
 
 # End-to-end benchmarks side by side in one run (REPS rounds of every
 # scenario): the generated section of BENCHMARKS.md and docs/benchmarks.svg.
-REPS ?= 5
+REPS ?= 3
 bench-e2e:
 	bash scripts/bench-report.sh $(REPS)
 
