@@ -26,7 +26,7 @@ var echoPayload = []byte("0123456789abcdef")
 // service serve`: every client its own connection, one request at a
 // time, 16-byte requests. The dispenser is a default one (the 2 s ahead
 // bound, lanes, worker IDs leased in the KV bucket), the echo a micro
-// endpoint answering the request's body, as natscli's serve does.
+// endpoint answering "ok", as natscli's serve does.
 //
 //   - target=echo: the micro echo service;
 //   - target=uid.next: uid.next by a plain request, as natscli sends it;
@@ -130,16 +130,16 @@ func reportLatencies(b *testing.B, lat []time.Duration) {
 	b.ReportMetric(at(0.99), "p99-us")
 }
 
-// startMicroEcho adds a micro service answering subject with the
-// request's body, as `nats bench service serve` does, on a connection of
-// its own.
+// startMicroEcho adds a micro service answering subject with "ok", as
+// `nats bench service serve` does, on a connection of its own.
 func startMicroEcho(b *testing.B, url, subject string) {
 	svc, err := micro.AddService(testConn(b, url).Conn, micro.Config{Name: "bench-echo", Version: "0.0.1", QueueGroup: "bench-echo"})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = svc.Stop() })
-	echo := micro.HandlerFunc(func(r micro.Request) { _ = r.Respond(r.Data()) })
+	ok := []byte("ok")
+	echo := micro.HandlerFunc(func(r micro.Request) { _ = r.Respond(ok) })
 	if err := svc.AddEndpoint("echo", echo, micro.WithEndpointSubject(subject)); err != nil {
 		b.Fatal(err)
 	}
