@@ -95,7 +95,8 @@ UID_BENCH_SERIES="$PWD/bench-blocks-series.txt" gotest dispenser "$tmp/dispenser
 echo "blocks: load average $(load) at their end" >>bench-e2e-env.txt
 
 benchreport -series bench-sustained-series.txt -series-svg "${BENCH_SERIES_SVG:-docs/sustained.svg}"
-benchreport -series bench-seq-series.txt -series-svg "$(dirname "${BENCH_SERIES_SVG:-docs/sustained.svg}")/sustained-seq.svg"
+benchreport -series bench-seq-series.txt -series-svg "$(dirname "${BENCH_SERIES_SVG:-docs/sustained.svg}")/sustained-seq.svg" \
+	-series-title "Sustained: 4 clients × uid.seq.bench.batch 4096 (binary), default configuration"
 benchreport -go bench-e2e-go.txt -cli bench-e2e-cli.txt -sustained bench-sustained.txt -blocks bench-blocks.txt -env bench-e2e-env.txt \
 	-md "${BENCH_MD:-BENCHMARKS.md}" -svg "${BENCH_SVG:-docs/benchmarks.svg}" \
 	-msgs1 "${BENCH_MSGS1:-50000}" -msgs8 "${BENCH_MSGS8:-100000}"

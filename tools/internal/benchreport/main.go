@@ -41,11 +41,12 @@ func run(args []string) error {
 	blocksFile := flags.String("blocks", "", "output of the ^BenchmarkBlocks benchmarks")
 	seriesFile := flags.String("series", "", "per-second samples of BenchmarkSustained (UID_BENCH_SERIES); with it only the -series-svg chart is drawn")
 	seriesSVG := flags.String("series-svg", "docs/sustained.svg", "chart of the sustained samples to write")
+	seriesTitle := flags.String("series-title", "Sustained: 4 clients × uid.batch 4096 (binary), default configuration", "title of the -series-svg chart")
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
 	if *seriesFile != "" {
-		return drawSeries(*seriesFile, *seriesSVG)
+		return drawSeries(*seriesFile, *seriesSVG, *seriesTitle)
 	}
 	goRes, cliRes := map[string]samples{}, map[string]samples{}
 	var err error
@@ -127,7 +128,7 @@ func run(args []string) error {
 }
 
 // drawSeries writes the chart of the sustained benchmark's samples.
-func drawSeries(in, out string) error {
+func drawSeries(in, out, title string) error {
 	text, err := os.ReadFile(in)
 	if err != nil {
 		return err
@@ -139,7 +140,7 @@ func drawSeries(in, out string) error {
 	if len(s) == 0 {
 		return fmt.Errorf("%s: no samples", in)
 	}
-	chart, err := svgSeries(s, "Sustained: 4 clients × uid.batch 4096 (binary), default configuration")
+	chart, err := svgSeries(s, title)
 	if err != nil {
 		return err
 	}

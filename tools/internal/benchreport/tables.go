@@ -89,7 +89,11 @@ func blocksTable(res map[string]samples) string {
 		var figs []string
 		for _, unit := range slices.Sorted(maps.Keys(res[name])) {
 			st, _ := summarize(res[name][unit])
-			figs = append(figs, strconv.FormatFloat(st.median, 'g', 4, 64)+" "+unit)
+			v := strconv.FormatFloat(st.median, 'g', 4, 64)
+			if st.median >= 1000 {
+				v = formatRate(st.median)
+			}
+			figs = append(figs, v+" "+unit)
 		}
 		fmt.Fprintf(&b, "| `%s` | %s |\n", name, strings.Join(figs, ", "))
 	}
