@@ -65,6 +65,14 @@ gotest() { # package binary args...
 }
 
 load() { cut -d' ' -f1-3 /proc/loadavg; }
+# A benchmark that fails is named in the report and makes the script
+# fail at the end, after the report of what did run.
+failures=()
+failed() {
+	failures+=("$1")
+	echo "bench-report: $1 failed" >&2
+	echo "FAILED in this run: $1 (its figures are missing or partial)" >>bench-e2e-env.txt
+}
 {
 	echo "run: $(date -u +%Y-%m-%dT%H:%MZ), $REPS rounds, sustained scenarios $DURATION each"
 	echo "machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')): load average $(load) at the start"
@@ -72,31 +80,36 @@ load() { cut -d' ' -f1-3 /proc/loadavg; }
 } >bench-e2e-env.txt
 
 : >bench-e2e-go.txt
+rm -f bench-sustained-series.txt bench-seq-series.txt
 : >bench-e2e-cli.txt
 for rep in $(seq 1 "$REPS"); do
 	echo "== round $rep of $REPS (load average $(load))"
-	gotest natsio "$tmp/natsio.test" -test.bench "$GO_BENCH" -test.benchtime "$BENCHTIME" -test.timeout 30m | tee -a bench-e2e-go.txt
-	gotest dispenser "$tmp/dispenser.test" -test.bench "$DISPENSER_BENCH" -test.benchtime "$BENCHTIME" -test.timeout 30m | tee -a bench-e2e-go.txt
-	scripts/bench-service.sh "${BENCH_CLI_REPS:-2}" | tee -a bench-e2e-cli.txt
+	gotest natsio "$tmp/natsio.test" -test.bench "$GO_BENCH" -test.benchtime "$BENCHTIME" -test.timeout 30m | tee -a bench-e2e-go.txt || failed "round $rep: natsio"
+	gotest dispenser "$tmp/dispenser.test" -test.bench "$DISPENSER_BENCH" -test.benchtime "$BENCHTIME" -test.timeout 30m | tee -a bench-e2e-go.txt || failed "round $rep: dispenser"
+	scripts/bench-service.sh "${BENCH_CLI_REPS:-2}" | tee -a bench-e2e-cli.txt || failed "round $rep: bench-service.sh"
 done
 echo "rounds: load average $(load) at their end" >>bench-e2e-env.txt
 
 # Sustained: 4 clients × batches of 4,096 binary against the bare counter
 # responder and default dispensers, for BENCH_DURATION each, with the
 # per-second series drawn in docs/sustained.svg and docs/sustained-seq.svg.
-UID_BENCH_SERIES="$PWD/bench-sustained-series.txt" gotest dispenser "$tmp/dispenser.test" -test.bench '^BenchmarkSustained$' -test.benchtime "$DURATION" -test.timeout 60m | tee bench-sustained.txt
-UID_BENCH_SERIES="$PWD/bench-seq-series.txt" gotest dispenser "$tmp/dispenser.test" -test.bench '^BenchmarkSeqSustained$' -test.benchtime "$DURATION" -test.timeout 60m | tee -a bench-sustained.txt
+UID_BENCH_SERIES="$PWD/bench-sustained-series.txt" gotest dispenser "$tmp/dispenser.test" -test.bench '^BenchmarkSustained$' -test.benchtime "$DURATION" -test.timeout 60m | tee bench-sustained.txt || failed BenchmarkSustained
+UID_BENCH_SERIES="$PWD/bench-seq-series.txt" gotest dispenser "$tmp/dispenser.test" -test.bench '^BenchmarkSeqSustained$' -test.benchtime "$DURATION" -test.timeout 60m | tee -a bench-sustained.txt || failed BenchmarkSeqSustained
 echo "sustained: load average $(load) at their end" >>bench-e2e-env.txt
 
 # The JetStream blocks: every ^BenchmarkBlocks benchmark of both packages.
 : >bench-blocks.txt
-gotest natsio "$tmp/natsio.test" -test.bench "$BLOCKS_BENCH" -test.benchtime "$DURATION" -test.timeout 60m | tee -a bench-blocks.txt
-UID_BENCH_SERIES="$PWD/bench-blocks-series.txt" gotest dispenser "$tmp/dispenser.test" -test.bench "$BLOCKS_BENCH" -test.benchtime "$DURATION" -test.timeout 60m | tee -a bench-blocks.txt
+gotest natsio "$tmp/natsio.test" -test.bench "$BLOCKS_BENCH" -test.benchtime "$DURATION" -test.timeout 60m | tee -a bench-blocks.txt || failed "natsio $BLOCKS_BENCH"
+gotest dispenser "$tmp/dispenser.test" -test.bench "$BLOCKS_BENCH" -test.benchtime "$DURATION" -test.timeout 60m | tee -a bench-blocks.txt || failed "dispenser $BLOCKS_BENCH"
 echo "blocks: load average $(load) at their end" >>bench-e2e-env.txt
 
-benchreport -series bench-sustained-series.txt -series-svg "${BENCH_SERIES_SVG:-docs/sustained.svg}"
-benchreport -series bench-seq-series.txt -series-svg "$(dirname "${BENCH_SERIES_SVG:-docs/sustained.svg}")/sustained-seq.svg" \
+[ -s bench-sustained-series.txt ] && benchreport -series bench-sustained-series.txt -series-svg "${BENCH_SERIES_SVG:-docs/sustained.svg}"
+[ -s bench-seq-series.txt ] && benchreport -series bench-seq-series.txt -series-svg "$(dirname "${BENCH_SERIES_SVG:-docs/sustained.svg}")/sustained-seq.svg" \
 	-series-title "Sustained: 4 clients × uid.seq.bench.batch 4096 (binary), default configuration"
 benchreport -go bench-e2e-go.txt -cli bench-e2e-cli.txt -sustained bench-sustained.txt -blocks bench-blocks.txt -env bench-e2e-env.txt \
 	-md "${BENCH_MD:-BENCHMARKS.md}" -svg "${BENCH_SVG:-docs/benchmarks.svg}" \
 	-msgs1 "${BENCH_MSGS1:-50000}" -msgs8 "${BENCH_MSGS8:-100000}"
+if [ ${#failures[@]} -gt 0 ]; then
+	echo "bench-report: failed: ${failures[*]}" >&2
+	exit 1
+fi
