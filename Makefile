@@ -81,9 +81,12 @@ bench-core:
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./uidcore/ | tee bench-uidcore.txt
 	cd bench && $(GO) test -run '^$$' -bench . -benchmem -count 6 . | tee ../bench-peers.txt
 
-# End-to-end benchmarks side by side in one run (REPS rounds of every
-# scenario): the generated section of BENCHMARKS.md and docs/benchmarks.svg.
-REPS ?= 5
+# End-to-end benchmarks side by side in one run (REPS rounds of the
+# request-reply scenarios, then the sustained loads and the JetStream
+# blocks for BENCH_DURATION each, 10s by default; BENCH_DURATION=60s for
+# the issue's figures): the generated section of BENCHMARKS.md,
+# docs/benchmarks.svg, docs/sustained.svg and docs/sustained-seq.svg.
+REPS ?= 3
 bench-e2e:
 	bash scripts/bench-report.sh $(REPS)
 

@@ -47,7 +47,7 @@ func BenchmarkSustained(b *testing.B) {
 	b.Run("responder=counter", func(b *testing.B) {
 		url := testenv.NATS(b, nil).ClientURL()
 		startCounterResponder(b, url)
-		runSustained(b, url, "bare", nil)
+		runSustained(b, url, protocol.Subject("bare", protocol.EndpointBatch), nil)
 	})
 	for _, c := range []struct {
 		instances int
@@ -72,7 +72,56 @@ func BenchmarkSustained(b *testing.B) {
 				b.Cleanup(func() { shutdownBench(b, d) })
 			}
 			layout := cfg.Layout()
-			runSustained(b, url, cfg.SubjectPrefix, &layout)
+			runSustained(b, url, protocol.Subject(cfg.SubjectPrefix, protocol.EndpointBatch), &layout)
+		})
+	}
+}
+
+// sustainedSequence is the sequence BenchmarkSeqSustained asks for.
+const sustainedSequence = "bench"
+
+// BenchmarkSeqSustained is BenchmarkSustained for a named sequence: 4
+// clients asking uid.seq.bench.batch for 4,096 numbers (binary), against
+//   - responder=counter: the bare responder of BenchmarkSustained (the
+//     transport's limit);
+//   - responder=dispenser/store=kv, store=mysql: one default dispenser
+//     whose sequence's segments come from the KV bucket or from MySQL,
+//     with the default adaptive step (1,000 doubling to 1,000,000 while
+//     segments last less than the 1 s target).
+//
+// Besides BenchmarkSustained's figures it reports max-us, the slowest
+// request (a request that waits for a segment takes at least that wait,
+// so every segment wait is at most max-us), seg-waits, the requests that
+// waited for a segment, segments, the store writes, and step, the size
+// of the next segment at the end: what the adaptive step reached.
+func BenchmarkSeqSustained(b *testing.B) {
+	b.Run("responder=counter", func(b *testing.B) {
+		url := testenv.NATS(b, nil).ClientURL()
+		startCounterResponder(b, url)
+		runSustained(b, url, protocol.Subject("bare", protocol.EndpointBatch), nil)
+	})
+	for _, store := range []string{"kv", "mysql"} {
+		b.Run("responder=dispenser/store="+store, func(b *testing.B) {
+			url := testenv.NATS(b, nil).ClientURL()
+			cfg := DefaultConfig()
+			cfg.NATSURL = url
+			cfg.Sequences = sustainedSequence
+			if store == "mysql" {
+				cfg.MySQLDSN = testenv.MySQL(b)
+			}
+			d, err := Start(b.Context(), cfg, WithLogger(testLogger()))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { shutdownBench(b, d) })
+			runSustained(b, url, protocol.SeqSubject(cfg.SubjectPrefix, sustainedSequence, protocol.EndpointBatch), nil)
+			for _, st := range d.Sequences().Stats() {
+				if st.Name == sustainedSequence {
+					b.ReportMetric(float64(st.Waits), "seg-waits")
+					b.ReportMetric(float64(st.Segments), "segments")
+					b.ReportMetric(float64(st.Step), "step")
+				}
+			}
 		})
 	}
 }
@@ -85,15 +134,17 @@ func shutdownBench(b *testing.B, d *Dispenser) {
 	}
 }
 
-// runSustained drives the load against prefix.batch and reports; with a
-// layout it also reads how far ahead of the clock the IDs run.
-func runSustained(b *testing.B, url, prefix string, layout *uidcore.Layout) {
+// runSustained drives the load against subject (a batch endpoint) and
+// reports; with a layout it also reads how far ahead of the clock the IDs
+// run. rss-MiB is the largest resident set of this process (sampled once
+// a second) while the load ran: the nats-server, the clients and the
+// responders together, all in this process.
+func runSustained(b *testing.B, url, subject string, layout *uidcore.Layout) {
 	const clients = 4
 	conns := make([]*nats.Conn, clients)
 	for i := range conns {
 		conns[i] = testConn(b, url).Conn
 	}
-	subject := protocol.Subject(prefix, protocol.EndpointBatch)
 	var (
 		next    atomic.Int64
 		errs    atomic.Int64
@@ -106,6 +157,7 @@ func runSustained(b *testing.B, url, prefix string, layout *uidcore.Layout) {
 	var received, aheadNow atomic.Int64 // IDs and this second's furthest ahead, for the series
 	aheadNow.Store(-1 << 62)
 	stopSeries := recordSeries(b, &received, &aheadNow)
+	stopRSS := sampleRSS(b)
 	b.SetParallelism(clients / 2) // × GOMAXPROCS (2 here) goroutines
 	b.ResetTimer()
 	start := time.Now()
@@ -152,6 +204,7 @@ func runSustained(b *testing.B, url, prefix string, layout *uidcore.Layout) {
 	elapsed := time.Since(start)
 	b.StopTimer()
 	stopSeries()
+	b.ReportMetric(stopRSS()/(1<<20), "rss-MiB")
 	b.ReportMetric(float64(int64(b.N)-errs.Load())*sustainedBatch/elapsed.Seconds(), "IDs/s")
 	b.ReportMetric(float64(errs.Load()), "errors")
 	if ahead.Load() > -1<<62 {
@@ -160,6 +213,7 @@ func runSustained(b *testing.B, url, prefix string, layout *uidcore.Layout) {
 	if len(lat) > 0 {
 		slices.Sort(lat)
 		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-us")
+		b.ReportMetric(float64(lat[len(lat)-1].Microseconds()), "max-us")
 	}
 	if p := lastErr.Load(); p != nil {
 		b.Logf("%d error replies, the last: %s", errs.Load(), *p)
@@ -174,6 +228,57 @@ func raise(v *atomic.Int64, d int64) {
 			return
 		}
 	}
+}
+
+// sampleRSS samples the process's resident set (VmRSS) once a second
+// until the returned function is called, which returns the largest
+// sample in bytes (and at least one sample, taken then).
+func sampleRSS(b *testing.B) (stop func() float64) {
+	var peak atomic.Int64
+	sample := func() {
+		if v := readRSS(b); v > peak.Load() {
+			peak.Store(v)
+		}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				sample()
+			}
+		}
+	})
+	return func() float64 {
+		close(done)
+		wg.Wait()
+		sample()
+		return float64(peak.Load())
+	}
+}
+
+// readRSS is VmRSS of /proc/self/status, in bytes.
+func readRSS(b *testing.B) int64 {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range strings.Lines(string(status)) {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	b.Fatal("no VmRSS in /proc/self/status")
+	return 0
 }
 
 // series holds, per benchmark, the per-second samples of its longest run.

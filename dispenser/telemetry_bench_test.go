@@ -3,72 +3,85 @@ package dispenser
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
-	tracenoop "go.opentelemetry.io/otel/trace/noop"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
-	"github.com/uid-dispenser/uid-dispenser/natsio/natsconn"
-	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/telemetry/telemetrytest"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
 )
 
-// BenchmarkNextTracing is the throughput of uid.next through NATS (a
-// dispenser and Go clients in this process, an embedded nats-server) with
-// tracing
-//   - off: no exporter configured, so no-op tracers;
-//   - server-*: the dispenser's SDK exporting OTLP/HTTP (batch processor)
-//     to a local collector that discards what it gets; the callers do not
-//     trace, so every request is a root: the default sampler records 1%
-//     of them (server-1pct), OTEL_TRACES_SAMPLER=parentbased_always_on all
-//     (server-all);
-//   - both-*: the callers trace too (a client span per request, its
-//     context sent along; in this process they share the dispenser's
-//     provider): the default sampler makes 1% of the callers' traces
-//     recorded (both-1pct), parentbased_always_on all (both-all).
+// tracingBatch is the size of the uid.batch requests of BenchmarkTracing
+// (binary), the bulk case of BenchmarkSustained.
+const tracingBatch = 4096
+
+// BenchmarkTracing is what tracing costs the dispenser's requests, uid.next
+// and uid.batch (4,096 binary) side by side, 8 clients (each its own
+// connection, one request at a time, callers that do not trace), a
+// default dispenser and an embedded nats-server in this process, with
+//   - tracing=off: no exporter configured (no-op tracer);
+//   - tracing=default: OTLP over HTTP, the default sampler (1% of the
+//     requests that carry no trace context);
+//   - tracing=always_on-http: OTEL_TRACES_SAMPLER=always_on, every
+//     request recorded, OTLP over HTTP (protobuf);
+//   - tracing=always_on-grpc: the same over gRPC;
 //
-// The Prometheus metrics are on in all. ns/op is the time per ID at the
-// given number of concurrent callers, cpu-ns/op the CPU time the whole
-// process spent per ID; compare with benchstat:
-//
-//	go test -run '^$' -bench NextTracing -count 8 ./dispenser/ | tee tracing.txt
-//	benchstat -col /tracing tracing.txt
-func BenchmarkNextTracing(b *testing.B) {
+// each exporting to a receiver in this process that accepts and discards
+// (an HTTP handler answering 200, a gRPC server implementing the
+// collector's TraceService, neither decoding what it gets). One op is one request; req/s is the figure,
+// cpu-ns/op the CPU time the whole process (clients, server, dispenser,
+// exporter, receiver) spent per request. The receivers count the exports
+// they get, to check that the spans went out.
+func BenchmarkTracing(b *testing.B) {
 	url := testenv.NATS(b, nil).ClientURL()
 	var exports atomic.Int64
-	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	httpReceiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		exports.Add(1)
 		w.Header().Set("Content-Type", "application/x-protobuf")
 		w.WriteHeader(http.StatusOK)
 	}))
-	defer collector.Close()
+	b.Cleanup(httpReceiver.Close)
+	grpcAddr := startGRPCReceiver(b, &exports)
 
-	for _, clients := range []int{1, 8} {
-		for _, tracing := range []string{"off", "server-1pct", "server-all", "both-1pct", "both-all"} {
-			b.Run("clients="+strconv.Itoa(clients)+"/tracing="+tracing, func(b *testing.B) {
+	const clients = 8
+	conns := make([]*nats.Conn, clients)
+	for i := range conns {
+		conns[i] = testConn(b, url).Conn
+	}
+	for _, endpoint := range []string{protocol.EndpointNext, protocol.EndpointBatch} {
+		for _, tracing := range []string{"off", "default", "always_on-http", "always_on-grpc"} {
+			b.Run("endpoint="+endpoint+"/tracing="+tracing, func(b *testing.B) {
 				telemetrytest.ClearEnv(b)
-				if tracing != "off" {
+				switch tracing {
+				case "default", "always_on-http":
 					b.Setenv("OTEL_TRACES_EXPORTER", "otlp")
-					b.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", collector.URL+"/v1/traces")
+					b.Setenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/protobuf")
+					b.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", httpReceiver.URL+"/v1/traces")
+				case "always_on-grpc":
+					b.Setenv("OTEL_TRACES_EXPORTER", "otlp")
+					b.Setenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "grpc")
+					b.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://"+grpcAddr)
 				}
-				if strings.HasSuffix(tracing, "-all") {
-					b.Setenv("OTEL_TRACES_SAMPLER", "parentbased_always_on")
+				if tracing != "off" && tracing != "default" {
+					b.Setenv("OTEL_TRACES_SAMPLER", "always_on")
 				}
-				before := exports.Load()
 				cfg := testConfig(url, "")
-				cfg.MetricsAddr = "127.0.0.1:0"
 				// A fresh worker ID per start: a recycled one would start
-				// after its previous holder's reservation, and quick
-				// restarts would soon hit the ahead-of-clock bound.
+				// after its previous holder's reservation.
 				cfg.WorkerMode = workerid.ModeDisposable
 				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 				defer cancel()
@@ -76,43 +89,68 @@ func BenchmarkNextTracing(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				conn, err := natsconn.Connect(ctx, natsconn.Config{URL: url, Logger: testLogger()})
-				if err != nil {
-					b.Fatal(err)
-				}
-				var opts uidclient.Config
-				if strings.HasPrefix(tracing, "server") {
-					opts.TracerProvider = tracenoop.NewTracerProvider()
-				}
-				c := uidclient.New(conn.Conn, opts)
-				b.SetParallelism((clients + 1) / 2) // 2 cores: clients callers in all
-				cpuBefore := processCPU(b)
-				b.ResetTimer()
-				b.RunParallel(func(pb *testing.PB) {
-					for pb.Next() {
-						if _, err := c.Next(context.Background()); err != nil {
-							b.Error(err)
-							return
-						}
+				msg := func() *nats.Msg {
+					if endpoint == protocol.EndpointNext {
+						return &nats.Msg{Subject: protocol.Subject(cfg.SubjectPrefix, endpoint), Data: echoPayload}
 					}
+					return &nats.Msg{Subject: protocol.Subject(cfg.SubjectPrefix, endpoint), Data: []byte(strconv.Itoa(tracingBatch)),
+						Header: nats.Header{protocol.EncodingHeader: {protocol.EncodingBinary}}}
+				}
+				before := exports.Load()
+				cpuBefore := processCPU(b)
+				runClients(b, clients, func(i int) error {
+					reply, err := conns[i].RequestMsg(msg(), 5*time.Second)
+					if err == nil && reply.Header.Get(micro.ErrorCodeHeader) != "" {
+						b.Errorf("error reply %s %s", reply.Header.Get(micro.ErrorCodeHeader), reply.Header.Get(micro.ErrorHeader))
+					}
+					return err
 				})
-				b.StopTimer()
-				// CPU time of the whole process (clients, nats-server,
-				// dispenser, exporter) per ID: what tracing costs, less
-				// disturbed than ns/op by other load on the machine.
 				b.ReportMetric(float64(processCPU(b)-cpuBefore)/float64(b.N), "cpu-ns/op")
-				conn.Close()
 				sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer scancel()
 				if err := d.Shutdown(sctx); err != nil { // flushes the spans
 					b.Fatal(err)
 				}
 				if got := exports.Load() - before; (tracing == "off") == (got > 0) && b.N >= 1000 {
-					b.Fatalf("tracing %s: the collector got %d exports", tracing, got)
+					b.Fatalf("tracing %s: the receivers got %d exports", tracing, got)
 				}
 			})
 		}
 	}
+}
+
+// traceReceiver is a collector's TraceService that accepts and discards.
+type traceReceiver struct {
+	coltracepb.UnimplementedTraceServiceServer
+	exports *atomic.Int64
+}
+
+func (r traceReceiver) Export(context.Context, *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
+	r.exports.Add(1)
+	return &coltracepb.ExportTraceServiceResponse{}, nil
+}
+
+// discardCodec is the receiver's codec: it decodes no request (as the
+// HTTP receiver reads none), so that the receiver, which in production
+// runs elsewhere, costs this process as little as it can.
+type discardCodec struct{}
+
+func (discardCodec) Marshal(v any) ([]byte, error)      { return proto.Marshal(v.(proto.Message)) }
+func (discardCodec) Unmarshal(data []byte, v any) error { return nil }
+func (discardCodec) Name() string                       { return "proto" }
+
+// startGRPCReceiver serves a traceReceiver on a loopback port and returns
+// its address.
+func startGRPCReceiver(b *testing.B, exports *atomic.Int64) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := grpc.NewServer(grpc.ForceServerCodec(discardCodec{}))
+	coltracepb.RegisterTraceServiceServer(s, traceReceiver{exports: exports})
+	go func() { _ = s.Serve(l) }()
+	b.Cleanup(s.Stop)
+	return l.Addr().String()
 }
 
 // processCPU is the CPU time (user and system) the process has used.

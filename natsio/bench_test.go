@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/micro"
-
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
@@ -74,32 +72,6 @@ func BenchmarkPrefetcher(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "IDs/s")
-		})
-	}
-}
-
-// BenchmarkNextVsEcho: one requester, one request at a time, against
-// uid.next and against a bare micro echo endpoint on the same server.
-func BenchmarkNextVsEcho(b *testing.B) {
-	url := benchInstance(b)
-	echoConn := connect(b, url)
-	echo, err := micro.AddService(echoConn.Conn, micro.Config{Name: "echo", Version: "0.0.1", QueueGroup: "echo"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer echo.Stop()
-	if err := echo.AddEndpoint("echo", micro.HandlerFunc(func(r micro.Request) { r.Respond(r.Data()) }), micro.WithEndpointSubject("bench.echo")); err != nil {
-		b.Fatal(err)
-	}
-	nc := connect(b, url)
-	payload := []byte("0123456789abcdef")
-	for _, subject := range []string{"uid.next", "bench.echo"} {
-		b.Run(subject, func(b *testing.B) {
-			for b.Loop() {
-				if _, err := nc.Request(subject, payload, time.Second); err != nil {
-					b.Fatal(err)
-				}
-			}
 		})
 	}
 }

@@ -2,7 +2,6 @@ package natsio
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -39,21 +38,6 @@ const (
 	outcomeInternal    = "internal"
 )
 
-// outcomeOf names the outcome of a reply by its error code (0: success).
-func outcomeOf(code int) string {
-	switch code {
-	case 0:
-		return outcomeOK
-	case protocol.CodeBadRequest:
-		return outcomeBadRequest
-	case protocol.CodeNotFound:
-		return outcomeNotFound
-	case protocol.CodeUnavailable:
-		return outcomeUnavailable
-	}
-	return outcomeInternal
-}
-
 // serverTelemetry holds a service's tracer and request instruments, taken
 // from ServiceConfig's providers (or the global ones) when the service is
 // made.
@@ -68,11 +52,22 @@ type serverTelemetry struct {
 	// requests that waited for capacity in them.
 	episodes metric.Int64Counter
 	waits    metric.Int64Counter
-	// attrSets caches the metric attribute set per endpoint and outcome,
-	// so recording does not build and sort one per request.
-	attrSets sync.Map // [2]string{endpoint, outcome} -> metric.MeasurementOption
-	spans    spanTemplates
 }
+
+// endpointTelemetry is what the telemetry of one endpoint's requests
+// needs, built once when its handler is made, so that the request path
+// builds, sorts and looks up nothing: the span's name, kind and
+// attributes, and the metric attribute sets by outcome.
+type endpointTelemetry struct {
+	t        *serverTelemetry
+	endpoint string
+	span     spanTemplate
+	outcomes [len(outcomes)]metric.MeasurementOption // by outcomeIndex
+	issued   metric.MeasurementOption
+}
+
+// outcomes are the values of uid.outcome, by outcomeIndex.
+var outcomes = [...]string{outcomeOK, outcomeBadRequest, outcomeNotFound, outcomeUnavailable, outcomeInternal}
 
 // spanTemplate is the name, kind and attributes of the spans on one
 // subject, built once. The attributes are set only on recording spans:
@@ -91,20 +86,6 @@ func (tmpl *spanTemplate) start(ctx context.Context, tracer trace.Tracer) (conte
 		span.SetAttributes(tmpl.attrs...)
 	}
 	return ctx, span
-}
-
-// spanTemplates caches a spanTemplate per subject (a service has one
-// subject per endpoint).
-type spanTemplates struct {
-	m sync.Map // subject -> *spanTemplate
-}
-
-func (c *spanTemplates) get(subject string, build func() *spanTemplate) *spanTemplate {
-	if t, ok := c.m.Load(subject); ok {
-		return t.(*spanTemplate)
-	}
-	t, _ := c.m.LoadOrStore(subject, build())
-	return t.(*spanTemplate)
 }
 
 // newServerTelemetry takes the tracer and meter from tp and mp, the global
@@ -140,10 +121,10 @@ func newServerTelemetry(queueGroup string, tp trace.TracerProvider, mp metric.Me
 	ctx := context.Background()
 	for _, endpoint := range []string{protocol.EndpointNext, protocol.EndpointBatch, protocol.EndpointParse} {
 		for _, outcome := range []string{outcomeOK, outcomeBadRequest, outcomeUnavailable, outcomeInternal} {
-			t.requests.Add(ctx, 0, t.attrs(endpoint, outcome))
+			t.requests.Add(ctx, 0, metricAttrs(endpoint, outcome))
 		}
 		if endpoint != protocol.EndpointParse {
-			t.issued.Add(ctx, 0, t.attrs(endpoint, ""))
+			t.issued.Add(ctx, 0, metricAttrs(endpoint, ""))
 		}
 	}
 	return t
@@ -162,59 +143,82 @@ func counter(m metric.Meter, name, unit, description string) metric.Int64Counter
 func (t *serverTelemetry) throttleEpisode() { t.episodes.Add(context.Background(), 1) }
 func (t *serverTelemetry) throttleWait()    { t.waits.Add(context.Background(), 1) }
 
-func (t *serverTelemetry) attrs(endpoint, outcome string) metric.MeasurementOption {
-	key := [2]string{endpoint, outcome}
-	if o, ok := t.attrSets.Load(key); ok {
-		return o.(metric.MeasurementOption)
-	}
+// metricAttrs is the attribute set of a request metric ("" outcome: the
+// endpoint's alone).
+func metricAttrs(endpoint, outcome string) metric.MeasurementOption {
 	kvs := []attribute.KeyValue{uidattr.Endpoint.String(endpoint)}
 	if outcome != "" {
 		kvs = append(kvs, uidattr.Outcome.String(outcome))
 	}
-	o, _ := t.attrSets.LoadOrStore(key, metric.WithAttributeSet(attribute.NewSet(kvs...)))
-	return o.(metric.MeasurementOption)
+	return metric.WithAttributeSet(attribute.NewSet(kvs...))
+}
+
+// endpoint builds the telemetry of endpoint's requests on subject (a
+// wildcard endpoint's subject template, so that made-up sequence names
+// make no spans of their own).
+func (t *serverTelemetry) endpoint(endpoint, subject string) *endpointTelemetry {
+	e := &endpointTelemetry{t: t, endpoint: endpoint, issued: metricAttrs(endpoint, "")}
+	for i, o := range outcomes {
+		e.outcomes[i] = metricAttrs(endpoint, o)
+	}
+	e.span = spanTemplate{name: "process " + subject, kind: trace.WithSpanKind(trace.SpanKindServer), attrs: []attribute.KeyValue{
+		semconv.MessagingSystemKey.String(messagingSystem),
+		semconv.MessagingDestinationNameKey.String(subject),
+		t.queueGroup,
+		semconv.MessagingOperationTypeProcess,
+		semconv.MessagingOperationNameKey.String("process"),
+		uidattr.Endpoint.String(endpoint),
+	}}
+	return e
+}
+
+// outcomeIndex is the index in outcomes of the outcome of a reply with
+// the error code (0: success).
+func outcomeIndex(code int) int {
+	switch code {
+	case 0:
+		return 0
+	case protocol.CodeBadRequest:
+		return 1
+	case protocol.CodeNotFound:
+		return 2
+	case protocol.CodeUnavailable:
+		return 3
+	}
+	return 4
 }
 
 // serverRequest is the telemetry of one request being served.
 type serverRequest struct {
-	span     trace.Span
-	endpoint string
-	start    time.Time
+	span  trace.Span
+	start time.Time
 }
 
-// start starts the server span of a request to endpoint on subject, a
-// child of the trace context in the request's headers when there is one.
-// Pass the returned context down so that what happens while serving (a
-// rejected take, say) lands on the span.
-func (t *serverTelemetry) start(endpoint, subject string, headers map[string][]string) (context.Context, serverRequest) {
-	r := serverRequest{endpoint: endpoint, start: time.Now()}
+// start starts the server span of a request, a child of the trace
+// context in the request's headers when there is one. Pass the returned
+// context down so that what happens while serving (a rejected take, say)
+// lands on the span.
+func (e *endpointTelemetry) start(headers map[string][]string) (context.Context, serverRequest) {
+	r := serverRequest{start: time.Now()}
 	ctx := context.Background()
 	if len(headers) > 0 {
 		ctx = otel.GetTextMapPropagator().Extract(ctx, protocol.HeaderCarrier(headers))
 	}
-	tmpl := t.spans.get(subject, func() *spanTemplate {
-		return &spanTemplate{name: "process " + subject, kind: trace.WithSpanKind(trace.SpanKindServer), attrs: []attribute.KeyValue{
-			semconv.MessagingSystemKey.String(messagingSystem),
-			semconv.MessagingDestinationNameKey.String(subject),
-			t.queueGroup,
-			semconv.MessagingOperationTypeProcess,
-			semconv.MessagingOperationNameKey.String("process"),
-			uidattr.Endpoint.String(endpoint),
-		}}
-	})
-	ctx, r.span = tmpl.start(ctx, t.tracer)
+	ctx, r.span = e.span.start(ctx, e.t.tracer)
 	return ctx, r
 }
 
 // end ends the request's span and records its metrics: ids is how many
 // IDs the reply carries, code the error reply's code (0: success) and err
-// the handler's error. It returns how long the request took.
-func (t *serverTelemetry) end(ctx context.Context, r serverRequest, ids int, workerID uint64, code int, err error) time.Duration {
-	outcome := outcomeOf(code)
+// the handler's error; workerID is called only for a recorded span. It
+// returns how long the request took.
+func (e *endpointTelemetry) end(ctx context.Context, r serverRequest, ids int, workerID func() uint64, code int, err error) time.Duration {
+	i := outcomeIndex(code)
 	if r.span.IsRecording() {
+		outcome := outcomes[i]
 		r.span.SetAttributes(
 			uidattr.Count.Int(ids),
-			uidattr.WorkerID.Int64(int64(workerID)),
+			uidattr.WorkerID.Int64(int64(workerID())),
 			uidattr.Outcome.String(outcome),
 		)
 		if err != nil {
@@ -224,11 +228,11 @@ func (t *serverTelemetry) end(ctx context.Context, r serverRequest, ids int, wor
 		}
 	}
 	took := time.Since(r.start)
-	attrs := t.attrs(r.endpoint, outcome)
-	t.requests.Add(ctx, 1, attrs)
-	t.duration.Record(ctx, took.Seconds(), attrs)
+	t := e.t
+	t.requests.Add(ctx, 1, e.outcomes[i])
+	t.duration.Record(ctx, took.Seconds(), e.outcomes[i])
 	if ids > 0 {
-		t.issued.Add(ctx, int64(ids), t.attrs(r.endpoint, ""))
+		t.issued.Add(ctx, int64(ids), e.issued)
 	}
 	// Last, so that whoever sees the span ended sees the request counted.
 	r.span.End()

@@ -335,7 +335,8 @@ func BenchmarkRequestTelemetry(b *testing.B) {
 					otel.SetMeterProvider(metricnoop.NewMeterProvider())
 					otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator())
 				}()
-				server := newServerTelemetry(protocol.DefaultQueueGroup, nil, nil)
+				server := newServerTelemetry(protocol.DefaultQueueGroup, nil, nil).endpoint(protocol.EndpointNext, "uid.next")
+				workerID := func() uint64 { return 7 }
 				clientTP := otel.GetTracerProvider()
 				if side == "server" {
 					clientTP = tracenoop.NewTracerProvider()
@@ -346,8 +347,8 @@ func BenchmarkRequestTelemetry(b *testing.B) {
 				for range b.N {
 					msg := &nats.Msg{Subject: "uid.next"}
 					span := client.start(msg)
-					ctx, r := server.start(protocol.EndpointNext, msg.Subject, msg.Header)
-					server.end(ctx, r, 1, 7, 0, nil)
+					ctx, r := server.start(msg.Header)
+					server.end(ctx, r, 1, workerID, 0, nil)
 					span.End()
 				}
 			})

@@ -48,6 +48,7 @@ func replied(reply []byte, ids int, err error) result {
 // waits for capacity, the capacity queue.
 type call struct {
 	ctx      context.Context
+	otel     *endpointTelemetry
 	span     serverRequest
 	req      micro.Request
 	counters *endpointCounters
@@ -69,9 +70,10 @@ type call struct {
 // of their own. headers (nil for none) go on every reply.
 func (s *Service) handle(endpoint, template string, fn handlerFunc, headers micro.Headers) micro.Handler {
 	counters := s.endpoints[endpoint]
+	tel := s.otel.endpoint(endpoint, cmp.Or(template, protocol.Subject(s.cfg.SubjectPrefix, endpoint)))
 	return micro.HandlerFunc(func(req micro.Request) {
-		ctx, span := s.otel.start(endpoint, cmp.Or(template, req.Subject()), req.Headers())
-		c := &call{ctx: ctx, span: span, req: req, counters: counters, bp: s.replyBuffer(), headers: headers}
+		ctx, span := tel.start(req.Headers())
+		c := &call{ctx: ctx, otel: tel, span: span, req: req, counters: counters, bp: s.replyBuffer(), headers: headers}
 		r := s.invoke(ctx, endpoint, fn, req, (*c.bp)[:0])
 		if r.later != nil {
 			err := s.wait(c, r.later)
@@ -125,7 +127,7 @@ func (s *Service) finish(c *call, r result) {
 	}
 	s.replyBufs.Put(c.bp)
 	c.counters.record(code)
-	if d := s.otel.end(c.ctx, c.span, ids, s.src.WorkerID(), code, err); d > time.Second {
+	if d := c.otel.end(c.ctx, c.span, ids, s.src.WorkerID, code, err); d > time.Second {
 		s.log.Warn("slow request", "subject", req.Subject(), "duration", d)
 	}
 }

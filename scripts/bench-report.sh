@@ -1,25 +1,46 @@
 #!/usr/bin/env bash
 # make bench-e2e (part of make bench): the end-to-end benchmarks side by
-# side in one run, then the generated section of BENCHMARKS.md and
-# docs/benchmarks.svg (tools/internal/benchreport, built in the tools
-# module and run from the repository root).
+# side in one run, then the generated section of BENCHMARKS.md,
+# docs/benchmarks.svg and docs/sustained.svg (tools/internal/benchreport,
+# built in the tools module and run from the repository root).
 #
-# Each of REPS rounds runs every Go scenario once (go test -bench -count 1
-# over ./natsio/: batch sizes, prefetcher, JetStream blocks, queue group)
-# and then scripts/bench-service.sh once (the nats CLI against uid.next and
-# an echo service, alternated), so slow drifts of a shared machine's load
-# hit all scenarios alike. Raw output: bench-e2e-go.txt, bench-e2e-cli.txt.
+# Each of REPS rounds runs, one after the other, so that slow drifts of a
+# machine's load hit all scenarios alike:
+#   - the natsio Go benchmarks (batch sizes, prefetcher, queue group);
+#   - dispenser's BenchmarkNextVsEcho: uid.next beside a bare micro echo
+#     service, 1 and 8 clients, by plain requests and by the Go client;
+#   - dispenser's BenchmarkTracing: uid.next and uid.batch untraced, with
+#     the default sampler, and always_on over OTLP/HTTP and OTLP/gRPC;
+#   - scripts/bench-service.sh: the nats CLI against uid.next on the
+#     dispenser binary and against `nats bench service serve`.
+# Then, once, for BENCH_DURATION each: dispenser's BenchmarkSustained (IDs)
+# and BenchmarkSeqSustained (a named sequence on KV and on MySQL), beside
+# the bare responder, and every benchmark named ^BenchmarkBlocks in
+# ./natsio/ and ./dispenser/ (the JetStream blocks: whatever those
+# benchmarks report goes into the report's blocks table as it is).
 #
-# Needs the nats CLI v0.5.0 (installed with go install when missing).
-# Usage: scripts/bench-report.sh [REPS]   (default 5)
-# BENCHTIME sets go test's -benchtime (default 1s); BENCH_MD and BENCH_SVG
-# write the report elsewhere (trial runs); BENCH_MSGS1/BENCH_MSGS8 go to
-# bench-service.sh.
+# Raw output: bench-e2e-go.txt (rounds), bench-e2e-cli.txt,
+# bench-sustained.txt, bench-blocks.txt, bench-*-series.txt.
+#
+# Needs the nats CLI v0.5.0 (installed with go install when missing),
+# MariaDB on 127.0.0.1:3306 (UID_TEST_MYSQL_DSN) for the MySQL scenarios.
+# Usage: scripts/bench-report.sh [REPS]   (default 3)
+#   BENCH_DURATION  -benchtime of each sustained scenario (default 10s; the
+#                   issue's figures: BENCH_DURATION=60s)
+#   BENCHTIME       -benchtime of the rounds' Go benchmarks (default 1s)
+#   BENCH_CLI_REPS  alternations of bench-service.sh per round (default 2)
+#   BLOCKS_BENCH    the blocks benchmarks' regexp (default ^BenchmarkBlocks)
+#   BENCH_MD, BENCH_SVG, BENCH_SERIES_SVG write the report elsewhere
+#   BENCH_MSGS1/BENCH_MSGS8 go to bench-service.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-REPS=${1:-5}
-GO_BENCH='^Benchmark(BatchBinary|Prefetcher|Blocks|QueueGroup)$/^(ids=(1|64|1024|16384)|batch=8192|consumers=(1|4)|dispensers=(1|2|3))$'
+REPS=${1:-3}
+DURATION=${BENCH_DURATION:-10s}
+BENCHTIME=${BENCHTIME:-1s}
+GO_BENCH='^Benchmark(BatchBinary|Prefetcher|QueueGroup)$/^(ids=(1|64|1024|16384)|batch=8192|dispensers=(1|2|3))$'
+DISPENSER_BENCH='^Benchmark(NextVsEcho|Tracing)$'
+BLOCKS_BENCH=${BLOCKS_BENCH:-^BenchmarkBlocks}
 NATS_CLI=${NATS_CLI:-$(command -v nats || true)}
 if [ -z "$NATS_CLI" ]; then
 	NATS_CLI=$(go env GOPATH)/bin/nats
@@ -28,33 +49,67 @@ fi
 export NATS_CLI
 
 # benchreport lives in the tools module: built once, run from here so that
-# the paths it is given stay relative to the repository root.
+# the paths it is given stay relative to the repository root. The test
+# binaries are built once too, so that rounds do not rebuild them.
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 go -C tools build -o "$tmp/benchreport" ./internal/benchreport
 benchreport() { "$tmp/benchreport" "$@"; }
+go test -c -o "$tmp/natsio.test" ./natsio/
+go test -c -o "$tmp/dispenser.test" ./dispenser/
+# A test binary runs in its package's directory, as go test would run it.
+gotest() { # package binary args...
+	local pkg=$1 bin=$2
+	shift 2
+	(cd "$pkg" && "$bin" -test.run '^$' "$@")
+}
 
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+# A benchmark that fails is named in the report and makes the script
+# fail at the end, after the report of what did run.
+failures=()
+failed() {
+	failures+=("$1")
+	echo "bench-report: $1 failed" >&2
+	echo "FAILED in this run: $1 (its figures are missing or partial)" >>bench-e2e-env.txt
+}
 {
-	echo "run: $(date -u +%Y-%m-%dT%H:%MZ), $REPS rounds"
-	echo "machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')), shared with other jobs: load average $(cut -d' ' -f1-3 /proc/loadavg) at the start"
+	echo "run: $(date -u +%Y-%m-%dT%H:%MZ), $REPS rounds, sustained scenarios $DURATION each"
+	echo "machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')): load average $(load) at the start"
 	echo "software: $(go version | awk '{print $3}'), nats-server $(go list -m -f '{{.Version}}' github.com/nats-io/nats-server/v2), nats.go $(go list -m -f '{{.Version}}' github.com/nats-io/nats.go), natscli $("$NATS_CLI" --version 2>&1)"
 } >bench-e2e-env.txt
 
 : >bench-e2e-go.txt
+rm -f bench-sustained-series.txt bench-seq-series.txt
 : >bench-e2e-cli.txt
 for rep in $(seq 1 "$REPS"); do
-	echo "== round $rep of $REPS"
-	go test -run '^$' -bench "$GO_BENCH" -benchtime "${BENCHTIME:-1s}" -count 1 -timeout 30m ./natsio/ | tee -a bench-e2e-go.txt
-	scripts/bench-service.sh 1 | tee -a bench-e2e-cli.txt
+	echo "== round $rep of $REPS (load average $(load))"
+	gotest natsio "$tmp/natsio.test" -test.bench "$GO_BENCH" -test.benchtime "$BENCHTIME" -test.timeout 30m | tee -a bench-e2e-go.txt || failed "round $rep: natsio"
+	gotest dispenser "$tmp/dispenser.test" -test.bench "$DISPENSER_BENCH" -test.benchtime "$BENCHTIME" -test.timeout 30m | tee -a bench-e2e-go.txt || failed "round $rep: dispenser"
+	scripts/bench-service.sh "${BENCH_CLI_REPS:-2}" | tee -a bench-e2e-cli.txt || failed "round $rep: bench-service.sh"
 done
-sed -i "s/at the start\$/at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end/" bench-e2e-env.txt
+echo "rounds: load average $(load) at their end" >>bench-e2e-env.txt
 
-# Sustained: 4 clients × uid.batch 4096 against a bare counter responder
-# and default dispensers, for SUSTAINED_BENCHTIME each (default 60s), with
-# the per-second series drawn in docs/sustained.svg.
-UID_BENCH_SERIES="$PWD/bench-sustained-series.txt" go test -run '^$' -bench Sustained -benchtime "${SUSTAINED_BENCHTIME:-60s}" -count 1 -timeout 60m ./dispenser/ | tee bench-sustained.txt
-benchreport -series bench-sustained-series.txt -series-svg docs/sustained.svg
+# Sustained: 4 clients × batches of 4,096 binary against the bare counter
+# responder and default dispensers, for BENCH_DURATION each, with the
+# per-second series drawn in docs/sustained.svg and docs/sustained-seq.svg.
+UID_BENCH_SERIES="$PWD/bench-sustained-series.txt" gotest dispenser "$tmp/dispenser.test" -test.bench '^BenchmarkSustained$' -test.benchtime "$DURATION" -test.timeout 60m | tee bench-sustained.txt || failed BenchmarkSustained
+UID_BENCH_SERIES="$PWD/bench-seq-series.txt" gotest dispenser "$tmp/dispenser.test" -test.bench '^BenchmarkSeqSustained$' -test.benchtime "$DURATION" -test.timeout 60m | tee -a bench-sustained.txt || failed BenchmarkSeqSustained
+echo "sustained: load average $(load) at their end" >>bench-e2e-env.txt
 
-benchreport -go bench-e2e-go.txt -cli bench-e2e-cli.txt -env bench-e2e-env.txt \
+# The JetStream blocks: every ^BenchmarkBlocks benchmark of both packages.
+: >bench-blocks.txt
+gotest natsio "$tmp/natsio.test" -test.bench "$BLOCKS_BENCH" -test.benchtime "$DURATION" -test.timeout 60m | tee -a bench-blocks.txt || failed "natsio $BLOCKS_BENCH"
+gotest dispenser "$tmp/dispenser.test" -test.bench "$BLOCKS_BENCH" -test.benchtime "$DURATION" -test.timeout 60m | tee -a bench-blocks.txt || failed "dispenser $BLOCKS_BENCH"
+echo "blocks: load average $(load) at their end" >>bench-e2e-env.txt
+
+[ -s bench-sustained-series.txt ] && benchreport -series bench-sustained-series.txt -series-svg "${BENCH_SERIES_SVG:-docs/sustained.svg}"
+[ -s bench-seq-series.txt ] && benchreport -series bench-seq-series.txt -series-svg "$(dirname "${BENCH_SERIES_SVG:-docs/sustained.svg}")/sustained-seq.svg" \
+	-series-title "Sustained: 4 clients × uid.seq.bench.batch 4096 (binary), default configuration"
+benchreport -go bench-e2e-go.txt -cli bench-e2e-cli.txt -sustained bench-sustained.txt -blocks bench-blocks.txt -env bench-e2e-env.txt \
 	-md "${BENCH_MD:-BENCHMARKS.md}" -svg "${BENCH_SVG:-docs/benchmarks.svg}" \
 	-msgs1 "${BENCH_MSGS1:-50000}" -msgs8 "${BENCH_MSGS8:-100000}"
+if [ ${#failures[@]} -gt 0 ]; then
+	echo "bench-report: failed: ${failures[*]}" >&2
+	exit 1
+fi

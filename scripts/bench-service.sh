@@ -2,7 +2,10 @@
 # Side-by-side service benchmark for BENCHMARKS.md (## Service): the nats
 # CLI's `nats bench service request` against uid.next on one dispenser and
 # against `nats bench service serve` (a bare echo service), 1 and 8
-# clients, alternating the two targets REPS times on the same nats-server.
+# clients, alternating the two targets REPS times on the same nats-server
+# (the order flips every time: uid.next first, then the echo first), and
+# the dispenser's resident set (VmRSS of its process) after each of its
+# runs, VmHWM (the peak) at the end.
 #
 # Needs the nats CLI v0.5.0 (go install github.com/nats-io/natscli/nats@v0.5.0).
 # Runs a nats-server v2.15 built from go.mod's module on 127.0.0.1:$PORT.
@@ -36,11 +39,11 @@ fi
 pids+=($!)
 sleep 0.5
 
-# Defaults except the log level. The 8-client runs ask for ~13k IDs/s, below
-# the 65,536 IDs/s a worker sustains under the default layout, so the
-# default ahead-of-clock bound never binds here.
+# Defaults except the log level: the production bounds on (the 2 s ahead
+# bound, lanes claimed on demand, the worker ID leased in the KV bucket).
 DISPENSER_NATS_URL=$URL DISPENSER_LOG_LEVEL=warn "$DISPENSER_BIN" >"$work/dispenser.log" 2>&1 &
 pids+=($!)
+dispenser=$!
 "$NATS" -s "$URL" bench service serve bench.echo --no-progress >"$work/echo.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 1 50); do
@@ -60,6 +63,10 @@ run() { # clients msgs subject → "msgs/sec p50=… p99=…"
 	fi
 }
 
+rss() { # field of the dispenser's /proc status, in kB
+	awk -v f="$1:" '$1 == f {print $2 " kB"}' "/proc/$dispenser/status"
+}
+
 echo "nats-server $("$work/nats-server" --version | awk '{print $2}'), $("$NATS" --version), $(nproc) cores"
 run 8 20000 uid.next >/dev/null # warm-up, not reported
 run 8 20000 bench.echo >/dev/null
@@ -67,8 +74,14 @@ for clients in 1 8; do
 	msgs=$MSGS1
 	[ "$clients" = 8 ] && msgs=$MSGS8
 	for rep in $(seq 1 "$REPS"); do
-		echo "clients=$clients rep=$rep uid.next   $(run "$clients" "$msgs" uid.next)"
-		echo "clients=$clients rep=$rep bench.echo $(run "$clients" "$msgs" bench.echo)"
+		order="uid.next bench.echo"
+		[ $((rep % 2)) = 0 ] && order="bench.echo uid.next"
+		for target in $order; do
+			printf 'clients=%s rep=%s %-10s %s\n' "$clients" "$rep" "$target" "$(run "$clients" "$msgs" "$target")"
+			if [ "$target" = uid.next ]; then
+				echo "rss clients=$clients rep=$rep dispenser $(rss VmRSS)"
+			fi
+		done
 	done
 done | tee "$work/results"
 # Median req/s per target and the dispenser's share of the echo's.
@@ -79,4 +92,5 @@ for clients in 1 8; do
 			awk -v c="$clients" -v t="$target" '{v[NR]=$1} END {m = (NR % 2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2; printf "median clients=%s %-10s %d req/s\n", c, t, m}'
 	done
 done | tee "$work/medians"
+echo "rss peak dispenser $(rss VmHWM)" | tee -a "$work/results"
 awk '/uid.next/ {n[$2]=$4} /bench.echo/ {e[$2]=$4} END {for (c in n) printf "%s: uid.next/echo = %.1f%%\n", c, 100*n[c]/e[c]}' "$work/medians" | sort

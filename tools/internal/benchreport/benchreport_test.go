@@ -22,6 +22,18 @@ BenchmarkQueueGroup/dispensers=1-2         	   31029	     50000 ns/op	     20000
 BenchmarkQueueGroup/dispensers=1-2         	   31029	     60000 ns/op	     16000 IDs/s	       150 p50-us	      6000 p99-us
 BenchmarkPrefetcher/batch=8192-2           	15000000	        72.5 ns/op	  13800000 IDs/s
 ok  	github.com/uid-dispenser/uid-dispenser/natsio	7.787s
+BenchmarkNextVsEcho/clients=8/target=echo-2         	   30000	    50000 ns/op	       250 p50-us	     900 p99-us	      20000 req/s
+BenchmarkNextVsEcho/clients=8/target=uid.next-2     	   30000	    52000 ns/op	       260 p50-us	     950 p99-us	      19000 req/s
+BenchmarkTracing/endpoint=next/tracing=off-2         	   20000	    50000 ns/op	     80000 cpu-ns/op	       300 p50-us	     900 p99-us	      20000 req/s
+BenchmarkTracing/endpoint=next/tracing=always_on-http-2	   20000	    55000 ns/op	     90000 cpu-ns/op	       320 p50-us	     900 p99-us	      18400 req/s
+`
+
+const sustainedOutput = `BenchmarkSustained/responder=counter-2  	 100000	     75000 ns/op	  50000000 IDs/s	         0 errors	      3200 p99-us	      9000 max-us	       120 rss-MiB
+BenchmarkSeqSustained/responder=counter-2  	 100000	     75000 ns/op	  40000000 IDs/s	         0 errors	      3200 p99-us	      9000 max-us	       110 rss-MiB
+BenchmarkSeqSustained/responder=dispenser/store=kv-2  	 100000	     75000 ns/op	  36000000 IDs/s	         0 errors	      3300 p99-us	     41000 max-us	       130 rss-MiB	   1000000 step	 3 seg-waits	 50 segments
+`
+
+const blocksOutput = `BenchmarkBlocksSustained/consumers=4-2  	 1000	     75 ns/op	  12000000 IDs/s	         0.004 discarded
 `
 
 const cliOutput = `nats-server 2.15.2, v0.5.0, 2 cores
@@ -30,6 +42,8 @@ clients=1 rep=1 bench.echo 7,512 p50=65us p99=1.2ms
 clients=8 rep=1 uid.next   20,549 p50=289.1us p99=2,260.96us
 clients=8 rep=1 bench.echo 21,634 p50=247us p99=1.9ms
 
+rss clients=8 rep=1 dispenser 30720 kB
+rss peak dispenser 40960 kB
 median clients=1 uid.next   7603 req/s
 `
 
@@ -118,10 +132,11 @@ func TestRunWritesTheReport(t *testing.T) {
 		return p
 	}
 	goFile, cliFile := write("go.txt", goOutput), write("cli.txt", cliOutput)
+	sustainedFile, blocksFile := write("sustained.txt", sustainedOutput), write("blocks.txt", blocksOutput)
 	env := write("env.txt", "machine: 2 cores\n\nrun: today\n")
 	md := write("BENCHMARKS.md", "# Benchmarks\n\n## Service\n\nhand-written\n")
 	svg := filepath.Join(dir, "docs", "benchmarks.svg")
-	if err := run([]string{"-go", goFile, "-cli", cliFile, "-env", env, "-md", md, "-svg", svg}); err != nil {
+	if err := run([]string{"-go", goFile, "-cli", cliFile, "-sustained", sustainedFile, "-blocks", blocksFile, "-env", env, "-md", md, "-svg", svg}); err != nil {
 		t.Fatal(err)
 	}
 	out, _ := os.ReadFile(md)
@@ -130,12 +145,18 @@ func TestRunWritesTheReport(t *testing.T) {
 		"# Benchmarks\n\n## Service\n\nhand-written\n",
 		"- machine: 2 cores\n- run: today\n",
 		"![IDs per second and latency of each scenario](docs/benchmarks.svg)",
-		"| `uid.next`, 8 clients | 20,549 ±0% | 289 µs ±0% | 2.26 ms ±0% | – | `scripts/bench-service.sh 5`: `nats bench service request uid.next --clients 8 --msgs 100000 --size 16B` |",
+		"| `uid.next`, 8 clients | 20,549 ±0% | 289 µs ±0% | 2.26 ms ±0% | – | `scripts/bench-service.sh 6`: `nats bench service request uid.next --clients 8 --msgs 100000 --size 16B` |",
 		"| `uid.batch` of 16384, binary, 1 client, one request at a time | 32.0M ±0% |",
-		"`go test -run '^$' -bench '^BenchmarkQueueGroup$/^dispensers=2$' -count 5 ./natsio/`",
-		"`uid.next` / echo service, 8 clients: 95%",
+		"`go test -run '^$' -bench '^BenchmarkQueueGroup$/^dispensers=2$' -count 3 ./natsio/`",
+		"`uid.next` / echo service, nats CLI, 8 clients: 0.95× by requests/s, 0.85× by p50 (echo's p50 / uid.next's) (target ≥ 0.95)",
+		"`uid.next` / micro echo, Go, 8 clients: 0.95× by requests/s, 0.96× by p50 (target ≥ 0.95)",
+		"| micro echo service; requests/s, 8 clients | 20,000 ±0% requests/s | 250 µs ±0% | 900 µs ±0% | – |",
+		"tracing `uid.next`, always_on-http / untraced, 8 clients: 0.92× (target ≥ 0.90 on uid.next)",
 		"queue group, 2 dispensers / 1: 0.91×",
-		"Not measured in this run: BatchBinary/ids=64, BatchBinary/ids=1024, Blocks/consumers=1, Blocks/consumers=4, QueueGroup/dispensers=3.",
+		"| sequence `uid.seq.bench.batch`: 1 dispenser, segments from the KV bucket | 36.0M | 0.90 | 0 | – | 3.3 ms | 41 ms | 130 MiB | 1.0M | 3 | 50 |",
+		"| `BlocksSustained/consumers=4` | 12.0M IDs/s, 0.004 discarded, 75 ns/op |",
+		"30.0 MiB after the 8-client runs (median of 1), peak (VmHWM) 40.0 MiB, the largest of 1 runs.",
+		"Not measured in this run: NextVsEcho/clients=1/target=echo,",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the report lacks %q:\n%s", want, text)
@@ -149,7 +170,7 @@ func TestRunWritesTheReport(t *testing.T) {
 	texts := plotsvgtest.Texts(t, b)
 	// A row label and a rate label per measured scenario (9), the
 	// legend, the axes.
-	for _, want := range []string{"uid.next, 8 clients, 2 dispensers", "32.0M", "nats CLI, one dispenser", "Go, one process", "echo service", "per second, log scale", "10M"} {
+	for _, want := range []string{"uid.next, 8 clients, 2 dispensers", "32.0M", "nats CLI, one dispenser", "Go, bound off (bursts)", "echo service", "per second, log scale", "10M"} {
 		if !slices.Contains(texts, want) {
 			t.Errorf("the chart lacks %q: %q", want, texts)
 		}
@@ -191,7 +212,9 @@ func TestSeriesName(t *testing.T) {
 		"responder=dispenser/instances=3/store=mysql-8": "3 dispensers, MySQL",
 		"responder=dispenser/instances=x":               "responder=dispenser/instances=x",
 		"responder=dispenser/instances=2/store=pg":      "responder=dispenser/instances=2/store=pg",
-		"other-2": "other-2",
+		"responder=dispenser/store=kv-2":                "1 dispenser, KV",
+		"responder=dispenser/store=mysql":               "1 dispenser, MySQL",
+		"other-2":                                       "other-2",
 	} {
 		if got := seriesName(in); got != want {
 			t.Errorf("seriesName(%q) = %q, want %q", in, got, want)

@@ -13,12 +13,12 @@ import (
 // groupColours colour the groups of scenarios; echoColour is the echo
 // service's rows (requests, not IDs).
 var (
-	groupColours = []string{"#4c78a8", "#f58518"}
+	groupColours = []string{"#4c78a8", "#54a24b", "#e45756", "#f58518"}
 	echoColour   = "#aaaaaa"
 )
 
 // groupLegend names the groups in the chart's legend (groups, shorter).
-var groupLegend = []string{"nats CLI, one dispenser", "Go, one process"}
+var groupLegend = []string{"nats CLI, one dispenser", "Go client beside an echo", "tracing, 8 clients", "Go, bound off (bursts)"}
 
 // bars draws a horizontal bar per row from the axis to value (none where
 // value is 0), a whisker from it to whisker (where not 0) and the

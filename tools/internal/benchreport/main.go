@@ -37,13 +37,16 @@ func run(args []string) error {
 	svgFile := flags.String("svg", "docs/benchmarks.svg", "chart to write")
 	msgs1 := flags.Int("msgs1", 50_000, "requests bench-service.sh sends with 1 client (BENCH_MSGS1)")
 	msgs8 := flags.Int("msgs8", 100_000, "requests bench-service.sh sends with 8 clients (BENCH_MSGS8)")
+	sustainedFile := flags.String("sustained", "", "output of dispenser's BenchmarkSustained and BenchmarkSeqSustained")
+	blocksFile := flags.String("blocks", "", "output of the ^BenchmarkBlocks benchmarks")
 	seriesFile := flags.String("series", "", "per-second samples of BenchmarkSustained (UID_BENCH_SERIES); with it only the -series-svg chart is drawn")
 	seriesSVG := flags.String("series-svg", "docs/sustained.svg", "chart of the sustained samples to write")
+	seriesTitle := flags.String("series-title", "Sustained: 4 clients × uid.batch 4096 (binary), default configuration", "title of the -series-svg chart")
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
 	if *seriesFile != "" {
-		return drawSeries(*seriesFile, *seriesSVG)
+		return drawSeries(*seriesFile, *seriesSVG, *seriesTitle)
 	}
 	goRes, cliRes := map[string]samples{}, map[string]samples{}
 	var err error
@@ -56,6 +59,30 @@ func run(args []string) error {
 		if cliRes, err = parseFile(*cliFile, parseCLI); err != nil {
 			return err
 		}
+	}
+	var extra []string
+	if *cliFile != "" {
+		rss, err := parseFile(*cliFile, func(r io.Reader) (map[string]samples, error) {
+			m, err := parseRSS(r)
+			return map[string]samples{"rss": m}, err
+		})
+		if err != nil {
+			return err
+		}
+		extra = append(extra, rssText(rss["rss"]))
+	}
+	for _, t := range []struct {
+		file  *string
+		table func(map[string]samples) string
+	}{{sustainedFile, sustainedTable}, {blocksFile, blocksTable}} {
+		if *t.file == "" {
+			continue
+		}
+		res, err := parseFile(*t.file, parseGoBench)
+		if err != nil {
+			return err
+		}
+		extra = append(extra, t.table(res))
 	}
 	rows, missing := build(goRes, cliRes, *msgs1, *msgs8)
 	if len(rows) == 0 {
@@ -75,7 +102,7 @@ func run(args []string) error {
 	if err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	updated, err := replaceSection(string(doc), markdown(rows, missing, env, filepath.ToSlash(chartPath)))
+	updated, err := replaceSection(string(doc), markdown(rows, missing, env, filepath.ToSlash(chartPath), extra...))
 	if err != nil {
 		return fmt.Errorf("%s: %w", *mdFile, err)
 	}
@@ -101,7 +128,7 @@ func run(args []string) error {
 }
 
 // drawSeries writes the chart of the sustained benchmark's samples.
-func drawSeries(in, out string) error {
+func drawSeries(in, out, title string) error {
 	text, err := os.ReadFile(in)
 	if err != nil {
 		return err
@@ -113,7 +140,7 @@ func drawSeries(in, out string) error {
 	if len(s) == 0 {
 		return fmt.Errorf("%s: no samples", in)
 	}
-	chart, err := svgSeries(s, "Sustained: 4 clients × uid.batch 4096 (binary), default configuration")
+	chart, err := svgSeries(s, title)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"strings"
@@ -25,19 +26,31 @@ type scenario struct {
 	key     string // benchmark name, or "<subject>/clients=<n>"
 	idsPer  float64
 	command string // reproduces the figure
+	// unit is the Go benchmark's rate metric: IDs/s (the default), or
+	// req/s, multiplied by idsPer into IDs/s when idsPer is set.
+	unit string
 }
 
+// The groups of rows; the last one's figures are bursts with the ahead
+// bound off (labelled so: the rest are measured with the production
+// bounds on).
 var groups = []string{
-	"nats CLI request-reply, 16-byte requests, one dispenser (`scripts/bench-service.sh`)",
-	"Go benchmarks: embedded nats-server, dispensers and clients in one process (`./natsio/`)",
+	"nats CLI request-reply, 16-byte requests, one default dispenser binary (`scripts/bench-service.sh`)",
+	"Go client beside a bare micro echo service on the same server, one default dispenser, 16-byte requests (`BenchmarkNextVsEcho`, `./dispenser/`)",
+	"Tracing, 8 clients, one default dispenser, spans exported to a local receiver that discards (`BenchmarkTracing`, `./dispenser/`)",
+	"Bound off (bursts, `MaxAhead: uidcore.NoAheadBound`, a static worker claim): the path's speed, not what an instance keeps up (`./natsio/`)",
 }
 
 func goCommand(family, sub string) string {
-	return fmt.Sprintf("`go test -run '^$' -bench '^Benchmark%s$/^%s$' -count 5 ./natsio/`", family, sub)
+	return goPkgCommand(family, sub, "./natsio/")
+}
+
+func goPkgCommand(family, sub, pkg string) string {
+	return fmt.Sprintf("`go test -run '^$' -bench '^Benchmark%s$/^%s$' -count 3 %s`", family, sub, pkg)
 }
 
 func cliCommand(subject string, clients, msgs int) string {
-	return fmt.Sprintf("`scripts/bench-service.sh 5`: `nats bench service request %s --clients %d --msgs %d --size 16B`", subject, clients, msgs)
+	return fmt.Sprintf("`scripts/bench-service.sh 6`: `nats bench service request %s --clients %d --msgs %d --size 16B`", subject, clients, msgs)
 }
 
 // plural gives "1 client", "8 clients".
@@ -55,22 +68,47 @@ func scenarios(msgs1, msgs8 int) []scenario {
 	for _, c := range []struct{ clients, msgs int }{{1, msgs1}, {8, msgs8}} {
 		clients := plural(c.clients, "client")
 		s = append(s,
-			scenario{0, "echo service (`nats bench service serve`), " + clients + "; requests/s", "echo service, nats CLI, " + clients, "cli", fmt.Sprintf("bench.echo/clients=%d", c.clients), 0, cliCommand("bench.echo", c.clients, c.msgs)},
-			scenario{0, "`uid.next`, " + clients, "uid.next, nats CLI, " + clients, "cli", fmt.Sprintf("uid.next/clients=%d", c.clients), 1, cliCommand("uid.next", c.clients, c.msgs)},
+			scenario{0, "echo service (`nats bench service serve`), " + clients + "; requests/s", "echo service, nats CLI, " + clients, "cli", fmt.Sprintf("bench.echo/clients=%d", c.clients), 0, cliCommand("bench.echo", c.clients, c.msgs), ""},
+			scenario{0, "`uid.next`, " + clients, "uid.next, nats CLI, " + clients, "cli", fmt.Sprintf("uid.next/clients=%d", c.clients), 1, cliCommand("uid.next", c.clients, c.msgs), ""},
 		)
+	}
+	for _, clients := range []int{1, 8} {
+		for _, t := range []struct{ target, label, short string }{
+			{"echo", "micro echo service; requests/s", "micro echo"},
+			{"uid.next", "`uid.next`, plain requests (as natscli sends them)", "uid.next"},
+			{"uidclient", "`uid.next` through `uidclient.Client.Next`", "uidclient.Next"},
+		} {
+			sub := fmt.Sprintf("clients=%d/target=%s", clients, t.target)
+			sc := scenario{1, t.label + ", " + plural(clients, "client"), t.short + ", Go, " + plural(clients, "client"), "go", "NextVsEcho/" + sub, 1, goPkgCommand("NextVsEcho", sub, "./dispenser/"), "req/s"}
+			if t.target == "echo" {
+				sc.idsPer = 0
+			}
+			s = append(s, sc)
+		}
+	}
+	for _, endpoint := range []string{"next", "batch"} {
+		for _, t := range []struct{ mode, label string }{
+			{"off", "untraced"},
+			{"default", "default sampler (1% of requests without trace context), OTLP/HTTP"},
+			{"always_on-http", "`always_on`: every request recorded, OTLP/HTTP"},
+			{"always_on-grpc", "`always_on`: every request recorded, OTLP/gRPC"},
+		} {
+			sub := fmt.Sprintf("endpoint=%s/tracing=%s", endpoint, t.mode)
+			name, ids := "`uid.next`", 1.0
+			if endpoint == "batch" {
+				name, ids = "`uid.batch` 4096 binary", 4096
+			}
+			s = append(s, scenario{2, name + ", " + t.label, "uid." + endpoint + ", tracing " + t.mode, "go", "Tracing/" + sub, ids, goPkgCommand("Tracing", sub, "./dispenser/"), "req/s"})
+		}
 	}
 	for _, n := range []int{1, 64, 1024, 16384} {
 		sub := fmt.Sprintf("ids=%d", n)
-		s = append(s, scenario{1, fmt.Sprintf("`uid.batch` of %d, binary, 1 client, one request at a time", n), fmt.Sprintf("uid.batch of %d, binary", n), "go", "BatchBinary/" + sub, 0, goCommand("BatchBinary", sub)})
+		s = append(s, scenario{3, fmt.Sprintf("`uid.batch` of %d, binary, 1 client, one request at a time", n), fmt.Sprintf("uid.batch of %d, binary", n), "go", "BatchBinary/" + sub, 0, goCommand("BatchBinary", sub), ""})
 	}
-	s = append(s, scenario{1, "prefetching client (`Prefetcher`, batches of 8,192); per `Next`", "prefetching client", "go", "Prefetcher/batch=8192", 0, goCommand("Prefetcher", "batch=8192")})
-	for _, n := range []int{1, 4} {
-		sub := fmt.Sprintf("consumers=%d", n)
-		s = append(s, scenario{1, "JetStream blocks, " + plural(n, "consumer") + ", 3 publishers; per ID", "JetStream blocks, " + plural(n, "consumer"), "go", "Blocks/" + sub, 0, goCommand("Blocks", sub)})
-	}
+	s = append(s, scenario{3, "prefetching client (`Prefetcher`, batches of 8,192); per `Next`", "prefetching client", "go", "Prefetcher/batch=8192", 0, goCommand("Prefetcher", "batch=8192"), ""})
 	for _, n := range []int{1, 2, 3} {
 		sub := fmt.Sprintf("dispensers=%d", n)
-		s = append(s, scenario{1, "`uid.next`, 8 clients, " + plural(n, "dispenser") + " in the queue group", "uid.next, 8 clients, " + plural(n, "dispenser"), "go", "QueueGroup/" + sub, 0, goCommand("QueueGroup", sub)})
+		s = append(s, scenario{3, "`uid.next`, 8 clients, " + plural(n, "dispenser") + " in the queue group", "uid.next, 8 clients, " + plural(n, "dispenser"), "go", "QueueGroup/" + sub, 0, goCommand("QueueGroup", sub), ""})
 	}
 	return s
 }
@@ -101,9 +139,10 @@ func build(goRes, cliRes map[string]samples, msgs1, msgs8 int) (rows []row, miss
 			}
 		} else {
 			s = goRes[sc.key]
-			r.rate, _ = summarize(s["IDs/s"])
-			r.isIDs = true
-			if ns, ok := summarize(s["ns/op"]); ok {
+			r.rate, _ = summarize(s[cmp.Or(sc.unit, "IDs/s")])
+			r.isIDs = sc.unit == "" || sc.idsPer > 0
+			r.rate.median *= cmp.Or(sc.idsPer, 1)
+			if ns, ok := summarize(s["ns/op"]); ok && sc.unit == "" {
 				r.mean = ns
 				r.mean.median /= 1e3
 			}
@@ -147,7 +186,7 @@ func cell(s stat, format func(float64) string) string {
 }
 
 // markdown renders the generated section, markers included.
-func markdown(rows []row, missing []string, env []string, chartPath string) string {
+func markdown(rows []row, missing []string, env []string, chartPath string, extra ...string) string {
 	var b strings.Builder
 	fmt.Fprintln(&b, beginMarker)
 	fmt.Fprintln(&b, "## End-to-end report (`make bench`)")
@@ -184,9 +223,14 @@ func markdown(rows []row, missing []string, env []string, chartPath string) stri
 		}
 		fmt.Fprintln(&b)
 	}
-	fmt.Fprintln(&b, "Latency: p50 and p99 per request where the benchmark records each call (nats CLI, batches, queue group); \"mean per call\" is ns/op: per request for batches, per `Next` for the prefetcher, per ID over all consumers together for blocks, per request over all 8 clients together for the queue group (so not a latency there). The Go benchmarks set `MaxAhead` to `uidcore.NoAheadBound` so that rates above the 65,536 IDs/s a worker sustains under the default bound borrow future seconds instead of getting 503s (see *What one instance sustains under the defaults*).")
+	fmt.Fprintln(&b, "Latency: p50 and p99 per request where the benchmark records each call (nats CLI, echo comparison, tracing, batches, queue group); \"mean per call\" is ns/op: per request for batches, per `Next` for the prefetcher, per request over all 8 clients together for the queue group (so not a latency there). Every row but the last group runs default dispensers, the production bounds on (the 31/10/22 layout: 4,194,304 IDs/s per worker ID, lanes claimed on demand, the 2 s ahead bound, worker IDs leased in the KV bucket); the last group's benchmarks set `MaxAhead` to `uidcore.NoAheadBound` on a static worker claim, so they are bursts, shown only as a second, labelled number.")
 	if len(missing) > 0 {
 		fmt.Fprintf(&b, "\nNot measured in this run: %s.\n", strings.Join(missing, ", "))
+	}
+	for _, e := range extra {
+		if e != "" {
+			fmt.Fprintf(&b, "\n%s", e)
+		}
 	}
 	fmt.Fprintln(&b, endMarker)
 	return b.String()
@@ -206,17 +250,52 @@ func ratioLines(rows []row) []string {
 		}
 		return ra.rate.median / rb.rate.median, true
 	}
+	// p50 of b over p50 of a: above 1 when a answers sooner.
+	p50Ratio := func(a, b string) (float64, bool) {
+		ra, okA := byKey[a]
+		rb, okB := byKey[b]
+		if !okA || !okB || ra.p50.n == 0 || rb.p50.n == 0 || ra.p50.median == 0 {
+			return 0, false
+		}
+		return rb.p50.median / ra.p50.median, true
+	}
 	var out []string
 	for _, c := range []int{1, 8} {
-		if x, ok := ratio(fmt.Sprintf("uid.next/clients=%d", c), fmt.Sprintf("bench.echo/clients=%d", c)); ok {
-			out = append(out, fmt.Sprintf("`uid.next` / echo service, %s: %.0f%%", plural(c, "client"), 100*x))
+		next, echo := fmt.Sprintf("uid.next/clients=%d", c), fmt.Sprintf("bench.echo/clients=%d", c)
+		if x, ok := ratio(next, echo); ok {
+			line := fmt.Sprintf("`uid.next` / echo service, nats CLI, %s: %.2f× by requests/s", plural(c, "client"), x)
+			if y, ok := p50Ratio(next, echo); ok {
+				line += fmt.Sprintf(", %.2f× by p50 (echo's p50 / uid.next's)", y)
+			}
+			out = append(out, line+" (target ≥ 0.95)")
+		}
+	}
+	for _, c := range []int{1, 8} {
+		echo := fmt.Sprintf("NextVsEcho/clients=%d/target=echo", c)
+		for _, t := range []string{"uid.next", "uidclient"} {
+			key := fmt.Sprintf("NextVsEcho/clients=%d/target=%s", c, t)
+			if x, ok := ratio(key, echo); ok {
+				line := fmt.Sprintf("`%s` / micro echo, Go, %s: %.2f× by requests/s", t, plural(c, "client"), x)
+				if y, ok := p50Ratio(key, echo); ok {
+					line += fmt.Sprintf(", %.2f× by p50", y)
+				}
+				out = append(out, line+" (target ≥ 0.95)")
+			}
+		}
+	}
+	for _, endpoint := range []string{"next", "batch"} {
+		off := "Tracing/endpoint=" + endpoint + "/tracing=off"
+		for _, t := range []struct {
+			mode   string
+			target string
+		}{{"default", " (target ≥ 0.97 on uid.next)"}, {"always_on-http", " (target ≥ 0.90 on uid.next)"}, {"always_on-grpc", " (target ≥ 0.90 on uid.next)"}} {
+			if x, ok := ratio("Tracing/endpoint="+endpoint+"/tracing="+t.mode, off); ok {
+				out = append(out, fmt.Sprintf("tracing `uid.%s`, %s / untraced, 8 clients: %.2f×%s", endpoint, t.mode, x, t.target))
+			}
 		}
 	}
 	if x, ok := ratio("BatchBinary/ids=16384", "BatchBinary/ids=1"); ok {
 		out = append(out, fmt.Sprintf("IDs/s of a 16,384-ID batch / a 1-ID batch: %.0f×", x))
-	}
-	if x, ok := ratio("Blocks/consumers=4", "Blocks/consumers=1"); ok {
-		out = append(out, fmt.Sprintf("blocks, 4 consumers / 1: %.2f×", x))
 	}
 	for _, n := range []int{2, 3} {
 		if x, ok := ratio(fmt.Sprintf("QueueGroup/dispensers=%d", n), "QueueGroup/dispensers=1"); ok {

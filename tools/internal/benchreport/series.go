@@ -37,7 +37,7 @@ func parseSeries(text string) (map[string][]point, error) {
 		if err1 != nil || err2 != nil || err3 != nil {
 			return nil, fmt.Errorf("series line %d: %q: numbers expected", i+1, line)
 		}
-		name := strings.TrimPrefix(f[0], "BenchmarkSustained/")
+		name := strings.TrimPrefix(strings.TrimPrefix(f[0], "BenchmarkSustained/"), "BenchmarkSeqSustained/")
 		out[name] = append(out[name], point{second: sec, rate: rate, ahead: ahead})
 	}
 	return out, nil
@@ -46,7 +46,8 @@ func parseSeries(text string) (map[string][]point, error) {
 var seriesColours = []string{"#888888", "#4c78a8", "#f58518", "#54a24b", "#e45756"}
 
 // seriesName is a scenario's plain name in the legend:
-// responder=dispenser/instances=3/store=mysql-2 is "3 dispensers, MySQL".
+// responder=dispenser/instances=3/store=mysql-2 is "3 dispensers, MySQL",
+// responder=dispenser/store=kv (BenchmarkSeqSustained) "1 dispenser, KV".
 // A name of another form is kept as it is.
 func seriesName(bench string) string {
 	name := bench
@@ -58,17 +59,20 @@ func seriesName(bench string) string {
 	if name == "responder=counter" {
 		return "bare responder (the limit)"
 	}
-	rest, ok := strings.CutPrefix(name, "responder=dispenser/instances=")
+	rest, ok := strings.CutPrefix(name, "responder=dispenser/")
 	if !ok {
 		return bench
 	}
-	instances, store, _ := strings.Cut(rest, "/")
+	instances, store := "1", rest
+	if r, ok := strings.CutPrefix(rest, "instances="); ok {
+		instances, store, _ = strings.Cut(r, "/")
+	}
 	n, err := strconv.Atoi(instances)
 	if err != nil {
 		return bench
 	}
 	switch store {
-	case "":
+	case "", "store=kv":
 		store = "KV"
 	case "store=mysql":
 		store = "MySQL"
