@@ -242,7 +242,11 @@ func (c Config) checkSequences() error {
 	bad := func(name, format string, args ...any) error {
 		return &ConfigError{Var: EnvPrefix + "_" + name, Reason: fmt.Sprintf(format, args...)}
 	}
-	if _, err := sequence.ParseDeclarations(c.Sequences); err != nil {
+	decls, err := sequence.ParseDeclarations(c.Sequences)
+	if err != nil {
+		return bad("SEQUENCES", "%v", err)
+	}
+	if err := c.checkSequenceHomes(decls); err != nil {
 		return bad("SEQUENCES", "%v", err)
 	}
 	switch {
