@@ -1,8 +1,10 @@
 package dispenser
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/uid-dispenser/uid-dispenser/sequence"
@@ -63,6 +65,35 @@ func (c Config) sequenceHomes() map[string]string {
 		homes[d.Name] = d.Home
 	}
 	return homes
+}
+
+// declaredHere are the sequences this instance declares in its store:
+// every one without regions, those homed in its region with regions
+// (another region's sequence lives in that region's store alone).
+func (c Config) declaredHere() ([]sequence.Declaration, error) {
+	decls, err := sequence.ParseDeclarations(c.Sequences) // validated already
+	if err != nil || c.Regions.IsZero() {
+		return decls, err
+	}
+	return slices.DeleteFunc(decls, func(d sequence.Declaration) bool { return d.Home != c.Region }), nil
+}
+
+// warnUnservedSequences names the sequences of the region's store that
+// this instance does not serve, since its DISPENSER_SEQUENCES does not
+// home them here: with regions an instance serves only what its
+// declaration homes in its region (a name left in the store from another
+// declaration would otherwise have two homes).
+func (d *Dispenser) warnUnservedSequences() {
+	homes := d.cfg.sequenceHomes()
+	if homes == nil {
+		return
+	}
+	for _, st := range d.seq.Stats() {
+		if home := homes[st.Name]; home != d.cfg.Region {
+			d.log.Warn("sequence in this region's store not served here: DISPENSER_SEQUENCES does not home it in this region",
+				"sequence", st.Name, "region", d.cfg.Region, "declared_home", cmp.Or(home, "(none)"))
+		}
+	}
 }
 
 // describeRegions is a map of regions for a message: "(none)" for a
