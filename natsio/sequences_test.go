@@ -183,14 +183,7 @@ func TestSequenceStats(t *testing.T) {
 	}
 	var seq []sequence.Stats
 	testenv.WaitFor(t, 5*time.Second, "the stats show the sequence", func() bool {
-		msg, err := nc.Request("$SRV.STATS.uid-dispenser", nil, 2*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var stats micro.Stats
-		if err := json.Unmarshal(msg.Data, &stats); err != nil {
-			t.Fatal(err)
-		}
+		stats := serviceStats(t, nc.Conn)
 		// The batch endpoint counts the request; the sequences' state is
 		// shown once, under seq_next.
 		counted := false
@@ -410,15 +403,7 @@ func TestSequenceHomes(t *testing.T) {
 	if !slices.Equal(subjects, want) || info.Metadata["sequences"] != "orders,refunds" || info.Metadata["sequence_homes"] != "invoices@west,orders@east,refunds@east" {
 		t.Fatalf("endpoints %v (want %v), metadata %v", subjects, want, info.Metadata)
 	}
-	msg, err := nc.Request("$SRV.STATS.uid-dispenser", nil, 2*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stats micro.Stats
-	if err := json.Unmarshal(msg.Data, &stats); err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range stats.Endpoints {
+	for _, e := range serviceStats(t, nc.Conn).Endpoints {
 		var d EndpointData
 		if err := json.Unmarshal(e.Data, &d); err != nil {
 			t.Fatal(err)
