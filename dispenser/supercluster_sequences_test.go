@@ -2,6 +2,7 @@ package dispenser
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"slices"
 	"strings"
@@ -22,17 +23,77 @@ const homedSequences = "orders@east,invoices@west=1000"
 
 // homedRegions starts a supercluster of east and west with one dispenser
 // in each, both declaring homedSequences with small segments (so that a
-// run takes several), and a client in each region.
-func homedRegions(t *testing.T) (*supercluster.Supercluster, map[string]*Dispenser, map[string]*uidclient.Client) {
-	sc := supercluster.Start(t, "east", "west")
-	ds, clients := map[string]*Dispenser{}, map[string]*uidclient.Client{}
+// run takes several), and a client in each region. On MySQL each region
+// has a database of its own. storeNames lists the sequences a region's
+// store holds.
+func homedRegions(t *testing.T, onMySQL bool) (sc *supercluster.Supercluster, ds map[string]*Dispenser, clients map[string]*uidclient.Client, storeNames func(region string) []string) {
+	sc = supercluster.Start(t, "east", "west")
+	ds, clients = map[string]*Dispenser{}, map[string]*uidclient.Client{}
+	dsns := map[string]string{}
 	for _, region := range []string{"east", "west"} {
-		cfg := withRegions(t, testConfig(sc.Cluster(region).URL, ""), region, eastWest)
+		if onMySQL {
+			dsns[region] = testenv.MySQL(t)
+		}
+		cfg := withRegions(t, testConfig(sc.Cluster(region).URL, dsns[region]), region, eastWest)
 		cfg.Sequences, cfg.SequenceStep, cfg.SequenceMaxStep = homedSequences, 50, 50
 		ds[region] = start(t, cfg)
 		clients[region] = client(t, sc.Cluster(region).URL)
 	}
-	return sc, ds, clients
+	storeNames = func(region string) []string {
+		if onMySQL {
+			return mysqlSequenceNames(t, dsns[region])
+		}
+		return kvSequenceNames(t, sc.Cluster(region), "uid_workers_"+region)
+	}
+	return sc, ds, clients, storeNames
+}
+
+// kvSequenceNames are the sequences (keys seq.<name>) of a bucket.
+func kvSequenceNames(t *testing.T, c *supercluster.Cluster, bucket string) []string {
+	t.Helper()
+	js, _ := jetstream.New(c.Connect(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	kv, err := js.KeyValue(ctx, bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := kv.ListKeysFiltered(ctx, "seq.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for k := range keys.Keys() {
+		names = append(names, strings.TrimPrefix(k, "seq."))
+	}
+	return names
+}
+
+// mysqlSequenceNames are the sequences of a database's UID_SEQUENCE.
+func mysqlSequenceNames(t *testing.T, dsn string) []string {
+	t.Helper()
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query("SELECT BIZ_TAG FROM UID_SEQUENCE ORDER BY BIZ_TAG")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, n)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return names
 }
 
 // homeNumbers collects a sequence's numbers with the instance that
@@ -127,27 +188,15 @@ func wantHomeUnreachable(t *testing.T, c *uidclient.Client, name, home string) {
 // The numbers collected from both regions throughout are dense and have
 // no duplicate.
 func TestRegionsHomedSequencesThroughACutGateway(t *testing.T) {
-	sc, ds, clients := homedRegions(t)
+	t.Run("KV", func(t *testing.T) { homedThroughACut(t, false) })
+	t.Run("MySQL", func(t *testing.T) { homedThroughACut(t, true) })
+}
+
+func homedThroughACut(t *testing.T, onMySQL bool) {
+	sc, ds, clients, storeNames := homedRegions(t, onMySQL)
 	for region, want := range map[string]string{"east": "orders", "west": "invoices"} {
-		js, _ := jetstream.New(sc.Cluster(region).Connect(t))
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		kv, err := js.KeyValue(ctx, "uid_workers_"+region)
-		if err != nil {
-			cancel()
-			t.Fatal(err)
-		}
-		keys, err := kv.ListKeysFiltered(ctx, "seq.>")
-		var seqKeys []string
-		for err == nil {
-			k, ok := <-keys.Keys()
-			if !ok {
-				break
-			}
-			seqKeys = append(seqKeys, k)
-		}
-		cancel()
-		if err != nil || !slices.Equal(seqKeys, []string{"seq." + want}) {
-			t.Fatalf("%s's bucket holds the sequences %v (%v), want only its own %s", region, seqKeys, err, want)
+		if got := storeNames(region); !slices.Equal(got, []string{want}) {
+			t.Fatalf("%s's store holds the sequences %v, want only its own %s", region, got, want)
 		}
 	}
 	h := &homeNumbers{nums: map[string][]uint64{}}
@@ -188,7 +237,7 @@ func TestRegionsHomedSequencesThroughACutGateway(t *testing.T) {
 // instance answers where the home is), while the other region's own
 // sequence is still served; the numbers handed out have no duplicate.
 func TestRegionsHomedSequenceWithItsHomeGone(t *testing.T) {
-	_, ds, clients := homedRegions(t)
+	_, ds, clients, _ := homedRegions(t, false)
 	h := &homeNumbers{nums: map[string][]uint64{}}
 	h.take(t, ds, clients, 30)
 	shutdown(t, ds["east"])
