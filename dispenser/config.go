@@ -69,7 +69,7 @@ type Config struct {
 	LogLevel        string        `envconfig:"DISPENSER_LOG_LEVEL" desc:"debug, info, warn or error"`
 	LogFormat       string        `envconfig:"DISPENSER_LOG_FORMAT" desc:"text or json"`
 
-	Sequences       string        `envconfig:"DISPENSER_SEQUENCES" desc:"named sequences to declare in the store: comma-separated name[=first number] (first default 1), e.g. orders,invoices=1000000; names are letters, digits, - and _. Served on <prefix>.seq.<name>.next and .batch; names other instances declared are served too"`
+	Sequences       string        `envconfig:"DISPENSER_SEQUENCES" desc:"named sequences to declare in the store: comma-separated name[@home region][=first number] (first default 1), e.g. orders,invoices=1000000; names are letters, digits, - and _. Served on <prefix>.seq.<name>.next and .batch; names other instances declared are served too. With DISPENSER_REGIONS every name needs its home (orders@east, the same value on every instance): only the home region's instances keep and serve it"`
 	SequenceStep    uint64        `envconfig:"DISPENSER_SEQUENCE_STEP" desc:"sequences: size of a name's first segment taken from the store, and the smallest the adaptive step halves to"`
 	SequenceMaxStep uint64        `envconfig:"DISPENSER_SEQUENCE_MAX_STEP" desc:"sequences: the largest segment; a kill -9 loses at most two segments per name"`
 	SequenceTarget  time.Duration `envconfig:"DISPENSER_SEQUENCE_TARGET" desc:"sequences: how long a segment should last; a shorter one doubles the next step, one lasting more than twice as long halves it (the store sees about one write per target per name and instance)"`
@@ -242,7 +242,11 @@ func (c Config) checkSequences() error {
 	bad := func(name, format string, args ...any) error {
 		return &ConfigError{Var: EnvPrefix + "_" + name, Reason: fmt.Sprintf(format, args...)}
 	}
-	if _, err := sequence.ParseDeclarations(c.Sequences); err != nil {
+	decls, err := sequence.ParseDeclarations(c.Sequences)
+	if err != nil {
+		return bad("SEQUENCES", "%v", err)
+	}
+	if err := c.checkSequenceHomes(decls); err != nil {
 		return bad("SEQUENCES", "%v", err)
 	}
 	switch {

@@ -159,6 +159,7 @@ func Start(ctx context.Context, cfg Config, opts ...Option) (_ *Dispenser, err e
 		Logger:         d.log,
 		ClaimStatus:    d.claimStatus,
 		Sequences:      d.sequenceSource(),
+		SequenceHomes:  cfg.sequenceHomes(),
 		Region:         cfg.Region,
 		Regions:        cfg.Regions.String(),
 		RegionOf:       cfg.regionOf(),
@@ -325,7 +326,7 @@ func (d *Dispenser) openSequences(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("dispenser: sequence store: %w", err)
 	}
-	decls, err := sequence.ParseDeclarations(d.cfg.Sequences) // validated already
+	decls, err := d.cfg.declaredHere()
 	if err != nil {
 		return err
 	}
@@ -338,6 +339,7 @@ func (d *Dispenser) openSequences(ctx context.Context) error {
 		return fmt.Errorf("dispenser: DISPENSER_SEQUENCES: %w", err)
 	}
 	d.seq = alloc
+	d.warnUnservedSequences()
 	return nil
 }
 
@@ -354,9 +356,12 @@ func (d *Dispenser) sequenceNames() []string {
 	if d.seq == nil {
 		return nil
 	}
+	homes := d.cfg.sequenceHomes()
 	var names []string
 	for _, s := range d.seq.Stats() {
-		names = append(names, s.Name)
+		if homes == nil || homes[s.Name] == d.cfg.Region {
+			names = append(names, s.Name) // with regions, those served here
+		}
 	}
 	return names
 }

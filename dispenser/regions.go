@@ -1,10 +1,13 @@
 package dispenser
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
+	"github.com/uid-dispenser/uid-dispenser/sequence"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
 )
 
@@ -26,6 +29,71 @@ func (c Config) checkRegions() error {
 		return &ConfigError{Var: EnvPrefix + "_MAX_LANES", Reason: fmt.Sprintf("%d is more than the %d worker IDs of region %s (%s)", c.MaxLanes, span.Len(), c.Region, span)}
 	}
 	return nil
+}
+
+// checkSequenceHomes applies the rules of homes: in a fleet of regions
+// every sequence names its home, a region of the map (its numbers live
+// in one region's store only, or two regions would hand out the same
+// numbers); without regions no sequence names one, since there is no map
+// to check it against.
+func (c Config) checkSequenceHomes(decls []sequence.Declaration) error {
+	for _, d := range decls {
+		switch {
+		case c.Regions.IsZero() && d.Home != "":
+			return fmt.Errorf("sequence %q has the home region %s, but %s_REGIONS is not set: homes are for a fleet of regions", d.Name, d.Home, EnvPrefix)
+		case c.Regions.IsZero():
+		case d.Home == "":
+			return fmt.Errorf("sequence %q has no home region: in a fleet of regions (%s_REGIONS %s) declare it as %s@<region>", d.Name, EnvPrefix, c.Regions, d.Name)
+		default:
+			if _, err := c.Regions.Range(d.Home); err != nil {
+				return fmt.Errorf("sequence %q: its home region %s is not in %s_REGIONS %s", d.Name, d.Home, EnvPrefix, c.Regions)
+			}
+		}
+	}
+	return nil
+}
+
+// sequenceHomes is each declared sequence's home region, nil without
+// regions (the declaration is checked already).
+func (c Config) sequenceHomes() map[string]string {
+	if c.Regions.IsZero() {
+		return nil
+	}
+	decls, _ := sequence.ParseDeclarations(c.Sequences)
+	homes := map[string]string{}
+	for _, d := range decls {
+		homes[d.Name] = d.Home
+	}
+	return homes
+}
+
+// declaredHere are the sequences this instance declares in its store:
+// every one without regions, those homed in its region with regions
+// (another region's sequence lives in that region's store alone).
+func (c Config) declaredHere() ([]sequence.Declaration, error) {
+	decls, err := sequence.ParseDeclarations(c.Sequences) // validated already
+	if err != nil || c.Regions.IsZero() {
+		return decls, err
+	}
+	return slices.DeleteFunc(decls, func(d sequence.Declaration) bool { return d.Home != c.Region }), nil
+}
+
+// warnUnservedSequences names the sequences of the region's store that
+// this instance does not serve, since its DISPENSER_SEQUENCES does not
+// home them here: with regions an instance serves only what its
+// declaration homes in its region (a name left in the store from another
+// declaration would otherwise have two homes).
+func (d *Dispenser) warnUnservedSequences() {
+	homes := d.cfg.sequenceHomes()
+	if homes == nil {
+		return
+	}
+	for _, st := range d.seq.Stats() {
+		if home := homes[st.Name]; home != d.cfg.Region {
+			d.log.Warn("sequence in this region's store not served here: DISPENSER_SEQUENCES does not home it in this region",
+				"sequence", st.Name, "region", d.cfg.Region, "declared_home", cmp.Or(home, "(none)"))
+		}
+	}
 }
 
 // describeRegions is a map of regions for a message: "(none)" for a

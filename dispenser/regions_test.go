@@ -2,6 +2,7 @@ package dispenser
 
 import (
 	"errors"
+	"maps"
 	"regexp"
 	"strconv"
 	"strings"
@@ -102,6 +103,48 @@ func TestRegionsConfigurationErrors(t *testing.T) {
 		var ce *ConfigError
 		if !errors.As(err, &ce) || ce.Var != c.variable || !strings.Contains(err.Error(), c.mention) {
 			t.Errorf("%s in %s: %v, want a ConfigError of %s mentioning %q", c.region, c.regions, err, c.variable, c.mention)
+		}
+	}
+}
+
+// The rules of sequence homes: in a fleet of regions every sequence
+// names its home, a region of the map; without regions none does, and a
+// sequence without a home is as before. Each refusal is a ConfigError of
+// DISPENSER_SEQUENCES (exit 2) naming the sequence.
+func TestSequenceHomesConfiguration(t *testing.T) {
+	base := testConfig("nats://127.0.0.1:4222", "")
+	for _, c := range []struct {
+		regions, sequences string
+		mention            string // "": valid
+		homes              map[string]string
+	}{
+		{"", "orders,invoices=5", "", nil},
+		{"", "", "", nil},
+		{"east=0-511,west=512-1023", "orders@east,invoices@west=5", "", map[string]string{"orders": "east", "invoices": "west"}},
+		{"east=0-511,west=512-1023", "", "", map[string]string{}},
+		{"east=0-511,west=512-1023", "orders@east,invoices=5", `sequence "invoices" has no home region`, nil},
+		{"east=0-511,west=512-1023", "orders@north", `"orders": its home region north is not in DISPENSER_REGIONS east=0-511,west=512-1023`, nil},
+		{"east=0-511,west=512-1023", "orders@East", "its home region East is not in", nil},
+		{"", "orders@east", `sequence "orders" has the home region east, but DISPENSER_REGIONS is not set`, nil},
+		{"east=0-511,west=512-1023", "orders@", "no home region after @", nil},
+	} {
+		cfg := base
+		if c.regions != "" {
+			cfg = withRegions(t, base, "east", c.regions)
+		}
+		cfg.Sequences = c.sequences
+		err := cfg.Validate()
+		if c.mention == "" {
+			if err != nil {
+				t.Errorf("%q in %q: %v", c.sequences, c.regions, err)
+			} else if got := cfg.sequenceHomes(); !maps.Equal(got, c.homes) || (got == nil) != (c.homes == nil) {
+				t.Errorf("%q in %q: homes %v, want %v", c.sequences, c.regions, got, c.homes)
+			}
+			continue
+		}
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Var != "DISPENSER_SEQUENCES" || !strings.Contains(err.Error(), c.mention) {
+			t.Errorf("%q in %q: %v, want a ConfigError of DISPENSER_SEQUENCES mentioning %q", c.sequences, c.regions, err, c.mention)
 		}
 	}
 }

@@ -192,7 +192,7 @@ func TestGracefulStopDuringLoadLosesNoRequest(t *testing.T) {
 	// One attempt only, as long as the call: a request lost by the
 	// stopping instance shows as a failed call (a count, not a latency).
 	res := loadThroughFault(t, url, instances, 5*time.Second, uidclient.Config{AttemptTimeout: 5 * time.Second}, func() {
-		servedBefore = instances[1].svc.endpoints[protocol.EndpointBatch].ok.Load()
+		servedBefore = instances[1].svc.endpoints[protocol.Subject(protocol.DefaultSubjectPrefix, protocol.EndpointBatch)].ok.Load()
 		instances[1].stopGracefully(t)
 	})
 	if len(res.errs) > 0 {

@@ -154,13 +154,25 @@ func workerShares(ids []uint64) map[uint64]int {
 // serviceInfo asks the service for its micro INFO.
 func serviceInfo(t testing.TB, nc *nats.Conn) micro.Info {
 	t.Helper()
-	msg, err := nc.Request("$SRV.INFO.uid-dispenser", nil, 2*time.Second)
+	return microReply[micro.Info](t, nc, "$SRV.INFO.uid-dispenser")
+}
+
+// serviceStats asks the service for its micro STATS.
+func serviceStats(t testing.TB, nc *nats.Conn) micro.Stats {
+	t.Helper()
+	return microReply[micro.Stats](t, nc, "$SRV.STATS.uid-dispenser")
+}
+
+// microReply is the JSON reply to a request on one of micro's subjects.
+func microReply[T any](t testing.TB, nc *nats.Conn, subject string) T {
+	t.Helper()
+	var v T
+	msg, err := nc.Request(subject, nil, 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var info micro.Info
-	if err := json.Unmarshal(msg.Data, &info); err != nil {
+	if err := json.Unmarshal(msg.Data, &v); err != nil {
 		t.Fatal(err)
 	}
-	return info
+	return v
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -182,14 +183,7 @@ func TestSequenceStats(t *testing.T) {
 	}
 	var seq []sequence.Stats
 	testenv.WaitFor(t, 5*time.Second, "the stats show the sequence", func() bool {
-		msg, err := nc.Request("$SRV.STATS.uid-dispenser", nil, 2*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var stats micro.Stats
-		if err := json.Unmarshal(msg.Data, &stats); err != nil {
-			t.Fatal(err)
-		}
+		stats := serviceStats(t, nc.Conn)
 		// The batch endpoint counts the request; the sequences' state is
 		// shown once, under seq_next.
 		counted := false
@@ -361,4 +355,72 @@ func (g *gatedStore) Take(ctx context.Context, name string, step uint64) (sequen
 		}
 	}
 	return g.MemStore.Take(ctx, name, step)
+}
+
+// TestSequenceHomes: in a fleet of regions an instance subscribes next
+// and batch only of the sequences homed in its region, one endpoint per
+// name (named seq_next and seq_batch, each with its own counters and its
+// own name's stats); every sequence's home is in the metadata and on
+// <prefix>.seq.<name>.home. A request for a sequence homed elsewhere meets
+// no responders here, and the client turns it into HomeUnreachableError
+// naming the home, at once; a name of no region stays a 404.
+func TestSequenceHomes(t *testing.T) {
+	url := startNATS(t, nil)
+	store := sequencetest.NewMemStore()
+	alloc := sequencetest.NewAllocator(t, store, sequencetest.Config())
+	if err := alloc.Declare(context.Background(), []sequence.Declaration{{Name: "orders", First: 1}, {Name: "refunds", First: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	startInstance(t, url, 3, instanceOpts{service: ServiceConfig{Sequences: alloc, Region: "east", Regions: "east=0-511,west=512-1023",
+		SequenceHomes: map[string]string{"orders": "east", "refunds": "east", "invoices": "west"}}})
+	nc := connect(t, url)
+	client := uidclient.New(nc.Conn, uidclient.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if nums, err := client.SeqBatch(ctx, "orders", 3); err != nil || !slices.Equal(nums, []uint64{1, 2, 3}) {
+		t.Fatalf("orders, homed here: %v, %v", nums, err)
+	}
+	_, err := client.SeqNext(ctx, "invoices")
+	var he *uidclient.HomeUnreachableError
+	if !errors.As(err, &he) || he.Home != "west" || he.Sequence != "invoices" || !errors.Is(err, nats.ErrNoResponders) || ctx.Err() != nil {
+		t.Fatalf("invoices, homed in west: %v, want a HomeUnreachableError naming west at once", err)
+	}
+	if _, err := client.SeqNext(ctx, "nosuch"); !errors.Is(err, uidclient.ErrNotFound) || !strings.Contains(err.Error(), `unknown sequence "nosuch"`) {
+		t.Fatalf("a sequence of no region: %v, want the 404", err)
+	}
+	if reply, err := nc.Request("uid.seq.invoices.home", nil, 2*time.Second); err != nil || string(reply.Data) != "west" {
+		t.Fatalf("uid.seq.invoices.home: %v", err)
+	}
+	info := serviceInfo(t, nc.Conn)
+	var subjects []string
+	for _, e := range info.Endpoints {
+		if strings.HasPrefix(e.Name, "seq_") {
+			subjects = append(subjects, e.Name+" "+e.Subject)
+		}
+	}
+	slices.Sort(subjects)
+	want := []string{"seq_batch uid.seq.orders.batch", "seq_batch uid.seq.refunds.batch", "seq_home uid.seq.*.home", "seq_next uid.seq.orders.next", "seq_next uid.seq.refunds.next"}
+	if !slices.Equal(subjects, want) || info.Metadata["sequences"] != "orders,refunds" || info.Metadata["sequence_homes"] != "invoices@west,orders@east,refunds@east" {
+		t.Fatalf("endpoints %v (want %v), metadata %v", subjects, want, info.Metadata)
+	}
+	for _, e := range serviceStats(t, nc.Conn).Endpoints {
+		var d EndpointData
+		if err := json.Unmarshal(e.Data, &d); err != nil {
+			t.Fatal(err)
+		}
+		switch e.Subject {
+		case "uid.seq.orders.batch":
+			if d.IDs != 3 {
+				t.Errorf("orders' batch endpoint counts %d numbers, want 3", d.IDs)
+			}
+		case "uid.seq.refunds.batch":
+			if d.IDs != 0 {
+				t.Errorf("refunds' batch endpoint counts %d numbers, want 0", d.IDs)
+			}
+		case "uid.seq.orders.next", "uid.seq.refunds.next":
+			if len(d.Sequences) != 1 || "uid.seq."+d.Sequences[0].Name+".next" != e.Subject {
+				t.Errorf("%s's stats show the sequences %+v, want its own", e.Subject, d.Sequences)
+			}
+		}
+	}
 }

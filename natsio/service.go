@@ -83,6 +83,14 @@ type ServiceConfig struct {
 	// Sequences, when set, serves the named sequences on
 	// <prefix>.seq.<name>.next and .batch (protocol.SeqSubject).
 	Sequences SequenceSource
+	// SequenceHomes, in a fleet of regions, is the home region of every
+	// sequence of the fleet (non-nil, even empty, with Region set). The
+	// instance then subscribes next and batch only of the sequences homed
+	// in Region, one endpoint per name, so that NATS routes the others'
+	// requests to their home regions through the gateways; and it answers
+	// <prefix>.seq.*.home for every sequence (protocol.EndpointSeqHome).
+	// Nil: one wildcard endpoint each serves every name (no regions).
+	SequenceHomes map[string]string
 
 	// TracerProvider and MeterProvider make the server spans and request
 	// metrics; nil: the global ones (as uidclient.Config.TracerProvider).
@@ -131,7 +139,9 @@ type advertised struct {
 // current is what the metadata should show now.
 func (s *Service) current() advertised {
 	a := advertised{workerID: s.src.WorkerID(), layout: s.src.Layout()}
-	if s.cfg.Sequences != nil {
+	if s.cfg.Sequences != nil && s.cfg.SequenceHomes != nil {
+		a.sequences = strings.Join(s.homedHere(), ",") // fixed by the configuration
+	} else if s.cfg.Sequences != nil {
 		var names []string
 		for _, st := range s.cfg.Sequences.Stats() {
 			names = append(names, st.Name)
@@ -178,18 +188,18 @@ func NewService(nc *nats.Conn, src IDSource, cfg ServiceConfig) (*Service, error
 		cfg.Logger = slog.Default()
 	}
 	s := &Service{
-		nc:  nc,
-		cfg: cfg,
-		log: cfg.Logger,
-		src: src,
-		endpoints: map[string]*endpointCounters{
-			protocol.EndpointNext: {}, protocol.EndpointBatch: {}, protocol.EndpointParse: {},
-		},
-		otel: newServerTelemetry(cfg.QueueGroup, cfg.TracerProvider, cfg.MeterProvider),
+		nc:        nc,
+		cfg:       cfg,
+		log:       cfg.Logger,
+		src:       src,
+		endpoints: map[string]*endpointCounters{},
+		otel:      newServerTelemetry(cfg.QueueGroup, cfg.TracerProvider, cfg.MeterProvider),
 	}
-	if cfg.Sequences != nil {
-		s.endpoints[protocol.EndpointSeqNext] = &endpointCounters{}
-		s.endpoints[protocol.EndpointSeqBatch] = &endpointCounters{}
+	for _, name := range []string{protocol.EndpointNext, protocol.EndpointBatch, protocol.EndpointParse} {
+		s.endpoints[protocol.Subject(cfg.SubjectPrefix, name)] = &endpointCounters{}
+	}
+	for _, e := range s.sequenceEndpoints() {
+		s.endpoints[e.subject] = &endpointCounters{}
 	}
 	s.capacity = newCapacityQueue(s)
 	s.segments = newSegmentWaits(s)
@@ -233,8 +243,12 @@ func (s *Service) start() error {
 	}
 	if s.cfg.Sequences != nil {
 		// The sequences known at start and, readvertised, those served
-		// since (`nats micro info`).
+		// since (`nats micro info`); in a fleet of regions those homed
+		// here, and every sequence's home.
 		metadata["sequences"] = shown.sequences
+		if s.cfg.SequenceHomes != nil {
+			metadata["sequence_homes"] = s.homesText()
+		}
 	}
 	svc, err := micro.AddService(s.nc, micro.Config{
 		Name:         protocol.ServiceName,
@@ -264,7 +278,7 @@ func (s *Service) start() error {
 		}},
 		{protocol.EndpointParse, s.parse, map[string]string{"reply": "JSON {UID, timestamp, workerId, sequence}"}},
 	} {
-		err := group.AddEndpoint(e.name, s.handle(e.name, "", e.fn, nil), limits, micro.WithEndpointMetadata(e.meta))
+		err := group.AddEndpoint(e.name, s.handle(e.name, protocol.Subject(s.cfg.SubjectPrefix, e.name), e.fn, nil), limits, micro.WithEndpointMetadata(e.meta))
 		if err != nil {
 			_ = svc.Stop()
 			return fmt.Errorf("natsio: add endpoint %s: %w", protocol.Subject(s.cfg.SubjectPrefix, e.name), err)

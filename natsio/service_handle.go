@@ -1,7 +1,6 @@
 package natsio
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +19,8 @@ import (
 // The request path every endpoint shares: handle builds the request
 // context, runs the handler, sends the reply or the error reply, and
 // records the outcome; a deferred request is finished the same way later.
+// Each endpoint's counters are those of its subject (a sequence homed
+// here has endpoints of its own, all named seq_next or seq_batch).
 
 // handlerFunc serves one request, appending the reply body to buf.
 type handlerFunc func(ctx context.Context, req micro.Request, buf []byte) result
@@ -64,13 +65,14 @@ type call struct {
 
 // handle is the one wrapper every endpoint handler passes through: it
 // builds the request context, recovers panics, maps errors to error
-// replies, always answers, and records the outcome and duration. The
-// spans of a wildcard endpoint are named after its subject template, so
-// that made-up sequence names do not make spans (and cached templates)
-// of their own. headers (nil for none) go on every reply.
-func (s *Service) handle(endpoint, template string, fn handlerFunc, headers micro.Headers) micro.Handler {
-	counters := s.endpoints[endpoint]
-	tel := s.otel.endpoint(endpoint, cmp.Or(template, protocol.Subject(s.cfg.SubjectPrefix, endpoint)))
+// replies, always answers, and records the outcome and duration in the
+// counters of subject, the endpoint's. The spans of a wildcard endpoint
+// are named after its subject, so that made-up sequence names do not make
+// spans (and cached templates) of their own. headers (nil for none) go on
+// every reply.
+func (s *Service) handle(endpoint, subject string, fn handlerFunc, headers micro.Headers) micro.Handler {
+	counters := s.endpoints[subject]
+	tel := s.otel.endpoint(endpoint, subject)
 	return micro.HandlerFunc(func(req micro.Request) {
 		ctx, span := tel.start(req.Headers())
 		c := &call{ctx: ctx, otel: tel, span: span, req: req, counters: counters, bp: s.replyBuffer(), headers: headers}

@@ -10,42 +10,124 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
+	"github.com/uid-dispenser/uid-dispenser/sequence"
 )
 
 // The endpoints of the named sequences: <prefix>.seq.<name>.next and
-// .batch, one wildcard subscription each for every name.
+// .batch. Without regions, one wildcard subscription each serves every
+// name. In a fleet of regions a sequence lives in its home region's store
+// alone, so only the home region's instances may answer it: each
+// subscribes next and batch of the names homed in its region, one
+// endpoint per name, and NATS routes a request from any other region
+// through the gateway to them (no forwarding hop of ours). When none can
+// be reached the request meets no responders; every instance answers
+// <prefix>.seq.*.home with the name's home, so that a client can say
+// which region it could not reach.
 
-// addSequenceEndpoints subscribes the sequence endpoints, when
-// configured, to wildcard subjects: every name the store knows is served,
-// also one this instance was not configured with.
-func (s *Service) addSequenceEndpoints(svc micro.Service, limits micro.EndpointOpt, maxPayload int64) error {
+// seqEndpoint is one subscription of the sequences.
+type seqEndpoint struct {
+	name, op, subject string
+}
+
+// sequenceEndpoints are the sequence subscriptions this instance makes.
+func (s *Service) sequenceEndpoints() []seqEndpoint {
 	if s.cfg.Sequences == nil {
 		return nil
 	}
+	prefix := s.cfg.SubjectPrefix
+	ops := []seqEndpoint{{name: protocol.EndpointSeqNext, op: protocol.EndpointNext}, {name: protocol.EndpointSeqBatch, op: protocol.EndpointBatch}}
+	if s.cfg.SequenceHomes == nil {
+		for i := range ops {
+			ops[i].subject = protocol.SeqSubject(prefix, "*", ops[i].op)
+		}
+		return ops
+	}
+	var out []seqEndpoint
+	for _, name := range s.homedHere() {
+		for _, e := range ops {
+			e.subject = protocol.SeqSubject(prefix, name, e.op)
+			out = append(out, e)
+		}
+	}
+	return append(out, seqEndpoint{name: protocol.EndpointSeqHome, op: protocol.EndpointHome, subject: protocol.SeqSubject(prefix, "*", protocol.EndpointHome)})
+}
+
+// homedHere are the sequences homed in this instance's region, sorted.
+func (s *Service) homedHere() []string {
+	var names []string
+	for name, home := range s.cfg.SequenceHomes {
+		if home == s.cfg.Region {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// homesText is every sequence's home for the metadata: name@home,
+// sorted by name.
+func (s *Service) homesText() string {
+	var homes []string
+	for name, home := range s.cfg.SequenceHomes {
+		homes = append(homes, name+"@"+home)
+	}
+	slices.Sort(homes)
+	return strings.Join(homes, ",")
+}
+
+// addSequenceEndpoints subscribes the sequence endpoints, when
+// configured (sequenceEndpoints).
+func (s *Service) addSequenceEndpoints(svc micro.Service, limits micro.EndpointOpt, maxPayload int64) error {
 	// The numbers of one instance increase (its segments); the header
 	// says which instance answered, so that a client (the soak) can
 	// check that across its calls. The micro instance ID, as `nats micro
 	// info` lists it.
 	headers := micro.Headers{protocol.InstanceHeader: []string{svc.Info().ID}}
-	for _, e := range []struct {
-		name, op string
-		fn       handlerFunc
-		meta     map[string]string
+	handlers := map[string]struct {
+		fn   handlerFunc
+		meta map[string]string
 	}{
-		{protocol.EndpointSeqNext, protocol.EndpointNext, s.seqNext, map[string]string{"reply": "the sequence's next number, decimal"}},
-		{protocol.EndpointSeqBatch, protocol.EndpointBatch, s.seqBatch, map[string]string{
+		protocol.EndpointSeqNext: {s.seqNext, map[string]string{"reply": "the sequence's next number, decimal"}},
+		protocol.EndpointSeqBatch: {s.seqBatch, map[string]string{
 			"reply":            "the sequence's next numbers, increasing: newline-separated decimal, or 8 bytes big-endian each with header " + protocol.EncodingHeader + ": " + protocol.EncodingBinary,
 			"max_batch_binary": strconv.Itoa(maxBatchFor(s.cfg.MaxBatch, maxPayload, protocol.Binary)),
 			"max_batch_text":   strconv.Itoa(maxBatchFor(s.cfg.MaxBatch, maxPayload, protocol.Decimal)),
 		}},
-	} {
-		subject := protocol.SeqSubject(s.cfg.SubjectPrefix, "*", e.op)
-		err := svc.AddEndpoint(e.name, s.handle(e.name, subject, e.fn, headers), limits, micro.WithEndpointSubject(subject), micro.WithEndpointMetadata(e.meta))
+		protocol.EndpointSeqHome: {s.seqHome, map[string]string{"reply": "the sequence's home region; 404 for a sequence of no region"}},
+	}
+	for _, e := range s.sequenceEndpoints() {
+		h := handlers[e.name]
+		err := svc.AddEndpoint(e.name, s.handle(e.name, e.subject, h.fn, headers), limits, micro.WithEndpointSubject(e.subject), micro.WithEndpointMetadata(h.meta))
 		if err != nil {
-			return fmt.Errorf("natsio: add endpoint %s: %w", subject, err)
+			return fmt.Errorf("natsio: add endpoint %s: %w", e.subject, err)
 		}
 	}
 	return nil
+}
+
+// sequenceStats are the sequences' state the stats of the seq_next
+// endpoint on subject show: every name's on the wildcard, the endpoint's
+// own name's on a name's endpoint.
+func (s *Service) sequenceStats(subject string) []sequence.Stats {
+	if s.cfg.Sequences == nil {
+		return nil
+	}
+	all := s.cfg.Sequences.Stats()
+	if s.cfg.SequenceHomes == nil {
+		return all
+	}
+	name := s.seqName(subject)
+	return slices.DeleteFunc(all, func(st sequence.Stats) bool { return st.Name != name })
+}
+
+// seqHome answers the home region of the subject's sequence.
+func (s *Service) seqHome(ctx context.Context, req micro.Request, buf []byte) result {
+	name := s.seqRequest(ctx, req)
+	home, ok := s.cfg.SequenceHomes[name]
+	if !ok {
+		return result{err: &sequence.UnknownError{Name: name}}
+	}
+	return replied(append(buf, home...), 0, nil)
 }
 
 // seqName is the sequence a request's subject names:

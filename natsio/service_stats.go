@@ -50,7 +50,8 @@ type EndpointData struct {
 	// AsyncErrors counts slow consumers etc. on the service's
 	// subscriptions (next only; nil elsewhere).
 	AsyncErrors *uint64 `json:"async_errors,omitempty"`
-	// Sequences is every named sequence's state (seq_next only).
+	// Sequences is every named sequence's state (seq_next only; with
+	// an endpoint per name, that name's).
 	Sequences []sequence.Stats `json:"sequences,omitempty"`
 }
 
@@ -83,7 +84,7 @@ type RingStats struct {
 
 func (s *Service) statsData(e *micro.Endpoint) any {
 	var d EndpointData
-	if c := s.endpoints[e.Name]; c != nil {
+	if c := s.endpoints[e.Subject]; c != nil {
 		d.IDs, d.OK, d.BadRequest, d.NotFound = c.ids.Load(), c.ok.Load(), c.badRequest.Load(), c.notFound.Load()
 		d.Unavailable, d.Internal = c.unavailable.Load(), c.internal.Load()
 	}
@@ -93,9 +94,7 @@ func (s *Service) statsData(e *micro.Endpoint) any {
 		async := s.asyncErrors.Load()
 		d.AsyncErrors = &async
 	case sequencesEndpoint:
-		if s.cfg.Sequences != nil {
-			d.Sequences = s.cfg.Sequences.Stats()
-		}
+		d.Sequences = s.sequenceStats(e.Subject)
 	}
 	return d
 }

@@ -2,7 +2,6 @@ package sequence_test
 
 import (
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -12,22 +11,34 @@ import (
 
 func TestParseDeclarations(t *testing.T) {
 	got, err := sequence.ParseDeclarations(" orders, invoices=1000000 ,short-ids_2=0")
-	want := []sequence.Declaration{{"orders", 1}, {"invoices", 1000000}, {"short-ids_2", 0}}
+	want := []sequence.Declaration{{Name: "orders", First: 1}, {Name: "invoices", First: 1000000}, {Name: "short-ids_2", First: 0}}
 	if err != nil || !slices.Equal(got, want) {
 		t.Fatalf("ParseDeclarations = %v, %v; want %v", got, err, want)
+	}
+	got, err = sequence.ParseDeclarations("orders@east, invoices @ west-2 = 1000000,refunds=7")
+	want = []sequence.Declaration{{Name: "orders", First: 1, Home: "east"}, {Name: "invoices", First: 1000000, Home: "west-2"}, {Name: "refunds", First: 7}}
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("ParseDeclarations with homes = %v, %v; want %v", got, err, want)
 	}
 	if got, err := sequence.ParseDeclarations("  "); err != nil || got != nil {
 		t.Fatalf("empty: %v, %v", got, err)
 	}
 	for in, wantErr := range map[string]string{
-		"orders,,invoices":           "empty sequence name",
-		"orders,orders=5":            `"orders" declared twice`,
-		"a.b":                        `"a.b": use letters`,
-		"or*ders":                    "use letters",
-		"orders=-1":                  `first number "-1"`,
-		"orders=9223372036854775808": "not a decimal from 0 to 9223372036854775807",
-		"orders=x":                   `first number "x"`,
-		strings.Repeat("a", 65):      "longer than 64",
+		"orders,,invoices":                  "empty sequence name",
+		"orders,orders=5":                   `"orders" declared twice`,
+		"a.b":                               `"a.b": use letters`,
+		"or*ders":                           "use letters",
+		"orders=-1":                         `first number "-1"`,
+		"orders=9223372036854775808":        "not a decimal from 0 to 9223372036854775807",
+		"orders=x":                          `first number "x"`,
+		strings.Repeat("a", 65):             "longer than 64",
+		"orders@":                           `"orders": no home region after @`,
+		"orders@=5":                         "no home region after @",
+		"orders@east@west":                  `home region "east@west": "east@west": use letters`,
+		"orders@ea.st":                      "use letters",
+		"@east":                             "empty sequence name",
+		"orders@east,orders@west":           `"orders" declared twice`,
+		"orders@" + strings.Repeat("e", 65): "longer than 64",
 	} {
 		if _, err := sequence.ParseDeclarations(in); err == nil || !strings.Contains(err.Error(), wantErr) {
 			t.Errorf("ParseDeclarations(%q) = %v, want an error with %q", in, err, wantErr)
@@ -36,10 +47,12 @@ func TestParseDeclarations(t *testing.T) {
 }
 
 // FuzzParseDeclarations: whatever the input, either an error or
-// declarations whose names are valid, distinct subject tokens and whose
-// first numbers fit; and printing them back parses to the same.
+// declarations whose names (and homes) are valid, distinct subject
+// tokens and whose first numbers fit; and printing them back parses to
+// the same.
 func FuzzParseDeclarations(f *testing.F) {
-	for _, s := range []string{"orders", "orders,invoices=1000000", "a=0, b = 7", "a,a", "x.y", "=", ",", "a=18446744073709551615", "ä"} {
+	for _, s := range []string{"orders", "orders,invoices=1000000", "a=0, b = 7", "a,a", "x.y", "=", ",", "a=18446744073709551615", "ä",
+		"orders@east", "orders@east=5,b@west", "a@", "a@b@c", "@", "a @ b = 1", "a@b=c@d"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -50,11 +63,12 @@ func FuzzParseDeclarations(f *testing.F) {
 		seen := map[string]bool{}
 		var parts []string
 		for _, d := range decls {
-			if sequence.ValidName(d.Name) != nil || seen[d.Name] || strings.ContainsAny(d.Name, ".*> \t") || d.First > sequence.MaxValue {
+			if sequence.ValidName(d.Name) != nil || seen[d.Name] || strings.ContainsAny(d.Name+d.Home, ".*>@= \t") || d.First > sequence.MaxValue ||
+				d.Home != "" && sequence.ValidName(d.Home) != nil {
 				t.Fatalf("%q gave the bad declaration %+v", s, d)
 			}
 			seen[d.Name] = true
-			parts = append(parts, d.Name+"="+strconv.FormatUint(d.First, 10))
+			parts = append(parts, d.String())
 		}
 		again, err := sequence.ParseDeclarations(strings.Join(parts, ","))
 		if err != nil || !slices.Equal(again, decls) {

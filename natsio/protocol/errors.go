@@ -22,7 +22,31 @@ var (
 	ErrNotFound = errors.New("protocol: not found")
 	// ErrUnavailable matches a 503 reply.
 	ErrUnavailable = errors.New("protocol: no ID available right now")
+	// ErrHomeUnreachable matches a *HomeUnreachableError.
+	ErrHomeUnreachable = errors.New("protocol: the sequence's home region cannot be reached")
 )
+
+// HomeUnreachableError is a sequence request that met no responders in
+// a fleet of regions where the other instances name the sequence's home:
+// only the home region's instances serve a sequence, and none of them
+// can be reached (all gone, or the gateway to their region cut). Retry
+// later; no other region can answer for it.
+type HomeUnreachableError struct {
+	Subject  string // the request's subject
+	Sequence string
+	Home     string // the home region, as the instances reached name it
+	Err      error  // what the request met (the client's no-responders error)
+}
+
+func (e *HomeUnreachableError) Error() string {
+	return fmt.Sprintf("%s: sequence %q is served only by its home region %s, which cannot be reached (no responders)", e.Subject, e.Sequence, e.Home)
+}
+
+// Is makes errors.Is(err, ErrHomeUnreachable) true.
+func (e *HomeUnreachableError) Is(target error) bool { return target == ErrHomeUnreachable }
+
+// Unwrap is what the request met.
+func (e *HomeUnreachableError) Unwrap() error { return e.Err }
 
 // ServiceError is an error reply of the service (400, 404, 503 or 500) or, on
 // the service side, the reply a handler wants sent.

@@ -27,6 +27,16 @@ const (
 	EndpointSeqNext  = "seq_next"
 	EndpointSeqBatch = "seq_batch"
 
+	// EndpointSeqHome is the micro endpoint, in a fleet of regions only,
+	// that answers a sequence's home region (the op EndpointHome on
+	// SeqSubject): every instance of every region answers it for every
+	// sequence of the fleet, while next and batch of a sequence are
+	// subscribed only by its home region's instances. A client asks it
+	// when a sequence request met no responders, to name the region that
+	// cannot be reached (HomeUnreachableError).
+	EndpointSeqHome = "seq_home"
+	EndpointHome    = "home"
+
 	// EncodingHeader selects the reply's encoding (see Encoding); absent
 	// means newline-separated decimal, a value naming no encoding is a 400.
 	EncodingHeader = "Uid-Encoding"

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -41,7 +42,11 @@ type Config struct {
 // It retries, until the context is done, when no dispenser is subscribed
 // (all down or restarting), when one answers 503 (no ID right now) and
 // when an attempt times out. Retrying an ID request is always safe: an ID
-// lost in a dropped reply is never issued again. Error replies come back
+// lost in a dropped reply is never issued again. A sequence request with
+// no responders is the exception in a fleet of regions: when the
+// instances reached name the sequence's home region (only its instances
+// serve the sequence), the call fails at once with a *HomeUnreachableError
+// naming it. Error replies come back
 // as *ServiceError; errors.Is(err, ErrBadRequest) tells a malformed
 // request.
 type Client struct {
@@ -112,7 +117,9 @@ func (c *Client) Next(ctx context.Context) (uint64, error) {
 }
 
 // SeqNext returns the next number of the sequence name. An undeclared
-// name is a *ServiceError matching ErrNotFound, at once (not retried).
+// name is a *ServiceError matching ErrNotFound, at once (not retried). In
+// a fleet of regions, a sequence whose home region cannot be reached is
+// a *HomeUnreachableError naming the home, at once (ErrHomeUnreachable).
 func (c *Client) SeqNext(ctx context.Context, name string) (uint64, error) {
 	n, _, err := c.SeqNextFrom(ctx, name)
 	return n, err
@@ -256,6 +263,7 @@ func (c *Client) request(ctx context.Context, msg *nats.Msg, template string) (_
 	backoff := c.cfg.MinBackoff
 	var last error
 	c.stats.requests.Add(1)
+	homeAsked := template != c.seqNext && template != c.seqBatch // only sequences have homes
 	for attempt := 1; ; attempt++ {
 		if attempt > 1 {
 			c.stats.retries.Add(1)
@@ -271,6 +279,13 @@ func (c *Client) request(ctx context.Context, msg *nats.Msg, template string) (_
 		}
 		if ctx.Err() != nil {
 			return nil, c.gaveUp(ctx, msg.Subject, attempt, err, last)
+		}
+		if !homeAsked && errors.Is(err, nats.ErrNoResponders) {
+			homeAsked = true
+			if herr := c.homeUnreachable(ctx, msg.Subject, err); herr != nil {
+				c.stats.count(err)
+				return nil, herr
+			}
 		}
 		if !retryable(err) {
 			if _, isService := err.(*ServiceError); isService {
@@ -290,6 +305,36 @@ func (c *Client) request(ctx context.Context, msg *nats.Msg, template string) (_
 			return nil, c.gaveUp(ctx, msg.Subject, attempt, nil, last)
 		}
 	}
+}
+
+// homeUnreachable is the error of a sequence request that met no
+// responders (cause), when the instances reached name the sequence's
+// home: in a fleet of regions only the home region's instances serve a
+// sequence, so no responders means none of them can be reached, which
+// retrying here does not cure (a *HomeUnreachableError naming it, at
+// once). A 404 from them is the sequence declared nowhere. Nil when
+// nobody answers the question (no instance at all, or a fleet without
+// regions, whose instances do not serve it): the request is retried as
+// any other.
+func (c *Client) homeUnreachable(ctx context.Context, subject string, cause error) error {
+	name := strings.TrimPrefix(subject, c.cfg.SubjectPrefix+".seq.")
+	name = name[:max(strings.LastIndexByte(name, '.'), 0)]
+	actx, cancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout)
+	defer cancel()
+	reply, err := c.nc.RequestWithContext(actx, protocol.SeqSubject(c.cfg.SubjectPrefix, name, protocol.EndpointHome), nil)
+	if err != nil {
+		return nil
+	}
+	if err := protocol.ErrorFromHeaders(subject, reply.Header.Get(micro.ErrorCodeHeader), reply.Header.Get(micro.ErrorHeader)); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return err
+		}
+		return nil
+	}
+	if len(reply.Data) == 0 {
+		return nil
+	}
+	return &HomeUnreachableError{Subject: subject, Sequence: name, Home: quote.Shorten(string(reply.Data), 64), Err: cause}
 }
 
 func (c *Client) gaveUp(ctx context.Context, subject string, attempts int, err, last error) error {

@@ -9,9 +9,12 @@ import {
   BadRequestError,
   GaveUpError,
   header,
+  HomeUnreachableError,
   ProtocolError,
   serviceErrorFromHeaders,
+  UidError,
   UnavailableError,
+  UnknownSequenceError,
 } from "./errors.js";
 import {
   BINARY_ID_WIDTH,
@@ -274,6 +277,8 @@ export class UidClient<K extends IdKind = "string"> {
     this.#stats.requests++;
     let backoff = this.#minBackoffMs;
     let last: unknown;
+    // Only sequences have homes (fleets of regions): see #homeUnreachable.
+    let homeAsked = this.#seqNameOf(s) === undefined;
     for (let attempt = 1; ; attempt++) {
       if (signal?.aborted) {
         throw new GaveUpError(s, "aborted", attempt - 1, last ?? signal.reason);
@@ -295,6 +300,14 @@ export class UidClient<K extends IdKind = "string"> {
       if (err === aborted) {
         throw new GaveUpError(s, "aborted", attempt, last ?? signal?.reason);
       }
+      if (!homeAsked && isNoResponders(err)) {
+        homeAsked = true;
+        const final = await this.#homeUnreachable(s, err, deadline);
+        if (final !== undefined) {
+          this.#count(err);
+          throw final;
+        }
+      }
       if (!retryable(err)) {
         throw err;
       }
@@ -311,6 +324,37 @@ export class UidClient<K extends IdKind = "string"> {
       if ((await sleep(pause, signal)) === aborted) {
         throw new GaveUpError(s, "aborted", attempt, last);
       }
+    }
+  }
+
+  /** The sequence a subject <prefix>.seq.<name>.next|batch names, else undefined. */
+  #seqNameOf(s: string): string | undefined {
+    const m = /^seq\.([A-Za-z0-9_-]+)\.(next|batch)$/.exec(s.startsWith(this.#prefix + ".") ? s.slice(this.#prefix.length + 1) : "");
+    return m?.[1];
+  }
+
+  /**
+   * The error of a sequence request that met no responders (cause), when
+   * the instances reached name its home (uid.seq.<name>.home, asked on
+   * this failure only): in a fleet of regions only the home region's
+   * instances serve a sequence, so none of them can be reached. A 404
+   * there is the sequence homed nowhere. Undefined when nobody answers
+   * (no instance at all, or a fleet without regions): retried as any
+   * request. As the Go client does.
+   */
+  async #homeUnreachable(s: string, cause: unknown, deadline: number): Promise<UidError | undefined> {
+    const name = this.#seqNameOf(s)!;
+    const timeout = Math.max(1, Math.min(this.#attemptTimeoutMs, deadline - Date.now()));
+    try {
+      const reply = await this.#nc.request(seqSubject(this.#prefix, name, "home"), undefined, { timeout });
+      const err = serviceErrorFromHeaders(s, reply.headers);
+      if (err instanceof UnknownSequenceError) {
+        return err;
+      }
+      const home = new TextDecoder().decode(reply.data);
+      return err === undefined && home !== "" ? new HomeUnreachableError(s, name, home.slice(0, 64), cause) : undefined;
+    } catch {
+      return undefined;
     }
   }
 

@@ -93,6 +93,26 @@ export class GaveUpError extends UidError {
   }
 }
 
+/**
+ * A sequence request in a fleet of regions that no instance of the
+ * sequence's home region could answer (all gone, or the gateway to it
+ * cut): only the home region's instances serve a sequence. home is the
+ * region, as the instances reached name it (uid.seq.<name>.home); cause
+ * is nats.js's no-responders error. Thrown at once: retrying here does
+ * not cure it; call again later.
+ */
+export class HomeUnreachableError extends UidError {
+  override name = "HomeUnreachableError";
+  constructor(
+    readonly subject: string,
+    readonly sequence: string,
+    readonly home: string,
+    cause?: unknown,
+  ) {
+    super(`${subject}: sequence ${JSON.stringify(sequence)} is served only by its home region ${home}, which cannot be reached (no responders)`, cause === undefined ? undefined : { cause });
+  }
+}
+
 /** The Prefetcher was closed. */
 export class PrefetcherClosedError extends UidError {
   override name = "PrefetcherClosedError";

@@ -9,6 +9,7 @@ export type { PrefetchOptions } from "./prefetch.js";
 export {
   BadRequestError,
   GaveUpError,
+  HomeUnreachableError,
   InternalError,
   PrefetcherClosedError,
   ProtocolError,

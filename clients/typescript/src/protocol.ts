@@ -48,6 +48,6 @@ export function subject(prefix: string, endpoint: "next" | "batch" | "parse"): s
 }
 
 /** The subject of op on the named sequence: `<prefix>.seq.<name>.<op>`. */
-export function seqSubject(prefix: string, name: string, op: "next" | "batch"): string {
+export function seqSubject(prefix: string, name: string, op: "next" | "batch" | "home"): string {
   return `${prefix}.seq.${name}.${op}`;
 }

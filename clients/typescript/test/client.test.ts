@@ -4,10 +4,11 @@
 
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import type { NatsConnection } from "@nats-io/nats-core";
+import { headers as newHeaders, type NatsConnection } from "@nats-io/nats-core";
 import {
   BadRequestError,
   GaveUpError,
+  HomeUnreachableError,
   LAYOUT_HEADER,
   Prefetcher,
   PrefetcherClosedError,
@@ -174,6 +175,44 @@ describe("errors", () => {
     const took = Date.now() - begin;
     assert.ok(took >= 290 && took < 1500, `${took} ms`);
     assert.ok(c.stats().noResponders > 3, JSON.stringify(c.stats()));
+  });
+
+  test("a homed sequence whose home cannot be reached is a HomeUnreachableError naming it, at once", async () => {
+    // A fleet of regions as a client in a region cut off from east sees
+    // it: nobody serves orders' next and batch here, the local instances
+    // answer uid.seq.<name>.home (east for orders, 404 for a name homed nowhere).
+    const p = "homed";
+    const subs = [
+      nc.subscribe(`${p}.seq.orders.home`, { callback: (_e, m) => void m.respond("east") }),
+      nc.subscribe(`${p}.seq.nosuch.home`, {
+        callback: (_e, m) => {
+          const h = newHeaders();
+          h.set("Nats-Service-Error-Code", "404");
+          h.set("Nats-Service-Error", 'unknown sequence "nosuch"');
+          m.respond("", { headers: h });
+        },
+      }),
+    ];
+    await nc.flush();
+    try {
+      const c = new UidClient(nc, { subjectPrefix: p });
+      for (const call of [c.seqNext("orders", { timeoutMs: 5000 }), c.seqBatch("orders", 2, { timeoutMs: 5000 })]) {
+        await assert.rejects(call, (e: unknown) => {
+          assert.ok(e instanceof HomeUnreachableError, String(e));
+          assert.equal(e.home, "east");
+          assert.equal(e.sequence, "orders");
+          assert.match(e.message, /home region east/);
+          assert.equal((e.cause as Error).name, "RequestError");
+          return true;
+        });
+      }
+      await assert.rejects(c.seqNext("nosuch", { timeoutMs: 5000 }), UnknownSequenceError);
+      assert.equal(c.stats().retries, 0, JSON.stringify(c.stats()));
+      // No answer on .home (no instance, or a fleet without regions): retried as before.
+      await assert.rejects(c.seqNext("other", { timeoutMs: 300 }), (e: unknown) => e instanceof GaveUpError && e.attempts > 1);
+    } finally {
+      subs.forEach((s) => s.unsubscribe());
+    }
   });
 
   test("a signal ends the retries; a deadline too", async () => {
