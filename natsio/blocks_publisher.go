@@ -86,9 +86,10 @@ type BlockPublisherStats struct {
 	// Those blocks are kept too.
 	Pressure uint64
 	Failed   uint64 // blocks given up after errors (outcome unknown: never published again)
-	// Expired counts refused blocks given up because they grew older
-	// than maxBlockAge (2 s) before there was room, or were still held
-	// when the publisher stopped.
+	// Expired counts blocks given up because their first ID was older
+	// than maxBlockAge (2 s) when they were to go out (refused blocks
+	// held until then, or new ones from a starved machine), or were still
+	// held when the publisher stopped.
 	Expired      uint64
 	IDsPublished uint64 // IDs in the published blocks
 	IDsDiscarded uint64 // IDs of failed and expired blocks: issued, never handed out
@@ -346,10 +347,9 @@ func (p *BlockPublisher) topUp(ctx context.Context) roundResult {
 	for range want {
 		// Held blocks first: room found is room for them, and new IDs are
 		// taken only for room no held block fills.
-		blk, err := p.nextBlock(ctx)
+		blk, sent, err := p.nextBlock(ctx)
 		if blk != nil {
 			span := p.otel.start(ctx, blk.msg, blk.ids)
-			sent := time.Now()
 			f, perr := p.js.PublishMsgAsync(blk.msg, jetstream.WithExpectStream(p.cfg.BlocksStream))
 			if perr != nil {
 				p.otel.end(span, "failed", perr)
@@ -402,19 +402,28 @@ func (p *BlockPublisher) topUp(ctx context.Context) roundResult {
 }
 
 // nextBlock is the oldest held block still young enough to publish
-// (maxBlockAge, checked now, as it goes out), else a new one from the
-// source.
-func (p *BlockPublisher) nextBlock(ctx context.Context) (*outBlock, error) {
+// (maxBlockAge, checked as it goes out: the time returned), else a new
+// one from the source. A new block already that old (the machine starved
+// the ring's lag check or this goroutine) is given up as well: no block
+// goes out with IDs more than 2 s behind the clock. It returns a nil
+// block when the source gave no IDs, with the source's error.
+func (p *BlockPublisher) nextBlock(ctx context.Context) (*outBlock, time.Time, error) {
 	for len(p.held) > 0 {
 		blk := p.held[0]
 		p.held[0] = nil
 		p.held = p.held[1:]
-		if time.Since(blk.first) < maxBlockAge {
-			return blk, nil
+		if now := time.Now(); now.Sub(blk.first) < maxBlockAge {
+			return blk, now, nil
 		}
 		p.expire([]*outBlock{blk})
 	}
-	return p.takeBlock(ctx)
+	blk, err := p.takeBlock(ctx)
+	now := time.Now()
+	if blk != nil && now.Sub(blk.first) >= maxBlockAge {
+		p.expire([]*outBlock{blk})
+		blk = nil
+	}
+	return blk, now, err
 }
 
 // takeBlock takes up to a block of IDs from the source and encodes them.

@@ -166,7 +166,7 @@ func TestBlockRefusedByFullStreamHeldAndPublishedAgain(t *testing.T) {
 	old := *blk
 	old.first = time.Now().Add(-maxBlockAge)
 	p.held = append(p.held, &old)
-	next, err := p.nextBlock(ctx)
+	next, _, err := p.nextBlock(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
