@@ -148,6 +148,24 @@ func blocksTestDepth(t *testing.T, nc *nats.Conn, stream string) uint64 {
 	return info.State.Msgs
 }
 
+// blocksTestSum adds up the publishers' counters (the depth left out,
+// the ages at their maximum).
+func blocksTestSum(pubs []*natsio.BlockPublisher) (s natsio.BlockPublisherStats) {
+	for _, p := range pubs {
+		st := p.Stats()
+		s.Published += st.Published
+		s.Refused += st.Refused
+		s.Pressure += st.Pressure
+		s.Failed += st.Failed
+		s.Expired += st.Expired
+		s.IDsPublished += st.IDsPublished
+		s.IDsDiscarded += st.IDsDiscarded
+		s.MaxAge = max(s.MaxAge, st.MaxAge)
+		s.MaxAhead = max(s.MaxAhead, st.MaxAhead)
+	}
+	return s
+}
+
 // assertDistinct fails on any ID that occurs twice.
 func blocksAssertDistinct(t *testing.T, ids []uint64) {
 	t.Helper()
@@ -348,15 +366,7 @@ func TestBlocksFullStreamPublishersBackOffAndResume(t *testing.T) {
 		blocksTestPublisher(t, blocksTestConn(t, srv), blocksTestGenerator(t, 10, 0), cfg, log),
 		blocksTestPublisher(t, blocksTestConn(t, srv), blocksTestGenerator(t, 11, 0), cfg, log),
 	}
-	sum := func() (s natsio.BlockPublisherStats) {
-		for _, p := range pubs {
-			st := p.Stats()
-			s.Published += st.Published
-			s.Refused += st.Refused
-			s.Failed += st.Failed
-		}
-		return s
-	}
+	sum := func() natsio.BlockPublisherStats { return blocksTestSum(pubs) }
 	// The stream may count the blocks before the publishers have their
 	// acknowledgements: wait for both.
 	testenv.WaitFor(t, 5*time.Second, "the stream filled", func() bool {
@@ -621,18 +631,7 @@ func TestBlocksRacingPublishersDiscardNothingAllDistinct(t *testing.T) {
 	for w := uint64(21); w <= 23; w++ {
 		publishers = append(publishers, blocksTestPublisher(t, blocksTestConn(t, srv), blocksTestGenerator(t, w, 0), cfg, nil))
 	}
-	sum := func() (s natsio.BlockPublisherStats) {
-		for _, p := range publishers {
-			st := p.Stats()
-			s.Refused += st.Refused
-			s.Expired += st.Expired
-			s.Failed += st.Failed
-			s.IDsPublished += st.IDsPublished
-			s.IDsDiscarded += st.IDsDiscarded
-			s.MaxAge = max(s.MaxAge, st.MaxAge)
-		}
-		return s
-	}
+	sum := func() natsio.BlockPublisherStats { return blocksTestSum(publishers) }
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	var total atomic.Int64
