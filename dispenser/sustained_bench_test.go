@@ -156,7 +156,7 @@ func runSustained(b *testing.B, url, subject string, layout *uidcore.Layout) {
 	ahead.Store(-1 << 62)
 	var received, aheadNow atomic.Int64 // IDs and this second's furthest ahead, for the series
 	aheadNow.Store(-1 << 62)
-	stopSeries := recordSeries(b, &received, &aheadNow)
+	stopSeries := recordSeries(b, os.Getenv("UID_BENCH_SERIES"), &received, func() int64 { return max(aheadNow.Swap(-1<<62), -99) })
 	stopRSS := sampleRSS(b)
 	b.SetParallelism(clients / 2) // × GOMAXPROCS (2 here) goroutines
 	b.ResetTimer()
@@ -281,20 +281,21 @@ func readRSS(b *testing.B) int64 {
 	return 0
 }
 
-// series holds, per benchmark, the per-second samples of its longest run.
+// series holds, per file and benchmark, the per-second samples of the
+// benchmark's longest run.
 var series struct {
 	sync.Mutex
-	lines map[string][]string
+	lines map[string]map[string][]string
 }
 
 // recordSeries samples once a second, while the benchmark runs, the IDs
-// received in that second and how far ahead of the clock the newest IDs
-// ran, when UID_BENCH_SERIES names a file: tab-separated lines of
-// benchmark, second, IDs/s and seconds ahead, which `benchreport
-// -series` draws (docs/sustained.svg). It returns the function that
-// stops it and writes the file.
-func recordSeries(b *testing.B, received, ahead *atomic.Int64) (stop func()) {
-	path := os.Getenv("UID_BENCH_SERIES")
+// received in that second and a second figure, sample(), when path names
+// a file: tab-separated lines of benchmark, second, IDs/s and the figure.
+// BenchmarkSustained writes how far ahead of the clock the newest IDs
+// ran into UID_BENCH_SERIES, which `benchreport -series` draws
+// (docs/sustained.svg). It returns the function that stops it and writes
+// the file.
+func recordSeries(b *testing.B, path string, received *atomic.Int64, sample func() int64) (stop func()) {
 	if path == "" {
 		return func() {}
 	}
@@ -312,7 +313,7 @@ func recordSeries(b *testing.B, received, ahead *atomic.Int64) (stop func()) {
 			case <-tick.C:
 			}
 			now := received.Load()
-			lines = append(lines, fmt.Sprintf("%s\t%d\t%d\t%d", b.Name(), sec, now-last, max(ahead.Swap(-1<<62), -99)))
+			lines = append(lines, fmt.Sprintf("%s\t%d\t%d\t%d", b.Name(), sec, now-last, sample()))
 			last = now
 		}
 	})
@@ -322,15 +323,20 @@ func recordSeries(b *testing.B, received, ahead *atomic.Int64) (stop func()) {
 		series.Lock()
 		defer series.Unlock()
 		if series.lines == nil {
-			series.lines = map[string][]string{}
+			series.lines = map[string]map[string][]string{}
 		}
-		if len(lines) < len(series.lines[b.Name()]) {
+		file := series.lines[path]
+		if file == nil {
+			file = map[string][]string{}
+			series.lines[path] = file
+		}
+		if len(lines) < len(file[b.Name()]) {
 			return
 		}
-		series.lines[b.Name()] = lines
+		file[b.Name()] = lines
 		var all []string
-		for _, name := range slices.Sorted(maps.Keys(series.lines)) {
-			all = append(all, series.lines[name]...)
+		for _, name := range slices.Sorted(maps.Keys(file)) {
+			all = append(all, file[name]...)
 		}
 		if err := os.WriteFile(path, []byte(strings.Join(all, "\n")+"\n"), 0o644); err != nil {
 			b.Error(err)

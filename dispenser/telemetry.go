@@ -111,7 +111,8 @@ func (d *Dispenser) observeComponents() error {
 	if blocks := d.blocks; blocks != nil {
 		cfg.Blocks = func() telemetry.BlockStats {
 			s := blocks.Stats()
-			return telemetry.BlockStats{Depth: s.Depth, Published: s.Published, Refused: s.Refused, Pressure: s.Pressure, Failed: s.Failed}
+			return telemetry.BlockStats{Depth: s.Depth, Published: s.Published, Refused: s.Refused, Pressure: s.Pressure, Failed: s.Failed,
+				IDsPublished: s.IDsPublished, IDsDiscarded: s.IDsDiscarded}
 		}
 	}
 	if seq := d.seq; seq != nil {

@@ -164,3 +164,10 @@ func (c BlocksConfig) streamConfig() jetstream.StreamConfig {
 		Duplicates:  c.BlocksDuplicateWindow,
 	}
 }
+
+// StreamConfig is the block stream c describes (defaults filled, the
+// region's stream when c has one), for tools and benchmarks that publish
+// into the same configuration as the publishers.
+func (c BlocksConfig) StreamConfig() jetstream.StreamConfig {
+	return c.withDefaults().regional().streamConfig()
+}

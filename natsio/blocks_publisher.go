@@ -67,17 +67,39 @@ const publishWindow = 8
 // second, consumers drain 64 default blocks in 26ms.
 const minBlocksPoll = time.Millisecond
 
+// maxBlockAge bounds how old a refused block may be when it is published
+// again: the first of its IDs carries a second that began less than this
+// long ago. A block taken fresh from the ring is within it already (the
+// generator's MaxLag keeps IDs of the current second or the one before),
+// so a block published late is no older than one published at once.
+const maxBlockAge = 2 * time.Second
+
 // BlockPublisherStats count what a BlockPublisher did since it started.
 type BlockPublisherStats struct {
-	Published uint64 // blocks stored in the stream
-	Refused   uint64 // blocks the full stream refused (the normal stop signal)
-	// Pressure counts blocks refused because JetStream had no room: the
-	// stream's MaxBytes, the server's store or the account's limits.
-	Pressure     uint64
-	Failed       uint64 // blocks given up after errors
+	Published uint64 // blocks stored in the stream (a republished block counts once)
+	// Refused counts publishes the full stream refused (the normal stop
+	// signal). A refused block is not stored: the publisher keeps it and
+	// publishes it again, first thing, once there is room.
+	Refused uint64
+	// Pressure counts publishes refused because JetStream had no room:
+	// the stream's MaxBytes, the server's store or the account's limits.
+	// Those blocks are kept too.
+	Pressure uint64
+	Failed   uint64 // blocks given up after errors (outcome unknown: never published again)
+	// Expired counts blocks given up because their first ID was older
+	// than maxBlockAge (2 s) when they were to go out (refused blocks
+	// held until then, or new ones from a starved machine), or were still
+	// held when the publisher stopped.
+	Expired      uint64
 	IDsPublished uint64 // IDs in the published blocks
-	IDsDiscarded uint64 // IDs of refused and failed blocks: issued, never handed out
+	IDsDiscarded uint64 // IDs of failed and expired blocks: issued, never handed out
 	Depth        uint64 // blocks in the stream at the last check
+	// MaxAge is the oldest a stored block's first ID was when it was
+	// published: the time since its second began.
+	MaxAge time.Duration
+	// MaxAhead is the furthest the second of a stored block's last ID
+	// ran ahead of the clock when it was published (0: none did).
+	MaxAhead time.Duration
 }
 
 // BlockPublisher keeps a block stream at its target depth with blocks of
@@ -85,8 +107,11 @@ type BlockPublisherStats struct {
 // many blocks as are missing, and checks again at once while consumers
 // drain it; once the stream is full it checks after 1ms, then twice as
 // long each time up to the poll interval while it stays full. A publish refused
-// because the stream is full ends the round quietly; the IDs of a refused
-// block are discarded, never published again under another message ID.
+// because the stream is full ends the round quietly; the refused block is
+// held and published again, unchanged, in the next round with room (or
+// given up once older than maxBlockAge), so that publishers racing for
+// the same room throw no IDs away. A block whose outcome is unknown is
+// never published again.
 // Blocks in the stream stay valid after the publisher stops: they are IDs
 // its claim issued, which a later claim on the same worker ID never
 // repeats.
@@ -98,7 +123,8 @@ type BlockPublisher struct {
 	src    BlockIDSource
 	ids    []uint64 // the run goroutine's take buffer
 
-	published, refused, pressure, failed, idsPublished, idsDiscarded, depth atomic.Uint64
+	published, refused, pressure, failed, expired, idsPublished, idsDiscarded, depth atomic.Uint64
+	maxAge, maxAhead                                                                 atomic.Int64 // nanoseconds
 
 	cancel   context.CancelFunc
 	done     chan struct{}
@@ -107,7 +133,10 @@ type BlockPublisher struct {
 	otel producerTelemetry
 
 	// Owned by the run goroutine.
-	window                                      int // blocks per round, up to publishWindow
+	window int // blocks per round, up to publishWindow
+	// held are blocks refused for lack of room, oldest first: published
+	// again before any new IDs are taken.
+	held                                        []*outBlock
 	depthProblem, sourceProblem, publishProblem problemlog.Log
 	pressureProblem                             problemlog.Log // the store at its limits: one warning an episode
 }
@@ -196,9 +225,12 @@ func (p *BlockPublisher) Stats() BlockPublisherStats {
 		Refused:      p.refused.Load(),
 		Pressure:     p.pressure.Load(),
 		Failed:       p.failed.Load(),
+		Expired:      p.expired.Load(),
 		IDsPublished: p.idsPublished.Load(),
 		IDsDiscarded: p.idsDiscarded.Load(),
 		Depth:        p.depth.Load(),
+		MaxAge:       time.Duration(p.maxAge.Load()),
+		MaxAhead:     time.Duration(p.maxAhead.Load()),
 	}
 }
 
@@ -219,6 +251,7 @@ func (p *BlockPublisher) Stop(ctx context.Context) error {
 
 func (p *BlockPublisher) run(ctx context.Context) {
 	defer close(p.done)
+	defer p.expire(p.held) // stopping: what is held is never published
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	poll := p.cfg.BlocksPollInterval
@@ -256,11 +289,20 @@ func (p *BlockPublisher) run(ctx context.Context) {
 	}
 }
 
+// outBlock is a block taken from the source, encoded, on its way to the
+// stream: published, or held after a refusal to be published again.
+type outBlock struct {
+	msg         *nats.Msg
+	ids         int
+	first, last time.Time // the seconds of its first and last IDs
+}
+
 // pendingBlock is a block whose publish awaits its acknowledgement.
 type pendingBlock struct {
 	future jetstream.PubAckFuture
-	ids    int
-	span   trace.Span
+	*outBlock
+	sent time.Time
+	span trace.Span
 }
 
 // roundResult is how a top-up round ended.
@@ -303,16 +345,18 @@ func (p *BlockPublisher) topUp(ctx context.Context) roundResult {
 	pending := make([]pendingBlock, 0, want)
 	var srcErr error
 	for range want {
-		msg, n, err := p.takeBlock(ctx)
-		if msg != nil {
-			span := p.otel.start(ctx, msg, n)
-			f, perr := p.js.PublishMsgAsync(msg, jetstream.WithExpectStream(p.cfg.BlocksStream))
+		// Held blocks first: room found is room for them, and new IDs are
+		// taken only for room no held block fills.
+		blk, sent, err := p.nextBlock(ctx)
+		if blk != nil {
+			span := p.otel.start(ctx, blk.msg, blk.ids)
+			f, perr := p.js.PublishMsgAsync(blk.msg, jetstream.WithExpectStream(p.cfg.BlocksStream))
 			if perr != nil {
 				p.otel.end(span, "failed", perr)
-				p.giveUp(n, perr)
+				p.giveUp(blk.ids, perr)
 				break
 			}
-			pending = append(pending, pendingBlock{f, n, span})
+			pending = append(pending, pendingBlock{future: f, outBlock: blk, sent: sent, span: span})
 		}
 		if err != nil {
 			srcErr = err
@@ -357,25 +401,64 @@ func (p *BlockPublisher) topUp(ctx context.Context) roundResult {
 	return roundShort
 }
 
+// nextBlock is the oldest held block still young enough to publish
+// (maxBlockAge, checked as it goes out: the time returned), else a new
+// one from the source. A new block already that old (the machine starved
+// the ring's lag check or this goroutine) is given up as well: no block
+// goes out with IDs more than 2 s behind the clock. It returns a nil
+// block when the source gave no IDs, with the source's error.
+func (p *BlockPublisher) nextBlock(ctx context.Context) (*outBlock, time.Time, error) {
+	for len(p.held) > 0 {
+		blk := p.held[0]
+		p.held[0] = nil
+		p.held = p.held[1:]
+		if now := time.Now(); now.Sub(blk.first) < maxBlockAge {
+			return blk, now, nil
+		}
+		p.expire([]*outBlock{blk})
+	}
+	blk, err := p.takeBlock(ctx)
+	now := time.Now()
+	if blk != nil && now.Sub(blk.first) >= maxBlockAge {
+		p.expire([]*outBlock{blk})
+		blk = nil
+	}
+	return blk, now, err
+}
+
 // takeBlock takes up to a block of IDs from the source and encodes them.
-// It returns a nil message when it got none, and the source's error.
-func (p *BlockPublisher) takeBlock(ctx context.Context) (*nats.Msg, int, error) {
+// It returns a nil block when it got none, and the source's error.
+func (p *BlockPublisher) takeBlock(ctx context.Context) (*outBlock, error) {
 	src := p.src
 	n, err := src.NextN(ctx, p.ids)
 	if n == 0 {
 		if err == nil {
 			err = errors.New("natsio: blocks: source gave no IDs")
 		}
-		return nil, 0, err
+		return nil, err
 	}
 	ids := p.ids[:n]
-	parts, perr := src.Layout().Parse(ids[0])
+	layout := src.Layout()
+	first, perr := layout.Parse(ids[0])
+	var last uidcore.Parts
+	if perr == nil {
+		last, perr = layout.Parse(ids[n-1])
+	}
 	if perr != nil {
 		// Not an ID of any valid layout: never publish it.
 		p.idsDiscarded.Add(uint64(n))
-		return nil, 0, fmt.Errorf("natsio: blocks: %w", perr)
+		return nil, fmt.Errorf("natsio: blocks: %w", perr)
 	}
-	return protocol.EncodeBlock(p.cfg.BlocksSubject, parts.WorkerID, ids), n, err
+	msg := protocol.EncodeBlock(p.cfg.BlocksSubject, first.WorkerID, ids)
+	return &outBlock{msg: msg, ids: n, first: first.Time, last: last.Time}, err
+}
+
+// expire gives up held blocks: their IDs are discarded.
+func (p *BlockPublisher) expire(blocks []*outBlock) {
+	for _, b := range blocks {
+		p.expired.Add(1)
+		p.idsDiscarded.Add(uint64(b.ids))
+	}
 }
 
 type blockOutcome int
@@ -402,11 +485,23 @@ const (
 // stream remembers that ID: a stream deleted and created again meanwhile
 // does not, and stores the block a second time, for a second source to
 // use (verify/blocks.pml -DPUBLISHER_RETRY).
+//
+// A refusal (the stream full, or JetStream without room) is the server's
+// definite answer that the block is not stored: the block is held and
+// published again as it is, same message ID, once there is room, so its
+// IDs are not thrown away (verify/blocks.pml, the publisher's refusal).
 func (p *BlockPublisher) await(ctx context.Context, pb pendingBlock) blockOutcome {
 	var err error
 	select {
-	case <-pb.future.Ok():
-		p.stored(pb.ids)
+	case ack := <-pb.future.Ok():
+		if ack != nil && ack.Duplicate {
+			// The stream knew the message ID: this publish stored
+			// nothing. Its IDs are where the first one put them, or
+			// nowhere; never use them here.
+			p.giveUp(pb.ids, errors.New("natsio: blocks: the stream took the block for a duplicate"))
+			return blockFailed
+		}
+		p.stored(pb)
 		return blockStored
 	case err = <-pb.future.Err():
 	case <-ctx.Done():
@@ -418,13 +513,12 @@ func (p *BlockPublisher) await(ctx context.Context, pb pendingBlock) blockOutcom
 	switch {
 	case isStreamFull(err):
 		p.refused.Add(1)
-		p.idsDiscarded.Add(uint64(pb.ids))
-		p.log.Debug("blocks: stream full, block refused", "ids_discarded", pb.ids)
+		p.held = append(p.held, pb.outBlock)
+		p.log.Debug("blocks: stream full, block refused and held", "ids", pb.ids)
 		return blockRefused
 	case isStorePressure(err):
-		// Not stored: its IDs are discarded, never published again.
 		p.pressure.Add(1)
-		p.idsDiscarded.Add(uint64(pb.ids))
+		p.held = append(p.held, pb.outBlock)
 		p.pressureProblem.Fail(err)
 		return blockPressure
 	}
@@ -432,11 +526,23 @@ func (p *BlockPublisher) await(ctx context.Context, pb pendingBlock) blockOutcom
 	return blockFailed
 }
 
-func (p *BlockPublisher) stored(ids int) {
+func (p *BlockPublisher) stored(pb pendingBlock) {
 	p.published.Add(1)
-	p.idsPublished.Add(uint64(ids))
+	p.idsPublished.Add(uint64(pb.ids))
+	raiseTo(&p.maxAge, int64(pb.sent.Sub(pb.first)))
+	raiseTo(&p.maxAhead, int64(pb.last.Sub(pb.sent)))
 	p.publishProblem.OK()
 	p.pressureProblem.OK()
+}
+
+// raiseTo sets v to d if d is greater.
+func raiseTo(v *atomic.Int64, d int64) {
+	for {
+		cur := v.Load()
+		if d <= cur || v.CompareAndSwap(cur, d) {
+			return
+		}
+	}
 }
 
 func (p *BlockPublisher) giveUp(ids int, err error) {

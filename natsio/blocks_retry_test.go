@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 )
 
@@ -73,7 +74,7 @@ func TestBlockPublishWithLostAckNotRepublishedIntoRecreatedStream(t *testing.T) 
 	}
 	f := lostAckFuture{msg: msg, err: make(chan error, 1)}
 	f.err <- jetstream.ErrAsyncPublishTimeout
-	if got := p.await(ctx, pendingBlock{future: f, ids: len(ids)}); got == blockStored {
+	if got := p.await(ctx, pendingBlock{future: f, outBlock: &outBlock{msg: msg, ids: len(ids)}}); got == blockStored {
 		t.Errorf("await = stored, want the block given up")
 	}
 	info, err := stream.Info(ctx)
@@ -85,5 +86,91 @@ func TestBlockPublishWithLostAckNotRepublishedIntoRecreatedStream(t *testing.T) 
 	}
 	if st := p.Stats(); st.IDsDiscarded != uint64(len(ids)) || st.Failed != 1 {
 		t.Errorf("stats %+v, want the %d IDs discarded and the block counted as failed", st, len(ids))
+	}
+}
+
+// A block the full stream refuses is not stored: the publisher holds it
+// and, once there is room, publishes it again, the same message, before
+// it takes new IDs; the stream stores it (the refusal left no trace of
+// its message ID) and nothing of it is discarded.
+func TestBlockRefusedByFullStreamHeldAndPublishedAgain(t *testing.T) {
+	inst := startInstance(t, startNATS(t, nil), 13, instanceOpts{})
+	nc := inst.conn.Conn
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p, err := NewBlockPublisher(ctx, nc, inst.gen, BlocksConfig{BlockSize: 16, BlocksTargetDepth: 1, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := p.js.Stream(ctx, p.cfg.BlocksStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	depth := func() uint64 {
+		info, err := stream.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State.Msgs
+	}
+	testenv.WaitFor(t, 5*time.Second, "the publisher filled the stream", func() bool { return p.Stats().Published == 1 })
+	// Only the rounds under test run from here, on the test goroutine.
+	if err := p.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	blk, err := p.takeBlock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := p.js.PublishMsgAsync(blk.msg, jetstream.WithExpectStream(p.cfg.BlocksStream))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.await(ctx, pendingBlock{future: f, outBlock: blk, sent: time.Now()}); got != blockRefused {
+		t.Fatalf("await = %d, want refused (the stream holds its one block)", got)
+	}
+	if st := p.Stats(); st.Refused != 1 || st.IDsDiscarded != 0 || len(p.held) != 1 {
+		t.Fatalf("after the refusal: stats %+v, %d held; want 1 refused, 0 discarded, the block held", st, len(p.held))
+	}
+	// A consumer makes room.
+	if err := stream.Purge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cursor := inst.gen.State().Cursor
+	if got := p.topUp(ctx); got != roundShort {
+		t.Fatalf("topUp = %d, want the round to publish the held block", got)
+	}
+	if c := inst.gen.State().Cursor; c != cursor {
+		t.Errorf("the round took %d new IDs; want the held block alone", c-cursor)
+	}
+	if d := depth(); d != 1 {
+		t.Fatalf("stream holds %d blocks, want the held one", d)
+	}
+	raw, err := stream.GetLastMsgForSubject(ctx, p.cfg.BlocksSubject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := raw.Header.Get(nats.MsgIdHdr), blk.msg.Header.Get(nats.MsgIdHdr); got != want {
+		t.Fatalf("stream holds block %s, want the held %s", got, want)
+	}
+	st := p.Stats()
+	if st.Published != 2 || st.Refused != 1 || st.IDsDiscarded != 0 || st.Failed != 0 || len(p.held) != 0 {
+		t.Fatalf("stats %+v, %d held; want 2 published, nothing discarded or held", st, len(p.held))
+	}
+	if st.MaxAge <= 0 || st.MaxAge >= maxBlockAge {
+		t.Errorf("MaxAge %s, want within (0, %s)", st.MaxAge, maxBlockAge)
+	}
+
+	// A held block grown older than maxBlockAge is given up, counted, and
+	// a new block taken in its place.
+	old := *blk
+	old.first = time.Now().Add(-maxBlockAge)
+	p.held = append(p.held, &old)
+	next, _, err := p.nextBlock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := p.Stats(); next == &old || len(p.held) != 0 || st.Expired != 1 || st.IDsDiscarded != uint64(old.ids) {
+		t.Fatalf("stats %+v, %d held; want the old block expired, its %d IDs discarded, a new block taken", st, len(p.held), old.ids)
 	}
 }

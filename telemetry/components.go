@@ -24,6 +24,9 @@ type BlockStats struct {
 	Refused   uint64 // blocks the full stream refused (the normal stop signal)
 	Pressure  uint64 // blocks refused because JetStream had no room
 	Failed    uint64 // blocks given up after errors
+	// IDsPublished and IDsDiscarded are the IDs of the blocks stored, and
+	// of the blocks given up (failed, or refused and held too long).
+	IDsPublished, IDsDiscarded uint64
 }
 
 // SequenceStats is one named sequence's state for its metrics (the
@@ -69,10 +72,12 @@ func ObserveComponents(cfg ComponentsConfig) (metric.Registration, error) {
 	if cfg.Blocks != nil {
 		depth := gauge("uid.blocks.depth", "{block}", "Blocks in the stream at the publisher's last check (it tops the stream up to its target depth).")
 		published := counter("uid.blocks.published", "{block}", "Blocks stored in the stream.")
-		refused := counter("uid.blocks.refused", "{block}", "Blocks the full stream refused: the normal signal that the stream is at its depth; their IDs are discarded.")
+		refused := counter("uid.blocks.refused", "{block}", "Publishes the full stream refused: the normal signal that the stream is at its depth; the block is held and published again once there is room.")
 		pressure := counter("uid.blocks.pressure", "{block}", "Blocks refused because JetStream had no room (the stream's MaxBytes, the server's store, the account's limits); the publisher backs off.")
 		failed := counter("uid.blocks.failed", "{block}", "Blocks given up after errors.")
-		observables = append(observables, depth, published, refused, pressure, failed)
+		idsPublished := counter("uid.blocks.ids.published", "{id}", "IDs in the blocks stored in the stream.")
+		idsDiscarded := counter("uid.blocks.ids.discarded", "{id}", "IDs taken for blocks and never stored: blocks given up after errors, or refused and held past 2 s.")
+		observables = append(observables, depth, published, refused, pressure, failed, idsPublished, idsDiscarded)
 		callbacks = append(callbacks, func(obs metric.Observer) {
 			s := cfg.Blocks()
 			obs.ObserveInt64(depth, int64(s.Depth))
@@ -80,6 +85,8 @@ func ObserveComponents(cfg ComponentsConfig) (metric.Registration, error) {
 			obs.ObserveInt64(refused, int64(s.Refused))
 			obs.ObserveInt64(pressure, int64(s.Pressure))
 			obs.ObserveInt64(failed, int64(s.Failed))
+			obs.ObserveInt64(idsPublished, int64(s.IDsPublished))
+			obs.ObserveInt64(idsDiscarded, int64(s.IDsDiscarded))
 		})
 	}
 	if cfg.Sequences != nil {

@@ -17,7 +17,7 @@ func TestComponentMetrics(t *testing.T) {
 	reg, err := ObserveComponents(ComponentsConfig{
 		MeterProvider: p.Meter,
 		Blocks: func() BlockStats {
-			return BlockStats{Depth: depth.Load(), Published: 70, Refused: 3, Pressure: 2, Failed: 1}
+			return BlockStats{Depth: depth.Load(), Published: 70, Refused: 3, Pressure: 2, Failed: 1, IDsPublished: 70 * 4096, IDsDiscarded: 4096}
 		},
 		Sequences: func() []SequenceStats {
 			return []SequenceStats{
@@ -50,6 +50,8 @@ func TestComponentMetrics(t *testing.T) {
 	check("uid.blocks.refused", 3)
 	check("uid.blocks.pressure", 2)
 	check("uid.blocks.failed", 1)
+	check("uid.blocks.ids.published", 70*4096)
+	check("uid.blocks.ids.discarded", 4096)
 	check("uid.sequence.left", 900, "orders")
 	check("uid.sequence.left", 10, "invoices")
 	check("uid.sequence.held", 1900, "orders")

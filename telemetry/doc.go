@@ -54,9 +54,11 @@
 //
 //	uid.blocks.depth        gauge      blocks in the stream at the last check
 //	uid.blocks.published    counter    blocks stored
-//	uid.blocks.refused      counter    blocks the full stream refused
+//	uid.blocks.refused      counter    publishes the full stream refused (held, sent again)
 //	uid.blocks.pressure     counter    blocks refused for lack of room in JetStream
 //	uid.blocks.failed       counter    blocks given up after errors
+//	uid.blocks.ids.published counter   IDs in the blocks stored
+//	uid.blocks.ids.discarded counter   IDs taken for blocks and never stored
 //	uid.sequence.left       gauge      numbers left in the current segment, uid.sequence
 //	uid.sequence.held       gauge      numbers left in every segment held, uid.sequence
 //	uid.sequence.segments   counter    segments taken from the store, uid.sequence

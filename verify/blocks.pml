@@ -23,9 +23,12 @@
  * block up); a consumer-info request fails (the blocks waiting are given
  * up); a source binds again.
  *
- * The publisher (natsio/blocks_publisher.go) stored every block once; a
+ * The publisher (natsio/blocks_publisher.go): block 0 was stored once; a
  * block whose acknowledgement was lost is given up (BlockPublisher.await),
- * never published again.
+ * never published again. Block 1 is refused while the stream is full
+ * (the server's definite answer: not stored), held, and published again,
+ * the same message, once there is room, any number of refusals later and
+ * into whichever stream exists then.
  *
  * Mutations (spin -DMUTANT_...): each must produce a violation.
  *   USE_REDELIVERY   a block is used on a redelivery (rule 1 dropped)
@@ -34,6 +37,9 @@
  *   PUBLISH_RETRY    the publisher sends a block again after its
  *                    acknowledgement was lost (the code before the fix
  *                    spin found: docs/verification.md, "Findings")
+ *   HOLD_UNKNOWN     the publisher holds a block whose outcome is unknown
+ *                    (stored, its acknowledgement lost) like a refused one
+ *                    and publishes it again
  */
 
 #define NS 2            /* sources */
@@ -45,6 +51,8 @@ bool gone[NM];          /* acknowledged or terminated: out of the stream */
 byte delivered[NM];     /* delivery count under the current instance */
 byte used[NM];          /* sources that used the block */
 bool dedup[NM] = true;  /* the stream's duplicate window knows the block's ID */
+bool held1 = true;      /* block 1 held by the publisher after a refusal */
+bool out1 = true;       /* block 1 never stored */
 
 /* The server: the consumer deleted and re-created. */
 active proctype Server() {
@@ -65,13 +73,34 @@ active proctype Server() {
 	od
 }
 
+/* BlockPublisher.topUp / await: block 1's publishes are refused while
+ * the stream is full (nothing changes: skip), until one is stored; a
+ * stored copy is a duplicate while the stream remembers its ID. */
+active proctype Publisher() {
+	do
+	:: held1 -> skip                       /* refused: held for the next round */
+#ifdef MUTANT_HOLD_UNKNOWN
+	/* the mutant holds a block whose outcome is unknown (stored, its
+	 * acknowledgement lost) as if it had been refused */
+	:: atomic { held1 && out1 -> out1 = false; gone[1] = false; delivered[1] = 0; dedup[1] = true }
+#endif
+	:: atomic { held1 -> held1 = false;
+		if
+		:: !out1 && dedup[1] -> skip       /* a duplicate: stored once */
+		:: else -> out1 = false; gone[1] = false; delivered[1] = 0; dedup[1] = true
+		fi
+	   }
+	:: !held1 -> break
+	od
+}
+
 #ifdef MUTANT_PUBLISH_RETRY
 /* BlockPublisher.await: block 0's first publish was stored (the stream
  * remembers its Nats-Msg-Id) but its acknowledgement was lost. The code
  * gives the block up; the mutant publishes the same message again, any
  * time later. A stream that remembers the ID stores it once; a new stream
  * stores it as a new message. */
-active proctype Publisher() {
+active proctype LostAckPublisher() {
 	atomic {
 		if
 		:: dedup[0] -> skip                /* a duplicate: stored once */
@@ -95,7 +124,7 @@ active [NS] proctype Source() {
 	:: atomic { st == 0 && bound != 0 ->
 		select(m : 0 .. NM - 1);
 		if
-		:: !gone[m] && delivered[m] < 3 -> delivered[m]++; d = delivered[m]; st = 1
+		:: !gone[m] && !(m == 1 && out1) && delivered[m] < 3 -> delivered[m]++; d = delivered[m]; st = 1
 		:: else -> m = 0                       /* nothing to pull */
 		fi
 	   }

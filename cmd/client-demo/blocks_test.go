@@ -49,9 +49,19 @@ func TestBlocksModeTakesDistinctIDs(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
+	if !strings.Contains(out, "age         p50 ") {
+		t.Errorf("output lacks the age of the IDs taken:\n%s", out)
+	}
 	code, out, _ = runWith(t, url, "-blocks", "-c", "2", "-d", "300ms", "-batch", "100")
 	if code != 0 || !strings.Contains(out, "distinct") {
 		t.Fatalf("duration mode: exit %d\n%s", code, out)
+	}
+	// -keep bounds the IDs kept for the check; all are counted.
+	code, out, _ = runWith(t, url, "-blocks", "-c", "2", "-n", "20", "-batch", "1000", "-keep", "5000")
+	for _, want := range []string{"IDs         20,000:", "all 5,000 IDs kept distinct (15,000 more not kept: -keep)"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("-keep: exit %d, output lacks %q:\n%s", code, want, out)
+		}
 	}
 }
 

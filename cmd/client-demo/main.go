@@ -60,6 +60,8 @@ type options struct {
 	stream   string
 	consumer string
 	seq      string
+	keep     int
+	metrics  string
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
@@ -83,6 +85,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	flags.BoolVar(&o.blocks, "blocks", false, "take IDs from the JetStream block stream instead of requests (-c sources, -batch IDs per take, -d or -n takes)")
 	flags.StringVar(&o.stream, "stream", protocol.DefaultBlocksStream, "blocks: stream name")
 	flags.StringVar(&o.consumer, "consumer", uidclient.DefaultBlocksConsumer, "blocks: durable consumer shared by every block source")
+	flags.IntVar(&o.keep, "keep", 50_000_000, "load, blocks: most IDs kept for the distinctness check (8 bytes each); IDs beyond are counted, not kept")
+	flags.StringVar(&o.metrics, "metrics", "", "blocks: comma-separated /metrics URLs of the dispensers (DISPENSER_METRICS_ADDR): report the IDs they discarded during the run")
 	flags.StringVar(&o.seq, "seq", "", "demo: ask for the numbers of this named sequence (DISPENSER_SEQUENCES) instead of IDs: -show with next, -show in one batch")
 	flags.Usage = func() {
 		fmt.Fprintln(stderr, "usage: client-demo [flags]   (NATS_URL sets the server, default nats://127.0.0.1:4222)")
@@ -102,8 +106,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		flags.Usage()
 		return 2
 	}
-	if o.clients < 1 || o.batch < 1 || o.requests < 0 || o.show < 1 {
-		fmt.Fprintln(stderr, "client-demo: -c, -batch and -show must be at least 1, -n at least 0")
+	if o.clients < 1 || o.batch < 1 || o.requests < 0 || o.show < 1 || o.keep < 0 {
+		fmt.Fprintln(stderr, "client-demo: -c, -batch and -show must be at least 1, -n and -keep at least 0")
 		return 2
 	}
 	if o.blocks {
@@ -221,12 +225,20 @@ func printParsed(ctx context.Context, o options, client *uidclient.Client, ids [
 
 // worker is one load client's tally.
 type worker struct {
-	ids       []uint64
+	ids       []uint64 // kept for the distinctness check, up to -keep in all
+	buf       []uint64 // the last call's IDs
+	count     int      // IDs received, kept or not
+	ages      []time.Duration
 	latencies []time.Duration
 	errors    int
 	lastErr   error
 	inFlight  int   // calls the end of the run cut short: neither ok nor errors
 	cutErr    error // what the last of them returned
+}
+
+// keep appends ids to w.ids, as far as limit.
+func (w *worker) keep(ids []uint64, limit int) {
+	w.ids = append(w.ids, ids[:max(min(len(ids), limit-len(w.ids)), 0)]...)
 }
 
 func runLoad(ctx context.Context, o options, stdout, stderr io.Writer) int {
@@ -254,19 +266,22 @@ func runLoad(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	for i, conn := range conns {
 		clients[i] = uidclient.New(conn.Conn, uidclient.Config{SubjectPrefix: o.prefix})
 	}
+	keep := o.keep / o.clients
 	workers, elapsed := drive(ctx, o, func(ctx context.Context, i int, w *worker) (int, error) {
 		if o.batch == 1 {
 			id, err := clients[i].Next(ctx)
 			if err != nil {
 				return 0, err
 			}
-			w.ids = append(w.ids, id)
+			w.buf = append(w.buf[:0], id)
+			w.keep(w.buf, keep)
 			return 1, nil
 		}
 		var err error
-		if w.ids, err = clients[i].AppendBatch(ctx, w.ids, o.batch); err != nil {
+		if w.buf, err = clients[i].AppendBatch(ctx, w.buf[:0], o.batch); err != nil {
 			return 0, err
 		}
+		w.keep(w.buf, keep)
 		return o.batch, nil
 	}, stderr)
 	code := report(o, workers, elapsed, stdout)
@@ -290,8 +305,8 @@ func runLoad(ctx context.Context, o options, stdout, stderr io.Writer) int {
 // drive runs o.clients workers for o.duration, or until they have started
 // o.requests calls of take in all, each call with o.timeout, while
 // progress draws on stderr. take(ctx, i, w) is one call of client i: it
-// appends what it received to w.ids and returns how many IDs that was
-// (IDs received alongside an error count too).
+// keeps what it received in w.ids (up to -keep) and returns how many IDs
+// that was (IDs received alongside an error count too).
 func drive(ctx context.Context, o options, take func(ctx context.Context, i int, w *worker) (int, error), stderr io.Writer) ([]*worker, time.Duration) {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -316,6 +331,7 @@ func drive(ctx context.Context, o options, take func(ctx context.Context, i int,
 				n, err := take(c, i, w)
 				cancel()
 				received.Add(int64(n))
+				w.count += n
 				if err != nil {
 					if runCtx.Err() != nil {
 						// The run ended during the call: not a failure,
@@ -390,12 +406,14 @@ func progress(o options, start time.Time, received *atomic.Int64, done <-chan st
 // duplicate.
 func report(o options, workers []*worker, elapsed time.Duration, stdout io.Writer) int {
 	var ids []uint64
-	var lat []time.Duration
-	errors, inFlight := 0, 0
+	var lat, ages []time.Duration
+	errors, inFlight, count := 0, 0, 0
 	var lastErr, cutErr error
 	for _, w := range workers {
 		ids = append(ids, w.ids...)
 		lat = append(lat, w.latencies...)
+		ages = append(ages, w.ages...)
+		count += w.count
 		errors += w.errors
 		inFlight += w.inFlight
 		if w.lastErr != nil {
@@ -407,10 +425,15 @@ func report(o options, workers []*worker, elapsed time.Duration, stdout io.Write
 	}
 	secs := elapsed.Seconds()
 	fmt.Fprintf(stdout, "requests    %s ok in %.2fs: %s req/s\n", numfmt.Thousands(int64(len(lat))), secs, numfmt.Thousands(int64(float64(len(lat))/secs)))
-	fmt.Fprintf(stdout, "IDs         %s: %s IDs/s\n", numfmt.Thousands(int64(len(ids))), numfmt.Thousands(int64(float64(len(ids))/secs)))
+	fmt.Fprintf(stdout, "IDs         %s: %s IDs/s\n", numfmt.Thousands(int64(count)), numfmt.Thousands(int64(float64(count)/secs)))
 	if len(lat) > 0 {
 		slices.Sort(lat)
 		fmt.Fprintf(stdout, "latency     p50 %s  p99 %s  max %s\n", roundUs(percentile(lat, 50)), roundUs(percentile(lat, 99)), roundUs(lat[len(lat)-1]))
+	}
+	if len(ages) > 0 {
+		slices.Sort(ages)
+		fmt.Fprintf(stdout, "age         p50 %s  p99 %s  max %s (first ID of each take, from the start of its second, default layout)\n",
+			percentile(ages, 50).Round(time.Millisecond), percentile(ages, 99).Round(time.Millisecond), ages[len(ages)-1].Round(time.Millisecond))
 	}
 	fmt.Fprintf(stdout, "errors      %d\n", errors)
 	if inFlight > 0 {
@@ -434,9 +457,12 @@ func report(o options, workers []*worker, elapsed time.Duration, stdout io.Write
 			dups++
 		}
 	}
-	if dups == 0 {
+	switch {
+	case dups == 0 && len(ids) < count:
+		fmt.Fprintf(stdout, "unique      all %s IDs kept distinct (%s more not kept: -keep)\n", numfmt.Thousands(int64(len(ids))), numfmt.Thousands(int64(count-len(ids))))
+	case dups == 0:
 		fmt.Fprintf(stdout, "unique      all %s IDs distinct\n", numfmt.Thousands(int64(len(ids))))
-	} else {
+	default:
 		fmt.Fprintf(stdout, "unique      %d DUPLICATES among %s IDs\n", dups, numfmt.Thousands(int64(len(ids))))
 	}
 	// Worker IDs under the default layout; a fleet on another layout

@@ -148,6 +148,24 @@ func blocksTestDepth(t *testing.T, nc *nats.Conn, stream string) uint64 {
 	return info.State.Msgs
 }
 
+// blocksTestSum adds up the publishers' counters (the depth left out,
+// the ages at their maximum).
+func blocksTestSum(pubs []*natsio.BlockPublisher) (s natsio.BlockPublisherStats) {
+	for _, p := range pubs {
+		st := p.Stats()
+		s.Published += st.Published
+		s.Refused += st.Refused
+		s.Pressure += st.Pressure
+		s.Failed += st.Failed
+		s.Expired += st.Expired
+		s.IDsPublished += st.IDsPublished
+		s.IDsDiscarded += st.IDsDiscarded
+		s.MaxAge = max(s.MaxAge, st.MaxAge)
+		s.MaxAhead = max(s.MaxAhead, st.MaxAhead)
+	}
+	return s
+}
+
 // assertDistinct fails on any ID that occurs twice.
 func blocksAssertDistinct(t *testing.T, ids []uint64) {
 	t.Helper()
@@ -348,15 +366,7 @@ func TestBlocksFullStreamPublishersBackOffAndResume(t *testing.T) {
 		blocksTestPublisher(t, blocksTestConn(t, srv), blocksTestGenerator(t, 10, 0), cfg, log),
 		blocksTestPublisher(t, blocksTestConn(t, srv), blocksTestGenerator(t, 11, 0), cfg, log),
 	}
-	sum := func() (s natsio.BlockPublisherStats) {
-		for _, p := range pubs {
-			st := p.Stats()
-			s.Published += st.Published
-			s.Refused += st.Refused
-			s.Failed += st.Failed
-		}
-		return s
-	}
+	sum := func() natsio.BlockPublisherStats { return blocksTestSum(pubs) }
 	// The stream may count the blocks before the publishers have their
 	// acknowledgements: wait for both.
 	testenv.WaitFor(t, 5*time.Second, "the stream filled", func() bool {
@@ -604,4 +614,61 @@ func TestBlockSourceWaitsForTheStreamAndClosesCleanly(t *testing.T) {
 	if _, err := src.Next(ctx); !errors.Is(err, uidclient.ErrBlockSourceClosed) {
 		t.Fatalf("Next after Close: %v", err)
 	}
+}
+
+// Three publishers with the default bounds (MaxAhead 2 s) race to top up
+// a stream of four blocks while four consumers drain it: publishes are
+// refused all the time, yet the refused blocks are held and published
+// again, so that the publishers discard only blocks that expired (held
+// past 2 s, which takes a starved machine while running; and what each
+// held when it stopped), never a refused one. Every ID consumed is
+// distinct. (BenchmarkBlocksSustained measures the fraction discarded.)
+func TestBlocksRacingPublishersDiscardNothingAllDistinct(t *testing.T) {
+	srv := blocksTestServer(t)
+	const goal, size, depth = 400_000, 1024, 4
+	cfg := natsio.BlocksConfig{BlockSize: size, BlocksTargetDepth: depth, BlocksPollInterval: 10 * time.Millisecond}
+	var publishers []*natsio.BlockPublisher
+	for w := uint64(21); w <= 23; w++ {
+		publishers = append(publishers, blocksTestPublisher(t, blocksTestConn(t, srv), blocksTestGenerator(t, w, 0), cfg, nil))
+	}
+	sum := func() natsio.BlockPublisherStats { return blocksTestSum(publishers) }
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var total atomic.Int64
+	var all blocksCollector
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 4 {
+		s := blocksTestSource(t, blocksTestConn(t, srv), uidclient.BlockSourceConfig{})
+		wg.Go(func() {
+			if err := all.run(ctx, s, 4096, &total, goal); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	running := sum()
+	if len(all.ids) < goal {
+		t.Fatalf("got %d IDs, want at least %d", len(all.ids), goal)
+	}
+	blocksAssertDistinct(t, all.ids)
+	if running.Refused == 0 {
+		t.Fatalf("no publish was refused (%+v): the publishers did not race", running)
+	}
+	if running.IDsDiscarded != running.Expired*size || running.Failed != 0 {
+		t.Fatalf("while running: %+v, want only expired blocks discarded", running)
+	}
+	for _, p := range publishers {
+		blocksTestStop(t, p)
+	}
+	stopped := sum()
+	if held := uint64(len(publishers)) * 8 * size; stopped.IDsDiscarded-running.IDsDiscarded > held || stopped.IDsDiscarded != stopped.Expired*size || stopped.Failed != 0 {
+		t.Fatalf("stopped: %+v, want only the held blocks (at most %d IDs) discarded at the stop", stopped, held)
+	}
+	t.Logf("%d IDs consumed; publishers %+v (%.3f%% of the IDs taken discarded, the stop included)", len(all.ids), stopped,
+		100*float64(stopped.IDsDiscarded)/float64(stopped.IDsPublished+stopped.IDsDiscarded))
 }
