@@ -151,7 +151,8 @@ func TestSequenceHomesConfiguration(t *testing.T) {
 
 // An instance of a region says so: uid.parse names the region of an
 // ID's worker ID, the micro metadata carries the region and the map, and
-// /metrics labels the gauges and target_info with uid_region.
+// /metrics labels every series (target_info, gauges, counters, the Go
+// runtime's) with uid_region.
 func TestRegionShownInParseMetadataAndMetrics(t *testing.T) {
 	telemetrytest.ClearEnv(t)
 	url := testenv.NATS(t, nil).ClientURL()
@@ -175,9 +176,25 @@ func TestRegionShownInParseMetadataAndMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, series := range []string{`target_info\{[^}]*uid_region="west"`, `uid_ring_available\{[^}]*uid_region="west"`} {
+	for _, series := range []string{`target_info\{[^}]*uid_region="west"`, `uid_ring_available\{[^}]*uid_region="west"`,
+		`uid_requests_total\{[^}]*uid_region="west"`, `go_goroutines\{[^}]*uid_region="west"`} {
 		if !regexp.MustCompile(`(?m)^` + series).MatchString(body) {
 			t.Errorf("/metrics lacks %s", series)
 		}
+	}
+	// Every series, counters and the Go runtime's included, carries the
+	// region once: a dashboard across regions filters on it.
+	samples := 0
+	for line := range strings.Lines(body) {
+		if strings.HasPrefix(line, "#") || strings.TrimSpace(line) == "" {
+			continue
+		}
+		samples++
+		if n := strings.Count(line, `uid_region="`); n != 1 || !strings.Contains(line, `uid_region="west"`) {
+			t.Errorf("a series without the region (or with it %d times): %s", n, line)
+		}
+	}
+	if samples < 50 {
+		t.Fatalf("%d samples in /metrics", samples)
 	}
 }

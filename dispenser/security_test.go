@@ -13,11 +13,14 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/supercluster"
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/natsio/natsconn"
 	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
 // securityDocPermissions is the nats-server configuration block of the NATS
@@ -25,27 +28,34 @@ import (
 // use): the one ```conf block there.
 func securityDocPermissions(t *testing.T) string {
 	t.Helper()
+	return securityDocBlock(t, "## NATS")
+}
+
+// securityDocBlock is the one ```conf block of docs/security.md under
+// heading (a line of its own), up to the next heading of any level.
+func securityDocBlock(t *testing.T, heading string) string {
+	t.Helper()
 	doc, err := os.ReadFile("../docs/security.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(doc), "\n## NATS\n")
+	_, section, ok := strings.Cut(string(doc), "\n"+heading+"\n")
 	if !ok {
-		t.Fatal("docs/security.md has no NATS section")
+		t.Fatalf("docs/security.md has no section %q", heading)
 	}
-	if next := strings.Index(section, "\n## "); next >= 0 {
-		section = section[:next]
+	// Headings only: the conf blocks' comments start with "# ".
+	for _, next := range []string{"\n## ", "\n### "} {
+		if i := strings.Index(section, next); i >= 0 {
+			section = section[:i]
+		}
 	}
 	if n := strings.Count(section, "\n```conf\n"); n != 1 {
-		t.Fatalf("the NATS section of docs/security.md has %d ```conf blocks, want 1", n)
+		t.Fatalf("the section %q of docs/security.md has %d ```conf blocks, want 1", heading, n)
 	}
-	_, block, ok := strings.Cut(section, "\n```conf\n")
-	if !ok {
-		t.Fatal("the NATS section has no ```conf block")
-	}
+	_, block, _ := strings.Cut(section, "\n```conf\n")
 	block, _, ok = strings.Cut(block, "\n```\n")
 	if !ok {
-		t.Fatal("the ```conf block does not end")
+		t.Fatalf("the ```conf block of %q does not end", heading)
 	}
 	return block
 }
@@ -244,4 +254,131 @@ func msgData(msg *nats.Msg) string {
 		return ""
 	}
 	return string(msg.Data)
+}
+
+// TestSecurityDocRegionPermissions loads the regions' permissions block
+// of docs/security.md into both servers of a supercluster (east and
+// west joined by gateways), runs a dispenser of each region as its
+// region's user, with blocks, and checks: each claims in its own range
+// and renews in its own bucket, publishes its region's blocks, reads the
+// other region's fleet record at start-up; the service user is served
+// in both regions, by the region it calls; and east's dispenser user is
+// refused everything of west's store but that record.
+func TestSecurityDocRegionPermissions(t *testing.T) {
+	passwords := map[string]string{"east": "e-pw-7Tn", "west": "w-pw-4Gd"}
+	const servicePassword = "s-pw-9Lc"
+	t.Setenv("UID_DISPENSER_EAST_PASSWORD", passwords["east"])
+	t.Setenv("UID_DISPENSER_WEST_PASSWORD", passwords["west"])
+	t.Setenv("UID_SERVICE_PASSWORD", servicePassword)
+	block := securityDocBlock(t, "### Across regions")
+	// The test's own connections (the supercluster's probes, the checks
+	// of the streams) connect without credentials as a user with every
+	// permission, added here: the doc's users are what is under test.
+	const users = "\n  users = [\n"
+	if strings.Count(block, users) != 1 {
+		t.Fatalf("the regions' block of docs/security.md has no one %q", users)
+	}
+	block = strings.Replace(block, users, users+"    {user: harness, password: harness-pw-1Qa}\n", 1)
+	sc := supercluster.StartWith(t, supercluster.Options{Config: block + "\nno_auth_user: harness\n"}, "east", "west")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	logs := map[string]*testenv.LogBuffer{}
+	ds := map[string]*Dispenser{}
+	for _, region := range []string{"east", "west"} { // east first: west then reads east's record
+		cfg := withBlocks(withRegions(t, testConfig(sc.Cluster(region).URL, ""), region, eastWest))
+		cfg.NATSUser, cfg.NATSPassword = "dispenser-"+region, passwords[region]
+		cfg.LeaseTTL = 3 * time.Second // renewals within the test
+		logs[region] = &testenv.LogBuffer{}
+		d, err := Start(ctx, cfg, WithLogger(logs[region].Logger(slog.LevelDebug)))
+		if err != nil {
+			t.Fatalf("the %s dispenser user cannot start a dispenser: %v\n%s", region, err, logs[region].String())
+		}
+		t.Cleanup(func() { shutdown(t, d) })
+		if r := regionOf(t, uint64(d.WorkerID())<<uidcore.DefaultLayout().SeqBits); r != region {
+			t.Fatalf("the %s dispenser holds worker ID %d, of %s", region, d.WorkerID(), r)
+		}
+		ds[region] = d
+	}
+	if log := logs["west"].String(); strings.Contains(log, "could not read the fleet record of another region") || strings.Contains(log, "another region has no fleet record yet") {
+		t.Fatalf("west did not compare east's fleet record:\n%s", log)
+	}
+
+	// Each region's lease renewed in its own bucket, its blocks in its
+	// own stream (read as the harness user).
+	for region, d := range ds {
+		js, err := jetstream.New(sc.Cluster(region).Connect(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		kv, err := js.KeyValue(ctx, "uid_workers_"+region)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := "lease." + strconv.FormatUint(d.WorkerID(), 10)
+		first, err := kv.Get(ctx, key)
+		if err != nil {
+			t.Fatalf("%s's lease %s: %v", region, key, err)
+		}
+		testenv.WaitFor(t, 10*time.Second, region+"'s lease renewed in its bucket", func() bool {
+			e, err := kv.Get(ctx, key)
+			return err == nil && e.Revision() > first.Revision()
+		})
+		testenv.WaitFor(t, 10*time.Second, region+"'s blocks in its stream", func() bool {
+			s, err := js.Stream(ctx, protocol.DefaultBlocksStream+"_"+region)
+			if err != nil {
+				return false
+			}
+			info, err := s.Info(ctx)
+			return err == nil && info.State.Msgs > 0
+		})
+	}
+
+	// The service user calls uid.next in both regions and is served by
+	// the region it calls.
+	var all []uint64
+	for _, region := range []string{"east", "west"} {
+		var log testenv.LogBuffer
+		conn, err := natsconn.Connect(ctx, natsconn.Config{URL: sc.Cluster(region).URL, User: "service", Password: servicePassword, Logger: log.Logger(slog.LevelDebug)})
+		if err != nil {
+			t.Fatalf("connect as service to %s: %v", region, err)
+		}
+		t.Cleanup(conn.Close)
+		ids := takeIDs(ctx, t, uidclient.New(conn.Conn, uidclient.Config{}), 2, 20, 100)
+		for _, id := range ids {
+			if r := regionOf(t, id); r != region {
+				t.Fatalf("the service user in %s was served by %s", region, r)
+			}
+		}
+		all = append(all, ids...)
+	}
+	checkDistinct(t, all)
+	for region, log := range logs {
+		if strings.Contains(log.String(), "Permissions Violation") {
+			t.Fatalf("the %s dispenser user lacks a permission:\n%s", region, log.String())
+		}
+	}
+
+	// East's dispenser user may not touch west's store: not its leases
+	// (claim, renew, read), not create or change its bucket or blocks
+	// stream, not publish west's blocks.
+	var eastLog testenv.LogBuffer
+	east, err := natsconn.Connect(ctx, natsconn.Config{URL: sc.Cluster("east").URL, User: "dispenser-east", Password: passwords["east"], Logger: eastLog.Logger(slog.LevelDebug)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(east.Close)
+	westLease := "lease." + strconv.FormatUint(ds["west"].WorkerID(), 10)
+	for _, subject := range []string{
+		"$KV.uid_workers_west." + westLease, "$KV.uid_workers_west.fleet",
+		"$JS.API.DIRECT.GET.KV_uid_workers_west.$KV.uid_workers_west." + westLease,
+		"$JS.API.STREAM.MSG.GET.KV_uid_workers_west", "$JS.API.STREAM.CREATE.KV_uid_workers_west",
+		"$JS.API.CONSUMER.CREATE.KV_uid_workers_west.x", "$JS.API.STREAM.INFO.UID_BLOCKS_west",
+		"$JS.API.STREAM.UPDATE.UID_BLOCKS_west", "uid.blocks.west", "uid.next",
+	} {
+		if err := east.Conn.Publish(subject, nil); err != nil {
+			t.Fatal(err)
+		}
+		waitForLog(t, &eastLog, `Permissions Violation for Publish to \"`+subject+`\"`)
+	}
 }

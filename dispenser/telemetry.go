@@ -70,7 +70,6 @@ func (d *Dispenser) startTelemetry(ctx context.Context, given *telemetry.Telemet
 		obs, err := d.telemetry.tel.NewObserver(telemetry.ObserverConfig{
 			Layout:    d.cfg.Layout(),
 			WorkerID:  workerID,
-			Region:    d.cfg.Region,
 			LeaseLeft: d.leaseLeft,
 		})
 		if err != nil {

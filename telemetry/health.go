@@ -43,7 +43,7 @@ func (t *Telemetry) startServer(addr string, registry *prometheus.Registry) erro
 // /readyz (Config.Ready says the instance holds its claim and serves).
 func (t *Telemetry) handler(registry *prometheus.Registry) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{Registry: registry}))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{Registry: t.labelled(registry)}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writePlain(w, http.StatusOK, "ok")
 	})

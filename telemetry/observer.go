@@ -55,9 +55,6 @@ type ObserverConfig struct {
 	// WorkerID is put on padding spans and the gauges until Watch or
 	// SetWorkerID changes it.
 	WorkerID uint64
-	// Region, when set, is put on the gauges as uid.region beside the
-	// worker ID (a fleet across regions).
-	Region string
 	// Clock tells the runway's "now"; nil: the system clock.
 	Clock uidcore.Clock
 	// LeaseLeft reports the time left on the worker-ID lease, ok false when
@@ -88,7 +85,6 @@ type Observer struct {
 	leaseLeft     func() (time.Duration, bool)
 	runwayWarning time.Duration
 	workerID      atomic.Uint64
-	region        string
 
 	paddingRounds   metric.Int64Counter
 	paddingDuration metric.Float64Histogram
@@ -138,7 +134,6 @@ func NewObserver(opts ObserverConfig) (*Observer, error) {
 		logger:        opts.Logger,
 		leaseLeft:     opts.LeaseLeft,
 		runwayWarning: opts.RunwayWarning,
-		region:        opts.Region,
 	}
 	o.workerID.Store(opts.WorkerID)
 	if err := o.makeInstruments(opts.MeterProvider.Meter(instrumentationName)); err != nil {
@@ -223,7 +218,7 @@ func (o *Observer) makeInstruments(m metric.Meter) error {
 			s = (*src).State()
 			worker = WorkerIDKey.Int64(int64(s.WorkerID))
 		}
-		attrs := metric.WithAttributeSet(o.gaugeAttrs(worker))
+		attrs := metric.WithAttributes(worker)
 		left := o.runwayLeft()
 		obs.ObserveFloat64(runway, o.runwaySeconds(), attrs)
 		var warn int64
@@ -286,15 +281,6 @@ func (o *Observer) Watch(src StateSource) {
 // it before building a generator on a new claim, so that its start-up
 // padding round is labelled right.
 func (o *Observer) SetWorkerID(id uint64) { o.workerID.Store(id) }
-
-// gaugeAttrs is what the gauges carry: the worker ID, and the region
-// when there is one.
-func (o *Observer) gaugeAttrs(worker attribute.KeyValue) attribute.Set {
-	if o.region == "" {
-		return attribute.NewSet(worker)
-	}
-	return attribute.NewSet(worker, uidattr.Region.String(o.region))
-}
 
 func (o *Observer) worker() attribute.KeyValue {
 	return WorkerIDKey.Int64(int64(o.workerID.Load()))

@@ -37,6 +37,10 @@ import (
 // OTEL_SERVICE_NAME overrides it.
 const ServiceName = "uid-dispenser"
 
+// regionLabel is uid.region as a Prometheus label, as the exporter
+// writes the resource attribute.
+const regionLabel = "uid_region"
+
 // WorkerIDKey is the attribute that carries the worker ID, on the resource
 // (when known at set-up), on padding spans and on the generator's gauges.
 const WorkerIDKey = uidattr.WorkerID
@@ -245,8 +249,14 @@ func (t *Telemetry) setupMetrics(ctx context.Context, res *resource.Resource) (*
 	var registry *prometheus.Registry
 	if t.cfg.MetricsAddr != "" {
 		registry = prometheus.NewRegistry()
-		registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-		exporter, err := promexporter.New(promexporter.WithRegisterer(registry))
+		// Every series carries the region, so that one Prometheus (or
+		// one dashboard) across regions can tell them apart: the OTel
+		// series from the resource's uid.region as a constant label
+		// (target_info has it anyway), the others (Go, process, the
+		// /metrics handler's) from the registerer they are given.
+		t.labelled(registry).MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		exporter, err := promexporter.New(promexporter.WithRegisterer(registry),
+			promexporter.WithResourceAsConstantLabels(attribute.NewAllowKeysFilter(uidattr.Region)))
 		if err != nil {
 			for _, r := range readers {
 				_ = r.Shutdown(ctx)
@@ -267,6 +277,15 @@ func (t *Telemetry) setupMetrics(ctx context.Context, res *resource.Resource) (*
 	t.meterProvider = mp
 	t.shutdowns = append(t.shutdowns, mp.Shutdown)
 	return registry, nil
+}
+
+// labelled is registry with the region as a constant label of every
+// collector registered through it (registry itself without a region).
+func (t *Telemetry) labelled(registry *prometheus.Registry) prometheus.Registerer {
+	if t.cfg.Region == "" {
+		return registry
+	}
+	return prometheus.WrapRegistererWith(prometheus.Labels{regionLabel: t.cfg.Region}, registry)
 }
 
 // TracerProvider is the tracer provider Setup installed globally.

@@ -62,10 +62,25 @@ func (s *Supercluster) Cluster(name string) *Cluster {
 	panic("supercluster: no cluster " + name)
 }
 
+// Options adjusts the servers Start runs.
+type Options struct {
+	// Config is appended to every server's configuration, say an
+	// authorization block under test. The package's own connections
+	// (Connect, the link probes) carry no credentials: a Config with
+	// users must make one with every permission its no_auth_user.
+	Config string
+}
+
 // Start runs one cluster per name, joined by gateways, and waits until
 // every pair of clusters routes requests to each other and JetStream
 // answers in each. The servers stop when the test ends.
 func Start(t testing.TB, names ...string) *Supercluster {
+	t.Helper()
+	return StartWith(t, Options{}, names...)
+}
+
+// StartWith is Start with the servers adjusted by opts.
+func StartWith(t testing.TB, opts Options, names ...string) *Supercluster {
 	t.Helper()
 	bin := binary(t)
 	sc := &Supercluster{Version: testenv.NATSServerVersion(t, bin)}
@@ -78,7 +93,7 @@ func Start(t testing.TB, names ...string) *Supercluster {
 	for _, c := range sc.Clusters {
 		dir := t.TempDir()
 		conf := filepath.Join(dir, "server.conf")
-		if err := os.WriteFile(conf, []byte(sc.config(c, dir, gatewayPorts[c.Name])), 0o600); err != nil {
+		if err := os.WriteFile(conf, []byte(sc.config(c, dir, gatewayPorts[c.Name])+opts.Config), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		c.Server = testenv.StartNATSServer(t, bin, sc.Version, dir, "-c", conf, "-a", "127.0.0.1", "-p", "-1")

@@ -27,15 +27,18 @@ import (
 const UID = "uid-dispenser"
 
 // Variables the queries use. sel is the label selector every query of a
-// dispenser metric carries: the instance (Prometheus's target label) and
-// the subject prefix (a target label the scrape configuration sets, since
-// a fleet's prefix is a deployment setting, not something each series
-// carries).
+// dispenser metric carries: the instance (Prometheus's target label), the
+// subject prefix (a target label the scrape configuration sets, since a
+// fleet's prefix is a deployment setting, not something each series
+// carries) and the region (uid_region, on every series of an instance
+// with DISPENSER_REGION; "All" matches instances without one too, since
+// .* matches a missing label).
 const (
 	dsVar     = "datasource"
 	prefixVar = "prefix"
+	regionVar = "region"
 	instVar   = "instance"
-	sel       = `instance=~"$instance", subject_prefix=~"$prefix"`
+	sel       = `instance=~"$instance", subject_prefix=~"$prefix", uid_region=~"$region"`
 	// idEndpoints are the endpoints that hand out snowflake IDs (the
 	// sequence endpoints hand out numbers, counted in the same metric).
 	idEndpoints  = `uid_endpoint=~"next|batch"`
@@ -89,7 +92,9 @@ func Build() (dashboard.Dashboard, error) {
 		WithVariable(dashboard.NewDatasourceVariableBuilder(dsVar).Label("Data source").Type("prometheus")).
 		WithVariable(labelVariable(prefixVar, "Subject prefix", `label_values(uid_requests_total, subject_prefix)`,
 			"The fleet's DISPENSER_SUBJECT_PREFIX, as the scrape configuration labels its targets (subject_prefix).")).
-		WithVariable(labelVariable(instVar, "Instance", `label_values(uid_lanes{subject_prefix=~"$prefix"}, instance)`,
+		WithVariable(labelVariable(regionVar, "Region", `label_values(uid_lanes{subject_prefix=~"$prefix"}, uid_region)`,
+			"The regions (DISPENSER_REGION, exported as uid_region) to show; a fleet without regions has none, and All shows it.")).
+		WithVariable(labelVariable(instVar, "Instance", `label_values(uid_lanes{subject_prefix=~"$prefix", uid_region=~"$region"}, instance)`,
 			"The dispenser instances (Prometheus targets) to show."))
 	for _, row := range rows() {
 		b.WithRow(dashboard.NewRowBuilder(row.title))

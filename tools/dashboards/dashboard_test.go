@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -83,7 +84,8 @@ func panels(t *testing.T, d dashboard.Dashboard) []panel {
 // TestDashboardQueriesNameWhatTheDispenserExports runs a dispenser, scrapes
 // its /metrics, and checks every query of the committed dashboard against
 // it: it parses as PromQL, names only exported metrics, matches on their
-// labels, and filters by the instance and subject-prefix variables.
+// labels, and filters by the instance, subject-prefix and region
+// variables.
 func TestDashboardQueriesNameWhatTheDispenserExports(t *testing.T) {
 	d, _ := committed(t)
 	exported := promcheck.Scrape(t)
@@ -106,8 +108,8 @@ func TestDashboardQueriesNameWhatTheDispenserExports(t *testing.T) {
 			}
 			// Every selector filters by both variables.
 			for _, m := range regexp.MustCompile(`\b(uid_[a-z_]+)\{([^}]*)\}`).FindAllStringSubmatch(expr, -1) {
-				if !strings.Contains(m[2], `instance=~"$instance"`) || !strings.Contains(m[2], `subject_prefix=~"$prefix"`) {
-					t.Errorf("panel %q: %s is not filtered by $instance and $prefix", p.title, m[0])
+				if !strings.Contains(m[2], `instance=~"$instance"`) || !strings.Contains(m[2], `subject_prefix=~"$prefix"`) || !strings.Contains(m[2], `uid_region=~"$region"`) {
+					t.Errorf("panel %q: %s is not filtered by $instance, $prefix and $region", p.title, m[0])
 				}
 			}
 		}
@@ -136,7 +138,7 @@ func TestDashboardPanelsCoverTheIssue(t *testing.T) {
 	}
 }
 
-// TestDashboardVariables: instance and subject prefix are variables whose
+// TestDashboardVariables: instance, subject prefix and region are variables whose
 // own queries read exported series, and the data source is chosen.
 func TestDashboardVariables(t *testing.T) {
 	d, _ := committed(t)
@@ -149,7 +151,7 @@ func TestDashboardVariables(t *testing.T) {
 		t.Errorf("no data source variable %q: %+v", dsVar, v)
 	}
 	labelValues := regexp.MustCompile(`^label_values\((.+), ([a-z_]+)\)$`)
-	for _, name := range []string{instVar, prefixVar} {
+	for _, name := range []string{instVar, prefixVar, regionVar} {
 		v, ok := vars[name]
 		if !ok {
 			t.Errorf("no variable %q", name)
@@ -166,6 +168,11 @@ func TestDashboardVariables(t *testing.T) {
 		}
 		if err := exported.Check(m[1]); err != nil {
 			t.Errorf("variable %q: %v", name, err)
+		}
+		// The label whose values it lists is one the metric carries.
+		metric, _, _ := strings.Cut(m[1], "{")
+		if !exported[metric][m[2]] && !slices.Contains(promcheck.TargetLabels, m[2]) {
+			t.Errorf("variable %q lists %s, which %s does not carry", name, m[2], metric)
 		}
 	}
 }

@@ -521,19 +521,32 @@ func TestCredentialFilesAreMounted(t *testing.T) {
 func TestSchemaRefusesBadValues(t *testing.T) {
 	c := loadChart(t)
 	for name, vals := range map[string]map[string]any{
-		"a misspelt top-level key": {"replicas": 3},
-		"a misspelt setting":       {"config": map[string]any{"maxLane": 4}},
-		"a duration without unit":  {"config": map[string]any{"leaseTTL": "30"}},
-		"an unknown log level":     {"config": map[string]any{"logLevel": "verbose"}},
-		"a string for a number":    {"config": map[string]any{"maxLanes": "four"}},
-		"a bad sequence list":      {"config": map[string]any{"sequences": "a.b"}},
-		"replicas as a string":     {"replicaCount": "3"},
-		"a misspelt secret key":    {"mysql": map[string]any{"secret": "x"}},
+		"a misspelt top-level key":        {"replicas": 3},
+		"a misspelt setting":              {"config": map[string]any{"maxLane": 4}},
+		"a duration without unit":         {"config": map[string]any{"leaseTTL": "30"}},
+		"an unknown log level":            {"config": map[string]any{"logLevel": "verbose"}},
+		"a string for a number":           {"config": map[string]any{"maxLanes": "four"}},
+		"a bad sequence list":             {"config": map[string]any{"sequences": "a.b"}},
+		"a map of regions without ranges": {"config": map[string]any{"regions": "east,west"}},
+		"a region name with a dot":        {"config": map[string]any{"region": "us.east"}},
+		"replicas as a string":            {"replicaCount": "3"},
+		"a misspelt secret key":           {"mysql": map[string]any{"secret": "x"}},
 	} {
 		if _, err := render(t, c, vals); err == nil || !strings.Contains(err.Error(), "schema") {
 			t.Errorf("%s (%v): %v, want a schema error", name, vals, err)
 		}
 	}
+}
+
+// TestRegionValues: a release of one region of a supercluster sets
+// DISPENSER_REGION and DISPENSER_REGIONS, which the dispenser accepts.
+func TestRegionValues(t *testing.T) {
+	const regions = "east=0-511, west=512-1023"
+	env := envOf(mustRender(t, map[string]any{"config": map[string]any{"region": "west", "regions": regions}}).deployment.Spec.Template.Spec.Containers[0])
+	if env["DISPENSER_REGION"].Value != "west" || env["DISPENSER_REGIONS"].Value != regions {
+		t.Errorf("DISPENSER_REGION=%q DISPENSER_REGIONS=%q, want west and %s", env["DISPENSER_REGION"].Value, env["DISPENSER_REGIONS"].Value, regions)
+	}
+	loadsAsConfig(t, env)
 }
 
 // TestChartNeedsAURL: with neither URL nor Secret the render fails saying

@@ -21,8 +21,8 @@ import (
 const LiveSequence = "orders"
 
 // Scrape starts a dispenser the way an operator runs one (configured from
-// DISPENSER_* variables, with /metrics, a named sequence and blocks on)
-// against a nats-server of the test, sends it one request of every kind
+// DISPENSER_* variables, with /metrics, a named sequence, blocks and a
+// region) against a nats-server of the test, sends it one request of every kind
 // (and a bad one), and returns what its /metrics then exports. The
 // instance stops when the test ends.
 func Scrape(t testing.TB) Exported {
@@ -38,6 +38,11 @@ func Scrape(t testing.TB) Exported {
 		"LEASE_TTL":        "3s",
 		"LOG_LEVEL":        "warn",
 		"SHUTDOWN_TIMEOUT": "5s",
+		// A region, so that the series carry uid_region as a fleet's
+		// across regions do (a standalone server ignores the placement);
+		// one region, whose sequence needs no home.
+		"REGION":  "east",
+		"REGIONS": "east=0-1023",
 	} {
 		t.Setenv(dispenser.EnvPrefix+"_"+k, v)
 	}

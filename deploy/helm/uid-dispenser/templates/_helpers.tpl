@@ -74,6 +74,8 @@ workerLeaseTable: WORKER_LEASE_TABLE
 fleetTable: FLEET_TABLE
 sequenceTable: SEQUENCE_TABLE
 workerKVBucket: WORKER_KV_BUCKET
+region: REGION
+regions: REGIONS
 workerKVReplicas: WORKER_KV_REPLICAS
 blocksEnabled: BLOCKS_ENABLED
 blocksStream: BLOCKS_STREAM
