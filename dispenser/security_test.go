@@ -289,6 +289,7 @@ func TestSecurityDocRegionPermissions(t *testing.T) {
 		cfg := withBlocks(withRegions(t, testConfig(sc.Cluster(region).URL, ""), region, eastWest))
 		cfg.NATSUser, cfg.NATSPassword = "dispenser-"+region, passwords[region]
 		cfg.LeaseTTL = 3 * time.Second // renewals within the test
+		cfg.Sequences = homedSequences // per-name endpoints and <prefix>.seq.*.home
 		logs[region] = &testenv.LogBuffer{}
 		d, err := Start(ctx, cfg, WithLogger(logs[region].Logger(slog.LevelDebug)))
 		if err != nil {
@@ -353,6 +354,13 @@ func TestSecurityDocRegionPermissions(t *testing.T) {
 		all = append(all, ids...)
 	}
 	checkDistinct(t, all)
+	// A sequence homed in east, called in west (as the harness user: the
+	// service role has no sequences), is answered by east through the
+	// gateway.
+	harness := uidclient.New(sc.Cluster("west").Connect(t), uidclient.Config{})
+	if n, inst, err := harness.SeqNextFrom(ctx, "orders"); err != nil || inst != ds["east"].ServiceID() {
+		t.Fatalf("orders@east called in west: %d from %q, %v; want east's instance %s", n, inst, err, ds["east"].ServiceID())
+	}
 	for region, log := range logs {
 		if strings.Contains(log.String(), "Permissions Violation") {
 			t.Fatalf("the %s dispenser user lacks a permission:\n%s", region, log.String())

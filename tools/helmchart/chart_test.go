@@ -539,12 +539,14 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 }
 
 // TestRegionValues: a release of one region of a supercluster sets
-// DISPENSER_REGION and DISPENSER_REGIONS, which the dispenser accepts.
+// DISPENSER_REGION and DISPENSER_REGIONS, and sequences with their home
+// regions, which the schema and the dispenser accept.
 func TestRegionValues(t *testing.T) {
-	const regions = "east=0-511, west=512-1023"
-	env := envOf(mustRender(t, map[string]any{"config": map[string]any{"region": "west", "regions": regions}}).deployment.Spec.Template.Spec.Containers[0])
-	if env["DISPENSER_REGION"].Value != "west" || env["DISPENSER_REGIONS"].Value != regions {
-		t.Errorf("DISPENSER_REGION=%q DISPENSER_REGIONS=%q, want west and %s", env["DISPENSER_REGION"].Value, env["DISPENSER_REGIONS"].Value, regions)
+	const regions, sequences = "east=0-511, west=512-1023", "orders@east,invoices@west=1000000"
+	env := envOf(mustRender(t, map[string]any{"config": map[string]any{"region": "west", "regions": regions, "sequences": sequences}}).deployment.Spec.Template.Spec.Containers[0])
+	if env["DISPENSER_REGION"].Value != "west" || env["DISPENSER_REGIONS"].Value != regions || env["DISPENSER_SEQUENCES"].Value != sequences {
+		t.Errorf("DISPENSER_REGION=%q DISPENSER_REGIONS=%q DISPENSER_SEQUENCES=%q, want west, %s and %s",
+			env["DISPENSER_REGION"].Value, env["DISPENSER_REGIONS"].Value, env["DISPENSER_SEQUENCES"].Value, regions, sequences)
 	}
 	loadsAsConfig(t, env)
 }

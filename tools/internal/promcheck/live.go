@@ -32,7 +32,7 @@ func Scrape(t testing.TB) Exported {
 	for k, v := range map[string]string{
 		"NATS_URL":         url,
 		"METRICS_ADDR":     "127.0.0.1:0",
-		"SEQUENCES":        LiveSequence,
+		"SEQUENCES":        LiveSequence + "@east",
 		"BLOCKS_ENABLED":   "true",
 		"BLOCKS_STORAGE":   "memory",
 		"LEASE_TTL":        "3s",
@@ -40,7 +40,7 @@ func Scrape(t testing.TB) Exported {
 		"SHUTDOWN_TIMEOUT": "5s",
 		// A region, so that the series carry uid_region as a fleet's
 		// across regions do (a standalone server ignores the placement);
-		// one region, whose sequence needs no home.
+		// one region, which homes the sequence.
 		"REGION":  "east",
 		"REGIONS": "east=0-1023",
 	} {
