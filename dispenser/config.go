@@ -14,7 +14,6 @@ import (
 	"github.com/uid-dispenser/uid-dispenser/sequence"
 	"github.com/uid-dispenser/uid-dispenser/telemetry"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
-	"github.com/uid-dispenser/uid-dispenser/workerid/mysqlstore"
 )
 
 // EnvPrefix is the prefix of every configuration variable (an underscore
@@ -231,7 +230,7 @@ func (c Config) Validate() error {
 	if err := c.checkReachability(); err != nil {
 		return err
 	}
-	if err := namedError(mysqlstore.Validate(c.workerIDConfig(nil))); err != nil {
+	if err := namedError(c.mysqlConfig(c.workerIDConfig(nil)).Validate()); err != nil {
 		return err
 	}
 	return c.checkRegions()

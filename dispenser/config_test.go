@@ -12,6 +12,7 @@ import (
 
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
+	"github.com/uid-dispenser/uid-dispenser/workerid/mysqlstore"
 )
 
 // clearEnv unsets every DISPENSER_ variable (and the unprefixed names
@@ -353,14 +354,15 @@ func TestLayoutByName(t *testing.T) {
 // table's message says DISPENSER_CREATE_TABLES, not CreateTables).
 func TestWorkerIDConfigCarriesEverySetting(t *testing.T) {
 	cfg := DefaultConfig()
-	if got, want := cfg.workerIDConfig(nil), workerid.DefaultConfig(); got.SettingName == nil || got.LeaseTTL != want.LeaseTTL || got.WorkerKVBucket != want.WorkerKVBucket || got.CreateTables != want.CreateTables {
+	got := cfg.mysqlConfig(cfg.workerIDConfig(nil))
+	if want := mysqlstore.DefaultConfig(); got.SettingName == nil || got.LeaseTTL != want.LeaseTTL || got.WorkerKVBucket != want.WorkerKVBucket || got.CreateTables != want.CreateTables || got.FleetTable != want.FleetTable {
 		t.Fatalf("defaults lost on the way: %+v", got)
 	}
 	cfg.MySQLDSN, cfg.WorkerMode, cfg.LeaseTTL, cfg.CreateTables, cfg.WorkerKVReplicas = "u:p@tcp(db)/x", workerid.ModeDisposable, time.Minute, false, 3
 	log := testLogger()
-	w := cfg.workerIDConfig(log)
+	w := cfg.mysqlConfig(cfg.workerIDConfig(log))
 	if w.MySQLDSN != cfg.MySQLDSN || w.WorkerMode != workerid.ModeDisposable || w.LeaseTTL != time.Minute || w.CreateTables || w.WorkerKVReplicas != 3 || w.Logger != log {
-		t.Fatalf("workerIDConfig = %+v", w)
+		t.Fatalf("mysqlConfig = %+v", w)
 	}
 	for field, want := range map[string]string{"CreateTables": "DISPENSER_CREATE_TABLES", "WorkerMode": "DISPENSER_WORKER_MODE", "MySQLDSN": "DISPENSER_MYSQL_DSN"} {
 		if got := w.Name(field); got != want {

@@ -265,7 +265,7 @@ func (d *Dispenser) openAssigner(ctx context.Context, url string) (func(), error
 		return nil, fmt.Errorf("dispenser: %w", err)
 	}
 	if d.cfg.MySQLDSN != "" {
-		a, err := mysqlstore.NewAssigner(ctx, cfg)
+		a, err := mysqlstore.NewAssigner(ctx, d.cfg.mysqlConfig(cfg))
 		if err != nil {
 			return nil, fmt.Errorf("dispenser: %w", err) // the store says it is MySQL, where and what to set
 		}

@@ -54,10 +54,8 @@ type Assigner struct {
 // NewAssigner opens (creating when missing) the bucket cfg.KVBucket()
 // on nc (with regions, placed in the cluster named after the region), retrying up to cfg.StoreStartupDeadline while JetStream does not
 // answer. A bucket made beforehand (for example with more replicas) is
-// used as it is. Only the worker-ID fields of cfg matter; MySQLDSN is
-// ignored.
+// used as it is.
 func NewAssigner(ctx context.Context, nc *nats.Conn, cfg workerid.Config) (*Assigner, error) {
-	cfg.MySQLDSN = ""
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
