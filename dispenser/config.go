@@ -230,7 +230,13 @@ func (c Config) Validate() error {
 	if err := c.checkReachability(); err != nil {
 		return err
 	}
-	if err := namedError(c.mysqlConfig(c.workerIDConfig(nil)).Validate()); err != nil {
+	// Both stores' settings are checked, whichever is used, like the
+	// blocks' above.
+	common := c.workerIDConfig(nil)
+	if err := namedError(c.mysqlConfig(common).Validate()); err != nil {
+		return err
+	}
+	if err := namedError(c.kvConfig(common).Validate()); err != nil {
 		return err
 	}
 	return c.checkRegions()

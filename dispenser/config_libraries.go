@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/kvstore"
 	"github.com/uid-dispenser/uid-dispenser/natsio/natsconn"
 	"github.com/uid-dispenser/uid-dispenser/sequence"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
@@ -29,10 +30,10 @@ type BlocksConfig struct {
 }
 
 // WorkerIDConfig is the worker-ID stores' part of Config: the fields of
-// workerid.Config and of the stores' own configs (mysqlstore.Config),
-// named alike, with their variables (workerIDConfig and mysqlConfig build
-// the libraries' structs from it, and errors naming a library's field
-// name this one's variable).
+// workerid.Config and of the stores' own configs (mysqlstore.Config,
+// kvstore.Config), named alike, with their variables (workerIDConfig,
+// mysqlConfig and kvConfig build the libraries' structs from it, and
+// errors naming a library's field name this one's variable).
 type WorkerIDConfig struct {
 	MySQLDSN             string           `envconfig:"DISPENSER_MYSQL_DSN" desc:"MySQL DSN (go-sql-driver form, user:password@tcp(host:3306)/db) of the worker-ID store; empty: the JetStream KV bucket"`
 	WorkerMode           workerid.Mode    `envconfig:"DISPENSER_WORKER_MODE" desc:"leased (recyclable worker IDs with time reservations) or disposable (a new worker ID on every start, UidGenerator's WORKER_NODE)"`
@@ -57,8 +58,6 @@ func (c Config) workerIDConfig(log *slog.Logger) workerid.Config {
 		WorkerMode:           c.WorkerMode,
 		LeaseTTL:             c.LeaseTTL,
 		ReserveChunk:         c.ReserveChunk,
-		WorkerKVBucket:       c.WorkerKVBucket,
-		WorkerKVReplicas:     c.WorkerKVReplicas,
 		StoreStartupDeadline: c.StoreStartupDeadline,
 		Region:               c.Region,
 		Regions:              c.Regions,
@@ -81,9 +80,19 @@ func (c Config) mysqlConfig(common workerid.Config) mysqlstore.Config {
 	}
 }
 
+// kvConfig is the KV store's configuration on top of common, the stores'
+// shared one (workerIDConfig's).
+func (c Config) kvConfig(common workerid.Config) kvstore.Config {
+	return kvstore.Config{
+		Config:           common,
+		WorkerKVBucket:   c.WorkerKVBucket,
+		WorkerKVReplicas: c.WorkerKVReplicas,
+	}
+}
+
 // workerIDDefaults is WorkerIDConfig holding the stores' defaults.
 func workerIDDefaults() WorkerIDConfig {
-	d, m := workerid.DefaultConfig(), mysqlstore.DefaultConfig()
+	d, m, k := workerid.DefaultConfig(), mysqlstore.DefaultConfig(), kvstore.DefaultConfig()
 	return WorkerIDConfig{
 		MySQLDSN:             m.MySQLDSN,
 		WorkerMode:           d.WorkerMode,
@@ -94,8 +103,8 @@ func workerIDDefaults() WorkerIDConfig {
 		CreateTables:         m.CreateTables,
 		FleetTable:           m.FleetTable,
 		SequenceTable:        m.SequenceTable,
-		WorkerKVBucket:       d.WorkerKVBucket,
-		WorkerKVReplicas:     d.WorkerKVReplicas,
+		WorkerKVBucket:       k.WorkerKVBucket,
+		WorkerKVReplicas:     k.WorkerKVReplicas,
 		StoreStartupDeadline: d.StoreStartupDeadline,
 		Region:               d.Region,
 		Regions:              d.Regions,

@@ -281,10 +281,11 @@ func (d *Dispenser) openAssigner(ctx context.Context, url string) (func(), error
 	if err != nil {
 		return nil, fmt.Errorf("dispenser: %w", err)
 	}
-	a, err := kvstore.NewAssigner(ctx, conn.Conn, cfg)
+	kv := d.cfg.kvConfig(cfg)
+	a, err := kvstore.NewAssigner(ctx, conn.Conn, kv)
 	if err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("dispenser: worker-ID store (JetStream KV bucket %s): %w", cfg.KVBucket(), err)
+		return nil, fmt.Errorf("dispenser: worker-ID store (JetStream KV bucket %s): %w", kv.KVBucket(), err)
 	}
 	d.claimNC, d.assigner = conn, a
 	return func() { conn.Close() }, nil

@@ -173,7 +173,7 @@ func TestRequestsCaughtByTheSwapGetIDs(t *testing.T) {
 
 	// Lost for good with no worker ID to move to: the other two are
 	// held by a real claimer, the instance's own is taken over.
-	other, err := kvstore.NewAssigner(context.Background(), testConn(t, url).Conn, cfg.workerIDConfig(testLogger()))
+	other, err := kvstore.NewAssigner(context.Background(), testConn(t, url).Conn, cfg.kvConfig(cfg.workerIDConfig(testLogger())))
 	if err != nil {
 		t.Fatal(err)
 	}

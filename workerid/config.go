@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"time"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/setting"
@@ -34,9 +33,7 @@ type Config struct {
 	LeaseTTL time.Duration
 	// ReserveChunk is how far ahead seconds are reserved in the store at
 	// a time; at least 1s. Leased mode.
-	ReserveChunk     time.Duration
-	WorkerKVBucket   string // KV: the bucket
-	WorkerKVReplicas int    // KV: replicas when the bucket is created, 1..5
+	ReserveChunk time.Duration
 	// StoreStartupDeadline is how long start-up (and a claim) retries an
 	// unreachable store before it fails; negative: one attempt.
 	StoreStartupDeadline time.Duration
@@ -61,14 +58,12 @@ type Config struct {
 }
 
 // DefaultConfig is the configuration with every default: leased worker
-// IDs on the KV bucket uid_workers.
+// IDs.
 func DefaultConfig() Config {
 	return Config{
 		WorkerMode:           ModeLeased,
 		LeaseTTL:             30 * time.Second,
 		ReserveChunk:         60 * time.Second,
-		WorkerKVBucket:       "uid_workers",
-		WorkerKVReplicas:     1,
 		StoreStartupDeadline: 30 * time.Second,
 	}
 }
@@ -79,8 +74,6 @@ func (c Config) WithDefaults() Config {
 	c.WorkerMode = cmp.Or(c.WorkerMode, d.WorkerMode)
 	c.LeaseTTL = cmp.Or(c.LeaseTTL, d.LeaseTTL)
 	c.ReserveChunk = cmp.Or(c.ReserveChunk, d.ReserveChunk)
-	c.WorkerKVBucket = cmp.Or(c.WorkerKVBucket, d.WorkerKVBucket)
-	c.WorkerKVReplicas = cmp.Or(c.WorkerKVReplicas, d.WorkerKVReplicas)
 	c.StoreStartupDeadline = cmp.Or(c.StoreStartupDeadline, d.StoreStartupDeadline)
 	return c
 }
@@ -107,8 +100,6 @@ func (c Config) Name(field string) string {
 // its own variable.
 type SettingError = setting.Error
 
-var bucketPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-
 // Validate reports the first invalid setting as a *SettingError, zero
 // settings read as their defaults. A store's Config.Validate checks its
 // own settings too.
@@ -125,12 +116,6 @@ func (c Config) Validate() error {
 	}
 	if c.ReserveChunk < time.Second {
 		return bad("ReserveChunk", "%s is shorter than 1s", c.ReserveChunk)
-	}
-	if !bucketPattern.MatchString(c.WorkerKVBucket) {
-		return bad("WorkerKVBucket", "%q is not a valid bucket name (letters, digits, _ and -)", c.WorkerKVBucket)
-	}
-	if c.WorkerKVReplicas < 1 || c.WorkerKVReplicas > 5 {
-		return bad("WorkerKVReplicas", "%d is outside 1..5", c.WorkerKVReplicas)
 	}
 	return c.validateRegions()
 }
@@ -154,16 +139,6 @@ func (c Config) validateRegions() error {
 		return &SettingError{Field: "Regions", Reason: fmt.Sprintf("regions need %s=%s: disposable worker IDs are never reused, so a region's range would run out after as many starts, and a store's auto-increment cannot be kept inside a range", c.Name("WorkerMode"), ModeLeased)}
 	}
 	return nil
-}
-
-// KVBucket is the KV store's bucket: WorkerKVBucket, or with regions
-// WorkerKVBucket_<region> (uid_workers_east), one per region, so that a
-// region's claims, renewals and lanes stay in its own cluster.
-func (c Config) KVBucket() string {
-	if c.Regions.IsZero() {
-		return c.WorkerKVBucket
-	}
-	return c.WorkerKVBucket + "_" + c.Region
 }
 
 // WorkerRange is the range of worker IDs this instance claims from in

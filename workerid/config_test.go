@@ -26,8 +26,8 @@ func TestDefaultConfigIsValid(t *testing.T) {
 	if zero := (workerid.Config{}).WithDefaults(); !reflect.DeepEqual(zero, c) {
 		t.Errorf("zero Config with defaults\n %+v\nwant DefaultConfig\n %+v", zero, c)
 	}
-	set := workerid.Config{LeaseTTL: time.Minute, WorkerKVReplicas: 3, StoreStartupDeadline: -1}.WithDefaults()
-	if set.LeaseTTL != time.Minute || set.WorkerKVReplicas != 3 || set.StoreStartupDeadline != -1 || set.ReserveChunk != c.ReserveChunk {
+	set := workerid.Config{LeaseTTL: time.Minute, StoreStartupDeadline: -1}.WithDefaults()
+	if set.LeaseTTL != time.Minute || set.StoreStartupDeadline != -1 || set.ReserveChunk != c.ReserveChunk {
 		t.Errorf("WithDefaults changed a set value or missed a zero one: %+v", set)
 	}
 }
@@ -43,8 +43,6 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 		{func(c *workerid.Config) { c.WorkerMode = "sticky" }, "WorkerMode", "sticky"},
 		{func(c *workerid.Config) { c.LeaseTTL = 500 * time.Millisecond }, "LeaseTTL", "500ms"},
 		{func(c *workerid.Config) { c.ReserveChunk = -time.Second }, "ReserveChunk", "-1s"},
-		{func(c *workerid.Config) { c.WorkerKVBucket = "a.b" }, "WorkerKVBucket", "a.b"},
-		{func(c *workerid.Config) { c.WorkerKVReplicas = 6 }, "WorkerKVReplicas", "1..5"},
 	}
 	for _, tc := range cases {
 		c := workerid.DefaultConfig()

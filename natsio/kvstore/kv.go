@@ -44,7 +44,7 @@ type Assigner struct {
 	js        jetstream.JetStream
 	kv        jetstream.KeyValue
 	nc        *nats.Conn // for reads at the stream leader and the stream's subjects
-	cfg       workerid.Config
+	cfg       Config
 	host      workerid.Host
 	log       *slog.Logger
 	storeName string
@@ -55,7 +55,7 @@ type Assigner struct {
 // on nc (with regions, placed in the cluster named after the region), retrying up to cfg.StoreStartupDeadline while JetStream does not
 // answer. A bucket made beforehand (for example with more replicas) is
 // used as it is.
-func NewAssigner(ctx context.Context, nc *nats.Conn, cfg workerid.Config) (*Assigner, error) {
+func NewAssigner(ctx context.Context, nc *nats.Conn, cfg Config) (*Assigner, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -89,7 +89,7 @@ func NewAssigner(ctx context.Context, nc *nats.Conn, cfg workerid.Config) (*Assi
 	}
 	if cfg.WorkerMode == workerid.ModeLeased {
 		store := &kvLeaseStore{kv: a.kv, nc: nc, bucket: bucket, log: logger}
-		a.leases, err = workerid.NewLeaseAssigner(store, workerid.LeaseConfigFrom(cfg, host, a.storeName))
+		a.leases, err = workerid.NewLeaseAssigner(store, workerid.LeaseConfigFrom(cfg.Config, host, a.storeName))
 		if err != nil {
 			return nil, err
 		}
