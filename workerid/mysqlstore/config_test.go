@@ -34,30 +34,23 @@ func TestDefaultConfig(t *testing.T) {
 }
 
 // Validate's errors about the tables name the Config field (the
-// dispenser maps it to its variable).
+// dispenser maps it to its variable); the other settings take their
+// defaults.
 func TestValidateNamesTheTableField(t *testing.T) {
-	cases := []struct {
-		set     func(*mysqlstore.Config)
-		field   string
-		mention string
+	for _, tc := range []struct {
+		c              mysqlstore.Config
+		field, mention string
 	}{
-		{func(c *mysqlstore.Config) { c.WorkerNodeTable = "WORKER_NODE; DROP TABLE x" }, "WorkerNodeTable", "identifier"},
-		{func(c *mysqlstore.Config) { c.WorkerLeaseTable = "1lease" }, "WorkerLeaseTable", "identifier"},
-		{func(c *mysqlstore.Config) { c.WorkerLeaseTable = "worker_node" }, "WorkerLeaseTable", "worker-node table"},
-		{func(c *mysqlstore.Config) { c.FleetTable = "worker_lease" }, "FleetTable", "worker-ID table"},
-		{func(c *mysqlstore.Config) { c.SequenceTable = "uid_fleet" }, "SequenceTable", "UID_FLEET"},
-	}
-	for _, tc := range cases {
-		c := mysqlstore.DefaultConfig()
-		tc.set(&c)
-		err := c.Validate()
+		{mysqlstore.Config{WorkerNodeTable: "WORKER_NODE; DROP TABLE x"}, "WorkerNodeTable", "identifier"},
+		{mysqlstore.Config{WorkerLeaseTable: "1lease"}, "WorkerLeaseTable", "identifier"},
+		{mysqlstore.Config{WorkerLeaseTable: "worker_node"}, "WorkerLeaseTable", "worker-node table"},
+		{mysqlstore.Config{FleetTable: "worker_lease"}, "FleetTable", "worker-ID table"},
+		{mysqlstore.Config{SequenceTable: "uid_fleet"}, "SequenceTable", "UID_FLEET"},
+	} {
+		err := tc.c.Validate()
 		var se *workerid.SettingError
-		if !errors.As(err, &se) || se.Field != tc.field {
-			t.Errorf("%s: err = %v, want a SettingError naming it", tc.field, err)
-			continue
-		}
-		if !strings.Contains(err.Error(), tc.mention) || !strings.HasPrefix(err.Error(), tc.field+": ") {
-			t.Errorf("%s: %q does not mention %q", tc.field, err, tc.mention)
+		if !errors.As(err, &se) || se.Field != tc.field || !strings.HasPrefix(err.Error(), tc.field+": ") || !strings.Contains(err.Error(), tc.mention) {
+			t.Errorf("%s: err = %v, want a SettingError naming it and mentioning %q", tc.field, err, tc.mention)
 		}
 	}
 }
