@@ -14,7 +14,6 @@ import (
 	"github.com/uid-dispenser/uid-dispenser/sequence"
 	"github.com/uid-dispenser/uid-dispenser/telemetry"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
-	"github.com/uid-dispenser/uid-dispenser/workerid/mysqlstore"
 )
 
 // EnvPrefix is the prefix of every configuration variable (an underscore
@@ -231,7 +230,13 @@ func (c Config) Validate() error {
 	if err := c.checkReachability(); err != nil {
 		return err
 	}
-	if err := namedError(mysqlstore.Validate(c.workerIDConfig(nil))); err != nil {
+	// Both stores' settings are checked, whichever is used, like the
+	// blocks' above.
+	common := c.workerIDConfig(nil)
+	if err := namedError(c.mysqlConfig(common).Validate()); err != nil {
+		return err
+	}
+	if err := namedError(c.kvConfig(common).Validate()); err != nil {
 		return err
 	}
 	return c.checkRegions()

@@ -8,10 +8,12 @@ import (
 	"time"
 
 	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/kvstore"
 	"github.com/uid-dispenser/uid-dispenser/natsio/natsconn"
 	"github.com/uid-dispenser/uid-dispenser/sequence"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
+	"github.com/uid-dispenser/uid-dispenser/workerid/mysqlstore"
 )
 
 // BlocksConfig is the block publisher's part of Config: the fields of
@@ -27,10 +29,11 @@ type BlocksConfig struct {
 	BlocksPollInterval    time.Duration `envconfig:"DISPENSER_BLOCKS_POLL_INTERVAL" desc:"blocks: longest wait between checks of the stream depth while it stays full (checks are faster just after consumers drained it)"`
 }
 
-// WorkerIDConfig is the worker-ID store's part of Config: the fields of
-// workerid.Config, named alike, with their variables (workerIDConfig
-// builds the library's struct from it, and errors naming a workerid
-// field name this one's variable).
+// WorkerIDConfig is the worker-ID stores' part of Config: the fields of
+// workerid.Config and of the stores' own configs (mysqlstore.Config,
+// kvstore.Config), named alike, with their variables (workerIDConfig,
+// mysqlConfig and kvConfig build the libraries' structs from it, and
+// errors naming a library's field name this one's variable).
 type WorkerIDConfig struct {
 	MySQLDSN             string           `envconfig:"DISPENSER_MYSQL_DSN" desc:"MySQL DSN (go-sql-driver form, user:password@tcp(host:3306)/db) of the worker-ID store; empty: the JetStream KV bucket"`
 	WorkerMode           workerid.Mode    `envconfig:"DISPENSER_WORKER_MODE" desc:"leased (recyclable worker IDs with time reservations) or disposable (a new worker ID on every start, UidGenerator's WORKER_NODE)"`
@@ -52,17 +55,9 @@ type WorkerIDConfig struct {
 // settings by this configuration's variables.
 func (c Config) workerIDConfig(log *slog.Logger) workerid.Config {
 	return workerid.Config{
-		MySQLDSN:             c.MySQLDSN,
 		WorkerMode:           c.WorkerMode,
 		LeaseTTL:             c.LeaseTTL,
 		ReserveChunk:         c.ReserveChunk,
-		WorkerNodeTable:      c.WorkerNodeTable,
-		WorkerLeaseTable:     c.WorkerLeaseTable,
-		CreateTables:         c.CreateTables,
-		FleetTable:           c.FleetTable,
-		SequenceTable:        c.SequenceTable,
-		WorkerKVBucket:       c.WorkerKVBucket,
-		WorkerKVReplicas:     c.WorkerKVReplicas,
 		StoreStartupDeadline: c.StoreStartupDeadline,
 		Region:               c.Region,
 		Regions:              c.Regions,
@@ -71,21 +66,45 @@ func (c Config) workerIDConfig(log *slog.Logger) workerid.Config {
 	}
 }
 
-// workerIDDefaults is WorkerIDConfig holding workerid's defaults.
+// mysqlConfig is the MySQL store's configuration on top of common, the
+// stores' shared one (workerIDConfig's).
+func (c Config) mysqlConfig(common workerid.Config) mysqlstore.Config {
+	return mysqlstore.Config{
+		Config:           common,
+		MySQLDSN:         c.MySQLDSN,
+		WorkerNodeTable:  c.WorkerNodeTable,
+		WorkerLeaseTable: c.WorkerLeaseTable,
+		CreateTables:     c.CreateTables,
+		FleetTable:       c.FleetTable,
+		SequenceTable:    c.SequenceTable,
+	}
+}
+
+// kvConfig is the KV store's configuration on top of common, the stores'
+// shared one (workerIDConfig's).
+func (c Config) kvConfig(common workerid.Config) kvstore.Config {
+	return kvstore.Config{
+		Config:           common,
+		WorkerKVBucket:   c.WorkerKVBucket,
+		WorkerKVReplicas: c.WorkerKVReplicas,
+	}
+}
+
+// workerIDDefaults is WorkerIDConfig holding the stores' defaults.
 func workerIDDefaults() WorkerIDConfig {
-	d := workerid.DefaultConfig()
+	d, m, k := workerid.DefaultConfig(), mysqlstore.DefaultConfig(), kvstore.DefaultConfig()
 	return WorkerIDConfig{
-		MySQLDSN:             d.MySQLDSN,
+		MySQLDSN:             m.MySQLDSN,
 		WorkerMode:           d.WorkerMode,
 		LeaseTTL:             d.LeaseTTL,
 		ReserveChunk:         d.ReserveChunk,
-		WorkerNodeTable:      d.WorkerNodeTable,
-		WorkerLeaseTable:     d.WorkerLeaseTable,
-		CreateTables:         d.CreateTables,
-		FleetTable:           d.FleetTable,
-		SequenceTable:        d.SequenceTable,
-		WorkerKVBucket:       d.WorkerKVBucket,
-		WorkerKVReplicas:     d.WorkerKVReplicas,
+		WorkerNodeTable:      m.WorkerNodeTable,
+		WorkerLeaseTable:     m.WorkerLeaseTable,
+		CreateTables:         m.CreateTables,
+		FleetTable:           m.FleetTable,
+		SequenceTable:        m.SequenceTable,
+		WorkerKVBucket:       k.WorkerKVBucket,
+		WorkerKVReplicas:     k.WorkerKVReplicas,
 		StoreStartupDeadline: d.StoreStartupDeadline,
 		Region:               d.Region,
 		Regions:              d.Regions,

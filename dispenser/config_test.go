@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uid-dispenser/uid-dispenser/natsio/kvstore"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
+	"github.com/uid-dispenser/uid-dispenser/workerid/mysqlstore"
 )
 
 // clearEnv unsets every DISPENSER_ variable (and the unprefixed names
@@ -353,14 +355,21 @@ func TestLayoutByName(t *testing.T) {
 // table's message says DISPENSER_CREATE_TABLES, not CreateTables).
 func TestWorkerIDConfigCarriesEverySetting(t *testing.T) {
 	cfg := DefaultConfig()
-	if got, want := cfg.workerIDConfig(nil), workerid.DefaultConfig(); got.SettingName == nil || got.LeaseTTL != want.LeaseTTL || got.WorkerKVBucket != want.WorkerKVBucket || got.CreateTables != want.CreateTables {
-		t.Fatalf("defaults lost on the way: %+v", got)
+	m, k := cfg.mysqlConfig(cfg.workerIDConfig(nil)), cfg.kvConfig(cfg.workerIDConfig(nil))
+	if want := mysqlstore.DefaultConfig(); m.SettingName == nil || m.LeaseTTL != want.LeaseTTL || m.CreateTables != want.CreateTables || m.FleetTable != want.FleetTable {
+		t.Fatalf("defaults lost on the way to MySQL: %+v", m)
+	}
+	if want := kvstore.DefaultConfig(); k.SettingName == nil || k.LeaseTTL != want.LeaseTTL || k.WorkerKVBucket != want.WorkerKVBucket || k.WorkerKVReplicas != want.WorkerKVReplicas {
+		t.Fatalf("defaults lost on the way to KV: %+v", k)
 	}
 	cfg.MySQLDSN, cfg.WorkerMode, cfg.LeaseTTL, cfg.CreateTables, cfg.WorkerKVReplicas = "u:p@tcp(db)/x", workerid.ModeDisposable, time.Minute, false, 3
 	log := testLogger()
 	w := cfg.workerIDConfig(log)
-	if w.MySQLDSN != cfg.MySQLDSN || w.WorkerMode != workerid.ModeDisposable || w.LeaseTTL != time.Minute || w.CreateTables || w.WorkerKVReplicas != 3 || w.Logger != log {
-		t.Fatalf("workerIDConfig = %+v", w)
+	if m := cfg.mysqlConfig(w); m.MySQLDSN != cfg.MySQLDSN || m.WorkerMode != workerid.ModeDisposable || m.LeaseTTL != time.Minute || m.CreateTables || m.Logger != log {
+		t.Fatalf("mysqlConfig = %+v", m)
+	}
+	if k := cfg.kvConfig(w); k.WorkerKVReplicas != 3 || k.WorkerMode != workerid.ModeDisposable || k.Logger != log {
+		t.Fatalf("kvConfig = %+v", k)
 	}
 	for field, want := range map[string]string{"CreateTables": "DISPENSER_CREATE_TABLES", "WorkerMode": "DISPENSER_WORKER_MODE", "MySQLDSN": "DISPENSER_MYSQL_DSN"} {
 		if got := w.Name(field); got != want {

@@ -266,7 +266,7 @@ func (d *Dispenser) openAssigner(ctx context.Context, url string) (func(), error
 		return nil, fmt.Errorf("dispenser: %w", err)
 	}
 	if d.cfg.MySQLDSN != "" {
-		a, err := mysqlstore.NewAssigner(ctx, cfg)
+		a, err := mysqlstore.NewAssigner(ctx, d.cfg.mysqlConfig(cfg))
 		if err != nil {
 			return nil, fmt.Errorf("dispenser: %w", err) // the store says it is MySQL, where and what to set
 		}
@@ -282,10 +282,11 @@ func (d *Dispenser) openAssigner(ctx context.Context, url string) (func(), error
 	if err != nil {
 		return nil, fmt.Errorf("dispenser: %w", err)
 	}
-	a, err := kvstore.NewAssigner(ctx, conn.Conn, cfg)
+	kv := d.cfg.kvConfig(cfg)
+	a, err := kvstore.NewAssigner(ctx, conn.Conn, kv)
 	if err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("dispenser: worker-ID store (JetStream KV bucket %s): %w", cfg.KVBucket(), err)
+		return nil, fmt.Errorf("dispenser: worker-ID store (JetStream KV bucket %s): %w", kv.KVBucket(), err)
 	}
 	d.claimNC, d.assigner = conn, a
 	return func() { conn.Close() }, nil

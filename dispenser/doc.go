@@ -11,7 +11,8 @@
 //
 // It is the one package that reads the environment. Config names every
 // variable (the prefix DISPENSER_, EnvPrefix); the libraries take plain
-// structs (workerid.Config, natsio.ServiceConfig, natsio.BlocksConfig,
+// structs (mysqlstore.Config or kvstore.Config, each embedding
+// workerid.Config, natsio.ServiceConfig, natsio.BlocksConfig,
 // sequence.Config, uidcore.CachedOptions) that Config builds, and name a
 // bad setting by its field, which Config maps to its variable in its one
 // *ConfigError.

@@ -52,15 +52,18 @@ func leaseKey(t *testing.T, url, bucket string, worker uint64) (jetstream.KeyVal
 // the worker ID again during the test.
 func takeOverLease(t *testing.T, url, bucket string, worker uint64) {
 	t.Helper()
-	kv, key, lease, revision := leaseKey(t, url, bucket, worker)
-	lease["owner"] = "intruder"
-	lease["expires_ms"] = time.Now().Add(time.Hour).UnixMilli()
-	b, _ := json.Marshal(lease)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := kv.Update(ctx, key, b, revision); err != nil {
-		t.Fatal(err)
-	}
+	// A renewal between the read and the update moves the revision on:
+	// read the lease again and retry.
+	testenv.WaitFor(t, 10*time.Second, "the lease taken over", func() bool {
+		kv, key, lease, revision := leaseKey(t, url, bucket, worker)
+		lease["owner"] = "intruder"
+		lease["expires_ms"] = time.Now().Add(time.Hour).UnixMilli()
+		b, _ := json.Marshal(lease)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err := kv.Update(ctx, key, b, revision)
+		return err == nil
+	})
 }
 
 // rawLoad takes IDs with plain NATS requests (next, a small batch and a
@@ -173,7 +176,7 @@ func TestRequestsCaughtByTheSwapGetIDs(t *testing.T) {
 
 	// Lost for good with no worker ID to move to: the other two are
 	// held by a real claimer, the instance's own is taken over.
-	other, err := kvstore.NewAssigner(context.Background(), testConn(t, url).Conn, cfg.workerIDConfig(testLogger()))
+	other, err := kvstore.NewAssigner(context.Background(), testConn(t, url).Conn, cfg.kvConfig(cfg.workerIDConfig(testLogger())))
 	if err != nil {
 		t.Fatal(err)
 	}

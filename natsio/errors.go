@@ -52,7 +52,7 @@ func replyFor(err error) (code int, description string) {
 
 // packagePrefixes are what the layers of the dispenser put before their
 // messages; a caller reads the description without them.
-var packagePrefixes = strings.NewReplacer("uidcore: ", "", "workerid: ", "", "natsio: ", "", "dispenser: ", "")
+var packagePrefixes = strings.NewReplacer("uidcore: ", "", "workerid: ", "", "natsio: ", "", "kvstore: ", "", "dispenser: ", "")
 
 // describe is what a caller reads: the condition once, then the details
 // of err without the package prefixes each layer put in and without the

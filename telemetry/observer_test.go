@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -42,11 +43,39 @@ func findEvent(s sdktrace.ReadOnlySpan, name string) (sdktrace.Event, bool) {
 	return sdktrace.Event{}, false
 }
 
+// reportsKept passes every call on to its Observer and keeps the reports
+// of the finished rounds, so a test can compare a span with the report
+// the generator gave.
+type reportsKept struct {
+	uidcore.Observer
+	mu      sync.Mutex
+	reports []uidcore.PaddingReport
+}
+
+func (r *reportsKept) PaddingFinished(ctx context.Context, rep uidcore.PaddingReport) {
+	r.Observer.PaddingFinished(ctx, rep)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reports = append(r.reports, rep)
+}
+
+// report is the kept report of the round whose first ID is at second.
+func (r *reportsKept) report(second int64) (uidcore.PaddingReport, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, rep := range r.reports {
+		if rep.FirstSecond == second {
+			return rep, true
+		}
+	}
+	return uidcore.PaddingReport{}, false
+}
+
 // TestPaddingAndRejectionsAreTraced drives a tiny ring (64 IDs per second,
 // 64 slots, at most 1 s ahead, a clock that stands still) through a
 // start-up round, a threshold round, a round stopped by the ahead bound (a
-// rejected put), a rejected take and a forced round, and checks the spans,
-// events and metrics each leaves.
+// rejected put), a rejected take and the round after the clock moved on,
+// and checks the spans, events and metrics each leaves.
 func TestPaddingAndRejectionsAreTraced(t *testing.T) {
 	p := newProviders(t)
 	start := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC) // a whole second: the ahead-bound back-off lasts 1 s
@@ -58,9 +87,10 @@ func TestPaddingAndRejectionsAreTraced(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer obs.Close()
+	kept := &reportsKept{Observer: obs}
 	gen, err := uidcore.NewCached(uidcore.CachedOptions{
 		Layout: layout, Claim: uidcore.StaticClaim{ID: 7}, Clock: clk,
-		RingSeconds: 1, MaxAhead: time.Second, Observer: obs,
+		RingSeconds: 1, MaxAhead: time.Second, Observer: kept,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -129,33 +159,37 @@ func TestPaddingAndRejectionsAreTraced(t *testing.T) {
 		t.Errorf("take rejection wanted %d, want 1", got)
 	}
 
-	// A forced round after the clock moved on fills the ring at the new
-	// second, even while padding backs off.
+	// Once the clock moved on, the rejected take's request for padding
+	// (kept through the back-off) or the look at the new second fills the
+	// empty ring at the new second. A round that ran before the clock
+	// moved was stopped by the ahead bound again, and is skipped.
 	clk.Add(10 * time.Second)
-	rep, err := gen.Pad(ctx)
-	if err != nil {
-		t.Fatal(err)
+	var rep uidcore.PaddingReport
+	testwait.WaitFor(t, 10*time.Second, "the round at the new second", func() bool {
+		var ok bool
+		rep, ok = kept.report(T + 10)
+		return ok
+	})
+	if rep.Added != 64 || rep.Trigger != uidcore.TriggerThreshold {
+		t.Fatalf("round report %+v, want 64 IDs at second %d on the threshold", rep, T+10)
 	}
-	if rep.Added != 64 || rep.FirstSecond != T+10 {
-		t.Fatalf("forced round report %+v, want 64 IDs at second %d", rep, T+10)
-	}
-	var forced sdktrace.ReadOnlySpan
+	var moved sdktrace.ReadOnlySpan
 	for _, s := range waitSpans(t, p, 4)[3:] {
 		if telemetrytest.Attr(s.Attributes(), FirstSecondKey).AsInt64() == T+10 {
-			forced = s
+			moved = s
 		}
 	}
-	if forced == nil {
-		t.Fatal("no padding span for the forced round")
+	if moved == nil {
+		t.Fatal("no padding span for the round at the new second")
 	}
-	checkRound(t, forced, uidcore.TriggerForced, "full", 64, T+10, T+10)
-	if got := telemetrytest.Attr(forced.Attributes(), DurationKey).AsFloat64(); got != rep.Duration.Seconds() {
+	checkRound(t, moved, uidcore.TriggerThreshold, "full", 64, T+10, T+10)
+	if got := telemetrytest.Attr(moved.Attributes(), DurationKey).AsFloat64(); got != rep.Duration.Seconds() {
 		t.Errorf("duration attribute %v, want the report's %v", got, rep.Duration.Seconds())
 	}
-	if got := telemetrytest.Attr(forced.Attributes(), SecondsAheadKey).AsInt64(); got != rep.SecondsAhead || got != 0 {
+	if got := telemetrytest.Attr(moved.Attributes(), SecondsAheadKey).AsInt64(); got != rep.SecondsAhead || got != 0 {
 		t.Errorf("seconds ahead %d, want %d (the report's) = 0", got, rep.SecondsAhead)
 	}
-	if got := telemetrytest.Attr(forced.Attributes(), WorkerIDKey).AsInt64(); got != 7 {
+	if got := telemetrytest.Attr(moved.Attributes(), WorkerIDKey).AsInt64(); got != 7 {
 		t.Errorf("worker ID attribute %d, want 7", got)
 	}
 

@@ -316,10 +316,10 @@ func (g *CachedGenerator) WorkerID() uint64 { return g.workerID }
 // Size is the number of slots in the ring.
 func (g *CachedGenerator) Size() int { return int(g.size) }
 
-// Pad runs a padding round now, even while padding backs off, and returns
-// its report (trigger TriggerForced). It is for operators and tests;
-// padding runs on its own.
-func (g *CachedGenerator) Pad(ctx context.Context) (PaddingReport, error) {
+// padNow runs a padding round now, even while padding backs off, and
+// returns its report (trigger triggerForced): the package's tests use it
+// to step the ring; padding runs on its own.
+func (g *CachedGenerator) padNow(ctx context.Context) (PaddingReport, error) {
 	reply := make(chan PaddingReport, 1)
 	select {
 	case g.forced <- reply:

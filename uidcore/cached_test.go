@@ -133,7 +133,7 @@ func TestCachedResyncsAtLowLoad(t *testing.T) {
 	for range 2 * g.Size() {
 		id, err := g.Next(context.Background())
 		if err != nil {
-			g.Pad(context.Background())
+			g.padNow(context.Background())
 			continue
 		}
 		if id <= last {
@@ -159,7 +159,7 @@ func TestCachedResumesMidSecond(t *testing.T) {
 	if _, err := g.NextN(context.Background(), dst); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.Pad(context.Background()); err != nil {
+	if _, err := g.padNow(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	// The refill continues in t0+2 from sequence 0 and the ring holds
@@ -190,7 +190,7 @@ func TestCachedAheadBoundGivesBackPressure(t *testing.T) {
 			break
 		}
 		if n%100 == 0 {
-			g.Pad(ctx)
+			g.padNow(ctx)
 		}
 	}
 	if n != 3*256 {
@@ -206,7 +206,7 @@ func TestCachedAheadBoundGivesBackPressure(t *testing.T) {
 		t.Errorf("state at the bound: %+v", st)
 	}
 	clock.Add(time.Second)
-	if _, err := g.Pad(ctx); err != nil {
+	if _, err := g.padNow(ctx); err != nil {
 		t.Fatal(err)
 	}
 	p, _ := g.Layout().Parse(mustNext(t, g.Next))
@@ -224,7 +224,7 @@ func TestCachedIgnoresTheClockMovingBack(t *testing.T) {
 	for range 5 * g.Size() {
 		id, err := g.Next(ctx)
 		if errors.Is(err, ErrBufferEmpty) {
-			g.Pad(ctx)
+			g.padNow(ctx)
 			continue
 		}
 		if err != nil {
@@ -248,7 +248,7 @@ func TestCachedExhaustionNeverGoesNegative(t *testing.T) {
 	for range 4 * g.Size() {
 		var id uint64
 		if id, err = g.Next(ctx); err != nil {
-			g.Pad(ctx)
+			g.padNow(ctx)
 			if id, err = g.Next(ctx); err != nil {
 				break
 			}
@@ -289,7 +289,7 @@ func TestCachedStartsAfterTheClaimAndStopsWhenLost(t *testing.T) {
 		t.Error("the claim was not asked to reserve second t0+7")
 	}
 	claim.set(t0.Unix()+100, false)
-	g.Pad(ctx)
+	g.padNow(ctx)
 	mustNext(t, g.Next)
 	claim.set(t0.Unix()+100, true)
 	if _, err := g.Next(ctx); !errors.Is(err, ErrClaimLost) {
@@ -401,7 +401,7 @@ func TestCachedObserverAndPolicies(t *testing.T) {
 	if _, err := g.NextN(ctx, dst); err != nil {
 		t.Fatal(err)
 	}
-	g.Pad(ctx)
+	g.padNow(ctx)
 	_, err := g.Next(ctx)
 	if !errors.Is(err, errCustom) || !errors.Is(err, ErrBufferEmpty) {
 		t.Errorf("take policy result: %v", err)
@@ -443,7 +443,7 @@ func TestCachedCloseStopsPaddingAndTakes(t *testing.T) {
 	if _, err := g.Next(ctx); !errors.Is(err, ErrClosed) {
 		t.Fatalf("drained after close: %v", err)
 	}
-	if _, err := g.Pad(ctx); !errors.Is(err, ErrClosed) {
+	if _, err := g.padNow(ctx); !errors.Is(err, ErrClosed) {
 		t.Errorf("pad after close: %v", err)
 	}
 }
@@ -530,7 +530,7 @@ func TestCachedDiscardsIDsThatLagTheClock(t *testing.T) {
 			mustNext(t, g.Next)
 		}
 		clock.Add(10 * time.Second) // an idle spell: what is in the ring is 10s old
-		report, err := g.Pad(context.Background())
+		report, err := g.padNow(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -541,7 +541,7 @@ func TestCachedDiscardsIDsThatLagTheClock(t *testing.T) {
 			}
 			continue
 		}
-		if report.Trigger != TriggerForced || report.Discarded != 4*256-10 || g.State().Discarded != 4*256-10 {
+		if report.Trigger != triggerForced || report.Discarded != 4*256-10 || g.State().Discarded != 4*256-10 {
 			t.Errorf("report %+v, state %+v: want every lagging ID discarded", report, g.State())
 		}
 		if p.Time.Unix() != t0.Unix()+10 || p.Sequence != 0 {
@@ -604,7 +604,7 @@ func TestCachedDiscardRacesTakersWithoutLoss(t *testing.T) {
 	}
 	for range 300 {
 		clock.Add(7 * time.Second)
-		g.Pad(context.Background())
+		g.padNow(context.Background())
 	}
 	close(stop)
 	wg.Wait()
@@ -666,7 +666,7 @@ func TestCachedDiscardIsNotDemand(t *testing.T) {
 	// second, 256: nothing was taken.
 	testwait.WaitFor(t, 5*time.Second, "the fill target set from the last second", func() bool { return g.State().Target == 256 })
 	clock.Add(10 * time.Second) // everything in the ring now lags
-	if _, err := g.Pad(context.Background()); err != nil {
+	if _, err := g.padNow(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	// The round that discarded (this one, or a freshness round just before

@@ -96,7 +96,7 @@ func TestLanesGrowInWorkerIDOrderAndKeepIDsIncreasing(t *testing.T) {
 	take(3 * 256)
 	testwait.WaitFor(t, 5*time.Second, "two extra lanes", func() bool { return len(g.State().Lanes) == 3 })
 	clock.Add(5 * time.Second) // the new second is filled by all three lanes
-	g.Pad(ctx)
+	g.padNow(ctx)
 	take(3*256 + 10)
 	for i := 1; i < len(ids); i++ {
 		if ids[i] <= ids[i-1] {
@@ -134,7 +134,7 @@ func TestLanesSkipSecondsTheirPreviousHolderMayHaveUsed(t *testing.T) {
 	takeSmall(t, g, 3*256)
 	testwait.WaitFor(t, 5*time.Second, "an extra lane", func() bool { return len(g.State().Lanes) == 2 })
 	clock.Add(10 * time.Second)
-	g.Pad(ctx)
+	g.padNow(ctx)
 	dst := make([]uint64, 300)
 	n, _ := g.TryNextN(dst)
 	if n != len(dst) {
@@ -368,13 +368,13 @@ func TestLanesNeverRefillASecondAfterTheOthersFail(t *testing.T) {
 	ids := takeSmall(t, g, 3*256)
 	testwait.WaitFor(t, 5*time.Second, "two extra lanes", func() bool { return g.State().LanesClaimed == 2 })
 	clock.Add(20 * time.Second)
-	g.Pad(ctx) // fills the new second's first lane: the 256-slot ring is full
+	g.padNow(ctx) // fills the new second's first lane: the 256-slot ring is full
 	ids = append(ids, takeSmall(t, g, 256)...)
 	for _, c := range store.all() {
 		c.invalid.Store(true) // the other lanes become unusable
 	}
 	for range 4 {
-		g.Pad(ctx)
+		g.padNow(ctx)
 		dst := make([]uint64, 64)
 		if got, _ := g.TryNextN(dst); got > 0 {
 			ids = append(ids, dst[:got]...)

@@ -16,8 +16,8 @@ const (
 	// TriggerFreshness: IDs in the ring lag the wall clock by more than
 	// MaxLag; the round discards them and refills.
 	TriggerFreshness PaddingTrigger = "freshness"
-	// TriggerForced: a caller asked for the round (CachedGenerator.Pad).
-	TriggerForced PaddingTrigger = "forced"
+	// triggerForced: a test of the package asked for the round (padNow).
+	triggerForced PaddingTrigger = "forced"
 )
 
 // PaddingReport describes a finished padding round.

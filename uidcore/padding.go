@@ -72,7 +72,7 @@ func (g *CachedGenerator) paddingLoop() {
 			}
 			trigger = TriggerThreshold
 		case reply = <-g.forced:
-			trigger = TriggerForced
+			trigger = triggerForced
 		}
 		report, reason := g.pad(trigger)
 		if reply != nil {

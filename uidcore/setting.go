@@ -2,7 +2,8 @@ package uidcore
 
 // SettingError is a setting a configuration struct cannot take, named by
 // its field: the one error type of every library's configuration
-// (uidcore's Layout and CachedOptions, sequence.Config, workerid.Config,
+// (uidcore's Layout and CachedOptions, sequence.Config, workerid.Config
+// and the stores' mysqlstore.Config and kvstore.Config,
 // natsio.BlocksConfig, telemetry.Config), so that a program can find the
 // setting behind any of them with one errors.As and name it its own way
 // (the dispenser names its environment variable). It lives here because

@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"log/slog"
-	"regexp"
-	"strings"
 	"time"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/setting"
@@ -22,31 +20,20 @@ const (
 	ModeDisposable Mode = "disposable"
 )
 
-// Config configures worker-ID assignment and the stores (mysqlstore,
-// kvstore). It is a plain struct whose zero values take the defaults of
-// DefaultConfig, the one place they are written (WithDefaults fills them
-// in), except CreateTables, a bool whose default is true: start from
-// DefaultConfig to keep it. The dispenser maps its environment onto it.
+// Config configures worker-ID assignment, the settings every store
+// shares; each store's own Config (mysqlstore.Config, kvstore.Config)
+// embeds it beside the settings of its backend. It is a plain struct
+// whose zero values take the defaults of DefaultConfig, the one place
+// they are written (WithDefaults fills them in). The dispenser maps its
+// environment onto it.
 type Config struct {
-	// MySQLDSN is the MySQL store's DSN (go-sql-driver form,
-	// user:password@tcp(host:3306)/db); the KV store ignores it.
-	MySQLDSN   string
 	WorkerMode Mode // default ModeLeased
 	// LeaseTTL is how long a lease lasts without renewal (renewed every
 	// third of it); at least 1s. Leased mode.
 	LeaseTTL time.Duration
 	// ReserveChunk is how far ahead seconds are reserved in the store at
 	// a time; at least 1s. Leased mode.
-	ReserveChunk     time.Duration
-	WorkerNodeTable  string // MySQL, disposable: UidGenerator's WORKER_NODE
-	WorkerLeaseTable string // MySQL, leased: the lease table
-	// CreateTables creates the mode's tables at start-up when missing
-	// (MySQL; needs the CREATE privilege).
-	CreateTables     bool
-	FleetTable       string // MySQL: the fleet record (one row)
-	SequenceTable    string // MySQL: the named sequences (one row per name)
-	WorkerKVBucket   string // KV: the bucket
-	WorkerKVReplicas int    // KV: replicas when the bucket is created, 1..5
+	ReserveChunk time.Duration
 	// StoreStartupDeadline is how long start-up (and a claim) retries an
 	// unreachable store before it fails; negative: one attempt.
 	StoreStartupDeadline time.Duration
@@ -71,36 +58,22 @@ type Config struct {
 }
 
 // DefaultConfig is the configuration with every default: leased worker
-// IDs on the KV bucket uid_workers (no DSN), UidGenerator's table names.
+// IDs.
 func DefaultConfig() Config {
 	return Config{
 		WorkerMode:           ModeLeased,
 		LeaseTTL:             30 * time.Second,
 		ReserveChunk:         60 * time.Second,
-		WorkerNodeTable:      "WORKER_NODE",
-		WorkerLeaseTable:     "WORKER_LEASE",
-		CreateTables:         true,
-		FleetTable:           "UID_FLEET",
-		SequenceTable:        "UID_SEQUENCE",
-		WorkerKVBucket:       "uid_workers",
-		WorkerKVReplicas:     1,
 		StoreStartupDeadline: 30 * time.Second,
 	}
 }
 
-// WithDefaults is c with every zero setting set to DefaultConfig's
-// (CreateTables, a bool, is kept as it is).
+// WithDefaults is c with every zero setting set to DefaultConfig's.
 func (c Config) WithDefaults() Config {
 	d := DefaultConfig()
 	c.WorkerMode = cmp.Or(c.WorkerMode, d.WorkerMode)
 	c.LeaseTTL = cmp.Or(c.LeaseTTL, d.LeaseTTL)
 	c.ReserveChunk = cmp.Or(c.ReserveChunk, d.ReserveChunk)
-	c.WorkerNodeTable = cmp.Or(c.WorkerNodeTable, d.WorkerNodeTable)
-	c.WorkerLeaseTable = cmp.Or(c.WorkerLeaseTable, d.WorkerLeaseTable)
-	c.FleetTable = cmp.Or(c.FleetTable, d.FleetTable)
-	c.SequenceTable = cmp.Or(c.SequenceTable, d.SequenceTable)
-	c.WorkerKVBucket = cmp.Or(c.WorkerKVBucket, d.WorkerKVBucket)
-	c.WorkerKVReplicas = cmp.Or(c.WorkerKVReplicas, d.WorkerKVReplicas)
 	c.StoreStartupDeadline = cmp.Or(c.StoreStartupDeadline, d.StoreStartupDeadline)
 	return c
 }
@@ -127,14 +100,9 @@ func (c Config) Name(field string) string {
 // its own variable.
 type SettingError = setting.Error
 
-var (
-	identifierPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
-	bucketPattern     = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-)
-
 // Validate reports the first invalid setting as a *SettingError, zero
-// settings read as their defaults. The DSN is the MySQL store's to check
-// (mysqlstore.Validate checks it too).
+// settings read as their defaults. A store's Config.Validate checks its
+// own settings too.
 func (c Config) Validate() error {
 	c = c.WithDefaults()
 	bad := func(field, format string, args ...any) error {
@@ -148,28 +116,6 @@ func (c Config) Validate() error {
 	}
 	if c.ReserveChunk < time.Second {
 		return bad("ReserveChunk", "%s is shorter than 1s", c.ReserveChunk)
-	}
-	for _, t := range []struct{ field, name string }{{"WorkerNodeTable", c.WorkerNodeTable}, {"WorkerLeaseTable", c.WorkerLeaseTable}, {"FleetTable", c.FleetTable}, {"SequenceTable", c.SequenceTable}} {
-		if !identifierPattern.MatchString(t.name) {
-			return bad(t.field, "%q is not a plain SQL identifier (letters, digits and _, not starting with a digit, at most 64)", t.name)
-		}
-	}
-	if strings.EqualFold(c.WorkerNodeTable, c.WorkerLeaseTable) {
-		return bad("WorkerLeaseTable", "%q is also the worker-node table", c.WorkerLeaseTable)
-	}
-	if strings.EqualFold(c.FleetTable, c.WorkerNodeTable) || strings.EqualFold(c.FleetTable, c.WorkerLeaseTable) {
-		return bad("FleetTable", "%q is also a worker-ID table", c.FleetTable)
-	}
-	for _, other := range []string{c.WorkerNodeTable, c.WorkerLeaseTable, c.FleetTable} {
-		if strings.EqualFold(c.SequenceTable, other) {
-			return bad("SequenceTable", "%q is also the table %s", c.SequenceTable, other)
-		}
-	}
-	if !bucketPattern.MatchString(c.WorkerKVBucket) {
-		return bad("WorkerKVBucket", "%q is not a valid bucket name (letters, digits, _ and -)", c.WorkerKVBucket)
-	}
-	if c.WorkerKVReplicas < 1 || c.WorkerKVReplicas > 5 {
-		return bad("WorkerKVReplicas", "%d is outside 1..5", c.WorkerKVReplicas)
 	}
 	return c.validateRegions()
 }
@@ -193,16 +139,6 @@ func (c Config) validateRegions() error {
 		return &SettingError{Field: "Regions", Reason: fmt.Sprintf("regions need %s=%s: disposable worker IDs are never reused, so a region's range would run out after as many starts, and a store's auto-increment cannot be kept inside a range", c.Name("WorkerMode"), ModeLeased)}
 	}
 	return nil
-}
-
-// KVBucket is the KV store's bucket: WorkerKVBucket, or with regions
-// WorkerKVBucket_<region> (uid_workers_east), one per region, so that a
-// region's claims, renewals and lanes stay in its own cluster.
-func (c Config) KVBucket() string {
-	if c.Regions.IsZero() {
-		return c.WorkerKVBucket
-	}
-	return c.WorkerKVBucket + "_" + c.Region
 }
 
 // WorkerRange is the range of worker IDs this instance claims from in

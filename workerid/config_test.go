@@ -16,21 +16,18 @@ func TestDefaultConfigIsValid(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Errorf("defaults invalid: %v", err)
 	}
-	if c.WorkerMode != workerid.ModeLeased || c.MySQLDSN != "" || !c.CreateTables {
-		t.Errorf("default mode %q, DSN %q, create tables %v", c.WorkerMode, c.MySQLDSN, c.CreateTables)
+	if c.WorkerMode != workerid.ModeLeased {
+		t.Errorf("default mode %q", c.WorkerMode)
 	}
-	// Zero values are the defaults, CreateTables (a bool defaulting to
-	// true) aside.
+	// Zero values are the defaults.
 	if err := (workerid.Config{}).Validate(); err != nil {
 		t.Errorf("the zero Config is invalid: %v", err)
 	}
-	zero := workerid.Config{}.WithDefaults()
-	zero.CreateTables = c.CreateTables
-	if !reflect.DeepEqual(zero, c) {
+	if zero := (workerid.Config{}).WithDefaults(); !reflect.DeepEqual(zero, c) {
 		t.Errorf("zero Config with defaults\n %+v\nwant DefaultConfig\n %+v", zero, c)
 	}
-	set := workerid.Config{LeaseTTL: time.Minute, WorkerKVReplicas: 3, StoreStartupDeadline: -1}.WithDefaults()
-	if set.LeaseTTL != time.Minute || set.WorkerKVReplicas != 3 || set.StoreStartupDeadline != -1 || set.ReserveChunk != c.ReserveChunk {
+	set := workerid.Config{LeaseTTL: time.Minute, StoreStartupDeadline: -1}.WithDefaults()
+	if set.LeaseTTL != time.Minute || set.StoreStartupDeadline != -1 || set.ReserveChunk != c.ReserveChunk {
 		t.Errorf("WithDefaults changed a set value or missed a zero one: %+v", set)
 	}
 }
@@ -46,13 +43,6 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 		{func(c *workerid.Config) { c.WorkerMode = "sticky" }, "WorkerMode", "sticky"},
 		{func(c *workerid.Config) { c.LeaseTTL = 500 * time.Millisecond }, "LeaseTTL", "500ms"},
 		{func(c *workerid.Config) { c.ReserveChunk = -time.Second }, "ReserveChunk", "-1s"},
-		{func(c *workerid.Config) { c.WorkerNodeTable = "WORKER_NODE; DROP TABLE x" }, "WorkerNodeTable", "identifier"},
-		{func(c *workerid.Config) { c.WorkerLeaseTable = "1lease" }, "WorkerLeaseTable", "identifier"},
-		{func(c *workerid.Config) { c.WorkerLeaseTable = "worker_node" }, "WorkerLeaseTable", "worker-node table"},
-		{func(c *workerid.Config) { c.FleetTable = "worker_lease" }, "FleetTable", "worker-ID table"},
-		{func(c *workerid.Config) { c.SequenceTable = "uid_fleet" }, "SequenceTable", "UID_FLEET"},
-		{func(c *workerid.Config) { c.WorkerKVBucket = "a.b" }, "WorkerKVBucket", "a.b"},
-		{func(c *workerid.Config) { c.WorkerKVReplicas = 6 }, "WorkerKVReplicas", "1..5"},
 	}
 	for _, tc := range cases {
 		c := workerid.DefaultConfig()

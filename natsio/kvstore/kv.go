@@ -44,7 +44,7 @@ type Assigner struct {
 	js        jetstream.JetStream
 	kv        jetstream.KeyValue
 	nc        *nats.Conn // for reads at the stream leader and the stream's subjects
-	cfg       workerid.Config
+	cfg       Config
 	host      workerid.Host
 	log       *slog.Logger
 	storeName string
@@ -54,10 +54,8 @@ type Assigner struct {
 // NewAssigner opens (creating when missing) the bucket cfg.KVBucket()
 // on nc (with regions, placed in the cluster named after the region), retrying up to cfg.StoreStartupDeadline while JetStream does not
 // answer. A bucket made beforehand (for example with more replicas) is
-// used as it is. Only the worker-ID fields of cfg matter; MySQLDSN is
-// ignored.
-func NewAssigner(ctx context.Context, nc *nats.Conn, cfg workerid.Config) (*Assigner, error) {
-	cfg.MySQLDSN = ""
+// used as it is.
+func NewAssigner(ctx context.Context, nc *nats.Conn, cfg Config) (*Assigner, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -69,7 +67,7 @@ func NewAssigner(ctx context.Context, nc *nats.Conn, cfg workerid.Config) (*Assi
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
-		return nil, fmt.Errorf("natsio: worker-ID bucket: %w", err)
+		return nil, fmt.Errorf("kvstore: worker-ID bucket: %w", err)
 	}
 	bucket := cfg.KVBucket()
 	a := &Assigner{js: js, nc: nc, cfg: cfg, host: host, log: logger,
@@ -87,19 +85,19 @@ func NewAssigner(ctx context.Context, nc *nats.Conn, cfg workerid.Config) (*Assi
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("natsio: %s: %w", a.storeName, err)
+		return nil, fmt.Errorf("kvstore: %s: %w", a.storeName, err)
 	}
 	if cfg.WorkerMode == workerid.ModeLeased {
 		store := &kvLeaseStore{kv: a.kv, nc: nc, bucket: bucket, log: logger}
-		a.leases, err = workerid.NewLeaseAssigner(store, workerid.LeaseConfigFrom(cfg, host, a.storeName))
+		a.leases, err = workerid.NewLeaseAssigner(store, workerid.LeaseConfigFrom(cfg.Config, host, a.storeName))
 		if err != nil {
 			return nil, err
 		}
 	}
 	placed := a.placement(ctx)
-	logger.Info("natsio: KV worker-ID store ready", "store", a.storeName, "mode", cfg.WorkerMode, "bucket", bucket, "region", cfg.Region, "cluster", placed)
+	logger.Info("kvstore: KV worker-ID store ready", "store", a.storeName, "mode", cfg.WorkerMode, "bucket", bucket, "region", cfg.Region, "cluster", placed)
 	if cfg.Region != "" && placed != "" && placed != cfg.Region {
-		logger.Warn("natsio: the region's worker-ID bucket is placed in another cluster: every claim and renewal crosses a gateway",
+		logger.Warn("kvstore: the region's worker-ID bucket is placed in another cluster: every claim and renewal crosses a gateway",
 			"bucket", bucket, "region", cfg.Region, "cluster", placed)
 	}
 	return a, nil
@@ -171,9 +169,9 @@ func (a *Assigner) Claim(ctx context.Context, layout uidcore.Layout) (uidcore.Cl
 	// For operators, like a WORKER_NODE row; the counter alone decides.
 	node, _ := json.Marshal(kvNode{Host: a.host.Name, Port: a.host.Port, Type: int(a.host.Type), LaunchedMs: time.Now().UnixMilli()})
 	if _, err := a.kv.Put(ctx, kvNodePrefix+strconv.FormatUint(id, 10), node); err != nil {
-		a.log.Warn("natsio: could not record the host of a disposable worker ID", "worker_id", id, "error", err)
+		a.log.Warn("kvstore: could not record the host of a disposable worker ID", "worker_id", id, "error", err)
 	}
-	a.log.Info("natsio: disposable worker ID", "worker_id", id, "store", a.storeName)
+	a.log.Info("kvstore: disposable worker ID", "worker_id", id, "store", a.storeName)
 	return claim, nil
 }
 
@@ -200,7 +198,7 @@ func (a *Assigner) nextDisposable(ctx context.Context, layout uidcore.Layout) (u
 		default:
 			last, perr := strconv.ParseUint(string(e.Value()), 10, 64)
 			if perr != nil {
-				return 0, workerid.Permanent(fmt.Errorf("natsio: key %s of %s holds %q, not a worker ID: fix or remove it", kvCounterKey, a.storeName, kvExcerpt(e.Value())))
+				return 0, workerid.Permanent(fmt.Errorf("kvstore: key %s of %s holds %q, not a worker ID: fix or remove it", kvCounterKey, a.storeName, kvExcerpt(e.Value())))
 			}
 			next = last + 1
 			if next > layout.MaxWorkerID() {
@@ -240,7 +238,7 @@ type kvLease struct {
 }
 
 // errBadLease: a lease key's value is not a lease this package wrote.
-var errBadLease = errors.New("natsio: malformed worker lease")
+var errBadLease = errors.New("kvstore: malformed worker lease")
 
 func decodeKVLease(b []byte) (kvLease, error) {
 	var l kvLease
@@ -311,14 +309,14 @@ func (s *kvLeaseStore) tryAcquire(ctx context.Context, req workerid.LeaseRequest
 		// Deleted or purged by hand: the reserved second is gone, so the
 		// worker ID is not safe to reuse.
 		if !futureToo {
-			s.log.Warn("natsio: skipping a deleted worker lease: its reserved second is unknown", "key", e.Key())
+			s.log.Warn("kvstore: skipping a deleted worker lease: its reserved second is unknown", "key", e.Key())
 		}
 		return workerid.Grant{}, false, nil
 	default:
 		prev, derr := decodeKVLease(e.Value())
 		if derr != nil {
 			if !futureToo {
-				s.log.Warn("natsio: skipping a malformed worker lease", "key", e.Key(), "error", derr)
+				s.log.Warn("kvstore: skipping a malformed worker lease", "key", e.Key(), "error", derr)
 			}
 			return workerid.Grant{}, false, nil
 		}
@@ -352,7 +350,7 @@ func (s *kvLeaseStore) snapshot(ctx context.Context) (map[uint64]jetstream.KeyVa
 		select {
 		case e, ok := <-w.Updates():
 			if !ok {
-				return nil, errors.New("natsio: lease watcher closed")
+				return nil, errors.New("kvstore: lease watcher closed")
 			}
 			if e == nil { // the initial values are all in
 				return out, nil

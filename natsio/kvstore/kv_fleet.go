@@ -40,7 +40,7 @@ func (a *Assigner) readFleet(ctx context.Context) (workerid.Fleet, uint64, error
 	}
 	var f workerid.Fleet
 	if err := json.Unmarshal(e.Value(), &f); err != nil {
-		return workerid.Fleet{}, 0, workerid.Permanent(fmt.Errorf("natsio: key %s of %s is not a fleet record (%s): %w", kvFleetKey, a.storeName, kvExcerpt(e.Value()), err))
+		return workerid.Fleet{}, 0, workerid.Permanent(fmt.Errorf("kvstore: key %s of %s is not a fleet record (%s): %w", kvFleetKey, a.storeName, kvExcerpt(e.Value()), err))
 	}
 	return f, e.Revision(), nil
 }
@@ -66,7 +66,7 @@ func (a *Assigner) RegionFleet(ctx context.Context, region string) (workerid.Fle
 	}
 	var f workerid.Fleet
 	if err := json.Unmarshal(e.Value(), &f); err != nil {
-		return workerid.Fleet{}, false, fmt.Errorf("natsio: key %s of bucket %s is not a fleet record (%s): %w", kvFleetKey, other.KVBucket(), kvExcerpt(e.Value()), err)
+		return workerid.Fleet{}, false, fmt.Errorf("kvstore: key %s of bucket %s is not a fleet record (%s): %w", kvFleetKey, other.KVBucket(), kvExcerpt(e.Value()), err)
 	}
 	return f, true, nil
 }
@@ -98,7 +98,7 @@ func (a *Assigner) LeaseHorizon(ctx context.Context) (int64, int, error) {
 	s := &kvLeaseStore{kv: a.kv, nc: a.nc, bucket: a.cfg.KVBucket(), log: a.log}
 	keys, err := s.keys(ctx)
 	if err != nil {
-		return 0, 0, fmt.Errorf("natsio: list the leases of %s: %w", a.storeName, err)
+		return 0, 0, fmt.Errorf("kvstore: list the leases of %s: %w", a.storeName, err)
 	}
 	var last int64
 	live := 0
@@ -131,14 +131,14 @@ func (a *Assigner) RevokeLeases(ctx context.Context) (int, error) {
 	s := &kvLeaseStore{kv: a.kv, nc: a.nc, bucket: a.cfg.KVBucket(), log: a.log}
 	keys, err := s.keys(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("natsio: list the leases of %s: %w", a.storeName, err)
+		return 0, fmt.Errorf("kvstore: list the leases of %s: %w", a.storeName, err)
 	}
 	revoked := 0
 	for _, key := range keys {
 		for {
 			le, err := s.leaderGet(ctx, key)
 			if err != nil {
-				return revoked, fmt.Errorf("natsio: revoke %s of %s: %w", key, a.storeName, err)
+				return revoked, fmt.Errorf("kvstore: revoke %s of %s: %w", key, a.storeName, err)
 			}
 			l, derr := decodeKVLease(le.value)
 			if !le.found || derr != nil || l.Owner == "" {
@@ -151,7 +151,7 @@ func (a *Assigner) RevokeLeases(ctx context.Context) (int, error) {
 				break
 			}
 			if !lostRace(err) {
-				return revoked, fmt.Errorf("natsio: revoke %s of %s: %w", key, a.storeName, err)
+				return revoked, fmt.Errorf("kvstore: revoke %s of %s: %w", key, a.storeName, err)
 			}
 		}
 	}

@@ -36,7 +36,7 @@ func (s *kvLeaseStore) leaderGet(ctx context.Context, key string) (leaderEntry, 
 	}{"$KV." + s.bucket + "." + key})
 	msg, err := s.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET.KV_"+s.bucket, req)
 	if err != nil {
-		return leaderEntry{}, fmt.Errorf("natsio: read %s at the stream leader: %w", key, err)
+		return leaderEntry{}, fmt.Errorf("kvstore: read %s at the stream leader: %w", key, err)
 	}
 	var resp struct {
 		Message *struct {
@@ -47,20 +47,20 @@ func (s *kvLeaseStore) leaderGet(ctx context.Context, key string) (leaderEntry, 
 		Error *jetstream.APIError `json:"error"`
 	}
 	if err := json.Unmarshal(msg.Data, &resp); err != nil {
-		return leaderEntry{}, fmt.Errorf("natsio: read %s at the stream leader: %w", key, err)
+		return leaderEntry{}, fmt.Errorf("kvstore: read %s at the stream leader: %w", key, err)
 	}
 	switch {
 	case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
 		return leaderEntry{}, nil
 	case resp.Error != nil:
-		return leaderEntry{}, fmt.Errorf("natsio: read %s at the stream leader: %w", key, resp.Error)
+		return leaderEntry{}, fmt.Errorf("kvstore: read %s at the stream leader: %w", key, resp.Error)
 	case resp.Message == nil:
-		return leaderEntry{}, fmt.Errorf("natsio: read %s at the stream leader: %w", key, jetstream.ErrInvalidJetStreamResponse)
+		return leaderEntry{}, fmt.Errorf("kvstore: read %s at the stream leader: %w", key, jetstream.ErrInvalidJetStreamResponse)
 	}
 	if len(resp.Message.Hdrs) > 0 {
 		h, err := nats.DecodeHeadersMsg(resp.Message.Hdrs)
 		if err != nil {
-			return leaderEntry{}, fmt.Errorf("natsio: read %s at the stream leader: %w", key, err)
+			return leaderEntry{}, fmt.Errorf("kvstore: read %s at the stream leader: %w", key, err)
 		}
 		if op := h.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
 			return leaderEntry{revision: resp.Message.Seq}, nil

@@ -25,8 +25,15 @@ import (
 
 func kvQuietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func withQuietLogger(cfg workerid.Config) workerid.Config {
+func withQuietLogger(cfg kvstore.Config) kvstore.Config {
 	cfg.Logger = kvQuietLogger()
+	return cfg
+}
+
+// kvConfig is the suite's configuration of mode on the default bucket.
+func kvConfig(mode workerid.Mode) kvstore.Config {
+	cfg := kvstore.DefaultConfig()
+	cfg.Config = workeridtest.Config(mode)
 	return cfg
 }
 
@@ -43,7 +50,7 @@ func kvConnect(t testing.TB, addr string) *nats.Conn {
 	return nc
 }
 
-func newKVAssigner(t testing.TB, cfg workerid.Config, addr string) *kvstore.Assigner {
+func newKVAssigner(t testing.TB, cfg kvstore.Config, addr string) *kvstore.Assigner {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -59,8 +66,7 @@ func kvStore(addr, bucket string) workeridtest.Store {
 	return workeridtest.Store{
 		Addr: addr,
 		New: func(t testing.TB, cfg workerid.Config, via string) uidcore.Assigner {
-			cfg.WorkerKVBucket = bucket
-			return newKVAssigner(t, cfg, via)
+			return newKVAssigner(t, kvstore.Config{Config: cfg, WorkerKVBucket: bucket}, via)
 		},
 	}
 }
@@ -150,7 +156,7 @@ func kvBucket(t *testing.T, addr, bucket string) jetstream.KeyValue {
 // An owner whose key was overwritten has lost its worker ID for good.
 func TestKVMalformedLeaseSkipped(t *testing.T) {
 	addr := embeddedAddr(t)
-	cfg := workeridtest.Config(workerid.ModeLeased)
+	cfg := kvConfig(workerid.ModeLeased)
 	a := newKVAssigner(t, cfg, addr)
 	first, err := a.Claim(context.Background(), uidcore.DefaultLayout())
 	if err != nil {
@@ -201,7 +207,7 @@ func TestKVMalformedLeaseSkipped(t *testing.T) {
 // counter that holds garbage is a clear error, not a guess.
 func TestKVDisposableCounter(t *testing.T) {
 	addr := embeddedAddr(t)
-	cfg := workeridtest.Config(workerid.ModeDisposable)
+	cfg := kvConfig(workerid.ModeDisposable)
 	a := newKVAssigner(t, cfg, addr)
 	c, err := a.Claim(context.Background(), uidcore.DefaultLayout())
 	if err != nil {
@@ -223,7 +229,7 @@ func TestKVDisposableCounter(t *testing.T) {
 
 func TestKVAssignerBadConfig(t *testing.T) {
 	addr := embeddedAddr(t)
-	cfg := workerid.DefaultConfig()
+	cfg := kvstore.DefaultConfig()
 	cfg.WorkerKVBucket = "bad bucket"
 	_, err := kvstore.NewAssigner(context.Background(), kvConnect(t, addr), withQuietLogger(cfg))
 	var se *workerid.SettingError
@@ -245,7 +251,7 @@ func TestKVAssignerNoJetStream(t *testing.T) {
 	if !srv.ReadyForConnections(5 * time.Second) {
 		t.Fatal("nats-server not ready")
 	}
-	cfg := workerid.DefaultConfig()
+	cfg := kvstore.DefaultConfig()
 	cfg.StoreStartupDeadline = time.Second
 	begin := time.Now()
 	_, err = kvstore.NewAssigner(context.Background(), kvConnect(t, strings.TrimPrefix(srv.ClientURL(), "nats://")), withQuietLogger(cfg))

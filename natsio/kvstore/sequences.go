@@ -43,7 +43,7 @@ func (s *SequenceStore) read(ctx context.Context, name string) (uint64, uint64, 
 	}
 	v, err := strconv.ParseUint(string(e.Value()), 10, 64)
 	if err != nil || v > sequence.MaxValue {
-		return 0, 0, fmt.Errorf("natsio: key %s holds %q, not a sequence's end: restore it (never lower it)", e.Key(), kvExcerpt(e.Value()))
+		return 0, 0, fmt.Errorf("kvstore: key %s holds %q, not a sequence's end: restore it (never lower it)", e.Key(), kvExcerpt(e.Value()))
 	}
 	return v, e.Revision(), nil
 }
@@ -101,7 +101,7 @@ func (s *SequenceStore) Declare(ctx context.Context, name string, first uint64) 
 	}
 	if _, _, err := s.read(ctx, name); err != nil {
 		if errors.Is(err, sequence.ErrUnknownSequence) {
-			return false, fmt.Errorf("natsio: key %s was deleted: its numbers may have been handed out, so it is not declared again; put back its last value", key)
+			return false, fmt.Errorf("kvstore: key %s was deleted: its numbers may have been handed out, so it is not declared again; put back its last value", key)
 		}
 		return false, err
 	}
@@ -120,7 +120,7 @@ func (s *SequenceStore) List(ctx context.Context) ([]string, error) {
 		select {
 		case e, ok := <-w.Updates():
 			if !ok {
-				return nil, errors.New("natsio: sequence watcher closed")
+				return nil, errors.New("kvstore: sequence watcher closed")
 			}
 			if e == nil {
 				return names, nil

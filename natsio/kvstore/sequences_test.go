@@ -5,15 +5,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/uid-dispenser/uid-dispenser/natsio/kvstore"
 	"github.com/uid-dispenser/uid-dispenser/sequence"
 	"github.com/uid-dispenser/uid-dispenser/sequence/sequencetest"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
-	"github.com/uid-dispenser/uid-dispenser/workerid/workeridtest"
 )
 
 func kvSequenceStore(addr, bucket string) sequencetest.Store {
 	return sequencetest.Store{Addr: addr, New: func(t testing.TB, via string) sequence.SegmentStore {
-		cfg := workeridtest.Config(workerid.ModeLeased)
+		cfg := kvConfig(workerid.ModeLeased)
 		cfg.WorkerKVBucket = bucket
 		s, _ := newKVAssigner(t, cfg, via).Sequences(context.Background())
 		return s
@@ -39,14 +39,14 @@ func TestKVSequenceConformanceNATS29(t *testing.T) {
 func TestKVSequenceDeletedKeyNotRedeclared(t *testing.T) {
 	addr := embeddedAddr(t)
 	ctx := context.Background()
-	s, _ := newKVAssigner(t, workeridtest.Config(workerid.ModeLeased), addr).Sequences(ctx)
+	s, _ := newKVAssigner(t, kvConfig(workerid.ModeLeased), addr).Sequences(ctx)
 	if created, err := s.Declare(ctx, "orders", 1); err != nil || !created {
 		t.Fatalf("Declare: %v, %v", created, err)
 	}
 	if _, err := s.Take(ctx, "orders", 100); err != nil {
 		t.Fatal(err)
 	}
-	if err := kvBucket(t, addr, workerid.DefaultConfig().WorkerKVBucket).Delete(ctx, "seq.orders"); err != nil {
+	if err := kvBucket(t, addr, kvstore.DefaultConfig().WorkerKVBucket).Delete(ctx, "seq.orders"); err != nil {
 		t.Fatal(err)
 	}
 	_, err := s.Declare(ctx, "orders", 1)

@@ -7,12 +7,13 @@ import (
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
+	"github.com/uid-dispenser/uid-dispenser/workerid/mysqlstore"
 )
 
 // benchClaims are a static claim and a lease on the machine's MySQL, for
 // comparing the hot-path cost of a lease with that of no lease at all.
 func benchClaims(b *testing.B) map[string]uidcore.Claim {
-	cfg := workerid.DefaultConfig()
+	cfg := mysqlstore.DefaultConfig()
 	cfg.MySQLDSN = testenv.MySQL(b)
 	lease := claimOK(b, newMySQLAssigner(b, cfg), uidcore.DefaultLayout())
 	b.Cleanup(func() { lease.Release(context.Background()) })
@@ -39,7 +40,7 @@ func BenchmarkUntil(b *testing.B) {
 func BenchmarkMySQLClaim(b *testing.B) {
 	for _, mode := range []workerid.Mode{workerid.ModeLeased, workerid.ModeDisposable} {
 		b.Run(string(mode), func(b *testing.B) {
-			cfg := workerid.DefaultConfig()
+			cfg := mysqlstore.DefaultConfig()
 			cfg.MySQLDSN = testenv.MySQL(b)
 			cfg.WorkerMode = mode
 			a := newMySQLAssigner(b, cfg)

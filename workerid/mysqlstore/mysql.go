@@ -79,7 +79,7 @@ func mysqlErrorNumber(err error) uint16 {
 // It implements uidcore.Assigner. Close it when done.
 type Assigner struct {
 	db        *sql.DB
-	cfg       workerid.Config
+	cfg       Config
 	host      workerid.Host
 	log       *slog.Logger
 	storeName string                  // "MySQL at host:port", for messages
@@ -91,9 +91,9 @@ type Assigner struct {
 // cfg.StoreStartupDeadline, creates the table of cfg.WorkerMode when
 // cfg.CreateTables is set, and checks that it is usable. Errors name the
 // server's address, never the password.
-func NewAssigner(ctx context.Context, cfg workerid.Config) (*Assigner, error) {
+func NewAssigner(ctx context.Context, cfg Config) (*Assigner, error) {
 	cfg = cfg.WithDefaults()
-	if err := Validate(cfg); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if cfg.MySQLDSN == "" {
@@ -160,7 +160,7 @@ func NewAssigner(ctx context.Context, cfg workerid.Config) (*Assigner, error) {
 	}
 	if cfg.WorkerMode == workerid.ModeLeased {
 		a.store = &mysqlLeaseStore{db: db, table: quoteIdent(table)}
-		a.leases, err = workerid.NewLeaseAssigner(a.store, workerid.LeaseConfigFrom(cfg, host, a.storeName+" table "+table))
+		a.leases, err = workerid.NewLeaseAssigner(a.store, workerid.LeaseConfigFrom(cfg.Config, host, a.storeName+" table "+table))
 		if err != nil {
 			db.Close()
 			return nil, err
@@ -174,7 +174,7 @@ func NewAssigner(ctx context.Context, cfg workerid.Config) (*Assigner, error) {
 // saying what to change by the settings' names (cfg.Name: the dispenser's
 // variables), and "workerid:" once: RetryStore's error after the
 // deadline already carries it (ErrStoreUnavailable) and where.
-func startupError(cfg workerid.Config, where, database string, err error) error {
+func startupError(cfg Config, where, database string, err error) error {
 	if errors.Is(err, workerid.ErrStoreUnavailable) {
 		return fmt.Errorf("%w; check %s and that the server is up (start-up waited %s=%s for it)",
 			err, cfg.Name("MySQLDSN"), cfg.Name("StoreStartupDeadline"), cfg.StoreStartupDeadline)
@@ -443,34 +443,4 @@ type driverLogger struct {
 
 func (l driverLogger) Print(v ...any) {
 	l.log.Warn(redactPassword(strings.TrimSpace(fmt.Sprint(v...)), l.password))
-}
-
-// Validate is cfg.Validate that also checks cfg.MySQLDSN, when set, is a
-// DSN the driver reads. Its errors are *workerid.SettingError and never
-// echo the DSN's password.
-func Validate(cfg workerid.Config) error {
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
-	if cfg.MySQLDSN != "" {
-		if _, err := mysql.ParseDSN(cfg.MySQLDSN); err != nil {
-			return &workerid.SettingError{Field: "MySQLDSN", Reason: "not a valid DSN: " + redactDSN(err.Error(), cfg.MySQLDSN)}
-		}
-	}
-	return nil
-}
-
-// redactDSN removes from msg anything that could be the DSN's credentials
-// (everything before its last '@').
-func redactDSN(msg, dsn string) string {
-	at := strings.LastIndex(dsn, "@")
-	if at <= 0 {
-		return msg
-	}
-	msg = strings.ReplaceAll(msg, dsn, "***")
-	creds := dsn[:at]
-	if i := strings.Index(creds, ":"); i >= 0 && i+1 < len(creds) {
-		msg = strings.ReplaceAll(msg, creds[i+1:], "***")
-	}
-	return strings.ReplaceAll(msg, creds, "***")
 }

@@ -40,7 +40,7 @@ func testLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
-func withTestLogger(cfg workerid.Config) workerid.Config {
+func withTestLogger(cfg mysqlstore.Config) mysqlstore.Config {
 	cfg.Logger = testLogger()
 	return cfg
 }
@@ -56,7 +56,7 @@ func withAddr(t testing.TB, dsn, addr string) string {
 	return c.FormatDSN()
 }
 
-func newMySQLAssigner(t testing.TB, cfg workerid.Config) *mysqlstore.Assigner {
+func newMySQLAssigner(t testing.TB, cfg mysqlstore.Config) *mysqlstore.Assigner {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -76,8 +76,9 @@ func mysqlStore(t *testing.T) workeridtest.Store {
 	}
 	return workeridtest.Store{
 		Addr: c.Addr,
-		New: func(t testing.TB, cfg workerid.Config, addr string) uidcore.Assigner {
-			cfg.MySQLDSN = withAddr(t, dsn, addr)
+		New: func(t testing.TB, common workerid.Config, addr string) uidcore.Assigner {
+			cfg := mysqlstore.DefaultConfig()
+			cfg.Config, cfg.MySQLDSN = common, withAddr(t, dsn, addr)
 			return newMySQLAssigner(t, cfg)
 		},
 	}
@@ -116,7 +117,7 @@ func TestWorkerNodeSharedWithAnotherWriter(t *testing.T) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	cfg := workerid.DefaultConfig()
+	cfg := mysqlstore.DefaultConfig()
 	cfg.MySQLDSN = dsn
 	cfg.WorkerMode = workerid.ModeDisposable
 	a := newMySQLAssigner(t, cfg)
@@ -196,7 +197,7 @@ func claimOK(t testing.TB, a uidcore.Assigner, layout uidcore.Layout) uidcore.Cl
 func TestMySQLSchema(t *testing.T) {
 	dsn := testenv.MySQL(t)
 	db := openDB(t, dsn)
-	cfg := workerid.DefaultConfig()
+	cfg := mysqlstore.DefaultConfig()
 	cfg.MySQLDSN = dsn
 	cfg.WorkerNodeTable = "uid_nodes"
 	cfg.WorkerLeaseTable = "uid_leases"
@@ -268,7 +269,7 @@ func TestMySQLFleetTableBeforeRegions(t *testing.T) {
 		"SUBJECT_PREFIX VARCHAR(255) NOT NULL, STARTS_AFTER BIGINT NOT NULL, MODIFIED DATETIME(6) NOT NULL, PRIMARY KEY (ID))"); err != nil {
 		t.Fatal(err)
 	}
-	cfg := workerid.DefaultConfig()
+	cfg := mysqlstore.DefaultConfig()
 	cfg.MySQLDSN, cfg.FleetTable, cfg.CreateTables = dsn, "old_fleet", false
 	if _, err := db.Exec("CREATE TABLE IF NOT EXISTS WORKER_LEASE (WORKER_ID BIGINT NOT NULL PRIMARY KEY)"); err != nil {
 		t.Fatal(err)
@@ -297,7 +298,7 @@ func TestMySQLFleetTableBeforeRegions(t *testing.T) {
 }
 
 func TestMySQLMissingTableWithoutCreate(t *testing.T) {
-	cfg := workerid.DefaultConfig()
+	cfg := mysqlstore.DefaultConfig()
 	cfg.MySQLDSN = testenv.MySQL(t)
 	cfg.CreateTables = false
 	var log testenv.LogBuffer
@@ -331,7 +332,7 @@ func closedPort(t *testing.T) string {
 func TestMySQLUnreachable(t *testing.T) {
 	const password = "pa55-Secret-xyzzy"
 	addr := closedPort(t)
-	cfg := workerid.DefaultConfig()
+	cfg := mysqlstore.DefaultConfig()
 	cfg.MySQLDSN = "dispenser:" + password + "@tcp(" + addr + ")/uids"
 	cfg.StoreStartupDeadline = time.Second
 	begin := time.Now()
@@ -365,7 +366,7 @@ func TestMySQLWrongPassword(t *testing.T) {
 	const password = "not-the-Password-42"
 	c.User = "uid_no_such_user"
 	c.Passwd = password
-	cfg := workerid.DefaultConfig()
+	cfg := mysqlstore.DefaultConfig()
 	cfg.MySQLDSN = c.FormatDSN()
 	var log testenv.LogBuffer
 	cfg.Logger = log.Logger(slog.LevelInfo)
@@ -393,7 +394,7 @@ func TestMySQLStartupWaitsForServer(t *testing.T) {
 	proxy := workeridtest.NewProxy(t, c.Addr)
 	proxy.Cut()
 	time.AfterFunc(time.Second, proxy.Restore)
-	cfg := workerid.DefaultConfig()
+	cfg := mysqlstore.DefaultConfig()
 	cfg.MySQLDSN = withAddr(t, dsn, proxy.Addr())
 	cfg.StoreStartupDeadline = 15 * time.Second
 	begin := time.Now()
@@ -416,7 +417,7 @@ func release(t testing.TB, c uidcore.Claim) {
 func TestMySQLLeaseRows(t *testing.T) {
 	dsn := testenv.MySQL(t)
 	db := openDB(t, dsn)
-	cfg := workerid.DefaultConfig()
+	cfg := mysqlstore.DefaultConfig()
 	cfg.MySQLDSN = dsn
 	a := newMySQLAssigner(t, cfg)
 	l := claimOK(t, a, uidcore.DefaultLayout()).(*workerid.Lease)
@@ -482,7 +483,7 @@ func TestMySQLLeastPrivileges(t *testing.T) {
 	}
 	c.User, c.Passwd = user, password
 	for _, mode := range []workerid.Mode{workerid.ModeLeased, workerid.ModeDisposable} {
-		cfg := workerid.DefaultConfig()
+		cfg := mysqlstore.DefaultConfig()
 		cfg.MySQLDSN = c.FormatDSN()
 		cfg.WorkerMode = mode
 		cfg.CreateTables = false
@@ -501,7 +502,7 @@ func TestMySQLLeastPrivileges(t *testing.T) {
 		release(t, claim)
 	}
 	// With CREATE_TABLES on, the missing privilege is a clear error.
-	cfg := workerid.DefaultConfig()
+	cfg := mysqlstore.DefaultConfig()
 	cfg.MySQLDSN = c.FormatDSN()
 	_, err = mysqlstore.NewAssigner(context.Background(), withTestLogger(cfg))
 	if err == nil || !strings.Contains(err.Error(), "CreateTables=false") || strings.Contains(err.Error(), password) {
@@ -513,7 +514,7 @@ func TestMySQLLeastPrivileges(t *testing.T) {
 // release says the second the store keeps (what the generator used, not
 // the whole reservation), which the next owner starts after.
 func TestLeaseLogsSecondsWithTimes(t *testing.T) {
-	cfg := workerid.DefaultConfig()
+	cfg := mysqlstore.DefaultConfig()
 	cfg.MySQLDSN = testenv.MySQL(t)
 	var log testenv.LogBuffer
 	cfg.Logger = log.Logger(slog.LevelInfo)
@@ -563,7 +564,7 @@ func TestWorkerNodePastTheLayoutsRange(t *testing.T) {
 		}
 		return n, maxID
 	}
-	cfg := workerid.DefaultConfig()
+	cfg := mysqlstore.DefaultConfig()
 	cfg.MySQLDSN = dsn
 	cfg.WorkerMode = workerid.ModeDisposable
 	a := newMySQLAssigner(t, cfg)

@@ -17,8 +17,8 @@ import (
 
 func mysqlSequenceStore(t testing.TB, dsn string) *mysqlstore.SequenceStore {
 	t.Helper()
-	cfg := workeridtest.Config(workerid.ModeLeased)
-	cfg.MySQLDSN = dsn
+	cfg := mysqlstore.DefaultConfig()
+	cfg.Config, cfg.MySQLDSN = workeridtest.Config(workerid.ModeLeased), dsn
 	cfg.StoreStartupDeadline = 2 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

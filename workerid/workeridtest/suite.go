@@ -18,8 +18,9 @@ type Store struct {
 	// Addr is the host:port of the server the store lives on; the suite
 	// puts a Proxy in front of it to cut connections.
 	Addr string
-	// New builds an assigner on the store for cfg that talks to the server
-	// at addr (Addr or a proxy's). It closes the assigner when the test
+	// New builds an assigner on the store for cfg, with the store's own
+	// settings added (DSN, tables, bucket), that talks to the server at
+	// addr (Addr or a proxy's). It closes the assigner when the test
 	// ends and must be called from the test's goroutine.
 	New func(t testing.TB, cfg workerid.Config, addr string) uidcore.Assigner
 }

@@ -51,7 +51,7 @@ func testCluster(t *testing.T) *cluster {
 func TestKVBucketCreationRaceOnAFreshCluster(t *testing.T) {
 	c := testCluster(t)
 	const instances = 6 // two through each node
-	cfg := workerid.DefaultConfig()
+	cfg := kvstore.DefaultConfig()
 	cfg.WorkerKVBucket = "race_workers"
 	cfg.WorkerKVReplicas = 3
 	cfg.StoreStartupDeadline = 30 * time.Second

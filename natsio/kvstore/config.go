@@ -1,0 +1,69 @@
+package kvstore
+
+import (
+	"cmp"
+	"fmt"
+	"regexp"
+
+	"github.com/uid-dispenser/uid-dispenser/workerid"
+)
+
+// Config configures the KV store: the settings every store shares
+// (workerid.Config) and the bucket's own. Zero values take
+// DefaultConfig's (WithDefaults fills them in).
+type Config struct {
+	workerid.Config
+
+	// WorkerKVBucket is the bucket; with regions, the prefix of one bucket
+	// per region (KVBucket).
+	WorkerKVBucket   string
+	WorkerKVReplicas int // replicas when the bucket is created, 1..5
+}
+
+// DefaultConfig is the configuration with every default: workerid's, on
+// the bucket uid_workers with one replica.
+func DefaultConfig() Config {
+	return Config{
+		Config:           workerid.DefaultConfig(),
+		WorkerKVBucket:   "uid_workers",
+		WorkerKVReplicas: 1,
+	}
+}
+
+// WithDefaults is c with every zero setting set to DefaultConfig's.
+func (c Config) WithDefaults() Config {
+	d := DefaultConfig()
+	c.Config = c.Config.WithDefaults()
+	c.WorkerKVBucket = cmp.Or(c.WorkerKVBucket, d.WorkerKVBucket)
+	c.WorkerKVReplicas = cmp.Or(c.WorkerKVReplicas, d.WorkerKVReplicas)
+	return c
+}
+
+var bucketPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// Validate reports the first invalid setting as a *workerid.SettingError,
+// zero settings read as their defaults: workerid.Config's, then the
+// bucket's.
+func (c Config) Validate() error {
+	c = c.WithDefaults()
+	if err := c.Config.Validate(); err != nil {
+		return err
+	}
+	if !bucketPattern.MatchString(c.WorkerKVBucket) {
+		return &workerid.SettingError{Field: "WorkerKVBucket", Reason: fmt.Sprintf("%q is not a valid bucket name (letters, digits, _ and -)", c.WorkerKVBucket)}
+	}
+	if c.WorkerKVReplicas < 1 || c.WorkerKVReplicas > 5 {
+		return &workerid.SettingError{Field: "WorkerKVReplicas", Reason: fmt.Sprintf("%d is outside 1..5", c.WorkerKVReplicas)}
+	}
+	return nil
+}
+
+// KVBucket is the store's bucket: WorkerKVBucket, or with regions
+// WorkerKVBucket_<region> (uid_workers_east), one per region, so that a
+// region's claims, renewals and lanes stay in its own cluster.
+func (c Config) KVBucket() string {
+	if c.Regions.IsZero() {
+		return c.WorkerKVBucket
+	}
+	return c.WorkerKVBucket + "_" + c.Region
+}
