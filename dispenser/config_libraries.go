@@ -62,7 +62,7 @@ func (c Config) workerIDConfig(log *slog.Logger) workerid.Config {
 		Region:               c.Region,
 		Regions:              c.Regions,
 		Logger:               log,
-		SettingName:          fieldVar,
+		SettingName:          storeSettingName,
 	}
 }
 
@@ -74,7 +74,7 @@ func (c Config) mysqlConfig(common workerid.Config) mysqlstore.Config {
 		MySQLDSN:         c.MySQLDSN,
 		WorkerNodeTable:  c.WorkerNodeTable,
 		WorkerLeaseTable: c.WorkerLeaseTable,
-		CreateTables:     c.CreateTables,
+		TablesByHand:     !c.CreateTables,
 		FleetTable:       c.FleetTable,
 		SequenceTable:    c.SequenceTable,
 	}
@@ -100,7 +100,7 @@ func workerIDDefaults() WorkerIDConfig {
 		ReserveChunk:         d.ReserveChunk,
 		WorkerNodeTable:      m.WorkerNodeTable,
 		WorkerLeaseTable:     m.WorkerLeaseTable,
-		CreateTables:         m.CreateTables,
+		CreateTables:         !m.TablesByHand,
 		FleetTable:           m.FleetTable,
 		SequenceTable:        m.SequenceTable,
 		WorkerKVBucket:       k.WorkerKVBucket,
@@ -152,6 +152,17 @@ func fieldVar(field string) string {
 		return v
 	}
 	return field
+}
+
+// storeSettingName names the stores' settings in their messages: by
+// fieldVar, and mysqlstore's TablesByHand, which DISPENSER_CREATE_TABLES
+// (true by default, as the variable predates the library's zero-value
+// convention) sets when false.
+func storeSettingName(field string) string {
+	if field == "TablesByHand" {
+		return fieldVar("CreateTables") + "=false"
+	}
+	return fieldVar(field)
 }
 
 // namedError turns a library's error about one of its settings, which

@@ -352,11 +352,11 @@ func TestLayoutByName(t *testing.T) {
 
 // The stores get every worker-ID setting, the instance's logger, and
 // name their settings by this configuration's variables (a missing
-// table's message says DISPENSER_CREATE_TABLES, not CreateTables).
+// table's message says DISPENSER_CREATE_TABLES=false, not TablesByHand).
 func TestWorkerIDConfigCarriesEverySetting(t *testing.T) {
 	cfg := DefaultConfig()
 	m, k := cfg.mysqlConfig(cfg.workerIDConfig(nil)), cfg.kvConfig(cfg.workerIDConfig(nil))
-	if want := mysqlstore.DefaultConfig(); m.SettingName == nil || m.LeaseTTL != want.LeaseTTL || m.CreateTables != want.CreateTables || m.FleetTable != want.FleetTable {
+	if want := mysqlstore.DefaultConfig(); m.SettingName == nil || m.LeaseTTL != want.LeaseTTL || m.TablesByHand != want.TablesByHand || m.FleetTable != want.FleetTable {
 		t.Fatalf("defaults lost on the way to MySQL: %+v", m)
 	}
 	if want := kvstore.DefaultConfig(); k.SettingName == nil || k.LeaseTTL != want.LeaseTTL || k.WorkerKVBucket != want.WorkerKVBucket || k.WorkerKVReplicas != want.WorkerKVReplicas {
@@ -365,13 +365,13 @@ func TestWorkerIDConfigCarriesEverySetting(t *testing.T) {
 	cfg.MySQLDSN, cfg.WorkerMode, cfg.LeaseTTL, cfg.CreateTables, cfg.WorkerKVReplicas = "u:p@tcp(db)/x", workerid.ModeDisposable, time.Minute, false, 3
 	log := testLogger()
 	w := cfg.workerIDConfig(log)
-	if m := cfg.mysqlConfig(w); m.MySQLDSN != cfg.MySQLDSN || m.WorkerMode != workerid.ModeDisposable || m.LeaseTTL != time.Minute || m.CreateTables || m.Logger != log {
+	if m := cfg.mysqlConfig(w); m.MySQLDSN != cfg.MySQLDSN || m.WorkerMode != workerid.ModeDisposable || m.LeaseTTL != time.Minute || !m.TablesByHand || m.Logger != log {
 		t.Fatalf("mysqlConfig = %+v", m)
 	}
 	if k := cfg.kvConfig(w); k.WorkerKVReplicas != 3 || k.WorkerMode != workerid.ModeDisposable || k.Logger != log {
 		t.Fatalf("kvConfig = %+v", k)
 	}
-	for field, want := range map[string]string{"CreateTables": "DISPENSER_CREATE_TABLES", "WorkerMode": "DISPENSER_WORKER_MODE", "MySQLDSN": "DISPENSER_MYSQL_DSN"} {
+	for field, want := range map[string]string{"TablesByHand": "DISPENSER_CREATE_TABLES=false", "WorkerMode": "DISPENSER_WORKER_MODE", "MySQLDSN": "DISPENSER_MYSQL_DSN"} {
 		if got := w.Name(field); got != want {
 			t.Errorf("Name(%s) = %s, want %s", field, got, want)
 		}

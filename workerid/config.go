@@ -51,9 +51,8 @@ type Config struct {
 
 	Logger *slog.Logger // nil: slog.Default()
 	// SettingName names a setting, given its field name, in the messages
-	// that tell the operator to change it (say, "set CreateTables to
-	// false"): the dispenser passes its environment variables. nil: the
-	// field name.
+	// that tell the operator to change it (say, "set TablesByHand"): the
+	// dispenser passes its environment variables. nil: the field name.
 	SettingName func(field string) string
 }
 

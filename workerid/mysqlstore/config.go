@@ -13,8 +13,7 @@ import (
 
 // Config configures the MySQL store: the settings every store shares
 // (workerid.Config) and the database's own. Zero values take
-// DefaultConfig's (WithDefaults fills them in), except CreateTables, a
-// bool whose default is true: start from DefaultConfig to keep it.
+// DefaultConfig's (WithDefaults fills them in).
 type Config struct {
 	workerid.Config
 
@@ -23,9 +22,10 @@ type Config struct {
 	MySQLDSN         string
 	WorkerNodeTable  string // disposable: UidGenerator's WORKER_NODE
 	WorkerLeaseTable string // leased: the lease table
-	// CreateTables creates the mode's tables at start-up when missing
-	// (needs the CREATE privilege).
-	CreateTables  bool
+	// TablesByHand leaves the tables to the operator (schema.sql), for a
+	// user without the CREATE privilege: start-up only checks that they
+	// are there. Zero: start-up creates the tables that are missing.
+	TablesByHand  bool
 	FleetTable    string // the fleet record (one row)
 	SequenceTable string // the named sequences (one row per name)
 }
@@ -38,14 +38,12 @@ func DefaultConfig() Config {
 		Config:           workerid.DefaultConfig(),
 		WorkerNodeTable:  defaultNodeTable,
 		WorkerLeaseTable: defaultLeaseTable,
-		CreateTables:     true,
 		FleetTable:       defaultFleetTable,
 		SequenceTable:    defaultSequenceTable,
 	}
 }
 
-// WithDefaults is c with every zero setting set to DefaultConfig's
-// (CreateTables, a bool, is kept as it is).
+// WithDefaults is c with every zero setting set to DefaultConfig's.
 func (c Config) WithDefaults() Config {
 	d := DefaultConfig()
 	c.Config = c.Config.WithDefaults()
@@ -54,6 +52,19 @@ func (c Config) WithDefaults() Config {
 	c.FleetTable = cmp.Or(c.FleetTable, d.FleetTable)
 	c.SequenceTable = cmp.Or(c.SequenceTable, d.SequenceTable)
 	return c
+}
+
+// byHand names TablesByHand in the words of SettingName, for the messages
+// that tell the operator to set it or to drop it.
+func (c Config) byHand() string { return c.Name("TablesByHand") }
+
+// orLetStartUpCreate ends a message about a missing table or column: with
+// TablesByHand set, start-up would have created it.
+func (c Config) orLetStartUpCreate() string {
+	if !c.TablesByHand {
+		return ""
+	}
+	return ", or drop " + c.byHand() + " and start-up creates it"
 }
 
 var identifierPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)

@@ -12,18 +12,17 @@ import (
 )
 
 // TestDefaultConfig: the defaults are valid, hold workerid's and
-// schema.sql's table names, and a zero Config takes them (CreateTables, a
-// bool defaulting to true, aside).
+// schema.sql's table names, and a zero Config takes them: the zero Config
+// with defaults is DefaultConfig, TablesByHand false (tables created).
 func TestDefaultConfig(t *testing.T) {
 	c := mysqlstore.DefaultConfig()
 	if err := c.Validate(); err != nil {
 		t.Errorf("defaults invalid: %v", err)
 	}
-	if c.MySQLDSN != "" || !c.CreateTables || c.WorkerNodeTable != "WORKER_NODE" || !reflect.DeepEqual(c.Config, workerid.DefaultConfig()) {
+	if c.MySQLDSN != "" || c.TablesByHand || c.WorkerNodeTable != "WORKER_NODE" || !reflect.DeepEqual(c.Config, workerid.DefaultConfig()) {
 		t.Errorf("DefaultConfig = %+v", c)
 	}
 	zero := mysqlstore.Config{}.WithDefaults()
-	zero.CreateTables = c.CreateTables
 	if !reflect.DeepEqual(zero, c) {
 		t.Errorf("zero Config with defaults\n %+v\nwant DefaultConfig\n %+v", zero, c)
 	}

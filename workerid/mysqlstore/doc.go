@@ -4,7 +4,7 @@
 // running UidGenerator instances) and leased from a WORKER_LEASE table,
 // through workerid's lease machinery. schema.sql is the DDL of both
 // tables; the assigner runs the same statements, with the configured
-// table names, when Config.CreateTables is set.
+// table names, unless Config.TablesByHand is set.
 //
 // Expiry is compared on the database server's clock (UTC_TIMESTAMP), so the
 // instances' clocks do not matter for it. Errors name the server's

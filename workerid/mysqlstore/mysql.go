@@ -89,7 +89,7 @@ type Assigner struct {
 
 // NewAssigner connects to cfg.MySQLDSN, retrying with back-off up to
 // cfg.StoreStartupDeadline, creates the table of cfg.WorkerMode when
-// cfg.CreateTables is set, and checks that it is usable. Errors name the
+// cfg.TablesByHand is not set, and checks that it is usable. Errors name the
 // server's address, never the password.
 func NewAssigner(ctx context.Context, cfg Config) (*Assigner, error) {
 	cfg = cfg.WithDefaults()
@@ -143,13 +143,13 @@ func NewAssigner(ctx context.Context, cfg Config) (*Assigner, error) {
 			return a.classify(err, "")
 		}
 		for _, t := range []struct{ name, create string }{{table, create}, {cfg.FleetTable, createFleet}} {
-			if cfg.CreateTables {
+			if !cfg.TablesByHand {
 				if _, err := db.ExecContext(ctx, t.create); err != nil {
-					return a.classify(err, fmt.Sprintf("create table %s (set %s=false and run workerid/mysqlstore/schema.sql by hand when the user may not create tables)", t.name, cfg.Name("CreateTables")))
+					return a.classify(err, fmt.Sprintf("create table %s (set %s and run workerid/mysqlstore/schema.sql by hand when the user may not create tables)", t.name, cfg.byHand()))
 				}
 			}
 			if _, err := db.ExecContext(ctx, "SELECT 1 FROM "+quoteIdent(t.name)+" LIMIT 0"); err != nil {
-				return a.classify(err, fmt.Sprintf("table %s (create it with workerid/mysqlstore/schema.sql or set %s=true)", t.name, cfg.Name("CreateTables")))
+				return a.classify(err, fmt.Sprintf("table %s (create it with workerid/mysqlstore/schema.sql%s)", t.name, cfg.orLetStartUpCreate()))
 			}
 		}
 		return nil

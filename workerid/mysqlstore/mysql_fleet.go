@@ -83,7 +83,7 @@ func placeholder(column string) string {
 // regionsColumn is "REGIONS, " when the fleet table has the REGIONS
 // column, and "" when it is a table made before regions existed, which
 // then holds a fleet without regions. Writing a map into such a table
-// adds the column first (CreateTables) or fails, naming the statement.
+// adds the column first (unless TablesByHand) or fails, naming the statement.
 func (a *Assigner) regionsColumn(ctx context.Context, f workerid.Fleet) (string, error) {
 	var n int
 	err := a.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = 'REGIONS'", a.cfg.FleetTable).Scan(&n)
@@ -97,8 +97,8 @@ func (a *Assigner) regionsColumn(ctx context.Context, f workerid.Fleet) (string,
 		return "", nil
 	}
 	alter := "ALTER TABLE " + quoteIdent(a.cfg.FleetTable) + " ADD COLUMN REGIONS VARCHAR(1024) NOT NULL DEFAULT '' AFTER STARTS_AFTER"
-	if !a.cfg.CreateTables {
-		return "", workerid.Permanent(fmt.Errorf("workerid: table %s has no REGIONS column for the map of regions: run %s (workerid/mysqlstore/schema.sql), or set %s=true", a.cfg.FleetTable, alter, a.cfg.Name("CreateTables")))
+	if a.cfg.TablesByHand {
+		return "", workerid.Permanent(fmt.Errorf("workerid: table %s has no REGIONS column for the map of regions: run %s (workerid/mysqlstore/schema.sql)%s", a.cfg.FleetTable, alter, a.cfg.orLetStartUpCreate()))
 	}
 	if _, err := a.db.ExecContext(ctx, alter); err != nil && mysqlErrorNumber(err) != mysqlDuplicateColumn {
 		return "", a.classify(err, "add the REGIONS column to table "+a.cfg.FleetTable)

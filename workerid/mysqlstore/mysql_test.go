@@ -260,7 +260,7 @@ func TestMySQLSchema(t *testing.T) {
 
 // A fleet table made before regions existed (no REGIONS column) keeps
 // working for a fleet without regions, and gets the column from the
-// first instance that records a map; without CreateTables that instance
+// first instance that records a map; with TablesByHand that instance
 // fails, naming the statement to run.
 func TestMySQLFleetTableBeforeRegions(t *testing.T) {
 	dsn := testenv.MySQL(t)
@@ -270,7 +270,7 @@ func TestMySQLFleetTableBeforeRegions(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := mysqlstore.DefaultConfig()
-	cfg.MySQLDSN, cfg.FleetTable, cfg.CreateTables = dsn, "old_fleet", false
+	cfg.MySQLDSN, cfg.FleetTable, cfg.TablesByHand = dsn, "old_fleet", true
 	if _, err := db.Exec("CREATE TABLE IF NOT EXISTS WORKER_LEASE (WORKER_ID BIGINT NOT NULL PRIMARY KEY)"); err != nil {
 		t.Fatal(err)
 	}
@@ -284,13 +284,13 @@ func TestMySQLFleetTableBeforeRegions(t *testing.T) {
 	withMap := plain
 	withMap.Regions = "east=0-511,west=512-1023"
 	err = newMySQLAssigner(t, cfg).ReplaceFleet(ctx, plain, withMap)
-	if err == nil || !strings.Contains(err.Error(), "ALTER TABLE `old_fleet` ADD COLUMN REGIONS") {
-		t.Fatalf("a map on the old table without CreateTables: %v, want the ALTER TABLE to run", err)
+	if err == nil || !strings.Contains(err.Error(), "ALTER TABLE `old_fleet` ADD COLUMN REGIONS") || !strings.Contains(err.Error(), "drop TablesByHand") {
+		t.Fatalf("a map on the old table with TablesByHand: %v, want the ALTER TABLE to run and TablesByHand named", err)
 	}
-	cfg.CreateTables = true
+	cfg.TablesByHand = false
 	a := newMySQLAssigner(t, cfg)
 	if err := a.ReplaceFleet(ctx, plain, withMap); err != nil {
-		t.Fatalf("a map on the old table with CreateTables: %v", err)
+		t.Fatalf("a map on the old table, tables created by start-up: %v", err)
 	}
 	if got, err := a.RecordFleet(ctx, plain); err != nil || got != withMap {
 		t.Fatalf("the old table now holds %+v, %v; want %+v", got, err, withMap)
@@ -300,14 +300,14 @@ func TestMySQLFleetTableBeforeRegions(t *testing.T) {
 func TestMySQLMissingTableWithoutCreate(t *testing.T) {
 	cfg := mysqlstore.DefaultConfig()
 	cfg.MySQLDSN = testenv.MySQL(t)
-	cfg.CreateTables = false
+	cfg.TablesByHand = true
 	var log testenv.LogBuffer
 	cfg.Logger = log.Logger(slog.LevelInfo)
 	_, err := mysqlstore.NewAssigner(context.Background(), cfg)
 	if err == nil {
 		t.Fatal("no error for a missing WORKER_LEASE table")
 	}
-	if !strings.Contains(err.Error(), "WORKER_LEASE") || !strings.Contains(err.Error(), "CreateTables=true") {
+	if !strings.Contains(err.Error(), "WORKER_LEASE") || !strings.Contains(err.Error(), "drop TablesByHand") {
 		t.Errorf("error does not name the table and the setting: %v", err)
 	}
 	// Not retried: counted by the retry's log line, not by the time taken.
@@ -486,7 +486,7 @@ func TestMySQLLeastPrivileges(t *testing.T) {
 		cfg := mysqlstore.DefaultConfig()
 		cfg.MySQLDSN = c.FormatDSN()
 		cfg.WorkerMode = mode
-		cfg.CreateTables = false
+		cfg.TablesByHand = true
 		a := newMySQLAssigner(t, cfg)
 		fleet := workerid.Fleet{Generation: 1, Layout: uidcore.DefaultLayout().String(), WorkerMode: mode, SubjectPrefix: "uid"}
 		if _, err := a.RecordFleet(context.Background(), fleet); err != nil {
@@ -501,11 +501,12 @@ func TestMySQLLeastPrivileges(t *testing.T) {
 		}
 		release(t, claim)
 	}
-	// With CREATE_TABLES on, the missing privilege is a clear error.
+	// With the tables created by start-up (the default), the missing
+	// privilege is a clear error naming TablesByHand.
 	cfg := mysqlstore.DefaultConfig()
 	cfg.MySQLDSN = c.FormatDSN()
 	_, err = mysqlstore.NewAssigner(context.Background(), withTestLogger(cfg))
-	if err == nil || !strings.Contains(err.Error(), "CreateTables=false") || strings.Contains(err.Error(), password) {
+	if err == nil || !strings.Contains(err.Error(), "set TablesByHand") || strings.Contains(err.Error(), password) {
 		t.Errorf("CREATE_TABLES without the privilege: %v", err)
 	}
 }

@@ -22,23 +22,23 @@ type SequenceStore struct {
 }
 
 // Sequences returns the sequence store in the table cfg.SequenceTable on
-// the assigner's database, creating the table when cfg.CreateTables is
+// the assigner's database, creating the table unless cfg.TablesByHand is
 // set. It shares the assigner's connections: close the assigner after
 // the allocator on it.
 func (a *Assigner) Sequences(ctx context.Context) (*SequenceStore, error) {
 	table := a.cfg.SequenceTable
 	s := &SequenceStore{db: a.db, table: quoteIdent(table), name: a.storeName + " table " + table, a: a}
-	if a.cfg.CreateTables {
+	if !a.cfg.TablesByHand {
 		create, err := createStatement(defaultSequenceTable, table)
 		if err != nil {
 			return nil, err
 		}
 		if _, err := a.db.ExecContext(ctx, create); err != nil {
-			return nil, fmt.Errorf("workerid: %s: %w", s.name, a.classify(err, fmt.Sprintf("create the sequence table (set %s=false and run workerid/mysqlstore/schema.sql by hand when the user may not create tables)", a.cfg.Name("CreateTables"))))
+			return nil, fmt.Errorf("workerid: %s: %w", s.name, a.classify(err, fmt.Sprintf("create the sequence table (set %s and run workerid/mysqlstore/schema.sql by hand when the user may not create tables)", a.cfg.byHand())))
 		}
 	}
 	if _, err := a.db.ExecContext(ctx, "SELECT 1 FROM "+s.table+" LIMIT 0"); err != nil {
-		return nil, fmt.Errorf("workerid: %s: %w", s.name, a.classify(err, fmt.Sprintf("create it with workerid/mysqlstore/schema.sql or set %s=true", a.cfg.Name("CreateTables"))))
+		return nil, fmt.Errorf("workerid: %s: %w", s.name, a.classify(err, "create it with workerid/mysqlstore/schema.sql"+a.cfg.orLetStartUpCreate()))
 	}
 	return s, nil
 }
