@@ -37,7 +37,10 @@ func homedRegions(t *testing.T, onMySQL bool) (sc *supercluster.Supercluster, ds
 		cfg := withRegions(t, testConfig(sc.Cluster(region).URL, dsns[region]), region, eastWest)
 		cfg.Sequences, cfg.SequenceStep, cfg.SequenceMaxStep = homedSequences, 50, 50
 		ds[region] = start(t, cfg)
-		clients[region] = client(t, sc.Cluster(region).URL)
+		// One attempt per call (the calls' deadlines are 10 s): a number
+		// is lost only in a reply the client gave up on, and the tests
+		// check that none is skipped.
+		clients[region] = uidclient.New(testConn(t, sc.Cluster(region).URL).Conn, uidclient.Config{AttemptTimeout: 10 * time.Second})
 	}
 	storeNames = func(region string) []string {
 		if onMySQL {
@@ -219,7 +222,7 @@ func homedThroughACut(t *testing.T, onMySQL bool) {
 	sc.Heal(t)
 	for _, c := range []struct{ region, name string }{{"west", "orders"}, {"east", "invoices"}} {
 		testenv.WaitFor(t, 30*time.Second, c.region+"'s caller of "+c.name+" served again after the heal", func() bool {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			n, err := clients[c.region].SeqNext(ctx, c.name)
 			if err == nil {
