@@ -31,6 +31,10 @@ type RegionFigures struct {
 	// Sequences are the homed sequences' calls per sequence and calling
 	// region (regionSeqFigures).
 	Sequences []RegionSeqFigure `json:"sequences"`
+	// Undocumented are a few of the sequence calls failed with a
+	// HomeUnreachableError outside the documented unavailability (the
+	// first line counts them all).
+	Undocumented []string `json:"home_unreachable_undocumented,omitempty"`
 }
 
 // RegionFigure is one region's share.
@@ -89,7 +93,9 @@ func (s *soak) regionFigures(faults []faultRecord, clients []*soakClient, kinds 
 // sequence client's numbers are no IDs) and the sequence figures from
 // the sequence clients.
 func computeRegionFigures(m workerid.Regions, delay time.Duration, faults []faultRecord, all []*clientLog, kinds []errorKind, homes map[string]string) *RegionFigures {
-	out := &RegionFigures{Map: m.String(), GatewayDelay: delay, Sequences: regionSeqFigures(faults, all, kinds, homes)}
+	undocumented := examples{what: "sequence calls failed with the home region unreachable outside the documented unavailability"}
+	out := &RegionFigures{Map: m.String(), GatewayDelay: delay, Sequences: regionSeqFigures(faults, all, kinds, homes, &undocumented)}
+	undocumented.report(&out.Undocumented)
 	clients := slices.DeleteFunc(slices.Clone(all), func(c *clientLog) bool { return c.kind.isSeq() })
 	index := map[string]int{}
 	for _, r := range m.List() {
@@ -195,6 +201,9 @@ func (r *RegionFigures) lines() []string {
 	p("  the downed region's own ID clients during region-down: %d of %d calls failed (%.2f%%)", r.DownRegion.Failed, r.DownRegion.Calls, share)
 	for _, f := range r.Sequences {
 		p("  sequence %s@%s %s", f.Sequence, f.Home, f)
+	}
+	for _, u := range r.Undocumented {
+		p("  %s", u)
 	}
 	return out
 }

@@ -168,7 +168,11 @@ func TestHomedSequenceFigures(t *testing.T) {
 	seqCallAt(rec, id, 15, nil, "") // an ID client's failure: no sequence window's
 
 	logs := []*clientLog{eastOrders, westOrders, westInvoices, id}
-	figs := regionSeqFigures(faults, logs, rec.kinds, homes)
+	undocumented := examples{}
+	figs := regionSeqFigures(faults, logs, rec.kinds, homes, &undocumented)
+	if undocumented.n != 4 || !strings.Contains(strings.Join(undocumented.shown, "\n"), "client 1 (seq-batch, uid.orders from west, node 0) at 52s: 2s after the start of nats-kill-node-each") {
+		t.Errorf("undocumented home unreachable: %d, %q", undocumented.n, undocumented.shown)
+	}
 	want := []RegionSeqFigure{
 		{Sequence: "uid.invoices", Home: "west", From: "west", Calls: 1, HomeUnreachable: 1},
 		{Sequence: "uid.orders", Home: "east", From: "east", Calls: 5, Numbers: 2, HomeUnreachable: 2, Documented: 1, OtherFailed: 1},

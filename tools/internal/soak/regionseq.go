@@ -63,14 +63,26 @@ func seqUnavailable(kinds []errorKind, homes map[string]string) func(c *clientLo
 
 // regionSeqFigures counts the sequence clients' calls per sequence and
 // calling region, by sequence (with its fleet) and region.
-func regionSeqFigures(faults []faultRecord, clients []*clientLog, kinds []errorKind, homes map[string]string) []RegionSeqFigure {
+// Undocumented collects a few of the calls failed with a
+// HomeUnreachableError outside the documented unavailability, with the
+// fault window they started in.
+func regionSeqFigures(faults []faultRecord, clients []*clientLog, kinds []errorKind, homes map[string]string, undocumented *examples) []RegionSeqFigure {
 	documented := seqUnavailable(kinds, homes)
 	inWindow := func(c *clientLog, call callRecord) bool {
-		for _, f := range faults {
-			if call.start >= f.Start && call.start <= f.End+windowSettle && documented(c, call, f) {
-				return true
+		var in *faultRecord
+		for i, f := range faults {
+			if call.start >= f.Start && call.start <= f.End+windowSettle {
+				if documented(c, call, f) {
+					return true
+				}
+				in = &faults[i]
 			}
 		}
+		where := "outside every fault's window"
+		if in != nil {
+			where = fmt.Sprintf("%s after the start of %s on %s", (call.start - in.Start).Round(time.Millisecond), in.Kind, in.Target)
+		}
+		undocumented.add("client %d (%s, %s from %s, node %d) at %s: %s", c.id, c.kind, seqKey(c), c.region, c.node, call.start.Round(time.Millisecond), where)
 		return false
 	}
 	var out []RegionSeqFigure
