@@ -162,6 +162,9 @@ func TestHomedSequenceFigures(t *testing.T) {
 	seqCallAt(rec, westOrders, 33, nil, "east") // cut off from its home: documented
 	seqCallAt(rec, westOrders, 52, nil, "east") // in a node kill's window: not
 	seqCallAt(rec, westOrders, 80, nil, "east") // outside every window: not
+	// Started just before east's dispensers were killed, failed in it:
+	// documented.
+	westOrders.recordFrom(rec, rec.origin.Add(9*s), 2*s, nil, "", &uidclient.HomeUnreachableError{Sequence: "orders", Home: "east", Err: nats.ErrNoResponders})
 	westInvoices := &clientLog{id: 2, kind: kindSeqNext, fleet: "uid", seq: "invoices", region: "west"}
 	seqCallAt(rec, westInvoices, 14, nil, "west") // east is down, not its home: not
 	id := &clientLog{id: 3, kind: kindNext, fleet: "uid", region: "west"}
@@ -176,7 +179,7 @@ func TestHomedSequenceFigures(t *testing.T) {
 	want := []RegionSeqFigure{
 		{Sequence: "uid.invoices", Home: "west", From: "west", Calls: 1, HomeUnreachable: 1},
 		{Sequence: "uid.orders", Home: "east", From: "east", Calls: 5, Numbers: 2, HomeUnreachable: 2, Documented: 1, OtherFailed: 1},
-		{Sequence: "uid.orders", Home: "east", From: "west", Calls: 5, Numbers: 2, HomeUnreachable: 4, Documented: 2},
+		{Sequence: "uid.orders", Home: "east", From: "west", Calls: 6, Numbers: 2, HomeUnreachable: 5, Documented: 3},
 	}
 	if len(figs) != len(want) {
 		t.Fatalf("figures %+v", figs)

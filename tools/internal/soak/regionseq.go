@@ -63,15 +63,18 @@ func seqUnavailable(kinds []errorKind, homes map[string]string) func(c *clientLo
 
 // regionSeqFigures counts the sequence clients' calls per sequence and
 // calling region, by sequence (with its fleet) and region.
-// Undocumented collects a few of the calls failed with a
-// HomeUnreachableError outside the documented unavailability, with the
-// fault window they started in.
+// A failed call is documented when it started in the window of a fault
+// that explains it or that fault began while it ran; undocumented
+// collects a few of the calls failed with a HomeUnreachableError
+// otherwise, with the fault window they met.
 func regionSeqFigures(faults []faultRecord, clients []*clientLog, kinds []errorKind, homes map[string]string, undocumented *examples) []RegionSeqFigure {
 	documented := seqUnavailable(kinds, homes)
 	inWindow := func(c *clientLog, call callRecord) bool {
 		var in *faultRecord
 		for i, f := range faults {
-			if call.start >= f.Start && call.start <= f.End+windowSettle {
+			// Started in its window, or met it: the fault began while
+			// the call ran.
+			if call.start >= f.Start && call.start <= f.End+windowSettle || f.Start >= call.start && f.Start <= call.start+call.elapsed {
 				if documented(c, call, f) {
 					return true
 				}
@@ -132,6 +135,6 @@ func (f RegionSeqFigure) String() string {
 	if f.From != f.Home {
 		where = "through the gateway"
 	}
-	return fmt.Sprintf("from %s (%s): %s numbers in %s calls; failed: %s home unreachable (%s of them documented), %s otherwise; %s",
+	return fmt.Sprintf("from %s (%s): %s numbers in %s calls; failed: %s home unreachable (%s of them documented), %s otherwise; answered: %s",
 		f.From, where, numfmt.Thousands(int64(f.Numbers)), n(f.Calls), n(f.HomeUnreachable), n(f.Documented), n(f.OtherFailed), f.Latency)
 }
