@@ -53,7 +53,7 @@ func run() int {
 	flags.StringVar(&cfg.NATSServerBin, "nats-server", "", "nats-server binary the nodes run (default: go.mod's version, built once into the user's cache directory)")
 	flags.StringVar(&cfg.MySQLDSN, "mysql", def.MySQLDSN, "MySQL DSN (env UID_TEST_MYSQL_DSN) of the server used with -external-mysql or when no mariadbd is installed; without a database name a fresh one is created and dropped")
 	flags.BoolVar(&cfg.ExternalMySQL, "external-mysql", false, "use the -mysql server instead of starting a mariadbd of the soak's own (no mysql-kill and mysql-pause faults)")
-	flags.IntVar(&cfg.SeqClients, "seq-clients", def.SeqClients, "clients asking for named sequence numbers, both fleets (0: none)")
+	flags.IntVar(&cfg.SeqClients, "seq-clients", def.SeqClients, "clients asking for named sequence numbers, both fleets (regions mode: in each region, for the sequences homed in every region; 0: none)")
 	flags.StringVar(&cfg.WorkDir, "work-dir", "", "directory for logs and NATS stores (default: temporary, removed after a passing run)")
 	flags.BoolVar(&cfg.Keep, "keep", false, "keep the work directory after a passing run")
 	flags.Float64Var(&cfg.Rate, "rate", def.Rate, "load multiplier (1: about 40,000 IDs/s over 16 clients)")

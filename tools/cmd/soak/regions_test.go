@@ -19,7 +19,7 @@ const RegionsEnv = "UID_SOAK_REGIONS"
 // least once (a region's dispensers killed, the gateways cut, a node of
 // each cluster and a region's KV leader killed), no violation, IDs from
 // both regions and calls served across the gateway while a region was
-// down.
+// down, and numbers of both homed sequences called from both regions.
 func TestSoakRegions(t *testing.T) {
 	if os.Getenv(RegionsEnv) != "1" {
 		t.Skipf("the regions soak takes two minutes: %s=1 to run it", RegionsEnv)
@@ -44,7 +44,16 @@ func TestSoakRegions(t *testing.T) {
 			FailedOver struct {
 				Calls int `json:"calls"`
 			} `json:"failed_over"`
+			Sequences []struct {
+				Sequence string `json:"sequence"`
+				Home     string `json:"home"`
+				From     string `json:"from"`
+				Numbers  uint64 `json:"numbers"`
+			} `json:"sequences"`
 		} `json:"regions"`
+		Sequences map[string]struct {
+			Duplicates int `json:"duplicates"`
+		} `json:"sequences"`
 	}
 	if err := json.Unmarshal(runSoak(t, bin, summaryPath, args), &sum); err != nil {
 		t.Fatalf("summary: %v", err)
@@ -74,5 +83,20 @@ func TestSoakRegions(t *testing.T) {
 	}
 	if east := sum.Regions.Regions[0]; east.CallsElsewhere == 0 || sum.Regions.FailedOver.Calls == 0 {
 		t.Errorf("no call of east's clients served by another region while east was down: %+v", sum.Regions)
+	}
+	// Each fleet's orders@east and invoices@west, each called from both
+	// regions (locally and through the gateway), with numbers to show.
+	if len(sum.Regions.Sequences) != 8 {
+		t.Errorf("sequence figures %+v, want 2 sequences × 2 fleets × 2 calling regions", sum.Regions.Sequences)
+	}
+	for _, f := range sum.Regions.Sequences {
+		if f.Numbers == 0 {
+			t.Errorf("%s@%s from %s: no numbers", f.Sequence, f.Home, f.From)
+		}
+	}
+	for name, f := range sum.Sequences {
+		if f.Duplicates != 0 {
+			t.Errorf("sequence %s: %d duplicates", name, f.Duplicates)
+		}
 	}
 }

@@ -241,6 +241,15 @@ func (s *Summary) Markdown(chartRef string) string {
 	if len(windows) > 0 {
 		row("failed calls per fault kind", "calls started from a fault's start to %s after its end, failed of all: %s", windowSettle, strings.Join(windows, ", "))
 	}
+	if s.SeqFaultWindows != nil {
+		var seqWindows []string
+		for _, k := range s.kinds() {
+			if w := s.SeqFaultWindows[k]; w != nil && w.Faults > 0 {
+				seqWindows = append(seqWindows, fmt.Sprintf("%s %s of %s (documented unavailable %s)", k, n(uint64(w.Failed)), n(uint64(w.Calls-w.Unavailable)), n(uint64(w.Unavailable))))
+			}
+		}
+		row("failed sequence calls per fault kind", "failed of the calls not documented unavailable (home region down or cut off): %s", strings.Join(seqWindows, ", "))
+	}
 	row("failed calls by error", "%s", join(s.Errors, sortedKeys(s.Errors)))
 	var seqDups, seqOrder int
 	for _, f := range s.Sequences {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 )
@@ -236,6 +238,8 @@ func TestClassify(t *testing.T) {
 		{&uidclient.ServiceError{Code: protocol.CodeBadRequest}, "400 bad request", false},
 		{&uidclient.ServiceError{Code: protocol.CodeInternal, Description: "internal error: x"}, "unexpected reply 500 internal error: x", false},
 		{uidclient.ErrPrefetcherClosed, "source closed", false},
+		{&uidclient.HomeUnreachableError{Subject: "uid.seq.orders.next", Sequence: "orders", Home: "east", Err: nats.ErrNoResponders},
+			kindHomeUnreachable, true},
 		{errors.New("read 12 bytes"), "unclassified: read N bytes", false},
 	} {
 		kind, clear := classify(tc.err)

@@ -55,32 +55,42 @@ func defaultLoad(rate float64) load {
 	}
 }
 
-// sequences are the named sequences the dispensers declare
-// (DISPENSER_SEQUENCES) and the sequence clients ask for, in turn.
-var sequences = []struct {
+// namedSeq is a named sequence the dispensers declare: its name, first
+// number and, in the regions mode, its home region.
+type namedSeq struct {
 	name  string
 	first uint64
-}{{"orders", 1}, {"invoices", 1_000_000}}
+	home  string
+}
 
-// seqClient is what sequence client j asks for: SeqNext and SeqBatch in
-// turn, then the names, then the fleets (both declare the sequences, each
-// in its own store, so the numbers are checked per fleet). The default 8
-// clients cover every combination.
-func seqClient(j int) (kind callKind, name string, f *fleet) {
+// sequences are the named sequences the dispensers declare
+// (DISPENSER_SEQUENCES) and the sequence clients ask for, in turn.
+var sequences = []namedSeq{{"orders", 1, ""}, {"invoices", 1_000_000, ""}}
+
+// seqClient is what sequence client j asks for of seqs: SeqNext and
+// SeqBatch in turn, then the names, then the fleets (both declare the
+// sequences, each in its own store, so the numbers are checked per
+// fleet). 2 × len(seqs) × 2 clients (the default 8 for two sequences)
+// cover every combination.
+func seqClient(j int, seqs []namedSeq) (kind callKind, name string, f *fleet) {
 	kind = kindSeqNext
 	if j%2 == 1 {
 		kind = kindSeqBatch
 	}
-	name = sequences[(j/2)%len(sequences)].name
-	f = fleets[(j/(2*len(sequences)))%len(fleets)]
+	name = seqs[(j/2)%len(seqs)].name
+	f = fleets[(j/(2*len(seqs)))%len(fleets)]
 	return kind, name, f
 }
 
-// sequencesEnv is DISPENSER_SEQUENCES for them.
-func sequencesEnv() string {
+// sequencesEnv is DISPENSER_SEQUENCES declaring seqs (name[@home]=first).
+func sequencesEnv(seqs []namedSeq) string {
 	var parts []string
-	for _, s := range sequences {
-		parts = append(parts, fmt.Sprintf("%s=%d", s.name, s.first))
+	for _, s := range seqs {
+		name := s.name
+		if s.home != "" {
+			name += "@" + s.home
+		}
+		parts = append(parts, fmt.Sprintf("%s=%d", name, s.first))
 	}
 	return strings.Join(parts, ",")
 }
@@ -113,7 +123,7 @@ func startClients(ctx context.Context, n, bulk, seq int, c *cluster, logger *slo
 		seqName := ""
 		switch {
 		case i >= n+bulk:
-			kind, seqName, f = seqClient(i - n - bulk)
+			kind, seqName, f = seqClient(i-n-bulk, sequences)
 		case i >= n:
 			kind = kindBatch
 		}

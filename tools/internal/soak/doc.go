@@ -176,9 +176,13 @@
 // dispensers of each fleet (DISPENSER_REGION), the MySQL fleet on a
 // database of the region's own on the soak's mariadbd, the KV fleet on
 // the region's bucket uid_workers_<region> (placed in its cluster, three
-// replicas), and a Next, a Batch and a Prefetcher client per fleet
-// connected to its own region's cluster only. No blocks, no sequences, no
-// bulk clients (see regions.go). Its faults, in a cycle: region-down
+// replicas), and a Next, a Batch and a Prefetcher client per fleet and
+// Config.SeqClients sequence clients, connected to its own region's
+// cluster only. One named sequence is homed in each region
+// (orders@east, invoices@west, the same DISPENSER_SEQUENCES on every
+// dispenser of both fleets) and every region's sequence clients ask for
+// all of them: one local, one through the gateway. No blocks, no bulk
+// clients (see regions.go). Its faults, in a cycle: region-down
 // (every dispenser of a region, the regions in turn, SIGKILLed and
 // restarted after Config.RegionDown; its clients must be served through
 // the gateway meanwhile), gateway-cut (every gateway link cut until no
@@ -188,8 +192,16 @@
 // stream, the regions in turn). The checks are the ordinary ones (IDs
 // unique per fleet across all regions together, order per claim at each
 // client, deadlines, unexplained failures, processes), and every fault
-// window of at least 100 calls may fail at most 1% of them. The figures
-// (regionfigures.go) read the serving region from each ID's worker field:
-// IDs and calls per region, calls served by another region, the latency
-// of local and failed-over Next and Batch calls.
+// window of at least 100 calls may fail at most 1% of them, judged for
+// the ID and the sequence clients apart. The sequences' numbers are
+// checked as in the ordinary mode (per name and fleet, across all
+// regions together); a sequence call failing with a HomeUnreachableError
+// while its home region's dispensers are down, or while the gateways are
+// cut for a caller of another region, is the documented unavailability
+// (regionseq.go): counted apart, outside the 1% (any other failure of a
+// sequence call counts in it). The figures (regionfigures.go) read the
+// serving region from each ID's worker field: IDs and calls per region,
+// calls served by another region, the latency of local and failed-over
+// Next and Batch calls; and count the sequence calls per sequence and
+// calling region.
 package soak

@@ -145,6 +145,10 @@ func (r *recorder) errorKind(err error) int16 {
 	return i
 }
 
+// kindHomeUnreachable is the error kind of a sequence call whose home
+// region could not be reached (uidclient.HomeUnreachableError).
+const kindHomeUnreachable = "home region unreachable (no responders)"
+
 // classify names the kind of a client error and says whether it is a
 // clear, expected failure: the call's deadline passed while no dispenser
 // could answer, and the error says what the last attempt met. Anything
@@ -154,6 +158,10 @@ func classify(err error) (kind string, clear bool) {
 	var se *uidclient.ServiceError
 	hasService := errors.As(err, &se)
 	switch {
+	case errors.Is(err, uidclient.ErrHomeUnreachable):
+		// At once, not at the deadline: only the home region serves a
+		// sequence (whether it was down then is seqUnavailable's to say).
+		return kindHomeUnreachable, true
 	case errors.Is(err, uidclient.ErrPrefetcherClosed), errors.Is(err, uidclient.ErrBlockSourceClosed):
 		return "source closed", false
 	case errors.Is(err, uidclient.ErrBadRequest):

@@ -26,8 +26,15 @@ type RegionFigures struct {
 	// every region-down window (plus windowSettle): local-first says 0.
 	FailedOverQuiet int `json:"failed_over_outside_region_down"`
 	// DownRegion counts, over every region-down fault, the calls of the
-	// downed region's own clients and how many failed.
+	// downed region's own ID clients and how many failed.
 	DownRegion FaultWindow `json:"down_region_clients"`
+	// Sequences are the homed sequences' calls per sequence and calling
+	// region (regionSeqFigures).
+	Sequences []RegionSeqFigure `json:"sequences"`
+	// Undocumented are a few of the sequence calls failed with a
+	// HomeUnreachableError outside the documented unavailability (the
+	// first line counts them all).
+	Undocumented []string `json:"home_unreachable_undocumented,omitempty"`
 }
 
 // RegionFigure is one region's share.
@@ -74,16 +81,22 @@ func roundLatency(d time.Duration) time.Duration {
 }
 
 // regionFigures derives the figures from what the clients received.
-func (s *soak) regionFigures(faults []faultRecord, clients []*soakClient) *RegionFigures {
+func (s *soak) regionFigures(faults []faultRecord, clients []*soakClient, kinds []errorKind) *RegionFigures {
 	logs := make([]*clientLog, len(clients))
 	for i, c := range clients {
 		logs[i] = c.log
 	}
-	return computeRegionFigures(s.regionsMap, s.cfg.GatewayDelay, faults, logs)
+	return computeRegionFigures(s.regionsMap, s.cfg.GatewayDelay, faults, logs, kinds, seqHomes(s.homedSeqs))
 }
 
-func computeRegionFigures(m workerid.Regions, delay time.Duration, faults []faultRecord, clients []*clientLog) *RegionFigures {
-	out := &RegionFigures{Map: m.String(), GatewayDelay: delay}
+// computeRegionFigures reads the ID figures from the ID clients (a
+// sequence client's numbers are no IDs) and the sequence figures from
+// the sequence clients.
+func computeRegionFigures(m workerid.Regions, delay time.Duration, faults []faultRecord, all []*clientLog, kinds []errorKind, homes map[string]string) *RegionFigures {
+	undocumented := examples{what: "sequence calls failed with the home region unreachable outside the documented unavailability"}
+	out := &RegionFigures{Map: m.String(), GatewayDelay: delay, Sequences: regionSeqFigures(faults, all, kinds, homes, &undocumented)}
+	undocumented.report(&out.Undocumented)
+	clients := slices.DeleteFunc(slices.Clone(all), func(c *clientLog) bool { return c.kind.isSeq() })
 	index := map[string]int{}
 	for _, r := range m.List() {
 		index[r.Name] = len(out.Regions)
@@ -185,7 +198,13 @@ func (r *RegionFigures) lines() []string {
 	if r.DownRegion.Calls > 0 {
 		share = 100 * float64(r.DownRegion.Failed) / float64(r.DownRegion.Calls)
 	}
-	p("  the downed region's own clients during region-down: %d of %d calls failed (%.2f%%)", r.DownRegion.Failed, r.DownRegion.Calls, share)
+	p("  the downed region's own ID clients during region-down: %d of %d calls failed (%.2f%%)", r.DownRegion.Failed, r.DownRegion.Calls, share)
+	for _, f := range r.Sequences {
+		p("  sequence %s@%s %s", f.Sequence, f.Home, f)
+	}
+	for _, u := range r.Undocumented {
+		p("  %s", u)
+	}
 	return out
 }
 
@@ -199,7 +218,10 @@ func (r *RegionFigures) markdownRows(row func(k, format string, args ...any)) {
 	}
 	row("latency, served locally", "%s (next and batch calls that returned IDs)", r.Local)
 	row("latency, served by another region", "%s; %d of them outside every region-down window", r.FailedOver, r.FailedOverQuiet)
-	row("the downed region's clients", "%s of %s calls failed during region-down", n(uint64(r.DownRegion.Failed)), n(uint64(r.DownRegion.Calls)))
+	row("the downed region's ID clients", "%s of %s calls failed during region-down", n(uint64(r.DownRegion.Failed)), n(uint64(r.DownRegion.Calls)))
+	for _, f := range r.Sequences {
+		row(fmt.Sprintf("sequence %s@%s", f.Sequence, f.Home), "%s", f)
+	}
 }
 
 // regionsNote names the mode in the summary's title lines.

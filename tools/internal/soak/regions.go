@@ -30,11 +30,15 @@ import (
 // fleet in the region's bucket (uid_workers_<region>, placed in its
 // cluster). The clients of a region connect to its cluster only; NATS
 // serves them from their own region and through the gateway when their
-// region has no dispenser. Named sequences and blocks are left out: a
-// sequence would need a home region (DISPENSER_SEQUENCES=name@region,
-// not part of this mode), and a region's block stream is fed by its own
-// dispensers only, so its block sources run dry while they are down by
-// design.
+// region has no dispenser. One named sequence is homed in each region
+// (homedSequences), declared the same on every dispenser of both fleets;
+// the sequence clients of every region ask for all of them, so each
+// region calls its own sequence locally and the others' through the
+// gateway, and a call failing with a HomeUnreachableError while the home
+// region is down or the gateway cut is the documented unavailability
+// (seqUnavailable). Blocks are left out: a region's block stream is fed
+// by its own dispensers only, so its block sources run dry while they
+// are down by design.
 
 // regionNames name the regions, in order.
 var regionNames = []string{"east", "west", "north", "south"}
@@ -63,6 +67,27 @@ type region struct {
 // kvStream is the stream behind the region's KV bucket.
 func (r *region) kvStream() string { return "KV_" + kvBucket + "_" + r.name }
 
+// homedNames name the regions mode's sequences after the ordinary
+// mode's two, for a third and fourth region.
+var homedNames = []string{"payments", "shipments"}
+
+// homedSequences are the regions mode's sequences: one homed in each
+// region, the ordinary mode's first (orders@east, invoices@west), each
+// with first numbers far apart.
+func homedSequences(regions []string) []namedSeq {
+	var out []namedSeq
+	for i, r := range regions {
+		s := namedSeq{first: uint64(i)*1_000_000 + 1, home: r}
+		if i < len(sequences) {
+			s.name, s.first = sequences[i].name, sequences[i].first
+		} else {
+			s.name = homedNames[i-len(sequences)]
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
 // regionsMap splits the layout's worker IDs into n equal ranges, one per
 // region.
 func regionsMap(n int) (workerid.Regions, error) {
@@ -80,13 +105,18 @@ func regionsMap(n int) (workerid.Regions, error) {
 // runRegions is Run in the regions mode, after the work directory and
 // the soak's log are set up.
 func (s *soak) runRegions(ctx context.Context, workDir string) (*Summary, error) {
-	// Neither the high-rate phase nor sequences: see the mode's doc.
-	s.cfg.BulkClients, s.cfg.SeqClients = 0, 0
+	// No high-rate phase: see the mode's doc.
+	s.cfg.BulkClients = 0
 	regions, err := regionsMap(s.cfg.Regions)
 	if err != nil {
 		return nil, err
 	}
 	s.regionsMap = regions
+	var names []string
+	for _, r := range regions.List() {
+		names = append(names, r.Name)
+	}
+	s.homedSeqs = homedSequences(names)
 	mysqlDSN, err := s.startMySQL(ctx, workDir)
 	if err != nil {
 		return nil, err
@@ -136,7 +166,8 @@ func (s *soak) runRegions(ctx context.Context, workDir string) (*Summary, error)
 	}
 	s.origin = time.Now() // the run's clock starts with the clients
 	rec := newRecorder(s.origin)
-	s.progress("%d clients (next, batch and prefetch on each fleet in each region) running for %s", len(clients), s.cfg.Duration)
+	s.progress("%d clients (next, batch and prefetch on each fleet in each region, and %d sequence clients per region asking for %s) running for %s",
+		len(clients), s.cfg.SeqClients, sequencesEnv(s.homedSeqs), s.cfg.Duration)
 	stalls := s.drive(ctx, clients, rec, ld)
 	closeClients(clients)
 	s.progress("clients stopped; stopping the dispensers")
@@ -144,7 +175,7 @@ func (s *soak) runRegions(ctx context.Context, workDir string) (*Summary, error)
 	s.stopRegions()
 
 	sum := s.summarise(rec, clients, uidclient.BlockSourceStats{}, stalls)
-	sum.Regions = s.regionFigures(sum.FaultLog, clients)
+	sum.Regions = s.regionFigures(sum.FaultLog, clients, sum.errorKinds)
 	sum.WorkDir = workDir
 	if err := sum.writeRecords(workDir); err != nil {
 		return nil, err
@@ -288,7 +319,7 @@ func (s *soak) makeRegionSlots(workDir string, dsns map[string]string) error {
 				env = setEnv(env, "DISPENSER_REGION", r.name)
 				env = setEnv(env, "DISPENSER_REGIONS", s.regionsMap.String())
 				env = setEnv(env, "DISPENSER_BLOCKS_ENABLED", "false")
-				env = setEnv(env, "DISPENSER_SEQUENCES", "")
+				env = setEnv(env, "DISPENSER_SEQUENCES", sequencesEnv(s.homedSeqs))
 				s.slots = append(s.slots, &dispenserSlot{
 					index: n, label: label, region: r.name, fleet: f, bin: s.cfg.DispenserBin, logDir: workDir, metrics: metrics,
 					events: s.events, env: env,
@@ -309,22 +340,36 @@ func setEnv(env []string, key, value string) []string {
 }
 
 // startRegionClients connects, in every region, a Next, a Batch and a
-// Prefetcher client on each fleet, each given every node of its region's
-// cluster (never another region's: NATS is what takes its requests to
-// another region).
+// Prefetcher client on each fleet and SeqClients sequence clients
+// (seqClient over the homed sequences: the default 8 cover both kinds,
+// both sequences and both fleets with two regions), each given every
+// node of its region's cluster (never another region's: NATS is what
+// takes its requests to another region).
 func (s *soak) startRegionClients(ctx context.Context, ld load) ([]*soakClient, error) {
 	var clients []*soakClient
+	add := func(r *region, kind callKind, f *fleet, seq string) error {
+		id := len(clients)
+		node := id % numNodes
+		c, err := newClient(ctx, clientLog{id: id, node: node, kind: kind, fleet: f.name, seq: seq, region: r.name}, r.cluster.URLs(node), s.log, ld)
+		if err != nil {
+			closeClients(clients)
+			return err
+		}
+		clients = append(clients, c)
+		return nil
+	}
 	for _, r := range s.regions {
 		for _, f := range fleets {
 			for _, kind := range []callKind{kindNext, kindBatch, kindPrefetch} {
-				id := len(clients)
-				node := id % numNodes
-				c, err := newClient(ctx, clientLog{id: id, node: node, kind: kind, fleet: f.name, region: r.name}, r.cluster.URLs(node), s.log, ld)
-				if err != nil {
-					closeClients(clients)
+				if err := add(r, kind, f, ""); err != nil {
 					return nil, err
 				}
-				clients = append(clients, c)
+			}
+		}
+		for j := range s.cfg.SeqClients {
+			kind, name, f := seqClient(j, s.homedSeqs)
+			if err := add(r, kind, f, name); err != nil {
+				return nil, err
 			}
 		}
 	}

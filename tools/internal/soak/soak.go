@@ -67,7 +67,8 @@ type Config struct {
 	BulkRate    float64
 	// SeqClients ask for numbers of the named sequences the dispensers
 	// declare (seqClient: SeqNext and SeqBatch of 1 to 100, orders and
-	// invoices, both fleets): default 8, 0 none.
+	// invoices, both fleets): default 8, 0 none. In the regions mode,
+	// that many in each region, asking for the homed sequences.
 	SeqClients      int
 	LeaseTTL        time.Duration // DISPENSER_LEASE_TTL, default 4s
 	ReserveChunk    time.Duration // DISPENSER_RESERVE_CHUNK, default 5s
@@ -201,6 +202,7 @@ type soak struct {
 	// The regions mode's regions and map (empty otherwise).
 	regions    []*region
 	regionsMap workerid.Regions
+	homedSeqs  []namedSeq // one sequence homed in each region
 	self       []sample
 
 	mu        sync.Mutex
@@ -462,7 +464,7 @@ func dispenserEnv(cfg Config, f *fleet, natsURL, dsn, metrics string) []string {
 		"DISPENSER_BLOCKS_TARGET_DEPTH=16",
 		// Small segments, so that they turn over within seconds and the
 		// sequence clients meet segment changes under the faults.
-		"DISPENSER_SEQUENCES="+sequencesEnv(),
+		"DISPENSER_SEQUENCES="+sequencesEnv(sequences),
 		"DISPENSER_SEQUENCE_STEP=500",
 		"DISPENSER_SEQUENCE_MAX_STEP=2000",
 		"DISPENSER_METRICS_ADDR="+metrics,
