@@ -40,7 +40,7 @@ func homedRegions(t *testing.T, onMySQL bool) (sc *supercluster.Supercluster, ds
 		// One attempt per call (the calls' deadlines are 10 s): a number
 		// is lost only in a reply the client gave up on, and the tests
 		// check that none is skipped.
-		clients[region] = uidclient.New(testConn(t, sc.Cluster(region).URL).Conn, uidclient.Config{AttemptTimeout: 10 * time.Second})
+		clients[region] = uidclient.New(testConn(t, sc.Cluster(region).URL).Conn, uidclient.Config{AttemptTimeout: 10 * time.Second, HomeWait: 300 * time.Millisecond})
 	}
 	storeNames = func(region string) []string {
 		if onMySQL {
@@ -166,8 +166,8 @@ func (h *homeNumbers) checkDense(t *testing.T) {
 	}
 }
 
-// wantHomeUnreachable: a call of c for name fails at once with the
-// typed error naming home.
+// wantHomeUnreachable: a call of c for name fails with the typed error
+// naming home after the client's HomeWait, well before its deadline.
 func wantHomeUnreachable(t *testing.T, c *uidclient.Client, name, home string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -176,7 +176,7 @@ func wantHomeUnreachable(t *testing.T, c *uidclient.Client, name, home string) {
 	var he *uidclient.HomeUnreachableError
 	if !errors.As(err, &he) || !errors.Is(err, uidclient.ErrHomeUnreachable) || he.Home != home || he.Sequence != name ||
 		!strings.Contains(err.Error(), "home region "+home) || ctx.Err() != nil {
-		t.Fatalf("%s with its home %s unreachable: %v (deadline: %v), want a HomeUnreachableError naming %s at once", name, home, err, ctx.Err(), home)
+		t.Fatalf("%s with its home %s unreachable: %v (deadline: %v), want a HomeUnreachableError naming %s before the deadline", name, home, err, ctx.Err(), home)
 	}
 	if _, err := c.SeqBatch(ctx, name, 2); !errors.As(err, &he) || he.Home != home {
 		t.Fatalf("%s batch with its home %s unreachable: %v", name, home, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -363,7 +364,9 @@ func (g *gatedStore) Take(ctx context.Context, name string, step uint64) (sequen
 // own name's stats); every sequence's home is in the metadata and on
 // <prefix>.seq.<name>.home. A request for a sequence homed elsewhere meets
 // no responders here, and the client turns it into HomeUnreachableError
-// naming the home, at once; a name of no region stays a 404.
+// naming the home once that has lasted HomeWait, while a home that
+// answers again within HomeWait (a gateway link reconnecting) serves the
+// call; a name of no region stays a 404.
 func TestSequenceHomes(t *testing.T) {
 	url := startNATS(t, nil)
 	store := sequencetest.NewMemStore()
@@ -374,7 +377,7 @@ func TestSequenceHomes(t *testing.T) {
 	startInstance(t, url, 3, instanceOpts{service: ServiceConfig{Sequences: alloc, Region: "east", Regions: "east=0-511,west=512-1023",
 		SequenceHomes: map[string]string{"orders": "east", "refunds": "east", "invoices": "west"}}})
 	nc := connect(t, url)
-	client := uidclient.New(nc.Conn, uidclient.Config{})
+	client := uidclient.New(nc.Conn, uidclient.Config{HomeWait: 200 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if nums, err := client.SeqBatch(ctx, "orders", 3); err != nil || !slices.Equal(nums, []uint64{1, 2, 3}) {
@@ -383,7 +386,34 @@ func TestSequenceHomes(t *testing.T) {
 	_, err := client.SeqNext(ctx, "invoices")
 	var he *uidclient.HomeUnreachableError
 	if !errors.As(err, &he) || he.Home != "west" || he.Sequence != "invoices" || !errors.Is(err, nats.ErrNoResponders) || ctx.Err() != nil {
-		t.Fatalf("invoices, homed in west: %v, want a HomeUnreachableError naming west at once", err)
+		t.Fatalf("invoices, homed in west: %v, want a HomeUnreachableError naming west before the deadline", err)
+	}
+	if retried := client.Stats().NoResponders; retried < 2 {
+		t.Fatalf("invoices failed after %d attempts with no responders, want it asked again within HomeWait", retried)
+	}
+
+	// West's instance (a stand-in responder) comes back while a call
+	// waits out its HomeWait: the call is served.
+	patient := uidclient.New(nc.Conn, uidclient.Config{HomeWait: time.Minute})
+	served := make(chan error, 1)
+	go func() {
+		n, err := patient.SeqNext(ctx, "invoices")
+		if err == nil && n != 7 {
+			err = fmt.Errorf("number %d, want 7 from the stand-in", n)
+		}
+		served <- err
+	}()
+	testenv.WaitFor(t, 5*time.Second, "the call meets no responders", func() bool { return patient.Stats().NoResponders > 0 })
+	west, err := nc.Conn.Subscribe("uid.seq.invoices.next", func(m *nats.Msg) { _ = m.Respond([]byte("7")) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer west.Unsubscribe()
+	if err := <-served; err != nil {
+		t.Fatalf("invoices with its home back within HomeWait: %v", err)
+	}
+	if err := west.Unsubscribe(); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := client.SeqNext(ctx, "nosuch"); !errors.Is(err, uidclient.ErrNotFound) || !strings.Contains(err.Error(), `unknown sequence "nosuch"`) {
 		t.Fatalf("a sequence of no region: %v, want the 404", err)

@@ -32,6 +32,13 @@ type Config struct {
 	// responders or a 503 (defaults 2ms and 250ms; doubled each time,
 	// with jitter).
 	MinBackoff, MaxBackoff time.Duration
+	// HomeWait bounds how long a sequence request keeps asking while its
+	// home region cannot be reached (no responders, and the instances
+	// reached name the home), before it fails with a
+	// *HomeUnreachableError: long enough to ride out a gateway link that
+	// reconnects (nats-server waits a fixed second before it reconnects
+	// one), short of the call's deadline. Default 2s.
+	HomeWait time.Duration
 	// TracerProvider makes the client spans (and so the trace context
 	// sent along); nil: the global one.
 	TracerProvider trace.TracerProvider
@@ -45,8 +52,8 @@ type Config struct {
 // lost in a dropped reply is never issued again. A sequence request with
 // no responders is the exception in a fleet of regions: when the
 // instances reached name the sequence's home region (only its instances
-// serve the sequence), the call fails at once with a *HomeUnreachableError
-// naming it. Error replies come back
+// serve the sequence), the call fails with a *HomeUnreachableError naming
+// it once that has lasted Config.HomeWait, or at its deadline if sooner. Error replies come back
 // as *ServiceError; errors.Is(err, ErrBadRequest) tells a malformed
 // request.
 type Client struct {
@@ -91,6 +98,9 @@ func New(nc *nats.Conn, cfg Config) *Client {
 	if cfg.AttemptTimeout <= 0 {
 		cfg.AttemptTimeout = time.Second
 	}
+	if cfg.HomeWait <= 0 {
+		cfg.HomeWait = 2 * time.Second
+	}
 	if cfg.MinBackoff <= 0 {
 		cfg.MinBackoff = 2 * time.Millisecond
 	}
@@ -119,7 +129,8 @@ func (c *Client) Next(ctx context.Context) (uint64, error) {
 // SeqNext returns the next number of the sequence name. An undeclared
 // name is a *ServiceError matching ErrNotFound, at once (not retried). In
 // a fleet of regions, a sequence whose home region cannot be reached is
-// a *HomeUnreachableError naming the home, at once (ErrHomeUnreachable).
+// a *HomeUnreachableError naming the home (ErrHomeUnreachable) once no
+// responders has lasted Config.HomeWait.
 func (c *Client) SeqNext(ctx context.Context, name string) (uint64, error) {
 	n, _, err := c.SeqNextFrom(ctx, name)
 	return n, err
@@ -264,6 +275,8 @@ func (c *Client) request(ctx context.Context, msg *nats.Msg, template string) (_
 	var last error
 	c.stats.requests.Add(1)
 	homeAsked := template != c.seqNext && template != c.seqBatch // only sequences have homes
+	var home *HomeUnreachableError                               // set once the instances named it
+	var homeSince time.Time
 	for attempt := 1; ; attempt++ {
 		if attempt > 1 {
 			c.stats.retries.Add(1)
@@ -277,15 +290,31 @@ func (c *Client) request(ctx context.Context, msg *nats.Msg, template string) (_
 				return reply, nil
 			}
 		}
+		noResponders := errors.Is(err, nats.ErrNoResponders)
 		if ctx.Err() != nil {
+			if home != nil && noResponders {
+				return nil, home
+			}
 			return nil, c.gaveUp(ctx, msg.Subject, attempt, err, last)
 		}
-		if !homeAsked && errors.Is(err, nats.ErrNoResponders) {
+		if !homeAsked && noResponders {
 			homeAsked = true
-			if herr := c.homeUnreachable(ctx, msg.Subject, err); herr != nil {
+			if herr := c.homeUnreachable(ctx, msg.Subject, err); herr != nil && !errors.As(herr, &home) {
 				c.stats.count(err)
 				return nil, herr
 			}
+		}
+		// The home is unreachable for as long as no responders lasts
+		// without a break.
+		switch {
+		case home == nil:
+		case !noResponders:
+			homeSince = time.Time{}
+		case homeSince.IsZero():
+			homeSince = time.Now()
+		case time.Since(homeSince) >= c.cfg.HomeWait:
+			c.stats.count(err)
+			return nil, home
 		}
 		if !retryable(err) {
 			if _, isService := err.(*ServiceError); isService {
@@ -302,6 +331,9 @@ func (c *Client) request(ctx context.Context, msg *nats.Msg, template string) (_
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
+			if home != nil && errors.Is(last, nats.ErrNoResponders) {
+				return nil, home
+			}
 			return nil, c.gaveUp(ctx, msg.Subject, attempt, nil, last)
 		}
 	}
@@ -310,9 +342,9 @@ func (c *Client) request(ctx context.Context, msg *nats.Msg, template string) (_
 // homeUnreachable is the error of a sequence request that met no
 // responders (cause), when the instances reached name the sequence's
 // home: in a fleet of regions only the home region's instances serve a
-// sequence, so no responders means none of them can be reached, which
-// retrying here does not cure (a *HomeUnreachableError naming it, at
-// once). A 404 from them is the sequence declared nowhere. Nil when
+// sequence, so no responders means none of them can be reached (a
+// *HomeUnreachableError naming it, returned by request once that has
+// lasted HomeWait). A 404 from them is the sequence declared nowhere. Nil when
 // nobody answers the question (no instance at all, or a fleet without
 // regions, whose instances do not serve it): the request is retried as
 // any other.

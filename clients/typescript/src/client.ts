@@ -46,6 +46,14 @@ export interface ClientOptions<K extends IdKind = "string"> {
   minBackoffMs?: number;
   maxBackoffMs?: number;
   /**
+   * How long a sequence call goes on asking while its home region cannot
+   * be reached (no responders, and the instances reached name the home)
+   * before it throws a HomeUnreachableError (default 2000 ms: longer than
+   * the second nats-server waits before it reconnects a gateway link
+   * whose node was lost). As the Go client's HomeWait.
+   */
+  homeWaitMs?: number;
+  /**
    * A call's deadline when it gives no timeoutMs, deadline or signal of its
    * own (default 5000 ms; Infinity: retry until the signal aborts).
    */
@@ -140,6 +148,7 @@ export class UidClient<K extends IdKind = "string"> {
   readonly #attemptTimeoutMs: number;
   readonly #minBackoffMs: number;
   readonly #maxBackoffMs: number;
+  readonly #homeWaitMs: number;
   readonly #timeoutMs: number;
   readonly #stats: ClientStats = { requests: 0, retries: 0, unavailable: 0, noResponders: 0, timedOut: 0 };
 
@@ -153,6 +162,7 @@ export class UidClient<K extends IdKind = "string"> {
     this.#attemptTimeoutMs = positive(opts.attemptTimeoutMs, 1000);
     this.#minBackoffMs = positive(opts.minBackoffMs, 2);
     this.#maxBackoffMs = Math.max(positive(opts.maxBackoffMs, 250), this.#minBackoffMs);
+    this.#homeWaitMs = positive(opts.homeWaitMs, 2000);
     this.#timeoutMs = positive(opts.timeoutMs, 5000);
   }
 
@@ -279,6 +289,9 @@ export class UidClient<K extends IdKind = "string"> {
     let last: unknown;
     // Only sequences have homes (fleets of regions): see #homeUnreachable.
     let homeAsked = this.#seqNameOf(s) === undefined;
+    // Set once the instances named the home; the time no responders began.
+    let home: HomeUnreachableError | undefined;
+    let homeSince: number | undefined;
     for (let attempt = 1; ; attempt++) {
       if (signal?.aborted) {
         throw new GaveUpError(s, "aborted", attempt - 1, last ?? signal.reason);
@@ -300,12 +313,26 @@ export class UidClient<K extends IdKind = "string"> {
       if (err === aborted) {
         throw new GaveUpError(s, "aborted", attempt, last ?? signal?.reason);
       }
-      if (!homeAsked && isNoResponders(err)) {
+      const noResponders = isNoResponders(err);
+      if (!homeAsked && noResponders) {
         homeAsked = true;
-        const final = await this.#homeUnreachable(s, err, deadline);
-        if (final !== undefined) {
+        const answer = await this.#homeUnreachable(s, err, deadline);
+        if (answer instanceof HomeUnreachableError) {
+          home = answer;
+        } else if (answer !== undefined) {
           this.#count(err);
-          throw final;
+          throw answer;
+        }
+      }
+      // The home is unreachable for as long as no responders lasts without a break.
+      if (home !== undefined) {
+        if (!noResponders) {
+          homeSince = undefined;
+        } else if (homeSince === undefined) {
+          homeSince = Date.now();
+        } else if (Date.now() - homeSince >= this.#homeWaitMs) {
+          this.#count(err);
+          throw home;
         }
       }
       if (!retryable(err)) {
@@ -314,6 +341,9 @@ export class UidClient<K extends IdKind = "string"> {
       this.#count(err);
       const left = deadline - Date.now();
       if (left <= 0) {
+        if (home !== undefined && noResponders) {
+          throw home;
+        }
         // An attempt the deadline cut short says less than the failure
         // before it (a 503, no responders), as in the Go client.
         throw new GaveUpError(s, "deadline", attempt, isTimeout(err) && last !== undefined ? last : err);
