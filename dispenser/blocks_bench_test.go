@@ -62,13 +62,9 @@ func BenchmarkBlocksSustained(b *testing.B) {
 	})
 	for _, store := range []string{"kv", "mysql"} {
 		b.Run("publisher=dispensers/store="+store, func(b *testing.B) {
-			url := testenv.NATS(b, nil).ClientURL()
-			cfg := DefaultConfig()
-			cfg.NATSURL = url
+			cfg := benchConfig(b, store == "mysql")
+			url := cfg.NATSURL
 			cfg.BlocksEnabled = true
-			if store == "mysql" {
-				cfg.MySQLDSN = testenv.MySQL(b)
-			}
 			var ds []*Dispenser
 			for range 3 {
 				d, err := Start(b.Context(), cfg, WithLogger(testLogger()))

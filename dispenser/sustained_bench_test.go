@@ -58,12 +58,8 @@ func BenchmarkSustained(b *testing.B) {
 			name += "/store=mysql"
 		}
 		b.Run(name, func(b *testing.B) {
-			url := testenv.NATS(b, nil).ClientURL()
-			cfg := DefaultConfig()
-			cfg.NATSURL = url
-			if c.mysql {
-				cfg.MySQLDSN = testenv.MySQL(b)
-			}
+			cfg := benchConfig(b, c.mysql)
+			url := cfg.NATSURL
 			for range c.instances {
 				d, err := Start(b.Context(), cfg, WithLogger(testLogger()))
 				if err != nil {
@@ -102,13 +98,9 @@ func BenchmarkSeqSustained(b *testing.B) {
 	})
 	for _, store := range []string{"kv", "mysql"} {
 		b.Run("responder=dispenser/store="+store, func(b *testing.B) {
-			url := testenv.NATS(b, nil).ClientURL()
-			cfg := DefaultConfig()
-			cfg.NATSURL = url
+			cfg := benchConfig(b, store == "mysql")
+			url := cfg.NATSURL
 			cfg.Sequences = sustainedSequence
-			if store == "mysql" {
-				cfg.MySQLDSN = testenv.MySQL(b)
-			}
 			d, err := Start(b.Context(), cfg, WithLogger(testLogger()))
 			if err != nil {
 				b.Fatal(err)
@@ -218,6 +210,19 @@ func runSustained(b *testing.B, url, subject string, layout *uidcore.Layout) {
 	if p := lastErr.Load(); p != nil {
 		b.Logf("%d error replies, the last: %s", errs.Load(), *p)
 	}
+}
+
+// benchConfig is a default dispenser's configuration on an embedded
+// nats-server of the benchmark's own, its worker IDs (and sequences)
+// leased in the server's KV bucket or, onMySQL, in a fresh MySQL
+// database.
+func benchConfig(b *testing.B, onMySQL bool) Config {
+	cfg := DefaultConfig()
+	cfg.NATSURL = testenv.NATS(b, nil).ClientURL()
+	if onMySQL {
+		cfg.MySQLDSN = testenv.MySQL(b)
+	}
+	return cfg
 }
 
 // raise sets v to d if d is greater.

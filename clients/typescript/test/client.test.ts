@@ -196,8 +196,10 @@ describe("errors", () => {
     await nc.flush();
     try {
       const c = new UidClient(nc, { subjectPrefix: p, homeWaitMs: 200 });
-      for (const call of [c.seqNext("orders", { timeoutMs: 5000 }), c.seqBatch("orders", 2, { timeoutMs: 5000 })]) {
-        await assert.rejects(call, (e: unknown) => {
+      // One call at a time: each waits out homeWaitMs, and a second call
+      // started beside the first would reject before it is awaited.
+      for (const call of [() => c.seqNext("orders", { timeoutMs: 5000 }), () => c.seqBatch("orders", 2, { timeoutMs: 5000 })]) {
+        await assert.rejects(call(), (e: unknown) => {
           assert.ok(e instanceof HomeUnreachableError, String(e));
           assert.equal(e.home, "east");
           assert.equal(e.sequence, "orders");
