@@ -63,6 +63,14 @@ func TestBlocksModeTakesDistinctIDs(t *testing.T) {
 			t.Errorf("-keep: exit %d, output lacks %q:\n%s", code, want, out)
 		}
 	}
+	// -keep 0 counts every ID and keeps none: a run that received IDs
+	// still succeeds.
+	code, out, _ = runWith(t, url, "-blocks", "-c", "2", "-n", "20", "-batch", "1000", "-keep", "0")
+	for _, want := range []string{"IDs         20,000:", "not checked: no IDs kept (-keep 0)"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("-keep 0: exit %d, output lacks %q:\n%s", code, want, out)
+		}
+	}
 }
 
 // With no dispenser publishing blocks, -blocks says which variable turns

@@ -236,8 +236,14 @@ type worker struct {
 	cutErr    error // what the last of them returned
 }
 
-// keep appends ids to w.ids, as far as limit.
+// keep appends ids to w.ids, as far as limit. The first call reserves
+// room for limit IDs at once: growing by doubling copied hundreds of
+// megabytes at high rates and cut a blocks run's rate by a quarter, while
+// memory reserved and not yet written costs nothing.
 func (w *worker) keep(ids []uint64, limit int) {
+	if w.ids == nil && limit > 0 {
+		w.ids = make([]uint64, 0, limit)
+	}
 	w.ids = append(w.ids, ids[:max(min(len(ids), limit-len(w.ids)), 0)]...)
 }
 
@@ -442,7 +448,7 @@ func report(o options, workers []*worker, elapsed time.Duration, stdout io.Write
 	if lastErr != nil {
 		fmt.Fprintf(stdout, "last error  %v\n", lastErr)
 	}
-	if len(ids) == 0 {
+	if count == 0 {
 		// Nothing answered: a run of nothing is no success.
 		fmt.Fprintln(stdout, "no IDs received")
 		if lastErr == nil && cutErr != nil {
@@ -458,6 +464,8 @@ func report(o options, workers []*worker, elapsed time.Duration, stdout io.Write
 		}
 	}
 	switch {
+	case len(ids) == 0:
+		fmt.Fprintf(stdout, "unique      not checked: no IDs kept (-keep 0)\n")
 	case dups == 0 && len(ids) < count:
 		fmt.Fprintf(stdout, "unique      all %s IDs kept distinct (%s more not kept: -keep)\n", numfmt.Thousands(int64(len(ids))), numfmt.Thousands(int64(count-len(ids))))
 	case dups == 0:
