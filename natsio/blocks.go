@@ -53,7 +53,7 @@ func DefaultBlocksConfig() BlocksConfig {
 		BlocksStream:          protocol.DefaultBlocksStream,
 		BlocksSubject:         protocol.DefaultBlocksSubject,
 		BlockSize:             protocol.DefaultBlockSize,
-		BlocksTargetDepth:     64,
+		BlocksTargetDepth:     16, // 524,288 IDs of the default block size, 4 MiB
 		BlocksStorage:         "file",
 		BlocksReplicas:        1,
 		BlocksDuplicateWindow: 2 * time.Minute,
