@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -98,7 +97,7 @@ func BenchmarkTracing(b *testing.B) {
 						Header: nats.Header{protocol.EncodingHeader: {protocol.EncodingBinary}}}
 				}
 				before := exports.Load()
-				cpuBefore := processCPU(b)
+				cpuBefore := testenv.ProcessCPU(b)
 				runClients(b, clients, func(i int) error {
 					reply, err := conns[i].RequestMsg(msg(), 5*time.Second)
 					if err == nil && reply.Header.Get(micro.ErrorCodeHeader) != "" {
@@ -106,7 +105,7 @@ func BenchmarkTracing(b *testing.B) {
 					}
 					return err
 				})
-				b.ReportMetric(float64(processCPU(b)-cpuBefore)/float64(b.N), "cpu-ns/op")
+				b.ReportMetric(float64(testenv.ProcessCPU(b)-cpuBefore)/float64(b.N), "cpu-ns/op")
 				sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer scancel()
 				if err := d.Shutdown(sctx); err != nil { // flushes the spans
@@ -152,13 +151,4 @@ func startGRPCReceiver(b *testing.B, exports *atomic.Int64) string {
 	go func() { _ = s.Serve(l) }()
 	b.Cleanup(s.Stop)
 	return l.Addr().String()
-}
-
-// processCPU is the CPU time (user and system) the process has used.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

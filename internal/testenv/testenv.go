@@ -8,6 +8,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -125,4 +126,15 @@ func NATS(t testing.TB, opts *server.Options) *server.Server {
 		srv.WaitForShutdown()
 	})
 	return srv
+}
+
+// ProcessCPU is the CPU time (user and system) the process has used:
+// what a benchmark costs the whole process, its goroutines in the
+// background (an exporter, a server) included.
+func ProcessCPU(tb testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
