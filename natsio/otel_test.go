@@ -5,7 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -14,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -315,12 +319,19 @@ func TestBlockPublishesAreProducerSpans(t *testing.T) {
 // NATS: the server span and request metrics (side=server: the caller does
 // not trace), plus the client span with the trace context injected and
 // extracted (side=both); with tracing off (no-op provider), on with the
-// request not sampled, and on and recorded (batch processor, an exporter
-// that drops the spans: OTLP's encoding is not included). The metrics are
-// on in all.
+// request not sampled, on and recorded (batch processor, an exporter that
+// drops the spans), and recorded and exported (OTLP/HTTP to a local
+// receiver that discards). The metrics are on in all. cpu-ns/op is the
+// process's CPU per request, so the batch processor's export in the
+// background is counted.
 func BenchmarkRequestTelemetry(b *testing.B) {
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	defer receiver.Close()
 	for _, side := range []string{"server", "both"} {
-		for _, mode := range []string{"off", "unsampled", "recorded"} {
+		for _, mode := range []string{"off", "unsampled", "recorded", "exported"} {
 			b.Run("side="+side+"/tracing="+mode, func(b *testing.B) {
 				tp := trace.TracerProvider(tracenoop.NewTracerProvider())
 				if mode != "off" {
@@ -328,7 +339,14 @@ func BenchmarkRequestTelemetry(b *testing.B) {
 					if mode == "unsampled" {
 						sampler = sdktrace.NeverSample()
 					}
-					sdk := sdktrace.NewTracerProvider(sdktrace.WithSampler(sampler), sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+					var exporter sdktrace.SpanExporter = tracetest.NewNoopExporter()
+					if mode == "exported" {
+						var err error
+						if exporter, err = otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(receiver.URL+"/v1/traces")); err != nil {
+							b.Fatal(err)
+						}
+					}
+					sdk := sdktrace.NewTracerProvider(sdktrace.WithSampler(sampler), sdktrace.WithBatcher(exporter))
 					defer sdk.Shutdown(context.Background())
 					tp = sdk
 				}
@@ -350,6 +368,7 @@ func BenchmarkRequestTelemetry(b *testing.B) {
 				}
 				client := clientStandIn{tracer: clientTP.Tracer("bench")}
 				b.ReportAllocs()
+				cpu := testenv.ProcessCPU(b)
 				b.ResetTimer()
 				for range b.N {
 					msg := &nats.Msg{Subject: "uid.next"}
@@ -358,6 +377,12 @@ func BenchmarkRequestTelemetry(b *testing.B) {
 					server.end(ctx, r, 1, workerID, 0, nil)
 					span.End()
 				}
+				if sdk, ok := tp.(*sdktrace.TracerProvider); ok {
+					if err := sdk.ForceFlush(context.Background()); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(testenv.ProcessCPU(b)-cpu)/float64(b.N), "cpu-ns/op")
 			})
 		}
 	}
