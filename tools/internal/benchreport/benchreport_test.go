@@ -95,6 +95,23 @@ func TestSummarizeEvenCount(t *testing.T) {
 	}
 }
 
+// Run i of two scenarios ran side by side: the ratio is the median of the
+// runs' ratios, which a drift between runs does not move, not the ratio
+// of the medians.
+func TestPairedRatioCancelsADrift(t *testing.T) {
+	a, b := []float64{90, 200, 300}, []float64{100, 210, 330}
+	got, ok := pairedRatio(a, b)
+	if want := 300.0 / 330; !ok || math.Abs(got-want) > 1e-9 {
+		t.Errorf("pairedRatio = %v, %v; want %v (the ratio of the medians would be %v)", got, ok, want, 200.0/210)
+	}
+	if _, ok := pairedRatio(a, b[:2]); ok {
+		t.Error("pairedRatio of runs of different counts: want not ok")
+	}
+	if _, ok := pairedRatio(a, []float64{1, 0, 1}); ok {
+		t.Error("pairedRatio with a zero run: want not ok")
+	}
+}
+
 func TestReplaceSectionKeepsTheRest(t *testing.T) {
 	doc := "# Benchmarks\n\n## Worker IDs\n\ntable\n"
 	first, err := replaceSection(doc, beginMarker+"\nold\n"+endMarker+"\n")

@@ -120,6 +120,10 @@ type row struct {
 	isIDs    bool // rate counts IDs
 	p50, p99 stat // µs
 	mean     stat // µs per call (go: ns/op)
+	// The runs' rates and p50s in the order they ran: the i-th run of two
+	// scenarios ran side by side (the same round, or the same
+	// alternation of the nats CLI targets).
+	rates, p50s []float64
 }
 
 // build joins the scenarios with the measurements; scenarios without any
@@ -132,6 +136,7 @@ func build(goRes, cliRes map[string]samples, msgs1, msgs8 int) (rows []row, miss
 			s = cliRes[sc.key]
 			if req, ok := summarize(s["req/s"]); ok {
 				r.rate = req
+				r.rates = s["req/s"]
 				if sc.idsPer > 0 {
 					r.rate.median *= sc.idsPer
 					r.isIDs = true
@@ -140,6 +145,7 @@ func build(goRes, cliRes map[string]samples, msgs1, msgs8 int) (rows []row, miss
 		} else {
 			s = goRes[sc.key]
 			r.rate, _ = summarize(s[cmp.Or(sc.unit, "IDs/s")])
+			r.rates = s[cmp.Or(sc.unit, "IDs/s")]
 			r.isIDs = sc.unit == "" || sc.idsPer > 0
 			r.rate.median *= cmp.Or(sc.idsPer, 1)
 			if ns, ok := summarize(s["ns/op"]); ok && sc.unit == "" {
@@ -148,6 +154,7 @@ func build(goRes, cliRes map[string]samples, msgs1, msgs8 int) (rows []row, miss
 			}
 		}
 		r.p50, _ = summarize(s["p50-us"])
+		r.p50s = s["p50-us"]
 		r.p99, _ = summarize(s["p99-us"])
 		if r.rate.n == 0 {
 			missing = append(missing, sc.key)
@@ -216,7 +223,7 @@ func markdown(rows []row, missing []string, env []string, chartPath string, extr
 	}
 	fmt.Fprintln(&b)
 	if ratios := ratioLines(rows); len(ratios) > 0 {
-		fmt.Fprintln(&b, "Ratios of medians from this run:")
+		fmt.Fprintln(&b, "Ratios from this run (where both sides ran as often, the median of the runs' own ratios, run i of each having run side by side with the other's, so that a drift of the machine between runs cancels out; else the ratio of the medians):")
 		fmt.Fprintln(&b)
 		for _, l := range ratios {
 			fmt.Fprintf(&b, "- %s\n", l)
@@ -242,11 +249,18 @@ func ratioLines(rows []row) []string {
 	for _, r := range rows {
 		byKey[r.key] = r
 	}
+	// The ratio of a's rate to b's: the median of the runs' own ratios
+	// when both ran the same number of times (run i of each side by
+	// side, so a drift of the machine between runs cancels out), the
+	// ratio of the medians otherwise.
 	ratio := func(a, b string) (float64, bool) {
 		ra, okA := byKey[a]
 		rb, okB := byKey[b]
 		if !okA || !okB || rb.rate.median == 0 {
 			return 0, false
+		}
+		if x, ok := pairedRatio(ra.rates, rb.rates); ok {
+			return x, true
 		}
 		return ra.rate.median / rb.rate.median, true
 	}
@@ -256,6 +270,9 @@ func ratioLines(rows []row) []string {
 		rb, okB := byKey[b]
 		if !okA || !okB || ra.p50.n == 0 || rb.p50.n == 0 || ra.p50.median == 0 {
 			return 0, false
+		}
+		if x, ok := pairedRatio(rb.p50s, ra.p50s); ok {
+			return x, true
 		}
 		return rb.p50.median / ra.p50.median, true
 	}
@@ -303,6 +320,23 @@ func ratioLines(rows []row) []string {
 		}
 	}
 	return out
+}
+
+// pairedRatio is the median of a[i]/b[i], when a and b have as many runs
+// and none of b's is 0.
+func pairedRatio(a, b []float64) (float64, bool) {
+	if len(a) == 0 || len(a) != len(b) {
+		return 0, false
+	}
+	ratios := make([]float64, len(a))
+	for i := range a {
+		if b[i] == 0 {
+			return 0, false
+		}
+		ratios[i] = a[i] / b[i]
+	}
+	st, _ := summarize(ratios)
+	return st.median, true
 }
 
 // replaceSection puts section (markers included) in place of the one in
