@@ -119,7 +119,7 @@ func TestBlocksFromDispensersAcrossARestart(t *testing.T) {
 		t.Fatalf("none of worker %d's blocks from before the restart were consumed", restarted)
 	}
 	ids = append(append(ids, more...), requested...)
-	checkDistinct(t, ids)
+	testenv.CheckDistinct(t, ids)
 	t.Logf("%d IDs distinct; %d from the restarted worker's blocks published before the restart", len(ids), old)
 }
 

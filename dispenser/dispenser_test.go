@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -135,16 +134,6 @@ func collect(t *testing.T, c *uidclient.Client, n, perCaller int, stop <-chan st
 	return all
 }
 
-func checkDistinct(t *testing.T, ids []uint64) {
-	t.Helper()
-	slices.Sort(ids)
-	for i := 1; i < len(ids); i++ {
-		if ids[i] == ids[i-1] {
-			t.Fatalf("duplicate ID %d among %d", ids[i], len(ids))
-		}
-	}
-}
-
 func workers(ids []uint64) map[uint64]int {
 	m := map[uint64]int{}
 	for _, id := range ids {
@@ -168,7 +157,7 @@ func TestThreeDispensersOnMySQL(t *testing.T) {
 		ds = append(ds, d)
 	}
 	ids := collect(t, client(t, url), 8, 2000, nil)
-	checkDistinct(t, ids)
+	testenv.CheckDistinct(t, ids)
 	shares := workers(ids)
 	for _, d := range ds {
 		if shares[d.WorkerID()] == 0 {
@@ -206,7 +195,7 @@ func TestReclaimsAfterLeaseLostForGood(t *testing.T) {
 	testenv.WaitFor(t, 10*time.Second, "IDs from the new worker ID", func() bool { return load.from(d.WorkerID()) >= 1000 })
 	ids, failures := load.finish()
 	t.Logf("%d IDs, %d requests failed across the reclaim", len(ids), len(failures))
-	checkDistinct(t, ids)
+	testenv.CheckDistinct(t, ids)
 	shares := workers(ids)
 	if shares[lostWorker] == 0 || shares[d.WorkerID()] == 0 {
 		t.Fatalf("IDs per worker %v: want some from %d and from %d", shares, lostWorker, d.WorkerID())
@@ -244,7 +233,7 @@ func TestZeroConfigStartsEmbeddedNATSAndClaimsThroughKV(t *testing.T) {
 		t.Fatalf("both instances hold worker %d", first.WorkerID())
 	}
 	ids := collect(t, client(t, "nats://"+cfg.EmbeddedAddr), 4, 1000, nil)
-	checkDistinct(t, ids)
+	testenv.CheckDistinct(t, ids)
 	if shares := workers(ids); shares[first.WorkerID()] == 0 || shares[second.WorkerID()] == 0 {
 		t.Fatalf("shares %v", shares)
 	}

@@ -40,7 +40,7 @@ func startErr(cfg Config) error {
 func TestFleetRefusesAnotherLayoutModeOrPrefix(t *testing.T) {
 	fleetStores(t, func(t *testing.T, url, dsn string) {
 		first := start(t, testConfig(url, dsn))
-		checkDistinct(t, collect(t, client(t, url), 2, 100, nil))
+		testenv.CheckDistinct(t, collect(t, client(t, url), 2, 100, nil))
 		for _, tc := range []struct {
 			name   string
 			change func(*Config)
@@ -118,7 +118,7 @@ func TestNewGenerationChangesTheLayoutSafely(t *testing.T) {
 		if low := slices.Min(newIDs); low <= maxOld {
 			t.Fatalf("new generation issued %d, not above the old generation's %d", low, maxOld)
 		}
-		checkDistinct(t, append(oldIDs, newIDs...))
+		testenv.CheckDistinct(t, append(oldIDs, newIDs...))
 		if nl := next.Layout(); d.WorkerID() > nl.MaxWorkerID() {
 			t.Fatalf("worker ID %d outside the new layout", d.WorkerID())
 		}
@@ -268,7 +268,7 @@ func TestSealedFleetRefusesOldInstancesUntilTheGenerationIsRecorded(t *testing.T
 			t.Fatalf("the store holds %+v (%v), want %+v", stored, err, f)
 		}
 		start(t, next)
-		checkDistinct(t, collect(t, client(t, url), 2, 100, nil))
+		testenv.CheckDistinct(t, collect(t, client(t, url), 2, 100, nil))
 	})
 }
 

@@ -36,7 +36,7 @@ func TestReclaimWhileServingAndPublishingBlocks(t *testing.T) {
 	close(stop)
 	<-served
 	ids = append(ids, requested...)
-	checkDistinct(t, ids)
+	testenv.CheckDistinct(t, ids)
 	shares := workers(ids)
 	if shares[lostWorker] == 0 || shares[newWorker] == 0 {
 		t.Fatalf("IDs per worker %v: want some from %d and from %d", shares, lostWorker, newWorker)

@@ -39,7 +39,7 @@ func TestFleetRecordsTheMapOfRegions(t *testing.T) {
 		if w := first.WorkerID(); w < 512 || w > 767 {
 			t.Fatalf("west's instance has worker ID %d, outside 512-767", w)
 		}
-		checkDistinct(t, collect(t, client(t, url), 2, 100, nil))
+		testenv.CheckDistinct(t, collect(t, client(t, url), 2, 100, nil))
 		refused := func(name string, cfg Config, want ...string) {
 			t.Helper()
 			err := startErr(cfg)
@@ -74,7 +74,7 @@ func TestFleetRecordsTheMapOfRegions(t *testing.T) {
 			t.Fatalf("third west instance: worker ID %d", w)
 		}
 		refused("the map before north", withRegions(t, testConfig(url, dsn), "west", two), "the fleet's are "+three)
-		checkDistinct(t, collect(t, client(t, url), 4, 300, nil))
+		testenv.CheckDistinct(t, collect(t, client(t, url), 4, 300, nil))
 	})
 }
 

@@ -130,7 +130,7 @@ func TestSecureConnections(t *testing.T) {
 			if w := workers(ids); len(w) != 1 || w[d.WorkerID()] != len(ids) {
 				t.Fatalf("IDs by worker %v; the dispenser holds %d", w, d.WorkerID())
 			}
-			checkDistinct(t, ids)
+			testenv.CheckDistinct(t, ids)
 
 			refused := tc.refused
 			refused.URL, refused.Logger = url, testLogger()

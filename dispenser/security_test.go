@@ -147,7 +147,7 @@ func TestSecurityDocPermissions(t *testing.T) {
 	if err != nil || n != len(fromBlocks) {
 		t.Fatalf("%d IDs from blocks as the blocks user, %v; log:\n%s", n, err, blocksLog.String())
 	}
-	checkDistinct(t, append(ids, fromBlocks...))
+	testenv.CheckDistinct(t, append(ids, fromBlocks...))
 
 	// The orders user takes the numbers of orders, and only those.
 	var ordersLog testenv.LogBuffer
@@ -353,7 +353,7 @@ func TestSecurityDocRegionPermissions(t *testing.T) {
 		}
 		all = append(all, ids...)
 	}
-	checkDistinct(t, all)
+	testenv.CheckDistinct(t, all)
 	// A sequence homed in east, called in west (as the harness user: the
 	// service role has no sequences), is answered by east through the
 	// gateway.

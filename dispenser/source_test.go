@@ -171,7 +171,7 @@ func TestRequestsCaughtByTheSwapGetIDs(t *testing.T) {
 	if len(failures) > 0 {
 		t.Fatalf("%d requests failed across the swap, the first: %s", len(failures), failures[0])
 	}
-	checkDistinct(t, ids)
+	testenv.CheckDistinct(t, ids)
 	t.Logf("%d IDs distinct across the swap from worker %d to %d, no request failed", len(ids), first, second)
 
 	// Lost for good with no worker ID to move to: the other two are
@@ -238,7 +238,7 @@ func TestRequestsCaughtByTheSwapGetIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkDistinct(t, append(ids, more...))
+	testenv.CheckDistinct(t, append(ids, more...))
 }
 
 // After Close (a shutdown) a take fails at once with ErrClosed, the 503

@@ -96,7 +96,7 @@ func TestStartWaitsForTheStoreUpToItsOwnDeadline(t *testing.T) {
 	cfg.StoreStartupDeadline = 15 * time.Second
 	d := start(t, cfg)
 	ids := collect(t, client(t, url), 2, 500, nil)
-	checkDistinct(t, ids)
+	testenv.CheckDistinct(t, ids)
 	if shares := workers(ids); shares[d.WorkerID()] != len(ids) {
 		t.Fatalf("IDs per worker %v: want all from %d", shares, d.WorkerID())
 	}
@@ -135,7 +135,7 @@ func TestStartWaitsForNATS(t *testing.T) {
 		t.Fatalf("Start after NATS came up: %v\n%s", err, log.String())
 	}
 	t.Cleanup(func() { shutdown(t, d) })
-	checkDistinct(t, collect(t, client(t, url), 2, 200, nil))
+	testenv.CheckDistinct(t, collect(t, client(t, url), 2, 200, nil))
 	for i := 1; i <= 5; i++ {
 		line := fmt.Sprintf("attempt=%d ", i)
 		if n := strings.Count(log.String(), line); n != 1 {

@@ -131,7 +131,7 @@ func TestRegionsServeLocallyAndFailOver(t *testing.T) {
 		t.Errorf("a failed-over call took %s, less than a gateway round trip (%s)", took[0], 2*delay)
 	}
 	t.Logf("east, failed over to west: p50 %s, min %s, max %s", took[len(took)/2], took[0], took[len(took)-1])
-	checkDistinct(t, append(all, ids...))
+	testenv.CheckDistinct(t, append(all, ids...))
 }
 
 // With the gateway cut, both regions go on serving their clients, their
@@ -196,7 +196,7 @@ func TestRegionsServeThroughACutGateway(t *testing.T) {
 	round(200)
 	sc.Heal(t)
 	round(200)
-	checkDistinct(t, all)
+	testenv.CheckDistinct(t, all)
 	t.Logf("%d IDs from both regions, before, during and after the cut: no duplicate", len(all))
 }
 
@@ -223,5 +223,5 @@ func TestRegionsCompareOtherRegionsRecords(t *testing.T) {
 	if w := d.WorkerID(); w < 512 || w > 1023 {
 		t.Fatalf("west's worker ID %d", w)
 	}
-	checkDistinct(t, collect(t, client(t, sc.Cluster("west").URL), 2, 100, nil))
+	testenv.CheckDistinct(t, collect(t, client(t, sc.Cluster("west").URL), 2, 100, nil))
 }

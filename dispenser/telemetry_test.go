@@ -83,7 +83,7 @@ func TestTelemetryAcrossNATS(t *testing.T) {
 		t.Fatal(err)
 	}
 	caller.End()
-	checkDistinct(t, append(ids, id))
+	testenv.CheckDistinct(t, append(ids, id))
 
 	send := endedSpan(t, rec, "send uid.next")
 	process := endedSpan(t, rec, "process uid.next")
@@ -267,8 +267,8 @@ func TestBlockAndSequenceMetrics(t *testing.T) {
 	}
 	ids := takeBlocks(t, 4*cfg.BlockSize, blockSource(t, url), blockSource(t, url))
 	wg.Wait()
-	checkDistinct(t, ids)
-	checkDistinct(t, nums)
+	testenv.CheckDistinct(t, ids)
+	testenv.CheckDistinct(t, nums)
 	if len(nums) != callers*perCaller*batch {
 		t.Fatalf("%d sequence numbers, want %d", len(nums), callers*perCaller*batch)
 	}

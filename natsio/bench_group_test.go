@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
@@ -86,7 +87,7 @@ func BenchmarkQueueGroup(b *testing.B) {
 			b.StopTimer()
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "IDs/s")
 			lat.report(b)
-			checkDistinct(b, ids)
+			testenv.CheckDistinct(b, ids)
 			if shares := workerShares(ids); b.N >= 1000 && len(shares) != dispensers {
 				b.Fatalf("IDs from workers %v; want all %d dispensers", shares, dispensers)
 			}

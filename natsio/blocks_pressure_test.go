@@ -116,7 +116,7 @@ func TestBlocksStorePressurePublisherBacksOffRequestsServed(t *testing.T) {
 			if st.Failed != 0 || st.IDsDiscarded != st.Expired*blockSize {
 				t.Fatalf("publisher stats %+v: only expired blocks' IDs may be discarded", st)
 			}
-			checkDistinct(t, append(ids, fromBlocks...))
+			testenv.CheckDistinct(t, append(ids, fromBlocks...))
 			t.Logf("publisher %+v; %d IDs from requests, %d from blocks", st, len(ids), len(fromBlocks))
 		})
 	}

@@ -130,7 +130,7 @@ func TestAtCapacitySmallRequestsStayFastAndBulkGetsTheRest(t *testing.T) {
 		t.Errorf("%d of %d small takes (%d requests) waited for padding while bulk callers saturate the instance, want at most 1%%",
 			waited, taken, small)
 	}
-	checkDistinct(t, all)
+	testenv.CheckDistinct(t, all)
 	// 16,384 a second for 3 s (plus the one second it may borrow).
 	if min := int(run.Seconds()) * 16384 * 8 / 10; len(all) < min {
 		t.Errorf("%d IDs handed out in %s, want at least %d: the instance's capacity", len(all), run, min)
@@ -176,7 +176,7 @@ func TestBulkWaitBelowCapacityIsNotLoggedAsCapacity(t *testing.T) {
 	if len(all) != 300_000 {
 		t.Fatalf("%d IDs, want 300000", len(all))
 	}
-	checkDistinct(t, all)
+	testenv.CheckDistinct(t, all)
 	if strings.Contains(log.String(), "at capacity") {
 		t.Errorf("a wait below capacity was logged as capacity:\n%s", log.String())
 	}

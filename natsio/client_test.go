@@ -142,7 +142,7 @@ func TestThreeInstancesSixteenClientsMillionIDs(t *testing.T) {
 	if len(res.ids) < 1_000_000 {
 		t.Fatalf("only %d IDs", len(res.ids))
 	}
-	checkDistinct(t, res.ids)
+	testenv.CheckDistinct(t, res.ids)
 	shares := workerShares(res.ids)
 	for w := range uint64(3) {
 		if shares[w+1] == 0 {
@@ -175,7 +175,7 @@ func TestAbruptStopDuringLoad(t *testing.T) {
 	if len(res.errs) > 0 {
 		t.Fatalf("%d of %d calls failed, first: %v", len(res.errs), res.calls.Load(), res.errs[0])
 	}
-	checkDistinct(t, res.ids)
+	testenv.CheckDistinct(t, res.ids)
 	if shares := workerShares(res.ids); shares[1] == 0 || shares[3] == 0 {
 		t.Fatalf("survivors did not serve: %v", shares)
 	}
@@ -201,7 +201,7 @@ func TestGracefulStopDuringLoadLosesNoRequest(t *testing.T) {
 	if servedBefore == 0 {
 		t.Fatal("the stopped instance served nothing before its stop; the test proves nothing")
 	}
-	checkDistinct(t, res.ids)
+	testenv.CheckDistinct(t, res.ids)
 	t.Logf("%d IDs in %d calls, slowest %v", len(res.ids), res.calls.Load(), res.maxLatency)
 }
 
@@ -313,7 +313,7 @@ func TestClientRetries503(t *testing.T) {
 		}
 		all = append(all, ids...)
 	}
-	checkDistinct(t, all)
+	testenv.CheckDistinct(t, all)
 	p0, _ := layout.Parse(all[0])
 	p1, _ := layout.Parse(all[len(all)-1])
 	if p1.Time.Sub(p0.Time) < 2*time.Second {
@@ -360,7 +360,7 @@ func TestPrefetcherConcurrentDistinct(t *testing.T) {
 	if len(all) != goroutines*each {
 		t.Fatalf("%d IDs", len(all))
 	}
-	checkDistinct(t, all)
+	testenv.CheckDistinct(t, all)
 	if avail := p.Available(); avail > 3000+1000 {
 		t.Fatalf("reserve %d exceeds LowWater+BatchSize", avail)
 	}

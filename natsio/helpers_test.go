@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"slices"
 	"testing"
 	"time"
 
@@ -127,17 +126,6 @@ func connect(t testing.TB, url string) *natsconn.Conn {
 		<-conn.Closed()
 	})
 	return conn
-}
-
-// checkDistinct fails the test when ids holds a duplicate; it sorts ids.
-func checkDistinct(t testing.TB, ids []uint64) {
-	t.Helper()
-	slices.Sort(ids)
-	for i := 1; i < len(ids); i++ {
-		if ids[i] == ids[i-1] {
-			t.Fatalf("duplicate ID %d among %d", ids[i], len(ids))
-		}
-	}
 }
 
 // workerShares counts IDs per worker ID under the default layout.

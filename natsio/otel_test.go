@@ -127,7 +127,7 @@ func TestTraceAcrossNATS(t *testing.T) {
 		t.Fatal(err)
 	}
 	caller.End()
-	checkDistinct(t, append(ids, id))
+	testenv.CheckDistinct(t, append(ids, id))
 
 	callerSC := caller.SpanContext()
 	for _, c := range []struct {

@@ -430,7 +430,7 @@ func TestReadvertiseFollowsTheSource(t *testing.T) {
 	if shares[5] == 0 || shares[6] == 0 {
 		t.Fatalf("worker shares across the swap: %v", shares)
 	}
-	checkDistinct(t, ids)
+	testenv.CheckDistinct(t, ids)
 	if svc.ID() == firstID {
 		t.Fatal("the service was not added again")
 	}

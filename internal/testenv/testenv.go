@@ -8,6 +8,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"os"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -137,4 +138,17 @@ func ProcessCPU(tb testing.TB) time.Duration {
 		tb.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// CheckDistinct fails the test when ids holds a duplicate; it sorts ids.
+// Uniqueness is the product's one promise: every test that collects the
+// IDs or numbers something handed out checks them with this.
+func CheckDistinct(tb testing.TB, ids []uint64) {
+	tb.Helper()
+	slices.Sort(ids)
+	for i := 1; i < len(ids); i++ {
+		if ids[i] == ids[i-1] {
+			tb.Fatalf("duplicate ID %d among %d", ids[i], len(ids))
+		}
+	}
 }
