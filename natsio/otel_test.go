@@ -472,6 +472,9 @@ func TestSequenceSpansNameTheSequence(t *testing.T) {
 	for _, s := range capture.Spans.Ended() {
 		if s.Name() == "process uid.seq.*.batch" {
 			got[nameOf(s)+" "+cmp.Or(telemetrytest.Attr(s.Attributes(), uidattr.Outcome).AsString(), s.Status().Code.String())]++
+			if s.Status().Code != codes.Error && telemetrytest.Attr(s.Attributes(), uidattr.Count).AsInt64() < 1 {
+				t.Errorf("sequence batch span without uid.count: %v", s.Attributes())
+			}
 		}
 	}
 	if want := map[string]int{"invoices Unset": 2, "orders " + outcomeBadRequest: 1}; !maps.Equal(got, want) {
