@@ -85,7 +85,8 @@ rm -f bench-sustained-series.txt bench-seq-series.txt
 for rep in $(seq 1 "$REPS"); do
 	echo "== round $rep of $REPS (load average $(load))"
 	gotest natsio "$tmp/natsio.test" -test.bench "$GO_BENCH" -test.benchtime "$BENCHTIME" -test.timeout 30m | tee -a bench-e2e-go.txt || failed "round $rep: natsio"
-	gotest dispenser "$tmp/dispenser.test" -test.bench "$DISPENSER_BENCH" -test.benchtime "$BENCHTIME" -test.timeout 30m | tee -a bench-e2e-go.txt || failed "round $rep: dispenser"
+	# Even rounds run the echo and tracing targets in reverse order (roundOrder).
+	UID_BENCH_ROUND=$rep gotest dispenser "$tmp/dispenser.test" -test.bench "$DISPENSER_BENCH" -test.benchtime "$BENCHTIME" -test.timeout 30m | tee -a bench-e2e-go.txt || failed "round $rep: dispenser"
 	scripts/bench-service.sh "${BENCH_CLI_REPS:-2}" | tee -a bench-e2e-cli.txt || failed "round $rep: bench-service.sh"
 done
 echo "rounds: load average $(load) at their end" >>bench-e2e-env.txt
