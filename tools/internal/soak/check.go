@@ -80,12 +80,12 @@ func (in checkInput) blame(fleet string, start, end time.Duration) (kind string,
 			continue
 		}
 		if rideOutFaults[f.Kind] {
-			if start >= f.Start && start <= f.End+in.cutSettle {
+			if f.covers(start, in.cutSettle) {
 				rideOut = f.Kind
 			}
 			continue
 		}
-		if start >= f.Start && start <= f.End+in.settle {
+		if f.covers(start, in.settle) {
 			return f.Kind, true
 		}
 	}

@@ -118,6 +118,12 @@ type faultRecord struct {
 // touches tells whether the fault can fail a call to fleet.
 func (f faultRecord) touches(fleet string) bool { return f.Fleet == "" || f.Fleet == fleet }
 
+// covers tells whether a call started at start falls in the fault's
+// window: from its start to settle after its end.
+func (f faultRecord) covers(start, settle time.Duration) bool {
+	return start >= f.Start && start <= f.End+settle
+}
+
 // runFaults injects faults, cycle after cycle, until until has passed;
 // the first cycle always runs to its end.
 func (s *soak) runFaults(ctx context.Context, until time.Time) {

@@ -51,14 +51,13 @@ func faultWindowsExcusing(clients []*clientLog, faults []faultRecord, limited fu
 	byKind := map[string]*FaultWindow{}
 	var violations []string
 	for _, f := range faults {
-		from, to := f.Start, f.End+windowSettle
 		calls, failed, excused := 0, 0, 0
 		for _, c := range clients {
 			if !f.touches(c.fleet) {
 				continue
 			}
 			for _, call := range c.calls {
-				if call.start >= from && call.start <= to {
+				if f.covers(call.start, windowSettle) {
 					calls++
 					switch {
 					case call.errKind < 0:

@@ -110,7 +110,7 @@ func computeRegionFigures(m workerid.Regions, delay time.Duration, faults []faul
 	}
 	inDown := func(start time.Duration) bool {
 		for _, f := range down {
-			if start >= f.Start && start <= f.End+windowSettle {
+			if f.covers(start, windowSettle) {
 				return true
 			}
 		}
@@ -167,7 +167,7 @@ func computeRegionFigures(m workerid.Regions, delay time.Duration, faults []faul
 				continue
 			}
 			for _, call := range c.calls {
-				if call.start >= f.Start && call.start <= f.End+windowSettle {
+				if f.covers(call.start, windowSettle) {
 					calls++
 					if call.errKind >= 0 {
 						failed++

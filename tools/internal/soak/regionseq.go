@@ -74,7 +74,7 @@ func regionSeqFigures(faults []faultRecord, clients []*clientLog, kinds []errorK
 		for i, f := range faults {
 			// Started in its window, or met it: the fault began while
 			// the call ran.
-			if call.start >= f.Start && call.start <= f.End+windowSettle || f.Start >= call.start && f.Start <= call.start+call.elapsed {
+			if f.covers(call.start, windowSettle) || f.Start >= call.start && f.Start <= call.start+call.elapsed {
 				if documented(c, call, f) {
 					return true
 				}
