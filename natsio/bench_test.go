@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
@@ -72,6 +73,57 @@ func BenchmarkPrefetcher(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "IDs/s")
+		})
+	}
+}
+
+// BenchmarkClientNext is what uidclient.Client.Next costs beside the plain
+// request it sends: one client, one request at a time, a default-bounded
+// instance (uid.next is one ID a request, far under the bound). The
+// plain request (target=request, as natscli sends it) is the limit; the
+// client adds its retry loop, per-attempt timeout, span and trace
+// context. ctx is what callers pass: context.Background, a context that
+// can be cancelled (a daemon's) and one with a deadline further away
+// than an attempt's timeout (a request handler's). One op is
+// one request; cpu-ns/op is the whole process's CPU, server included.
+func BenchmarkClientNext(b *testing.B) {
+	url := startNATS(b, nil)
+	startInstance(b, url, 1, instanceOpts{})
+	nc := connect(b, url).Conn
+	client := uidclient.New(nc, uidclient.Config{})
+	cancelled, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	far, cancelFar := context.WithTimeout(context.Background(), time.Hour)
+	defer cancelFar()
+	for _, target := range []string{"request", "uidclient/ctx=background", "uidclient/ctx=cancel", "uidclient/ctx=deadline-far"} {
+		b.Run("target="+target, func(b *testing.B) {
+			call := func() error {
+				switch target {
+				case "request":
+					_, err := nc.Request("uid.next", nil, time.Second)
+					return err
+				case "uidclient/ctx=background":
+					_, err := client.Next(context.Background())
+					return err
+				case "uidclient/ctx=cancel":
+					_, err := client.Next(cancelled)
+					return err
+				}
+				_, err := client.Next(far)
+				return err
+			}
+			b.ReportAllocs()
+			cpu := testenv.ProcessCPU(b)
+			var lat latencies
+			for b.Loop() {
+				t0 := time.Now()
+				if err := call(); err != nil {
+					b.Fatal(err)
+				}
+				lat.add(time.Since(t0))
+			}
+			b.ReportMetric(float64(testenv.ProcessCPU(b)-cpu)/float64(b.N), "cpu-ns/op")
+			lat.report(b)
 		})
 	}
 }
