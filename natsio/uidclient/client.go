@@ -268,9 +268,17 @@ func decodeParts(data []byte) (uidcore.Parts, error) {
 // request sends msg until a dispenser answers it, the error is final, or
 // ctx is done. One client span, named after the subject template, covers
 // all attempts.
-func (c *Client) request(ctx context.Context, msg *nats.Msg, template string) (_ *nats.Msg, err error) {
+func (c *Client) request(ctx context.Context, msg *nats.Msg, template string) (*nats.Msg, error) {
+	// Not a deferred closure: one capturing the error would move it to
+	// the heap on every call.
 	ctx, span := c.otel.start(ctx, msg, template)
-	defer func() { c.otel.end(span, err) }()
+	reply, err := c.attempts(ctx, msg, template)
+	c.otel.end(span, err)
+	return reply, err
+}
+
+// attempts is request's retry loop.
+func (c *Client) attempts(ctx context.Context, msg *nats.Msg, template string) (*nats.Msg, error) {
 	backoff := c.cfg.MinBackoff
 	var last error
 	c.stats.requests.Add(1)
@@ -281,9 +289,7 @@ func (c *Client) request(ctx context.Context, msg *nats.Msg, template string) (_
 		if attempt > 1 {
 			c.stats.retries.Add(1)
 		}
-		actx, cancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout)
-		reply, err := c.nc.RequestMsgWithContext(actx, msg)
-		cancel()
+		reply, err := c.attempt(ctx, msg)
 		if err == nil {
 			err = protocol.ErrorFromHeaders(msg.Subject, reply.Header.Get(micro.ErrorCodeHeader), reply.Header.Get(micro.ErrorHeader))
 			if err == nil {
@@ -299,9 +305,15 @@ func (c *Client) request(ctx context.Context, msg *nats.Msg, template string) (_
 		}
 		if !homeAsked && noResponders {
 			homeAsked = true
-			if herr := c.homeUnreachable(ctx, msg.Subject, err); herr != nil && !errors.As(herr, &home) {
-				c.stats.count(err)
-				return nil, herr
+			if herr := c.homeUnreachable(ctx, msg.Subject, err); herr != nil {
+				// Its own variable: errors.As would move home to the
+				// heap on every call.
+				var named *HomeUnreachableError
+				if !errors.As(herr, &named) {
+					c.stats.count(err)
+					return nil, herr
+				}
+				home = named
 			}
 		}
 		// The home is unreachable for as long as no responders lasts
@@ -337,6 +349,23 @@ func (c *Client) request(ctx context.Context, msg *nats.Msg, template string) (_
 			return nil, c.gaveUp(ctx, msg.Subject, attempt, nil, last)
 		}
 	}
+}
+
+// attempt sends msg once, bounded by the attempt timeout and ctx. A
+// context of its own per attempt costs four allocations and a timer: it
+// is made only when ctx can end before and after the timeout both. A
+// context that is never done (context.Background) leaves the timeout
+// alone, a deadline within the timeout is the bound itself.
+func (c *Client) attempt(ctx context.Context, msg *nats.Msg) (*nats.Msg, error) {
+	if ctx.Done() == nil {
+		return c.nc.RequestMsg(msg, c.cfg.AttemptTimeout)
+	}
+	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) <= c.cfg.AttemptTimeout {
+		return c.nc.RequestMsgWithContext(ctx, msg)
+	}
+	actx, cancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout)
+	defer cancel()
+	return c.nc.RequestMsgWithContext(actx, msg)
 }
 
 // homeUnreachable is the error of a sequence request that met no

@@ -37,7 +37,8 @@ const messagingSystem = "nats"
 // the span of each of its subjects.
 type clientTelemetry struct {
 	tracer trace.Tracer
-	spans  map[string]clientSpan // by subject; read-only once made
+	kind   []trace.SpanStartOption // made once: the option and its slice are an allocation each
+	spans  map[string]clientSpan   // by subject; read-only once made
 }
 
 // clientSpan is the name and attributes of the client spans on one
@@ -53,6 +54,7 @@ func newClientTelemetry(tp trace.TracerProvider, subjects ...string) clientTelem
 	}
 	t := clientTelemetry{
 		tracer: tp.Tracer(instrumentationName, trace.WithInstrumentationVersion(protocol.ServiceVersion)),
+		kind:   []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)},
 		spans:  make(map[string]clientSpan, len(subjects)),
 	}
 	for _, subject := range subjects {
@@ -72,7 +74,7 @@ func newClientTelemetry(tp trace.TracerProvider, subjects ...string) clientTelem
 // span names stay few).
 func (t clientTelemetry) start(ctx context.Context, msg *nats.Msg, template string) (context.Context, trace.Span) {
 	s := t.spans[template]
-	ctx, span := t.tracer.Start(ctx, s.name, trace.WithSpanKind(trace.SpanKindClient))
+	ctx, span := t.tracer.Start(ctx, s.name, t.kind...)
 	if span.IsRecording() {
 		span.SetAttributes(s.attrs...)
 		if name, ok := wildcardToken(template, msg.Subject); ok {
@@ -105,13 +107,21 @@ func (clientTelemetry) end(span trace.Span, err error) {
 // injectTraceContext writes ctx's trace context into msg's headers,
 // creating them only when there is something to carry.
 func injectTraceContext(ctx context.Context, msg *nats.Msg) {
-	if msg.Header != nil {
-		otel.GetTextMapPropagator().Inject(ctx, protocol.HeaderCarrier(msg.Header))
-		return
+	otel.GetTextMapPropagator().Inject(ctx, (*msgCarrier)(msg))
+}
+
+// msgCarrier is a message as a propagator's carrier of its headers: it
+// makes the headers on the first Set, so that a call with nothing to
+// carry (no span, no baggage) allocates nothing for them, and, being a
+// pointer, it is passed as a carrier without an allocation either.
+type msgCarrier nats.Msg
+
+func (m *msgCarrier) Get(key string) string { return protocol.HeaderCarrier(m.Header).Get(key) }
+func (m *msgCarrier) Keys() []string        { return protocol.HeaderCarrier(m.Header).Keys() }
+
+func (m *msgCarrier) Set(key, value string) {
+	if m.Header == nil {
+		m.Header = nats.Header{}
 	}
-	h := protocol.HeaderCarrier{}
-	otel.GetTextMapPropagator().Inject(ctx, h)
-	if len(h) > 0 {
-		msg.Header = nats.Header(h)
-	}
+	protocol.HeaderCarrier(m.Header).Set(key, value)
 }
