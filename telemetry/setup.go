@@ -19,6 +19,9 @@ import (
 	"go.opentelemetry.io/contrib/exporters/autoexport"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	promexporter "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
@@ -181,6 +184,35 @@ func newResource(ctx context.Context, cfg Config) (*resource.Resource, error) {
 	)
 }
 
+// otlpSpanExporterFromEnv is the exporter when the environment asks for
+// OTLP traces (OTEL_TRACES_EXPORTER=otlp, or unset with an OTLP endpoint
+// set): otlpSpanExporter over the client of the protocol it names
+// (OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL,
+// else http/protobuf), the choice autoexport would make. Nil when it
+// asks for another exporter, which autoexport makes.
+func otlpSpanExporterFromEnv(ctx context.Context) (sdktrace.SpanExporter, error) {
+	switch name := os.Getenv("OTEL_TRACES_EXPORTER"); {
+	case name == "otlp":
+	case name == "" && otlpEndpointSet("TRACES"):
+	default:
+		return nil, nil
+	}
+	protocol := os.Getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+	if protocol == "" {
+		protocol = os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
+	}
+	var client otlptrace.Client
+	switch protocol {
+	case "", "http/protobuf":
+		client = otlptracehttp.NewClient()
+	case "grpc":
+		client = otlptracegrpc.NewClient()
+	default:
+		return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL or OTEL_EXPORTER_OTLP_PROTOCOL: %q is not grpc or http/protobuf", protocol)
+	}
+	return newOTLPSpanExporter(ctx, client)
+}
+
 // otlpEndpointSet reports whether an OTLP endpoint is configured for the
 // signal, which makes OTLP its default exporter.
 func otlpEndpointSet(signal string) bool {
@@ -197,7 +229,10 @@ func (t *Telemetry) setupTracing(ctx context.Context, res *resource.Resource) er
 			return nil, nil
 		}))
 	}
-	exporter, err := autoexport.NewSpanExporter(ctx, opts...)
+	exporter, err := otlpSpanExporterFromEnv(ctx)
+	if err == nil && exporter == nil {
+		exporter, err = autoexport.NewSpanExporter(ctx, opts...)
+	}
 	if err != nil {
 		return fmt.Errorf("telemetry: traces exporter (OTEL_TRACES_EXPORTER): %w", err)
 	}
