@@ -19,7 +19,10 @@
 // OTLP endpoint is set, nothing is exported (the specification's default,
 // OTLP to localhost, would log connection errors on every export on a
 // machine without a collector). Setting OTEL_EXPORTER_OTLP_ENDPOINT alone
-// turns OTLP export on. Another: unless OTEL_TRACES_SAMPLER is set, the
+// turns OTLP export on. OTLP traces are encoded here (otlpSpanExporter: the
+// SDK exporter's conversion to generated structs cost most of what
+// recording a request costs) and sent by the SDK's OTLP/HTTP or gRPC
+// client, which reads the OTEL_EXPORTER_OTLP_* settings as documented. Another: unless OTEL_TRACES_SAMPLER is set, the
 // sampler is [DefaultSampler] (follow the caller, record every padding
 // round, 1% of other roots) rather than parentbased_always_on.
 //
