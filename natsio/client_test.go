@@ -490,15 +490,9 @@ func TestClientJSSafeFleetAndParseWithLayout(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	seen := make(map[uint64]bool, len(all))
+	testenv.CheckDistinct(t, all)
+	testenv.CheckJSSafe(t, all)
 	for _, id := range all {
-		if seen[id] {
-			t.Fatalf("ID %d handed out twice", id)
-		}
-		seen[id] = true
-		if id > uidcore.MaxJSSafeID || uint64(float64(id)) != id {
-			t.Fatalf("ID %d is not exact as a JavaScript Number", id)
-		}
 		if back, err := uidclient.FromBase32(uidclient.ToBase32(id)); back != id || err != nil {
 			t.Fatalf("base32 round trip of %d: %d, %v", id, back, err)
 		}

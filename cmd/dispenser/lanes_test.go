@@ -285,16 +285,8 @@ func TestJSSafeThroughTheBinary(t *testing.T) {
 		return len(lanes) >= 2
 	})
 	stop()
-	seen := make(map[uint64]bool, len(all))
-	for _, id := range all {
-		if seen[id] {
-			t.Fatalf("ID %d handed out twice", id)
-		}
-		seen[id] = true
-		if id > uidcore.MaxJSSafeID || uint64(float64(id)) != id {
-			t.Fatalf("ID %d is not exact as a JavaScript Number", id)
-		}
-	}
+	testenv.CheckDistinct(t, all)
+	testenv.CheckJSSafe(t, all)
 	t.Logf("%d distinct JS-safe IDs, lanes %v", len(all), lanes)
 }
 

@@ -15,6 +15,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
 // MySQLDSNEnv names the variable with the DSN of the test server (without a
@@ -149,6 +151,17 @@ func CheckDistinct(tb testing.TB, ids []uint64) {
 	for i := 1; i < len(ids); i++ {
 		if ids[i] == ids[i-1] {
 			tb.Fatalf("duplicate ID %d among %d", ids[i], len(ids))
+		}
+	}
+}
+
+// CheckJSSafe fails the test when an ID of ids is not exact as a
+// JavaScript Number: the JS-safe preset's promise to every client.
+func CheckJSSafe(tb testing.TB, ids []uint64) {
+	tb.Helper()
+	for _, id := range ids {
+		if id > uidcore.MaxJSSafeID || uint64(float64(id)) != id {
+			tb.Fatalf("ID %d is not exact as a JavaScript Number", id)
 		}
 	}
 }
