@@ -28,9 +28,14 @@
 #   BENCH_DURATION  -benchtime of each sustained scenario (default 10s; the
 #                   issue's figures: BENCH_DURATION=60s)
 #   BENCHTIME       -benchtime of the rounds' natsio benchmarks (default 1s)
-#   DISPENSER_BENCHTIME  -benchtime of the rounds' echo and tracing
-#                   benchmarks (default 5s: rounds of 1 s moved the
-#                   tracing ratios by ±8 %, too much for their 10 % target)
+#   DISPENSER_PASSES  passes of the echo and tracing benchmarks per round
+#                   (default 5, so 15 pairs of runs in three rounds)
+#   DISPENSER_BENCHTIME  -benchtime of each of those passes (default 1s).
+#                   Their ratios are the median of many short side-by-side
+#                   pairs: on this VM the machine slows by a quarter for
+#                   tens of seconds at a time, which a few long rounds
+#                   straddle (three rounds of 5 s put the default sampler
+#                   anywhere from 0.95 to 1.01 × untraced).
 #   BENCH_CLI_REPS  alternations of bench-service.sh per round (default 2)
 #   BLOCKS_BENCH    the blocks benchmarks' regexp (default ^BenchmarkBlocks)
 #   BENCH_MD, BENCH_SVG, BENCH_SERIES_SVG write the report elsewhere
@@ -41,7 +46,8 @@ cd "$(dirname "$0")/.."
 REPS=${1:-3}
 DURATION=${BENCH_DURATION:-10s}
 BENCHTIME=${BENCHTIME:-1s}
-DISPENSER_BENCHTIME=${DISPENSER_BENCHTIME:-5s}
+DISPENSER_PASSES=${DISPENSER_PASSES:-5}
+DISPENSER_BENCHTIME=${DISPENSER_BENCHTIME:-1s}
 GO_BENCH='^Benchmark(BatchBinary|Prefetcher|QueueGroup)$/^(ids=(1|64|1024|16384)|batch=8192|dispensers=(1|2|3))$'
 DISPENSER_BENCH='^Benchmark(NextVsEcho|Tracing)$'
 BLOCKS_BENCH=${BLOCKS_BENCH:-^BenchmarkBlocks}
@@ -89,8 +95,10 @@ rm -f bench-sustained-series.txt bench-seq-series.txt
 for rep in $(seq 1 "$REPS"); do
 	echo "== round $rep of $REPS (load average $(load))"
 	gotest natsio "$tmp/natsio.test" -test.bench "$GO_BENCH" -test.benchtime "$BENCHTIME" -test.timeout 30m | tee -a bench-e2e-go.txt || failed "round $rep: natsio"
-	# Even rounds run the echo and tracing targets in reverse order (roundOrder).
-	UID_BENCH_ROUND=$rep gotest dispenser "$tmp/dispenser.test" -test.bench "$DISPENSER_BENCH" -test.benchtime "$DISPENSER_BENCHTIME" -test.timeout 30m | tee -a bench-e2e-go.txt || failed "round $rep: dispenser"
+	# Every other pass runs the echo and tracing targets in reverse order (roundOrder).
+	for pass in $(seq 1 "$DISPENSER_PASSES"); do
+		UID_BENCH_ROUND=$(((rep - 1) * DISPENSER_PASSES + pass)) gotest dispenser "$tmp/dispenser.test" -test.bench "$DISPENSER_BENCH" -test.benchtime "$DISPENSER_BENCHTIME" -test.timeout 30m | tee -a bench-e2e-go.txt || failed "round $rep, pass $pass: dispenser"
+	done
 	scripts/bench-service.sh "${BENCH_CLI_REPS:-2}" | tee -a bench-e2e-cli.txt || failed "round $rep: bench-service.sh"
 done
 echo "rounds: load average $(load) at their end" >>bench-e2e-env.txt
