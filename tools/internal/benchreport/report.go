@@ -42,11 +42,18 @@ var groups = []string{
 }
 
 func goCommand(family, sub string) string {
-	return goPkgCommand(family, sub, "./natsio/")
+	return benchCommand(family, sub, "-count 3", "./natsio/")
 }
 
-func goPkgCommand(family, sub, pkg string) string {
-	return fmt.Sprintf("`go test -run '^$' -bench '^Benchmark%s$/^%s$' -count 3 %s`", family, sub, pkg)
+// passesCommand is the command of a ./dispenser/ benchmark that
+// bench-report.sh runs in many short passes (DISPENSER_PASSES of 1 s a
+// round, 15 in all), paired run by run.
+func passesCommand(family, sub string) string {
+	return benchCommand(family, sub, "-benchtime 1s -count 15", "./dispenser/")
+}
+
+func benchCommand(family, sub, flags, pkg string) string {
+	return fmt.Sprintf("`go test -run '^$' -bench '^Benchmark%s$/^%s$' %s %s`", family, sub, flags, pkg)
 }
 
 func cliCommand(subject string, clients, msgs int) string {
@@ -79,7 +86,7 @@ func scenarios(msgs1, msgs8 int) []scenario {
 			{"uidclient", "`uid.next` through `uidclient.Client.Next`", "uidclient.Next"},
 		} {
 			sub := fmt.Sprintf("clients=%d/target=%s", clients, t.target)
-			sc := scenario{1, t.label + ", " + plural(clients, "client"), t.short + ", Go, " + plural(clients, "client"), "go", "NextVsEcho/" + sub, 1, goPkgCommand("NextVsEcho", sub, "./dispenser/"), "req/s"}
+			sc := scenario{1, t.label + ", " + plural(clients, "client"), t.short + ", Go, " + plural(clients, "client"), "go", "NextVsEcho/" + sub, 1, passesCommand("NextVsEcho", sub), "req/s"}
 			if t.target == "echo" {
 				sc.idsPer = 0
 			}
@@ -98,7 +105,7 @@ func scenarios(msgs1, msgs8 int) []scenario {
 			if endpoint == "batch" {
 				name, ids = "`uid.batch` 4096 binary", 4096
 			}
-			s = append(s, scenario{2, name + ", " + t.label, "uid." + endpoint + ", tracing " + t.mode, "go", "Tracing/" + sub, ids, goPkgCommand("Tracing", sub, "./dispenser/"), "req/s"})
+			s = append(s, scenario{2, name + ", " + t.label, "uid." + endpoint + ", tracing " + t.mode, "go", "Tracing/" + sub, ids, passesCommand("Tracing", sub), "req/s"})
 		}
 	}
 	for _, n := range []int{1, 64, 1024, 16384} {
