@@ -6,15 +6,19 @@ import (
 	"errors"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -22,9 +26,11 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/telemetry/telemetrytest"
 )
 
 // otlpReceiver is a collector's OTLP/HTTP traces endpoint that keeps the
@@ -56,6 +62,33 @@ func newOTLPReceiver(t *testing.T) *otlpReceiver {
 	}))
 	t.Cleanup(r.Close)
 	return r
+}
+
+// newGRPCOTLPReceiver is otlpReceiver as a collector's gRPC
+// TraceService, decoding with gRPC's own codec; it returns the address.
+func newGRPCOTLPReceiver(t *testing.T) (*otlpReceiver, string) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &otlpReceiver{}
+	s := grpc.NewServer()
+	coltracepb.RegisterTraceServiceServer(s, grpcTraces{r: r})
+	go func() { _ = s.Serve(l) }()
+	t.Cleanup(s.Stop)
+	return r, l.Addr().String()
+}
+
+type grpcTraces struct {
+	coltracepb.UnimplementedTraceServiceServer
+	r *otlpReceiver
+}
+
+func (g grpcTraces) Export(_ context.Context, req *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
+	g.r.mu.Lock()
+	defer g.r.mu.Unlock()
+	g.r.requests = append(g.r.requests, req)
+	return &coltracepb.ExportTraceServiceResponse{}, nil
 }
 
 // received is every ResourceSpans received, each one's scopes sorted by
@@ -146,45 +179,117 @@ func variedSpans(t *testing.T) []sdktrace.ReadOnlySpan {
 	return rec.Ended()
 }
 
+// otlpClients make the SDK's OTLP client of each protocol for a
+// receiver's endpoint (an HTTP URL or a gRPC address).
+var otlpClients = map[string]func(endpoint string) otlptrace.Client{
+	"http/protobuf": func(url string) otlptrace.Client {
+		return otlptracehttp.NewClient(otlptracehttp.WithEndpointURL(url + "/v1/traces"))
+	},
+	"grpc": func(addr string) otlptrace.Client {
+		return otlptracegrpc.NewClient(otlptracegrpc.WithEndpoint(addr), otlptracegrpc.WithInsecure())
+	},
+}
+
+// newReceiver starts a receiver of the protocol and returns it with the
+// endpoint its client is given.
+func newReceiver(t *testing.T, protocol string) (*otlpReceiver, string) {
+	if protocol == "grpc" {
+		return newGRPCOTLPReceiver(t)
+	}
+	r := newOTLPReceiver(t)
+	return r, r.URL
+}
+
 // TestOTLPSpansMatchTheSDKExporter: what a collector receives from
 // otlpSpanExporter decodes to exactly what it receives from the SDK's
-// OTLP exporter for the same spans.
+// OTLP exporter for the same spans, over HTTP and over gRPC (each side
+// the SDK's client of the protocol; the gRPC receiver decodes with
+// gRPC's own codec).
 func TestOTLPSpansMatchTheSDKExporter(t *testing.T) {
 	spans := variedSpans(t)
 	if len(spans) != 5 {
 		t.Fatalf("%d spans, want 5", len(spans))
 	}
 	ctx := context.Background()
-	export := func(exp sdktrace.SpanExporter) {
-		t.Helper()
-		if err := exp.ExportSpans(ctx, spans); err != nil {
-			t.Fatal(err)
-		}
-		if err := exp.Shutdown(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sdkReceiver, ourReceiver := newOTLPReceiver(t), newOTLPReceiver(t)
-	sdkExporter, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(sdkReceiver.URL+"/v1/traces"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	export(sdkExporter)
-	ours, err := newOTLPSpanExporter(ctx, otlptracehttp.NewClient(otlptracehttp.WithEndpointURL(ourReceiver.URL+"/v1/traces")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	export(ours)
+	for protocol, newClient := range otlpClients {
+		t.Run(protocol, func(t *testing.T) {
+			export := func(exp sdktrace.SpanExporter) {
+				t.Helper()
+				if err := exp.ExportSpans(ctx, spans); err != nil {
+					t.Fatal(err)
+				}
+				if err := exp.Shutdown(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			sdkReceiver, sdkEndpoint := newReceiver(t, protocol)
+			ourReceiver, ourEndpoint := newReceiver(t, protocol)
+			sdkExporter, err := otlptrace.New(ctx, newClient(sdkEndpoint))
+			if err != nil {
+				t.Fatal(err)
+			}
+			export(sdkExporter)
+			ours, err := newOTLPSpanExporter(ctx, newClient(ourEndpoint))
+			if err != nil {
+				t.Fatal(err)
+			}
+			export(ours)
 
-	want, got := sdkReceiver.received(t), ourReceiver.received(t)
-	if len(want) != 1 {
-		t.Fatalf("the SDK exporter sent %d ResourceSpans, want 1", len(want))
+			want, got := sdkReceiver.received(t), ourReceiver.received(t)
+			if len(want) != 1 {
+				t.Fatalf("the SDK exporter sent %d ResourceSpans, want 1", len(want))
+			}
+			if !proto.Equal(&tracepb.TracesData{ResourceSpans: want}, &tracepb.TracesData{ResourceSpans: got}) {
+				t.Errorf("received from otlpSpanExporter:\n%v\nfrom the SDK exporter:\n%v", got, want)
+			}
+			if n := len(got[0].GetScopeSpans()); n != 3 {
+				t.Errorf("%d scopes, want 3", n)
+			}
+		})
 	}
-	if !proto.Equal(&tracepb.TracesData{ResourceSpans: want}, &tracepb.TracesData{ResourceSpans: got}) {
-		t.Errorf("received from otlpSpanExporter:\n%v\nfrom the SDK exporter:\n%v", got, want)
-	}
-	if n := len(got[0].GetScopeSpans()); n != 3 {
-		t.Errorf("%d scopes, want 3", n)
+}
+
+// TestOTLPSpanExporterFromEnv: the environment picks otlpSpanExporter
+// where autoexport would pick OTLP, leaves the other exporters to it, and
+// refuses a protocol that is neither grpc nor http/protobuf.
+func TestOTLPSpanExporterFromEnv(t *testing.T) {
+	for _, c := range []struct {
+		name, exporter, protocol, endpoint string
+		ours                               bool
+		err                                string
+	}{
+		{name: "otlp", exporter: "otlp", ours: true},
+		{name: "otlp over grpc", exporter: "otlp", protocol: "grpc", ours: true},
+		{name: "an endpoint alone", endpoint: "http://127.0.0.1:4318", ours: true},
+		{name: "nothing set"},
+		{name: "console", exporter: "console"},
+		{name: "none", exporter: "none"},
+		{name: "http/json", exporter: "otlp", protocol: "http/json", err: "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			telemetrytest.ClearEnv(t)
+			t.Setenv("OTEL_TRACES_EXPORTER", c.exporter)
+			t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", c.protocol)
+			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", c.endpoint)
+			exp, err := otlpSpanExporterFromEnv(context.Background())
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("err %v, want one naming %s", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, isOurs := exp.(*otlpSpanExporter); isOurs != c.ours {
+				t.Errorf("exporter %T, want otlpSpanExporter: %v", exp, c.ours)
+			}
+			if exp != nil {
+				if err := exp.Shutdown(context.Background()); err != nil {
+					t.Error(err)
+				}
+			}
+		})
 	}
 }
 

@@ -188,8 +188,10 @@ func newResource(ctx context.Context, cfg Config) (*resource.Resource, error) {
 // OTLP traces (OTEL_TRACES_EXPORTER=otlp, or unset with an OTLP endpoint
 // set): otlpSpanExporter over the client of the protocol it names
 // (OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL,
-// else http/protobuf), the choice autoexport would make. Nil when it
-// asks for another exporter, which autoexport makes.
+// else http/protobuf), the choice autoexport would make: autoexport
+// registers its own "otlp" and refuses a second registration, so the
+// choice is made here first. Nil when it asks for another exporter, which
+// autoexport makes.
 func otlpSpanExporterFromEnv(ctx context.Context) (sdktrace.SpanExporter, error) {
 	switch name := os.Getenv("OTEL_TRACES_EXPORTER"); {
 	case name == "otlp":
