@@ -352,10 +352,10 @@ func (c *Client) attempts(ctx context.Context, msg *nats.Msg, template string) (
 }
 
 // attempt sends msg once, bounded by the attempt timeout and ctx. A
-// context of its own per attempt costs four allocations and a timer: it
-// is made only when ctx can end before and after the timeout both. A
-// context that is never done (context.Background) leaves the timeout
-// alone, a deadline within the timeout is the bound itself.
+// context of its own per attempt costs four allocations and a timer, so
+// it is made only when both bounds matter: a context that is never done
+// (context.Background) leaves the timeout alone, and a deadline within
+// the timeout is the bound itself.
 func (c *Client) attempt(ctx context.Context, msg *nats.Msg) (*nats.Msg, error) {
 	if ctx.Done() == nil {
 		return c.nc.RequestMsg(msg, c.cfg.AttemptTimeout)
