@@ -31,11 +31,14 @@ lint:
 # processes) runs after the rest, not beside it: on two cores it starved
 # the timing checks of the packages running with it (an empty ring met
 # before padding ran, small-request latency under saturation).
+# scripts/gotest.sh is go test that, on a failure, ends with how each
+# failure began (a crash's message, not only its goroutine dump's end).
+GOTEST = GO=$(GO) bash $(CURDIR)/scripts/gotest.sh
 unit:
-	$(GO) test -race -count=1 -timeout 15m $(PKGS)
-	cd tools && $(GO) test -race -count=1 -timeout 15m $$($(GO) list ./... | grep -v -e '/cmd/soak$$' -e '/tools/helmchart')
-	cd tools && $(GO) test -count=1 -timeout 5m ./helmchart/...
-	cd tools && $(GO) test -race -count=1 -timeout 15m ./cmd/soak/
+	$(GOTEST) -race -count=1 -timeout 15m $(PKGS)
+	cd tools && $(GOTEST) -race -count=1 -timeout 15m $$($(GO) list ./... | grep -v -e '/cmd/soak$$' -e '/tools/helmchart')
+	cd tools && $(GOTEST) -count=1 -timeout 5m ./helmchart/...
+	cd tools && $(GOTEST) -race -count=1 -timeout 15m ./cmd/soak/
 
 # The protocols model-checked with spin (verify/, docs/verification.md):
 # every model passes, every mutation is caught.
