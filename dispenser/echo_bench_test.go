@@ -2,7 +2,6 @@ package dispenser
 
 import (
 	"context"
-	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -53,7 +52,7 @@ func BenchmarkNextVsEcho(b *testing.B) {
 			conns[i] = testConn(b, url).Conn
 			callers[i] = uidclient.New(conns[i], uidclient.Config{})
 		}
-		for _, target := range roundOrder([]string{"echo", "uid.next", "uidclient"}) {
+		for _, target := range testenv.RoundOrder([]string{"echo", "uid.next", "uidclient"}) {
 			b.Run("clients="+strconv.Itoa(clients)+"/target="+target, func(b *testing.B) {
 				call := func(i int) error {
 					switch target {
@@ -144,18 +143,4 @@ func startMicroEcho(b *testing.B, url, subject string) {
 	if err := svc.AddEndpoint("echo", echo, micro.WithEndpointSubject(subject)); err != nil {
 		b.Fatal(err)
 	}
-}
-
-// roundOrder is targets in the order this round of scripts/bench-report.sh
-// runs them: an even UID_BENCH_ROUND reverses them. Run in a fixed order,
-// the last target paid for what the earlier ones left in the process:
-// uidclient, always last, came out at 0.86 × the echo with 8 clients in
-// one report, and at 0.955 × (the median of four pairs) run alternately
-// first and second.
-func roundOrder(targets []string) []string {
-	if round, err := strconv.Atoi(os.Getenv("UID_BENCH_ROUND")); err == nil && round%2 == 0 {
-		targets = slices.Clone(targets)
-		slices.Reverse(targets)
-	}
-	return targets
 }

@@ -61,7 +61,7 @@ func BenchmarkTracing(b *testing.B) {
 		conns[i] = testConn(b, url).Conn
 	}
 	for _, endpoint := range []string{protocol.EndpointNext, protocol.EndpointBatch} {
-		for _, tracing := range roundOrder([]string{"off", "default", "always_on-http", "always_on-grpc"}) {
+		for _, tracing := range testenv.RoundOrder([]string{"off", "default", "always_on-http", "always_on-grpc"}) {
 			b.Run("endpoint="+endpoint+"/tracing="+tracing, func(b *testing.B) {
 				telemetrytest.ClearEnv(b)
 				switch tracing {
