@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/micro"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
@@ -44,7 +43,7 @@ func BenchmarkNextVsEcho(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { shutdownBench(b, d) })
-	startMicroEcho(b, url, "bench.echo")
+	testenv.MicroEcho(b, testConn(b, url).Conn, "bench.echo")
 	for _, clients := range []int{1, 8} {
 		conns := make([]*nats.Conn, clients)
 		callers := make([]*uidclient.Client, clients)
@@ -128,19 +127,4 @@ func reportLatencies(b *testing.B, lat []time.Duration) {
 	at := func(q float64) float64 { return float64(lat[int(q*float64(len(lat)-1))]) / float64(time.Microsecond) }
 	b.ReportMetric(at(0.50), "p50-us")
 	b.ReportMetric(at(0.99), "p99-us")
-}
-
-// startMicroEcho adds a micro service answering subject with "ok", as
-// `nats bench service serve` does, on a connection of its own.
-func startMicroEcho(b *testing.B, url, subject string) {
-	svc, err := micro.AddService(testConn(b, url).Conn, micro.Config{Name: "bench-echo", Version: "0.0.1", QueueGroup: "bench-echo"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = svc.Stop() })
-	ok := []byte("ok")
-	echo := micro.HandlerFunc(func(r micro.Request) { _ = r.Respond(ok) })
-	if err := svc.AddEndpoint("echo", echo, micro.WithEndpointSubject(subject)); err != nil {
-		b.Fatal(err)
-	}
 }

@@ -4,6 +4,10 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
 )
 
 // RoundOrder is targets in the order this round of scripts/bench-report.sh
@@ -18,4 +22,21 @@ func RoundOrder(targets []string) []string {
 		slices.Reverse(targets)
 	}
 	return targets
+}
+
+// MicroEcho adds to nc a micro service answering subject with "ok", as
+// `nats bench service serve` does: the limit a request-reply endpoint is
+// compared with.
+func MicroEcho(tb testing.TB, nc *nats.Conn, subject string) {
+	tb.Helper()
+	svc, err := micro.AddService(nc, micro.Config{Name: "bench-echo", Version: "0.0.1", QueueGroup: "bench-echo"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = svc.Stop() })
+	ok := []byte("ok")
+	echo := micro.HandlerFunc(func(r micro.Request) { _ = r.Respond(ok) })
+	if err := svc.AddEndpoint("echo", echo, micro.WithEndpointSubject(subject)); err != nil {
+		tb.Fatal(err)
+	}
 }
