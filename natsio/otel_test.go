@@ -481,3 +481,42 @@ func TestSequenceSpansNameTheSequence(t *testing.T) {
 		t.Errorf("batch spans by sequence and outcome %v, want %v", got, want)
 	}
 }
+
+// TestRequestTelemetryWithTheNoopTracer: given OpenTelemetry's no-op
+// tracer (a dispenser's when nothing exports its spans), a request starts
+// no span and allocates nothing for its telemetry, its metrics are still
+// recorded, and the context passed down still carries the caller's trace.
+func TestRequestTelemetryWithTheNoopTracer(t *testing.T) {
+	p := &otelCapture{telemetrytest.NewProviders(t)}
+	otel.SetTextMapPropagator(propagation.TraceContext{})
+	t.Cleanup(func() { otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator()) })
+	e := newServerTelemetry(protocol.DefaultQueueGroup, tracenoop.NewTracerProvider(), p.Meter).endpoint(protocol.EndpointNext, "uid.next")
+	workerID := func() uint64 { return 7 }
+	const runs = 100
+	allocs := testing.AllocsPerRun(runs, func() {
+		ctx, r := e.start(nil)
+		e.end(ctx, r, 1, workerID, 0, nil)
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations a request, want 0", allocs)
+	}
+	// AllocsPerRun runs the function once more than it is asked to.
+	if got := p.metric(t, "uid.requests", uidattr.Endpoint.String(protocol.EndpointNext), uidattr.Outcome.String(outcomeOK)); got != runs+1 {
+		t.Errorf("uid.requests %v, want %d", got, runs+1)
+	}
+	if got := p.metric(t, "uid.ids.issued", uidattr.Endpoint.String(protocol.EndpointNext)); got != runs+1 {
+		t.Errorf("uid.ids.issued %v, want %d", got, runs+1)
+	}
+
+	caller := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1, 2, 3}, SpanID: trace.SpanID{4, 5}, TraceFlags: trace.FlagsSampled})
+	headers := protocol.HeaderCarrier{}
+	otel.GetTextMapPropagator().Inject(trace.ContextWithSpanContext(context.Background(), caller), headers)
+	ctx, r := e.start(headers)
+	if got := trace.SpanContextFromContext(ctx); got.TraceID() != caller.TraceID() || got.SpanID() != caller.SpanID() || !got.IsRemote() {
+		t.Errorf("context passed down carries %v, want the caller's %v, remote", got, caller)
+	}
+	if r.span.IsRecording() {
+		t.Error("a span is recording with the no-op tracer")
+	}
+	e.end(ctx, r, 1, workerID, 0, nil)
+}
