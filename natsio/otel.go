@@ -46,8 +46,8 @@ type serverTelemetry struct {
 	tracer trace.Tracer
 	// noSpans: the tracer is OpenTelemetry's no-op one (what a dispenser
 	// is given when nothing exports its spans). A request then starts no
-	// span: the no-op span and the context that carries it are three
-	// allocations a request, for nothing.
+	// span: the context carrying a no-op span is an allocation a request
+	// for nothing (three through the global provider's delegate).
 	noSpans    bool
 	queueGroup attribute.KeyValue
 
