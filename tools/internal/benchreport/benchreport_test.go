@@ -171,7 +171,7 @@ func TestRunWritesTheReport(t *testing.T) {
 		"tracing `uid.next`, always_on-http / untraced, 8 clients: 0.92× (target ≥ 0.90 on uid.next)",
 		"queue group, 2 dispensers / 1: 0.91×",
 		"| sequence `uid.seq.bench.batch`: 1 dispenser, segments from the KV bucket | 36.0M | 0.90 | 0 | – | 3.3 ms | 41 ms | 130 MiB | 1.0M | 3 | 50 |",
-		"| `BlocksSustained/consumers=4` | 12.0M IDs/s, 0.004 discarded, 75 ns/op |",
+		"| `BlocksSustained/consumers=4` | on (default dispensers) | 12.0M IDs/s, 0.004 discarded, 75 ns/op |",
 		"30.0 MiB after the 8-client runs (median of 1), peak (VmHWM) 40.0 MiB, the largest of 1 runs.",
 		"Not measured in this run: NextVsEcho/clients=1/target=echo,",
 	} {
@@ -236,5 +236,35 @@ func TestSeriesName(t *testing.T) {
 		if got := seriesName(in); got != want {
 			t.Errorf("seriesName(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestBlocksTableLabelsTheBoundOffBenchmark: natsio's BenchmarkBlocks
+// runs its generators without the ahead bound, so its row must come after
+// the bounds-on rows and say so.
+func TestBlocksTableLabelsTheBoundOffBenchmark(t *testing.T) {
+	res := map[string]samples{
+		"Blocks/consumers=4":                    {"IDs/s": {29.4e6}},
+		"BlocksSustained/publisher=bare":        {"IDs/s": {27.4e6}},
+		"BlocksSustained/publisher=dispensers/": {"IDs/s": {31.1e6}},
+	}
+	rows := strings.Split(strings.TrimSpace(blocksTable(res)), "\n")
+	var order []string
+	for _, row := range rows {
+		if !strings.HasPrefix(row, "| `") {
+			continue
+		}
+		name := strings.SplitN(row, "`", 3)[1]
+		order = append(order, name)
+		if off := strings.Contains(row, "bound off"); off != strings.HasPrefix(name, "Blocks/") {
+			t.Errorf("row %q: labelled bound off %v", row, off)
+		}
+		if limit := strings.Contains(row, "the limit"); limit != strings.Contains(name, "=bare") {
+			t.Errorf("row %q: labelled the limit %v", row, limit)
+		}
+	}
+	want := []string{"BlocksSustained/publisher=bare", "BlocksSustained/publisher=dispensers/", "Blocks/consumers=4"}
+	if !slices.Equal(order, want) {
+		t.Fatalf("rows in order %v, want %v", order, want)
 	}
 }
