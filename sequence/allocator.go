@@ -99,6 +99,17 @@ type seqState struct {
 	issued   uint64
 	segments uint64
 	waits    uint64 // fill calls that waited for a segment
+	// waitTime and longestWait: how long those calls waited, in all and
+	// at most (a request's segment wait is what a caller of a sequence
+	// feels of the store; the count alone does not say it).
+	waitTime    time.Duration
+	longestWait time.Duration
+}
+
+// noteWait records one fill call's wait for a segment; st.mu is held.
+func (st *seqState) noteWait(d time.Duration) {
+	st.waitTime += d
+	st.longestWait = max(st.longestWait, d)
 }
 
 // fetch is one Take in flight; done is closed when err (or the segment,
@@ -209,7 +220,7 @@ func (a *Allocator) fill(ctx context.Context, name string, dst []uint64, wait bo
 	}
 	defer st.mu.Unlock()
 	need := uint64(len(dst))
-	waited := false
+	var waitStart time.Time // the first wait's start; zero while it has not waited
 	for {
 		if a.closed.Load() {
 			return false, ErrClosed
@@ -223,14 +234,18 @@ func (a *Allocator) fill(ctx context.Context, name string, dst []uint64, wait bo
 			a.mu.Unlock()
 			return false, nil
 		}
-		if !waited {
+		if waitStart.IsZero() {
 			// Once per call, however many fetches it waits through.
 			st.waits++
-			waited = true
+			waitStart = time.Now()
 		}
 		if err := a.await(ctx, st, need-st.heldTotal()); err != nil {
+			st.noteWait(time.Since(waitStart))
 			return false, a.forget(st, err)
 		}
+	}
+	if !waitStart.IsZero() {
+		st.noteWait(time.Since(waitStart))
 	}
 	for i := 0; i < len(dst); {
 		cur := &st.held[0]
@@ -510,7 +525,12 @@ type Stats struct {
 	Left     uint64 `json:"left"`     // numbers left in the current segment
 	Held     uint64 `json:"held"`     // numbers left in all segments held
 	Waits    uint64 `json:"waits"`    // calls that waited for a segment from the store
-	Error    string `json:"error,omitempty"`
+	// WaitTime is how long those calls waited in all, LongestWait the
+	// longest one: a segment wait is the latency the store adds to a
+	// request (its target is under 50 ms).
+	WaitTime    time.Duration `json:"wait_time_ns"`
+	LongestWait time.Duration `json:"longest_wait_ns"`
+	Error       string        `json:"error,omitempty"`
 }
 
 // Stats returns every known sequence's state, sorted by name.
@@ -524,7 +544,8 @@ func (a *Allocator) Stats() []Stats {
 	out := make([]Stats, 0, len(seqs))
 	for _, st := range seqs {
 		st.mu.Lock()
-		s := Stats{Name: st.name, Issued: st.issued, Segments: st.segments, Step: st.step, Held: st.heldTotal(), Waits: st.waits}
+		s := Stats{Name: st.name, Issued: st.issued, Segments: st.segments, Step: st.step, Held: st.heldTotal(), Waits: st.waits,
+			WaitTime: st.waitTime, LongestWait: st.longestWait}
 		if len(st.held) > 0 {
 			s.Left = st.held[0].Len()
 		}

@@ -145,3 +145,48 @@ func TestRedeclaredFirstNumberWarns(t *testing.T) {
 		t.Fatalf("after re-declaring: %d, %v; want the stored numbers to continue", n, err)
 	}
 }
+
+// slowTakes is a store whose every Take first sleeps for delay: a store
+// that answers late, as a loaded MySQL or a KV leader election does.
+type slowTakes struct {
+	sequence.SegmentStore
+	delay time.Duration
+}
+
+func (s slowTakes) Take(ctx context.Context, name string, step uint64) (sequence.Segment, error) {
+	time.Sleep(s.delay)
+	return s.SegmentStore.Take(ctx, name, step)
+}
+
+// TestSegmentWaitsAreTimed: a request that waits for a segment adds its
+// wait to the stats (in all and the longest), and one served from the
+// numbers at hand adds nothing.
+func TestSegmentWaitsAreTimed(t *testing.T) {
+	t.Parallel()
+	mem := sequencetest.NewMemStore()
+	if _, err := mem.Declare(context.Background(), "orders", 1); err != nil {
+		t.Fatal(err)
+	}
+	const delay = 40 * time.Millisecond
+	a := sequencetest.NewAllocator(t, slowTakes{mem, delay}, sequencetest.Config())
+	start := time.Now()
+	first, err := a.Next(context.Background(), "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	st := a.Stats()[0]
+	if st.Waits != 1 || st.LongestWait < delay || st.LongestWait > took || st.WaitTime != st.LongestWait {
+		t.Fatalf("after a first request that waited %v for a store taking %v: %+v", took, delay, st)
+	}
+	second, err := a.Next(context.Background(), "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second <= first {
+		t.Fatalf("numbers %d then %d", first, second)
+	}
+	if again := a.Stats()[0]; again.Waits != 1 || again.WaitTime != st.WaitTime || again.LongestWait != st.LongestWait {
+		t.Fatalf("a request served from the numbers at hand changed the wait stats: %+v, was %+v", again, st)
+	}
+}
