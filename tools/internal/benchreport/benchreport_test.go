@@ -30,7 +30,7 @@ BenchmarkTracing/endpoint=next/tracing=always_on-http-2	   20000	    55000 ns/op
 
 const sustainedOutput = `BenchmarkSustained/responder=counter-2  	 100000	     75000 ns/op	  50000000 IDs/s	         0 errors	      3200 p99-us	      9000 max-us	       120 rss-MiB
 BenchmarkSeqSustained/responder=counter-2  	 100000	     75000 ns/op	  40000000 IDs/s	         0 errors	      3200 p99-us	      9000 max-us	       110 rss-MiB
-BenchmarkSeqSustained/responder=dispenser/store=kv-2  	 100000	     75000 ns/op	  36000000 IDs/s	         0 errors	      3300 p99-us	     41000 max-us	       130 rss-MiB	   1000000 step	 3 seg-waits	 50 segments
+BenchmarkSeqSustained/responder=dispenser/store=kv-2  	 100000	     75000 ns/op	  36000000 IDs/s	         0 errors	      3300 p99-us	     41000 max-us	       130 rss-MiB	   1000000 step	 3 seg-waits	 12.5 seg-wait-max-ms	 50 segments
 `
 
 const blocksOutput = `BenchmarkBlocksSustained/consumers=4-2  	 1000	     75 ns/op	  12000000 IDs/s	         0.004 discarded
@@ -170,7 +170,7 @@ func TestRunWritesTheReport(t *testing.T) {
 		"| micro echo service; requests/s, 8 clients | 20,000 ±0% requests/s | 250 µs ±0% | 900 µs ±0% | – |",
 		"tracing `uid.next`, always_on-http / untraced, 8 clients: 0.92× (target ≥ 0.90 on uid.next)",
 		"queue group, 2 dispensers / 1: 0.91×",
-		"| sequence `uid.seq.bench.batch`: 1 dispenser, segments from the KV bucket | 36.0M | 0.90 | 0 | – | 3.3 ms | 41 ms | 130 MiB | 1.0M | 3 | 50 |",
+		"| sequence `uid.seq.bench.batch`: 1 dispenser, segments from the KV bucket | 36.0M | 0.90 | 0 | – | 3.3 ms | 41 ms | 130 MiB | 1.0M | 3 | 12.5 ms | 50 |",
 		"| `BlocksSustained/consumers=4` | on (default dispensers) | 12.0M IDs/s, 0.004 discarded, 75 ns/op |",
 		"30.0 MiB after the 8-client runs (median of 1), peak (VmHWM) 40.0 MiB, the largest of 1 runs.",
 		"Not measured in this run: NextVsEcho/clients=1/target=echo,",

@@ -43,6 +43,7 @@ func first(s samples, unit string, format func(float64) string) string {
 func integer(v float64) string   { return formatRate(v) }
 func mebibytes(v float64) string { return fmt.Sprintf("%.0f MiB", v) }
 func micros(v float64) string    { return formatMicros(v) }
+func millis(v float64) string    { return fmt.Sprintf("%.1f ms", v) }
 
 // sustainedTable renders the sustained loads' table; "" without results.
 func sustainedTable(res map[string]samples) string {
@@ -55,10 +56,10 @@ func sustainedTable(res map[string]samples) string {
 		if b.Len() == 0 {
 			fmt.Fprintln(&b, "### Sustained loads (4 clients × batches of 4,096, binary; `BenchmarkSustained`, `BenchmarkSeqSustained`)")
 			fmt.Fprintln(&b)
-			fmt.Fprintln(&b, "One run of each scenario for BENCH_DURATION, one after the other, each on its own embedded nats-server, default dispensers (the production bounds on). `vs the limit` is IDs/s over the bare responder's of the same benchmark; `max` is the slowest request (a request that waited for a segment took at least that wait); `RSS` is the resident set of the benchmark's process (nats-server, clients and dispensers together, all in it), the largest of its samples once a second while the load ran; `step` is the size of the sequence's next segment at the end (what the adaptive step reached, default 1,000 doubling to at most 1,000,000), `waits` the requests that waited for a segment, `segments` the store writes.")
+			fmt.Fprintln(&b, "One run of each scenario for BENCH_DURATION, one after the other, each on its own embedded nats-server, default dispensers (the production bounds on). `vs the limit` is IDs/s over the bare responder's of the same benchmark; `max` is the slowest request (a request that waited for a segment took at least that wait); `RSS` is the resident set of the benchmark's process (nats-server, clients and dispensers together, all in it), the largest of its samples once a second while the load ran; `step` is the size of the sequence's next segment at the end (what the adaptive step reached, default 1,000 doubling to at most 1,000,000), `waits` the requests that waited for a segment and `longest wait` the longest of them (timed by the sequence allocator; the target is no segment wait above 50 ms), `segments` the store writes.")
 			fmt.Fprintln(&b)
-			fmt.Fprintln(&b, "| scenario | IDs/s | vs the limit | errors | ahead-s | p99 | max | RSS | step | waits | segments |")
-			fmt.Fprintln(&b, "|---|---|---|---|---|---|---|---|---|---|---|")
+			fmt.Fprintln(&b, "| scenario | IDs/s | vs the limit | errors | ahead-s | p99 | max | RSS | step | waits | longest wait | segments |")
+			fmt.Fprintln(&b, "|---|---|---|---|---|---|---|---|---|---|---|---|")
 		}
 		vs := "–"
 		if lim, ok := summarize(res[r.limit]["IDs/s"]); ok && lim.median > 0 {
@@ -66,10 +67,11 @@ func sustainedTable(res map[string]samples) string {
 				vs = fmt.Sprintf("%.2f", v.median/lim.median)
 			}
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.label,
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.label,
 			first(s, "IDs/s", formatRate), vs, first(s, "errors", integer), first(s, "ahead-s", integer),
 			first(s, "p99-us", micros), first(s, "max-us", micros), first(s, "rss-MiB", mebibytes),
-			first(s, "step", integer), first(s, "seg-waits", integer), first(s, "segments", integer))
+			first(s, "step", integer), first(s, "seg-waits", integer), first(s, "seg-wait-max-ms", millis),
+			first(s, "segments", integer))
 	}
 	return b.String()
 }
