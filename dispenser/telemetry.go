@@ -119,7 +119,7 @@ func (d *Dispenser) observeComponents() error {
 			stats := seq.Stats()
 			out := make([]telemetry.SequenceStats, len(stats))
 			for i, s := range stats {
-				out[i] = telemetry.SequenceStats{Name: s.Name, Left: s.Left, Held: s.Held, Segments: s.Segments, Waits: s.Waits}
+				out[i] = telemetry.SequenceStats{Name: s.Name, Left: s.Left, Held: s.Held, Segments: s.Segments, Waits: s.Waits, WaitTime: s.WaitTime}
 			}
 			return out
 		}

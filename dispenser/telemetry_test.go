@@ -311,6 +311,9 @@ func TestBlockAndSequenceMetrics(t *testing.T) {
 	if n, _ := telemetrytest.PromSum(metrics, "uid_sequence_waits_total", orders); n < 1 || n >= callers*perCaller {
 		t.Errorf("uid_sequence_waits_total = %v, want at least 1 and fewer than the %d requests", n, callers*perCaller)
 	}
+	if s, found := telemetrytest.PromSum(metrics, "uid_sequence_wait_time_seconds_total", orders); !found || s <= 0 {
+		t.Errorf("uid_sequence_wait_time_seconds_total = %v (found %v), want the first requests' wait, above 0", s, found)
+	}
 
 	// docs/observability.md lists every uid_ metric an instance with
 	// blocks and sequences exports, by its Prometheus name.

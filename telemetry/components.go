@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -33,10 +34,11 @@ type BlockStats struct {
 // dispenser copies sequence.Stats into it).
 type SequenceStats struct {
 	Name     string
-	Left     uint64 // numbers left in the current segment
-	Held     uint64 // numbers left in every segment held
-	Segments uint64 // segments taken from the store
-	Waits    uint64 // requests that waited for a segment from the store
+	Left     uint64        // numbers left in the current segment
+	Held     uint64        // numbers left in every segment held
+	Segments uint64        // segments taken from the store
+	Waits    uint64        // requests that waited for a segment from the store
+	WaitTime time.Duration // how long those requests waited, in all
 }
 
 // ComponentsConfig says what ObserveComponents reads; a nil source exports
@@ -94,7 +96,10 @@ func ObserveComponents(cfg ComponentsConfig) (metric.Registration, error) {
 		held := gauge("uid.sequence.held", "{number}", "Numbers left in every segment of the sequence held (the current one and one taken ahead).")
 		segments := counter("uid.sequence.segments", "{segment}", "Segments of the sequence taken from the store (its writes).")
 		waits := counter("uid.sequence.waits", "{request}", "Requests of the sequence that found too few numbers at hand and waited for a segment from the store.")
-		observables = append(observables, left, held, segments, waits)
+		waitTime, err := m.Float64ObservableCounter("uid.sequence.wait.time", metric.WithUnit("s"),
+			metric.WithDescription("Time the requests of the sequence spent waiting for a segment from the store, in all (over uid.sequence.waits: the mean wait)."))
+		errs = append(errs, err)
+		observables = append(observables, left, held, segments, waits, waitTime)
 		callbacks = append(callbacks, func(obs metric.Observer) {
 			for _, s := range cfg.Sequences() {
 				attrs := metric.WithAttributeSet(attribute.NewSet(SequenceKey.String(s.Name)))
@@ -102,6 +107,7 @@ func ObserveComponents(cfg ComponentsConfig) (metric.Registration, error) {
 				obs.ObserveInt64(held, int64(s.Held), attrs)
 				obs.ObserveInt64(segments, int64(s.Segments), attrs)
 				obs.ObserveInt64(waits, int64(s.Waits), attrs)
+				obs.ObserveFloat64(waitTime, s.WaitTime.Seconds(), attrs)
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package telemetry
 import (
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/uid-dispenser/uid-dispenser/telemetry/telemetrytest"
 )
@@ -22,7 +23,7 @@ func TestComponentMetrics(t *testing.T) {
 		Sequences: func() []SequenceStats {
 			return []SequenceStats{
 				{Name: "orders", Left: 900, Held: 1900, Segments: 2, Waits: 1},
-				{Name: "invoices", Left: 10, Held: 10, Segments: 1, Waits: 4},
+				{Name: "invoices", Left: 10, Held: 10, Segments: 1, Waits: 4, WaitTime: 150 * time.Millisecond},
 			}
 		},
 	})
@@ -57,6 +58,8 @@ func TestComponentMetrics(t *testing.T) {
 	check("uid.sequence.held", 1900, "orders")
 	check("uid.sequence.segments", 3)
 	check("uid.sequence.waits", 4, "invoices")
+	check("uid.sequence.wait.time", 0.15, "invoices")
+	check("uid.sequence.wait.time", 0, "orders")
 	if err := reg.Unregister(); err != nil {
 		t.Fatal(err)
 	}

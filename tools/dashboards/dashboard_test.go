@@ -129,7 +129,7 @@ func TestDashboardPanelsCoverTheIssue(t *testing.T) {
 		"IDs issued per second", "Capacity against demand", "Lanes held", "Throttling", "Replies by outcome",
 		"503s by reason", "400s", "Request latency p50", "Request latency p99", "Ring fill", "Lease time remaining",
 		"Runway remaining", "Sequence numbers handed out", "Sequence requests waiting for a segment", "IDs taken beyond replies",
-		"Segment waits", "Remainder of the current segment", "Blocks stream depth", "Block publishes", "Store pressure",
+		"Segment waits", "Mean segment wait", "Remainder of the current segment", "Blocks stream depth", "Block publishes", "Store pressure",
 		"Padding duration",
 	} {
 		if !titles[want] {
