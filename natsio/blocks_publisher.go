@@ -238,11 +238,18 @@ func (p *BlockPublisher) Stats() BlockPublisherStats {
 // goroutine to end; after it returns without error the source is no
 // longer used. Blocks whose publish was still unconfirmed may or may not
 // be in the stream; either way their IDs are never used twice.
+//
+// The connection keeps the subscription for the publishes' acks, and
+// nats.go's goroutine that watches it for reconnects, until it closes.
+// jetstream's CleanupPublisher would remove both, but when it runs
+// before that goroutine, started by the first publish, has read its
+// status channel, the goroutine reads nil and waits forever (nats.go
+// v1.55.0): a publisher stopped soon after its first publish, as a
+// benchmark's first short run does, leaked it.
 func (p *BlockPublisher) Stop(ctx context.Context) error {
 	p.stopOnce.Do(p.cancel)
 	select {
 	case <-p.done:
-		p.js.CleanupPublisher()
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("natsio: blocks: stop publisher: %w", ctx.Err())
