@@ -65,8 +65,8 @@ func TestPublishersStoppedAtOnceLeaveNoGoroutine(t *testing.T) {
 	// only nats.go's watcher is looked for.
 	const watcher = "jetstream.(*jetStream).resetPendingAcksOnReconnect"
 	var n int
+	buf := make([]byte, 1<<22)
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		buf := make([]byte, 1<<22)
 		if n = strings.Count(string(buf[:runtime.Stack(buf, true)]), watcher); n == 0 {
 			return
 		}

@@ -91,16 +91,8 @@ func blocksTable(res map[string]samples) string {
 		return ""
 	}
 	boundOff := func(name string) bool { return strings.HasPrefix(name, boundOffBlocks) }
-	slices.SortStableFunc(names, func(a, b string) int {
-		switch {
-		case boundOff(a) == boundOff(b):
-			return 0
-		case boundOff(a):
-			return 1
-		default:
-			return -1
-		}
-	})
+	names = append(slices.DeleteFunc(slices.Clone(names), boundOff),
+		slices.DeleteFunc(names, func(n string) bool { return !boundOff(n) })...)
 	var b strings.Builder
 	fmt.Fprintln(&b, "### JetStream blocks (every `^BenchmarkBlocks` benchmark of `./natsio/` and `./dispenser/`, for BENCH_DURATION)")
 	fmt.Fprintln(&b)
