@@ -13,18 +13,26 @@ wait_port() {
 	return 1
 }
 
-if ! command -v spin >/dev/null 2>&1; then
-	echo "services: installing spin (make verify)"
-	DEBIAN_FRONTEND=noninteractive apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq spin gcc >/dev/null
+# What a fresh machine lacks, from Debian's packages, in one apt run:
+# spin (make verify), the Debian nats-server (2.9: the tests that run a
+# nats-server process, and the old-release rails), MariaDB, and iptables
+# for the fault harness's partitions (iproute2 gives ip netns and tc).
+missing=()
+command -v spin >/dev/null 2>&1 || missing+=(spin gcc)
+[ -x /usr/sbin/nats-server ] || missing+=(nats-server)
+command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || missing+=(mariadb-server)
+command -v iptables >/dev/null 2>&1 || missing+=(iptables)
+command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "services: installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	# The package's own unit is not what the tests use: they start their own.
+	if command -v systemctl >/dev/null 2>&1; then systemctl stop nats-server 2>/dev/null || true; fi
 fi
 
 if ! listening 3306; then
-	if ! command -v mariadbd >/dev/null 2>&1 && [ ! -x /usr/sbin/mariadbd ]; then
-		echo "services: installing mariadb-server"
-		DEBIAN_FRONTEND=noninteractive apt-get update -qq
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mariadb-server >/dev/null
-	fi
 	echo "services: starting MariaDB"
 	mkdir -p /run/mysqld && chown mysql:mysql /run/mysqld 2>/dev/null || true
 	if [ ! -d /var/lib/mysql/mysql ]; then
