@@ -1,0 +1,93 @@
+// Package event names the lifecycle events the dispenser logs, and the
+// attributes they carry, as constants: the contract between the service
+// and the tools that read its logs (the soak, the fault harness's checker,
+// an operator's log pipeline).
+//
+// Every log line a tool must recognise carries the attribute Key with one
+// of the names below. The human message beside it is free to change; the
+// event name and its attributes are not. A renamed or removed constant is
+// a breaking change for whoever reads the logs.
+//
+// The package imports nothing, so that every layer (uidcore's observers,
+// workerid, sequence, natsio, dispenser) and the tools module can import it.
+package event
+
+// Key is the log attribute that holds an event's name.
+const Key = "event"
+
+// Worker-ID leases (workerid). Each carries AttrWorker and AttrOwner; the
+// seconds are counted in the layout's seconds since its epoch.
+const (
+	// LeaseAcquired: a worker ID was claimed. AttrAfter is the last second
+	// this owner must not issue (it issues only seconds above it);
+	// AttrReserved the last second reserved so far.
+	LeaseAcquired = "lease.acquired"
+	// LeaseReserved: a renewal moved the reservation forward to
+	// AttrReserved (logged at debug level: one per renewal).
+	LeaseReserved = "lease.reserved"
+	// LeaseExpired: a renewal missed its deadline; the owner issues only
+	// seconds it had reserved (up to AttrReserved) until one gets through.
+	LeaseExpired = "lease.expired"
+	// LeaseRecovered: renewals work again after LeaseExpired.
+	LeaseRecovered = "lease.recovered"
+	// LeaseLost: another owner took the worker ID over; this owner issues
+	// nothing more under it.
+	LeaseLost = "lease.lost"
+	// LeaseReleased: the owner gave the worker ID back. AttrReserved is
+	// what it had reserved, AttrKept the last second it issued.
+	LeaseReleased = "lease.released"
+	// LeaseRegression: the store answered with a lease record older than
+	// one this owner had written: the store forgot an acknowledged write.
+	// The owner stops issuing under the worker ID at once.
+	LeaseRegression = "lease.regression"
+)
+
+// Lanes: extra worker IDs an instance holds while demand needs them
+// (uidcore's lanes, logged by telemetry's observer). AttrWorker each.
+const (
+	LaneClaimed  = "lane.claimed"
+	LaneReturned = "lane.returned"
+)
+
+// Named sequences (sequence). AttrName each.
+const (
+	// SequenceSegment: the store gave this instance the numbers
+	// AttrFirst..AttrLast (logged at debug level: one per segment).
+	SequenceSegment = "sequence.segment"
+	// SequenceRegression: the store gave a segment at or below a number it
+	// had given this instance before (AttrRemembered): it forgot an
+	// acknowledged allocation. None of the segment is handed out.
+	SequenceRegression = "sequence.regression"
+	// SequenceRepaired: the store's counter was raised to AttrRemembered.
+	SequenceRepaired = "sequence.repaired"
+)
+
+// The instance (dispenser).
+const (
+	// Serving: the instance answers requests under AttrWorker.
+	Serving = "service.serving"
+	// WorkerChanged: the instance serves under a new worker ID
+	// (AttrWorker) after losing AttrPrevious for good.
+	WorkerChanged = "service.worker_changed"
+	// FleetGeneration: the instance refused to go on because the fleet
+	// moved to a newer generation.
+	FleetGeneration = "fleet.generation"
+	// StoreRegression: a store read showed that it forgot an acknowledged
+	// write (the specific event above says which record).
+	StoreRegression = "store.regression"
+)
+
+// Attribute keys.
+const (
+	AttrWorker     = "worker_id"
+	AttrPrevious   = "previous"
+	AttrOwner      = "owner"
+	AttrFleet      = "fleet"
+	AttrAfter      = "after"
+	AttrReserved   = "reserved"
+	AttrKept       = "kept"
+	AttrName       = "name"
+	AttrFirst      = "first"
+	AttrLast       = "last"
+	AttrRemembered = "remembered"
+)
