@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Awaitable, Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from nats.aio.client import Client as NATS
@@ -76,7 +76,7 @@ async def test_parse(client: UidClient) -> None:
     parts = await client.parse(id)
     assert parts.id == id
     assert parts.wrapped is None
-    assert abs((datetime.now(timezone.utc) - parts.time).total_seconds()) < 3600
+    assert abs((datetime.now(UTC) - parts.time).total_seconds()) < 3600
     assert parts.json["UID"] == str(id)
     # The base32 form reads as the same ID.
     assert await client.parse(to_base32(id)) == parts
@@ -85,7 +85,7 @@ async def test_parse(client: UidClient) -> None:
 async def test_parse_with_a_layout(client: UidClient) -> None:
     # protocol/cases.json: UidGenerator's layout, its time field's last second.
     parts = await client.parse(9223372002495045632, layout="uidgenerator")
-    assert (parts.time, parts.worker_id, parts.sequence) == (datetime(2024, 11, 20, 13, 24, 15, tzinfo=timezone.utc), 1, 0)
+    assert (parts.time, parts.worker_id, parts.sequence) == (datetime(2024, 11, 20, 13, 24, 15, tzinfo=UTC), 1, 0)
     wrapped = await client.parse(-7024218214296920064, layout="uidgenerator")
     assert wrapped.id == -7024218214296920064 and wrapped.worker_id == 7
     assert wrapped.wrapped is not None and wrapped.wrapped.startswith("true")
@@ -177,7 +177,7 @@ async def test_connect_owns_its_connection(server: NatsServer, dispenser: Dispen
     async with uid_dispenser.connect(server.url) as c:
         assert await c.next() > 0
     assert c.nc.is_closed
-    c2 = await uid_dispenser.connect(server.url, timeout=LONG)
+    c2 = await uid_dispenser.connect(server.url, nats_options={"name": "uid-py-test"}, timeout=LONG)
     try:
         assert len(await c2.batch(10)) == 10
     finally:

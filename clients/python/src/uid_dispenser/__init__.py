@@ -9,7 +9,7 @@ UidClient for the calls and the retry rules, Prefetcher for a local
 reserve, to_base32 and from_base32 for the base32 form.
 """
 
-from ._client import ClientStats, FromInstance, Parts, UidClient, connect
+from ._client import ClientOptions, ClientStats, FromInstance, Parts, UidClient, connect
 from ._codec import (
     MAX_UINT64,
     decode_base32_lines,
@@ -58,6 +58,7 @@ __all__ = [
     "MAX_UINT64",
     "RETRY_AFTER_HEADER",
     "BadRequestError",
+    "ClientOptions",
     "ClientStats",
     "Encoding",
     "FromInstance",

@@ -7,11 +7,11 @@ import asyncio
 import json
 import random
 import re
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from types import TracebackType
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Any, Generic, NamedTuple, TypedDict, TypeVar, Unpack
 
 import nats
 from nats.aio.client import Client as NATS
@@ -341,7 +341,7 @@ class _Connecting:
     """What connect returns: awaitable (a client the caller closes) and an
     async context manager (the client, closed on exit)."""
 
-    def __init__(self, servers: str | list[str], client_opts: dict[str, Any], nats_opts: dict[str, Any]) -> None:
+    def __init__(self, servers: str | list[str], client_opts: ClientOptions, nats_opts: dict[str, Any]) -> None:
         self._servers = servers
         self._client_opts = client_opts
         self._nats_opts = nats_opts
@@ -363,33 +363,31 @@ class _Connecting:
             await self._client.close()
 
 
+class ClientOptions(TypedDict, total=False):
+    """UidClient's options (its keyword arguments but owns_connection), for connect."""
+
+    subject_prefix: str
+    timeout: float
+    attempt_timeout: float
+    min_backoff: float
+    max_backoff: float
+    home_wait: float
+
+
 def connect(
     servers: str | list[str] = "nats://127.0.0.1:4222",
     *,
-    subject_prefix: str = DEFAULT_SUBJECT_PREFIX,
-    timeout: float = 5.0,
-    attempt_timeout: float = 1.0,
-    min_backoff: float = 0.002,
-    max_backoff: float = 0.25,
-    home_wait: float = 2.0,
-    **nats_options: Any,
+    nats_options: Mapping[str, Any] | None = None,
+    **options: Unpack[ClientOptions],
 ) -> _Connecting:
     """Connects to NATS and returns a client that owns the connection:
 
     ``async with connect("nats://127.0.0.1:4222") as client: ...`` closes
     it on exit; ``client = await connect(...)`` leaves ``await
-    client.close()`` to the caller. nats_options go to nats.connect (user,
-    password, token, user_credentials, tls, ...). The client's options
-    are UidClient's."""
-    client_opts: dict[str, Any] = dict(
-        subject_prefix=subject_prefix,
-        timeout=timeout,
-        attempt_timeout=attempt_timeout,
-        min_backoff=min_backoff,
-        max_backoff=max_backoff,
-        home_wait=home_wait,
-    )
-    return _Connecting(servers, client_opts, nats_options)
+    client.close()`` to the caller. nats_options go to nats.connect
+    (user, password, token, user_credentials, tls, ...); options are
+    UidClient's (timeout, subject_prefix, ...)."""
+    return _Connecting(servers, options, dict(nats_options or {}))
 
 
 def _retryable(err: Exception) -> bool:
@@ -443,7 +441,7 @@ def _parts(data: bytes, s: str) -> Parts:
             raise ValueError(f"UID {uid!r} is not a decimal number")
         return Parts(
             id=int(uid),
-            time=datetime.strptime(j["timestamp"], _TIMESTAMP).replace(tzinfo=timezone.utc),
+            time=datetime.strptime(j["timestamp"], _TIMESTAMP).replace(tzinfo=UTC),
             worker_id=int(j["workerId"]),
             sequence=int(j["sequence"]),
             wrapped=j.get("wrapped"),
