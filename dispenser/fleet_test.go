@@ -10,11 +10,11 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/faultproxy"
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/internal/testwait"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
-	"github.com/uid-dispenser/uid-dispenser/workerid/workeridtest"
 )
 
 // fleetStores runs test on the KV bucket and on MySQL.
@@ -132,19 +132,19 @@ func TestNewGenerationChangesTheLayoutSafely(t *testing.T) {
 // throughProxy is cfg with its worker-ID store (MySQL, or for the KV
 // bucket the NATS server) reached through a proxy: cutting it pauses
 // the instance as far as the store can tell.
-func throughProxy(t *testing.T, cfg Config) (Config, *workeridtest.Proxy) {
+func throughProxy(t *testing.T, cfg Config) (Config, *faultproxy.Proxy) {
 	t.Helper()
 	if cfg.MySQLDSN != "" {
 		parsed, err := mysql.ParseDSN(cfg.MySQLDSN)
 		if err != nil {
 			t.Fatal(err)
 		}
-		proxy := workeridtest.NewProxy(t, parsed.Addr)
+		proxy := faultproxy.NewProxy(t, parsed.Addr)
 		parsed.Addr = proxy.Addr()
 		cfg.MySQLDSN = parsed.FormatDSN()
 		return cfg, proxy
 	}
-	proxy := workeridtest.NewProxy(t, strings.TrimPrefix(cfg.NATSURL, "nats://"))
+	proxy := faultproxy.NewProxy(t, strings.TrimPrefix(cfg.NATSURL, "nats://"))
 	cfg.NATSURL = "nats://" + proxy.Addr()
 	return cfg, proxy
 }

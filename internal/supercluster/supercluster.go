@@ -26,8 +26,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/faultproxy"
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
-	"github.com/uid-dispenser/uid-dispenser/workerid/workeridtest"
 )
 
 // BinEnv names the nats-server binary for superclusters. Without it the
@@ -42,7 +42,7 @@ type Cluster struct {
 	Name   string
 	URL    string                 // client URL
 	Server *testenv.ServerProcess // the node
-	proxy  *workeridtest.Proxy    // in front of its gateway
+	proxy  *faultproxy.Proxy      // in front of its gateway
 	conns  map[string]*nats.Conn  // probes, by purpose
 }
 
@@ -87,7 +87,7 @@ func StartWith(t testing.TB, opts Options, names ...string) *Supercluster {
 	gatewayPorts := map[string]int{}
 	for _, name := range names {
 		gatewayPorts[name] = freePort(t)
-		proxy := workeridtest.NewProxy(t, "127.0.0.1:"+strconv.Itoa(gatewayPorts[name]))
+		proxy := faultproxy.NewProxy(t, "127.0.0.1:"+strconv.Itoa(gatewayPorts[name]))
 		sc.Clusters = append(sc.Clusters, &Cluster{Name: name, proxy: proxy, conns: map[string]*nats.Conn{}})
 	}
 	for _, c := range sc.Clusters {

@@ -15,15 +15,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/faultproxy"
 	"github.com/uid-dispenser/uid-dispenser/internal/testwait"
 	"github.com/uid-dispenser/uid-dispenser/sequence"
-	"github.com/uid-dispenser/uid-dispenser/workerid/workeridtest"
 )
 
 // Store is a fresh, empty sequence store under test.
 type Store struct {
 	// Addr is the host:port of the server the store lives on; the suite
-	// puts a workeridtest.Proxy in front of it to cut it. Empty: no server
+	// puts a faultproxy.Proxy in front of it to cut it. Empty: no server
 	// (MemStore), the outage test is skipped.
 	Addr string
 	// New opens the store through the server at addr (Addr or a proxy's);
@@ -420,7 +420,7 @@ func testStoreCut(t *testing.T, st Store) {
 		t.Skip("no server to cut")
 	}
 	declare(t, st.New(t, st.Addr), "orders", 1)
-	proxy := workeridtest.NewProxy(t, st.Addr)
+	proxy := faultproxy.NewProxy(t, st.Addr)
 	cfg := Config()
 	a := NewAllocator(t, st.New(t, proxy.Addr()), cfg)
 	ctx := ctxFor(t, 60*time.Second)

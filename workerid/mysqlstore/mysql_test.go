@@ -18,6 +18,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"go.uber.org/goleak"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/faultproxy"
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
@@ -391,7 +392,7 @@ func TestMySQLWrongPassword(t *testing.T) {
 func TestMySQLStartupWaitsForServer(t *testing.T) {
 	dsn := testenv.MySQL(t)
 	c, _ := mysql.ParseDSN(dsn)
-	proxy := workeridtest.NewProxy(t, c.Addr)
+	proxy := faultproxy.NewProxy(t, c.Addr)
 	proxy.Cut()
 	time.AfterFunc(time.Second, proxy.Restore)
 	cfg := mysqlstore.DefaultConfig()

@@ -1,3 +1,6 @@
+// Package workeridtest holds what the tests of every worker-ID store
+// share: the conformance suite of the two modes (Run), with a
+// faultproxy in front of the store to simulate losing it.
 package workeridtest
 
 import (
@@ -8,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/faultproxy"
 	"github.com/uid-dispenser/uid-dispenser/internal/testwait"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
@@ -16,7 +20,7 @@ import (
 // Store is a fresh, empty worker-ID store under test.
 type Store struct {
 	// Addr is the host:port of the server the store lives on; the suite
-	// puts a Proxy in front of it to cut connections.
+	// puts a faultproxy.Proxy in front of it to cut connections.
 	Addr string
 	// New builds an assigner on the store for cfg, with the store's own
 	// settings added (DSN, tables, bucket), that talks to the server at
@@ -357,7 +361,7 @@ func testRetiredGenerator(t *testing.T, st Store) {
 func testExpiredLeaseRecycled(t *testing.T, st Store) {
 	cfg := Config(workerid.ModeLeased)
 	cfg.LeaseTTL = time.Second
-	proxy := NewProxy(t, st.Addr)
+	proxy := faultproxy.NewProxy(t, st.Addr)
 	old := asLease(t, claim(t, st.New(t, cfg, proxy.Addr()), uidcore.DefaultLayout()))
 	defer releaseQuietly(old)
 	oldReserved := until(t, old)
@@ -448,7 +452,7 @@ func testZombieOwner(t *testing.T, st Store) {
 	cfg.LeaseTTL = time.Second
 	cfg.ReserveChunk = 4 * time.Second
 	layout := uidcore.Layout{TimeBits: 39, WorkerBits: 16, SeqBits: 8, Epoch: uidcore.DefaultEpoch}
-	proxy := NewProxy(t, st.Addr)
+	proxy := faultproxy.NewProxy(t, st.Addr)
 	oldLease := asLease(t, claim(t, st.New(t, cfg, proxy.Addr()), layout))
 	defer releaseQuietly(oldLease)
 	old := &zombie{Claim: oldLease}
@@ -527,7 +531,7 @@ func testStoreOutage(t *testing.T, st Store) {
 	// Seconds reserved ahead: between half a chunk and a chunk, so the
 	// outage outlasts the lease (2s) and then the reservation.
 	cfg.ReserveChunk = 4 * time.Second
-	proxy := NewProxy(t, st.Addr)
+	proxy := faultproxy.NewProxy(t, st.Addr)
 	lease := asLease(t, claim(t, st.New(t, cfg, proxy.Addr()), uidcore.DefaultLayout()))
 	defer release(t, lease)
 	gen, err := uidcore.NewCached(uidcore.CachedOptions{Claim: lease, RingSeconds: 1})

@@ -15,10 +15,10 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/faultproxy"
 	"github.com/uid-dispenser/uid-dispenser/natsio/natsconn"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
-	"github.com/uid-dispenser/uid-dispenser/workerid/workeridtest"
 )
 
 // The regions mode (Config.Regions, `-regions 2`): a NATS supercluster
@@ -60,7 +60,7 @@ type region struct {
 	name     string
 	span     workerid.WorkerRange
 	cluster  *cluster
-	gateways []*workeridtest.Proxy // one in front of each node's gateway
+	gateways []*faultproxy.Proxy // one in front of each node's gateway
 	admin    *natsconn.Conn
 }
 
@@ -199,7 +199,7 @@ func (s *soak) startRegions(ctx context.Context, workDir string, regions workeri
 		}
 		gwPorts[r.name] = ports
 		for _, p := range ports {
-			px, err := workeridtest.Listen(net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+			px, err := faultproxy.Listen(net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
 			if err != nil {
 				return fmt.Errorf("soak: %w", err)
 			}

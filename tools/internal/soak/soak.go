@@ -20,10 +20,10 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/faultproxy"
 	"github.com/uid-dispenser/uid-dispenser/natsio/natsconn"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
-	"github.com/uid-dispenser/uid-dispenser/workerid/workeridtest"
 )
 
 // Config configures a soak run. Zero values take the defaults of
@@ -193,10 +193,10 @@ type soak struct {
 	origin  time.Time
 	log     *slog.Logger // the soak's own log file (clients' connection notices)
 	cluster *cluster
-	mysqld  *mysqld             // nil: an external MySQL server
-	admin   *natsconn.Conn      // the soak's own connection, for the JetStream API (stream leaders)
-	proxy   *workeridtest.Proxy // MySQL
-	natsCut *workeridtest.Proxy // between the partitioned dispenser and its node
+	mysqld  *mysqld           // nil: an external MySQL server
+	admin   *natsconn.Conn    // the soak's own connection, for the JetStream API (stream leaders)
+	proxy   *faultproxy.Proxy // MySQL
+	natsCut *faultproxy.Proxy // between the partitioned dispenser and its node
 	slots   []*dispenserSlot
 	events  *events
 	// The regions mode's regions and map (empty otherwise).
@@ -283,7 +283,7 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 		return nil, err
 	}
 	defer dropDB()
-	s.proxy, err = workeridtest.Listen(dsn.Addr)
+	s.proxy, err = faultproxy.Listen(dsn.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("soak: %w", err)
 	}
@@ -302,7 +302,7 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 	}
 	defer s.admin.Close()
 	// The partitioned dispenser's only way to NATS.
-	s.natsCut, err = workeridtest.Listen(strings.TrimPrefix(s.cluster.URL(0), "nats://"))
+	s.natsCut, err = faultproxy.Listen(strings.TrimPrefix(s.cluster.URL(0), "nats://"))
 	if err != nil {
 		return nil, fmt.Errorf("soak: %w", err)
 	}

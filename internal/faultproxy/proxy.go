@@ -1,8 +1,7 @@
-// Package workeridtest holds what the tests of every worker-ID store
-// share: the conformance suite of the two modes (Run) and a TCP proxy that
-// cuts a store's connections on demand to simulate losing the store (or
-// a gateway between two NATS clusters), and can delay them like a WAN.
-package workeridtest
+// Package faultproxy is a TCP proxy for tests and the soak: it cuts the
+// connections to a store on demand to simulate losing the store (or a
+// gateway between two NATS clusters), and can delay them like a WAN.
+package faultproxy
 
 import (
 	"fmt"
@@ -45,7 +44,7 @@ func NewProxy(t testing.TB, target string) *Proxy {
 func Listen(target string) (*Proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, fmt.Errorf("workeridtest: proxy listen: %w", err)
+		return nil, fmt.Errorf("faultproxy: listen: %w", err)
 	}
 	p := &Proxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
 	p.wg.Add(1)
