@@ -1,0 +1,354 @@
+package uidclient_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"go.uber.org/goleak"
+
+	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
+	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
+)
+
+// clientTestServer starts an embedded nats-server for a client test and
+// registers, before it, the goroutine-leak check, so the check runs after
+// the server (and every connection) has shut down.
+func clientTestServer(t *testing.T) *server.Server {
+	t.Helper()
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	return testenv.NATS(t, nil)
+}
+
+// clientTestConn is a plain nats.go connection, as a client program has.
+func clientTestConn(t *testing.T, url string) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+type clientTestOpts struct {
+	cached  uidcore.CachedOptions
+	service natsio.ServiceConfig
+}
+
+// startClientTestService runs a service over a cached generator on a
+// static worker claim, on its own connection, until the test ends.
+func startClientTestService(t *testing.T, url string, worker uint64, o clientTestOpts) {
+	t.Helper()
+	nc := clientTestConn(t, url)
+	o.cached.Claim = uidcore.StaticClaim{ID: worker}
+	if o.cached.TakeWait == 0 {
+		o.cached.TakeWait = 5 * time.Millisecond
+	}
+	gen, err := uidcore.NewCached(o.cached)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gen.Close() })
+	if o.service.Logger == nil {
+		o.service.Logger = slog.New(slog.DiscardHandler)
+	}
+	svc, err := natsio.NewService(nc, gen, o.service)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop() })
+}
+
+func TestClientRetriesUntilAServiceAppears(t *testing.T) {
+	srv := clientTestServer(t)
+	url := srv.ClientURL()
+	nc := clientTestConn(t, url)
+	client := uidclient.New(nc, uidclient.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	type reply struct {
+		id  uint64
+		err error
+	}
+	got := make(chan reply, 1)
+	start := time.Now()
+	go func() {
+		id, err := client.Next(ctx)
+		got <- reply{id, err}
+	}()
+	// No responders yet: the client asks again and again.
+	testenv.WaitFor(t, 5*time.Second, "three requests with nobody to answer", func() bool {
+		v, err := srv.Varz(nil)
+		return err == nil && v.InMsgs >= 3
+	})
+	select {
+	case r := <-got:
+		t.Fatalf("Next returned %d, %v before any service existed", r.id, r.err)
+	default:
+	}
+	waited := time.Since(start)
+	startClientTestService(t, url, 9, clientTestOpts{})
+	r := <-got
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if p, _ := uidcore.DefaultLayout().Parse(r.id); p.WorkerID != 9 || time.Since(start) < waited {
+		t.Fatalf("id %d (worker %d) after %v", r.id, p.WorkerID, time.Since(start))
+	}
+}
+
+func TestClientGivesUpAtTheDeadline(t *testing.T) {
+	url := clientTestServer(t).ClientURL()
+	nc := clientTestConn(t, url)
+	client := uidclient.New(nc, uidclient.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := client.Next(ctx)
+	took := time.Since(start)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "no responders") {
+		t.Fatalf("err = %v; want the deadline and the last error (no responders)", err)
+	}
+	// A safety net, not a speed bound: a client that kept asking past its
+	// deadline would not return at all.
+	if took > 10*time.Second {
+		t.Fatalf("gave up after %v, deadline 300ms", took)
+	}
+}
+
+func TestClientTypedErrorsAndParse(t *testing.T) {
+	url := clientTestServer(t).ClientURL()
+	startClientTestService(t, url, 4, clientTestOpts{})
+	nc := clientTestConn(t, url)
+	client := uidclient.New(nc, uidclient.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+
+	_, err := client.Batch(ctx, natsio.DefaultMaxBatch+1)
+	var se *protocol.ServiceError
+	if !errors.Is(err, protocol.ErrBadRequest) || !errors.As(err, &se) || se.Code != 400 || !strings.Contains(se.Description, "too large") || se.Subject != "uid.batch" {
+		t.Fatalf("oversized batch: %v", err)
+	}
+	if _, err := client.Batch(ctx, 0); !errors.Is(err, protocol.ErrBadRequest) {
+		t.Fatalf("zero batch: %v", err)
+	}
+	ids, err := client.Batch(ctx, natsio.DefaultMaxBatch)
+	if err != nil || len(ids) != natsio.DefaultMaxBatch {
+		t.Fatalf("full batch: %d, %v", len(ids), err)
+	}
+	parts, err := client.Parse(ctx, ids[7])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := uidcore.DefaultLayout().Parse(ids[7])
+	if parts != want {
+		t.Fatalf("Parse = %+v, want %+v", parts, want)
+	}
+	if _, err := client.Parse(ctx, 1<<63); !errors.Is(err, protocol.ErrBadRequest) {
+		t.Fatalf("sign-bit ID: %v", err)
+	}
+}
+
+func TestClientRetries503(t *testing.T) {
+	url := clientTestServer(t).ClientURL()
+	// A ring of 1,024 IDs at most 1 s ahead: batches of 1,000 drain it
+	// and get 503s until padding catches up with the clock.
+	layout := uidcore.Layout{TimeBits: 43, WorkerBits: 10, SeqBits: 10, Epoch: uidcore.DefaultEpoch}
+	startClientTestService(t, url, 2, clientTestOpts{cached: uidcore.CachedOptions{Layout: layout, RingSeconds: 1, MaxAhead: time.Second, TakeWait: time.Nanosecond}})
+	nc := clientTestConn(t, url)
+	client := uidclient.New(nc, uidclient.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var all []uint64
+	for range 5 {
+		ids, err := client.Batch(ctx, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, ids...)
+	}
+	testenv.CheckDistinct(t, all)
+	p0, _ := layout.Parse(all[0])
+	p1, _ := layout.Parse(all[len(all)-1])
+	if p1.Time.Sub(p0.Time) < 2*time.Second {
+		t.Fatalf("5,000 IDs of a 1,024-per-second worker span %v: no 503 was met and retried", p1.Time.Sub(p0.Time))
+	}
+}
+
+func TestPrefetcherConcurrentDistinct(t *testing.T) {
+	url := clientTestServer(t).ClientURL()
+	startClientTestService(t, url, 1, clientTestOpts{})
+	startClientTestService(t, url, 2, clientTestOpts{})
+	nc := clientTestConn(t, url)
+	p := uidclient.NewPrefetcher(uidclient.New(nc, uidclient.Config{}), uidclient.PrefetchConfig{BatchSize: 1000, LowWater: 3000})
+	defer p.Close()
+	const goroutines, each = 8, 25_000
+	results := make([][]uint64, goroutines)
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines)
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			for range each {
+				id, err := p.Next(ctx)
+				if err != nil {
+					errs <- err
+					return
+				}
+				results[g] = append(results[g], id)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	var all []uint64
+	for _, r := range results {
+		all = append(all, r...)
+	}
+	if len(all) != goroutines*each {
+		t.Fatalf("%d IDs", len(all))
+	}
+	testenv.CheckDistinct(t, all)
+	if avail := p.Available(); avail > 3000+1000 {
+		t.Fatalf("reserve %d exceeds LowWater+BatchSize", avail)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Next(context.Background()); !errors.Is(err, uidclient.ErrPrefetcherClosed) {
+		t.Fatalf("Next after Close: %v", err)
+	}
+}
+
+func TestPrefetcherReportsBadBatchSize(t *testing.T) {
+	url := clientTestServer(t).ClientURL()
+	startClientTestService(t, url, 1, clientTestOpts{service: natsio.ServiceConfig{MaxBatch: 100}})
+	nc := clientTestConn(t, url)
+	p := uidclient.NewPrefetcher(uidclient.New(nc, uidclient.Config{}), uidclient.PrefetchConfig{BatchSize: 101})
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := p.Next(ctx)
+	if !errors.Is(err, protocol.ErrBadRequest) || ctx.Err() != nil {
+		t.Fatalf("Next = %v; want the 400 at once", err)
+	}
+}
+
+func TestPrefetcherWaitsWithinDeadlineWithoutService(t *testing.T) {
+	url := clientTestServer(t).ClientURL()
+	nc := clientTestConn(t, url)
+	p := uidclient.NewPrefetcher(uidclient.New(nc, uidclient.Config{}), uidclient.PrefetchConfig{FetchTimeout: 100 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := p.Next(ctx)
+	// 10 s: a safety net for a prefetcher that ignores the deadline, not
+	// a bound on speed.
+	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 10*time.Second {
+		t.Fatalf("Next = %v after %v", err, time.Since(start))
+	}
+	if !strings.Contains(err.Error(), "last refill") {
+		t.Errorf("error %q does not say why the refill failed", err)
+	}
+	p.Close() // goleak (clientTestServer) checks the fetcher is gone
+}
+
+// Two instances of the jssafe layout: every ID handed out concurrently,
+// by batch (binary and base32 on the wire) and next, is distinct and
+// exact as a JavaScript Number; the client parses it with the fleet's
+// layout and, with ParseWithLayout, UidGenerator's IDs (wrapped ones too)
+// with another.
+func TestClientJSSafeFleetAndParseWithLayout(t *testing.T) {
+	url := clientTestServer(t).ClientURL()
+	layout := uidcore.JSSafeLayout()
+	for w := range uint64(2) {
+		startClientTestService(t, url, 5+w, clientTestOpts{cached: uidcore.CachedOptions{Layout: layout, TakeWait: time.Second}})
+	}
+	nc := clientTestConn(t, url)
+	client := uidclient.New(nc, uidclient.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	const takers, rounds = 4, 20
+	var (
+		mu  sync.Mutex
+		all []uint64
+		wg  sync.WaitGroup
+	)
+	errs := make(chan error, takers)
+	for w := range takers {
+		wg.Go(func() {
+			for r := range rounds {
+				var ids []uint64
+				var err error
+				switch (w + r) % 3 {
+				case 0:
+					ids, err = client.Batch(ctx, 300)
+				case 1:
+					var reply *nats.Msg
+					reply, err = nc.RequestMsgWithContext(ctx, &nats.Msg{Subject: "uid.batch", Data: []byte("300"), Header: nats.Header{protocol.EncodingHeader: {protocol.EncodingBase32}}})
+					if err == nil {
+						ids, err = protocol.Base32.Decode(nil, reply.Data)
+					}
+				default:
+					var id uint64
+					id, err = client.Next(ctx)
+					ids = []uint64{id}
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				all = append(all, ids...)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	testenv.CheckDistinct(t, all)
+	testenv.CheckJSSafe(t, all)
+	for _, id := range all {
+		if back, err := uidclient.FromBase32(uidclient.ToBase32(id)); back != id || err != nil {
+			t.Fatalf("base32 round trip of %d: %d, %v", id, back, err)
+		}
+	}
+	parts, err := client.Parse(ctx, all[0])
+	if want, _ := layout.Parse(all[0]); err != nil || parts != want {
+		t.Fatalf("Parse(%d) = %+v, %v; want %+v", all[0], parts, err, want)
+	}
+
+	ug, err := client.ParseWithLayout(ctx, 9223372002495045632, "uidgenerator")
+	if err != nil || ug != (uidcore.ParsedJSON{UID: "9223372002495045632", Timestamp: "2024-11-20 13:24:15", WorkerID: "1", Sequence: "0"}) {
+		t.Fatalf("UidGenerator's last second: %+v, %v", ug, err)
+	}
+	wrapped, err := client.ParseWithLayout(ctx, uint64(1<<64-7024218214296920064), "28/22/13@2016-05-20T00:00:00+08:00")
+	if err != nil || wrapped.UID != "-7024218214296920064" || wrapped.WorkerID != "7" || wrapped.Timestamp != "2026-12-01 08:14:16" || !strings.HasPrefix(wrapped.Wrapped, "true") {
+		t.Fatalf("a wrapped ID: %+v, %v", wrapped, err)
+	}
+	if _, err := client.ParseWithLayout(ctx, 1, "nosuch"); !errors.Is(err, protocol.ErrBadRequest) || !strings.Contains(err.Error(), `"nosuch"`) {
+		t.Fatalf("a bad layout: %v", err)
+	}
+	t.Logf("%d distinct JS-safe IDs", len(all))
+}
