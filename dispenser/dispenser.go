@@ -25,28 +25,17 @@ type Option func(*options)
 
 type options struct {
 	log       *slog.Logger
-	assigner  uidcore.Assigner
-	observer  uidcore.Observer
 	telemetry *telemetry.Telemetry
 }
 
 // WithLogger sets the logger (default slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 
-// WithAssigner claims worker IDs through a instead of the configured
-// store (MySQL with DISPENSER_MYSQL_DSN, else the JetStream KV bucket).
-func WithAssigner(a uidcore.Assigner) Option { return func(o *options) { o.assigner = a } }
-
-// WithObserver passes the generator's events to obs instead of the
-// telemetry observer.
-func WithObserver(obs uidcore.Observer) Option { return func(o *options) { o.observer = obs } }
-
 // Dispenser is one running instance: a worker claim, the cached generator
 // on it and the NATS service that hands its IDs out.
 type Dispenser struct {
 	cfg      Config
 	log      *slog.Logger
-	observer uidcore.Observer
 	url      string           // resolved NATS URL, redacted
 	embedded *natsio.Embedded // nil when another server is used
 	claimNC  *natsconn.Conn   // the KV assigner's connection (nil with MySQL)
@@ -54,7 +43,7 @@ type Dispenser struct {
 	assigner uidcore.Assigner
 	svc      *natsio.Service
 	blocks   *natsio.BlockPublisher // nil unless DISPENSER_BLOCKS_ENABLED
-	seq      *sequence.Allocator    // nil when the store keeps no sequences (WithAssigner)
+	seq      *sequence.Allocator    // nil when the store's sequences are off
 
 	telemetry instanceTelemetry
 
@@ -85,7 +74,7 @@ func Start(ctx context.Context, cfg Config, opts ...Option) (_ *Dispenser, err e
 	for _, opt := range opts {
 		opt(&o)
 	}
-	d := &Dispenser{cfg: cfg, log: o.log, observer: o.observer, assigner: o.assigner, done: make(chan struct{}), watchDone: make(chan struct{})}
+	d := &Dispenser{cfg: cfg, log: o.log, done: make(chan struct{}), watchDone: make(chan struct{})}
 	var cleanup []func()
 	defer func() {
 		if err != nil {
@@ -101,15 +90,13 @@ func Start(ctx context.Context, cfg Config, opts ...Option) (_ *Dispenser, err e
 	}
 	cleanup = append(cleanup, closeNATS)
 
-	if d.assigner == nil {
-		// ctx, not the NATS connect timeout: the store is waited for up to its own
-		// DISPENSER_STORE_STARTUP_DEADLINE.
-		closeAssigner, err := d.openAssigner(ctx, url)
-		if err != nil {
-			return nil, err
-		}
-		cleanup = append(cleanup, closeAssigner)
+	// ctx, not the NATS connect timeout: the store is waited for up to its own
+	// DISPENSER_STORE_STARTUP_DEADLINE.
+	closeAssigner, err := d.openAssigner(ctx, url)
+	if err != nil {
+		return nil, err
 	}
+	cleanup = append(cleanup, closeAssigner)
 
 	if err := d.joinFleet(ctx); err != nil {
 		return nil, err
@@ -293,8 +280,7 @@ func (d *Dispenser) openAssigner(ctx context.Context, url string) (func(), error
 }
 
 // openSequences sets up the named sequences on the worker-ID store and
-// declares DISPENSER_SEQUENCES there. An assigner given with WithAssigner
-// that is neither store serves no sequences.
+// declares DISPENSER_SEQUENCES there.
 func (d *Dispenser) openSequences(ctx context.Context) error {
 	var (
 		store sequence.SegmentStore

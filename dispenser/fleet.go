@@ -89,8 +89,7 @@ func differingLayoutVars(stored string, mine uidcore.Layout) []string {
 
 // joinFleet records the fleet when the store has none yet, refuses a
 // configuration that differs from the store's, and waits for the start
-// of a generation recorded moments ago. Assigners given by WithAssigner
-// that keep no fleet record are taken as they are.
+// of a generation recorded moments ago.
 func (d *Dispenser) joinFleet(ctx context.Context) error {
 	// A start whose claim is bound to be refused must not record the
 	// fleet either: its layout would then bind every later start.

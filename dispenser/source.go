@@ -80,12 +80,6 @@ func (s *generatorSource) Close() error {
 	return gen.Close()
 }
 
-func (s *generatorSource) Next(ctx context.Context) (uint64, error) {
-	var id [1]uint64
-	_, err := s.take(ctx, id[:], true)
-	return id[0], err
-}
-
 func (s *generatorSource) NextN(ctx context.Context, dst []uint64) (int, error) {
 	return s.take(ctx, dst, true)
 }

@@ -256,7 +256,12 @@ func TestGeneratorSourceCloseAndReplace(t *testing.T) {
 	src := newGeneratorSource(newGen(1), time.Minute)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	a, err := src.Next(ctx)
+	next := func() (uint64, error) {
+		var id [1]uint64
+		_, err := src.NextN(ctx, id[:])
+		return id[0], err
+	}
+	a, err := next()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +270,7 @@ func TestGeneratorSourceCloseAndReplace(t *testing.T) {
 		t.Fatalf("replaced worker %d, now %d", old.WorkerID(), src.WorkerID())
 	}
 	old.Close()
-	b, err := src.Next(ctx)
+	b, err := next()
 	if err != nil || b == a {
 		t.Fatalf("after Replace: %d, %v (before: %d)", b, err, a)
 	}

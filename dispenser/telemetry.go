@@ -26,8 +26,8 @@ var errNotServing = errors.New("not serving")
 // instanceTelemetry is the dispenser's part of telemetry.
 type instanceTelemetry struct {
 	tel      *telemetry.Telemetry
-	owned    bool                // set up by Start, shut down by Shutdown
-	observer *telemetry.Observer // nil when WithObserver replaced it
+	owned    bool // set up by Start, shut down by Shutdown
+	observer *telemetry.Observer
 	serving  atomic.Bool
 	// components unregisters the metrics of the block publisher and the
 	// sequences (observeComponents); nil before.
@@ -66,17 +66,15 @@ func (d *Dispenser) startTelemetry(ctx context.Context, given *telemetry.Telemet
 		}
 	}
 	d.telemetry.tel.SetReady(d.ready)
-	if d.observer == nil {
-		obs, err := d.telemetry.tel.NewObserver(telemetry.ObserverConfig{
-			Layout:    d.cfg.Layout(),
-			WorkerID:  workerID,
-			LeaseLeft: d.leaseLeft,
-		})
-		if err != nil {
-			return fmt.Errorf("dispenser: %w", err)
-		}
-		d.telemetry.observer, d.observer = obs, obs
+	obs, err := d.telemetry.tel.NewObserver(telemetry.ObserverConfig{
+		Layout:    d.cfg.Layout(),
+		WorkerID:  workerID,
+		LeaseLeft: d.leaseLeft,
+	})
+	if err != nil {
+		return fmt.Errorf("dispenser: %w", err)
 	}
+	d.telemetry.observer = obs
 	return nil
 }
 
@@ -135,11 +133,9 @@ func (d *Dispenser) observeComponents() error {
 // newGenerator builds the ring buffer on claim, observed by telemetry.
 func (d *Dispenser) newGenerator(claim uidcore.Claim) (*uidcore.CachedGenerator, error) {
 	obs := d.telemetry.observer
-	if obs != nil {
-		obs.SetWorkerID(claim.WorkerID())
-	}
-	gen, err := uidcore.NewCached(d.cfg.cachedOptions(claim, d.assigner, d.observer))
-	if err == nil && obs != nil {
+	obs.SetWorkerID(claim.WorkerID())
+	gen, err := uidcore.NewCached(d.cfg.cachedOptions(claim, d.assigner, obs))
+	if err == nil {
 		obs.Watch(gen)
 	}
 	return gen, err

@@ -27,7 +27,6 @@ import (
 // generator when a worker claim is lost for good (the service then calls
 // Readvertise so that its metadata follows the worker ID).
 type IDSource interface {
-	Next(ctx context.Context) (uint64, error)
 	NextN(ctx context.Context, dst []uint64) (int, error)
 	// TryNextN takes what is ready without waiting (see
 	// uidcore.CachedGenerator.TryNextN).

@@ -351,7 +351,6 @@ type switchingSource struct {
 	cur atomic.Pointer[uidcore.CachedGenerator]
 }
 
-func (s *switchingSource) Next(ctx context.Context) (uint64, error) { return s.cur.Load().Next(ctx) }
 func (s *switchingSource) NextN(ctx context.Context, dst []uint64) (int, error) {
 	return s.cur.Load().NextN(ctx, dst)
 }
