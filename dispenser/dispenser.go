@@ -404,7 +404,7 @@ func (d *Dispenser) reclaim(ctx context.Context) error {
 			// The loss may be a new generation's revocation: an instance
 			// of the old one must not serve on.
 			err = d.checkGeneration(ctx)
-			if errors.Is(err, ErrGenerationChanged) {
+			if errors.Is(err, workerid.ErrGenerationChanged) {
 				releaseQuietly(claim, d.log)
 				d.log.Error("not serving under a new worker ID: the fleet moved to a new generation", "err", err)
 				d.finish(err)

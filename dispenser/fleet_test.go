@@ -252,7 +252,7 @@ func TestSealedFleetRefusesOldInstancesUntilTheGenerationIsRecorded(t *testing.T
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := fs.ReplaceFleet(ctx, first, seal(first)); err != nil {
+		if err := fs.ReplaceFleet(ctx, first, first.Seal()); err != nil {
 			t.Fatal(err)
 		}
 		if err := startErr(cfg); err == nil || !strings.Contains(err.Error(), "sealed") {
@@ -261,7 +261,7 @@ func TestSealedFleetRefusesOldInstancesUntilTheGenerationIsRecorded(t *testing.T
 		next := cfg
 		next.WorkerBits, next.SeqBits = 14, 18
 		f, err := NewGeneration(ctx, next, testLogger())
-		if err != nil || f.Generation != 2 || sealed(f) || f.StartsAfter < first.StartsAfter {
+		if err != nil || f.Generation != 2 || f.Sealed() || f.StartsAfter < first.StartsAfter {
 			t.Fatalf("finishing the sealed change: %+v, %v", f, err)
 		}
 		if stored, err := fs.RecordFleet(ctx, cfg.fleet()); err != nil || stored != f {
@@ -274,7 +274,7 @@ func TestSealedFleetRefusesOldInstancesUntilTheGenerationIsRecorded(t *testing.T
 
 // A whole old instance paused past its TTL across a new generation: when
 // it comes back, its renewal is refused, and its reclaim sees the new
-// record and ends the instance (ErrGenerationChanged) instead of serving
+// record and ends the instance (workerid.ErrGenerationChanged) instead of serving
 // old-layout IDs under another worker ID.
 func TestOldInstanceBackFromAPauseEndsAfterNewGeneration(t *testing.T) {
 	fleetStores(t, func(t *testing.T, url, dsn string) {
@@ -303,8 +303,8 @@ func TestOldInstanceBackFromAPauseEndsAfterNewGeneration(t *testing.T) {
 		case <-time.After(20 * time.Second):
 			t.Fatal("the old instance still runs 20 s after it came back to a new generation")
 		}
-		if err := old.Err(); !errors.Is(err, ErrGenerationChanged) {
-			t.Fatalf("the old instance ended with %v, want ErrGenerationChanged", err)
+		if err := old.Err(); !errors.Is(err, workerid.ErrGenerationChanged) {
+			t.Fatalf("the old instance ended with %v, want workerid.ErrGenerationChanged", err)
 		}
 	})
 }
