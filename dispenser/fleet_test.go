@@ -252,7 +252,9 @@ func TestSealedFleetRefusesOldInstancesUntilTheGenerationIsRecorded(t *testing.T
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := fs.ReplaceFleet(ctx, first, first.Seal()); err != nil {
+		sealed := first
+		sealed.Sealed = true
+		if err := fs.ReplaceFleet(ctx, first, sealed); err != nil {
 			t.Fatal(err)
 		}
 		if err := startErr(cfg); err == nil || !strings.Contains(err.Error(), "sealed") {
@@ -261,7 +263,7 @@ func TestSealedFleetRefusesOldInstancesUntilTheGenerationIsRecorded(t *testing.T
 		next := cfg
 		next.WorkerBits, next.SeqBits = 14, 18
 		f, err := NewGeneration(ctx, next, testLogger())
-		if err != nil || f.Generation != 2 || f.Sealed() || f.StartsAfter < first.StartsAfter {
+		if err != nil || f.Generation != 2 || f.Sealed || f.StartsAfter < first.StartsAfter {
 			t.Fatalf("finishing the sealed change: %+v, %v", f, err)
 		}
 		if stored, err := fs.RecordFleet(ctx, cfg.fleet()); err != nil || stored != f {

@@ -2,6 +2,7 @@ package workerid
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -30,13 +31,60 @@ type Fleet struct {
 	WorkerMode    Mode   `json:"worker_mode"`
 	SubjectPrefix string `json:"subject_prefix"`
 	// StartsAfter: IDs of this generation are issued only for later unix
-	// seconds (0 for the first generation). Below zero the record is
-	// sealed: dispenser -new-generation is revoking its leases.
+	// seconds (0 for the first generation).
 	StartsAfter int64 `json:"starts_after"`
 	// Regions is the fleet's map of regions (Regions.String, canonical),
 	// "" for a fleet without regions: records written before regions
 	// existed read as that.
 	Regions string `json:"regions,omitempty"`
+	// Sealed: dispenser -new-generation is revoking this generation's
+	// leases (ChangeGeneration); no instance joins the record, and one
+	// that just claimed a worker ID gives it up.
+	Sealed bool `json:"sealed,omitempty"`
+}
+
+// StoredStartsAfter is StartsAfter as the stores keep it: a sealed
+// record's below zero (-StartsAfter-1). That was the only mark of a seal
+// before the Sealed field, and the stores keep writing it so that
+// instances of earlier versions sharing a store still see the seal.
+func (f Fleet) StoredStartsAfter() int64 {
+	if f.Sealed {
+		return -f.StartsAfter - 1
+	}
+	return f.StartsAfter
+}
+
+// SetStoredStartsAfter sets StartsAfter from a stored value
+// (StoredStartsAfter's, or one written before the Sealed field): below
+// zero it marks the record sealed.
+func (f *Fleet) SetStoredStartsAfter(v int64) {
+	f.StartsAfter = v
+	if v < 0 {
+		f.Sealed, f.StartsAfter = true, -v-1
+	}
+}
+
+// fleetJSON is Fleet without its JSON methods.
+type fleetJSON Fleet
+
+// MarshalJSON writes the record as the KV store keeps it: StartsAfter
+// stored (StoredStartsAfter), and "sealed".
+func (f Fleet) MarshalJSON() ([]byte, error) {
+	j := fleetJSON(f)
+	j.StartsAfter = f.StoredStartsAfter()
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads a record MarshalJSON wrote, or one written before
+// the Sealed field (a seal only in a negative "starts_after").
+func (f *Fleet) UnmarshalJSON(data []byte) error {
+	var j fleetJSON
+	if err := json.Unmarshal(data, &j); err != nil {
+		return err
+	}
+	*f = Fleet(j)
+	f.SetStoredStartsAfter(j.StartsAfter)
+	return nil
 }
 
 // FleetStore is implemented by assigners whose store records the fleet

@@ -24,7 +24,7 @@ var ErrFleetSealed = errors.New("workerid: the fleet record is sealed")
 
 // CheckJoin refuses a sealed record, which no instance may join.
 func CheckJoin(stored Fleet) error {
-	if stored.Sealed() {
+	if stored.Sealed {
 		return fmt.Errorf("%w: generation %d: dispenser -new-generation is recording a new generation, or stopped midway (run it again)", ErrFleetSealed, stored.Generation)
 	}
 	return nil
@@ -70,7 +70,7 @@ func CheckGeneration(ctx context.Context, fs FleetStore, joined Fleet) error {
 	// Only a seal or a new generation counts: another instance may
 	// extend the map of regions meanwhile, which changes the record but
 	// not the generation.
-	if stored.Generation != joined.Generation || stored.Sealed() {
+	if stored.Generation != joined.Generation || stored.Sealed {
 		return fmt.Errorf("%w: the store holds generation %d (layout %s), this instance joined generation %d (layout %s): it stops; start it with the new configuration",
 			ErrGenerationChanged, stored.Generation, stored.Layout, joined.Generation, joined.Layout)
 	}
@@ -107,7 +107,7 @@ func ChangeGeneration(ctx context.Context, fs FleetStore, ch GenerationChange) (
 		return Fleet{}, fmt.Errorf("workerid: the fleet record: %w", err)
 	}
 	old := current // the old generation's record; current may be it sealed
-	if current.Sealed() {
+	if current.Sealed {
 		old = current.unseal()
 		log.Warn("the fleet record is sealed: an earlier dispenser -new-generation stopped midway; finishing it", "generation", old.Generation)
 	}
@@ -140,11 +140,11 @@ func ChangeGeneration(ctx context.Context, fs FleetStore, ch GenerationChange) (
 	// Sealed, the record lets no old instance in and makes one that just
 	// claimed a worker ID give it up (CheckGeneration); so every old
 	// claim that serves reserved its seconds before the revocation below.
-	if !current.Sealed() {
-		if err := fs.ReplaceFleet(ctx, current, current.Seal()); err != nil {
+	if !current.Sealed {
+		if err := fs.ReplaceFleet(ctx, current, current.seal()); err != nil {
 			return Fleet{}, fmt.Errorf("workerid: seal generation %d: %w", old.Generation, err)
 		}
-		current = current.Seal()
+		current = current.seal()
 	}
 	// An instance paused or cut off past its TTL is not live, but its
 	// token still renews: revoked, it can reserve no second beyond the
@@ -177,19 +177,12 @@ func ChangeGeneration(ctx context.Context, fs FleetStore, ch GenerationChange) (
 	return next, nil
 }
 
-// A sealed fleet record is the old generation's with StartsAfter
-// encoded below zero (-StartsAfter-1), written by dispenser
-// -new-generation before it revokes the old leases: it needs no field of
-// its own (no schema change) and differs from every record an instance
-// joined.
-//
-// Sealed reports whether f is sealed.
-func (f Fleet) Sealed() bool { return f.StartsAfter < 0 }
-
-// Seal is f sealed.
-func (f Fleet) Seal() Fleet {
-	f.StartsAfter = -f.StartsAfter - 1
+func (f Fleet) seal() Fleet {
+	f.Sealed = true
 	return f
 }
 
-func (f Fleet) unseal() Fleet { return f.Seal() }
+func (f Fleet) unseal() Fleet {
+	f.Sealed = false
+	return f
+}

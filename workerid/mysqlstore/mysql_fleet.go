@@ -25,7 +25,8 @@ func (a *Assigner) RecordFleet(ctx context.Context, f workerid.Fleet) (workerid.
 			return a.classify(err, "record the fleet in table "+a.cfg.FleetTable)
 		}
 		var mode string
-		dst := []any{&got.Generation, &got.Layout, &mode, &got.SubjectPrefix, &got.StartsAfter}
+		var startsAfter int64
+		dst := []any{&got.Generation, &got.Layout, &mode, &got.SubjectPrefix, &startsAfter}
 		if regions != "" {
 			dst = append(dst, &got.Regions)
 		}
@@ -35,6 +36,7 @@ func (a *Assigner) RecordFleet(ctx context.Context, f workerid.Fleet) (workerid.
 			return a.classify(err, "read the fleet from table "+a.cfg.FleetTable)
 		}
 		got.WorkerMode = workerid.Mode(mode)
+		got.SetStoredStartsAfter(startsAfter) // a seal is in STARTS_AFTER
 		return nil
 	})
 	return got, err
@@ -66,7 +68,7 @@ func (a *Assigner) ReplaceFleet(ctx context.Context, old, next workerid.Fleet) e
 // fleetArgs are f's values in the order the statements list the columns;
 // the map of regions only when the table has its column.
 func fleetArgs(f workerid.Fleet, regions string) []any {
-	args := []any{f.Generation, f.Layout, string(f.WorkerMode), f.SubjectPrefix, f.StartsAfter}
+	args := []any{f.Generation, f.Layout, string(f.WorkerMode), f.SubjectPrefix, f.StoredStartsAfter()}
 	if regions != "" {
 		args = append(args, f.Regions)
 	}

@@ -606,3 +606,40 @@ func TestWorkerNodePastTheLayoutsRange(t *testing.T) {
 		t.Fatalf("%d rows, want 2", n)
 	}
 }
+
+// A fleet record sealed by an earlier version (STARTS_AFTER below zero,
+// no other mark) reads as sealed with its StartsAfter, and a record
+// sealed now is stored the same way, so earlier versions see the seal.
+func TestMySQLFleetSealedBelowZero(t *testing.T) {
+	dsn := testenv.MySQL(t)
+	cfg := mysqlstore.DefaultConfig()
+	cfg.MySQLDSN = dsn
+	a := newMySQLAssigner(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	plain := workerid.Fleet{Generation: 1, Layout: uidcore.DefaultLayout().String(), WorkerMode: workerid.ModeLeased, SubjectPrefix: "uid"}
+	if _, err := a.RecordFleet(ctx, plain); err != nil {
+		t.Fatal(err)
+	}
+	db := openDB(t, dsn)
+	if _, err := db.Exec("UPDATE " + cfg.FleetTable + " SET STARTS_AFTER = -1800000001 WHERE ID = 1"); err != nil {
+		t.Fatal(err)
+	}
+	old := plain
+	old.StartsAfter, old.Sealed = 1_800_000_000, true
+	if got, err := a.RecordFleet(ctx, plain); err != nil || got != old {
+		t.Fatalf("the record an earlier version sealed reads %+v, %v; want %+v", got, err, old)
+	}
+	unsealed := old
+	unsealed.Sealed = false
+	if err := a.ReplaceFleet(ctx, old, unsealed); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.ReplaceFleet(ctx, unsealed, old); err != nil {
+		t.Fatal(err)
+	}
+	var stored int64
+	if err := db.QueryRow("SELECT STARTS_AFTER FROM " + cfg.FleetTable + " WHERE ID = 1").Scan(&stored); err != nil || stored != -1_800_000_001 {
+		t.Fatalf("a record sealed now stores STARTS_AFTER %d (%v), want -1800000001", stored, err)
+	}
+}

@@ -46,7 +46,9 @@ CREATE TABLE IF NOT EXISTS `WORKER_LEASE` (
 -- ALTER TABLE UID_FLEET ADD COLUMN REGIONS VARCHAR(1024) NOT NULL DEFAULT ''). Instances that
 -- differ refuse to start. GENERATION grows when the fleet moves to a new
 -- layout (dispenser -new-generation); STARTS_AFTER is the unix second after
--- which that generation's IDs exceed every ID of the one before.
+-- which that generation's IDs exceed every ID of the one before; below zero
+-- (-STARTS_AFTER-1) the record is sealed while dispenser -new-generation
+-- revokes the old generation's leases (workerid.Fleet.Sealed).
 CREATE TABLE IF NOT EXISTS `UID_FLEET` (
   ID             TINYINT      NOT NULL COMMENT 'always 1: one fleet per store',
   GENERATION     INT          NOT NULL COMMENT '1 for the first layout, then one more per change',

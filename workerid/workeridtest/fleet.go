@@ -21,6 +21,7 @@ func runFleet(t *testing.T, newStore func(t *testing.T) Store) {
 		"LeaseHorizon":           testLeaseHorizon,
 		"RevokeLeases":           testRevokeLeases,
 		"Regions":                testFleetRegions,
+		"Sealed":                 testFleetSealed,
 	} {
 		t.Run("fleet/"+name, func(t *testing.T) {
 			t.Parallel()
@@ -254,5 +255,40 @@ func testFleetRegions(t *testing.T, s Store) {
 	}
 	if got, err := a.RecordFleet(ctx, f); err != nil || got != added {
 		t.Fatalf("after the replacement the store holds %+v, %v; want %+v", got, err, added)
+	}
+}
+
+// A sealed record reads back sealed with its StartsAfter, compares (for
+// ReplaceFleet) only with itself sealed, and unseals.
+func testFleetSealed(t *testing.T, s Store) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	fs := fleetStore(t, s, workerid.ModeLeased)
+	first, err := fs.RecordFleet(ctx, testFleet(SmallLayout(), workerid.ModeLeased, "uid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := first
+	second.Generation, second.StartsAfter = 2, 1_800_000_000
+	if err := fs.ReplaceFleet(ctx, first, second); err != nil {
+		t.Fatal(err)
+	}
+	sealed := second
+	sealed.Sealed = true
+	if err := fs.ReplaceFleet(ctx, second, sealed); err != nil {
+		t.Fatal(err)
+	}
+	got, err := fs.RecordFleet(ctx, first)
+	if err != nil || got != sealed {
+		t.Fatalf("the sealed record reads %+v, %v; want %+v", got, err, sealed)
+	}
+	if err := fs.ReplaceFleet(ctx, second, first); !errors.Is(err, workerid.ErrFleetChanged) {
+		t.Fatalf("replacing the record unsealed while it is sealed: %v, want ErrFleetChanged", err)
+	}
+	if err := fs.ReplaceFleet(ctx, sealed, second); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := fs.RecordFleet(ctx, first); err != nil || got != second {
+		t.Fatalf("unsealed, the record reads %+v, %v; want %+v", got, err, second)
 	}
 }
