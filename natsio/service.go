@@ -271,9 +271,10 @@ func (s *Service) start() error {
 	}{
 		{protocol.EndpointNext, s.next, map[string]string{"reply": "one decimal ID"}},
 		{protocol.EndpointBatch, s.batch, map[string]string{
-			"reply":            "newline-separated decimal IDs, or 8-byte big-endian IDs with header " + protocol.EncodingHeader + ": " + protocol.EncodingBinary,
+			"reply":            "newline-separated decimal IDs, or 8-byte big-endian IDs with header " + protocol.EncodingHeader + ": " + protocol.EncodingBinary + ", or runs of consecutive IDs (first, count: 16 bytes) with " + protocol.EncodingRanges,
 			"max_batch_binary": strconv.Itoa(maxBatchFor(s.cfg.MaxBatch, maxPayload, protocol.Binary)),
 			"max_batch_text":   strconv.Itoa(maxBatchFor(s.cfg.MaxBatch, maxPayload, protocol.Decimal)),
+			"max_batch_ranges": strconv.Itoa(s.idBatchLimit(protocol.Ranges)),
 		}},
 		{protocol.EndpointParse, s.parse, map[string]string{"reply": "JSON {UID, timestamp, workerId, sequence}"}},
 	} {

@@ -98,6 +98,16 @@ func (s *Service) binaryHint(err error, body []byte, enc protocol.Encoding) erro
 	return badRequest("%s as text (%s lines); up to %d with the header %s: %s (8 bytes each)", se.Description, enc, limit, protocol.EncodingHeader, protocol.EncodingBinary)
 }
 
+// idBatchLimit is the largest count of a uid.batch request in encoding
+// enc. Ranges replies are not bounded by the payload: the IDs of one
+// instance come in a few runs (one per lane and second), 16 bytes each.
+func (s *Service) idBatchLimit(enc protocol.Encoding) int {
+	if enc == protocol.Ranges {
+		return s.cfg.MaxBatch
+	}
+	return maxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), enc)
+}
+
 // batch answers the number of IDs the body asks for. A batch of more than
 // uidcore.SmallTake IDs that the ring cannot fill at once waits for the
 // rest in the capacity queue, up to ServiceConfig.CapacityWait.
@@ -106,7 +116,7 @@ func (s *Service) batch(ctx context.Context, req micro.Request, buf []byte) resu
 	if err != nil {
 		return result{err: err}
 	}
-	n, err := parseCount(req.Data(), maxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), enc))
+	n, err := parseCount(req.Data(), s.idBatchLimit(enc))
 	if err != nil {
 		return result{err: s.binaryHint(err, req.Data(), enc)}
 	}

@@ -89,9 +89,10 @@ func (s *Service) addSequenceEndpoints(svc micro.Service, limits micro.EndpointO
 	}{
 		protocol.EndpointSeqNext: {s.seqNext, map[string]string{"reply": "the sequence's next number, decimal"}},
 		protocol.EndpointSeqBatch: {s.seqBatch, map[string]string{
-			"reply":            "the sequence's next numbers, increasing: newline-separated decimal, or 8 bytes big-endian each with header " + protocol.EncodingHeader + ": " + protocol.EncodingBinary,
+			"reply":            "the sequence's next numbers, increasing: newline-separated decimal, or 8 bytes big-endian each with header " + protocol.EncodingHeader + ": " + protocol.EncodingBinary + ", or runs of consecutive numbers (first, count: 16 bytes) with " + protocol.EncodingRanges,
 			"max_batch_binary": strconv.Itoa(maxBatchFor(s.cfg.MaxBatch, maxPayload, protocol.Binary)),
 			"max_batch_text":   strconv.Itoa(maxBatchFor(s.cfg.MaxBatch, maxPayload, protocol.Decimal)),
+			"max_batch_ranges": strconv.Itoa(maxBatchFor(s.cfg.MaxBatch, maxPayload, protocol.Binary)),
 		}},
 		protocol.EndpointSeqHome: {s.seqHome, map[string]string{"reply": "the sequence's home region; 404 for a sequence of no region"}},
 	}
@@ -165,11 +166,22 @@ func (s *Service) seqBatch(ctx context.Context, req micro.Request, buf []byte) r
 	if err != nil {
 		return result{err: err}
 	}
-	n, err := parseCountOf(req.Data(), maxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), enc), "numbers")
+	n, err := parseCountOf(req.Data(), s.seqBatchLimit(enc), "numbers")
 	if err != nil {
 		return result{err: s.binaryHint(err, req.Data(), enc)}
 	}
 	return s.seqFill(name, buf, n, enc.Append)
+}
+
+// seqBatchLimit is the largest count of a sequence batch in encoding enc.
+// Ranges get binary's: a sequence's numbers are dense within a segment,
+// so with segments of two numbers or more their runs take at most the
+// bytes binary does.
+func (s *Service) seqBatchLimit(enc protocol.Encoding) int {
+	if enc == protocol.Ranges {
+		enc = protocol.Binary
+	}
+	return maxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), enc)
 }
 
 // seqFill takes n numbers of the sequence name and encodes them. When
@@ -180,7 +192,7 @@ func (s *Service) seqFill(name string, buf []byte, n int, encode func([]byte, []
 	ok, err := s.cfg.Sequences.TryFill(name, (*idp)[:n])
 	if err != nil || ok {
 		defer s.idBufs.Put(idp)
-		return seqReply(buf, (*idp)[:n], err, encode)
+		return s.seqReply(buf, (*idp)[:n], err, encode)
 	}
 	s.idBufs.Put(idp)
 	// A name's first numbers here always come this way (none at hand):
@@ -188,16 +200,22 @@ func (s *Service) seqFill(name string, buf []byte, n int, encode func([]byte, []
 	return result{later: &deferral{segment: true, wait: func(ctx context.Context, buf []byte) result {
 		idp := s.idBuffer(n)
 		defer s.idBufs.Put(idp)
-		return seqReply(buf, (*idp)[:n], s.cfg.Sequences.Fill(ctx, name, (*idp)[:n]), encode)
+		return s.seqReply(buf, (*idp)[:n], s.cfg.Sequences.Fill(ctx, name, (*idp)[:n]), encode)
 	}, after: func() { s.showSequence(name) }}}
 }
 
 // seqReply encodes the numbers of a sequence request, or returns err.
-func seqReply(buf []byte, nums []uint64, err error, encode func([]byte, []uint64) []byte) result {
+func (s *Service) seqReply(buf []byte, nums []uint64, err error, encode func([]byte, []uint64) []byte) result {
 	if err != nil {
 		return result{err: err}
 	}
-	return replied(encode(buf, nums), len(nums), nil)
+	out := encode(buf, nums)
+	if int64(len(out)) > s.nc.MaxPayload() {
+		// Ranges of numbers from segments of one number each: only binary
+		// is sure to fit.
+		return result{err: fmt.Errorf("%d numbers take %d bytes as %s, more than the %d a reply holds: ask with %s: %s", len(nums), len(out), protocol.EncodingRanges, s.nc.MaxPayload(), protocol.EncodingHeader, protocol.EncodingBinary)}
+	}
+	return replied(out, len(nums), nil)
 }
 
 // showSequence readvertises the service when its metadata does not list

@@ -3,6 +3,7 @@ package natsio
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -80,6 +81,15 @@ func TestBatchEncodingsAndParse(t *testing.T) {
 	}
 	if ids[0] <= text[4] {
 		t.Fatalf("second batch %d not after first %d", ids[0], text[4])
+	}
+	// Ranges: the next 1,000 as runs of consecutive IDs.
+	rng := &nats.Msg{Subject: "uid.batch", Data: []byte("1000"), Header: nats.Header{"uid-encoding": []string{"Ranges"}}}
+	if msg, err = nc.RequestMsg(rng, 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	runs, err := protocol.DecodeRuns(nil, msg.Data)
+	if err != nil || protocol.CountOf(runs) != 1000 || len(runs) > 2 || runs[0].First <= ids[999] {
+		t.Fatalf("ranges batch after %d: %v, %v", ids[999], runs, err)
 	}
 	// A lower-case header name, as other clients may send it.
 	lower := &nats.Msg{Subject: "uid.batch", Data: []byte("2"), Header: nats.Header{"uid-encoding": []string{"BINARY"}}}
@@ -264,6 +274,23 @@ func TestMaxBatchCappedByMaxPayload(t *testing.T) {
 	reply, err = nc.Request("uid.batch", []byte("200"), 2*time.Second)
 	if err != nil || reply.Header.Get(micro.ErrorCodeHeader) != "" || strings.Count(string(reply.Data), "\n") != 199 {
 		t.Fatalf("decimal at the cap: %v %v", err, reply.Header)
+	}
+	// Ranges are bounded by the count, not the payload: 20,000 IDs, forty
+	// times binary's cap, come in a few runs.
+	ranges := nats.Header{protocol.EncodingHeader: []string{protocol.EncodingRanges}}
+	reply, err = nc.RequestMsg(&nats.Msg{Subject: "uid.batch", Data: []byte("20000"), Header: ranges}, 5*time.Second)
+	if err != nil || reply.Header.Get(micro.ErrorCodeHeader) != "" {
+		t.Fatalf("ranges beyond the binary cap: %v %v", err, reply.Header)
+	}
+	runs, err := protocol.DecodeRuns(nil, reply.Data)
+	if err != nil || protocol.CountOf(runs) != 20000 || len(runs) > 4 {
+		t.Fatalf("ranges: %d runs of %d IDs in all, %v", len(runs), protocol.CountOf(runs), err)
+	}
+	i := slices.IndexFunc(serviceInfo(t, nc.Conn).Endpoints, func(e micro.EndpointInfo) bool {
+		return e.Name == protocol.EndpointBatch && e.Metadata["max_batch_ranges"] == strconv.Itoa(DefaultMaxBatch) && e.Metadata["max_batch_binary"] == "500"
+	})
+	if i < 0 {
+		t.Fatalf("no batch endpoint with max_batch_ranges %d: %v", DefaultMaxBatch, serviceInfo(t, nc.Conn).Endpoints)
 	}
 }
 

@@ -11,6 +11,7 @@
 //	protocol.go   service name, queue group, endpoints, subjects, headers
 //	errors.go     error codes and *ServiceError
 //	encoding.go   the encodings of a batch reply
+//	ranges.go     runs of consecutive IDs (Uid-Encoding: ranges)
 //	blocks.go     the block messages of the JetStream stream
 //	header.go     headers matched without regard to case
 //
@@ -23,7 +24,9 @@
 //	uid.next   any body            → one ID in decimal ASCII
 //	uid.batch  decimal count       → that many IDs, newline-separated decimal,
 //	                                 or 8-byte big-endian each when the request
-//	                                 has the header "Uid-Encoding: binary"
+//	                                 has the header "Uid-Encoding: binary", or
+//	                                 runs (first ID, count: 16 bytes) with
+//	                                 "Uid-Encoding: ranges"
 //	uid.parse  decimal ID          → {"UID":"…","timestamp":"yyyy-MM-dd HH:mm:ss","workerId":"…","sequence":"…"}
 //
 // and the named sequences on uid.seq.<name>.next and uid.seq.<name>.batch,

@@ -29,6 +29,12 @@ const (
 	// EncodingBase32): text that sorts as the numbers and that languages
 	// without 64-bit integers keep as strings.
 	Base32
+	// Ranges is the batch as runs of consecutive IDs, in increasing order,
+	// 16 bytes per run: the first ID, then the count, each 8 bytes
+	// big-endian (EncodingHeader: EncodingRanges; see Run). A batch of one
+	// worker ID in one second is one run, whatever its size, so its count
+	// is bounded by what the instance can issue, not by the payload.
+	Ranges
 )
 
 // UnknownEncodingError is the error of RequestEncoding for an
@@ -37,7 +43,7 @@ const (
 type UnknownEncodingError struct{ Value string }
 
 func (e *UnknownEncodingError) Error() string {
-	return fmt.Sprintf("%s %q is not an encoding: send %s or %s, or no header for decimal", EncodingHeader, quote.Shorten(e.Value, 40), EncodingBinary, EncodingBase32)
+	return fmt.Sprintf("%s %q is not an encoding: send %s, %s or %s, or no header for decimal", EncodingHeader, quote.Shorten(e.Value, 40), EncodingBinary, EncodingBase32, EncodingRanges)
 }
 
 // RequestEncoding is the encoding a request's headers ask for: Decimal
@@ -54,6 +60,8 @@ func RequestEncoding(h map[string][]string) (Encoding, error) {
 		return Binary, nil
 	case strings.EqualFold(v, EncodingBase32):
 		return Base32, nil
+	case strings.EqualFold(v, EncodingRanges):
+		return Ranges, nil
 	}
 	return Decimal, &UnknownEncodingError{Value: v}
 }
@@ -66,6 +74,8 @@ func (e Encoding) HeaderValue() string {
 		return EncodingBinary
 	case Base32:
 		return EncodingBase32
+	case Ranges:
+		return EncodingRanges
 	}
 	return ""
 }
@@ -81,11 +91,14 @@ func (e Encoding) String() string {
 // MaxIDWidth is the most bytes one ID takes in a reply of encoding e,
 // separator included, which bounds the IDs a reply of a given size holds:
 // 8 binary; 20 decimal (19 digits, an ID never has the sign bit, and a
-// newline); 14 base32 (13 characters and a newline).
+// newline); 14 base32 (13 characters and a newline); 16 ranges, a run of
+// one ID (a batch of consecutive IDs takes 16 bytes whatever its size).
 func (e Encoding) MaxIDWidth() int {
 	switch e {
 	case Binary:
 		return BinaryIDWidth
+	case Ranges:
+		return RangeWidth
 	case Base32:
 		return Base32Width + 1
 	}
@@ -99,6 +112,8 @@ func (e Encoding) Append(dst []byte, ids []uint64) []byte {
 		return appendBinaryIDs(dst, ids)
 	case Base32:
 		return appendTextIDs(dst, ids, AppendBase32)
+	case Ranges:
+		return appendRangesIDs(dst, ids)
 	}
 	return appendTextIDs(dst, ids, appendDecimal)
 }
@@ -111,6 +126,8 @@ func (e Encoding) Decode(dst []uint64, data []byte) ([]uint64, error) {
 		return decodeBinaryIDs(dst, data)
 	case Base32:
 		return decodeTextIDs(dst, data, ParseBase32)
+	case Ranges:
+		return decodeRangesIDs(dst, data)
 	}
 	return decodeTextIDs(dst, data, parseDecimalLine)
 }

@@ -61,6 +61,7 @@ func TestRequestEncoding(t *testing.T) {
 		{map[string][]string{EncodingHeader: {EncodingBinary}}, Binary},
 		{map[string][]string{"uid-encoding": {"BINARY"}}, Binary},
 		{map[string][]string{"UID-ENCODING": {" Base32 "}}, Base32},
+		{map[string][]string{"uid-encoding": {"Ranges"}}, Ranges},
 		{map[string][]string{EncodingHeader: {}}, Decimal},
 		{map[string][]string{EncodingHeader: {""}}, Decimal},
 	} {
@@ -68,7 +69,7 @@ func TestRequestEncoding(t *testing.T) {
 			t.Errorf("%v: %s, %v; want %s", tc.h, got, err, tc.want)
 		}
 	}
-	for _, enc := range []Encoding{Decimal, Binary, Base32} {
+	for _, enc := range []Encoding{Decimal, Binary, Base32, Ranges} {
 		h := map[string][]string{}
 		if v := enc.HeaderValue(); v != "" {
 			h[EncodingHeader] = []string{v}
@@ -81,8 +82,8 @@ func TestRequestEncoding(t *testing.T) {
 	for _, v := range []string{"bin", "base64", "decimal", "text"} {
 		_, err := RequestEncoding(map[string][]string{EncodingHeader: {v}})
 		var ue *UnknownEncodingError
-		if !errors.As(err, &ue) || ue.Value != v || !strings.Contains(err.Error(), "binary or base32") {
-			t.Errorf("%q: %v, want an *UnknownEncodingError naming binary and base32", v, err)
+		if !errors.As(err, &ue) || ue.Value != v || !strings.Contains(err.Error(), "binary, base32 or ranges") {
+			t.Errorf("%q: %v, want an *UnknownEncodingError naming binary, base32 and ranges", v, err)
 		}
 	}
 }

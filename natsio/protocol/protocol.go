@@ -45,6 +45,9 @@ const (
 	// EncodingBase32 writes each ID as 13 Crockford base32 characters
 	// (AppendBase32), newline-separated in a batch.
 	EncodingBase32 = "base32"
+	// EncodingRanges packs a batch as runs of consecutive IDs, 16 bytes
+	// each (Run): on uid.batch and the sequences' batch subjects.
+	EncodingRanges = "ranges"
 
 	// LayoutHeader on a parse request names the layout to decode the ID
 	// with instead of the fleet's: a preset or T/W/S@epoch, as

@@ -63,6 +63,9 @@ type Client struct {
 	seqNext, seqBatch              string // wildcard subjects, for the spans
 	otel                           clientTelemetry
 	stats                          clientCounters
+	// rangesRefused: a dispenser did not know the ranges encoding (an
+	// older one, in a rolling upgrade); batches are asked binary since.
+	rangesRefused atomic.Bool
 }
 
 // ClientStats counts what a Client absorbed by retrying: the callers see
@@ -147,7 +150,8 @@ func (c *Client) SeqNextFrom(ctx context.Context, name string) (n uint64, instan
 }
 
 // SeqBatch returns the next n numbers of the sequence name, increasing,
-// fetched in one request with binary encoding.
+// fetched in one request as ranges (binary from a dispenser older than
+// ranges).
 func (c *Client) SeqBatch(ctx context.Context, name string, n int) ([]uint64, error) {
 	nums, _, err := c.SeqBatchFrom(ctx, name, n)
 	return nums, err
@@ -175,8 +179,9 @@ func (c *Client) next(ctx context.Context, subject, template string) (uint64, *n
 	return id, reply, nil
 }
 
-// Batch returns n new IDs, fetched in one request with binary encoding.
-// n must not exceed the service's largest batch (a 400 otherwise).
+// Batch returns n new IDs, fetched in one request as runs of
+// consecutive IDs (Uid-Encoding: ranges) and expanded here. n must not
+// exceed the service's largest batch (a 400 otherwise).
 func (c *Client) Batch(ctx context.Context, n int) ([]uint64, error) {
 	return c.AppendBatch(ctx, nil, n)
 }
@@ -187,25 +192,75 @@ func (c *Client) AppendBatch(ctx context.Context, dst []uint64, n int) ([]uint64
 	return ids, err
 }
 
+// Run is a run of consecutive IDs: First, First+1, …, First+Count-1.
+type Run = protocol.Run
+
+// BatchRuns returns n new IDs as the runs of consecutive IDs the service
+// sent (Uid-Encoding: ranges), without expanding them: a million IDs of
+// one second and worker ID are one Run.
+func (c *Client) BatchRuns(ctx context.Context, n int) ([]Run, error) {
+	runs, _, err := c.batchRuns(ctx, nil, n, c.subjBatch, c.subjBatch)
+	return runs, err
+}
+
 // appendBatch returns the reply too, for its headers.
 func (c *Client) appendBatch(ctx context.Context, dst []uint64, n int, subject, template string) ([]uint64, *nats.Msg, error) {
-	if n < 1 {
-		return dst, nil, &ServiceError{Subject: subject, Code: protocol.CodeBadRequest, Description: fmt.Sprintf("count %d: ask for at least 1 ID", n)}
-	}
-	msg := &nats.Msg{
-		Subject: subject,
-		Header:  nats.Header{protocol.EncodingHeader: []string{protocol.EncodingBinary}},
-		Data:    strconv.AppendInt(nil, int64(n), 10),
-	}
-	reply, err := c.request(ctx, msg, template)
+	var stack [8]Run
+	runs, reply, err := c.batchRuns(ctx, stack[:0], n, subject, template)
 	if err != nil {
 		return dst, nil, err
 	}
-	if len(reply.Data) != n*protocol.BinaryIDWidth {
-		return dst, nil, fmt.Errorf("uidclient: %s: asked for %d IDs, the reply holds %d bytes", subject, n, len(reply.Data))
+	return protocol.AppendIDs(dst, runs), reply, nil
+}
+
+// batchRuns asks for n IDs as ranges and appends their runs to dst. A
+// dispenser older than ranges answers that the encoding is unknown (a
+// 400): during a rolling upgrade the client then asks binary, from then
+// on, and makes runs of the IDs.
+func (c *Client) batchRuns(ctx context.Context, dst []Run, n int, subject, template string) ([]Run, *nats.Msg, error) {
+	if n < 1 {
+		return dst, nil, &ServiceError{Subject: subject, Code: protocol.CodeBadRequest, Description: fmt.Sprintf("count %d: ask for at least 1 ID", n)}
 	}
-	ids, err := protocol.Binary.Decode(dst, reply.Data)
-	return ids, reply, err
+	enc := protocol.Ranges
+	if c.rangesRefused.Load() {
+		enc = protocol.Binary
+	}
+	msg := &nats.Msg{
+		Subject: subject,
+		Header:  nats.Header{protocol.EncodingHeader: []string{enc.HeaderValue()}},
+		Data:    strconv.AppendInt(nil, int64(n), 10),
+	}
+	reply, err := c.request(ctx, msg, template)
+	if enc == protocol.Ranges && refusesRanges(err) {
+		c.rangesRefused.Store(true)
+		return c.batchRuns(ctx, dst, n, subject, template)
+	}
+	if err != nil {
+		return dst, nil, err
+	}
+	if enc == protocol.Binary {
+		if len(reply.Data) != n*protocol.BinaryIDWidth {
+			return dst, nil, fmt.Errorf("uidclient: %s: asked for %d IDs, the reply holds %d bytes", subject, n, len(reply.Data))
+		}
+		ids, err := protocol.Binary.Decode(make([]uint64, 0, n), reply.Data)
+		return protocol.RunsOf(dst, ids), reply, err
+	}
+	runs, err := protocol.DecodeRuns(dst, reply.Data)
+	if err != nil {
+		return dst, nil, fmt.Errorf("uidclient: %s: %w", subject, err)
+	}
+	if got := protocol.CountOf(runs[len(dst):]); got != uint64(n) {
+		return dst, nil, fmt.Errorf("uidclient: %s: asked for %d IDs, the reply's runs hold %d", subject, n, got)
+	}
+	return runs, reply, nil
+}
+
+// refusesRanges tells the 400 of a dispenser that does not know the
+// ranges encoding.
+func refusesRanges(err error) bool {
+	var se *ServiceError
+	return errors.As(err, &se) && se.Code == protocol.CodeBadRequest &&
+		strings.Contains(se.Description, protocol.EncodingHeader) && strings.Contains(se.Description, "is not an encoding")
 }
 
 // Parse asks a dispenser to split id into its fields under the service's

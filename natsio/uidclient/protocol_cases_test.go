@@ -227,7 +227,7 @@ func checkBody(want caseBody, data []byte) error {
 			err = fmt.Errorf("got %d, want %s", id, want.Equals)
 		}
 		return err
-	case "decimal_lines", "base32_lines", "binary":
+	case "decimal_lines", "base32_lines", "binary", "ranges":
 		ids, err := caseIDs(want.Type, data)
 		if err != nil {
 			return err
@@ -259,6 +259,27 @@ func caseID(kind, s string) (uint64, error) {
 }
 
 func caseIDs(kind string, data []byte) ([]uint64, error) {
+	if kind == "ranges" {
+		// Read here, not with the client's decoder: the cases check the
+		// wire, so a bug there must not hide one here.
+		if len(data)%16 != 0 {
+			return nil, fmt.Errorf("%d bytes is not a multiple of 16", len(data))
+		}
+		var ids []uint64
+		for i := 0; i < len(data); i += 16 {
+			first, count := binary.BigEndian.Uint64(data[i:]), binary.BigEndian.Uint64(data[i+8:])
+			if count == 0 || count > 1<<20 || first>>63 != 0 || (first+count-1)>>63 != 0 {
+				return nil, fmt.Errorf("run %d: %d IDs from %d", i/16, count, first)
+			}
+			if len(ids) > 0 && first <= ids[len(ids)-1] {
+				return nil, fmt.Errorf("run %d starts at %d, not after %d", i/16, first, ids[len(ids)-1])
+			}
+			for k := range count {
+				ids = append(ids, first+k)
+			}
+		}
+		return ids, nil
+	}
 	if kind == "binary" {
 		if len(data)%8 != 0 {
 			return nil, fmt.Errorf("%d bytes is not a multiple of 8", len(data))

@@ -22,7 +22,7 @@ import {
 import { connectTo, repoDir, startDispenser, startNatsServer, type Dispenser, type NatsServer } from "./env.js";
 
 interface Body {
-  type: "empty" | "decimal" | "decimal_lines" | "binary" | "base32" | "base32_lines" | "json";
+  type: "empty" | "decimal" | "decimal_lines" | "binary" | "ranges" | "base32" | "base32_lines" | "json";
   count?: number;
   equals?: string;
   first?: string;
@@ -154,6 +154,23 @@ function headerValue(m: Msg, name: string): string {
 const decimalId = /^(0|[1-9][0-9]*)$/;
 const signBit = 1n << 63n;
 
+// expandRanges reads a ranges reply here, not with the client's decoder:
+// the cases check the wire. 16 bytes per run: first ID, count.
+function expandRanges(data: Uint8Array): bigint[] {
+  assert.equal(data.length % 16, 0, `${data.length} bytes is not a multiple of 16`);
+  const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+  const ids: bigint[] = [];
+  for (let i = 0; i < data.length; i += 16) {
+    const first = view.getBigUint64(i);
+    const count = view.getBigUint64(i + 8);
+    assert.ok(count >= 1n && count <= 1n << 20n, `run ${i / 16}: count ${count}`);
+    for (let k = 0n; k < count; k++) {
+      ids.push(first + k);
+    }
+  }
+  return ids;
+}
+
 function checkBody(want: Body, data: Uint8Array): void {
   const text = () => new TextDecoder().decode(data);
   switch (want.type) {
@@ -171,9 +188,10 @@ function checkBody(want: Body, data: Uint8Array): void {
     }
     case "decimal_lines":
     case "base32_lines":
-    case "binary": {
+    case "binary":
+    case "ranges": {
       const ids =
-        want.type === "binary" ? decodeBinary(data) : want.type === "base32_lines" ? text().split("\n").map(base32) : (text().split("\n").forEach(decimal), decodeDecimalLines(text()));
+        want.type === "ranges" ? expandRanges(data) : want.type === "binary" ? decodeBinary(data) : want.type === "base32_lines" ? text().split("\n").map(base32) : (text().split("\n").forEach(decimal), decodeDecimalLines(text()));
       assert.equal(ids.length, want.count, "count");
       ids.forEach((id, i) => {
         assert.ok(id < signBit, `ID ${id} has the sign bit set`);
