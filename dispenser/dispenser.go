@@ -282,27 +282,14 @@ func (d *Dispenser) openAssigner(ctx context.Context, url string) (func(), error
 // openSequences sets up the named sequences on the worker-ID store and
 // declares DISPENSER_SEQUENCES there.
 func (d *Dispenser) openSequences(ctx context.Context) error {
-	var (
-		store sequence.SegmentStore
-		err   error
-	)
-	switch a := d.assigner.(type) {
-	case *mysqlstore.Assigner:
-		var s *mysqlstore.SequenceStore
-		if s, err = a.Sequences(ctx); err == nil {
-			store = s
-		}
-	case *kvstore.Assigner:
-		var s *kvstore.SequenceStore
-		if s, err = a.Sequences(ctx); err == nil {
-			store = s
-		}
-	default:
+	keeper, ok := d.assigner.(sequence.Keeper)
+	if !ok {
 		if d.cfg.Sequences != "" {
 			return fmt.Errorf("dispenser: DISPENSER_SEQUENCES is set, but the worker-ID store (%T) keeps no sequences", d.assigner)
 		}
 		return nil
 	}
+	store, err := keeper.Sequences(ctx)
 	if err != nil && d.cfg.Sequences == "" {
 		// An instance that declares none may run where the sequence table
 		// does not exist and may not be created (DISPENSER_CREATE_TABLES=false

@@ -33,6 +33,16 @@ type SegmentStore interface {
 	List(ctx context.Context) ([]string, error)
 }
 
+// Keeper is a worker-ID store that keeps named sequences beside the
+// workers' leases (both of this module's stores): the dispenser opens
+// the sequences on the store it claims worker IDs from. A store that is
+// not a Keeper serves none.
+type Keeper interface {
+	// Sequences opens the store's sequences, creating what they need (a
+	// table) unless the store's tables are made by hand.
+	Sequences(ctx context.Context) (SegmentStore, error)
+}
+
 // Errors callers branch on.
 var (
 	// ErrUnknownSequence: no sequence of that name was declared.

@@ -24,11 +24,13 @@ type SequenceStore struct {
 	name string
 }
 
-// Sequences returns the sequence store in the assigner's bucket (ctx and
-// the error make it read as mysqlstore's, which creates its table).
-func (a *Assigner) Sequences(context.Context) (*SequenceStore, error) {
+// Sequences implements sequence.Keeper: the sequence store in the
+// assigner's bucket.
+func (a *Assigner) Sequences(context.Context) (sequence.SegmentStore, error) {
 	return &SequenceStore{kv: a.kv, name: a.storeName}, nil
 }
+
+var _ sequence.Keeper = (*Assigner)(nil)
 
 func (s *SequenceStore) String() string { return s.name }
 

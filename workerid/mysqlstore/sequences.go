@@ -21,11 +21,11 @@ type SequenceStore struct {
 	a     *Assigner
 }
 
-// Sequences returns the sequence store in the table cfg.SequenceTable on
-// the assigner's database, creating the table unless cfg.TablesByHand is
-// set. It shares the assigner's connections: close the assigner after
-// the allocator on it.
-func (a *Assigner) Sequences(ctx context.Context) (*SequenceStore, error) {
+// Sequences implements sequence.Keeper: the sequence store in the table
+// cfg.SequenceTable on the assigner's database, creating the table unless
+// cfg.TablesByHand is set. It shares the assigner's connections: close the
+// assigner after the allocator on it.
+func (a *Assigner) Sequences(ctx context.Context) (sequence.SegmentStore, error) {
 	table := a.cfg.SequenceTable
 	s := &SequenceStore{db: a.db, table: quoteIdent(table), name: a.storeName + " table " + table, a: a}
 	if !a.cfg.TablesByHand {
@@ -42,6 +42,8 @@ func (a *Assigner) Sequences(ctx context.Context) (*SequenceStore, error) {
 	}
 	return s, nil
 }
+
+var _ sequence.Keeper = (*Assigner)(nil)
 
 func (s *SequenceStore) String() string { return s.name }
 

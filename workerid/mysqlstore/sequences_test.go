@@ -15,7 +15,7 @@ import (
 	"github.com/uid-dispenser/uid-dispenser/workerid/workeridtest"
 )
 
-func mysqlSequenceStore(t testing.TB, dsn string) *mysqlstore.SequenceStore {
+func mysqlSequenceStore(t testing.TB, dsn string) sequence.SegmentStore {
 	t.Helper()
 	cfg := mysqlstore.DefaultConfig()
 	cfg.Config, cfg.MySQLDSN = workeridtest.Config(workerid.ModeLeased), dsn
