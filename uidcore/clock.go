@@ -14,11 +14,12 @@ type Clock interface {
 	Sleep(ctx context.Context, d time.Duration) error
 }
 
-// SystemClock is the host's clock.
+// SystemClock is the host's clock. (A build with the faultclock tag, made
+// only for the fault harness, offsets it: faultclock.go.)
 type SystemClock struct{}
 
 // Now implements Clock.
-func (SystemClock) Now() time.Time { return time.Now() }
+func (SystemClock) Now() time.Time { return wallNow() }
 
 // Sleep implements Clock.
 func (SystemClock) Sleep(ctx context.Context, d time.Duration) error {

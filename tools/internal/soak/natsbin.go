@@ -53,13 +53,18 @@ func goInProduct(ctx context.Context, args ...string) ([]byte, error) {
 	return out, nil
 }
 
-// BuildDispenser builds cmd/dispenser into the file bin.
-func BuildDispenser(ctx context.Context, bin string) error {
+// BuildDispenser builds cmd/dispenser into the file bin, with the given
+// build tags (the fault harness's faultclock).
+func BuildDispenser(ctx context.Context, bin string, tags ...string) error {
 	abs, err := filepath.Abs(bin)
 	if err != nil {
 		return fmt.Errorf("soak: %w", err)
 	}
-	_, err = goInProduct(ctx, "build", "-o", abs, "./cmd/dispenser")
+	args := []string{"build", "-o", abs}
+	if len(tags) > 0 {
+		args = append(args, "-tags", strings.Join(tags, ","))
+	}
+	_, err = goInProduct(ctx, append(args, "./cmd/dispenser")...)
 	return err
 }
 

@@ -1,0 +1,133 @@
+// Command faults is the fault harness (tools/internal/faults,
+// docs/faults.md): a NATS cluster, dispensers and clients, each in a
+// network namespace of its own, partitions, link faults, pauses, kills,
+// power loss and clock steps on a schedule drawn from a seed, and a
+// checker that reads only the clients' histories and the dispensers'
+// logs. It needs root. It exits 1 when the check fails or a fault could
+// not be proven to have happened.
+//
+//	faults -duration 3m -summary out.json
+//
+// `faults client ...` is the client process the harness runs inside a
+// client host; it is not meant to be run by hand.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/uid-dispenser/uid-dispenser/tools/internal/faults"
+	"github.com/uid-dispenser/uid-dispenser/tools/internal/faults/client"
+	"github.com/uid-dispenser/uid-dispenser/tools/internal/soak"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	if len(os.Args) > 1 && os.Args[1] == "client" {
+		err = runClient(ctx, os.Args[2:])
+	} else {
+		err = runHarness(ctx, os.Args[1:])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "faults:", err)
+		os.Exit(1)
+	}
+}
+
+func runClient(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("faults client", flag.ExitOnError)
+	var cfg client.Config
+	var seqs string
+	fs.StringVar(&cfg.Name, "name", "c0", "the process's name in the history")
+	fs.StringVar(&cfg.URLs, "nats", "", "NATS URLs, comma-separated")
+	fs.StringVar(&cfg.History, "history", "history.jsonl", "history file to write")
+	fs.IntVar(&cfg.Workers, "workers", 4, "concurrent callers")
+	fs.StringVar(&seqs, "sequences", "orders", "sequence names, comma-separated")
+	fs.IntVar(&cfg.MaxCount, "max-count", 20, "each call asks for 1..max-count values")
+	fs.DurationVar(&cfg.Pause, "pause", 10*time.Millisecond, "pause between a worker's calls")
+	fs.DurationVar(&cfg.Timeout, "timeout", 2*time.Second, "a call unanswered this long is unknown")
+	_ = fs.Parse(args)
+	if seqs != "" {
+		cfg.Sequences = strings.Split(seqs, ",")
+	}
+	return client.Run(ctx, cfg)
+}
+
+func runHarness(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("faults", flag.ExitOnError)
+	var cfg faults.Config
+	var kinds, summary, natsBin string
+	fs.DurationVar(&cfg.Duration, "duration", time.Minute, "how long faults are injected")
+	fs.Uint64Var(&cfg.Seed, "seed", 0, "seed of the schedule (0: from the time)")
+	fs.StringVar(&cfg.Dir, "dir", "", "work directory, kept (default: a new temporary one)")
+	fs.IntVar(&cfg.Nodes, "nodes", 3, "nats-server nodes")
+	fs.IntVar(&cfg.Dispensers, "dispensers", 3, "dispenser processes")
+	fs.IntVar(&cfg.Clients, "clients", 2, "client processes")
+	fs.IntVar(&cfg.Workers, "workers", 4, "callers per client process")
+	fs.StringVar(&kinds, "kinds", strings.Join(faults.AllKinds, ","), "fault kinds to inject")
+	fs.BoolVar(&cfg.SyncAlways, "sync-always", false, "run the nodes with sync_interval: always")
+	fs.DurationVar(&cfg.LeaseTTL, "lease-ttl", 6*time.Second, "the dispensers' lease TTL (pauses last longer)")
+	fs.StringVar(&summary, "summary", "", "write the JSON summary to this file")
+	fs.StringVar(&natsBin, "nats-server", "", "nats-server binary (default: ~/go/bin/nats-server, else built from go.mod's version)")
+	_ = fs.Parse(args)
+	cfg.Kinds = strings.Split(kinds, ",")
+	cfg.Log = os.Stderr
+	if cfg.Dir == "" {
+		dir, err := os.MkdirTemp("", "faults-")
+		if err != nil {
+			return err
+		}
+		cfg.Dir = dir
+	}
+	var err error
+	if cfg.Self, err = os.Executable(); err != nil {
+		return err
+	}
+	if cfg.NATSServer, err = natsServer(ctx, natsBin); err != nil {
+		return err
+	}
+	cfg.Dispenser = filepath.Join(cfg.Dir, "dispenser-faultclock")
+	if err := soak.BuildDispenser(ctx, cfg.Dispenser, "faultclock"); err != nil {
+		return err
+	}
+	s, err := faults.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if summary != "" {
+		if err := faults.WriteSummary(summary, s); err != nil {
+			return err
+		}
+	}
+	brief := *s
+	brief.Proofs, brief.Check = nil, nil
+	b, _ := json.MarshalIndent(brief, "", "  ")
+	fmt.Println(string(b))
+	if !s.Passed {
+		return fmt.Errorf("the run failed (work directory %s)", cfg.Dir)
+	}
+	return nil
+}
+
+func natsServer(ctx context.Context, flagged string) (string, error) {
+	if flagged != "" {
+		return flagged, nil
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		bin := filepath.Join(home, "go", "bin", "nats-server")
+		if _, err := os.Stat(bin); err == nil {
+			return bin, nil
+		}
+	}
+	return soak.NATSServerBinary(ctx)
+}

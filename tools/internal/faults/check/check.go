@@ -1,0 +1,362 @@
+// Package check is the fault harness's checker. It reads only what the
+// clients recorded (the histories: calls and the values their replies
+// carried) and the dispensers' JSON logs, and imports nothing of the code
+// under test beyond the ID layout (uidcore.Layout, to read an ID's
+// second and worker) and the names of the logged events (telemetry/event,
+// the log contract).
+//
+// What it checks, Jepsen style:
+//   - IDs and sequence numbers: attempted (asked for), acknowledged (in an
+//     ok reply), duplicated (acknowledged twice, across every client),
+//     lost (asked for in an ok call whose reply carried fewer, or in a
+//     call the history never completed);
+//   - calls: ok, failed, unknown (timeouts: the values may or may not have
+//     been handed out);
+//   - leases: per worker ID, no two claims' issuing intervals (after,
+//     reserved] overlap (events lease.acquired, lease.reserved,
+//     lease.released);
+//   - sequence segments: no two segments of a name overlap (event
+//     sequence.segment), unless the instance refused the segment as a
+//     regression (sequence.regression);
+//   - per fault window (kind, start, end): calls, failed, unknown, values,
+//     and latency percentiles inside and outside the windows.
+package check
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/uid-dispenser/uid-dispenser/tools/internal/faults/history"
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
+)
+
+// Counts are the values (IDs or numbers) of a history.
+type Counts struct {
+	Attempted    int64 `json:"attempted"`
+	Acknowledged int64 `json:"acknowledged"`
+	Duplicated   int64 `json:"duplicated"`
+	Lost         int64 `json:"lost"`
+	// Indeterminate: asked for in calls that ended unknown.
+	Indeterminate int64 `json:"indeterminate"`
+}
+
+// Calls counts calls by outcome.
+type Calls struct {
+	OK      int64 `json:"ok"`
+	Failed  int64 `json:"failed"`
+	Unknown int64 `json:"unknown"`
+	// Incomplete: invoked and never completed in the history (a client
+	// that died mid-call): counted as lost values.
+	Incomplete int64 `json:"incomplete"`
+}
+
+// Duplicate is a value acknowledged more than once.
+type Duplicate struct {
+	Func  string   `json:"f"`
+	Name  string   `json:"name,omitempty"`
+	Value uint64   `json:"value"`
+	Calls []string `json:"calls"` // process/call of each acknowledgment
+	// For IDs: the ID's second (unix) and worker.
+	Second int64  `json:"second,omitempty"`
+	Worker uint64 `json:"worker,omitempty"`
+}
+
+// Window is a fault's time span, as the harness recorded it.
+type Window struct {
+	Kind  string    `json:"kind"`
+	What  string    `json:"what"`
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+}
+
+// WindowStats are the calls that overlapped windows of one kind (or
+// none: "outside").
+type WindowStats struct {
+	Windows int     `json:"windows"`
+	Calls   Calls   `json:"calls"`
+	IDs     int64   `json:"ids"`
+	Numbers int64   `json:"numbers"`
+	P50ms   float64 `json:"p50_ms"`
+	P99ms   float64 `json:"p99_ms"`
+	// FailedPercent: failed and unknown calls of all calls, in percent.
+	FailedPercent float64 `json:"failed_percent"`
+}
+
+// Result is the checker's verdict.
+type Result struct {
+	IDs             Counts                  `json:"ids"`
+	Numbers         Counts                  `json:"numbers"`
+	Calls           Calls                   `json:"calls"`
+	Duplicates      []Duplicate             `json:"duplicates,omitempty"` // the first ones
+	LeaseOverlaps   []Overlap               `json:"lease_overlaps,omitempty"`
+	SegmentOverlaps []Overlap               `json:"segment_overlaps,omitempty"`
+	Claims          int                     `json:"claims"`   // lease claims read from the logs
+	Segments        int                     `json:"segments"` // sequence segments read from the logs
+	Events          map[string]int          `json:"events"`   // every logged event, counted by name
+	ByKind          map[string]*WindowStats `json:"by_kind"`  // per fault kind, and "outside"
+	Problems        []string                `json:"problems,omitempty"`
+	Valid           bool                    `json:"valid"`
+}
+
+// maxListed bounds the duplicates and overlaps listed (all are counted).
+const maxListed = 20
+
+// Input is what the checker reads.
+type Input struct {
+	Ops     []history.Op
+	Logs    []Log // the dispensers' logs, one per process
+	Windows []Window
+	Layout  uidcore.Layout
+}
+
+// Check reads the input and returns the verdict.
+func Check(in Input) *Result {
+	r := &Result{Events: map[string]int{}, ByKind: map[string]*WindowStats{}}
+	r.checkValues(in)
+	leases := readLogs(in.Logs, r)
+	r.Claims = len(leases.claims)
+	r.Segments = len(leases.segments)
+	r.LeaseOverlaps = leaseOverlaps(leases.claims)
+	r.SegmentOverlaps = segmentOverlaps(leases.segments)
+	r.windowStats(in)
+	r.Valid = r.IDs.Duplicated == 0 && r.Numbers.Duplicated == 0 && r.IDs.Lost == 0 && r.Numbers.Lost == 0 &&
+		len(r.LeaseOverlaps) == 0 && len(r.SegmentOverlaps) == 0 && len(r.Problems) == 0
+	return r
+}
+
+// call is an invocation and its completion.
+type call struct {
+	invoke, done *history.Op
+}
+
+// pair matches each invocation with its completion.
+func pair(ops []history.Op, r *Result) []call {
+	open := map[string]int{} // process/call → index in calls
+	var calls []call
+	for i := range ops {
+		op := &ops[i]
+		key := fmt.Sprintf("%s/%d", op.Process, op.Call)
+		if op.Type == history.Invoke {
+			if _, dup := open[key]; dup {
+				r.Problems = append(r.Problems, fmt.Sprintf("call %s invoked twice", key))
+				continue
+			}
+			open[key] = len(calls)
+			calls = append(calls, call{invoke: op})
+			continue
+		}
+		j, ok := open[key]
+		if !ok {
+			r.Problems = append(r.Problems, fmt.Sprintf("call %s completed (%s) without an invocation", key, op.Type))
+			continue
+		}
+		delete(open, key)
+		calls[j].done = op
+	}
+	return calls
+}
+
+func (r *Result) checkValues(in Input) {
+	type seen struct {
+		first string
+		dup   *Duplicate
+	}
+	ids := map[uint64]*seen{}
+	numbers := map[string]map[uint64]*seen{}
+	var dups []*Duplicate
+	record := func(c call, v uint64) {
+		where := fmt.Sprintf("%s/%d", c.done.Process, c.done.Call)
+		m, counts := ids, &r.IDs
+		if c.invoke.Func == history.FuncSeq {
+			counts = &r.Numbers
+			if numbers[c.invoke.Name] == nil {
+				numbers[c.invoke.Name] = map[uint64]*seen{}
+			}
+			m = numbers[c.invoke.Name]
+		}
+		counts.Acknowledged++
+		s := m[v]
+		if s == nil {
+			m[v] = &seen{first: where}
+			return
+		}
+		counts.Duplicated++
+		if s.dup == nil {
+			s.dup = &Duplicate{Func: c.invoke.Func, Name: c.invoke.Name, Value: v, Calls: []string{s.first}}
+			if c.invoke.Func == history.FuncIDs {
+				if p, err := in.Layout.Parse(v); err == nil {
+					s.dup.Second, s.dup.Worker = p.Time.Unix(), p.WorkerID
+				}
+			}
+			dups = append(dups, s.dup)
+		}
+		s.dup.Calls = append(s.dup.Calls, where)
+	}
+	defer func() {
+		for _, d := range dups[:min(len(dups), maxListed)] {
+			r.Duplicates = append(r.Duplicates, *d)
+		}
+	}()
+	for _, c := range pair(in.Ops, r) {
+		counts := &r.IDs
+		if c.invoke.Func == history.FuncSeq {
+			counts = &r.Numbers
+		}
+		counts.Attempted += int64(c.invoke.Count)
+		if c.done == nil {
+			r.Calls.Incomplete++
+			counts.Lost += int64(c.invoke.Count)
+			continue
+		}
+		switch c.done.Type {
+		case history.OK:
+			r.Calls.OK++
+			if short := c.invoke.Count - len(c.done.Values); short > 0 {
+				counts.Lost += int64(short)
+			}
+			for _, v := range c.done.Values {
+				record(c, v)
+			}
+		case history.Fail:
+			r.Calls.Failed++
+		case history.Unknown:
+			r.Calls.Unknown++
+			counts.Indeterminate += int64(c.invoke.Count)
+		default:
+			r.Problems = append(r.Problems, fmt.Sprintf("call %s/%d has type %q", c.done.Process, c.done.Call, c.done.Type))
+		}
+	}
+}
+
+func (r *Result) windowStats(in Input) {
+	type acc struct {
+		stats WindowStats
+		lat   []time.Duration
+	}
+	kinds := map[string]*acc{"outside": {}}
+	for _, w := range in.Windows {
+		if kinds[w.Kind] == nil {
+			kinds[w.Kind] = &acc{}
+		}
+		kinds[w.Kind].stats.Windows++
+	}
+	var dummy Result
+	for _, c := range pair(in.Ops, &dummy) {
+		if c.done == nil {
+			continue
+		}
+		t0, t1 := time.Unix(0, c.invoke.Time), time.Unix(0, c.done.Time)
+		inKinds := map[string]bool{}
+		for _, w := range in.Windows {
+			if !t1.Before(w.Start) && !t0.After(w.End) {
+				inKinds[w.Kind] = true
+			}
+		}
+		if len(inKinds) == 0 {
+			inKinds["outside"] = true
+		}
+		for k := range inKinds {
+			a := kinds[k]
+			switch c.done.Type {
+			case history.OK:
+				a.stats.Calls.OK++
+				a.lat = append(a.lat, t1.Sub(t0))
+				if c.invoke.Func == history.FuncSeq {
+					a.stats.Numbers += int64(len(c.done.Values))
+				} else {
+					a.stats.IDs += int64(len(c.done.Values))
+				}
+			case history.Fail:
+				a.stats.Calls.Failed++
+			case history.Unknown:
+				a.stats.Calls.Unknown++
+			}
+		}
+	}
+	for k, a := range kinds {
+		slices.Sort(a.lat)
+		a.stats.P50ms = percentile(a.lat, 0.50)
+		a.stats.P99ms = percentile(a.lat, 0.99)
+		if n := a.stats.Calls.OK + a.stats.Calls.Failed + a.stats.Calls.Unknown; n > 0 {
+			a.stats.FailedPercent = 100 * float64(a.stats.Calls.Failed+a.stats.Calls.Unknown) / float64(n)
+		}
+		s := a.stats
+		r.ByKind[k] = &s
+	}
+}
+
+// percentile of sorted durations, in milliseconds (nearest rank).
+func percentile(sorted []time.Duration, q float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(q*float64(len(sorted))+0.5) - 1
+	i = max(0, min(i, len(sorted)-1))
+	return float64(sorted[i]) / float64(time.Millisecond)
+}
+
+// Overlap is two claims of one worker ID, or two segments of one
+// sequence, that cover common values.
+type Overlap struct {
+	Key   string `json:"key"` // worker ID or sequence name
+	A     string `json:"a"`   // the two: owner and interval
+	B     string `json:"b"`
+	Lo    int64  `json:"lo"` // the common part: (Lo, Hi] seconds for leases, [Lo, Hi] numbers for segments
+	Hi    int64  `json:"hi"`
+	Count int    `json:"count,omitempty"`
+}
+
+func leaseOverlaps(claims []claim) []Overlap {
+	byWorker := map[int64][]claim{}
+	for _, c := range claims {
+		byWorker[c.worker] = append(byWorker[c.worker], c)
+	}
+	var out []Overlap
+	workers := make([]int64, 0, len(byWorker))
+	for w := range byWorker {
+		workers = append(workers, w)
+	}
+	slices.Sort(workers)
+	for _, w := range workers {
+		cs := byWorker[w]
+		sort.Slice(cs, func(i, j int) bool { return cs[i].after < cs[j].after })
+		for i := range cs {
+			for j := i + 1; j < len(cs) && cs[j].after < cs[i].high; j++ {
+				lo, hi := cs[j].after, min(cs[i].high, cs[j].high)
+				if lo >= hi {
+					continue
+				}
+				out = append(out, Overlap{Key: fmt.Sprintf("worker %d", w), A: cs[i].String(), B: cs[j].String(), Lo: lo, Hi: hi})
+			}
+		}
+	}
+	return out
+}
+
+func segmentOverlaps(segs []segment) []Overlap {
+	byName := map[string][]segment{}
+	for _, s := range segs {
+		if !s.refused {
+			byName[s.name] = append(byName[s.name], s)
+		}
+	}
+	var out []Overlap
+	names := make([]string, 0, len(byName))
+	for n := range byName {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		ss := byName[n]
+		sort.Slice(ss, func(i, j int) bool { return ss[i].first < ss[j].first })
+		for i := range ss {
+			for j := i + 1; j < len(ss) && ss[j].first <= ss[i].last; j++ {
+				out = append(out, Overlap{Key: "sequence " + n, A: ss[i].String(), B: ss[j].String(),
+					Lo: ss[j].first, Hi: min(ss[i].last, ss[j].last)})
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,195 @@
+package check
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/uid-dispenser/uid-dispenser/tools/internal/faults/history"
+	"github.com/uid-dispenser/uid-dispenser/uidcore"
+)
+
+// ops builds a history: each call an invoke and, unless typ is "", its
+// completion.
+type builder struct {
+	ops  []history.Op
+	t    int64
+	call int64
+}
+
+func (b *builder) add(process, f, name string, n int, typ string, values ...uint64) {
+	b.call++
+	b.t += int64(time.Millisecond)
+	b.ops = append(b.ops, history.Op{Time: b.t, Process: process, Call: b.call, Type: history.Invoke, Func: f, Name: name, Count: n})
+	if typ == "" {
+		return
+	}
+	b.t += int64(time.Millisecond)
+	b.ops = append(b.ops, history.Op{Time: b.t, Process: process, Call: b.call, Type: typ, Func: f, Name: name, Count: n, Values: values})
+}
+
+func writeLog(t *testing.T, lines ...string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "d.log")
+	if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// cleanInput is a history and logs with nothing wrong: every later test
+// adds one fault to it.
+func cleanInput(t *testing.T) (*builder, []Log) {
+	b := &builder{}
+	b.add("c0/0", history.FuncIDs, "", 3, history.OK, 1, 2, 3)
+	b.add("c0/1", history.FuncIDs, "", 2, history.OK, 4, 5)
+	b.add("c0/1", history.FuncIDs, "", 2, history.Fail)
+	b.add("c0/2", history.FuncIDs, "", 2, history.Unknown)
+	b.add("c0/0", history.FuncSeq, "orders", 2, history.OK, 10, 11)
+	b.add("c0/1", history.FuncSeq, "orders", 2, history.OK, 12, 13)
+	b.add("c0/1", history.FuncSeq, "invoices", 2, history.OK, 10, 11) // another name: no duplicate
+	d0 := writeLog(t,
+		`{"level":"INFO","msg":"x","event":"lease.acquired","worker_id":0,"owner":"a","after":100,"reserved":160}`,
+		`{"level":"DEBUG","msg":"x","event":"lease.reserved","worker_id":0,"owner":"a","reserved":220}`,
+		`{"level":"INFO","msg":"x","event":"lease.released","worker_id":0,"owner":"a","reserved":220,"kept":180}`,
+		`{"level":"DEBUG","msg":"x","event":"sequence.segment","name":"orders","first":1,"last":100}`,
+		`not JSON: the runtime's own output`,
+	)
+	d1 := writeLog(t,
+		// Starts right after what a kept: no overlap.
+		`{"level":"INFO","msg":"x","event":"lease.acquired","worker_id":0,"owner":"b","after":180,"reserved":240}`,
+		`{"level":"INFO","msg":"x","event":"lease.acquired","worker_id":1,"owner":"b","after":100,"reserved":240}`,
+		`{"level":"DEBUG","msg":"x","event":"sequence.segment","name":"orders","first":101,"last":200}`,
+		`{"level":"DEBUG","msg":"x","event":"sequence.segment","name":"invoices","first":1,"last":200}`,
+	)
+	return b, []Log{{Process: "d0#1", Path: d0}, {Process: "d1#1", Path: d1}}
+}
+
+func check(b *builder, logs []Log) *Result {
+	return Check(Input{Ops: b.ops, Logs: logs, Layout: uidcore.DefaultLayout()})
+}
+
+func TestCleanHistoryPasses(t *testing.T) {
+	b, logs := cleanInput(t)
+	r := check(b, logs)
+	if !r.Valid {
+		t.Fatalf("a clean history failed: %+v", r)
+	}
+	want := Calls{OK: 5, Failed: 1, Unknown: 1}
+	if r.Calls != want {
+		t.Errorf("calls %+v, want %+v", r.Calls, want)
+	}
+	if r.IDs.Acknowledged != 5 || r.IDs.Attempted != 9 || r.IDs.Indeterminate != 2 || r.Numbers.Acknowledged != 6 {
+		t.Errorf("ids %+v numbers %+v", r.IDs, r.Numbers)
+	}
+	if r.Claims != 3 || r.Segments != 3 || r.Events["lease.acquired"] != 3 {
+		t.Errorf("claims %d segments %d events %v", r.Claims, r.Segments, r.Events)
+	}
+}
+
+func TestDuplicateIDCaught(t *testing.T) {
+	b, logs := cleanInput(t)
+	layout := uidcore.DefaultLayout()
+	id, err := layout.Compose(layout.EpochSecond()+1000, 7, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.add("c1/0", history.FuncIDs, "", 2, history.OK, 9, id)
+	b.add("c2/5", history.FuncIDs, "", 1, history.OK, id)
+	r := check(b, logs)
+	if r.Valid || r.IDs.Duplicated != 1 || len(r.Duplicates) != 1 {
+		t.Fatalf("duplicate not caught: %+v", r)
+	}
+	d := r.Duplicates[0]
+	if d.Value != id || d.Worker != 7 || d.Second != layout.EpochSecond()+1000 || len(d.Calls) != 2 {
+		t.Errorf("duplicate reported as %+v", d)
+	}
+}
+
+func TestDuplicateNumberCaught(t *testing.T) {
+	b, logs := cleanInput(t)
+	b.add("c1/0", history.FuncSeq, "orders", 1, history.OK, 12)
+	r := check(b, logs)
+	if r.Valid || r.Numbers.Duplicated != 1 || r.IDs.Duplicated != 0 {
+		t.Fatalf("duplicate number not caught: %+v", r)
+	}
+}
+
+func TestLostAckCaught(t *testing.T) {
+	for name, add := range map[string]func(b *builder){
+		"short reply":     func(b *builder) { b.add("c1/0", history.FuncIDs, "", 3, history.OK, 20, 21) },
+		"never completed": func(b *builder) { b.add("c1/0", history.FuncSeq, "orders", 4, "") },
+	} {
+		t.Run(name, func(t *testing.T) {
+			b, logs := cleanInput(t)
+			add(b)
+			r := check(b, logs)
+			if r.Valid || r.IDs.Lost+r.Numbers.Lost == 0 {
+				t.Fatalf("lost acknowledgment not caught: %+v", r)
+			}
+		})
+	}
+}
+
+func TestLeaseOverlapCaught(t *testing.T) {
+	b, logs := cleanInput(t)
+	// A third owner claims worker 1 after 200, below b's reservation 240
+	// (a store that forgot b's renewal).
+	logs = append(logs, Log{Process: "d2#1", Path: writeLog(t,
+		`{"level":"INFO","msg":"x","event":"lease.acquired","worker_id":1,"owner":"c","after":200,"reserved":260}`,
+	)})
+	r := check(b, logs)
+	if r.Valid || len(r.LeaseOverlaps) != 1 {
+		t.Fatalf("lease overlap not caught: %+v", r)
+	}
+	if o := r.LeaseOverlaps[0]; o.Lo != 200 || o.Hi != 240 || o.Key != "worker 1" {
+		t.Errorf("overlap reported as %+v", o)
+	}
+}
+
+func TestSegmentOverlapCaught(t *testing.T) {
+	b, logs := cleanInput(t)
+	logs = append(logs, Log{Process: "d2#1", Path: writeLog(t,
+		`{"level":"DEBUG","msg":"x","event":"sequence.segment","name":"orders","first":150,"last":250}`,
+	)})
+	r := check(b, logs)
+	if r.Valid || len(r.SegmentOverlaps) != 1 || r.SegmentOverlaps[0].Lo != 150 || r.SegmentOverlaps[0].Hi != 200 {
+		t.Fatalf("segment overlap not caught: %+v", r)
+	}
+}
+
+// A segment the instance refused as a regression handed nothing out: it
+// is no overlap.
+func TestRefusedSegmentIsNoOverlap(t *testing.T) {
+	b, logs := cleanInput(t)
+	logs = append(logs, Log{Process: "d2#1", Path: writeLog(t,
+		`{"level":"DEBUG","msg":"x","event":"sequence.segment","name":"orders","first":150,"last":250}`,
+		`{"level":"WARN","msg":"x","event":"sequence.regression","name":"orders","remembered":400}`,
+	)})
+	r := check(b, logs)
+	if !r.Valid {
+		t.Fatalf("a refused segment counted: %+v", r.SegmentOverlaps)
+	}
+	if r.Events["sequence.regression"] != 1 {
+		t.Errorf("events %v", r.Events)
+	}
+}
+
+func TestWindowStats(t *testing.T) {
+	b, logs := cleanInput(t)
+	start := time.Unix(0, b.t+1)
+	b.add("c1/0", history.FuncIDs, "", 1, history.Unknown)
+	b.add("c1/0", history.FuncIDs, "", 1, history.OK, 99)
+	end := time.Unix(0, b.t)
+	r := Check(Input{Ops: b.ops, Logs: logs, Layout: uidcore.DefaultLayout(),
+		Windows: []Window{{Kind: "partition", Start: start, End: end}}})
+	p := r.ByKind["partition"]
+	if p == nil || p.Calls.OK != 1 || p.Calls.Unknown != 1 || p.IDs != 1 || p.FailedPercent != 50 {
+		t.Fatalf("partition window: %+v", p)
+	}
+	if o := r.ByKind["outside"]; o == nil || o.Calls.OK != 5 {
+		t.Fatalf("outside: %+v", o)
+	}
+}

@@ -1,0 +1,188 @@
+package check
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+
+	"github.com/uid-dispenser/uid-dispenser/telemetry/event"
+)
+
+// Log is one dispenser process's log (JSON lines, as
+// DISPENSER_LOG_FORMAT=json writes them).
+type Log struct {
+	Process string // e.g. d1#3
+	Path    string
+}
+
+// claim is one owner's hold of a worker ID: it issues only seconds in
+// (after, high].
+type claim struct {
+	process string
+	owner   string
+	worker  int64
+	after   int64
+	high    int64 // the highest second reserved; on release, the last kept
+}
+
+func (c claim) String() string {
+	return fmt.Sprintf("%s (owner %s) (%d, %d]", c.process, c.owner, c.after, c.high)
+}
+
+// segment is numbers first..last of a sequence a store gave an instance.
+type segment struct {
+	process     string
+	name        string
+	first, last int64
+	refused     bool // the instance logged it as a regression and handed none out
+}
+
+func (s segment) String() string {
+	return fmt.Sprintf("%s [%d, %d]", s.process, s.first, s.last)
+}
+
+type logFacts struct {
+	claims   []claim
+	segments []segment
+}
+
+// readLogs reads the lease claims and sequence segments of every log and
+// counts every event by name.
+func readLogs(logs []Log, r *Result) logFacts {
+	var facts logFacts
+	for _, l := range logs {
+		if err := readLog(l, &facts, r); err != nil {
+			r.Problems = append(r.Problems, err.Error())
+		}
+	}
+	return facts
+}
+
+// line is the attributes of a log line that the checker reads.
+type line map[string]json.RawMessage
+
+func (l line) str(key string) (string, bool) {
+	raw, ok := l[key]
+	if !ok {
+		return "", false
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, true
+	}
+	return string(raw), true
+}
+
+func (l line) num(key string) (int64, bool) {
+	raw, ok := l[key]
+	if !ok {
+		return 0, false
+	}
+	s := string(bytes.Trim(raw, `"`))
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		u, uerr := strconv.ParseUint(s, 10, 64)
+		if uerr != nil {
+			return 0, false
+		}
+		n = int64(u >> 1) // beyond int64: never a second or a sequence number in practice
+	}
+	return n, true
+}
+
+func readLog(l Log, facts *logFacts, r *Result) error {
+	f, err := os.Open(l.Path)
+	if err != nil {
+		return fmt.Errorf("check: %w", err)
+	}
+	defer f.Close()
+	// The latest claim of each worker ID in this process.
+	current := map[int64]int{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
+	for sc.Scan() {
+		b := sc.Bytes()
+		if len(b) == 0 || b[0] != '{' {
+			continue // the Go runtime's own output
+		}
+		var ln line
+		if json.Unmarshal(b, &ln) != nil {
+			continue
+		}
+		name, ok := ln.str(event.Key)
+		if !ok {
+			continue
+		}
+		r.Events[name]++
+		worker, hasWorker := ln.num(event.AttrWorker)
+		owner, hasOwner := ln.str(event.AttrOwner)
+		if !hasOwner {
+			owner = l.Process
+		}
+		switch name {
+		case event.LeaseAcquired:
+			after, okA := ln.num(event.AttrAfter)
+			reserved, okR := ln.num(event.AttrReserved)
+			if !hasWorker || !okA {
+				r.Problems = append(r.Problems, fmt.Sprintf("%s: %s without %s or %s: %s", l.Process, name, event.AttrWorker, event.AttrAfter, b))
+				continue
+			}
+			if !okR {
+				reserved = after
+			}
+			current[worker] = len(facts.claims)
+			facts.claims = append(facts.claims, claim{process: l.Process, owner: owner, worker: worker, after: after, high: reserved})
+		case event.LeaseReserved:
+			i, held := current[worker]
+			reserved, okR := ln.num(event.AttrReserved)
+			if !hasWorker || !held || !okR {
+				continue
+			}
+			facts.claims[i].high = max(facts.claims[i].high, reserved)
+		case event.LeaseReleased:
+			i, held := current[worker]
+			if !hasWorker || !held {
+				continue
+			}
+			// Released: it says it issued nothing beyond kept, and the
+			// next owner may start right after it.
+			if kept, ok := ln.num(event.AttrKept); ok {
+				facts.claims[i].high = kept
+			} else if reserved, ok := ln.num(event.AttrReserved); ok {
+				facts.claims[i].high = max(facts.claims[i].high, reserved)
+			}
+			delete(current, worker)
+		case event.SequenceSegment:
+			seqName, _ := ln.str(event.AttrName)
+			first, okF := ln.num(event.AttrFirst)
+			last, okL := ln.num(event.AttrLast)
+			if !okF || !okL {
+				r.Problems = append(r.Problems, fmt.Sprintf("%s: %s without %s or %s: %s", l.Process, name, event.AttrFirst, event.AttrLast, b))
+				continue
+			}
+			facts.segments = append(facts.segments, segment{process: l.Process, name: seqName, first: first, last: last})
+		case event.SequenceRegression:
+			refuseSegment(facts.segments, l.Process, ln)
+		}
+	}
+	return sc.Err()
+}
+
+// refuseSegment marks the segment a sequence.regression event refused:
+// the one it names by its first number, else this process's latest of
+// that name.
+func refuseSegment(segs []segment, process string, ln line) {
+	seqName, _ := ln.str(event.AttrName)
+	first, byFirst := ln.num(event.AttrFirst)
+	for i := len(segs) - 1; i >= 0; i-- {
+		s := &segs[i]
+		if s.process != process || s.name != seqName || (byFirst && s.first != first) {
+			continue
+		}
+		s.refused = true
+		return
+	}
+}

@@ -1,0 +1,151 @@
+// Package client is the fault harness's client: a process, run inside a
+// host of its own, whose workers call uid.batch and
+// uid.seq.<name>.batch over plain nats.go request-reply (the wire
+// protocol, not the product's client library) and record every call in a
+// history.
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/uid-dispenser/uid-dispenser/tools/internal/faults/history"
+)
+
+// Config is a client process's work.
+type Config struct {
+	Name      string   // the process's name in the history, e.g. c0
+	URLs      string   // NATS URLs, comma-separated
+	History   string   // the history file to write
+	Workers   int      // concurrent callers
+	Sequences []string // sequence names to ask for beside IDs
+	MaxCount  int      // each call asks for 1..MaxCount values
+	Pause     time.Duration
+	Timeout   time.Duration // a call not answered within it is unknown
+}
+
+// Run calls until ctx is done, then waits for the calls in flight and
+// closes the history.
+func Run(ctx context.Context, cfg Config) error {
+	w, err := history.Create(cfg.History)
+	if err != nil {
+		return err
+	}
+	nc, err := nats.Connect(cfg.URLs, nats.Name("faults-"+cfg.Name), nats.MaxReconnects(-1),
+		nats.ReconnectWait(250*time.Millisecond), nats.RetryOnFailedConnect(true),
+		nats.PingInterval(2*time.Second), nats.MaxPingsOutstanding(2))
+	if err != nil {
+		w.Close()
+		return fmt.Errorf("client: %w", err)
+	}
+	defer nc.Close()
+	flushDone := make(chan struct{})
+	go func() {
+		defer close(flushDone)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				_ = w.Flush()
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for i := range cfg.Workers {
+		wg.Go(func() { work(ctx, nc, w, cfg, i) })
+	}
+	wg.Wait()
+	<-flushDone
+	return w.Close()
+}
+
+func work(ctx context.Context, nc *nats.Conn, w *history.Writer, cfg Config, index int) {
+	process := fmt.Sprintf("%s/%d", cfg.Name, index)
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(index)))
+	var call int64
+	for ctx.Err() == nil {
+		call++
+		n := 1 + rng.IntN(max(1, cfg.MaxCount))
+		op := history.Op{Process: process, Call: call, Func: history.FuncIDs, Count: n}
+		subject := "uid.batch"
+		if k := rng.IntN(len(cfg.Sequences) + 2); k < len(cfg.Sequences) {
+			op.Func, op.Name = history.FuncSeq, cfg.Sequences[k]
+			subject = "uid.seq." + op.Name + ".batch"
+		}
+		op.Type, op.Time = history.Invoke, time.Now().UnixNano()
+		_ = w.Write(op)
+		done := request(nc, subject, op, cfg.Timeout)
+		done.Time = time.Now().UnixNano()
+		_ = w.Write(done)
+		if cfg.Pause > 0 {
+			t := time.NewTimer(cfg.Pause)
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
+			t.Stop()
+		}
+	}
+}
+
+// request makes one call and returns its completion.
+func request(nc *nats.Conn, subject string, op history.Op, timeout time.Duration) history.Op {
+	// Not bound to the run's context: a call in flight at the end runs to
+	// its answer or its timeout, so that no invocation stays open.
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	msg, err := nc.RequestWithContext(ctx, subject, []byte(strconv.Itoa(op.Count)))
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+		op.Type, op.Error = history.Fail, "no responders"
+		return op
+	case err != nil:
+		// A timeout or a lost connection: the request may have been
+		// served.
+		op.Type, op.Error = history.Unknown, err.Error()
+		return op
+	}
+	if code := msg.Header.Get("Nats-Service-Error-Code"); code != "" {
+		op.Type, op.Error = history.Fail, code+" "+msg.Header.Get("Nats-Service-Error")
+		return op
+	}
+	op.Replier = msg.Header.Get("Uid-Instance")
+	values, perr := parse(msg.Data)
+	if perr != nil {
+		// A reply that is neither an error nor values: record what came
+		// as failed, with the reason; the checker counts its values lost.
+		op.Type, op.Error = history.OK, perr.Error()
+		return op
+	}
+	op.Type, op.Values = history.OK, values
+	return op
+}
+
+// parse reads a decimal reply: values separated by newlines.
+func parse(data []byte) ([]uint64, error) {
+	text := strings.TrimSpace(string(data))
+	if text == "" {
+		return nil, errors.New("empty reply")
+	}
+	fields := strings.Split(text, "\n")
+	out := make([]uint64, 0, len(fields))
+	for _, f := range fields {
+		v, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("reply value %q: %w", f, err)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}

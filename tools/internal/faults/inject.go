@@ -1,0 +1,454 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/uid-dispenser/uid-dispenser/tools/internal/faults/netns"
+)
+
+// kvStream is the JetStream stream of the worker-ID bucket (uid_workers).
+const kvStream = "KV_uid_workers"
+
+// cut drops every packet between hosts of different sides, in both
+// directions (each side's own namespace drops it). Hosts on no side (the
+// clients, the harness) reach everyone.
+func cut(ctx context.Context, sides ...[]*netns.Host) error {
+	for i, side := range sides {
+		var others []netip.Addr
+		for j, o := range sides {
+			if j != i {
+				for _, h := range o {
+					others = append(others, h.Addr)
+				}
+			}
+		}
+		for _, h := range side {
+			if err := h.Block(ctx, others, true, true); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (r *run) nodeHosts(idx ...int) []*netns.Host {
+	var out []*netns.Host
+	for _, i := range idx {
+		out = append(out, r.cluster.nodes[i].host)
+	}
+	return out
+}
+
+func (r *run) allHosts() []*netns.Host {
+	var out []*netns.Host
+	for _, n := range r.cluster.nodes {
+		out = append(out, n.host)
+	}
+	for _, d := range r.dispensers {
+		out = append(out, d.host)
+	}
+	return out
+}
+
+// healAll removes every cut and link fault, and returns the packets the
+// cuts dropped.
+func (r *run) healAll(ctx context.Context) (int64, error) {
+	var dropped int64
+	var firstErr error
+	for _, h := range r.allHosts() {
+		n, err := h.Dropped(ctx)
+		dropped += n
+		if err == nil {
+			err = h.Heal(ctx)
+		}
+		if err == nil && r.netem {
+			err = h.ClearNetem(ctx)
+		}
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	return dropped, firstErr
+}
+
+// partition cuts the hosts along one of the Jepsen shapes, holds the cut
+// 5–15 s and heals it. Proven when the cut rules dropped packets.
+func (r *run) partition(ctx context.Context) (Proof, error) {
+	nodes := len(r.cluster.nodes)
+	shapes := []string{"one-node", "majority-minority", "leader-dispenser", "one-way"}
+	if nodes >= 5 {
+		shapes = append(shapes, "majorities-ring")
+	}
+	shape := shapes[r.rng.IntN(len(shapes))]
+	p := Proof{Kind: KindPartition, Start: time.Now()}
+	var err error
+	switch shape {
+	case "one-node":
+		i := r.rng.IntN(nodes)
+		p.What = fmt.Sprintf("one node cut off: n%d from every other host", i)
+		var rest []*netns.Host
+		for _, h := range r.allHosts() {
+			if h != r.cluster.nodes[i].host {
+				rest = append(rest, h)
+			}
+		}
+		err = cut(ctx, r.nodeHosts(i), rest)
+	case "majority-minority":
+		// The nodes split in a minority and a majority, the dispensers
+		// split across both.
+		perm := r.rng.Perm(nodes)
+		minority := perm[:(nodes-1)/2]
+		majority := perm[(nodes-1)/2:]
+		dperm := r.rng.Perm(len(r.dispensers))
+		small := r.nodeHosts(minority...)
+		big := r.nodeHosts(majority...)
+		for k, di := range dperm {
+			if k == 0 {
+				small = append(small, r.dispensers[di].host)
+			} else {
+				big = append(big, r.dispensers[di].host)
+			}
+		}
+		p.What = fmt.Sprintf("minority %s | majority %s", names(small), names(big))
+		err = cut(ctx, small, big)
+	case "leader-dispenser":
+		leader, lerr := r.cluster.leader(ctx, kvStream)
+		if lerr != nil {
+			return Proof{}, lerr
+		}
+		d := r.dispensers[r.rng.IntN(len(r.dispensers))]
+		small := []*netns.Host{leader.host, d.host}
+		var big []*netns.Host
+		for _, h := range r.allHosts() {
+			if h != leader.host && h != d.host {
+				big = append(big, h)
+			}
+		}
+		p.What = fmt.Sprintf("KV leader %s with dispenser %s | %s", leader.name, d.name, names(big))
+		err = cut(ctx, small, big)
+	case "one-way":
+		// Node i hears nobody; everyone still hears node i.
+		i := r.rng.IntN(nodes)
+		var others []netip.Addr
+		for _, h := range r.allHosts() {
+			if h != r.cluster.nodes[i].host {
+				others = append(others, h.Addr)
+			}
+		}
+		p.What = fmt.Sprintf("one-way: n%d receives from no other host, sends to all", i)
+		err = r.cluster.nodes[i].host.Block(ctx, others, true, false)
+	case "majorities-ring":
+		// Each node sees itself and its two ring neighbours: a majority
+		// each, no two the same.
+		p.What = "majorities ring over the nodes"
+		for i := range nodes {
+			var far []netip.Addr
+			for j := range nodes {
+				if d := (j - i + nodes) % nodes; d != 0 && d != 1 && d != nodes-1 {
+					far = append(far, r.cluster.nodes[j].host.Addr)
+				}
+			}
+			if err = r.cluster.nodes[i].host.Block(ctx, far, true, true); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		_, _ = r.healAll(ctx)
+		return p, err
+	}
+	_ = sleep(ctx, r.between(5*time.Second, 15*time.Second))
+	dropped, err := r.healAll(ctx)
+	p.End = time.Now()
+	p.Proof = fmt.Sprintf("%d packets dropped by the cut rules", dropped)
+	p.Proven = dropped > 0
+	return p, err
+}
+
+func names(hs []*netns.Host) string {
+	var out []string
+	for _, h := range hs {
+		out = append(out, h.Name)
+	}
+	return strings.Join(out, ",")
+}
+
+// linkFault degrades one node's link or every node's for 5–15 s: tc
+// netem (delay 50–200 ms, loss 5–20 %, reordering, duplication) where
+// the kernel has it, else random loss of 5–20 % with iptables.
+func (r *run) linkFault(ctx context.Context) (Proof, error) {
+	var hosts []*netns.Host
+	where := "every node"
+	if r.rng.IntN(2) == 0 {
+		i := r.rng.IntN(len(r.cluster.nodes))
+		hosts, where = r.nodeHosts(i), fmt.Sprintf("n%d", i)
+	} else {
+		for i := range r.cluster.nodes {
+			hosts = append(hosts, r.cluster.nodes[i].host)
+		}
+	}
+	p := Proof{Kind: KindNetem, Start: time.Now()}
+	var args []string
+	var err error
+	if r.netem {
+		switch r.rng.IntN(4) {
+		case 0:
+			d := 50 + r.rng.IntN(151)
+			args = []string{"delay", fmt.Sprintf("%dms", d), fmt.Sprintf("%dms", d/5)}
+		case 1:
+			args = []string{"loss", fmt.Sprintf("%d%%", 5+r.rng.IntN(16))}
+		case 2:
+			args = []string{"delay", "20ms", "reorder", "25%", "50%"}
+		default:
+			args = []string{"duplicate", fmt.Sprintf("%d%%", 5+r.rng.IntN(16))}
+		}
+		for _, h := range hosts {
+			if err = h.Netem(ctx, args...); err != nil {
+				break
+			}
+		}
+		p.What = "netem " + strings.Join(args, " ") + " on " + where
+	} else {
+		loss := float64(5+r.rng.IntN(16)) / 100
+		for _, h := range hosts {
+			if err = h.LoseRandomly(ctx, loss); err != nil {
+				break
+			}
+		}
+		p.What = fmt.Sprintf("random loss %.0f%% (iptables statistic; no netem in this kernel) on %s", 100*loss, where)
+	}
+	if err != nil {
+		_, _ = r.healAll(ctx)
+		return p, err
+	}
+	_ = sleep(ctx, r.between(5*time.Second, 15*time.Second))
+	var proof []string
+	proven := false
+	if r.netem {
+		for _, h := range hosts {
+			st, err := h.NetemStats(ctx)
+			if err == nil {
+				proof = append(proof, fmt.Sprintf("%s: %d packets through netem, %d dropped", h.Name, st.Sent, st.Dropped))
+				proven = proven || st.Sent > 0 && strings.Contains(st.Line, args[0])
+			}
+		}
+	}
+	dropped, err := r.healAll(ctx)
+	p.End = time.Now()
+	if !r.netem {
+		proof = append(proof, fmt.Sprintf("%d packets dropped", dropped))
+		proven = dropped > 0
+	}
+	p.Proof, p.Proven = strings.Join(proof, "; "), proven
+	return p, err
+}
+
+// pause stops a dispenser or a node with SIGSTOP for longer than the
+// lease TTL, then resumes it. Proven by the process's state (T) while
+// paused.
+func (r *run) pause(ctx context.Context) (Proof, error) {
+	var target *proc
+	if r.rng.IntN(2) == 0 {
+		target = r.dispensers[r.rng.IntN(len(r.dispensers))].current()
+	} else {
+		target = r.cluster.nodes[r.rng.IntN(len(r.cluster.nodes))].current()
+	}
+	if target == nil || !target.alive() {
+		return Proof{}, errNoTarget
+	}
+	hold := r.cfg.LeaseTTL + r.between(2*time.Second, 6*time.Second)
+	p := Proof{Kind: KindPause, What: fmt.Sprintf("SIGSTOP %s for %s (lease TTL %s)", target.name, hold.Round(time.Millisecond), r.cfg.LeaseTTL), Start: time.Now()}
+	if err := target.signal(syscall.SIGSTOP); err != nil {
+		return p, err
+	}
+	_ = sleep(ctx, 500*time.Millisecond)
+	state := target.state()
+	_ = sleep(ctx, hold-500*time.Millisecond)
+	err := target.signal(syscall.SIGCONT)
+	p.End = time.Now()
+	p.Proof, p.Proven = "state while paused: "+state, state == "T"
+	return p, err
+}
+
+// kill sends SIGKILL to a dispenser (started again 1–3 s later) or a node
+// (2–5 s later). Proven by its exit status.
+func (r *run) kill(ctx context.Context) (Proof, error) {
+	p := Proof{Kind: KindKill, Start: time.Now()}
+	var target *proc
+	var restart func() error
+	if r.rng.IntN(2) == 0 {
+		d := r.dispensers[r.rng.IntN(len(r.dispensers))]
+		target, restart = d.current(), d.start
+	} else {
+		n := r.cluster.nodes[r.rng.IntN(len(r.cluster.nodes))]
+		target, restart = n.current(), n.start
+	}
+	if target == nil || !target.alive() {
+		return Proof{}, errNoTarget
+	}
+	target.kill()
+	target.mu.Lock()
+	status := fmt.Sprint(target.exitErr)
+	target.mu.Unlock()
+	down := r.between(time.Second, 5*time.Second)
+	p.What = fmt.Sprintf("kill -9 %s, restarted after %s", target.name, down.Round(time.Millisecond))
+	_ = sleep(ctx, down)
+	err := restart()
+	p.End = time.Now()
+	p.Proof, p.Proven = "exit: "+status, status == "signal: killed"
+	return p, err
+}
+
+// powerLoss loses every node's last Δ seconds of writes, dispensers
+// running through it: freeze every node (SIGSTOP) and copy its store,
+// resume for Δ (3–10 s), kill -9 every node, put the copies back and
+// restart. With SyncAlways a power loss loses nothing acknowledged: every
+// node is killed and restarted on its own store. Proven by the streams'
+// last sequences before the kill and after the restart: what the restore
+// lost.
+func (r *run) powerLoss(ctx context.Context) (Proof, error) {
+	p := Proof{Kind: KindPowerLoss, Start: time.Now()}
+	nodes := r.cluster.nodes
+	delta := r.between(3*time.Second, 10*time.Second)
+	if !r.cfg.SyncAlways {
+		for _, n := range nodes {
+			if err := n.current().signal(syscall.SIGSTOP); err != nil {
+				return p, err
+			}
+		}
+		var err error
+		for _, n := range nodes {
+			if err = copyDir(ctx, n.store, n.store+".copy"); err != nil {
+				break
+			}
+		}
+		for _, n := range nodes {
+			_ = n.current().signal(syscall.SIGCONT)
+		}
+		if err != nil {
+			return p, err
+		}
+		p.What = fmt.Sprintf("every node loses its last %s (stores frozen and copied, restored after the kill)", delta.Round(time.Millisecond))
+	} else {
+		p.What = fmt.Sprintf("every node killed at once after %s (sync_interval: always: nothing acknowledged lost)", delta.Round(time.Millisecond))
+	}
+	_ = sleep(ctx, delta)
+	before := r.cluster.lastSeqs(ctx)
+	for _, n := range nodes {
+		n.current().kill()
+	}
+	if !r.cfg.SyncAlways {
+		for _, n := range nodes {
+			if err := os.RemoveAll(n.store); err != nil {
+				return p, fmt.Errorf("faults: %w", err)
+			}
+			if err := os.Rename(n.store+".copy", n.store); err != nil {
+				return p, fmt.Errorf("faults: %w", err)
+			}
+		}
+	}
+	for _, n := range nodes {
+		if err := n.start(); err != nil {
+			return p, err
+		}
+	}
+	err := r.cluster.waitHealthy(ctx, 90*time.Second)
+	after := r.cluster.lastSeqs(ctx)
+	p.End = time.Now()
+	var lost uint64
+	var parts []string
+	for _, s := range sortedKeys(before) {
+		if a := after[s]; a < before[s] {
+			lost += before[s] - a
+			parts = append(parts, fmt.Sprintf("%s %d→%d", s, before[s], a))
+		}
+	}
+	p.Proof = fmt.Sprintf("the restore lost %d stream messages (%s)", lost, strings.Join(parts, ", "))
+	if r.cfg.SyncAlways {
+		p.Proof = fmt.Sprintf("%d nodes killed; %d stream messages lost (%s)", len(nodes), lost, strings.Join(parts, ", "))
+		p.Proven = len(before) > 0
+	} else {
+		p.Proven = lost > 0
+	}
+	return p, err
+}
+
+// clockStep steps one dispenser's clock: back 1–300 s, forward 1–60 s,
+// a strobe flipping back and forth, or back followed at once by a
+// restart. The step is undone after 5–15 s (a step forward of the same
+// size). Proven by the process's acknowledgement of each offset (the
+// faultclock build writes it when it reads a new one).
+func (r *run) clockStep(ctx context.Context) (Proof, error) {
+	d := r.dispensers[r.rng.IntN(len(r.dispensers))]
+	p := Proof{Kind: KindClockStep, Start: time.Now()}
+	seen := 0
+	steps := 0
+	step := func(off time.Duration) error {
+		steps++
+		ok, err := d.setClock(ctx, off, 10*time.Second)
+		if ok {
+			seen++
+		}
+		return err
+	}
+	var err error
+	switch variant := r.rng.IntN(4); variant {
+	case 0, 3:
+		back := r.between(time.Second, 300*time.Second).Round(time.Second)
+		p.What = fmt.Sprintf("%s's clock stepped back %s", d.name, back)
+		err = step(-back)
+		if variant == 3 && err == nil {
+			p.What += ", then kill -9 and a restart at once"
+			if cur := d.current(); cur != nil {
+				cur.kill()
+			}
+			err = d.start()
+		}
+	case 1:
+		fwd := r.between(time.Second, 60*time.Second).Round(time.Second)
+		p.What = fmt.Sprintf("%s's clock stepped forward %s", d.name, fwd)
+		err = step(fwd)
+	case 2:
+		amp := r.between(time.Second, 30*time.Second).Round(time.Second)
+		p.What = fmt.Sprintf("%s's clock strobing ±%s every 500 ms", d.name, amp)
+		for k := 0; k < 8 && err == nil; k++ {
+			off := amp
+			if k%2 == 1 {
+				off = -amp
+			}
+			err = step(off)
+			_ = sleep(ctx, 500*time.Millisecond)
+		}
+	}
+	if err == nil {
+		_ = sleep(ctx, r.between(5*time.Second, 15*time.Second))
+	}
+	// The clock comes back to the machine's (a step forward after a step
+	// back).
+	if e := step(0); err == nil {
+		err = e
+	}
+	p.End = time.Now()
+	p.Proof = fmt.Sprintf("%d of %d offsets acknowledged by the process", seen, steps)
+	p.Proven = seen == steps && steps > 0
+	return p, err
+}
+
+func sortedKeys(m map[string]uint64) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j] < out[j-1]; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
