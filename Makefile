@@ -4,7 +4,7 @@ STATICCHECK_VERSION ?= v0.8.2
 STATICCHECK = $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 PKGS := ./...
 
-.PHONY: test lint unit verify run docs bench bench-core bench-e2e services soak soak-short soak-regions ops-check rules dashboards
+.PHONY: test lint unit verify run docs bench bench-core bench-e2e services soak soak-short soak-regions faults ops-check rules dashboards
 
 # verify (spin: one core for about a minute) runs beside lint and the Go
 # tests, at a lower priority, its output printed when it ends: that keeps
@@ -24,7 +24,8 @@ lint:
 	@echo "== go vet"; $(GO) vet $(PKGS) && cd tools && $(GO) vet ./...
 	@echo "== staticcheck"; $(STATICCHECK) $(PKGS) && cd tools && $(STATICCHECK) ./...
 
-# -race everywhere; fuzz targets run their seed corpora as ordinary tests.
+# -race everywhere (but the fault harness's CI-minute run: its test only
+# drives processes); fuzz targets run their seed corpora as ordinary tests.
 # Every package of the tools module runs, whatever is added to it (the
 # Helm chart's without -race, see ops-check); but the
 # CI-minute soak (tools/cmd/soak: NATS nodes, mariadbd and dispensers as
@@ -36,9 +37,10 @@ lint:
 GOTEST = GO=$(GO) bash $(CURDIR)/scripts/gotest.sh
 unit:
 	$(GOTEST) -race -count=1 -timeout 15m $(PKGS)
-	cd tools && $(GOTEST) -race -count=1 -timeout 15m $$($(GO) list ./... | grep -v -e '/cmd/soak$$' -e '/tools/helmchart')
+	cd tools && $(GOTEST) -race -count=1 -timeout 15m $$($(GO) list ./... | grep -v -e '/cmd/soak$$' -e '/cmd/faults$$' -e '/tools/helmchart')
 	cd tools && $(GOTEST) -count=1 -timeout 5m ./helmchart/...
 	cd tools && $(GOTEST) -race -count=1 -timeout 15m ./cmd/soak/
+	cd tools && $(GOTEST) -count=1 -timeout 10m ./cmd/faults/
 
 # The protocols model-checked with spin (verify/, docs/verification.md):
 # every model passes, every mutation is caught.
@@ -117,6 +119,20 @@ soak:
 # The one-minute version CI runs (as a test of tools/cmd/soak).
 soak-short:
 	$(RUN_SOAK) -duration 60s
+
+# The fault harness (tools/internal/faults, docs/faults.md), as root: a
+# NATS cluster, dispensers and clients in network namespaces of their
+# own; partitions, link loss, pauses, kills, power loss and clock steps on
+# a seeded schedule; an independent checker. FAULTS_SUMMARY=out.json
+# writes the JSON summary; FAULTS_FLAGS for more (-seed N, -sync-always,
+# -nodes 5, -kinds power-loss,clock-step). Exits 1 when the check fails.
+# The CI-minute version runs in make test (tools/cmd/faults).
+FAULTS_DURATION ?= 30m
+FAULTS_SUMMARY ?=
+FAULTS_FLAGS ?=
+faults:
+	bin=$$(mktemp -d) && trap 'rm -rf "$$bin"' EXIT && $(GO) -C tools build -o "$$bin/faults" ./cmd/faults && \
+	"$$bin/faults" -duration $(FAULTS_DURATION) $(if $(FAULTS_SUMMARY),-summary $(FAULTS_SUMMARY)) $(FAULTS_FLAGS)
 
 # The regions mode (docs/soak.md, Across regions): two regions, each a
 # 3-node NATS cluster, joined by gateways through cuttable proxies that

@@ -77,6 +77,8 @@ func runHarness(ctx context.Context, args []string) error {
 	fs.StringVar(&kinds, "kinds", strings.Join(faults.AllKinds, ","), "fault kinds to inject")
 	fs.BoolVar(&cfg.SyncAlways, "sync-always", false, "run the nodes with sync_interval: always")
 	fs.DurationVar(&cfg.LeaseTTL, "lease-ttl", 6*time.Second, "the dispensers' lease TTL (pauses last longer)")
+	fs.DurationVar(&cfg.HoldMax, "hold-max", 15*time.Second, "longest a fault is held (from a third of it)")
+	fs.StringVar(&cfg.Dispenser, "dispenser", "", "a dispenser binary built with -tags faultclock (default: built now)")
 	fs.StringVar(&summary, "summary", "", "write the JSON summary to this file")
 	fs.StringVar(&natsBin, "nats-server", "", "nats-server binary (default: ~/go/bin/nats-server, else built from go.mod's version)")
 	_ = fs.Parse(args)
@@ -96,9 +98,11 @@ func runHarness(ctx context.Context, args []string) error {
 	if cfg.NATSServer, err = natsServer(ctx, natsBin); err != nil {
 		return err
 	}
-	cfg.Dispenser = filepath.Join(cfg.Dir, "dispenser-faultclock")
-	if err := soak.BuildDispenser(ctx, cfg.Dispenser, "faultclock"); err != nil {
-		return err
+	if cfg.Dispenser == "" {
+		cfg.Dispenser = filepath.Join(cfg.Dir, "dispenser-faultclock")
+		if err := soak.BuildDispenser(ctx, cfg.Dispenser, "faultclock"); err != nil {
+			return err
+		}
 	}
 	s, err := faults.Run(ctx, cfg)
 	if err != nil {

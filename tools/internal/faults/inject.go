@@ -163,7 +163,7 @@ func (r *run) partition(ctx context.Context) (Proof, error) {
 		_, _ = r.healAll(ctx)
 		return p, err
 	}
-	_ = sleep(ctx, r.between(5*time.Second, 15*time.Second))
+	_ = sleep(ctx, r.hold())
 	dropped, err := r.healAll(ctx)
 	p.End = time.Now()
 	p.Proof = fmt.Sprintf("%d packets dropped by the cut rules", dropped)
@@ -227,7 +227,7 @@ func (r *run) linkFault(ctx context.Context) (Proof, error) {
 		_, _ = r.healAll(ctx)
 		return p, err
 	}
-	_ = sleep(ctx, r.between(5*time.Second, 15*time.Second))
+	_ = sleep(ctx, r.hold())
 	var proof []string
 	proven := false
 	if r.netem {
@@ -262,7 +262,7 @@ func (r *run) pause(ctx context.Context) (Proof, error) {
 	if target == nil || !target.alive() {
 		return Proof{}, errNoTarget
 	}
-	hold := r.cfg.LeaseTTL + r.between(2*time.Second, 6*time.Second)
+	hold := r.cfg.LeaseTTL + r.between(time.Second, 3*time.Second)
 	p := Proof{Kind: KindPause, What: fmt.Sprintf("SIGSTOP %s for %s (lease TTL %s)", target.name, hold.Round(time.Millisecond), r.cfg.LeaseTTL), Start: time.Now()}
 	if err := target.signal(syscall.SIGSTOP); err != nil {
 		return p, err
@@ -315,7 +315,7 @@ func (r *run) kill(ctx context.Context) (Proof, error) {
 func (r *run) powerLoss(ctx context.Context) (Proof, error) {
 	p := Proof{Kind: KindPowerLoss, Start: time.Now()}
 	nodes := r.cluster.nodes
-	delta := r.between(3*time.Second, 10*time.Second)
+	delta := r.hold()
 	if !r.cfg.SyncAlways {
 		for _, n := range nodes {
 			if err := n.current().signal(syscall.SIGSTOP); err != nil {
@@ -427,7 +427,7 @@ func (r *run) clockStep(ctx context.Context) (Proof, error) {
 		}
 	}
 	if err == nil {
-		_ = sleep(ctx, r.between(5*time.Second, 15*time.Second))
+		_ = sleep(ctx, r.hold())
 	}
 	// The clock comes back to the machine's (a step forward after a step
 	// back).

@@ -38,6 +38,10 @@ type Config struct {
 	// without restoring old stores), instead of the last Δ seconds.
 	SyncAlways bool
 	LeaseTTL   time.Duration
+	// HoldMax bounds how long a fault is held (default 15 s): from a
+	// third of it to all of it. A pause lasts the lease TTL and 1–3 s
+	// more whatever it is.
+	HoldMax time.Duration
 
 	NATSServer string // nats-server binary
 	Dispenser  string // the dispenser built with the faultclock tag
@@ -139,6 +143,9 @@ func (cfg Config) withDefaults() Config {
 	if cfg.LeaseTTL <= 0 {
 		cfg.LeaseTTL = 6 * time.Second
 	}
+	if cfg.HoldMax <= 0 {
+		cfg.HoldMax = 15 * time.Second
+	}
 	if cfg.Kinds == nil {
 		cfg.Kinds = AllKinds
 	}
@@ -223,8 +230,13 @@ func (r *run) setUp(ctx context.Context) error {
 		if err := d.start(); err != nil {
 			return err
 		}
-		if err := waitFor(ctx, 90*time.Second, d.serving); err != nil {
-			return fmt.Errorf("faults: dispenser %s not serving: %w (log %s)", d.name, err, d.current().logPath)
+		// The first creates the bucket; the others start together.
+		if i == 0 || i == cfg.Dispensers-1 {
+			for _, d := range r.dispensers {
+				if err := waitFor(ctx, 90*time.Second, d.serving); err != nil {
+					return fmt.Errorf("faults: dispenser %s not serving: %w (log %s)", d.name, err, d.current().logPath)
+				}
+			}
 		}
 	}
 	r.logf("%d dispensers serving", cfg.Dispensers)
@@ -300,20 +312,22 @@ func waitFor(ctx context.Context, within time.Duration, cond func() bool) error 
 }
 
 // schedule injects one fault after another, each after a quiet gap,
-// until the duration is over.
+// until the duration is over and every kind was injected at least once.
 func (r *run) schedule(ctx context.Context) {
 	end := time.Now().Add(r.cfg.Duration)
 	// Each kind in turn in a shuffled order, reshuffled each round, so
 	// that a short run still has every kind.
 	var order []string
-	for time.Now().Before(end) && ctx.Err() == nil {
+	rounds := 0
+	for (time.Now().Before(end) || rounds == 1 && len(order) > 0) && ctx.Err() == nil {
 		if len(order) == 0 {
+			rounds++
 			order = slices.Clone(r.cfg.Kinds)
 			r.rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 		}
 		kind := order[0]
 		order = order[1:]
-		if err := sleep(ctx, r.between(2*time.Second, 5*time.Second)); err != nil {
+		if err := sleep(ctx, r.between(r.cfg.HoldMax/6, r.cfg.HoldMax/3)); err != nil {
 			return
 		}
 		p, err := r.inject(ctx, kind)
@@ -328,6 +342,11 @@ func (r *run) schedule(ctx context.Context) {
 		r.mu.Unlock()
 		r.logf("%s %s: %s (proven %v)", p.Kind, p.What, p.Proof, p.Proven)
 	}
+}
+
+// hold is how long a fault is held.
+func (r *run) hold() time.Duration {
+	return r.between(r.cfg.HoldMax/3, r.cfg.HoldMax)
 }
 
 // between is a random duration in [lo, hi].

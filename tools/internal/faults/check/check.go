@@ -159,47 +159,57 @@ func pair(ops []history.Op, r *Result) []call {
 }
 
 func (r *Result) checkValues(in Input) {
-	type seen struct {
-		first string
-		dup   *Duplicate
+	// The first acknowledgment of each value: the index of its call.
+	// (A map of small values: a long run acknowledges tens of millions.)
+	calls := pair(in.Ops, r)
+	ids := map[uint64]int32{}
+	numbers := map[string]map[uint64]int32{}
+	type dupKey struct {
+		name  string // "" for IDs
+		value uint64
 	}
-	ids := map[uint64]*seen{}
-	numbers := map[string]map[uint64]*seen{}
+	dupOf := map[dupKey]*Duplicate{}
 	var dups []*Duplicate
-	record := func(c call, v uint64) {
-		where := fmt.Sprintf("%s/%d", c.done.Process, c.done.Call)
-		m, counts := ids, &r.IDs
+	where := func(k int32) string {
+		c := calls[k]
+		return fmt.Sprintf("%s/%d", c.done.Process, c.done.Call)
+	}
+	record := func(k int32, v uint64) {
+		c := calls[k]
+		m, counts, key := ids, &r.IDs, dupKey{value: v}
 		if c.invoke.Func == history.FuncSeq {
-			counts = &r.Numbers
+			counts, key.name = &r.Numbers, c.invoke.Name
 			if numbers[c.invoke.Name] == nil {
-				numbers[c.invoke.Name] = map[uint64]*seen{}
+				numbers[c.invoke.Name] = map[uint64]int32{}
 			}
 			m = numbers[c.invoke.Name]
 		}
 		counts.Acknowledged++
-		s := m[v]
-		if s == nil {
-			m[v] = &seen{first: where}
+		first, seen := m[v]
+		if !seen {
+			m[v] = k
 			return
 		}
 		counts.Duplicated++
-		if s.dup == nil {
-			s.dup = &Duplicate{Func: c.invoke.Func, Name: c.invoke.Name, Value: v, Calls: []string{s.first}}
+		d := dupOf[key]
+		if d == nil {
+			d = &Duplicate{Func: c.invoke.Func, Name: c.invoke.Name, Value: v, Calls: []string{where(first)}}
 			if c.invoke.Func == history.FuncIDs {
 				if p, err := in.Layout.Parse(v); err == nil {
-					s.dup.Second, s.dup.Worker = p.Time.Unix(), p.WorkerID
+					d.Second, d.Worker = p.Time.Unix(), p.WorkerID
 				}
 			}
-			dups = append(dups, s.dup)
+			dupOf[key] = d
+			dups = append(dups, d)
 		}
-		s.dup.Calls = append(s.dup.Calls, where)
+		d.Calls = append(d.Calls, where(k))
 	}
 	defer func() {
 		for _, d := range dups[:min(len(dups), maxListed)] {
 			r.Duplicates = append(r.Duplicates, *d)
 		}
 	}()
-	for _, c := range pair(in.Ops, r) {
+	for k, c := range calls {
 		counts := &r.IDs
 		if c.invoke.Func == history.FuncSeq {
 			counts = &r.Numbers
@@ -217,7 +227,7 @@ func (r *Result) checkValues(in Input) {
 				counts.Lost += int64(short)
 			}
 			for _, v := range c.done.Values {
-				record(c, v)
+				record(int32(k), v)
 			}
 		case history.Fail:
 			r.Calls.Failed++
