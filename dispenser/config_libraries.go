@@ -45,7 +45,7 @@ type WorkerIDConfig struct {
 	FleetTable           string           `envconfig:"DISPENSER_FLEET_TABLE" desc:"MySQL: the table holding the fleet's layout, worker mode and subject prefix (one row), compared by every instance"`
 	SequenceTable        string           `envconfig:"DISPENSER_SEQUENCE_TABLE" desc:"MySQL: the table of the named sequences (one row per name, like Leaf's leaf_alloc), created with DISPENSER_CREATE_TABLES"`
 	WorkerKVBucket       string           `envconfig:"DISPENSER_WORKER_KV_BUCKET" desc:"JetStream KV bucket of the worker-ID store when no MySQL DSN is set"`
-	WorkerKVReplicas     int              `envconfig:"DISPENSER_WORKER_KV_REPLICAS" desc:"replicas of the KV bucket when the dispenser creates it (3 on a cluster), 1..5"`
+	WorkerKVReplicas     int              `envconfig:"DISPENSER_WORKER_KV_REPLICAS" desc:"replicas of the KV bucket when the dispenser creates it, 1..5; 0: 3 in a clustered JetStream (fewer on a smaller cluster), 1 on a single server"`
 	StoreStartupDeadline time.Duration    `envconfig:"DISPENSER_STORE_STARTUP_DEADLINE" desc:"how long start-up (and a claim) retries an unreachable store before it fails (negative: one attempt)"`
 	Region               string           `envconfig:"DISPENSER_REGION" desc:"this instance's region, one of DISPENSER_REGIONS, named like its NATS cluster (empty: no regions)"`
 	Regions              workerid.Regions `envconfig:"DISPENSER_REGIONS" desc:"the fleet's map of regions to worker-ID ranges, the same everywhere, e.g. east=0-511,west=512-1023; each region claims worker IDs only in its range, from a store of its own (docs/operations.md, Across regions); empty: no regions"`

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/uid-dispenser/uid-dispenser/natsio/internal/problemlog"
+	"github.com/uid-dispenser/uid-dispenser/natsio/natsconn"
 	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
@@ -161,6 +162,12 @@ func NewBlockPublisher(ctx context.Context, nc *nats.Conn, src BlockIDSource, cf
 		jetstream.WithPublishAsyncMaxPending(2*publishWindow),
 		jetstream.WithPublishAsyncTimeout(5*time.Second))
 	if err != nil {
+		return nil, fmt.Errorf("natsio: blocks: %w", err)
+	}
+	// A block is handed to one consumer by the stream's acknowledgement
+	// bookkeeping, replicated like a KV update: not on a server whose
+	// replicated streams cannot be trusted with it.
+	if err := natsconn.CheckReplicated(nc, cfg.BlocksReplicas, "blocks stream "+cfg.BlocksStream, "BlocksReplicas"); err != nil {
 		return nil, fmt.Errorf("natsio: blocks: %w", err)
 	}
 	stream, err := ensureBlockStream(ctx, js, cfg.streamConfig())

@@ -79,6 +79,12 @@ func startEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 		Port:       port,
 		JetStream:  true,
 		StoreDir:   cfg.StoreDir,
+		// fsync every write before acknowledging it: the default (every
+		// 2 minutes) lets a power loss forget leases and sequence segments
+		// already acknowledged (docs/operations.md, "What the guarantees
+		// assume"). The embedded server's writes are few: claims, renewals,
+		// segments and blocks.
+		SyncAlways: true,
 		NoSigs:     true,
 	})
 	if err != nil {

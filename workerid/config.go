@@ -37,6 +37,18 @@ type Config struct {
 	// StoreStartupDeadline is how long start-up (and a claim) retries an
 	// unreachable store before it fails; negative: one attempt.
 	StoreStartupDeadline time.Duration
+	// StoreLossWindow is W, the longest window of acknowledged writes the
+	// store may forget (a power loss under lazy fsync, a failover to a
+	// replica that lacks the last transactions): claims keep a margin of
+	// it (LeaseMargin). Zero: DefaultConfig's, NATS's default sync
+	// interval; negative: none, valid only when every obligation of
+	// docs/operations.md "What the guarantees assume" holds.
+	StoreLossWindow time.Duration
+	// StoreDurability is what start-up does when the store says it may
+	// forget acknowledged writes (MySQL's flush and binlog settings, a
+	// read-only server, JetStream's sync interval where readable):
+	// DurabilityWarn (the default) or DurabilityRefuse.
+	StoreDurability Durability
 
 	// Region is this instance's region and Regions the fleet's map of
 	// regions to worker-ID ranges (regions.go): with a map, the instance
@@ -56,6 +68,18 @@ type Config struct {
 	SettingName func(field string) string
 }
 
+// Durability is what start-up does about a store that may forget
+// acknowledged writes.
+type Durability string
+
+const (
+	// DurabilityWarn logs a warning naming each setting to change and
+	// starts: the loss window (StoreLossWindow) covers a bounded loss.
+	DurabilityWarn Durability = "warn"
+	// DurabilityRefuse refuses to start.
+	DurabilityRefuse Durability = "refuse"
+)
+
 // DefaultConfig is the configuration with every default: leased worker
 // IDs.
 func DefaultConfig() Config {
@@ -64,7 +88,15 @@ func DefaultConfig() Config {
 		LeaseTTL:             30 * time.Second,
 		ReserveChunk:         60 * time.Second,
 		StoreStartupDeadline: 30 * time.Second,
+		StoreLossWindow:      2 * time.Minute,
+		StoreDurability:      DurabilityWarn,
 	}
+}
+
+// LossWindow is W: StoreLossWindow with the default filled in, 0 when
+// it is negative (no loss assumed).
+func (c Config) LossWindow() time.Duration {
+	return max(cmp.Or(c.StoreLossWindow, DefaultConfig().StoreLossWindow), 0)
 }
 
 // WithDefaults is c with every zero setting set to DefaultConfig's.
@@ -74,6 +106,8 @@ func (c Config) WithDefaults() Config {
 	c.LeaseTTL = cmp.Or(c.LeaseTTL, d.LeaseTTL)
 	c.ReserveChunk = cmp.Or(c.ReserveChunk, d.ReserveChunk)
 	c.StoreStartupDeadline = cmp.Or(c.StoreStartupDeadline, d.StoreStartupDeadline)
+	c.StoreLossWindow = cmp.Or(c.StoreLossWindow, d.StoreLossWindow)
+	c.StoreDurability = cmp.Or(c.StoreDurability, d.StoreDurability)
 	return c
 }
 
@@ -115,6 +149,9 @@ func (c Config) Validate() error {
 	}
 	if c.ReserveChunk < time.Second {
 		return bad("ReserveChunk", "%s is shorter than 1s", c.ReserveChunk)
+	}
+	if c.StoreDurability != DurabilityWarn && c.StoreDurability != DurabilityRefuse {
+		return bad("StoreDurability", "%q is neither %q nor %q", c.StoreDurability, DurabilityWarn, DurabilityRefuse)
 	}
 	return c.validateRegions()
 }

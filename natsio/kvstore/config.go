@@ -16,17 +16,21 @@ type Config struct {
 
 	// WorkerKVBucket is the bucket; with regions, the prefix of one bucket
 	// per region (KVBucket).
-	WorkerKVBucket   string
-	WorkerKVReplicas int // replicas when the bucket is created, 1..5
+	WorkerKVBucket string
+	// WorkerKVReplicas is the bucket's replica count when the dispenser
+	// creates it, 1..5; 0: 3 in a clustered JetStream (fewer on a cluster
+	// of fewer servers), 1 on a single server. One replica keeps every
+	// lease and counter on one disk.
+	WorkerKVReplicas int
 }
 
 // DefaultConfig is the configuration with every default: workerid's, on
-// the bucket uid_workers with one replica.
+// the bucket uid_workers with the replicas the server's clustering
+// suggests.
 func DefaultConfig() Config {
 	return Config{
-		Config:           workerid.DefaultConfig(),
-		WorkerKVBucket:   "uid_workers",
-		WorkerKVReplicas: 1,
+		Config:         workerid.DefaultConfig(),
+		WorkerKVBucket: "uid_workers",
 	}
 }
 
@@ -52,8 +56,8 @@ func (c Config) Validate() error {
 	if !bucketPattern.MatchString(c.WorkerKVBucket) {
 		return &workerid.SettingError{Field: "WorkerKVBucket", Reason: fmt.Sprintf("%q is not a valid bucket name (letters, digits, _ and -)", c.WorkerKVBucket)}
 	}
-	if c.WorkerKVReplicas < 1 || c.WorkerKVReplicas > 5 {
-		return &workerid.SettingError{Field: "WorkerKVReplicas", Reason: fmt.Sprintf("%d is outside 1..5", c.WorkerKVReplicas)}
+	if c.WorkerKVReplicas < 0 || c.WorkerKVReplicas > 5 {
+		return &workerid.SettingError{Field: "WorkerKVReplicas", Reason: fmt.Sprintf("%d is outside 1..5 (0: 3 in a cluster)", c.WorkerKVReplicas)}
 	}
 	return nil
 }

@@ -17,7 +17,7 @@ func TestDefaultConfig(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Errorf("defaults invalid: %v", err)
 	}
-	if c.WorkerKVBucket != "uid_workers" || c.WorkerKVReplicas != 1 || !reflect.DeepEqual(c.Config, workerid.DefaultConfig()) {
+	if c.WorkerKVBucket != "uid_workers" || c.WorkerKVReplicas != 0 || !reflect.DeepEqual(c.Config, workerid.DefaultConfig()) {
 		t.Errorf("DefaultConfig = %+v", c)
 	}
 	if zero := (kvstore.Config{}).WithDefaults(); !reflect.DeepEqual(zero, c) {

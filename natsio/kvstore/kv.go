@@ -73,8 +73,9 @@ func NewAssigner(ctx context.Context, nc *nats.Conn, cfg Config) (*Assigner, err
 	a := &Assigner{js: js, nc: nc, cfg: cfg, host: host, log: logger,
 		storeName: fmt.Sprintf("NATS KV bucket %s at %s", bucket, natsconn.RedactURL(nc.ConnectedUrlRedacted()))}
 	err = workerid.RetryStore(ctx, cfg.StoreStartupDeadline, logger, "open "+a.storeName, func(ctx context.Context) error {
-		kv, err := openBucket(ctx, js, bucket, cfg.WorkerKVReplicas, cfg.Region)
-		if errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
+		kv, err := a.openBucket(ctx, bucket)
+		var old *natsconn.OldServerError
+		if errors.As(err, &old) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
 			return workerid.Permanent(err)
 		}
 		if errors.Is(err, nats.ErrNoResponders) {
@@ -94,6 +95,9 @@ func NewAssigner(ctx context.Context, nc *nats.Conn, cfg Config) (*Assigner, err
 			return nil, err
 		}
 	}
+	if err := a.checkSync(ctx); err != nil {
+		return nil, err
+	}
 	placed := a.placement(ctx)
 	logger.Info("kvstore: KV worker-ID store ready", "store", a.storeName, "mode", cfg.WorkerMode, "bucket", bucket, "region", cfg.Region, "cluster", placed)
 	if cfg.Region != "" && placed != "" && placed != cfg.Region {
@@ -101,6 +105,31 @@ func NewAssigner(ctx context.Context, nc *nats.Conn, cfg Config) (*Assigner, err
 			"bucket", bucket, "region", cfg.Region, "cluster", placed)
 	}
 	return a, nil
+}
+
+// checkSync applies StoreDurability when the server acknowledges writes
+// before it syncs them to disk, where the server tells (only to a
+// connection with system-account rights): a power loss then forgets
+// leases and counters already acknowledged, and uniqueness rests on the
+// loss window covering it (docs/operations.md, "What the guarantees
+// assume").
+func (a *Assigner) checkSync(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	p, ok := natsconn.ReadSyncPolicy(ctx, a.nc)
+	if !ok {
+		a.log.Info("kvstore: cannot read the server's JetStream sync setting (only a system-account connection may): run the servers holding the bucket with jetstream { sync_interval: always }",
+			"store", a.storeName)
+		return nil
+	}
+	if p.Synced() {
+		return nil
+	}
+	interval := "2m (the default)"
+	if p.Interval > 0 {
+		interval = p.Interval.String()
+	}
+	return a.cfg.CheckDurability(a.storeName, []string{fmt.Sprintf("nats-server %s syncs JetStream writes to disk every %s, after acknowledging them: set jetstream { sync_interval: always }", p.Server, interval)})
 }
 
 // placement is the cluster the bucket's stream lives in ("" on a server
@@ -118,28 +147,74 @@ func (a *Assigner) placement(ctx context.Context) string {
 
 // openBucket opens bucket, creating it when missing; with a region, it
 // is created in the cluster of that name (a region is a cluster of the
-// supercluster).
-func openBucket(ctx context.Context, js jetstream.JetStream, bucket string, replicas int, region string) (jetstream.KeyValue, error) {
-	kv, err := js.KeyValue(ctx, bucket)
+// supercluster). A replicated bucket, new or found, is refused on a
+// server whose compare-and-set it cannot trust
+// (natsconn.CheckReplicated).
+func (a *Assigner) openBucket(ctx context.Context, bucket string) (jetstream.KeyValue, error) {
+	kv, err := a.js.KeyValue(ctx, bucket)
+	if err == nil {
+		return kv, a.checkFound(ctx, kv, bucket)
+	}
 	if !errors.Is(err, jetstream.ErrBucketNotFound) {
-		return kv, err
+		return nil, err
+	}
+	replicas := a.replicas()
+	if err := natsconn.CheckReplicated(a.nc, replicas, "KV bucket "+bucket, a.cfg.Name("WorkerKVReplicas")); err != nil {
+		return nil, err
 	}
 	var placement *jetstream.Placement
-	if region != "" {
-		placement = &jetstream.Placement{Cluster: region}
+	if a.cfg.Region != "" {
+		placement = &jetstream.Placement{Cluster: a.cfg.Region}
 	}
-	kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+	kv, err = a.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      bucket,
 		Description: "uid-dispenser worker IDs",
 		History:     1,
 		Storage:     jetstream.FileStorage,
-		Replicas:    max(replicas, 1),
+		Replicas:    replicas,
 		Placement:   placement,
 	})
 	if errors.Is(err, jetstream.ErrBucketExists) { // created by another instance meanwhile
-		return js.KeyValue(ctx, bucket)
+		if kv, err = a.js.KeyValue(ctx, bucket); err == nil {
+			return kv, a.checkFound(ctx, kv, bucket)
+		}
+		return nil, err
+	}
+	if err == nil {
+		a.log.Info("kvstore: created the worker-ID bucket", "bucket", bucket, "replicas", replicas, "cluster", a.nc.ConnectedClusterName())
 	}
 	return kv, err
+}
+
+// replicas is the replica count of a new bucket: the setting, else 3 in a
+// clustered JetStream (as many servers as it has, when fewer), else 1.
+func (a *Assigner) replicas() int {
+	if a.cfg.WorkerKVReplicas > 0 {
+		return a.cfg.WorkerKVReplicas
+	}
+	n := natsconn.ClusterSize(a.nc)
+	if n == 0 {
+		return 1
+	}
+	if n < 3 {
+		a.log.Warn("kvstore: a cluster of fewer than 3 servers: the new worker-ID bucket gets fewer than 3 replicas, and one disk lost loses its leases and counters",
+			"servers", n, "replicas", n, "setting", a.cfg.Name("WorkerKVReplicas"))
+	}
+	return min(n, 3)
+}
+
+// checkFound refuses a bucket found replicated on a server whose
+// compare-and-set is not safe on it.
+func (a *Assigner) checkFound(ctx context.Context, kv jetstream.KeyValue, bucket string) error {
+	st, err := kv.Status(ctx)
+	if err != nil {
+		return err
+	}
+	bs, ok := st.(*jetstream.KeyValueBucketStatus)
+	if !ok || bs.StreamInfo() == nil {
+		return nil
+	}
+	return natsconn.CheckReplicated(a.nc, bs.StreamInfo().Config.Replicas, "KV bucket "+bucket, a.cfg.Name("WorkerKVReplicas"))
 }
 
 // Claim implements uidcore.Assigner. Leased mode returns a

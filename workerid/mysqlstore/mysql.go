@@ -158,6 +158,10 @@ func NewAssigner(ctx context.Context, cfg Config) (*Assigner, error) {
 		db.Close()
 		return nil, startupError(cfg, where, dsn.DBName, err)
 	}
+	if err := a.checkDurability(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
 	if cfg.WorkerMode == workerid.ModeLeased {
 		a.store = &mysqlLeaseStore{db: db, table: quoteIdent(table)}
 		a.leases, err = workerid.NewLeaseAssigner(a.store, workerid.LeaseConfigFrom(cfg.Config, host, a.storeName+" table "+table))

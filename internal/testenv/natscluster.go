@@ -1,0 +1,49 @@
+package testenv
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// NATSCluster runs n nats-server processes of the binary bin (of
+// version) as one cluster with clustered JetStream, each with its own
+// store, with jetstream (say "sync_interval: always") added to every
+// node's jetstream block. It returns the nodes; they stop when the test
+// ends.
+func NATSCluster(t testing.TB, bin, version string, n int, jetstream string) []*ServerProcess {
+	t.Helper()
+	ports := make([]int, n)
+	routes := make([]string, n)
+	for i := range ports {
+		ports[i] = freeLoopbackPort(t)
+		routes[i] = fmt.Sprintf("%q", fmt.Sprintf("nats-route://127.0.0.1:%d", ports[i]))
+	}
+	nodes := make([]*ServerProcess, n)
+	for i := range nodes {
+		dir := t.TempDir()
+		conf := fmt.Sprintf("server_name: %q\njetstream { store_dir: %q\n%s\n}\ncluster { name: \"c\", listen: \"127.0.0.1:%d\", routes: [%s] }\n",
+			fmt.Sprintf("n%d", i+1), filepath.Join(dir, "js"), jetstream, ports[i], strings.Join(routes, ", "))
+		path := filepath.Join(dir, "server.conf")
+		if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		nodes[i] = StartNATSServer(t, bin, version, dir, "-c", path, "-a", "127.0.0.1", "-p", "-1")
+	}
+	return nodes
+}
+
+// freeLoopbackPort is a port free a moment ago, for a cluster port that
+// every node's routes must know before the nodes start.
+func freeLoopbackPort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
