@@ -219,6 +219,7 @@ public final class TestEnv {
      * Starts the dispenser on the NATS server at url with env (DISPENSER_*
      * variables) and waits until it answers {@code <prefix>.next}.
      */
+    @SuppressWarnings("try")
     public static Dispenser startDispenser(String url, Map<String, String> env) throws IOException, InterruptedException {
         Path log = Files.createTempFile("uid-java-dispenser-", ".log");
         ProcessBuilder pb = new ProcessBuilder(dispenserBinary().toString()).redirectErrorStream(true).redirectOutput(log.toFile());
