@@ -332,6 +332,7 @@ public final class UidClient implements AutoCloseable {
                 stats.retries.increment();
             }
             UidException err;
+            boolean cut = left < cfg.attemptTimeout.toNanos(); // this attempt is bounded by the deadline
             try {
                 Message reply = once(subject, h, body, Math.min(cfg.attemptTimeout.toNanos(), left));
                 ServiceException se = ServiceException.fromHeaders(subject, header(reply, Protocol.ERROR_CODE_HEADER),
@@ -345,6 +346,12 @@ public final class UidClient implements AutoCloseable {
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 throw new GaveUpException(subject, GaveUpException.Reason.INTERRUPTED, attempt, last);
+            }
+            if (cut && err instanceof AttemptTimeoutException && last != null) {
+                // The deadline, not the instance, ended this attempt: the
+                // failure before it says more (a 503 that waited, say).
+                stats.count(err);
+                throw giveUp(subject, GaveUpException.Reason.DEADLINE, attempt, last, home);
             }
             boolean noResponders = err instanceof NoRespondersException;
             if (!homeAsked && noResponders) {
