@@ -7,6 +7,7 @@ clear, so they also fit a signed 64-bit column); here it is a Python int.
 from __future__ import annotations
 
 import re
+import struct
 from collections.abc import Iterable
 
 from ._errors import ProtocolError
@@ -40,12 +41,13 @@ def decode_binary(data: bytes) -> list[int]:
     """Decodes a binary batch reply: 8 bytes big-endian per ID."""
     if len(data) % BINARY_ID_WIDTH:
         raise ProtocolError(f"binary reply of {len(data)} bytes is not a multiple of {BINARY_ID_WIDTH}")
-    return [int.from_bytes(data[i : i + BINARY_ID_WIDTH], "big") for i in range(0, len(data), BINARY_ID_WIDTH)]
+    return list(struct.unpack(f">{len(data) // BINARY_ID_WIDTH}Q", data))
 
 
 def encode_binary(ids: Iterable[int]) -> bytes:
     """Encodes IDs as a binary reply does (for tests and responders)."""
-    return b"".join(_uint64(i).to_bytes(BINARY_ID_WIDTH, "big") for i in ids)
+    checked = [_uint64(i) for i in ids]
+    return struct.pack(f">{len(checked)}Q", *checked)
 
 
 def decode_ranges(data: bytes, limit: int | None = None) -> list[range]:
