@@ -71,6 +71,28 @@ async def test_batch_ranges(client: UidClient) -> None:
     assert len(again) == 3000 and increasing(again) and again[0] > ids[-1]
 
 
+async def test_ranges_through_a_responder(nc: NATS) -> None:
+    # A plain responder sends runs made by hand: what the client does with
+    # them, whatever the dispenser at hand supports.
+    runs = [range(1000, 1003), range(5000, 5002)]
+
+    async def respond(m: Msg) -> None:
+        asked = (m.headers or {}).get("Uid-Encoding")
+        whole = asked == "ranges" and m.data == b"5"
+        await nc.publish(m.reply, uid_dispenser.encode_ranges(runs if whole else runs[1:]))
+
+    sub = await nc.subscribe("ranges.batch", cb=respond)
+    try:
+        c = UidClient(nc, subject_prefix="ranges")
+        assert await c.batch(5, encoding="ranges") == [1000, 1001, 1002, 5000, 5001]
+        assert await c.batch_ranges(5) == runs
+        # A reply of fewer IDs than asked is a ProtocolError, not a short batch.
+        with pytest.raises(uid_dispenser.ProtocolError, match="asked for 4 IDs"):
+            await c.batch(4, encoding="ranges")
+    finally:
+        await sub.unsubscribe()
+
+
 async def test_parse(client: UidClient) -> None:
     id = await client.next()
     parts = await client.parse(id)

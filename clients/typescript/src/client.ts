@@ -4,7 +4,7 @@
 
 import { headers as newHeaders } from "@nats-io/nats-core";
 import type { Msg, MsgHdrs, NatsConnection } from "@nats-io/nats-core";
-import { decodeBinary, decodeDecimalLines, fromBase32, idAs, parseDecimal, quote, type IdKind, type IdTypes } from "./codec.js";
+import { decodeBinary, decodeDecimalLines, decodeRanges, expandRanges, fromBase32, idAs, parseDecimal, quote, type IdKind, type IdTypes } from "./codec.js";
 import {
   BadRequestError,
   GaveUpError,
@@ -24,6 +24,7 @@ import {
   ENCODING_BINARY,
   ENCODING_DECIMAL,
   ENCODING_HEADER,
+  ENCODING_RANGES,
   INSTANCE_HEADER,
   LAYOUT_HEADER,
   seqSubject,
@@ -72,11 +73,13 @@ export interface CallOptions {
 
 /**
  * The encoding on the wire (Uid-Encoding), which changes nothing of what
- * a call returns: `binary` (8 bytes per ID, the batch default), `base32`
- * (13 Crockford characters per ID, newline-separated) or `decimal` (the
- * next default). On next and seqNext binary is answered as decimal.
+ * a call returns: `binary` (8 bytes per ID, the batch default), `ranges`
+ * (16 bytes per run of consecutive IDs, expanded here: the smallest reply
+ * for large batches, from dispensers that have it), `base32` (13
+ * Crockford characters per ID, newline-separated) or `decimal` (the next
+ * default). On next and seqNext binary and ranges are answered as decimal.
  */
-export type WireEncoding = "decimal" | "binary" | "base32";
+export type WireEncoding = "decimal" | "binary" | "base32" | "ranges";
 
 /** Options of the calls that hand out IDs or numbers. */
 export interface WireOptions extends CallOptions {
@@ -230,7 +233,18 @@ export class UidClient<K extends IdKind = "string"> {
     const enc = opts.encoding ?? ENCODING_BINARY;
     const reply = await this.#request(s, String(n), wireHeaders(enc), opts);
     let ids: bigint[];
-    if (enc === ENCODING_BINARY) {
+    if (enc === ENCODING_RANGES) {
+      let runs;
+      try {
+        runs = decodeRanges(reply.data, n);
+      } catch (e) {
+        throw new ProtocolError(`${s}: ${(e as Error).message}`, { cause: e });
+      }
+      ids = expandRanges(runs);
+      if (ids.length !== n) {
+        throw new ProtocolError(`${s}: asked for ${n} IDs, the ranges reply holds ${ids.length}`);
+      }
+    } else if (enc === ENCODING_BINARY) {
       if (reply.data.length !== n * BINARY_ID_WIDTH) {
         throw new ProtocolError(`${s}: asked for ${n} IDs, the reply holds ${reply.data.length} bytes`);
       }
@@ -503,8 +517,8 @@ function wireHeaders(enc: WireEncoding): MsgHdrs | undefined {
   if (enc === ENCODING_DECIMAL) {
     return undefined;
   }
-  if (enc !== ENCODING_BINARY && enc !== ENCODING_BASE32) {
-    throw new TypeError(`encoding must be "decimal", "binary" or "base32", not ${JSON.stringify(enc)}`);
+  if (enc !== ENCODING_BINARY && enc !== ENCODING_BASE32 && enc !== ENCODING_RANGES) {
+    throw new TypeError(`encoding must be "decimal", "binary", "base32" or "ranges", not ${JSON.stringify(enc)}`);
   }
   const h = newHeaders();
   h.set(ENCODING_HEADER, enc);

@@ -3,7 +3,7 @@
 // default layout is above that, so IDs stay strings or bigints here and
 // never pass through a number (nor through JSON.parse of a bare number).
 
-import { BINARY_ID_WIDTH } from "./protocol.js";
+import { BINARY_ID_WIDTH, RANGE_WIDTH } from "./protocol.js";
 import { ProtocolError } from "./errors.js";
 
 /** The largest value an ID field can hold: 2^64 − 1. */
@@ -52,6 +52,73 @@ export function encodeBinary(ids: readonly (bigint | string)[]): Uint8Array {
   const out = new Uint8Array(ids.length * BINARY_ID_WIDTH);
   const view = new DataView(out.buffer);
   ids.forEach((id, i) => view.setBigUint64(i * BINARY_ID_WIDTH, toUint64(id), false));
+  return out;
+}
+
+/** A run of consecutive IDs: first, first + 1, ..., first + count − 1. */
+export interface IdRange {
+  first: bigint;
+  count: bigint;
+}
+
+/**
+ * Decodes a ranges reply (Uid-Encoding: ranges) into its runs: each 16
+ * bytes are a run's first ID and its count, each 8 bytes big-endian. The
+ * runs must be non-empty and increasing (each starts after the one before
+ * ends), their IDs within 64 bits, and together at most limit IDs when
+ * limit is given (checked before anything is expanded). Throws
+ * ProtocolError otherwise.
+ */
+export function decodeRanges(data: Uint8Array, limit?: number): IdRange[] {
+  if (data.length % RANGE_WIDTH !== 0) {
+    throw new ProtocolError(`ranges reply of ${data.length} bytes is not a multiple of ${RANGE_WIDTH}`);
+  }
+  const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+  const runs: IdRange[] = [];
+  let total = 0n;
+  let nextFree = 0n; // the smallest ID the next run may start at
+  for (let off = 0; off < data.length; off += RANGE_WIDTH) {
+    const first = view.getBigUint64(off, false);
+    const count = view.getBigUint64(off + 8, false);
+    const where = `ranges reply run ${off / RANGE_WIDTH}`;
+    if (count === 0n) {
+      throw new ProtocolError(`${where} (first ID ${first}) has a count of 0`);
+    }
+    if (first + count - 1n > MAX_UINT64) {
+      throw new ProtocolError(`${where}: ${count} IDs from ${first} run past 2^64 - 1`);
+    }
+    if (first < nextFree) {
+      throw new ProtocolError(`${where} starts at ${first}, not after the run before it (which ends at ${nextFree - 1n})`);
+    }
+    total += count;
+    if (limit !== undefined && total > BigInt(limit)) {
+      throw new ProtocolError(`ranges reply holds more than ${limit} IDs (at least ${total})`);
+    }
+    runs.push({ first, count });
+    nextFree = first + count;
+  }
+  return runs;
+}
+
+/** The IDs of runs, in order. */
+export function expandRanges(runs: readonly IdRange[]): bigint[] {
+  const ids: bigint[] = [];
+  for (const { first, count } of runs) {
+    for (let i = 0n; i < count; i++) {
+      ids.push(first + i);
+    }
+  }
+  return ids;
+}
+
+/** Encodes runs as a ranges reply does (for tests and responders). */
+export function encodeRanges(runs: readonly IdRange[]): Uint8Array {
+  const out = new Uint8Array(runs.length * RANGE_WIDTH);
+  const view = new DataView(out.buffer);
+  runs.forEach(({ first, count }, i) => {
+    view.setBigUint64(i * RANGE_WIDTH, toUint64(first), false);
+    view.setBigUint64(i * RANGE_WIDTH + 8, toUint64(count), false);
+  });
   return out;
 }
 

@@ -18,6 +18,17 @@ export {
   UnavailableError,
   UnknownSequenceError,
 } from "./errors.js";
-export { BASE32_WIDTH, decodeBinary, decodeDecimalLines, encodeBinary, fromBase32, MAX_UINT64, toBase32 } from "./codec.js";
-export type { IdKind, IdTypes } from "./codec.js";
+export {
+  BASE32_WIDTH,
+  decodeBinary,
+  decodeDecimalLines,
+  decodeRanges,
+  encodeBinary,
+  encodeRanges,
+  expandRanges,
+  fromBase32,
+  MAX_UINT64,
+  toBase32,
+} from "./codec.js";
+export type { IdKind, IdRange, IdTypes } from "./codec.js";
 export * from "./protocol.js";

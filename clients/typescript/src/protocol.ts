@@ -17,6 +17,13 @@ export const ENCODING_BINARY = "binary";
  * option says so; batches default to binary, which is smaller.
  */
 export const ENCODING_BASE32 = "base32";
+/**
+ * Runs of consecutive IDs, 16 bytes each: the first ID, then the count,
+ * each 8 bytes big-endian, in increasing order. The client expands them:
+ * the smallest reply for large batches, on uid.batch and the sequence
+ * batch subjects of dispensers that have it.
+ */
+export const ENCODING_RANGES = "ranges";
 /** Decimal needs no header: the name this client gives the default. */
 export const ENCODING_DECIMAL = "decimal";
 /**
@@ -41,6 +48,8 @@ export const CODE_UNAVAILABLE = 503; // no ID right now; retry, another instance
 
 /** The size of one ID in a binary batch reply. */
 export const BINARY_ID_WIDTH = 8;
+/** The size of one run in a ranges reply: the first ID and the count. */
+export const RANGE_WIDTH = 16;
 
 /** The subject of an endpoint (`next`, `batch`, `parse`) under prefix. */
 export function subject(prefix: string, endpoint: "next" | "batch" | "parse"): string {

@@ -3,7 +3,7 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { decodeBinary, decodeDecimalLines, encodeBinary, fromBase32, MAX_UINT64, toBase32 } from "../src/index.js";
+import { decodeBinary, decodeDecimalLines, decodeRanges, encodeBinary, encodeRanges, expandRanges, fromBase32, MAX_UINT64, toBase32 } from "../src/index.js";
 import { ProtocolError } from "../src/errors.js";
 
 // Deterministic pseudo-random 64-bit values (xorshift), so a failure
@@ -120,4 +120,56 @@ test("fuzz: random text either decodes to what it says or is refused", () => {
     }
   }
   assert.ok(decoded > 1000, `only ${decoded} decoded: the fuzz says little`);
+});
+
+/** One run of a ranges reply, made by hand: first, then count, 8 bytes big-endian each. */
+function run(first: bigint, count: bigint): number[] {
+  const b = new Uint8Array(16);
+  const v = new DataView(b.buffer);
+  v.setBigUint64(0, first);
+  v.setBigUint64(8, count);
+  return [...b];
+}
+
+test("ranges: runs of consecutive IDs, hand-made bytes, expanded in order", () => {
+  const data = new Uint8Array([...run(1000n, 3n), ...run(5000n, 1n), ...run(1n << 62n, 2n)]);
+  const runs = decodeRanges(data);
+  assert.deepEqual(runs, [
+    { first: 1000n, count: 3n },
+    { first: 5000n, count: 1n },
+    { first: 1n << 62n, count: 2n },
+  ]);
+  assert.deepEqual(expandRanges(runs), [1000n, 1001n, 1002n, 5000n, 1n << 62n, (1n << 62n) + 1n]);
+  // Big-endian fields, written out.
+  const fixed = Uint8Array.from([1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 0, 0, 0, 0, 2]);
+  assert.deepEqual(expandRanges(decodeRanges(fixed)), [0x0102030405060708n, 0x0102030405060709n]);
+  // Runs that touch are still increasing.
+  assert.deepEqual(expandRanges(decodeRanges(new Uint8Array([...run(10n, 2n), ...run(12n, 2n)]))), [10n, 11n, 12n, 13n]);
+  assert.deepEqual(decodeRanges(new Uint8Array(0)), []);
+  assert.deepEqual(encodeRanges(runs), data);
+});
+
+test("ranges: a view at its byteOffset, as a NATS message's data is", () => {
+  const packed = new Uint8Array([...run(7n, 2n), ...run(100n, 64n)]);
+  const big = new Uint8Array(packed.length + 5).fill(0xff);
+  big.set(packed, 3);
+  assert.equal(expandRanges(decodeRanges(big.subarray(3, 3 + packed.length))).length, 66);
+});
+
+test("ranges: malformed replies are refused", () => {
+  const max = MAX_UINT64;
+  const cases: [number[], RegExp][] = [
+    [run(1n, 1n).slice(0, 15), /not a multiple of 16/],
+    [[...run(1n, 1n), 0, 0, 0, 0, 0, 0, 0, 0], /not a multiple of 16/],
+    [run(5n, 0n), /count of 0/],
+    [[...run(10n, 5n), ...run(12n, 1n)], /not after the run before/],
+    [[...run(10n, 5n), ...run(3n, 1n)], /not after the run before/],
+    [run(max, 2n), /past 2\^64/],
+  ];
+  for (const [bytes, says] of cases) {
+    assert.throws(() => decodeRanges(new Uint8Array(bytes)), (e: unknown) => e instanceof ProtocolError && says.test(e.message));
+  }
+  // A reply claiming 2^40 IDs fails on the count, before anything is expanded.
+  assert.throws(() => decodeRanges(new Uint8Array([...run(1n, 999n), ...run(2000n, 1n << 40n)]), 1000), /more than 1000 IDs/);
+  assert.equal(expandRanges(decodeRanges(new Uint8Array(run(1n, 1000n)), 1000)).length, 1000);
 });
