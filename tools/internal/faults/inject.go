@@ -118,7 +118,13 @@ func (r *run) partition(ctx context.Context) (Proof, error) {
 		p.What = fmt.Sprintf("minority %s | majority %s", names(small), names(big))
 		err = cut(ctx, small, big)
 	case "leader-dispenser":
-		leader, lerr := r.cluster.leader(ctx, kvStream)
+		// Right after a heal the stream may be electing: ask again.
+		var leader *node
+		var lerr error
+		_ = waitFor(ctx, 15*time.Second, func() bool {
+			leader, lerr = r.cluster.leader(ctx, kvStream)
+			return lerr == nil
+		})
 		if lerr != nil {
 			return Proof{}, lerr
 		}
@@ -313,6 +319,9 @@ func (r *run) kill(ctx context.Context) (Proof, error) {
 // last sequences before the kill and after the restart: what the restore
 // lost.
 func (r *run) powerLoss(ctx context.Context) (Proof, error) {
+	if !r.cfg.SyncAlways && r.rng.IntN(3) == 0 {
+		return r.nodeTailLoss(ctx)
+	}
 	p := Proof{Kind: KindPowerLoss, Start: time.Now()}
 	nodes := r.cluster.nodes
 	delta := r.hold()
@@ -376,6 +385,82 @@ func (r *run) powerLoss(ctx context.Context) (Proof, error) {
 	} else {
 		p.Proven = lost > 0
 	}
+	return p, err
+}
+
+// nodeTailLoss is nats-server #7567's case: one node loses its last Δ
+// seconds (an OS crash under lazy fsync) and comes back while another node
+// is cut off, so that the quorum needs the node that forgot. Node i's
+// store is frozen and copied, it runs Δ, is killed, its copy put back;
+// node j is cut from every host; i restarts; the cut is held, then
+// healed. Proven by what i's restore lost and by the cut's drops.
+func (r *run) nodeTailLoss(ctx context.Context) (Proof, error) {
+	nodes := len(r.cluster.nodes)
+	perm := r.rng.Perm(nodes)
+	ni, nj := r.cluster.nodes[perm[0]], r.cluster.nodes[perm[1]]
+	delta := r.hold()
+	p := Proof{Kind: KindPowerLoss, Start: time.Now(),
+		What: fmt.Sprintf("%s loses its last %s and restarts while %s is cut off (nats-server #7567)", ni.name, delta.Round(time.Millisecond), nj.name)}
+	if err := ni.current().signal(syscall.SIGSTOP); err != nil {
+		return p, err
+	}
+	err := copyDir(ctx, ni.store, ni.store+".copy")
+	_ = ni.current().signal(syscall.SIGCONT)
+	if err != nil {
+		return p, err
+	}
+	_ = sleep(ctx, delta)
+	before := map[string]uint64{}
+	if ss, err := ni.streams(ctx); err == nil {
+		for _, s := range ss {
+			before[s.Name] = s.LastSeq
+		}
+	}
+	ni.current().kill()
+	if err := os.RemoveAll(ni.store); err != nil {
+		return p, fmt.Errorf("faults: %w", err)
+	}
+	if err := os.Rename(ni.store+".copy", ni.store); err != nil {
+		return p, fmt.Errorf("faults: %w", err)
+	}
+	var rest []*netns.Host
+	for _, h := range r.allHosts() {
+		if h != nj.host {
+			rest = append(rest, h)
+		}
+	}
+	if err := cut(ctx, []*netns.Host{nj.host}, rest); err != nil {
+		_, _ = r.healAll(ctx)
+		return p, err
+	}
+	if err := ni.start(); err != nil {
+		_, _ = r.healAll(ctx)
+		return p, err
+	}
+	// What i has right after its restart, before the others can repair
+	// it: read as soon as it answers.
+	after := map[string]uint64{}
+	_ = waitFor(ctx, 30*time.Second, func() bool {
+		ss, err := ni.streams(ctx)
+		if err != nil {
+			return false
+		}
+		for _, s := range ss {
+			after[s.Name] = s.LastSeq
+		}
+		return true
+	})
+	_ = sleep(ctx, r.hold())
+	dropped, err := r.healAll(ctx)
+	p.End = time.Now()
+	var lost uint64
+	for name, b := range before {
+		if a, ok := after[name]; ok && a < b {
+			lost += b - a
+		}
+	}
+	p.Proof = fmt.Sprintf("%s's restore lost %d stream messages; the cut of %s dropped %d packets", ni.name, lost, nj.name, dropped)
+	p.Proven = lost > 0 && dropped > 0
 	return p, err
 }
 

@@ -94,15 +94,19 @@ type Summary struct {
 		Failed  int64 `json:"failed"`
 		Unknown int64 `json:"unknown"`
 	} `json:"calls"`
-	LeaseOverlaps   int           `json:"lease_overlaps"`
-	SegmentOverlaps int           `json:"segment_overlaps"`
-	Passed          bool          `json:"passed"`
-	Unproven        int           `json:"unproven_faults"`
-	Exits           []string      `json:"unexpected_exits,omitempty"`
-	Proofs          []Proof       `json:"proofs"`
-	Check           *check.Result `json:"check"`
-	Dir             string        `json:"dir"`
-	Load            string        `json:"load"`
+	LeaseOverlaps   int `json:"lease_overlaps"`
+	SegmentOverlaps int `json:"segment_overlaps"`
+	// What the lease and segment checks read from the logs: 0 means
+	// those checks saw nothing (the dispensers logged no such event).
+	LeaseClaims int           `json:"lease_claims_read"`
+	Segments    int           `json:"segments_read"`
+	Passed      bool          `json:"passed"`
+	Unproven    int           `json:"unproven_faults"`
+	Exits       []string      `json:"unexpected_exits,omitempty"`
+	Proofs      []Proof       `json:"proofs"`
+	Check       *check.Result `json:"check"`
+	Dir         string        `json:"dir"`
+	Load        string        `json:"load"`
 }
 
 // run is a run in progress.
@@ -448,6 +452,7 @@ func (r *run) summarize() (*Summary, error) {
 	s.Numbers.Acknowledged, s.Numbers.Duplicated = res.Numbers.Acknowledged, res.Numbers.Duplicated
 	s.Calls.OK, s.Calls.Failed, s.Calls.Unknown = res.Calls.OK, res.Calls.Failed, res.Calls.Unknown
 	s.LeaseOverlaps, s.SegmentOverlaps = len(res.LeaseOverlaps), len(res.SegmentOverlaps)
+	s.LeaseClaims, s.Segments = res.Claims, res.Segments
 	s.Passed = res.Valid && s.Unproven == 0 && res.Calls.OK > 0
 	return s, nil
 }

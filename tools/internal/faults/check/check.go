@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/uid-dispenser/uid-dispenser/tools/internal/faults/history"
@@ -95,6 +96,7 @@ type Result struct {
 	Claims          int                     `json:"claims"`   // lease claims read from the logs
 	Segments        int                     `json:"segments"` // sequence segments read from the logs
 	Events          map[string]int          `json:"events"`   // every logged event, counted by name
+	Errors          map[string]int64        `json:"errors"`   // failed and unknown calls by reason (up to its first colon)
 	ByKind          map[string]*WindowStats `json:"by_kind"`  // per fault kind, and "outside"
 	Problems        []string                `json:"problems,omitempty"`
 	Valid           bool                    `json:"valid"`
@@ -113,7 +115,7 @@ type Input struct {
 
 // Check reads the input and returns the verdict.
 func Check(in Input) *Result {
-	r := &Result{Events: map[string]int{}, ByKind: map[string]*WindowStats{}}
+	r := &Result{Events: map[string]int{}, Errors: map[string]int64{}, ByKind: map[string]*WindowStats{}}
 	r.checkValues(in)
 	leases := readLogs(in.Logs, r)
 	r.Claims = len(leases.claims)
@@ -231,8 +233,10 @@ func (r *Result) checkValues(in Input) {
 			}
 		case history.Fail:
 			r.Calls.Failed++
+			r.Errors[reason(c.done.Error)]++
 		case history.Unknown:
 			r.Calls.Unknown++
+			r.Errors[reason(c.done.Error)]++
 			counts.Indeterminate += int64(c.invoke.Count)
 		default:
 			r.Problems = append(r.Problems, fmt.Sprintf("call %s/%d has type %q", c.done.Process, c.done.Call, c.done.Type))
@@ -295,6 +299,15 @@ func (r *Result) windowStats(in Input) {
 		s := a.stats
 		r.ByKind[k] = &s
 	}
+}
+
+// reason is an error's text up to its first colon: the kind of failure
+// without the details (worker IDs, seconds) that make every one differ.
+func reason(err string) string {
+	if i := strings.IndexByte(err, ':'); i > 0 {
+		return err[:i]
+	}
+	return err
 }
 
 // percentile of sorted durations, in milliseconds (nearest rank).

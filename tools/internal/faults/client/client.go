@@ -123,8 +123,8 @@ func request(nc *nats.Conn, subject string, op history.Op, timeout time.Duration
 	op.Replier = msg.Header.Get("Uid-Instance")
 	values, perr := parse(msg.Data)
 	if perr != nil {
-		// A reply that is neither an error nor values: record what came
-		// as failed, with the reason; the checker counts its values lost.
+		// A reply that is neither an error nor values: recorded as ok
+		// with none, and the reason; the checker counts its values lost.
 		op.Type, op.Error = history.OK, perr.Error()
 		return op
 	}
