@@ -59,6 +59,8 @@ type Duplicate struct {
 	Name  string   `json:"name,omitempty"`
 	Value uint64   `json:"value"`
 	Calls []string `json:"calls"` // process/call of each acknowledgment
+	// Acked: when each acknowledgment came (the calls' completions).
+	Acked []time.Time `json:"acked"`
 	// For IDs: the ID's second (unix) and worker.
 	Second int64  `json:"second,omitempty"`
 	Worker uint64 `json:"worker,omitempty"`
@@ -87,17 +89,21 @@ type WindowStats struct {
 
 // Result is the checker's verdict.
 type Result struct {
-	IDs             Counts                  `json:"ids"`
-	Numbers         Counts                  `json:"numbers"`
-	Calls           Calls                   `json:"calls"`
-	Duplicates      []Duplicate             `json:"duplicates,omitempty"` // the first ones
-	LeaseOverlaps   []Overlap               `json:"lease_overlaps,omitempty"`
-	SegmentOverlaps []Overlap               `json:"segment_overlaps,omitempty"`
-	Claims          int                     `json:"claims"`   // lease claims read from the logs
-	Segments        int                     `json:"segments"` // sequence segments read from the logs
-	Events          map[string]int          `json:"events"`   // every logged event, counted by name
-	Errors          map[string]int64        `json:"errors"`   // failed and unknown calls by reason (up to its first colon)
-	ByKind          map[string]*WindowStats `json:"by_kind"`  // per fault kind, and "outside"
+	IDs             Counts           `json:"ids"`
+	Numbers         Counts           `json:"numbers"`
+	Calls           Calls            `json:"calls"`
+	Duplicates      []Duplicate      `json:"duplicates,omitempty"` // the first ones
+	LeaseOverlaps   []Overlap        `json:"lease_overlaps,omitempty"`
+	SegmentOverlaps []Overlap        `json:"segment_overlaps,omitempty"`
+	Claims          int              `json:"claims"`   // lease claims read from the logs
+	Segments        int              `json:"segments"` // sequence segments read from the logs
+	Events          map[string]int   `json:"events"`   // every logged event, counted by name
+	Errors          map[string]int64 `json:"errors"`   // failed and unknown calls by reason (up to its first colon)
+	// DuplicatesAfter counts the repeated acknowledgments by the fault
+	// that most recently began before each ("kind: what"; "none" before
+	// the first fault).
+	DuplicatesAfter map[string]int64        `json:"duplicates_after,omitempty"`
+	ByKind          map[string]*WindowStats `json:"by_kind"` // per fault kind, and "outside"
 	Problems        []string                `json:"problems,omitempty"`
 	Valid           bool                    `json:"valid"`
 }
@@ -115,7 +121,7 @@ type Input struct {
 
 // Check reads the input and returns the verdict.
 func Check(in Input) *Result {
-	r := &Result{Events: map[string]int{}, Errors: map[string]int64{}, ByKind: map[string]*WindowStats{}}
+	r := &Result{Events: map[string]int{}, Errors: map[string]int64{}, DuplicatesAfter: map[string]int64{}, ByKind: map[string]*WindowStats{}}
 	r.checkValues(in)
 	leases := readLogs(in.Logs, r)
 	r.Claims = len(leases.claims)
@@ -176,6 +182,7 @@ func (r *Result) checkValues(in Input) {
 		c := calls[k]
 		return fmt.Sprintf("%s/%d", c.done.Process, c.done.Call)
 	}
+	acked := func(k int32) time.Time { return time.Unix(0, calls[k].done.Time) }
 	record := func(k int32, v uint64) {
 		c := calls[k]
 		m, counts, key := ids, &r.IDs, dupKey{value: v}
@@ -195,7 +202,7 @@ func (r *Result) checkValues(in Input) {
 		counts.Duplicated++
 		d := dupOf[key]
 		if d == nil {
-			d = &Duplicate{Func: c.invoke.Func, Name: c.invoke.Name, Value: v, Calls: []string{where(first)}}
+			d = &Duplicate{Func: c.invoke.Func, Name: c.invoke.Name, Value: v, Calls: []string{where(first)}, Acked: []time.Time{acked(first)}}
 			if c.invoke.Func == history.FuncIDs {
 				if p, err := in.Layout.Parse(v); err == nil {
 					d.Second, d.Worker = p.Time.Unix(), p.WorkerID
@@ -205,6 +212,8 @@ func (r *Result) checkValues(in Input) {
 			dups = append(dups, d)
 		}
 		d.Calls = append(d.Calls, where(k))
+		d.Acked = append(d.Acked, acked(k))
+		r.DuplicatesAfter[lastWindowBefore(in.Windows, acked(k))]++
 	}
 	defer func() {
 		for _, d := range dups[:min(len(dups), maxListed)] {
@@ -299,6 +308,20 @@ func (r *Result) windowStats(in Input) {
 		s := a.stats
 		r.ByKind[k] = &s
 	}
+}
+
+// lastWindowBefore names the window that most recently began before t.
+func lastWindowBefore(ws []Window, t time.Time) string {
+	best := -1
+	for i, w := range ws {
+		if w.Start.Before(t) && (best < 0 || w.Start.After(ws[best].Start)) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return "none"
+	}
+	return ws[best].Kind + ": " + ws[best].What
 }
 
 // reason is an error's text up to its first colon: the kind of failure

@@ -103,8 +103,11 @@ func TestDuplicateIDCaught(t *testing.T) {
 		t.Fatalf("duplicate not caught: %+v", r)
 	}
 	d := r.Duplicates[0]
-	if d.Value != id || d.Worker != 7 || d.Second != layout.EpochSecond()+1000 || len(d.Calls) != 2 {
+	if d.Value != id || d.Worker != 7 || d.Second != layout.EpochSecond()+1000 || len(d.Calls) != 2 || len(d.Acked) != 2 {
 		t.Errorf("duplicate reported as %+v", d)
+	}
+	if r.DuplicatesAfter["none"] != 1 {
+		t.Errorf("duplicates after: %v", r.DuplicatesAfter)
 	}
 }
 
