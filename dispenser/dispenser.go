@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/retry"
 	"github.com/uid-dispenser/uid-dispenser/natsio"
 	"github.com/uid-dispenser/uid-dispenser/natsio/kvstore"
 	"github.com/uid-dispenser/uid-dispenser/natsio/natsconn"
@@ -384,7 +385,7 @@ func (d *Dispenser) reclaim(ctx context.Context) error {
 	d.mu.Unlock()
 	_, lostErr := oldClaim.Until()
 	d.log.Error("worker claim lost for good; claiming a new worker ID", "worker_id", oldClaim.WorkerID(), "err", lostErr)
-	backoff := 100 * time.Millisecond
+	var pauses retry.Backoff
 	for {
 		claim, err := d.assigner.Claim(ctx, d.cfg.Layout())
 		if err == nil {
@@ -409,13 +410,11 @@ func (d *Dispenser) reclaim(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		d.log.Error("claiming a new worker ID failed; retrying", "err", err, "in", backoff)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(backoff):
+		pause := pauses.Next()
+		d.log.Error("claiming a new worker ID failed; retrying", "err", err, "in", pause)
+		if err := retry.Sleep(ctx, pause); err != nil {
+			return err
 		}
-		backoff = min(2*backoff, 5*time.Second)
 	}
 }
 

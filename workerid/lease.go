@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/retry"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
@@ -494,12 +495,13 @@ func (l *Lease) setLost(cause error) {
 }
 
 // heartbeat renews the lease every TTL/3, and at once when a generator
-// needs more seconds; after a failure it retries sooner, ignoring wake-ups
-// so that an unreachable store is not hammered.
+// needs more seconds; after a failure it retries sooner (the retry
+// policy, at most TTL/10 apart, so that renewals fit in the TTL),
+// ignoring wake-ups so that an unreachable store is not hammered.
 func (l *Lease) heartbeat() {
 	defer l.wg.Done()
 	interval := l.ttl / 3
-	retry := min(max(l.ttl/10, 50*time.Millisecond), time.Second)
+	pauses := retry.Policy{Max: min(max(l.ttl/10, retry.DefaultMin), time.Second)}.Start()
 	timer := time.NewTimer(interval)
 	defer timer.Stop()
 	failing := false
@@ -521,6 +523,7 @@ func (l *Lease) heartbeat() {
 				l.log.Info("workerid: lease renewal works again")
 			}
 			failing = false
+			pauses.Reset()
 			timer.Reset(interval)
 		case errors.Is(err, ErrLeaseTaken):
 			l.mu.Lock()
@@ -534,11 +537,14 @@ func (l *Lease) heartbeat() {
 		case l.ctx.Err() != nil:
 			return
 		default:
+			pause := pauses.Next()
 			if !failing {
-				l.log.Warn("workerid: lease renewal failed; retrying", "error", err, "time_left", l.TimeLeft())
+				l.log.Warn("workerid: lease renewal failed; retrying", "error", err, "time_left", l.TimeLeft(), "in", pause)
+			} else {
+				l.log.Debug("workerid: lease renewal failed again; retrying", "error", err, "in", pause)
 			}
 			failing = true
-			timer.Reset(retry)
+			timer.Reset(pause)
 		}
 	}
 }
@@ -560,8 +566,9 @@ func Permanent(err error) error { return permanentError{err} }
 
 // RetryStore runs op until it succeeds, returns a Permanent error, ctx is
 // done, or within has passed; then the error wraps ErrStoreUnavailable
-// and op's last error. Retries back off from 50ms to 2s. what names the
-// operation in the log (never a secret).
+// and op's last error. Retries pause as the retry policy says (from 50ms
+// to 2s, with jitter). what names the operation in the log (never a
+// secret).
 func RetryStore(ctx context.Context, within time.Duration, log *slog.Logger, what string, op func(context.Context) error) error {
 	if log == nil {
 		log = slog.Default()
@@ -569,7 +576,7 @@ func RetryStore(ctx context.Context, within time.Duration, log *slog.Logger, wha
 	within = max(within, 0) // negative: one attempt
 	start := time.Now()
 	deadline := start.Add(within)
-	delay := 50 * time.Millisecond
+	var pauses retry.Backoff
 	for attempt := 1; ; attempt++ {
 		// A hung attempt must not use up the whole deadline.
 		opCtx, cancel := context.WithTimeout(ctx, max(min(time.Until(deadline), 10*time.Second), 2*time.Second))
@@ -595,14 +602,9 @@ func RetryStore(ctx context.Context, within time.Duration, log *slog.Logger, wha
 		if attempt == 1 {
 			log.Warn("workerid: store not reachable; retrying", "op", what, "error", err, "for", left.Round(time.Millisecond))
 		}
-		t := time.NewTimer(min(delay, left))
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if retry.Sleep(ctx, min(pauses.Next(), left)) != nil {
 			return fmt.Errorf("%w: %s: %w (last error: %w)", ErrStoreUnavailable, what, ctx.Err(), err)
-		case <-t.C:
 		}
-		delay = min(delay*2, 2*time.Second)
 	}
 }
 

@@ -2,8 +2,11 @@ package testenv
 
 import (
 	"bytes"
+	"encoding/json"
 	"log/slog"
+	"strings"
 	"sync"
+	"testing"
 )
 
 // LogBuffer is a log sink that a logger (or a server) and the test can
@@ -30,4 +33,25 @@ func (b *LogBuffer) String() string {
 // Logger is a text logger at level that writes to b.
 func (b *LogBuffer) Logger(level slog.Level) *slog.Logger {
 	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: level}))
+}
+
+// JSONLogger is a JSON logger at level that writes to b, for tests that
+// read the log's records back (Records).
+func (b *LogBuffer) JSONLogger(level slog.Level) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(b, &slog.HandlerOptions{Level: level}))
+}
+
+// Records parses what a JSONLogger wrote, one record a line; a line that
+// is not a JSON object fails the test.
+func (b *LogBuffer) Records(t testing.TB) []map[string]any {
+	t.Helper()
+	var recs []map[string]any
+	for line := range strings.Lines(b.String()) {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("a log line that is not a JSON record: %q: %v", line, err)
+		}
+		recs = append(recs, rec)
+	}
+	return recs
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/uid-dispenser/uid-dispenser/internal/retry"
 )
 
 // Config says how to reach and authenticate to NATS. Secrets in it
@@ -227,7 +229,7 @@ func ConnectWaiting(ctx context.Context, cfg Config) (*Conn, error) {
 		log = slog.Default()
 	}
 	began := time.Now()
-	backoff := 100 * time.Millisecond
+	var pauses retry.Backoff
 	var last error // the last "no servers" failure
 	giveUp := func(attempts int, err error) error {
 		if last == nil {
@@ -246,7 +248,7 @@ func ConnectWaiting(ctx context.Context, cfg Config) (*Conn, error) {
 			return nil, err
 		}
 		last = err
-		wait := backoff
+		wait := pauses.Next()
 		if deadline, ok := ctx.Deadline(); ok {
 			wait = min(wait, time.Until(deadline))
 		}
@@ -254,13 +256,8 @@ func ConnectWaiting(ctx context.Context, cfg Config) (*Conn, error) {
 			return nil, giveUp(attempt, err)
 		}
 		log.Info("NATS not reachable yet; retrying", "url", RedactURL(cfg.URL), "attempt", attempt, "err", nats.ErrNoServers, "in", wait)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if retry.Sleep(ctx, wait) != nil {
 			return nil, giveUp(attempt, err)
-		case <-t.C:
 		}
-		backoff = min(2*backoff, 2*time.Second)
 	}
 }

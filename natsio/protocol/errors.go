@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 )
 
 // Error codes of the protocol, sent in the Nats-Service-Error-Code header.
@@ -54,6 +55,9 @@ type ServiceError struct {
 	Subject     string // the request's subject (client side)
 	Code        int
 	Description string
+	// RetryAfter is the service's hint (RetryAfterHeader, with a 503 at
+	// capacity): retry no sooner. 0 without one.
+	RetryAfter time.Duration
 }
 
 // Error is the reply as the service put it, behind the subject and the
@@ -80,10 +84,17 @@ func (e *ServiceError) Is(target error) bool {
 	return false
 }
 
+// MaxRetryAfter bounds the retry hint a client honours: a hint beyond
+// it (a broken or hostile responder) is read as MaxRetryAfter. The
+// service's hints are at most a second.
+const MaxRetryAfter = time.Minute
+
 // ErrorFromHeaders returns the error reply that a reply's
-// Nats-Service-Error-Code (code) and Nats-Service-Error (description)
-// headers carry, or nil when code is empty (not an error reply).
-func ErrorFromHeaders(subject string, code, description string) error {
+// Nats-Service-Error-Code (code), Nats-Service-Error (description) and
+// Uid-Retry-After-Ms (retryAfter) headers carry, or nil when code is
+// empty (not an error reply). A retryAfter that is not a positive
+// number of milliseconds is no hint.
+func ErrorFromHeaders(subject string, code, description, retryAfter string) error {
 	if code == "" {
 		return nil
 	}
@@ -92,5 +103,16 @@ func ErrorFromHeaders(subject string, code, description string) error {
 		n = CodeInternal
 		description = fmt.Sprintf("unparseable error code %q: %s", code, description)
 	}
-	return &ServiceError{Subject: subject, Code: n, Description: description}
+	return &ServiceError{Subject: subject, Code: n, Description: description, RetryAfter: parseRetryAfter(retryAfter)}
+}
+
+func parseRetryAfter(ms string) time.Duration {
+	if ms == "" {
+		return 0
+	}
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return time.Duration(min(n, int64(MaxRetryAfter/time.Millisecond))) * time.Millisecond
 }

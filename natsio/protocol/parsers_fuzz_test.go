@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // FuzzDecodeDecimalIDs: the decoder of decimal batch replies.
@@ -86,11 +87,12 @@ func FuzzParseBase32(f *testing.F) {
 // FuzzErrorFromHeaders: the client's reading of the micro error
 // headers of a reply.
 func FuzzErrorFromHeaders(f *testing.F) {
-	for _, s := range [][2]string{{"", ""}, {"400", "count is 0"}, {"503", "buffer empty"}, {"500", ""}, {"abc", "x"}, {"-1", ""}, {"99999999999999999999", "big"}} {
-		f.Add(s[0], s[1])
+	for _, s := range [][3]string{{"", "", ""}, {"400", "count is 0", ""}, {"503", "at capacity", "250"}, {"503", "buffer empty", "-5"}, {"500", "", "x"},
+		{"abc", "x", "99999999999999999999"}, {"-1", "", "0"}, {"99999999999999999999", "big", "60001"}} {
+		f.Add(s[0], s[1], s[2])
 	}
-	f.Fuzz(func(t *testing.T, code, description string) {
-		err := ErrorFromHeaders("uid.next", code, description)
+	f.Fuzz(func(t *testing.T, code, description, retryAfter string) {
+		err := ErrorFromHeaders("uid.next", code, description, retryAfter)
 		if code == "" {
 			if err != nil {
 				t.Fatalf("no error code, error %v", err)
@@ -107,6 +109,13 @@ func FuzzErrorFromHeaders(f *testing.F) {
 		}
 		if se.Code != n || !strings.Contains(se.Description, description) {
 			t.Fatalf("code %q %q: got %d %q", code, description, se.Code, se.Description)
+		}
+		wantAfter := time.Duration(0)
+		if ms, err := strconv.ParseInt(retryAfter, 10, 64); err == nil && ms > 0 {
+			wantAfter = time.Duration(min(ms, 60_000)) * time.Millisecond
+		}
+		if se.RetryAfter != wantAfter {
+			t.Fatalf("retry after %q: %v, want %v", retryAfter, se.RetryAfter, wantAfter)
 		}
 		if errors.Is(err, ErrBadRequest) != (n == CodeBadRequest) || errors.Is(err, ErrUnavailable) != (n == CodeUnavailable) {
 			t.Fatalf("code %q: Is(ErrBadRequest)=%v Is(ErrUnavailable)=%v", code, errors.Is(err, ErrBadRequest), errors.Is(err, ErrUnavailable))

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/retry"
 	"github.com/uid-dispenser/uid-dispenser/natsio/internal/problemlog"
 	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 )
@@ -319,18 +320,8 @@ func (s *BlockSource) fetchLoop(ctx context.Context) {
 	var created time.Time // the bound consumer instance's
 	bindProblem := problemlog.Log{Log: s.log, What: "blocks: bind consumer"}
 	fetchProblem := problemlog.Log{Log: s.log, What: "blocks: fetch"}
-	backoff := 100 * time.Millisecond
-	pause := func() bool {
-		t := time.NewTimer(backoff)
-		defer t.Stop()
-		backoff = min(2*backoff, 5*time.Second)
-		select {
-		case <-t.C:
-			return true
-		case <-ctx.Done():
-			return false
-		}
-	}
+	var pauses retry.Backoff
+	pause := func() bool { return retry.Sleep(ctx, pauses.Next()) == nil }
 	for {
 		if !s.needsBlock() {
 			select {
@@ -394,7 +385,7 @@ func (s *BlockSource) fetchLoop(ctx context.Context) {
 			continue
 		}
 		fetchProblem.OK()
-		backoff = 100 * time.Millisecond
+		pauses.Reset()
 		var held []heldBlock
 		for _, msg := range msgs {
 			if ids := s.claim(ctx, msg); ids != nil {

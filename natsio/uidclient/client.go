@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -15,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/retry"
 	"github.com/uid-dispenser/uid-dispenser/natsio/internal/quote"
 	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
@@ -30,7 +30,8 @@ type Config struct {
 	AttemptTimeout time.Duration
 	// MinBackoff and MaxBackoff bound the pause between attempts after no
 	// responders or a 503 (defaults 2ms and 250ms; doubled each time,
-	// with jitter).
+	// with jitter: the retry policy). A 503 with Uid-Retry-After-Ms is
+	// retried no sooner than it says.
 	MinBackoff, MaxBackoff time.Duration
 	// HomeWait bounds how long a sequence request keeps asking while its
 	// home region cannot be reached (no responders, and the instances
@@ -334,7 +335,7 @@ func (c *Client) request(ctx context.Context, msg *nats.Msg, template string) (*
 
 // attempts is request's retry loop.
 func (c *Client) attempts(ctx context.Context, msg *nats.Msg, template string) (*nats.Msg, error) {
-	backoff := c.cfg.MinBackoff
+	pauses := retry.Policy{Min: c.cfg.MinBackoff, Max: c.cfg.MaxBackoff}.Start()
 	var last error
 	c.stats.requests.Add(1)
 	homeAsked := template != c.seqNext && template != c.seqBatch // only sequences have homes
@@ -346,7 +347,7 @@ func (c *Client) attempts(ctx context.Context, msg *nats.Msg, template string) (
 		}
 		reply, err := c.attempt(ctx, msg)
 		if err == nil {
-			err = protocol.ErrorFromHeaders(msg.Subject, reply.Header.Get(micro.ErrorCodeHeader), reply.Header.Get(micro.ErrorHeader))
+			err = protocol.ErrorFromHeaders(msg.Subject, reply.Header.Get(micro.ErrorCodeHeader), reply.Header.Get(micro.ErrorHeader), reply.Header.Get(protocol.RetryAfterHeader))
 			if err == nil {
 				return reply, nil
 			}
@@ -391,8 +392,10 @@ func (c *Client) attempts(ctx context.Context, msg *nats.Msg, template string) (
 		}
 		last = err
 		c.stats.count(err)
-		pause := backoff/2 + rand.N(backoff/2+1)
-		backoff = min(2*backoff, c.cfg.MaxBackoff)
+		pause := pauses.Next()
+		if se, isService := err.(*ServiceError); isService {
+			pause = max(pause, se.RetryAfter) // the instance's hint is a floor
+		}
 		t := time.NewTimer(pause)
 		select {
 		case <-t.C:
@@ -441,7 +444,7 @@ func (c *Client) homeUnreachable(ctx context.Context, subject string, cause erro
 	if err != nil {
 		return nil
 	}
-	if err := protocol.ErrorFromHeaders(subject, reply.Header.Get(micro.ErrorCodeHeader), reply.Header.Get(micro.ErrorHeader)); err != nil {
+	if err := protocol.ErrorFromHeaders(subject, reply.Header.Get(micro.ErrorCodeHeader), reply.Header.Get(micro.ErrorHeader), ""); err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return err
 		}

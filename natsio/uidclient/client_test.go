@@ -6,11 +6,13 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
 	"go.uber.org/goleak"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
@@ -351,4 +353,76 @@ func TestClientJSSafeFleetAndParseWithLayout(t *testing.T) {
 		t.Fatalf("a bad layout: %v", err)
 	}
 	t.Logf("%d distinct JS-safe IDs", len(all))
+}
+
+// A 503 with Uid-Retry-After-Ms is retried no sooner than it says: with
+// an hour's hint (read as protocol.MaxRetryAfter) and a two-second
+// deadline the client asks once and gives up at the deadline with the
+// 503, which carries the hint; with a short hint it retries until the
+// responder answers.
+func TestClientWaitsTheRetryAfterOfA503(t *testing.T) {
+	srv := clientTestServer(t)
+	nc := clientTestConn(t, srv.ClientURL())
+	var asked atomic.Int64
+	var hint atomic.Value
+	hint.Store("3600000")
+	sub, err := clientTestConn(t, srv.ClientURL()).Subscribe(protocol.Subject(protocol.DefaultSubjectPrefix, protocol.EndpointNext), func(m *nats.Msg) {
+		if asked.Add(1) <= 3 {
+			_ = m.RespondMsg(&nats.Msg{Header: nats.Header{
+				micro.ErrorCodeHeader:     {"503"},
+				micro.ErrorHeader:         {"at capacity: retry later"},
+				protocol.RetryAfterHeader: {hint.Load().(string)},
+			}})
+			return
+		}
+		_ = m.Respond([]byte("42"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	client := uidclient.New(nc, uidclient.Config{})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, err = client.Next(ctx)
+	var se *protocol.ServiceError
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &se) || se.RetryAfter != protocol.MaxRetryAfter {
+		t.Fatalf("Next = %v; want the deadline and the 503 with its hint (%v)", err, protocol.MaxRetryAfter)
+	}
+	if n := asked.Load(); n != 1 {
+		t.Fatalf("asked %d times within the hour the 503 said to wait", n)
+	}
+
+	hint.Store("20")
+	ctx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if id, err := client.Next(ctx); err != nil || id != 42 {
+		t.Fatalf("Next after short hints = %d, %v", id, err)
+	}
+	if n := asked.Load(); n != 4 {
+		t.Fatalf("asked %d times in all, want 4 (one, then two more 503s and the answer)", n)
+	}
+}
+
+// A real service at its capacity sends the hint, and the client's
+// *ServiceError carries it: the time to the service's next second.
+func TestClientReadsTheRetryAfterOfARealService(t *testing.T) {
+	url := clientTestServer(t).ClientURL()
+	layout := uidcore.Layout{TimeBits: 43, WorkerBits: 10, SeqBits: 10, Epoch: uidcore.DefaultEpoch}
+	startClientTestService(t, url, 2, clientTestOpts{cached: uidcore.CachedOptions{Layout: layout, RingSeconds: 1, MaxAhead: time.Second, TakeWait: time.Nanosecond}})
+	client := uidclient.New(clientTestConn(t, url), uidclient.Config{})
+	var se *protocol.ServiceError
+	// Until padding has met its bound once, an empty ring is padding
+	// running behind (503 "buffer empty", no hint); after that it is
+	// capacity.
+	testenv.WaitFor(t, 30*time.Second, "a 503 at capacity", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		_, err := client.Batch(ctx, 1000)
+		return errors.As(err, &se) && strings.HasPrefix(se.Description, "at capacity")
+	})
+	if se.Code != protocol.CodeUnavailable || se.RetryAfter <= 0 || se.RetryAfter > time.Second {
+		t.Fatalf("%+v: want a 503 with a hint of at most a second", se)
+	}
 }

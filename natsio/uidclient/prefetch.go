@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/uid-dispenser/uid-dispenser/internal/retry"
 )
 
 // PrefetchConfig configures a Prefetcher. Zero values take defaults.
@@ -154,7 +156,7 @@ func (p *Prefetcher) signal() {
 
 func (p *Prefetcher) fetchLoop() {
 	defer p.wg.Done()
-	backoff := 50 * time.Millisecond
+	var pauses retry.Backoff
 	for {
 		select {
 		case <-p.ctx.Done():
@@ -179,17 +181,12 @@ func (p *Prefetcher) fetchLoop() {
 			p.arrived = make(chan struct{})
 			p.mu.Unlock()
 			if err == nil {
-				backoff = 50 * time.Millisecond
+				pauses.Reset()
 				continue
 			}
-			t := time.NewTimer(backoff)
-			select {
-			case <-t.C:
-			case <-p.ctx.Done():
-				t.Stop()
+			if retry.Sleep(p.ctx, pauses.Next()) != nil {
 				return
 			}
-			backoff = min(2*backoff, 2*time.Second)
 		}
 	}
 }

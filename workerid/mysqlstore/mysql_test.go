@@ -643,3 +643,113 @@ func TestMySQLFleetSealedBelowZero(t *testing.T) {
 		t.Fatalf("a record sealed now stores STARTS_AFTER %d (%v), want -1800000001", stored, err)
 	}
 }
+
+// TestLeaseRenewalsSpreadAfterAnOutage: leases claimed together, whose
+// store then goes away, retry their renewals each on its own jittered
+// pauses, so that when the store is back they do not come back in
+// lockstep. The check is on the pauses they drew (distinct at every
+// step), which load cannot change; the spread of their first successful
+// renewals after the outage, which load can, is logged for the record.
+func TestLeaseRenewalsSpreadAfterAnOutage(t *testing.T) {
+	const leases, steps = 16, 4
+	dsn := testenv.MySQL(t)
+	c, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := faultproxy.NewProxy(t, c.Addr)
+	var logs testenv.LogBuffer
+	cfg := mysqlstore.DefaultConfig()
+	cfg.Config, cfg.MySQLDSN = workeridtest.Config(workerid.ModeLeased), withAddr(t, dsn, proxy.Addr())
+	cfg.LeaseTTL = 10 * time.Second // retries at most a second apart; the outage stays well within the TTL
+	cfg.Logger = logs.JSONLogger(slog.LevelDebug)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a, err := mysqlstore.NewAssigner(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	layout := uidcore.Layout{TimeBits: 41, WorkerBits: 10, SeqBits: 12, Epoch: uidcore.DefaultEpoch}
+	claims := make([]uidcore.Claim, leases)
+	errs := make([]error, leases)
+	var wg sync.WaitGroup
+	for i := range claims {
+		wg.Go(func() { claims[i], errs[i] = a.Claim(ctx, layout) })
+	}
+	wg.Wait()
+	for i, cl := range claims {
+		if errs[i] != nil {
+			t.Fatalf("a claim failed: %v", errs[i])
+		}
+		defer release(t, cl)
+	}
+
+	// Per worker ID: the pauses drawn after failed renewals, in order, and
+	// when renewals worked again.
+	type history struct {
+		pauses    []float64
+		recovered time.Time
+	}
+	read := func() map[float64]*history {
+		h := map[float64]*history{}
+		for _, rec := range logs.Records(t) {
+			w, ok := rec["worker_id"].(float64)
+			if !ok {
+				continue
+			}
+			if h[w] == nil {
+				h[w] = &history{}
+			}
+			msg, _ := rec["msg"].(string)
+			switch {
+			case strings.HasPrefix(msg, "workerid: lease renewal failed"):
+				h[w].pauses = append(h[w].pauses, rec["in"].(float64))
+			case msg == "workerid: lease renewal works again" && h[w].recovered.IsZero():
+				h[w].recovered, _ = time.Parse(time.RFC3339Nano, rec["time"].(string))
+			}
+		}
+		return h
+	}
+	proxy.Cut()
+	testenv.WaitFor(t, 20*time.Second, fmt.Sprintf("every lease retried its renewal %d times", steps), func() bool {
+		h := read()
+		n := 0
+		for _, x := range h {
+			if len(x.pauses) >= steps {
+				n++
+			}
+		}
+		return n == leases
+	})
+	proxy.Restore()
+	testenv.WaitFor(t, 20*time.Second, "every lease renewed again", func() bool {
+		n := 0
+		for _, x := range read() {
+			if !x.recovered.IsZero() {
+				n++
+			}
+		}
+		return n == leases
+	})
+	h := read()
+	for step := range steps {
+		seen := map[float64]bool{}
+		for _, x := range h {
+			seen[x.pauses[step]] = true
+		}
+		if len(seen) != leases {
+			t.Fatalf("pause %d after the outage began: %d distinct among %d leases: they retry in lockstep", step+1, len(seen), leases)
+		}
+	}
+	var first, last time.Time
+	for _, x := range h {
+		if first.IsZero() || x.recovered.Before(first) {
+			first = x.recovered
+		}
+		if x.recovered.After(last) {
+			last = x.recovered
+		}
+	}
+	t.Logf("%d leases renewed again over %v after the store came back", leases, last.Sub(first))
+}
