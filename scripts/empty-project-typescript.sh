@@ -14,7 +14,10 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 client="$root/clients/typescript"
 project="$(mktemp -d "${TMPDIR:-/tmp}/uid-empty-typescript.XXXXXX")"
 trap 'rm -rf "$project"' EXIT
-tgz="$(cd "$client" && npm ci --no-audit --no-fund --loglevel=error >&2 && npm pack --pack-destination "$project" --loglevel=error | tail -1)"
+# .ci/run's TypeScript block has just run `npm ci` there: its
+# node_modules is what the README's `npm ci` gives; alone, run it.
+[ -d "$client/node_modules" ] || (cd "$client" && npm ci --no-audit --no-fund --loglevel=error >&2)
+tgz="$(cd "$client" && npm pack --pack-destination "$project" --loglevel=error | tail -1)"
 cd "$project"
 npm init -y >/dev/null
 npm pkg set type=module
