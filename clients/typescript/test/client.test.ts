@@ -379,7 +379,8 @@ describe("uniqueness", () => {
           (async () => {
             for (let i = 0; i < 50; i++) {
               keep([await strings.next(), await bigints.next()]);
-              keep(await (i % 2 ? strings : bigints).batch(200));
+              // Binary and ranges on the wire, alternately.
+              keep(await (i % 2 ? strings : bigints).batch(200, { encoding: i % 4 < 2 ? "binary" : "ranges" }));
               keep([await p.next(), await p.next()]);
               seq.push(await bigints.seqNext("orders"));
             }
@@ -389,7 +390,7 @@ describe("uniqueness", () => {
       workers.push(
         (async () => {
           for (let i = 0; i < 20; i++) {
-            seq.push(...(await bigints.seqBatch("orders", 100)));
+            seq.push(...(await bigints.seqBatch("orders", 100, { encoding: i % 2 ? "ranges" : "binary" })));
             for (let j = 0; j < 200; j++) {
               keep([await p.next()]);
             }
