@@ -56,7 +56,7 @@ dispenser_pid=$!
 ready=""
 for _ in $(seq 1 6000); do # at most 60 s
 	kill -0 "$dispenser_pid" 2>/dev/null || { echo "with-dispenser: the dispenser exited:" >&2; cat "$work/dispenser.log" >&2; exit 1; }
-	if grep -q 'msg=serving\|event=service.serving' "$work/dispenser.log"; then ready=1; break; fi
+	if grep -q 'msg=serving\|"msg":"serving"\|event=service.serving' "$work/dispenser.log"; then ready=1; break; fi
 	sleep 0.01
 done
 [ -n "$ready" ] || { echo "with-dispenser: the dispenser did not start serving:" >&2; cat "$work/dispenser.log" >&2; exit 1; }
