@@ -92,22 +92,43 @@ func (s *generatorSource) TryNextN(dst []uint64) (int, error) {
 	return s.take(context.Background(), dst, false)
 }
 
+// ReserveRuns reserves n IDs as runs from the current generator
+// (uidcore.CachedGenerator.ReserveRuns); a reservation the swap catches
+// starts over on the replacement, as a take does.
+func (s *generatorSource) ReserveRuns(ctx context.Context, dst []uidcore.Run, n uint64, wait bool) ([]uidcore.Run, uint64, error) {
+	runs := dst
+	got, err := s.do(ctx, wait, func(gen *uidcore.CachedGenerator) (int, error) {
+		var k uint64
+		var err error
+		runs, k, err = gen.ReserveRuns(ctx, dst, n, wait)
+		return int(k), err
+	})
+	if got == 0 {
+		runs = dst // what a lost generator gave is dropped
+	}
+	return runs, uint64(got), err
+}
+
 // take fills dst from the current generator; when the swap catches it
 // (see generatorSource), it waits for the replacement and fills dst
 // there.
 func (s *generatorSource) take(ctx context.Context, dst []uint64, wait bool) (int, error) {
+	return s.do(ctx, wait, func(gen *uidcore.CachedGenerator) (int, error) {
+		if wait {
+			return gen.NextN(ctx, dst)
+		}
+		return gen.TryNextN(dst)
+	})
+}
+
+// do runs a take on the current generator, and again on its
+// replacement when the swap catches it; what the lost one gave is
+// dropped (do returns 0 for it).
+func (s *generatorSource) do(ctx context.Context, wait bool, takeFrom func(*uidcore.CachedGenerator) (int, error)) (int, error) {
 	var deadline <-chan time.Time
 	for {
 		gen, replaced := s.current()
-		var (
-			n   int
-			err error
-		)
-		if wait {
-			n, err = gen.NextN(ctx, dst)
-		} else {
-			n, err = gen.TryNextN(dst)
-		}
+		n, err := takeFrom(gen)
 		if err == nil || !(errors.Is(err, uidcore.ErrClaimLost) || errors.Is(err, uidcore.ErrClosed)) {
 			return n, err
 		}

@@ -69,6 +69,75 @@ func TestClientBatchAsRangesConcurrentDistinct(t *testing.T) {
 	testenv.CheckDistinct(t, all)
 }
 
+// Ranges batches of a lane-second are reserved from the lanes, not taken
+// through the ring: concurrent bulk callers and single takes on two
+// instances get distinct IDs, each batch in a few runs.
+func TestServiceReservedRangesConcurrentWithTakesUnique(t *testing.T) {
+	url := startNATS(t, nil)
+	startInstance(t, url, 1, instanceOpts{})
+	startInstance(t, url, 2, instanceOpts{})
+	nc := connect(t, url)
+	client := uidclient.New(nc.Conn, uidclient.Config{})
+	var (
+		mu  sync.Mutex
+		all []uint64
+		wg  sync.WaitGroup
+	)
+	keep := func(ids []uint64) {
+		mu.Lock()
+		all = append(all, ids...)
+		mu.Unlock()
+	}
+	errs := make(chan error, 8)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const bulk, rounds, n = 4, 3, 300_000
+	for range bulk {
+		wg.Go(func() {
+			for range rounds {
+				runs, err := client.BatchRuns(ctx, n)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if len(runs) > 8 {
+					t.Errorf("%d IDs in %d runs", n, len(runs))
+				}
+				keep(protocol.AppendIDs(nil, runs))
+			}
+		})
+	}
+	for i := range 4 {
+		wg.Go(func() {
+			var mine []uint64
+			for range 500 {
+				var err error
+				if i%2 == 0 {
+					var id uint64
+					id, err = client.Next(ctx)
+					mine = append(mine, id)
+				} else {
+					mine, err = client.AppendBatch(ctx, mine, 20)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			keep(mine)
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if want := bulk*rounds*n + 2*500 + 2*500*20; len(all) != want {
+		t.Fatalf("%d IDs, want %d", len(all), want)
+	}
+	testenv.CheckDistinct(t, all)
+}
+
 // During a rolling upgrade a dispenser older than ranges answers the
 // header with a 400: the client then asks binary, and keeps doing so.
 // The older dispenser is played by a responder that answers as one did.

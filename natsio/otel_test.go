@@ -208,7 +208,8 @@ func TestServerSpanRecordsErrors(t *testing.T) {
 	url := startNATS(t, nil)
 	startInstance(t, url, 4, instanceOpts{})
 	client := uidclient.New(connect(t, url).Conn, uidclient.Config{})
-	_, err := client.Batch(context.Background(), DefaultMaxBatch+1)
+	// Above the ranges limit (one lane-second: 2^22), which the client asks.
+	_, err := client.Batch(context.Background(), 1<<22+1)
 	if !errors.Is(err, protocol.ErrBadRequest) {
 		t.Fatalf("oversized batch: %v, want a bad request", err)
 	}

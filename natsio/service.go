@@ -36,6 +36,14 @@ type IDSource interface {
 	State() uidcore.State
 }
 
+// RunSource is an IDSource that answers bulk takes with runs of
+// consecutive IDs reserved from its lanes, without putting each ID
+// through the ring (uidcore.CachedGenerator.ReserveRuns): the service
+// answers ranges batches of more than uidcore.SmallTake IDs from it.
+type RunSource interface {
+	ReserveRuns(ctx context.Context, dst []uidcore.Run, n uint64, wait bool) ([]uidcore.Run, uint64, error)
+}
+
 // SequenceSource is where a Service takes the numbers of named
 // sequences; *sequence.Allocator implements it.
 type SequenceSource interface {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -101,11 +102,47 @@ func (s *Service) binaryHint(err error, body []byte, enc protocol.Encoding) erro
 // idBatchLimit is the largest count of a uid.batch request in encoding
 // enc. Ranges replies are not bounded by the payload: the IDs of one
 // instance come in a few runs (one per lane and second), 16 bytes each.
+// A source that reserves runs (RunSource) takes up to one lane's second
+// of IDs in one request, what any instance can issue within its ahead
+// bound, or the configured largest batch if that is more.
 func (s *Service) idBatchLimit(enc protocol.Encoding) int {
-	if enc == protocol.Ranges {
-		return s.cfg.MaxBatch
+	if enc != protocol.Ranges {
+		return maxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), enc)
 	}
-	return maxBatchFor(s.cfg.MaxBatch, s.nc.MaxPayload(), enc)
+	if _, ok := s.src.(RunSource); ok {
+		return int(max(uint64(s.cfg.MaxBatch), min(s.src.Layout().MaxSequence()+1, 1<<30)))
+	}
+	return s.cfg.MaxBatch
+}
+
+// reserveBatch answers a ranges batch of n IDs with runs the source
+// reserves, without putting each ID through the ring. What it cannot
+// reserve at once it waits for in the capacity queue, as batch does.
+func (s *Service) reserveBatch(ctx context.Context, src RunSource, n int, buf []byte) result {
+	reply := func(runs []uidcore.Run, err error, buf []byte) result {
+		if err == nil && !runsIncrease(runs) {
+			// The generator was replaced (a lost claim) between the first
+			// reservation and the rest: the runs of two worker IDs need
+			// not be in order, and a reply must be.
+			err = fmt.Errorf("%w: generator replaced during the request", uidcore.ErrClaimLost)
+		}
+		if err != nil {
+			// Runs reserved before the error are dropped, never reissued.
+			return result{err: atCapacity(s.src, err)}
+		}
+		for _, r := range runs {
+			buf = protocol.AppendRuns(buf, []protocol.Run{protocol.Run(r)})
+		}
+		return replied(buf, n, nil)
+	}
+	runs, got, err := src.ReserveRuns(ctx, nil, uint64(n), false)
+	if err != nil || got == uint64(n) {
+		return reply(runs, err, buf)
+	}
+	return result{later: &deferral{wait: func(ctx context.Context, buf []byte) result {
+		runs, _, err := src.ReserveRuns(ctx, runs, uint64(n)-got, true)
+		return reply(runs, err, buf)
+	}}}
 }
 
 // batch answers the number of IDs the body asks for. A batch of more than
@@ -119,6 +156,9 @@ func (s *Service) batch(ctx context.Context, req micro.Request, buf []byte) resu
 	n, err := parseCount(req.Data(), s.idBatchLimit(enc))
 	if err != nil {
 		return result{err: s.binaryHint(err, req.Data(), enc)}
+	}
+	if src, ok := s.src.(RunSource); ok && enc == protocol.Ranges && n > uidcore.SmallTake {
+		return s.reserveBatch(ctx, src, n, buf)
 	}
 	idp := s.idBuffer(n)
 	ids := (*idp)[:n]
@@ -143,6 +183,17 @@ func (s *Service) batch(ctx context.Context, req micro.Request, buf []byte) resu
 		more, err := s.take(ctx, ids[got:], true)
 		return reply(got+more, err, buf)
 	}}}
+}
+
+// runsIncrease tells whether each run starts after the previous one's
+// last ID.
+func runsIncrease(runs []uidcore.Run) bool {
+	for i := 1; i < len(runs); i++ {
+		if runs[i].First < runs[i-1].First+runs[i-1].Count {
+			return false
+		}
+	}
+	return true
 }
 
 // parse answers the fields of an ID as UidGenerator's parseUID JSON: with

@@ -287,10 +287,10 @@ func TestMaxBatchCappedByMaxPayload(t *testing.T) {
 		t.Fatalf("ranges: %d runs of %d IDs in all, %v", len(runs), protocol.CountOf(runs), err)
 	}
 	i := slices.IndexFunc(serviceInfo(t, nc.Conn).Endpoints, func(e micro.EndpointInfo) bool {
-		return e.Name == protocol.EndpointBatch && e.Metadata["max_batch_ranges"] == strconv.Itoa(DefaultMaxBatch) && e.Metadata["max_batch_binary"] == "500"
+		return e.Name == protocol.EndpointBatch && e.Metadata["max_batch_ranges"] == "4194304" && e.Metadata["max_batch_binary"] == "500"
 	})
 	if i < 0 {
-		t.Fatalf("no batch endpoint with max_batch_ranges %d: %v", DefaultMaxBatch, serviceInfo(t, nc.Conn).Endpoints)
+		t.Fatalf("no batch endpoint with max_batch_ranges one lane-second (4194304): %v", serviceInfo(t, nc.Conn).Endpoints)
 	}
 }
 

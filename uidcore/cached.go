@@ -183,6 +183,7 @@ type CachedGenerator struct {
 	// Lifecycle and padding's triggers.
 	wake      chan struct{}
 	forced    chan chan PaddingReport
+	reserves  chan *reservation
 	done      chan struct{}
 	closeOnce sync.Once
 	wg        sync.WaitGroup
@@ -205,6 +206,9 @@ type paddingState struct {
 	// last once-a-second look: the IDs taken since are the demand.
 	lastCursor    uint64
 	lastDiscarded uint64
+	// reserved counts the IDs reservations took since the last look
+	// (ReserveRuns): demand that moved no cursor.
+	reserved uint64
 }
 
 // NewCached builds the ring, fills it once (the start-up padding round) and
@@ -259,6 +263,7 @@ func NewCached(opts CachedOptions) (*CachedGenerator, error) {
 		canTake:  make([]atomic.Uint64, size/64),
 		wake:     make(chan struct{}, 1),
 		forced:   make(chan chan PaddingReport),
+		reserves: make(chan *reservation),
 		done:     make(chan struct{}),
 	}
 	if opts.MaxAhead > 0 {

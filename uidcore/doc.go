@@ -65,6 +65,11 @@
 // [SmallTake] IDs leave a reserve for small ones, so that single IDs keep
 // being served while bulk takes wait for the next second.
 //
+// Bulk takes need not go through the ring: [CachedGenerator.ReserveRuns]
+// hands over what the ring holds and reserves the rest straight from the
+// lanes as runs of consecutive IDs, on the padding goroutine, under the
+// same bounds. The ring stays for single IDs and small batches.
+//
 // Neither generator ever returns a negative or wrapped ID: a field that
 // does not fit is an error ([ErrTimeExhausted] when the time field is
 // full).

@@ -16,6 +16,10 @@ const (
 	// TriggerFreshness: IDs in the ring lag the wall clock by more than
 	// MaxLag; the round discards them and refills.
 	TriggerFreshness PaddingTrigger = "freshness"
+	// TriggerReserve: a bulk take reserved runs of IDs (ReserveRuns); the
+	// round hands them over instead of writing them to the ring
+	// (PaddingReport.Reserved).
+	TriggerReserve PaddingTrigger = "reserve"
 	// triggerForced: a test of the package asked for the round (padNow).
 	triggerForced PaddingTrigger = "forced"
 )
@@ -24,6 +28,7 @@ const (
 type PaddingReport struct {
 	Trigger      PaddingTrigger
 	Added        int           // IDs put into the ring
+	Reserved     int           // IDs handed to a bulk take as runs, from the ring and the lanes (TriggerReserve)
 	FirstSecond  int64         // unix second of the first ID added (0 when none)
 	LastSecond   int64         // unix second of the last ID added (0 when none)
 	SecondsAhead int64         // how far the newest ID in the ring runs ahead of the wall clock at the end

@@ -73,6 +73,16 @@ func (g *CachedGenerator) paddingLoop() {
 			trigger = TriggerThreshold
 		case reply = <-g.forced:
 			trigger = triggerForced
+		case res := <-g.reserves:
+			// Answered even while padding backs off: a reservation stops
+			// at the same bounds a round does, and says so to its taker.
+			reason := g.answerReservation(res)
+			if reason == "" || backingOff {
+				continue
+			}
+			backoff.Reset(g.backoffAfter(reason))
+			backingOff = true
+			continue
 		}
 		report, reason := g.pad(trigger)
 		if reply != nil {
@@ -113,6 +123,10 @@ func (g *CachedGenerator) everySecond() {
 	c, dropped := g.cursor.Load(), g.discarded.Load()
 	taken := (c - g.padding.lastCursor) - (dropped - g.padding.lastDiscarded)
 	g.padding.lastCursor, g.padding.lastDiscarded = c, dropped
+	// Reservations need lanes as takes do, but not room in the ring (what
+	// they took from the ring moved the cursor too).
+	reserved := g.padding.reserved
+	g.padding.reserved = 0
 	g.padding.smallRate = g.smallTaken.Swap(0)
 	g.throttled.Store(g.padding.hitBound)
 	g.padding.hitBound = false
@@ -123,7 +137,8 @@ func (g *CachedGenerator) everySecond() {
 	g.setTarget(max(min(g.size, max(2*taken, fillFloor), capacity), 64))
 	// Lanes for the demand with a quarter of headroom; the rest are
 	// surplus, and go back once they have been for LaneIdle.
-	needed := int(min((taken+taken/4)/perLane+1, uint64(g.lanes.max)))
+	demand := taken + reserved
+	needed := int(min((demand+demand/4)/perLane+1, uint64(g.lanes.max)))
 	g.lanes.dropIdle(g.clock.Now().Unix(), needed)
 }
 
@@ -159,6 +174,15 @@ type round struct {
 	afterSkips int
 	invalid    error
 	stop       *PutRejection // why the round stopped short; nil while it fills
+	// sink, when set, takes the round's IDs as runs instead of the ring:
+	// a reservation (ReserveRuns). The round fills it to its want.
+	sink *reservation
+}
+
+// demanded tells a round that takers asked for: when it has to borrow
+// the future, demand needs another lane.
+func (r *round) demanded() bool {
+	return r.trigger == TriggerThreshold || r.trigger == TriggerReserve
 }
 
 // pad runs a padding round: it fills the ring from the logical second
@@ -219,6 +243,9 @@ func (g *CachedGenerator) admitLanes(r *round) {
 
 // room is how many IDs the ring lacks of the fill target (0: none).
 func (g *CachedGenerator) room(r *round) uint64 {
+	if r.sink != nil {
+		return r.sink.want - r.sink.got
+	}
 	inRing := r.tail - g.cursor.Load()
 	if inRing >= g.padding.target {
 		return 0
@@ -249,7 +276,7 @@ func (g *CachedGenerator) chooseLane(r *round) *lane {
 				n*int(g.layout.MaxSequence()+1), n, p.nextSecond-r.now, g.maxAhead)}
 		return nil
 	}
-	if p.nextSecond > r.now && r.trigger == TriggerThreshold {
+	if p.nextSecond > r.now && r.demanded() {
 		// Takers borrow the future: demand needs another lane.
 		g.lanes.askForAnother()
 	}
@@ -318,6 +345,10 @@ func (g *CachedGenerator) writeRun(r *round, ln *lane, free uint64) {
 		r.stop = &PutRejection{Reason: RejectExhausted, Second: p.nextSecond, Err: err}
 		return
 	}
+	if r.sink != nil {
+		g.reserveRun(r, base, ln, free)
+		return
+	}
 	n := min(free, g.layout.MaxSequence()+1-p.nextSeq, publishChunk)
 	written, busy := g.writeSlots(r.tail, n, base, p.nextSeq)
 	if busy {
@@ -357,24 +388,37 @@ func (g *CachedGenerator) writeSlots(tail, n, base, seq uint64) (written uint64,
 	return written, false
 }
 
-// publishRun accounts for a run of written IDs (the report, the lane, the
-// logical sequence) and hands the run to takers by storing the tail.
+// publishRun accounts for a run of written IDs and hands the run to
+// takers by storing the tail.
 func (g *CachedGenerator) publishRun(r *round, ln *lane, written uint64) {
-	p := &g.padding
 	if r.report.Added == 0 {
-		r.report.FirstSecond = p.nextSecond
+		r.report.FirstSecond = g.padding.nextSecond
+	}
+	r.report.Added += int(written)
+	g.advance(r, ln, written)
+	r.tail += written
+	g.tail.Store(r.tail)
+}
+
+// advance accounts for n IDs of the lane in the logical second, written
+// to the ring or reserved: the report, the lane, and the logical
+// sequence, which moves past them for good.
+func (g *CachedGenerator) advance(r *round, ln *lane, n uint64) {
+	p := &g.padding
+	if r.sink != nil {
+		if r.report.Reserved == 0 {
+			r.report.FirstSecond = p.nextSecond
+		}
+		r.report.Reserved += int(n)
 	}
 	r.report.LastSecond = p.nextSecond
-	r.report.Added += int(written)
 	ln.lastUsed = p.nextSecond
 	p.dirty = true
-	p.nextSeq += written
+	p.nextSeq += n
 	if p.nextSeq > g.layout.MaxSequence() {
 		p.laneIdx, p.nextSeq = p.laneIdx+1, 0
 	}
-	r.tail += written
 	g.lastFilled.Store(p.nextSecond)
-	g.tail.Store(r.tail)
 }
 
 // finishRound publishes where padding stands and why the round stopped,
@@ -383,7 +427,7 @@ func (g *CachedGenerator) finishRound(ctx context.Context, r *round) (PaddingRep
 	g.logicalSecond.Store(g.padding.nextSecond)
 	reason := g.recordStop(ctx, r.stop)
 	if reason == RejectAheadBound {
-		if r.trigger == TriggerThreshold {
+		if r.demanded() {
 			g.lanes.askForAnother()
 		}
 		// Sticky until a second passes without the bound: the refill at

@@ -137,7 +137,7 @@ func TestClientTypedErrorsAndParse(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 
-	_, err := client.Batch(ctx, natsio.DefaultMaxBatch+1)
+	_, err := client.Batch(ctx, 1<<22+1) // above the ranges limit, a lane-second
 	var se *protocol.ServiceError
 	if !errors.Is(err, protocol.ErrBadRequest) || !errors.As(err, &se) || se.Code != 400 || !strings.Contains(se.Description, "too large") || se.Subject != "uid.batch" {
 		t.Fatalf("oversized batch: %v", err)
@@ -243,7 +243,8 @@ func TestPrefetcherReportsBadBatchSize(t *testing.T) {
 	url := clientTestServer(t).ClientURL()
 	startClientTestService(t, url, 1, clientTestOpts{service: natsio.ServiceConfig{MaxBatch: 100}})
 	nc := clientTestConn(t, url)
-	p := uidclient.NewPrefetcher(uidclient.New(nc, uidclient.Config{}), uidclient.PrefetchConfig{BatchSize: 101})
+	// Above the ranges limit too: a lane-second (2^22), as MaxBatch is less.
+	p := uidclient.NewPrefetcher(uidclient.New(nc, uidclient.Config{}), uidclient.PrefetchConfig{BatchSize: 1<<22 + 1})
 	defer p.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
