@@ -47,7 +47,8 @@ func main() {
 func runClient(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("faults client", flag.ExitOnError)
 	var cfg client.Config
-	var seqs string
+	var seqs, prefixes string
+	fs.StringVar(&prefixes, "prefixes", "uid", "the fleets' subject prefixes, comma-separated")
 	fs.StringVar(&cfg.Name, "name", "c0", "the process's name in the history")
 	fs.StringVar(&cfg.URLs, "nats", "", "NATS URLs, comma-separated")
 	fs.StringVar(&cfg.History, "history", "history.jsonl", "history file to write")
@@ -60,6 +61,7 @@ func runClient(ctx context.Context, args []string) error {
 	if seqs != "" {
 		cfg.Sequences = strings.Split(seqs, ",")
 	}
+	cfg.Prefixes = strings.Split(prefixes, ",")
 	return client.Run(ctx, cfg)
 }
 
@@ -75,6 +77,7 @@ func runHarness(ctx context.Context, args []string) error {
 	fs.IntVar(&cfg.Clients, "clients", 2, "client processes")
 	fs.IntVar(&cfg.Workers, "workers", 4, "callers per client process")
 	fs.StringVar(&kinds, "kinds", strings.Join(faults.AllKinds, ","), "fault kinds to inject")
+	fs.BoolVar(&cfg.MySQL, "mysql", true, "add a fleet of 2 dispensers on MySQL (a mariadbd primary and an async replica in hosts of their own) and the mysql-failover fault")
 	fs.BoolVar(&cfg.SyncAlways, "sync-always", false, "run the nodes with sync_interval: always")
 	fs.DurationVar(&cfg.LeaseTTL, "lease-ttl", 6*time.Second, "the dispensers' lease TTL (pauses last longer)")
 	fs.DurationVar(&cfg.HoldMax, "hold-max", 15*time.Second, "longest a fault is held (from a third of it)")

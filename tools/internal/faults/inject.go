@@ -537,3 +537,21 @@ func sortedKeys(m map[string]uint64) []string {
 	}
 	return out
 }
+
+// mysqlFailover fails the MySQL fleet's store over: the replica's
+// replication is stopped for the hold, so that it surely lacks the
+// primary's last transactions; the primary is killed (-9), the floating
+// address moves to the replica, which is promoted; the old primary's
+// place gets a fresh replica. Proven by the count of the primary's
+// transactions the promoted replica lacks.
+func (r *run) mysqlFailover(ctx context.Context) (Proof, error) {
+	lag := r.hold()
+	old := r.mysql.primary.name
+	p := Proof{Kind: KindMySQL, Start: time.Now(),
+		What: fmt.Sprintf("primary %s killed after its replica %s missed %s of it, replica promoted, address %s moved", old, r.mysql.replica.name, lag.Round(time.Millisecond), r.mysql.vip)}
+	lost, err := r.mysql.failover(ctx, lag)
+	p.End = time.Now()
+	p.Proof = fmt.Sprintf("the promoted replica lacks %d of the primary's transactions", lost)
+	p.Proven = lost > 0
+	return p, err
+}

@@ -37,7 +37,11 @@ type Config struct {
 	// a power loss then loses nothing acknowledged (kill -9 of every node
 	// without restoring old stores), instead of the last Δ seconds.
 	SyncAlways bool
-	LeaseTTL   time.Duration
+	// MySQL adds a second fleet (subject prefix uidmy, 2 dispensers)
+	// whose store is a mariadbd primary with an asynchronous replica, and
+	// the mysql-failover fault.
+	MySQL    bool
+	LeaseTTL time.Duration
 	// HoldMax bounds how long a fault is held (default 15 s): from a
 	// third of it to all of it. A pause lasts the lease TTL and 1–3 s
 	// more whatever it is.
@@ -119,6 +123,7 @@ type run struct {
 	clients    []*proc
 	histories  []string
 	netem      bool
+	mysql      *mysqlPair
 
 	mu     sync.Mutex
 	proofs []Proof
@@ -152,6 +157,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.Kinds == nil {
 		cfg.Kinds = AllKinds
+		if cfg.MySQL {
+			cfg.Kinds = append(slices.Clone(AllKinds), KindMySQL)
+		}
 	}
 	if cfg.Seed == 0 {
 		cfg.Seed = uint64(time.Now().UnixNano())
@@ -214,7 +222,57 @@ func (r *run) setUp(ctx context.Context) error {
 		}
 	}
 	r.logf("cluster of %d nodes healthy on %s/24", cfg.Nodes, r.network.Gateway())
-	for i := range cfg.Dispensers {
+	prefixes := "uid"
+	fleets := []string{""}
+	if cfg.MySQL {
+		pair, err := newMySQLPair(ctx, r.network, filepath.Join(cfg.Dir, "mysql"), r.unexpectedExit)
+		r.mysql = pair
+		if err != nil {
+			return err
+		}
+		r.logf("mariadbd primary and async replica up; the MySQL fleet reaches the primary at %s", pair.vip)
+		prefixes = "uid,uidmy"
+		fleets = append(fleets, "my")
+	}
+	for _, fleet := range fleets {
+		if err := r.startFleet(ctx, fleet); err != nil {
+			return err
+		}
+	}
+	for i := range cfg.Clients {
+		h, err := r.network.AddHost(ctx, fmt.Sprintf("c%d", i))
+		if err != nil {
+			return err
+		}
+		name := fmt.Sprintf("c%d", i)
+		hist := filepath.Join(cfg.Dir, "history-"+name+".jsonl")
+		p, err := startProc(h, name, filepath.Join(cfg.Dir, "client-"+name+".log"), os.Environ(), r.unexpectedExit,
+			cfg.Self, "client", "-name", name, "-nats", c.urls(i%cfg.Nodes), "-history", hist,
+			"-workers", fmt.Sprint(cfg.Workers), "-sequences", "orders,invoices", "-prefixes", prefixes)
+		if err != nil {
+			return err
+		}
+		r.clients = append(r.clients, p)
+		r.histories = append(r.histories, hist)
+	}
+	r.netem = r.cluster.nodes[0].host.NetemAvailable(ctx)
+	if !r.netem {
+		r.logf("no tc netem in this kernel: link faults are random loss with iptables' statistic match")
+	}
+	return nil
+}
+
+// startFleet starts a fleet's dispensers: the KV fleet ("": subjects
+// uid.*, cfg.Dispensers of them, d0..) or the MySQL one ("my": uidmy.*,
+// two, e0 and e1).
+func (r *run) startFleet(ctx context.Context, fleet string) error {
+	cfg, c := r.cfg, r.cluster
+	count, role := cfg.Dispensers, "d"
+	if fleet == "my" {
+		count, role = 2, "e"
+	}
+	first := len(r.dispensers)
+	for i := range count {
 		env := []string{
 			"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
 			"DISPENSER_NATS_URL=" + c.urls(i%cfg.Nodes),
@@ -226,44 +284,31 @@ func (r *run) setUp(ctx context.Context) error {
 			"DISPENSER_STORE_STARTUP_DEADLINE=120s", "DISPENSER_NATS_CONNECT_TIMEOUT=60s",
 			"DISPENSER_MAX_LANES=2",
 		}
-		d, err := newDispenser(ctx, r.network, fmt.Sprintf("d%d", i), cfg.Dispenser, cfg.Dir, env, r.unexpectedExit)
+		if fleet == "my" {
+			env = append(env, "DISPENSER_MYSQL_DSN="+r.mysql.dsn(), "DISPENSER_SUBJECT_PREFIX=uidmy", "DISPENSER_QUEUE_GROUP=uidmy")
+		}
+		d, err := newDispenser(ctx, r.network, fmt.Sprintf("%s%d", role, i), cfg.Dispenser, cfg.Dir, env, r.unexpectedExit)
 		if err != nil {
 			return err
 		}
 		r.dispensers = append(r.dispensers, d)
+		if fleet == "my" {
+			r.mysql.clients = append(r.mysql.clients, d.host)
+		}
 		if err := d.start(); err != nil {
 			return err
 		}
-		// The first creates the bucket; the others start together.
-		if i == 0 || i == cfg.Dispensers-1 {
-			for _, d := range r.dispensers {
+		// The first creates the bucket or the tables; the others start
+		// together.
+		if i == 0 || i == count-1 {
+			for _, d := range r.dispensers[first:] {
 				if err := waitFor(ctx, 90*time.Second, d.serving); err != nil {
 					return fmt.Errorf("faults: dispenser %s not serving: %w (log %s)", d.name, err, d.current().logPath)
 				}
 			}
 		}
 	}
-	r.logf("%d dispensers serving", cfg.Dispensers)
-	for i := range cfg.Clients {
-		h, err := r.network.AddHost(ctx, fmt.Sprintf("c%d", i))
-		if err != nil {
-			return err
-		}
-		name := fmt.Sprintf("c%d", i)
-		hist := filepath.Join(cfg.Dir, "history-"+name+".jsonl")
-		p, err := startProc(h, name, filepath.Join(cfg.Dir, "client-"+name+".log"), os.Environ(), r.unexpectedExit,
-			cfg.Self, "client", "-name", name, "-nats", c.urls(i%cfg.Nodes), "-history", hist,
-			"-workers", fmt.Sprint(cfg.Workers), "-sequences", "orders,invoices")
-		if err != nil {
-			return err
-		}
-		r.clients = append(r.clients, p)
-		r.histories = append(r.histories, hist)
-	}
-	r.netem = r.cluster.nodes[0].host.NetemAvailable(ctx)
-	if !r.netem {
-		r.logf("no tc netem in this kernel: link faults are random loss with iptables' statistic match")
-	}
+	r.logf("%d dispensers of fleet %q serving", count, fleet)
 	return nil
 }
 
@@ -372,6 +417,10 @@ func (r *run) inject(ctx context.Context, kind string) (Proof, error) {
 		return r.powerLoss(ctx)
 	case KindClockStep:
 		return r.clockStep(ctx)
+	case KindMySQL:
+		if r.mysql != nil {
+			return r.mysqlFailover(ctx)
+		}
 	}
 	return Proof{}, fmt.Errorf("no such fault kind %q", kind)
 }
@@ -408,6 +457,9 @@ func (r *run) stopAll() {
 	}
 	if r.cluster != nil {
 		r.cluster.shutdown()
+	}
+	if r.mysql != nil {
+		r.mysql.shutdown()
 	}
 }
 

@@ -56,6 +56,7 @@ type Calls struct {
 // Duplicate is a value acknowledged more than once.
 type Duplicate struct {
 	Func  string   `json:"f"`
+	Fleet string   `json:"fleet,omitempty"`
 	Name  string   `json:"name,omitempty"`
 	Value uint64   `json:"value"`
 	Calls []string `json:"calls"` // process/call of each acknowledgment
@@ -170,10 +171,10 @@ func (r *Result) checkValues(in Input) {
 	// The first acknowledgment of each value: the index of its call.
 	// (A map of small values: a long run acknowledges tens of millions.)
 	calls := pair(in.Ops, r)
-	ids := map[uint64]int32{}
-	numbers := map[string]map[uint64]int32{}
+	// Per fleet (IDs) and per fleet and name (numbers).
+	firsts := map[string]map[uint64]int32{}
 	type dupKey struct {
-		name  string // "" for IDs
+		space string
 		value uint64
 	}
 	dupOf := map[dupKey]*Duplicate{}
@@ -185,14 +186,16 @@ func (r *Result) checkValues(in Input) {
 	acked := func(k int32) time.Time { return time.Unix(0, calls[k].done.Time) }
 	record := func(k int32, v uint64) {
 		c := calls[k]
-		m, counts, key := ids, &r.IDs, dupKey{value: v}
+		counts, space := &r.IDs, c.invoke.Fleet
 		if c.invoke.Func == history.FuncSeq {
-			counts, key.name = &r.Numbers, c.invoke.Name
-			if numbers[c.invoke.Name] == nil {
-				numbers[c.invoke.Name] = map[uint64]int32{}
-			}
-			m = numbers[c.invoke.Name]
+			counts, space = &r.Numbers, c.invoke.Fleet+"/"+c.invoke.Name
 		}
+		m := firsts[space]
+		if m == nil {
+			m = map[uint64]int32{}
+			firsts[space] = m
+		}
+		key := dupKey{space: space, value: v}
 		counts.Acknowledged++
 		first, seen := m[v]
 		if !seen {
@@ -202,7 +205,7 @@ func (r *Result) checkValues(in Input) {
 		counts.Duplicated++
 		d := dupOf[key]
 		if d == nil {
-			d = &Duplicate{Func: c.invoke.Func, Name: c.invoke.Name, Value: v, Calls: []string{where(first)}, Acked: []time.Time{acked(first)}}
+			d = &Duplicate{Func: c.invoke.Func, Fleet: c.invoke.Fleet, Name: c.invoke.Name, Value: v, Calls: []string{where(first)}, Acked: []time.Time{acked(first)}}
 			if c.invoke.Func == history.FuncIDs {
 				if p, err := in.Layout.Parse(v); err == nil {
 					d.Second, d.Worker = p.Time.Unix(), p.WorkerID

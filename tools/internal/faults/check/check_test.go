@@ -111,6 +111,22 @@ func TestDuplicateIDCaught(t *testing.T) {
 	}
 }
 
+// Fleets are independent: the same value from two fleets is no
+// duplicate.
+func TestFleetsApart(t *testing.T) {
+	b, logs := cleanInput(t)
+	b.add("c1/0", history.FuncIDs, "", 1, history.OK, 1)
+	b.ops[len(b.ops)-1].Fleet, b.ops[len(b.ops)-2].Fleet = "uidmy", "uidmy"
+	if r := check(b, logs); !r.Valid || r.IDs.Duplicated != 0 {
+		t.Fatalf("a value of another fleet counted as a duplicate: %+v", r)
+	}
+	b.add("c1/0", history.FuncIDs, "", 1, history.OK, 1)
+	b.ops[len(b.ops)-1].Fleet, b.ops[len(b.ops)-2].Fleet = "uidmy", "uidmy"
+	if r := check(b, logs); r.Valid || r.IDs.Duplicated != 1 || r.Duplicates[0].Fleet != "uidmy" {
+		t.Fatalf("a duplicate within a fleet not caught: %+v", r)
+	}
+}
+
 func TestDuplicateNumberCaught(t *testing.T) {
 	b, logs := cleanInput(t)
 	b.add("c1/0", history.FuncSeq, "orders", 1, history.OK, 12)

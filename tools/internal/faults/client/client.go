@@ -27,6 +27,7 @@ type Config struct {
 	History   string   // the history file to write
 	Workers   int      // concurrent callers
 	Sequences []string // sequence names to ask for beside IDs
+	Prefixes  []string // the fleets' subject prefixes, each call one of them (default uid)
 	MaxCount  int      // each call asks for 1..MaxCount values
 	Pause     time.Duration
 	Timeout   time.Duration // a call not answered within it is unknown
@@ -77,11 +78,15 @@ func work(ctx context.Context, nc *nats.Conn, w *history.Writer, cfg Config, ind
 	for ctx.Err() == nil {
 		call++
 		n := 1 + rng.IntN(max(1, cfg.MaxCount))
-		op := history.Op{Process: process, Call: call, Func: history.FuncIDs, Count: n}
-		subject := "uid.batch"
+		prefix := "uid"
+		if len(cfg.Prefixes) > 0 {
+			prefix = cfg.Prefixes[rng.IntN(len(cfg.Prefixes))]
+		}
+		op := history.Op{Process: process, Call: call, Func: history.FuncIDs, Fleet: prefix, Count: n}
+		subject := prefix + ".batch"
 		if k := rng.IntN(len(cfg.Sequences) + 2); k < len(cfg.Sequences) {
 			op.Func, op.Name = history.FuncSeq, cfg.Sequences[k]
-			subject = "uid.seq." + op.Name + ".batch"
+			subject = prefix + ".seq." + op.Name + ".batch"
 		}
 		op.Type, op.Time = history.Invoke, time.Now().UnixNano()
 		_ = w.Write(op)

@@ -35,11 +35,14 @@ const (
 
 // Op is one line of a history.
 type Op struct {
-	Time    int64    `json:"t"`       // unix nanoseconds
-	Process string   `json:"process"` // the client process and worker, e.g. c0/3
-	Call    int64    `json:"call"`    // the call's number within its process: an invoke and its completion share it
-	Type    string   `json:"type"`    // invoke, ok, fail, unknown
-	Func    string   `json:"f"`       // ids or seq
+	Time    int64  `json:"t"`       // unix nanoseconds
+	Process string `json:"process"` // the client process and worker, e.g. c0/3
+	Call    int64  `json:"call"`    // the call's number within its process: an invoke and its completion share it
+	Type    string `json:"type"`    // invoke, ok, fail, unknown
+	Func    string `json:"f"`       // ids or seq
+	// Fleet is the subject prefix called (uid, uidmy): fleets are
+	// independent, so values are unique per fleet.
+	Fleet   string   `json:"fleet,omitempty"`
 	Name    string   `json:"name,omitempty"`
 	Count   int      `json:"n"`                // values asked for
 	Values  []uint64 `json:"values,omitempty"` // ok: what the reply carried

@@ -107,13 +107,9 @@ func (n *Network) Hosts() []*Host { return append([]*Host(nil), n.hosts...) }
 // the bridge and gives it the next address. Its only routes are the
 // bridge's /24 and its own loopback.
 func (n *Network) AddHost(ctx context.Context, role string) (*Host, error) {
-	n.next++
-	if n.next > 250 {
-		return nil, errors.New("netns: no addresses left on the run's /24")
-	}
-	addr := n.subnet.Addr()
-	for range n.next {
-		addr = addr.Next()
+	addr, err := n.SpareAddr()
+	if err != nil {
+		return nil, err
 	}
 	h := &Host{Name: role, NS: n.tag + role, Addr: addr, veth: n.tag + role}
 	if len(h.veth) > 15 {
@@ -308,4 +304,38 @@ func run(ctx context.Context, name string, args ...string) (string, error) {
 		return stdout.String(), fmt.Errorf("netns: %s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return stdout.String(), nil
+}
+
+// SpareAddr hands out the next address of the run's /24 without a host:
+// an address that moves between hosts (AddAddr, DelAddr), as a floating
+// IP in front of a database primary.
+func (n *Network) SpareAddr() (netip.Addr, error) {
+	n.next++
+	if n.next > 250 {
+		return netip.Addr{}, errors.New("netns: no addresses left on the run's /24")
+	}
+	addr := n.subnet.Addr()
+	for range n.next {
+		addr = addr.Next()
+	}
+	return addr, nil
+}
+
+// AddAddr gives the host a second address on its link.
+func (h *Host) AddAddr(ctx context.Context, a netip.Addr) error {
+	_, err := run(ctx, "ip", "-n", h.NS, "addr", "add", netip.PrefixFrom(a, 24).String(), "dev", "eth0")
+	return err
+}
+
+// DelAddr takes a second address off the host's link.
+func (h *Host) DelAddr(ctx context.Context, a netip.Addr) error {
+	_, err := run(ctx, "ip", "-n", h.NS, "addr", "del", netip.PrefixFrom(a, 24).String(), "dev", "eth0")
+	return err
+}
+
+// FlushNeighbours forgets the host's ARP entries, so that an address that
+// moved to another host is looked up again at once.
+func (h *Host) FlushNeighbours(ctx context.Context) error {
+	_, err := run(ctx, "ip", "-n", h.NS, "neigh", "flush", "all")
+	return err
 }
