@@ -5,6 +5,7 @@ its own on ports it picks itself."""
 from __future__ import annotations
 
 import asyncio
+import atexit
 import json
 import os
 import shutil
@@ -125,6 +126,7 @@ def dispenser_binary() -> str:
         return given
     if _built is None:
         out = Path(tempfile.mkdtemp(prefix="uid-py-bin-")) / "dispenser"
+        atexit.register(shutil.rmtree, out.parent, True)
         subprocess.run(["go", "build", "-o", str(out), "./cmd/dispenser"], cwd=REPO_DIR, check=True)
         _built = str(out)
     return _built
@@ -183,8 +185,10 @@ class Dispenser:
         return self._log_path.read_text(errors="replace")[-20_000:]
 
     def kill(self, sig: signal.Signals = signal.SIGKILL) -> None:
-        """Sends sig (SIGKILL unless told otherwise) and waits for the exit."""
+        """Sends sig (SIGKILL unless told otherwise), waits for the exit and
+        removes the log."""
         _kill(self.proc, sig)
+        self._log_path.unlink(missing_ok=True)
 
 
 async def connect_to(url: str) -> NATS:
