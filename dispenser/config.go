@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/setting"
 	"github.com/uid-dispenser/uid-dispenser/natsio"
 	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/sequence"
@@ -163,7 +164,7 @@ func (c Config) Validate() error {
 		}
 	}
 	if err := c.Layout().Validate(); err != nil {
-		le, _ := err.(*uidcore.LayoutError)
+		le, _ := err.(*setting.Error)
 		// Config's layout fields are named as Layout's; the field "Layout"
 		// is their sum.
 		name, ok := variableOf(le.Field)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/setting"
 	"github.com/uid-dispenser/uid-dispenser/natsio"
 	"github.com/uid-dispenser/uid-dispenser/natsio/kvstore"
 	"github.com/uid-dispenser/uid-dispenser/natsio/natsconn"
@@ -169,7 +170,7 @@ func storeSettingName(field string) string {
 // names the field, into a *ConfigError naming the variable; other errors
 // are returned as they are.
 func namedError(err error) error {
-	var se *uidcore.SettingError // every library's setting error
+	var se *setting.Error // every library's setting error
 	if errors.As(err, &se) {
 		return &ConfigError{Var: fieldVar(se.Field), Reason: se.Detail()}
 	}

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/setting"
 	"github.com/uid-dispenser/uid-dispenser/telemetry"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
@@ -52,7 +53,7 @@ func (d *Dispenser) startTelemetry(ctx context.Context, given *telemetry.Telemet
 			RunwayWarning:  threshold,
 			Logger:         d.log,
 		})
-		var se *telemetry.SettingError
+		var se *setting.Error
 		if errors.As(err, &se) {
 			// Not a *ConfigError: the address is valid, only busy now.
 			return fmt.Errorf("dispenser: %s: %s: %w", fieldVar(se.Field), se.Reason, se.Err)

@@ -76,17 +76,12 @@ func (c BlocksConfig) withDefaults() BlocksConfig {
 	return c
 }
 
-// SettingError is an invalid setting of a natsio configuration struct,
-// named by its field (e.g. BlockSize), so that the program that owns the
-// configuration can name its own variable.
-type SettingError = setting.Error
-
-// Validate reports the first invalid setting as a *SettingError. Zero
+// Validate reports the first invalid setting as a *setting.Error. Zero
 // values are valid (they take the defaults).
 func (c BlocksConfig) Validate() error {
 	c = c.withDefaults()
 	bad := func(field, format string, args ...any) error {
-		return &SettingError{Field: field, Reason: fmt.Sprintf(format, args...)}
+		return &setting.Error{Field: field, Reason: fmt.Sprintf(format, args...)}
 	}
 	switch {
 	case !streamNamePattern.MatchString(c.BlocksStream):

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/setting"
 	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 )
 
@@ -50,7 +51,7 @@ func TestBlocksConfigValidateNamesTheField(t *testing.T) {
 		c := DefaultBlocksConfig()
 		tc.mutate(&c)
 		err := c.Validate()
-		var se *SettingError
+		var se *setting.Error
 		if !errors.As(err, &se) || se.Field != tc.field || !strings.HasPrefix(err.Error(), tc.field+": ") {
 			t.Errorf("%+v: error %v, want one naming %s", c, err, tc.field)
 		}

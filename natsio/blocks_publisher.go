@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/setting"
 	"github.com/uid-dispenser/uid-dispenser/natsio/internal/problemlog"
 	"github.com/uid-dispenser/uid-dispenser/natsio/natsconn"
 	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
@@ -155,7 +156,7 @@ func NewBlockPublisher(ctx context.Context, nc *nats.Conn, src BlockIDSource, cf
 	cfg = cfg.withDefaults().regional()
 	// 8 bytes per ID plus room for the headers.
 	if need := int64(cfg.BlockSize)*8 + 1024; need > nc.MaxPayload() {
-		return nil, &SettingError{Field: "BlockSize",
+		return nil, &setting.Error{Field: "BlockSize",
 			Reason: fmt.Sprintf("a block of %d IDs needs %d bytes; the server allows %d", cfg.BlockSize, need, nc.MaxPayload())}
 	}
 	js, err := jetstream.New(nc,

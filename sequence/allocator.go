@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/uid-dispenser/uid-dispenser/uidcore"
+	"github.com/uid-dispenser/uid-dispenser/internal/setting"
 )
 
 // Config tunes an Allocator. Zero values take the defaults of
@@ -38,10 +38,6 @@ type Config struct {
 	StoreName string
 	Logger    *slog.Logger // default slog.Default()
 }
-
-// SettingError is a Config setting NewAllocator refuses, named by its
-// field: the type every library of this module uses for its settings.
-type SettingError = uidcore.SettingError
 
 // DefaultConfig is Leaf's tuning: steps from 1,000 doubling up to
 // 1,000,000, aiming at segments that last 15 minutes.
@@ -137,10 +133,10 @@ func NewAllocator(store SegmentStore, cfg Config) (*Allocator, error) {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.MaxStep < cfg.MinStep {
-		return nil, &SettingError{Field: "MaxStep", Reason: fmt.Sprintf("%d is below MinStep %d", cfg.MaxStep, cfg.MinStep)}
+		return nil, &setting.Error{Field: "MaxStep", Reason: fmt.Sprintf("%d is below MinStep %d", cfg.MaxStep, cfg.MinStep)}
 	}
 	if cfg.Target < time.Second {
-		return nil, &SettingError{Field: "Target", Reason: fmt.Sprintf("%s: use at least 1s", cfg.Target)}
+		return nil, &setting.Error{Field: "Target", Reason: fmt.Sprintf("%s: use at least 1s", cfg.Target)}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Allocator{store: store, cfg: cfg, ctx: ctx, cancel: cancel,

@@ -32,8 +32,8 @@
 //     larger than MaxStep that meets a store failure while it gathers
 //     segments may leave its count plus a step held).
 //
-// The package imports only the standard library and uidcore (for the
-// setting error every library shares); the stores live with their clients
+// The package imports only the standard library and internal/setting
+// (the setting error every library shares); the stores live with their clients
 // (workerid/mysqlstore, natsio/kvstore) and one conformance suite, package
 // sequencetest, runs against each of them.
 package sequence

@@ -78,13 +78,13 @@ func FuzzParseDeclarations(f *testing.F) {
 }
 
 // TestLinksOnlyTheStandardLibrary: the algorithm knows no store client,
-// no NATS, no database driver. uidcore, itself only the standard library,
-// is allowed for the setting error every library shares.
+// no NATS, no database driver. internal/setting, itself only the standard
+// library, is allowed for the setting error every library shares.
 func TestLinksOnlyTheStandardLibrary(t *testing.T) {
 	const self = "github.com/uid-dispenser/uid-dispenser/sequence"
 	deps := testdeps.Deps(t, self)
 	for _, pkg := range deps {
-		if first, _, _ := strings.Cut(pkg, "/"); strings.Contains(first, ".") && pkg != self && pkg != "github.com/uid-dispenser/uid-dispenser/uidcore" {
+		if first, _, _ := strings.Cut(pkg, "/"); strings.Contains(first, ".") && pkg != self && pkg != "github.com/uid-dispenser/uid-dispenser/internal/setting" {
 			t.Errorf("sequence links %s", pkg)
 		}
 	}

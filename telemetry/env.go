@@ -7,14 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/uid-dispenser/uid-dispenser/internal/setting"
 )
-
-// SettingError is a setting of Config that Setup cannot use, named by
-// its field (e.g. MetricsAddr), so that the program that owns the
-// configuration can name its own variable.
-type SettingError = setting.Error
 
 // DefaultRunwayWarning is the runway under which observers warn unless
 // configured otherwise: a year, time enough to plan a new layout.

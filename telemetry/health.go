@@ -9,6 +9,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/uid-dispenser/uid-dispenser/internal/setting"
 )
 
 // errNoReadyCheck is what /readyz reports without a readiness check.
@@ -19,7 +21,7 @@ var errNoReadyCheck = errors.New("no readiness check configured")
 func (t *Telemetry) startServer(addr string, registry *prometheus.Registry) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return &SettingError{Field: "MetricsAddr", Reason: strconv.Quote(addr), Err: err}
+		return &setting.Error{Field: "MetricsAddr", Reason: strconv.Quote(addr), Err: err}
 	}
 	t.listener = ln
 	t.server = &http.Server{

@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/setting"
 	"github.com/uid-dispenser/uid-dispenser/telemetry/telemetrytest"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
@@ -309,9 +310,9 @@ func TestSetupErrors(t *testing.T) {
 		}
 		defer ln.Close()
 		_, err = Setup(context.Background(), Config{MetricsAddr: ln.Addr().String()})
-		var se *SettingError
+		var se *setting.Error
 		if !errors.As(err, &se) || se.Field != "MetricsAddr" || !strings.Contains(err.Error(), ln.Addr().String()) {
-			t.Errorf("Setup on a busy address: %v, want a SettingError naming MetricsAddr", err)
+			t.Errorf("Setup on a busy address: %v, want a *setting.Error naming MetricsAddr", err)
 		}
 	})
 }

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/uid-dispenser/uid-dispenser/internal/setting"
 )
 
 // ErrBufferEmpty is returned (possibly wrapping the reason padding stopped,
@@ -225,7 +227,7 @@ func NewCached(opts CachedOptions) (*CachedGenerator, error) {
 		opts.PaddingFactor = DefaultPaddingFactor
 	}
 	if opts.PaddingFactor < 1 || opts.PaddingFactor > 100 {
-		return nil, &SettingError{Field: "PaddingFactor", Reason: fmt.Sprintf("%d is outside 1..100", opts.PaddingFactor)}
+		return nil, &setting.Error{Field: "PaddingFactor", Reason: fmt.Sprintf("%d is outside 1..100", opts.PaddingFactor)}
 	}
 	if opts.MaxAhead == 0 {
 		opts.MaxAhead = DefaultMaxAhead
@@ -238,7 +240,7 @@ func NewCached(opts CachedOptions) (*CachedGenerator, error) {
 		negative bool
 	}{{"ScheduleInterval", opts.ScheduleInterval < 0}, {"TakeWait", opts.TakeWait < 0}, {"LaneIdle", opts.LaneIdle < 0}, {"MaxLanes", opts.MaxLanes < 0}} {
 		if f.negative {
-			return nil, &SettingError{Field: f.field, Reason: "must not be negative"}
+			return nil, &setting.Error{Field: f.field, Reason: "must not be negative"}
 		}
 	}
 	if opts.Observer == nil {
@@ -294,14 +296,14 @@ func NewCached(opts CachedOptions) (*CachedGenerator, error) {
 func ringSize(opts CachedOptions) (uint64, error) {
 	seconds := cmp.Or(opts.RingSeconds, DefaultRingSeconds)
 	if seconds < 1 || seconds > 1<<24 {
-		return 0, &SettingError{Field: "RingSeconds", Reason: fmt.Sprintf("%d is outside 1..%d", seconds, 1<<24)}
+		return 0, &setting.Error{Field: "RingSeconds", Reason: fmt.Sprintf("%d is outside 1..%d", seconds, 1<<24)}
 	}
 	boost := bits.Len64(uint64(seconds)) - 1 // a power of two of seconds
 	if opts.RingMemory == 0 {
 		opts.RingMemory = DefaultRingMemory
 	}
 	if opts.RingMemory < 64*8 || opts.RingMemory > maxRingSlots*8 {
-		return 0, &SettingError{Field: "RingMemory", Reason: fmt.Sprintf("%d bytes is outside %d..%d", opts.RingMemory, 64*8, maxRingSlots*8)}
+		return 0, &setting.Error{Field: "RingMemory", Reason: fmt.Sprintf("%d bytes is outside %d..%d", opts.RingMemory, 64*8, maxRingSlots*8)}
 	}
 	byMemory := uint64(1) << (bits.Len64(uint64(opts.RingMemory/8)) - 1) // a power of two
 	perSecond := opts.Layout.MaxSequence() + 1

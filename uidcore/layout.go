@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/uid-dispenser/uid-dispenser/internal/setting"
 )
 
 // Layout describes how an ID's bits are split and which instant delta
@@ -62,11 +64,11 @@ func JSSafeLayout() Layout {
 	return Layout{TimeBits: 31, WorkerBits: 6, SeqBits: 16, Epoch: DefaultEpoch}
 }
 
-// Validate reports the first problem of the layout, as a *LayoutError.
+// Validate reports the first problem of the layout, as a *setting.Error.
 func (l Layout) Validate() error {
 	check := func(field string, bits, lo, hi uint) error {
 		if bits < lo || bits > hi {
-			return &LayoutError{Field: field, Reason: fmt.Sprintf("%d bits is outside %d..%d", bits, lo, hi)}
+			return &setting.Error{Field: field, Reason: fmt.Sprintf("%d bits is outside %d..%d", bits, lo, hi)}
 		}
 		return nil
 	}
@@ -82,13 +84,13 @@ func (l Layout) Validate() error {
 		return err
 	}
 	if sum := l.Bits(); sum > 63 {
-		return &LayoutError{Field: "Layout", Reason: fmt.Sprintf("TimeBits+WorkerBits+SeqBits = %d+%d+%d = %d, must be at most 63 (the sign bit is always 0; 53 or less keeps IDs JavaScript-safe)", l.TimeBits, l.WorkerBits, l.SeqBits, sum)}
+		return &setting.Error{Field: "Layout", Reason: fmt.Sprintf("TimeBits+WorkerBits+SeqBits = %d+%d+%d = %d, must be at most 63 (the sign bit is always 0; 53 or less keeps IDs JavaScript-safe)", l.TimeBits, l.WorkerBits, l.SeqBits, sum)}
 	}
 	if l.Epoch.IsZero() {
-		return &LayoutError{Field: "Epoch", Reason: "not set"}
+		return &setting.Error{Field: "Epoch", Reason: "not set"}
 	}
 	if l.Epoch.Unix() < 0 {
-		return &LayoutError{Field: "Epoch", Reason: "before 1970-01-01T00:00:00Z"}
+		return &setting.Error{Field: "Epoch", Reason: "before 1970-01-01T00:00:00Z"}
 	}
 	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/uid-dispenser/uid-dispenser/internal/setting"
 )
 
 func TestDefaultLayoutMeetsItsPromises(t *testing.T) {
@@ -67,9 +69,9 @@ func TestValidateNamesTheField(t *testing.T) {
 			l := base
 			c.mutate(&l)
 			err := l.Validate()
-			var le *LayoutError
+			var le *setting.Error
 			if !errors.As(err, &le) {
-				t.Fatalf("Validate() = %v, want a *LayoutError", err)
+				t.Fatalf("Validate() = %v, want a *setting.Error", err)
 			}
 			if le.Field != c.field {
 				t.Errorf("field %q, want %q (%v)", le.Field, c.field, err)
@@ -156,7 +158,7 @@ func FuzzLayoutValidate(f *testing.F) {
 	f.Fuzz(func(t *testing.T, tb, wb, sb uint, epoch int64) {
 		l := Layout{TimeBits: tb, WorkerBits: wb, SeqBits: sb, Epoch: time.Unix(epoch, 0)}
 		if err := l.Validate(); err != nil {
-			var le *LayoutError
+			var le *setting.Error
 			if !errors.As(err, &le) || le.Field == "" || le.Reason == "" {
 				t.Fatalf("error without field and reason: %v", err)
 			}

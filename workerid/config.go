@@ -128,18 +128,13 @@ func (c Config) Name(field string) string {
 	return c.SettingName(field)
 }
 
-// SettingError is an invalid setting, named by its Config field (e.g.
-// LeaseTTL), so that the program that owns the configuration can name
-// its own variable.
-type SettingError = setting.Error
-
-// Validate reports the first invalid setting as a *SettingError, zero
+// Validate reports the first invalid setting as a *setting.Error, zero
 // settings read as their defaults. A store's Config.Validate checks its
 // own settings too.
 func (c Config) Validate() error {
 	c = c.WithDefaults()
 	bad := func(field, format string, args ...any) error {
-		return &SettingError{Field: field, Reason: fmt.Sprintf(format, args...)}
+		return &setting.Error{Field: field, Reason: fmt.Sprintf(format, args...)}
 	}
 	if c.WorkerMode != ModeLeased && c.WorkerMode != ModeDisposable {
 		return bad("WorkerMode", "%q is neither %q nor %q", c.WorkerMode, ModeLeased, ModeDisposable)
@@ -160,19 +155,19 @@ func (c Config) Validate() error {
 func (c Config) validateRegions() error {
 	if c.Regions.IsZero() {
 		if c.Region != "" {
-			return &SettingError{Field: "Region", Reason: fmt.Sprintf("%q given without a map of regions (%s): regions without ranges could claim the same worker IDs", c.Region, c.Name("Regions"))}
+			return &setting.Error{Field: "Region", Reason: fmt.Sprintf("%q given without a map of regions (%s): regions without ranges could claim the same worker IDs", c.Region, c.Name("Regions"))}
 		}
 		return nil
 	}
 	if _, err := c.Regions.Range(c.Region); err != nil {
-		return &SettingError{Field: "Region", Reason: "not usable", Err: err}
+		return &setting.Error{Field: "Region", Reason: "not usable", Err: err}
 	}
 	if c.WorkerMode == ModeDisposable {
 		// A disposable worker ID is used once: a region's share of the
 		// layout runs out after that many starts, and WORKER_NODE's
 		// auto-increment (shared with UidGenerator instances, which know
 		// nothing of ranges) cannot be made to land inside a range.
-		return &SettingError{Field: "Regions", Reason: fmt.Sprintf("regions need %s=%s: disposable worker IDs are never reused, so a region's range would run out after as many starts, and a store's auto-increment cannot be kept inside a range", c.Name("WorkerMode"), ModeLeased)}
+		return &setting.Error{Field: "Regions", Reason: fmt.Sprintf("regions need %s=%s: disposable worker IDs are never reused, so a region's range would run out after as many starts, and a store's auto-increment cannot be kept inside a range", c.Name("WorkerMode"), ModeLeased)}
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/setting"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
 )
@@ -48,9 +49,9 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 		c := workerid.DefaultConfig()
 		tc.set(&c)
 		err := c.Validate()
-		var se *workerid.SettingError
+		var se *setting.Error
 		if !errors.As(err, &se) || se.Field != tc.field {
-			t.Errorf("%s: err = %v, want a SettingError naming it", tc.field, err)
+			t.Errorf("%s: err = %v, want a *setting.Error naming it", tc.field, err)
 			continue
 		}
 		if !strings.Contains(err.Error(), tc.mention) || !strings.HasPrefix(err.Error(), tc.field+": ") {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/setting"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
 )
@@ -128,9 +129,9 @@ func TestConfigRegions(t *testing.T) {
 		cfg := ok
 		c.set(&cfg)
 		err := cfg.Validate()
-		var se *workerid.SettingError
+		var se *setting.Error
 		if !errors.As(err, &se) || se.Field != c.field || !strings.Contains(err.Error(), c.mention) {
-			t.Errorf("%s: %v, want a SettingError of %s mentioning %q", c.name, err, c.field, c.mention)
+			t.Errorf("%s: %v, want a *setting.Error of %s mentioning %q", c.name, err, c.field, c.mention)
 		}
 	}
 	cfg := ok

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/setting"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
 )
 
@@ -45,7 +46,7 @@ func (c Config) WithDefaults() Config {
 
 var bucketPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
-// Validate reports the first invalid setting as a *workerid.SettingError,
+// Validate reports the first invalid setting as a *setting.Error,
 // zero settings read as their defaults: workerid.Config's, then the
 // bucket's.
 func (c Config) Validate() error {
@@ -54,10 +55,10 @@ func (c Config) Validate() error {
 		return err
 	}
 	if !bucketPattern.MatchString(c.WorkerKVBucket) {
-		return &workerid.SettingError{Field: "WorkerKVBucket", Reason: fmt.Sprintf("%q is not a valid bucket name (letters, digits, _ and -)", c.WorkerKVBucket)}
+		return &setting.Error{Field: "WorkerKVBucket", Reason: fmt.Sprintf("%q is not a valid bucket name (letters, digits, _ and -)", c.WorkerKVBucket)}
 	}
 	if c.WorkerKVReplicas < 0 || c.WorkerKVReplicas > 5 {
-		return &workerid.SettingError{Field: "WorkerKVReplicas", Reason: fmt.Sprintf("%d is outside 1..5 (0: 3 in a cluster)", c.WorkerKVReplicas)}
+		return &setting.Error{Field: "WorkerKVReplicas", Reason: fmt.Sprintf("%d is outside 1..5 (0: 3 in a cluster)", c.WorkerKVReplicas)}
 	}
 	return nil
 }

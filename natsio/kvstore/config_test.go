@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/setting"
 	"github.com/uid-dispenser/uid-dispenser/natsio/kvstore"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
 )
@@ -37,9 +38,9 @@ func TestValidateNamesTheField(t *testing.T) {
 		"WorkerKVReplicas": {WorkerKVReplicas: 6},
 		"WorkerMode":       {Config: workerid.Config{WorkerMode: "sticky"}},
 	} {
-		var se *workerid.SettingError
+		var se *setting.Error
 		if err := c.Validate(); !errors.As(err, &se) || se.Field != field || !strings.HasPrefix(err.Error(), field+": ") {
-			t.Errorf("%s: err = %v, want a SettingError naming it", field, err)
+			t.Errorf("%s: err = %v, want a *setting.Error naming it", field, err)
 		}
 	}
 	regions, err := workerid.ParseRegions("east=0-511,west=512-1023")

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/setting"
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/natsio/kvstore"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
@@ -232,9 +233,9 @@ func TestKVAssignerBadConfig(t *testing.T) {
 	cfg := kvstore.DefaultConfig()
 	cfg.WorkerKVBucket = "bad bucket"
 	_, err := kvstore.NewAssigner(context.Background(), kvConnect(t, addr), withQuietLogger(cfg))
-	var se *workerid.SettingError
+	var se *setting.Error
 	if !errors.As(err, &se) || se.Field != "WorkerKVBucket" {
-		t.Fatalf("err = %v, want a SettingError for WorkerKVBucket", err)
+		t.Fatalf("err = %v, want a *setting.Error for WorkerKVBucket", err)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/setting"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
 )
 
@@ -69,7 +70,7 @@ func (c Config) orLetStartUpCreate() string {
 
 var identifierPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
 
-// Validate reports the first invalid setting as a *workerid.SettingError,
+// Validate reports the first invalid setting as a *setting.Error,
 // zero settings read as their defaults: workerid.Config's, the table
 // names, and the DSN when set (one the driver reads; the error never
 // echoes its password). NewAssigner also requires a DSN.
@@ -79,7 +80,7 @@ func (c Config) Validate() error {
 		return err
 	}
 	bad := func(field, format string, args ...any) error {
-		return &workerid.SettingError{Field: field, Reason: fmt.Sprintf(format, args...)}
+		return &setting.Error{Field: field, Reason: fmt.Sprintf(format, args...)}
 	}
 	for _, t := range []struct{ field, name string }{{"WorkerNodeTable", c.WorkerNodeTable}, {"WorkerLeaseTable", c.WorkerLeaseTable}, {"FleetTable", c.FleetTable}, {"SequenceTable", c.SequenceTable}} {
 		if !identifierPattern.MatchString(t.name) {

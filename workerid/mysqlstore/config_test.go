@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/setting"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
 	"github.com/uid-dispenser/uid-dispenser/workerid/mysqlstore"
 )
@@ -47,9 +48,9 @@ func TestValidateNamesTheTableField(t *testing.T) {
 		{mysqlstore.Config{SequenceTable: "uid_fleet"}, "SequenceTable", "UID_FLEET"},
 	} {
 		err := tc.c.Validate()
-		var se *workerid.SettingError
+		var se *setting.Error
 		if !errors.As(err, &se) || se.Field != tc.field || !strings.HasPrefix(err.Error(), tc.field+": ") || !strings.Contains(err.Error(), tc.mention) {
-			t.Errorf("%s: err = %v, want a SettingError naming it and mentioning %q", tc.field, err, tc.mention)
+			t.Errorf("%s: err = %v, want a *setting.Error naming it and mentioning %q", tc.field, err, tc.mention)
 		}
 	}
 }
@@ -61,9 +62,9 @@ func TestValidateNamesTheDSNField(t *testing.T) {
 	c := mysqlstore.DefaultConfig()
 	c.MySQLDSN = "root:hunter2-secret@127.0.0.1:3306/db"
 	err := c.Validate()
-	var se *workerid.SettingError
+	var se *setting.Error
 	if !errors.As(err, &se) || se.Field != "MySQLDSN" || !strings.Contains(err.Error(), "valid DSN") {
-		t.Errorf("err = %v, want a SettingError naming MySQLDSN", err)
+		t.Errorf("err = %v, want a *setting.Error naming MySQLDSN", err)
 	}
 	if err != nil && strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("error shows the password: %v", err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/setting"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
 )
@@ -97,12 +98,12 @@ func NewAssigner(ctx context.Context, cfg Config) (*Assigner, error) {
 		return nil, err
 	}
 	if cfg.MySQLDSN == "" {
-		return nil, &workerid.SettingError{Field: "MySQLDSN", Reason: "not set"}
+		return nil, &setting.Error{Field: "MySQLDSN", Reason: "not set"}
 	}
 	logger := cmp.Or(cfg.Logger, slog.Default())
 	dsn, err := mysql.ParseDSN(cfg.MySQLDSN)
 	if err != nil { // Validate parsed it already
-		return nil, &workerid.SettingError{Field: "MySQLDSN", Reason: "not a valid DSN"}
+		return nil, &setting.Error{Field: "MySQLDSN", Reason: "not a valid DSN"}
 	}
 	if dsn.Timeout == 0 {
 		dsn.Timeout = 5 * time.Second
