@@ -9,12 +9,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/uid-dispenser/uid-dispenser/internal/setting"
 	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/kvstore"
 	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/sequence"
 	"github.com/uid-dispenser/uid-dispenser/telemetry"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
+	"github.com/uid-dispenser/uid-dispenser/workerid/mysqlstore"
 )
 
 // EnvPrefix is the prefix of every configuration variable (an underscore
@@ -26,11 +27,11 @@ const EnvPrefix = "DISPENSER"
 // environment by LoadConfig (envconfig): the one table of the variables.
 // Each field's tags give its variable, whole (see processEnv), and its
 // meaning; the defaults are DefaultConfig's, built from the libraries'
-// own; Variables lists all three for -h, docs/configuration.md, error
-// messages, the unknown-variable warning and the compose test. A field
-// that feeds a library's setting carries that setting's field name, so
-// that the library's SettingError names our variable; the functions of
-// config_libraries.go build the libraries' structs from it in plain code.
+// own; Variables lists all three for -h, docs/configuration.md, the
+// unknown-variable warning and the compose test. The functions of
+// config_libraries.go build the libraries' structs from it in plain code,
+// and its settingVars maps each library field to its variable, which is
+// how a library's *setting.Error comes to name our variable.
 type Config struct {
 	NATSURL            string        `envconfig:"DISPENSER_NATS_URL" desc:"NATS server URL(s), comma-separated. Empty: use the server listening on DISPENSER_EMBEDDED_ADDR, or start an embedded one there"`
 	NATSUser           string        `envconfig:"DISPENSER_NATS_USER" desc:"NATS user name (with DISPENSER_NATS_PASSWORD)"`
@@ -164,17 +165,11 @@ func (c Config) Validate() error {
 		}
 	}
 	if err := c.Layout().Validate(); err != nil {
-		le, _ := err.(*setting.Error)
-		// Config's layout fields are named as Layout's; the field "Layout"
-		// is their sum.
-		name, ok := variableOf(le.Field)
-		if !ok {
-			name = EnvPrefix + "_TIME_BITS/WORKER_BITS/SEQ_BITS"
+		err = namedError[uidcore.Layout](err)
+		if ce, ok := err.(*ConfigError); ok && c.LayoutName != "" {
+			ce.Var = EnvPrefix + "_LAYOUT" // the layout was given by it
 		}
-		if c.LayoutName != "" {
-			name = EnvPrefix + "_LAYOUT"
-		}
-		return &ConfigError{Var: name, Reason: le.Reason}
+		return err
 	}
 	switch {
 	case (c.NATSTLSCert == "") != (c.NATSTLSKey == ""):
@@ -226,7 +221,7 @@ func (c Config) Validate() error {
 	// Blocks settings are checked also while blocks are off: a bad value
 	// should not wait to stop an instance until someone turns them on.
 	if err := c.blocksConfig(nil).Validate(); err != nil {
-		return namedError(err)
+		return namedError[natsio.BlocksConfig](err)
 	}
 	if err := c.checkReachability(); err != nil {
 		return err
@@ -234,10 +229,10 @@ func (c Config) Validate() error {
 	// Both stores' settings are checked, whichever is used, like the
 	// blocks' above.
 	common := c.workerIDConfig(nil)
-	if err := namedError(c.mysqlConfig(common).Validate()); err != nil {
+	if err := namedError[mysqlstore.Config](c.mysqlConfig(common).Validate()); err != nil {
 		return err
 	}
-	if err := namedError(c.kvConfig(common).Validate()); err != nil {
+	if err := namedError[kvstore.Config](c.kvConfig(common).Validate()); err != nil {
 		return err
 	}
 	return c.checkRegions()

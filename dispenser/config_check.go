@@ -54,14 +54,7 @@ func (c Config) checkReachability() error {
 		if !errors.As(err, &fe) {
 			return err
 		}
-		name := map[string]string{
-			"NKeySeedFile": "NATS_NKEY_SEED_FILE",
-			"CredsFile":    "NATS_CREDS_FILE",
-			"TLSCAFile":    "NATS_TLS_CA",
-			"TLSCertFile":  "NATS_TLS_CERT",
-			"TLSKeyFile":   "NATS_TLS_KEY",
-		}[fe.Field]
-		return bad(name, "%v", err)
+		return &ConfigError{Var: settingVar[natsconn.Config](fe.Field), Reason: err.Error()}
 	}
 	if reason := checkListenAddr(c.EmbeddedAddr); reason != "" {
 		return bad("EMBEDDED_ADDR", "%q %s", c.EmbeddedAddr, reason)

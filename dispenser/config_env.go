@@ -112,9 +112,8 @@ const variableFormat = "{{range .}}{{usage_key .}}\t{{.Name}}\t{{usage_type .}}\
 
 // Variables lists every variable the dispenser reads, in Config's order,
 // with its default: the one list that `dispenser -h`,
-// docs/configuration.md, the messages naming a library's setting, the
-// unknown-variable warning and the compose test are made from or checked
-// against. It is Config's fields with their tags, as envconfig lists them
+// docs/configuration.md, the unknown-variable warning and the compose
+// test are made from or checked against. It is Config's fields with their tags, as envconfig lists them
 // (its usage template), so the list is the decoder's own.
 func Variables() []Variable {
 	cfg := DefaultConfig()
@@ -146,18 +145,6 @@ func formatDefault(typ, v string) string {
 		}
 	}
 	return v
-}
-
-// variableOf is the variable of the Config field with that name (a
-// promoted one included), as errors name it: DISPENSER_LEASE_TTL for
-// LeaseTTL.
-func variableOf(field string) (string, bool) {
-	for _, v := range Variables() {
-		if v.Field == field {
-			return v.Name, true
-		}
-	}
-	return "", false
 }
 
 // usageFormat lists each variable with its type, default and description.

@@ -5,6 +5,7 @@ package dispenser
 import (
 	"errors"
 	"log/slog"
+	"reflect"
 	"time"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/setting"
@@ -12,13 +13,14 @@ import (
 	"github.com/uid-dispenser/uid-dispenser/natsio/kvstore"
 	"github.com/uid-dispenser/uid-dispenser/natsio/natsconn"
 	"github.com/uid-dispenser/uid-dispenser/sequence"
+	"github.com/uid-dispenser/uid-dispenser/telemetry"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
 	"github.com/uid-dispenser/uid-dispenser/workerid/mysqlstore"
 )
 
-// BlocksConfig is the block publisher's part of Config: the fields of
-// natsio.BlocksConfig, named alike, with their variables.
+// BlocksConfig is the block publisher's part of Config: the variables of
+// natsio.BlocksConfig's fields (settingVars maps the fields to them).
 type BlocksConfig struct {
 	BlocksStream          string        `envconfig:"DISPENSER_BLOCKS_STREAM" desc:"blocks: JetStream stream name (created or updated at start-up)"`
 	BlocksSubject         string        `envconfig:"DISPENSER_BLOCKS_SUBJECT" desc:"blocks: subject the blocks are published on (no wildcards)"`
@@ -30,11 +32,11 @@ type BlocksConfig struct {
 	BlocksPollInterval    time.Duration `envconfig:"DISPENSER_BLOCKS_POLL_INTERVAL" desc:"blocks: longest wait between checks of the stream depth while it stays full (checks are faster just after consumers drained it)"`
 }
 
-// WorkerIDConfig is the worker-ID stores' part of Config: the fields of
-// workerid.Config and of the stores' own configs (mysqlstore.Config,
-// kvstore.Config), named alike, with their variables (workerIDConfig,
-// mysqlConfig and kvConfig build the libraries' structs from it, and
-// errors naming a library's field name this one's variable).
+// WorkerIDConfig is the worker-ID stores' part of Config: the variables
+// of workerid.Config's fields and of the stores' own configs
+// (mysqlstore.Config, kvstore.Config). workerIDConfig, mysqlConfig and
+// kvConfig build the libraries' structs from it; settingVars maps their
+// fields to the variables.
 type WorkerIDConfig struct {
 	MySQLDSN             string           `envconfig:"DISPENSER_MYSQL_DSN" desc:"MySQL DSN (go-sql-driver form, user:password@tcp(host:3306)/db) of the worker-ID store; empty: the JetStream KV bucket"`
 	WorkerMode           workerid.Mode    `envconfig:"DISPENSER_WORKER_MODE" desc:"leased (recyclable worker IDs with time reservations) or disposable (a new worker ID on every start, UidGenerator's WORKER_NODE)"`
@@ -53,7 +55,8 @@ type WorkerIDConfig struct {
 }
 
 // workerIDConfig is the stores' configuration; their messages name
-// settings by this configuration's variables.
+// settings by this configuration's variables (settingVars: the MySQL
+// store's table holds the KV store's common fields too).
 func (c Config) workerIDConfig(log *slog.Logger) workerid.Config {
 	return workerid.Config{
 		WorkerMode:           c.WorkerMode,
@@ -63,7 +66,7 @@ func (c Config) workerIDConfig(log *slog.Logger) workerid.Config {
 		Region:               c.Region,
 		Regions:              c.Regions,
 		Logger:               log,
-		SettingName:          storeSettingName,
+		SettingName:          settingVar[mysqlstore.Config],
 	}
 }
 
@@ -143,36 +146,124 @@ func blocksDefaults() BlocksConfig {
 	}
 }
 
-// fieldVar is the variable of the Config field with that name, as the
-// libraries' messages name it: DISPENSER_LEASE_TTL for LeaseTTL. Config's
-// fields carry the names of the library fields they map to (the mapping
-// functions above), so a library's field name finds our variable; a name
-// Config lacks is returned as it is.
-func fieldVar(field string) string {
-	if v, ok := variableOf(field); ok {
+// settingVars is the one table from the libraries' settings to the
+// variables that set them, by the library's configuration struct and its
+// field. A library names its fields, never a variable (only the dispenser
+// reads the environment), so this table is how a *setting.Error becomes a
+// *ConfigError naming the variable (namedError), and how the stores'
+// messages name a setting to change (workerid.Config.SettingName). It is
+// keyed by struct because fields of different structs share a name
+// (Replicas). A struct's embedded struct (workerid.Config in the stores'
+// Config) is looked up under its own type. TestSettingVarsCoverTheLibraries
+// holds it to every setting of each struct and to Variables.
+var settingVars = map[reflect.Type]map[string]string{
+	reflect.TypeFor[uidcore.Layout](): {
+		"TimeBits":   "DISPENSER_TIME_BITS",
+		"WorkerBits": "DISPENSER_WORKER_BITS",
+		"SeqBits":    "DISPENSER_SEQ_BITS",
+		"Epoch":      "DISPENSER_EPOCH",
+		"Layout":     "DISPENSER_TIME_BITS/WORKER_BITS/SEQ_BITS", // their sum
+	},
+	reflect.TypeFor[uidcore.CachedOptions](): {
+		"Layout":           "DISPENSER_LAYOUT",
+		"MaxLanes":         "DISPENSER_MAX_LANES",
+		"LaneIdle":         "DISPENSER_LANE_IDLE",
+		"RingMemory":       "DISPENSER_RING_MEMORY",
+		"RingSeconds":      "DISPENSER_BOOST_POWER", // 2^boost power seconds
+		"PaddingFactor":    "DISPENSER_PADDING_FACTOR",
+		"ScheduleInterval": "DISPENSER_SCHEDULE_INTERVAL",
+		"MaxAhead":         "DISPENSER_MAX_AHEAD",
+		"TakeWait":         "DISPENSER_TAKE_WAIT",
+		"MaxLag":           "DISPENSER_MAX_LAG",
+	},
+	reflect.TypeFor[workerid.Config](): {
+		"WorkerMode":           "DISPENSER_WORKER_MODE",
+		"LeaseTTL":             "DISPENSER_LEASE_TTL",
+		"ReserveChunk":         "DISPENSER_RESERVE_CHUNK",
+		"StoreStartupDeadline": "DISPENSER_STORE_STARTUP_DEADLINE",
+		"Region":               "DISPENSER_REGION",
+		"Regions":              "DISPENSER_REGIONS",
+	},
+	reflect.TypeFor[mysqlstore.Config](): {
+		"MySQLDSN":         "DISPENSER_MYSQL_DSN",
+		"WorkerNodeTable":  "DISPENSER_WORKER_NODE_TABLE",
+		"WorkerLeaseTable": "DISPENSER_WORKER_LEASE_TABLE",
+		// DISPENSER_CREATE_TABLES, true by default, predates the
+		// library's zero-value convention: it is the field's opposite.
+		"TablesByHand":  "DISPENSER_CREATE_TABLES=false",
+		"FleetTable":    "DISPENSER_FLEET_TABLE",
+		"SequenceTable": "DISPENSER_SEQUENCE_TABLE",
+	},
+	reflect.TypeFor[kvstore.Config](): {
+		"WorkerKVBucket":   "DISPENSER_WORKER_KV_BUCKET",
+		"WorkerKVReplicas": "DISPENSER_WORKER_KV_REPLICAS",
+	},
+	reflect.TypeFor[natsio.BlocksConfig](): {
+		"BlocksStream":          "DISPENSER_BLOCKS_STREAM",
+		"BlocksSubject":         "DISPENSER_BLOCKS_SUBJECT",
+		"BlockSize":             "DISPENSER_BLOCKS_BLOCK_SIZE",
+		"BlocksTargetDepth":     "DISPENSER_BLOCKS_TARGET_DEPTH",
+		"BlocksStorage":         "DISPENSER_BLOCKS_STORAGE",
+		"BlocksReplicas":        "DISPENSER_BLOCKS_REPLICAS",
+		"BlocksDuplicateWindow": "DISPENSER_BLOCKS_DUPLICATE_WINDOW",
+		"BlocksPollInterval":    "DISPENSER_BLOCKS_POLL_INTERVAL",
+		"Region":                "DISPENSER_REGION",
+	},
+	reflect.TypeFor[sequence.Config](): {
+		"MinStep": "DISPENSER_SEQUENCE_STEP",
+		"MaxStep": "DISPENSER_SEQUENCE_MAX_STEP",
+		"Target":  "DISPENSER_SEQUENCE_TARGET",
+	},
+	reflect.TypeFor[telemetry.Config](): {
+		"Region":        "DISPENSER_REGION",
+		"MetricsAddr":   "DISPENSER_METRICS_ADDR",
+		"RunwayWarning": "DISPENSER_RUNWAY_WARNING",
+	},
+	reflect.TypeFor[natsconn.Config](): {
+		"URL":            "DISPENSER_NATS_URL",
+		"User":           "DISPENSER_NATS_USER",
+		"Password":       "DISPENSER_NATS_PASSWORD",
+		"Token":          "DISPENSER_NATS_TOKEN",
+		"NKeySeedFile":   "DISPENSER_NATS_NKEY_SEED_FILE",
+		"CredsFile":      "DISPENSER_NATS_CREDS_FILE",
+		"TLSCAFile":      "DISPENSER_NATS_TLS_CA",
+		"TLSCertFile":    "DISPENSER_NATS_TLS_CERT",
+		"TLSKeyFile":     "DISPENSER_NATS_TLS_KEY",
+		"ConnectTimeout": "DISPENSER_NATS_CONNECT_TIMEOUT",
+		"DrainTimeout":   "DISPENSER_SHUTDOWN_TIMEOUT",
+	},
+}
+
+// settingVar is the variable that sets field of the library struct L, or
+// of a struct L embeds; a field the table lacks is returned as it is.
+func settingVar[L any](field string) string {
+	if v, ok := lookupSettingVar(reflect.TypeFor[L](), field); ok {
 		return v
 	}
 	return field
 }
 
-// storeSettingName names the stores' settings in their messages: by
-// fieldVar, and mysqlstore's TablesByHand, which DISPENSER_CREATE_TABLES
-// (true by default, as the variable predates the library's zero-value
-// convention) sets when false.
-func storeSettingName(field string) string {
-	if field == "TablesByHand" {
-		return fieldVar("CreateTables") + "=false"
+func lookupSettingVar(t reflect.Type, field string) (string, bool) {
+	if v, ok := settingVars[t][field]; ok {
+		return v, true
 	}
-	return fieldVar(field)
+	for i := range t.NumField() {
+		if f := t.Field(i); f.Anonymous && f.Type.Kind() == reflect.Struct {
+			if v, ok := lookupSettingVar(f.Type, field); ok {
+				return v, true
+			}
+		}
+	}
+	return "", false
 }
 
-// namedError turns a library's error about one of its settings, which
-// names the field, into a *ConfigError naming the variable; other errors
-// are returned as they are.
-func namedError(err error) error {
-	var se *setting.Error // every library's setting error
+// namedError turns the library struct L's error about one of its
+// settings, which names the field, into a *ConfigError naming the
+// variable; other errors are returned as they are.
+func namedError[L any](err error) error {
+	var se *setting.Error
 	if errors.As(err, &se) {
-		return &ConfigError{Var: fieldVar(se.Field), Reason: se.Detail()}
+		return &ConfigError{Var: settingVar[L](se.Field), Reason: se.Detail()}
 	}
 	return err
 }

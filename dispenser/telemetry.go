@@ -56,7 +56,7 @@ func (d *Dispenser) startTelemetry(ctx context.Context, given *telemetry.Telemet
 		var se *setting.Error
 		if errors.As(err, &se) {
 			// Not a *ConfigError: the address is valid, only busy now.
-			return fmt.Errorf("dispenser: %s: %s: %w", fieldVar(se.Field), se.Reason, se.Err)
+			return fmt.Errorf("dispenser: %s: %s: %w", settingVar[telemetry.Config](se.Field), se.Reason, se.Err)
 		}
 		if err != nil {
 			return fmt.Errorf("dispenser: %w", err)

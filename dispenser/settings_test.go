@@ -1,0 +1,102 @@
+package dispenser
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/uid-dispenser/uid-dispenser/internal/setting"
+	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/kvstore"
+	"github.com/uid-dispenser/uid-dispenser/workerid/mysqlstore"
+)
+
+// notFromTheEnvironment are the fields of settingVars' structs that no
+// variable sets: what the dispenser fills in itself (loggers, providers,
+// the claim) or leaves to the library. Any other field must be in the
+// table, so that a setting added to a library without a variable, or a
+// renamed field, fails here rather than in an error message that names a
+// bare field.
+var notFromTheEnvironment = map[string][]string{
+	"uidcore.CachedOptions": {"Claim", "Lanes", "Clock", "Observer", "OnPutReject", "OnTakeReject"},
+	"workerid.Config":       {"Host", "Logger", "SettingName"},
+	"natsio.BlocksConfig":   {"Logger", "TracerProvider"},
+	"sequence.Config":       {"FetchTimeout", "RetryPause", "StoreName", "Logger"},
+	"telemetry.Config":      {"ServiceVersion", "InstanceID", "WorkerID", "Ready", "Sampler", "SpanProcessors", "MetricReaders", "Logger", "TracerProvider", "MeterProvider", "Propagator"},
+	"natsconn.Config":       {"Name", "ReconnectWait", "Logger"},
+	"uidcore.Layout":        {},
+	"mysqlstore.Config":     {},
+	"kvstore.Config":        {},
+}
+
+// TestSettingVarsCoverTheLibraries holds the table to the libraries'
+// structs and to the variables: every field a variable could set is in
+// it, every entry is a field of its struct, and every variable it names
+// is one the dispenser reads.
+func TestSettingVarsCoverTheLibraries(t *testing.T) {
+	known := map[string]bool{}
+	for _, v := range Variables() {
+		known[v.Name] = true
+	}
+	for typ, vars := range settingVars {
+		skip, listed := notFromTheEnvironment[typ.String()]
+		if !listed {
+			t.Errorf("%s: in settingVars but not in notFromTheEnvironment (list its fields no variable sets, if any)", typ)
+		}
+		for i := range typ.NumField() {
+			f := typ.Field(i)
+			if !f.IsExported() || f.Anonymous {
+				continue
+			}
+			_, mapped := vars[f.Name]
+			switch ignored := slices.Contains(skip, f.Name); {
+			case !mapped && !ignored:
+				t.Errorf("%s.%s has no variable in settingVars", typ, f.Name)
+			case mapped && ignored:
+				t.Errorf("%s.%s is in settingVars and in notFromTheEnvironment", typ, f.Name)
+			}
+		}
+		for field, variable := range vars {
+			if _, ok := typ.FieldByName(field); !ok && !(typ.String() == "uidcore.Layout" && field == "Layout") {
+				t.Errorf("settingVars names %s.%s, which the struct lacks", typ, field)
+			}
+			name, _, _ := strings.Cut(variable, "=")
+			if first, rest, many := strings.Cut(name, "/"); many {
+				// DISPENSER_TIME_BITS/WORKER_BITS/SEQ_BITS
+				name = first
+				for _, r := range strings.Split(rest, "/") {
+					if !known[EnvPrefix+"_"+r] {
+						t.Errorf("settingVars: %s.%s names %s, which is not a variable", typ, field, r)
+					}
+				}
+			}
+			if !known[name] {
+				t.Errorf("settingVars: %s.%s names %s, which is not a variable", typ, field, name)
+			}
+		}
+	}
+}
+
+// A library's setting error names the variable of its struct's field,
+// a field of an embedded struct included, and fields of the same name in
+// two structs name their own variables.
+func TestNamedErrorNamesTheStructsVariable(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{namedError[natsio.BlocksConfig](&setting.Error{Field: "BlocksReplicas", Reason: "r"}), "DISPENSER_BLOCKS_REPLICAS"},
+		{namedError[kvstore.Config](&setting.Error{Field: "WorkerKVReplicas", Reason: "r"}), "DISPENSER_WORKER_KV_REPLICAS"},
+		{namedError[kvstore.Config](&setting.Error{Field: "LeaseTTL", Reason: "r"}), "DISPENSER_LEASE_TTL"},
+		{namedError[mysqlstore.Config](&setting.Error{Field: "TablesByHand", Reason: "r"}), "DISPENSER_CREATE_TABLES=false"},
+	} {
+		var ce *ConfigError
+		if !errors.As(c.err, &ce) || ce.Var != c.want || ce.Reason != "r" {
+			t.Errorf("%v: want a *ConfigError naming %s", c.err, c.want)
+		}
+	}
+	if err := errors.New("other"); namedError[kvstore.Config](err) != err {
+		t.Error("an error that is not a setting's is not returned as it is")
+	}
+}
