@@ -1,8 +1,6 @@
 package dispenser
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -28,46 +26,28 @@ func (c Config) checkIssuable(now time.Time) error {
 	end := layout.RunwayEnd()
 	// The runway is the layout's (bits and epoch) business, but a horizon
 	// longer than any layout could reach is the warning's: name all three.
-	names := c.layoutNames("TIME_BITS", "EPOCH")
+	names := func() string { return c.layoutNames("TIME_BITS", "EPOCH") } // only for an error
 	switch {
 	case !end.After(now) && layout.Equal(uidcore.UidGeneratorLayout()):
-		return &ConfigError{Var: names, Reason: fmt.Sprintf(
+		return &ConfigError{Var: names(), Reason: fmt.Sprintf(
 			"%s (%s) is UidGenerator's layout, for reading its IDs (uid.parse with the header Uid-Layout: %s, client-demo parse -layout %s), not for issuing: its time field ran out at %s. "+
 				"To replace UidGenerator on its WORKER_NODE table, choose a layout by docs/operations.md, \"Migrating from UidGenerator\"",
 			uidcore.PresetUidGenerator, layout, uidcore.PresetUidGenerator, uidcore.PresetUidGenerator, layout.TimeText(end))}
 	case !end.After(now):
-		return &ConfigError{Var: names, Reason: fmt.Sprintf(
+		return &ConfigError{Var: names(), Reason: fmt.Sprintf(
 			"the time field of the layout %s ran out at %s: no ID can be issued; choose more time bits or a later epoch (a new generation, see docs/operations.md)",
 			layout, layout.TimeText(end))}
 	case horizon > 0 && end.Sub(now) < horizon:
-		return &ConfigError{Var: names, Reason: fmt.Sprintf(
+		return &ConfigError{Var: names(), Reason: fmt.Sprintf(
 			"the time field of the layout %s runs out at %s, within %s_RUNWAY_WARNING=%s of now: choose more time bits or a later epoch, or a shorter %s_RUNWAY_WARNING",
 			layout, layout.TimeText(end), EnvPrefix, c.RunwayWarning, EnvPrefix)}
 	}
 	return c.checkGenerator()
 }
 
-// checkGenerator builds the ring-buffer generator once on a claim that
-// allows no second, so that every option it refuses is refused here,
-// before anything is connected or claimed, by the generator's own rules
-// (which may change) rather than a copy of them. Nothing is padded: the
-// claim stops the start-up round at its first second.
+// checkGenerator refuses any set of ring options the generator would
+// refuse, by the generator's own rules (uidcore.CachedOptions.Validate,
+// which builds nothing), before anything is connected or claimed.
 func (c Config) checkGenerator() error {
-	gen, err := uidcore.NewCached(c.cachedOptions(probeClaim{}, nil, nil))
-	if err != nil {
-		return &ConfigError{Var: c.layoutNames("SEQ_BITS") + "/" + EnvPrefix + "_BOOST_POWER/" + EnvPrefix + "_RING_MEMORY",
-			Reason: fmt.Sprintf("the ring buffer refuses %d sequence bits with boost power %d and %d bytes: %s", c.SeqBits, c.BoostPower, c.RingMemory, err)}
-	}
-	return gen.Close()
+	return namedError[uidcore.CachedOptions](c.cachedOptions(nil, nil, nil).Validate())
 }
-
-// errProbe is why a probeClaim allows no second.
-var errProbe = errors.New("configuration probe: no second may be issued")
-
-// probeClaim is the claim checkGenerator builds its generator on.
-type probeClaim struct{}
-
-func (probeClaim) WorkerID() uint64                  { return 0 }
-func (probeClaim) After() int64                      { return 0 }
-func (probeClaim) Until() (int64, error)             { return 0, errProbe }
-func (probeClaim) Release(ctx context.Context) error { return nil }

@@ -261,6 +261,9 @@ func lookupSettingVar(t reflect.Type, field string) (string, bool) {
 // settings, which names the field, into a *ConfigError naming the
 // variable; other errors are returned as they are.
 func namedError[L any](err error) error {
+	if err == nil {
+		return nil // without errors.As, whose target would escape: Validate allocates nothing
+	}
 	var se *setting.Error
 	if errors.As(err, &se) {
 		return &ConfigError{Var: settingVar[L](se.Field), Reason: se.Detail()}

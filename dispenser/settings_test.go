@@ -2,6 +2,7 @@ package dispenser
 
 import (
 	"errors"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -98,5 +99,31 @@ func TestNamedErrorNamesTheStructsVariable(t *testing.T) {
 	}
 	if err := errors.New("other"); namedError[kvstore.Config](err) != err {
 		t.Error("an error that is not a setting's is not returned as it is")
+	}
+}
+
+// Validate builds nothing (no ring buffer, no padding goroutine: the
+// ring's options are checked by uidcore.CachedOptions.Validate) and
+// allocates nothing for a valid configuration. Under the race detector,
+// whose sync.Pool drops matchers the regexps then allocate again, it
+// allocates at most a few hundred bytes a run (the ring it used to build
+// was 8 MiB).
+func TestValidateAllocatesNothing(t *testing.T) {
+	cfg := DefaultConfig()
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("the defaults: %v", err)
+	}
+	const runs = 20
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range runs {
+		_ = cfg.Validate()
+	}
+	runtime.ReadMemStats(&after)
+	if perRun := (after.TotalAlloc - before.TotalAlloc) / runs; perRun > 4096 {
+		t.Errorf("Validate of the defaults: %d bytes a run, want at most 4096", perRun)
+	}
+	if n := testing.AllocsPerRun(runs, func() { _ = cfg.Validate() }); n != 0 && !raceEnabled {
+		t.Errorf("Validate of the defaults: %v allocations a run, want 0", n)
 	}
 }

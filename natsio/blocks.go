@@ -126,7 +126,7 @@ func validPublishSubject(s string) bool {
 	if s == "" || strings.ContainsAny(s, " \t\r\n*>") {
 		return false
 	}
-	for _, tok := range strings.Split(s, ".") {
+	for tok := range strings.SplitSeq(s, ".") {
 		if tok == "" {
 			return false
 		}

@@ -216,33 +216,16 @@ type paddingState struct {
 // NewCached builds the ring, fills it once (the start-up padding round) and
 // starts the padding goroutine. Close it to stop padding.
 func NewCached(opts CachedOptions) (*CachedGenerator, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
 	if err := checkBasics(&opts.Layout, opts.Claim, &opts.Clock); err != nil {
 		return nil, err
 	}
-	size, err := ringSize(opts)
-	if err != nil {
-		return nil, err
-	}
-	if opts.PaddingFactor == 0 {
-		opts.PaddingFactor = DefaultPaddingFactor
-	}
-	if opts.PaddingFactor < 1 || opts.PaddingFactor > 100 {
-		return nil, &setting.Error{Field: "PaddingFactor", Reason: fmt.Sprintf("%d is outside 1..100", opts.PaddingFactor)}
-	}
-	if opts.MaxAhead == 0 {
-		opts.MaxAhead = DefaultMaxAhead
-	}
-	if opts.MaxLag == 0 {
-		opts.MaxLag = DefaultMaxLag
-	}
-	for _, f := range []struct {
-		field    string
-		negative bool
-	}{{"ScheduleInterval", opts.ScheduleInterval < 0}, {"TakeWait", opts.TakeWait < 0}, {"LaneIdle", opts.LaneIdle < 0}, {"MaxLanes", opts.MaxLanes < 0}} {
-		if f.negative {
-			return nil, &setting.Error{Field: f.field, Reason: "must not be negative"}
-		}
-	}
+	size, _ := ringSize(opts) // Validate checked it
+	opts.PaddingFactor = cmp.Or(opts.PaddingFactor, DefaultPaddingFactor)
+	opts.MaxAhead = cmp.Or(opts.MaxAhead, DefaultMaxAhead)
+	opts.MaxLag = cmp.Or(opts.MaxLag, DefaultMaxLag)
 	if opts.Observer == nil {
 		opts.Observer = NopObserver{}
 	}
@@ -289,6 +272,37 @@ func NewCached(opts CachedOptions) (*CachedGenerator, error) {
 	g.lanes.start()
 	return g, nil
 }
+
+// Validate reports the first setting NewCached would refuse, as a
+// *setting.Error, without building anything: the layout (zero: the
+// default), the ring's size and the padding and lane settings. The Claim,
+// which NewCached also requires, is not a setting and is not checked.
+func (opts CachedOptions) Validate() error {
+	if opts.Layout != (Layout{}) {
+		if err := opts.Layout.Validate(); err != nil {
+			return err
+		}
+	}
+	if _, err := ringSize(opts); err != nil {
+		return err
+	}
+	if f := opts.PaddingFactor; f < 0 || f > 100 {
+		return &setting.Error{Field: "PaddingFactor", Reason: fmt.Sprintf("%d is outside 1..100", f)}
+	}
+	switch {
+	case opts.ScheduleInterval < 0:
+		return negative("ScheduleInterval")
+	case opts.TakeWait < 0:
+		return negative("TakeWait")
+	case opts.LaneIdle < 0:
+		return negative("LaneIdle")
+	case opts.MaxLanes < 0:
+		return negative("MaxLanes")
+	}
+	return nil
+}
+
+func negative(field string) error { return &setting.Error{Field: field, Reason: "must not be negative"} }
 
 // ringSize is (MaxSequence+1) × RingSeconds slots, capped by RingMemory,
 // a power of two and at least 64 (the can-take bits are kept in 64-bit

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/setting"
 	"github.com/uid-dispenser/uid-dispenser/internal/testwait"
 )
 
@@ -470,20 +471,41 @@ func TestCachedRingMemory(t *testing.T) {
 	t.Logf("default ring: %d slots in %.2f MiB", g.Size(), float64(bytes)/(1<<20))
 }
 
+// NewCached refuses what Validate refuses, and Validate names the field
+// of each bad setting without building a ring; the claim is NewCached's
+// alone to require.
 func TestCachedOptionsValidation(t *testing.T) {
-	bad := []CachedOptions{
-		{},
-		{Claim: StaticClaim{ID: 1 << 20}},
-		{Claim: StaticClaim{ID: 1}, PaddingFactor: 101},
-		{Claim: StaticClaim{ID: 1}, RingSeconds: 1 << 25},
-		{Claim: StaticClaim{ID: 1}, TakeWait: -1},
-		{Claim: StaticClaim{ID: 1}, Layout: Layout{TimeBits: 1}},
-	}
-	for i, o := range bad {
-		if g, err := NewCached(o); err == nil {
-			g.Close()
-			t.Errorf("options %d accepted", i)
+	claim := StaticClaim{ID: 1}
+	for _, c := range []struct {
+		opts  CachedOptions
+		field string // "": Validate accepts it, only NewCached refuses it
+	}{
+		{CachedOptions{}, ""},
+		{CachedOptions{Claim: StaticClaim{ID: 1 << 20}}, ""},
+		{CachedOptions{Claim: claim, PaddingFactor: 101}, "PaddingFactor"},
+		{CachedOptions{Claim: claim, RingSeconds: 1 << 25}, "RingSeconds"},
+		{CachedOptions{Claim: claim, RingMemory: 8}, "RingMemory"},
+		{CachedOptions{Claim: claim, TakeWait: -1}, "TakeWait"},
+		{CachedOptions{Claim: claim, ScheduleInterval: -1}, "ScheduleInterval"},
+		{CachedOptions{Claim: claim, LaneIdle: -1}, "LaneIdle"},
+		{CachedOptions{Claim: claim, MaxLanes: -1}, "MaxLanes"},
+		{CachedOptions{Claim: claim, Layout: Layout{TimeBits: 1}}, "TimeBits"},
+	} {
+		err := c.opts.Validate()
+		var se *setting.Error
+		switch {
+		case c.field == "" && err != nil:
+			t.Errorf("%+v: Validate() = %v, want nil", c.opts, err)
+		case c.field != "" && (!errors.As(err, &se) || se.Field != c.field):
+			t.Errorf("%+v: Validate() = %v, want a *setting.Error naming %s", c.opts, err, c.field)
 		}
+		if g, err := NewCached(c.opts); err == nil {
+			g.Close()
+			t.Errorf("%+v: NewCached accepted it", c.opts)
+		}
+	}
+	if err := (CachedOptions{Claim: claim}).Validate(); err != nil {
+		t.Errorf("the defaults: %v", err)
 	}
 }
 

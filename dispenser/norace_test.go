@@ -1,0 +1,5 @@
+//go:build !race
+
+package dispenser
+
+const raceEnabled = false
