@@ -26,6 +26,8 @@ declare -A FINDINGS=(
 	[lease]="DESIGN_CLAIM_MARGIN"
 )
 MODELS=(lease lanes segments blocks fleet)
+# scripts/verify.sh MODEL...: only those models (and their mutations).
+if [ $# -gt 0 ]; then MODELS=("$@"); fi
 
 failed=0
 # run MODEL [DEFINE]: prints "<errors> <states> <seconds>"
