@@ -16,6 +16,7 @@ import (
 	"github.com/uid-dispenser/uid-dispenser/natsio/natsconn"
 	"github.com/uid-dispenser/uid-dispenser/sequence"
 	"github.com/uid-dispenser/uid-dispenser/telemetry"
+	"github.com/uid-dispenser/uid-dispenser/telemetry/event"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
 	"github.com/uid-dispenser/uid-dispenser/workerid/mysqlstore"
@@ -185,7 +186,8 @@ func Start(ctx context.Context, cfg Config, opts ...Option) (_ *Dispenser, err e
 
 	layout := cfg.Layout()
 	d.log.Info("serving",
-		"worker_id", claim.WorkerID(),
+		event.Key, event.Serving,
+		event.AttrWorker, claim.WorkerID(),
 		"subjects", cfg.SubjectPrefix+".{next,batch,parse}",
 		"sequences", d.sequenceNames(),
 		"queue_group", cfg.QueueGroup,
@@ -394,7 +396,7 @@ func (d *Dispenser) reclaim(ctx context.Context) error {
 			err = d.checkGeneration(ctx)
 			if errors.Is(err, workerid.ErrGenerationChanged) {
 				releaseQuietly(claim, d.log)
-				d.log.Error("not serving under a new worker ID: the fleet moved to a new generation", "err", err)
+				d.log.Error("not serving under a new worker ID: the fleet moved to a new generation", event.Key, event.FleetGeneration, "err", err)
 				d.finish(err)
 				return err
 			}
@@ -433,7 +435,7 @@ func (d *Dispenser) swap(oldClaim, claim uidcore.Claim, gen *uidcore.CachedGener
 		// Requests are served all the same; only the metadata lags.
 		d.log.Warn("the service's metadata still shows the previous worker ID", "err", err)
 	}
-	d.log.Info("serving under a new worker ID", "worker_id", claim.WorkerID(), "previous", oldClaim.WorkerID(), "service_id", d.svc.ID())
+	d.log.Info("serving under a new worker ID", event.Key, event.WorkerChanged, event.AttrWorker, claim.WorkerID(), event.AttrPrevious, oldClaim.WorkerID(), "service_id", d.svc.ID())
 }
 
 // watchConn ends the instance when the service's connection closes for

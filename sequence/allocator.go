@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/setting"
+	"github.com/uid-dispenser/uid-dispenser/telemetry/event"
 )
 
 // Config tunes an Allocator. Zero values take the defaults of
@@ -427,6 +428,8 @@ func (a *Allocator) startFetch(st *seqState, size uint64) *fetch {
 		st.mu.Lock()
 		st.fetch, f.err = nil, err
 		if err == nil {
+			a.cfg.Logger.Debug("took a sequence segment", event.Key, event.SequenceSegment, event.AttrName, st.name,
+				event.AttrFirst, seg.From, event.AttrLast, seg.To-1, "store", a.cfg.StoreName)
 			st.held = append(st.held, seg)
 			if len(st.held) == 1 {
 				st.curSize = seg.Len()

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/uid-dispenser/uid-dispenser/telemetry/event"
 	"github.com/uid-dispenser/uid-dispenser/telemetry/uidattr"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
@@ -259,14 +260,14 @@ func (o *Observer) LaneChanged(_ context.Context, e uidcore.LaneEvent) {
 	case e.Err != nil:
 		o.logger.Warn("claiming another lane failed; demand above the lanes held borrows up to the ahead bound meanwhile", "lanes", e.Held, "err", e.Err)
 	case e.Added:
-		o.logger.Info("claimed another lane: demand exceeded what the lanes held sustain", "worker_id", e.WorkerID, "lanes", e.Held)
+		o.logger.Info("claimed another lane: demand exceeded what the lanes held sustain", event.Key, event.LaneClaimed, event.AttrWorker, e.WorkerID, "lanes", e.Held)
 	case e.ReleaseErr != nil:
-		// The same message (log searches and the soak match it), at warn:
-		// the lane issues nothing more, but its lease stays in the store
-		// until it runs out (release_err says when).
-		o.logger.Warn("gave back an idle lane", "worker_id", e.WorkerID, "lanes", e.Held, "release_err", e.ReleaseErr)
+		// The same event, at warn: the lane issues nothing more, but its
+		// lease stays in the store until it runs out (release_err says
+		// when).
+		o.logger.Warn("gave back an idle lane", event.Key, event.LaneReturned, event.AttrWorker, e.WorkerID, "lanes", e.Held, "release_err", e.ReleaseErr)
 	default:
-		o.logger.Info("gave back an idle lane", "worker_id", e.WorkerID, "lanes", e.Held)
+		o.logger.Info("gave back an idle lane", event.Key, event.LaneReturned, event.AttrWorker, e.WorkerID, "lanes", e.Held)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/telemetry/event"
 	"github.com/uid-dispenser/uid-dispenser/telemetry/telemetrytest"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/uidcore/uidcoretest"
@@ -449,7 +450,8 @@ func TestObserverFollowsANewGenerator(t *testing.T) {
 	}
 }
 
-// Lane changes are logged; a lane given back whose release did not reach
+// Lane changes are logged with their events (lane.claimed, lane.returned,
+// the soak's contract); a lane given back whose release did not reach
 // the store says so at warn, so that an operator does not look for the
 // release in the store.
 func TestLaneChangesAreLogged(t *testing.T) {
@@ -470,9 +472,9 @@ func TestLaneChangesAreLogged(t *testing.T) {
 		t.Fatalf("%d log lines, want 3:\n%s", len(lines), logs)
 	}
 	for i, want := range []string{
-		`level=INFO msg="claimed another lane`,
-		`level=INFO msg="gave back an idle lane" worker_id=5`,
-		`level=WARN msg="gave back an idle lane" worker_id=6`,
+		`level=INFO msg="claimed another lane: demand exceeded what the lanes held sustain" event=` + event.LaneClaimed + ` worker_id=5`,
+		`level=INFO msg="gave back an idle lane" event=` + event.LaneReturned + ` worker_id=5`,
+		`level=WARN msg="gave back an idle lane" event=` + event.LaneReturned + ` worker_id=6`,
 	} {
 		if !strings.Contains(lines[i], want) {
 			t.Errorf("line %d: %s\nwant it to contain %s", i, lines[i], want)

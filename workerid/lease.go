@@ -3,6 +3,7 @@ package workerid
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/retry"
+	"github.com/uid-dispenser/uid-dispenser/telemetry/event"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
@@ -192,8 +194,8 @@ func (a *LeaseAssigner) ClaimLease(ctx context.Context, layout uidcore.Layout) (
 	if err != nil {
 		return nil, err
 	}
-	a.cfg.Logger.Info("workerid: leased worker ID", "worker_id", lease.WorkerID(), "range", a.describeRange(span), secondAttr("after", lease.After()),
-		secondAttr("reserved", lease.reserved.Load()), "ttl", a.cfg.TTL, "store", a.cfg.StoreName)
+	lease.log.Info("workerid: leased worker ID", event.Key, event.LeaseAcquired, "range", a.describeRange(span), secondAttr(event.AttrAfter, lease.After()),
+		secondAttr(event.AttrReserved, lease.reserved.Load()), "ttl", a.cfg.TTL)
 	return lease, nil
 }
 
@@ -250,7 +252,7 @@ func newLease(store LeaseStore, g Grant, cfg LeaseConfig) *Lease {
 		ttl:    cfg.TTL,
 		chunk:  chunk,
 		clock:  cfg.Clock,
-		log:    cfg.Logger.With("worker_id", g.WorkerID, "store", cfg.StoreName),
+		log:    cfg.Logger.With(event.AttrWorker, g.WorkerID, event.AttrOwner, ownerID(g.Token), "store", cfg.StoreName),
 		origin: time.Now(),
 		done:   make(chan struct{}),
 		wake:   make(chan struct{}, 1),
@@ -383,7 +385,8 @@ func (l *Lease) Release(ctx context.Context) error {
 		default:
 			// The store keeps the smaller of the reservation and what the
 			// generator used: that is the next owner's start.
-			l.log.Info("workerid: released worker ID", secondAttr("reserved", l.reserved.Load()), secondAttr("kept", min(l.reserved.Load(), usedUpTo)))
+			l.log.Info("workerid: released worker ID", event.Key, event.LeaseReleased,
+				secondAttr(event.AttrReserved, l.reserved.Load()), secondAttr(event.AttrKept, min(l.reserved.Load(), usedUpTo)))
 		}
 	})
 	return l.releaseErr
@@ -447,13 +450,14 @@ func (l *Lease) renewOnce(ctx context.Context) error {
 	}
 	if target > l.reserved.Load() {
 		l.reserved.Store(target)
+		l.log.Debug("workerid: lease reservation extended", event.Key, event.LeaseReserved, secondAttr(event.AttrReserved, target))
 	}
 	deadline := sent.Add(l.ttl)
 	l.deadline.Store(int64(deadline.Sub(l.origin)))
 	l.expiry.Reset(time.Until(deadline))
 	if l.expired.Load() != nil {
 		l.expired.Store(nil)
-		l.log.Warn("workerid: lease renewed after it had expired: reserving seconds again", secondAttr("reserved", target))
+		l.log.Warn("workerid: lease renewed after it had expired: reserving seconds again", event.Key, event.LeaseRecovered, secondAttr(event.AttrReserved, target))
 	}
 	return nil
 }
@@ -472,7 +476,7 @@ func (l *Lease) checkExpiry() {
 	err := fmt.Errorf("%w: worker ID %d, no successful renewal within %s", ErrLeaseExpired, l.grant.WorkerID, l.ttl)
 	l.expired.Store(&err)
 	l.log.Warn("workerid: lease not renewed before its deadline: issuing only the seconds already reserved until a renewal gets through",
-		secondAttr("reserved", l.reserved.Load()))
+		event.Key, event.LeaseExpired, secondAttr(event.AttrReserved, l.reserved.Load()))
 }
 
 // Expired is the error of a lease not renewed before its deadline
@@ -532,7 +536,7 @@ func (l *Lease) heartbeat() {
 				l.expiry.Stop()
 			}
 			l.mu.Unlock()
-			l.log.Error("workerid: lease taken over by another owner: this worker ID is lost for good", secondAttr("reserved", l.reserved.Load()))
+			l.log.Error("workerid: lease taken over by another owner: this worker ID is lost for good", event.Key, event.LeaseLost, secondAttr(event.AttrReserved, l.reserved.Load()))
 			return
 		case l.ctx.Err() != nil:
 			return
@@ -554,6 +558,14 @@ func newToken() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b) // never fails (crypto/rand)
 	return hex.EncodeToString(b)
+}
+
+// ownerID names a lease's owner in the log (event.AttrOwner): stable for
+// the lease, distinct between leases, and not the token itself, which
+// renews the lease in the store.
+func ownerID(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:8])
 }
 
 // permanentError stops RetryStore.

@@ -15,8 +15,9 @@ package event
 // Key is the log attribute that holds an event's name.
 const Key = "event"
 
-// Worker-ID leases (workerid). Each carries AttrWorker and AttrOwner; the
-// seconds are counted in the layout's seconds since its epoch.
+// Worker-ID leases (workerid). Each carries AttrWorker and AttrOwner (one
+// lease's owner: a fingerprint of its token, never the token); the
+// seconds are unix seconds.
 const (
 	// LeaseAcquired: a worker ID was claimed. AttrAfter is the last second
 	// this owner must not issue (it issues only seconds above it);

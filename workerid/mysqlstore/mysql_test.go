@@ -20,6 +20,7 @@ import (
 
 	"github.com/uid-dispenser/uid-dispenser/internal/faultproxy"
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/telemetry/event"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
 	"github.com/uid-dispenser/uid-dispenser/workerid/mysqlstore"
@@ -752,4 +753,100 @@ func TestLeaseRenewalsSpreadAfterAnOutage(t *testing.T) {
 		}
 	}
 	t.Logf("%d leases renewed again over %v after the store came back", leases, last.Sub(first))
+}
+
+// TestLeaseLogsItsLifecycleEvents: a lease on the real store logs each
+// step of its life with the event name and attributes of package event,
+// the contract the soak and the fault harness read: acquired (with after
+// and reserved), each extension of its reservation (debug), expired when
+// the store is cut off past the TTL, recovered when it is back, lost when
+// its lease is revoked, and for another lease released (reserved, kept).
+// Every event of a lease names the same owner; two leases, two owners.
+func TestLeaseLogsItsLifecycleEvents(t *testing.T) {
+	dsn := testenv.MySQL(t)
+	c, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := faultproxy.NewProxy(t, c.Addr)
+	var logs testenv.LogBuffer
+	cfg := mysqlstore.DefaultConfig()
+	cfg.Config, cfg.MySQLDSN = workeridtest.Config(workerid.ModeLeased), withAddr(t, dsn, proxy.Addr())
+	cfg.LeaseTTL, cfg.ReserveChunk = time.Second, 2*time.Second
+	cfg.Logger = logs.JSONLogger(slog.LevelDebug)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	a, err := mysqlstore.NewAssigner(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	layout := uidcore.Layout{TimeBits: 41, WorkerBits: 10, SeqBits: 12, Epoch: uidcore.DefaultEpoch}
+	first, err := a.Claim(ctx, layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease := first.(*workerid.Lease)
+	defer release(t, lease)
+
+	// events are the records of one event for the worker ID.
+	events := func(name string, worker uint64) []map[string]any {
+		var out []map[string]any
+		for _, rec := range logs.Records(t) {
+			if rec[event.Key] == name && rec[event.AttrWorker] == float64(worker) {
+				out = append(out, rec)
+			}
+		}
+		return out
+	}
+	waitEvent := func(name string, worker uint64) map[string]any {
+		t.Helper()
+		testenv.WaitFor(t, 30*time.Second, name+" logged", func() bool { return len(events(name, worker)) > 0 })
+		return events(name, worker)[0]
+	}
+	w := lease.WorkerID()
+	var token string
+	if err := openDB(t, dsn).QueryRow("SELECT OWNER_TOKEN FROM "+cfg.WorkerLeaseTable+" WHERE WORKER_ID = ?", w).Scan(&token); err != nil || token == "" {
+		t.Fatalf("the lease's token: %q, %v", token, err)
+	}
+	acquired := waitEvent(event.LeaseAcquired, w)
+	owner, _ := acquired[event.AttrOwner].(string)
+	if owner == "" || acquired[event.AttrAfter] != float64(lease.After()) || acquired[event.AttrReserved] == nil {
+		t.Fatalf("%s: %v, want %s, %s and %s", event.LeaseAcquired, acquired, event.AttrOwner, event.AttrAfter, event.AttrReserved)
+	}
+	// The clock passes half the chunk within a second or two, and the
+	// reservation moves past the one acquired.
+	testenv.WaitFor(t, 30*time.Second, "the reservation extended", func() bool {
+		recs := events(event.LeaseReserved, w)
+		last := recs[len(recs)-1]
+		return last["level"] == "DEBUG" && last[event.AttrReserved].(float64) > acquired[event.AttrReserved].(float64)
+	})
+	proxy.Cut()
+	waitEvent(event.LeaseExpired, w)
+	proxy.Restore()
+	waitEvent(event.LeaseRecovered, w)
+	if _, err := a.RevokeLeases(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitEvent(event.LeaseLost, w)
+	for _, name := range []string{event.LeaseAcquired, event.LeaseReserved, event.LeaseExpired, event.LeaseRecovered, event.LeaseLost} {
+		for _, rec := range events(name, w) {
+			if rec[event.AttrOwner] != owner {
+				t.Fatalf("%s names owner %v, the lease's is %s", name, rec[event.AttrOwner], owner)
+			}
+		}
+	}
+
+	second, err := a.Claim(ctx, layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release(t, second)
+	released := waitEvent(event.LeaseReleased, second.WorkerID())
+	if released[event.AttrReserved] == nil || released[event.AttrKept] == nil || released[event.AttrOwner] == owner {
+		t.Fatalf("%s: %v, want %s and %s, and another owner than %s", event.LeaseReleased, released, event.AttrReserved, event.AttrKept, owner)
+	}
+	if strings.Contains(logs.String(), token) {
+		t.Fatal("the log holds the lease's token")
+	}
 }

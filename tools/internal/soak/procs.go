@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/uid-dispenser/uid-dispenser/telemetry/event"
 )
 
 // dispenserSlot is one of the dispensers: a place in a fleet and the
@@ -80,19 +82,6 @@ func (e *events) violation(format string, args ...any) {
 	defer e.mu.Unlock()
 	e.violations = append(e.violations, fmt.Sprintf(format, args...))
 }
-
-// The log messages of the dispenser the soak reads (JSON lines).
-const (
-	msgLeased  = "workerid: leased worker ID"
-	msgServing = "serving"
-	msgNewID   = "serving under a new worker ID"
-	msgRelease = "workerid: released worker ID"
-	// A lane given back stops issuing even when its release does not
-	// reach the store (a partition): the lease then expires there.
-	msgGaveBack = "gave back an idle lane"
-	msgLost     = "workerid: lease taken over by another owner: this worker ID is lost for good"
-	msgExpired  = "workerid: lease not renewed before its deadline: issuing only the seconds already reserved until a renewal gets through"
-)
 
 // start starts a new process in the slot. It does not wait for it to
 // serve.
@@ -189,9 +178,12 @@ func (p *dispenserProc) readLog(r io.Reader, f *os.File) {
 	_, _ = io.Copy(io.Discard, r) // a line beyond the buffer: keep the pipe flowing
 }
 
+// logLine is what the soak reads of the dispenser's JSON log lines: the
+// lifecycle events (package event) and the level and message of errors.
 type logLine struct {
 	Level    string `json:"level"`
 	Msg      string `json:"msg"`
+	Event    string `json:"event"`
 	WorkerID *int64 `json:"worker_id"`
 	After    *int64 `json:"after"`
 }
@@ -211,29 +203,31 @@ func (p *dispenserProc) handleLine(line []byte) {
 		return
 	}
 	if l.WorkerID != nil {
-		switch l.Msg {
-		case msgLeased:
+		switch l.Event {
+		case event.LeaseAcquired:
 			p.mu.Lock()
 			p.holds[*l.WorkerID] = true
 			p.mu.Unlock()
-		case msgRelease, msgGaveBack, msgLost:
+		// A lane given back stops issuing even when its release does not
+		// reach the store (a partition): the lease then expires there.
+		case event.LeaseReleased, event.LaneReturned, event.LeaseLost:
 			p.mu.Lock()
 			delete(p.holds, *l.WorkerID)
 			p.mu.Unlock()
-		case msgExpired:
+		case event.LeaseExpired:
 			p.mu.Lock()
 			p.expiries++
 			p.mu.Unlock()
 		}
 	}
 	switch {
-	case l.Msg == msgLeased && l.WorkerID != nil && l.After != nil:
+	case l.Event == event.LeaseAcquired && l.WorkerID != nil && l.After != nil:
 		ev.mu.Lock()
 		w := uint64(*l.WorkerID)
 		afters := ev.afters[p.slot.fleet.name]
 		afters[w] = append(afters[w], *l.After)
 		ev.mu.Unlock()
-	case (l.Msg == msgServing || l.Msg == msgNewID) && l.WorkerID != nil:
+	case (l.Event == event.Serving || l.Event == event.WorkerChanged) && l.WorkerID != nil:
 		p.mu.Lock()
 		first := p.workerID < 0
 		p.workerID = *l.WorkerID

@@ -1,0 +1,65 @@
+package sequence_test
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+
+	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/sequence/sequencetest"
+	"github.com/uid-dispenser/uid-dispenser/telemetry/event"
+)
+
+// Each segment the allocator takes is logged at debug level as a
+// sequence.segment event with the name and its first and last numbers,
+// the fault harness's record of who was given which numbers: the
+// segments logged cover every number handed out, without overlap.
+func TestSegmentsInTheLog(t *testing.T) {
+	store := sequencetest.NewMemStore()
+	if _, err := store.Declare(context.Background(), "orders", 1); err != nil {
+		t.Fatal(err)
+	}
+	var logs testenv.LogBuffer
+	cfg := sequencetest.Config()
+	cfg.Logger = logs.JSONLogger(slog.LevelDebug)
+	a := sequencetest.NewAllocator(t, store, cfg)
+	var handed []uint64
+	for range 3 * cfg.MaxStep {
+		n, err := a.Next(context.Background(), "orders")
+		if err != nil {
+			t.Fatal(err)
+		}
+		handed = append(handed, n)
+	}
+	a.Abandon() // no fetch still running: the log is complete
+	type span struct{ first, last uint64 }
+	var spans []span
+	for _, rec := range logs.Records(t) {
+		if rec[event.Key] != event.SequenceSegment {
+			continue
+		}
+		if rec[event.AttrName] != "orders" || rec["level"] != "DEBUG" {
+			t.Fatalf("a segment logged as %v", rec)
+		}
+		spans = append(spans, span{uint64(rec[event.AttrFirst].(float64)), uint64(rec[event.AttrLast].(float64))})
+	}
+	if len(spans) < 2 {
+		t.Fatalf("%d segments logged for %d numbers of steps up to %d", len(spans), len(handed), cfg.MaxStep)
+	}
+	for i, s := range spans {
+		for _, o := range spans[i+1:] {
+			if s.first <= o.last && o.first <= s.last {
+				t.Fatalf("segments %v and %v overlap", s, o)
+			}
+		}
+	}
+	for _, n := range handed {
+		in := false
+		for _, s := range spans {
+			in = in || (s.first <= n && n <= s.last)
+		}
+		if !in {
+			t.Fatalf("number %d was handed out outside every segment logged %v", n, spans)
+		}
+	}
+}
