@@ -54,28 +54,28 @@ type WorkerIDConfig struct {
 	Regions              workerid.Regions `envconfig:"DISPENSER_REGIONS" desc:"the fleet's map of regions to worker-ID ranges, the same everywhere, e.g. east=0-511,west=512-1023; each region claims worker IDs only in its range, from a store of its own (docs/operations.md, Across regions); empty: no regions"`
 }
 
-// workerIDConfig is the stores' configuration; their messages name
-// settings by this configuration's variables (settingVars: the MySQL
-// store's table holds the KV store's common fields too).
+// workerIDConfig is the settings the stores share; mysqlConfig and
+// kvConfig add each store's own, and its SettingName, by which the
+// store's messages name settings by our variables (settingVars).
 func (c Config) workerIDConfig(log *slog.Logger) workerid.Config {
 	return workerid.Config{
-		WorkerMode:           c.WorkerMode,
+		Mode:                 c.WorkerMode,
 		LeaseTTL:             c.LeaseTTL,
 		ReserveChunk:         c.ReserveChunk,
 		StoreStartupDeadline: c.StoreStartupDeadline,
 		Region:               c.Region,
 		Regions:              c.Regions,
 		Logger:               log,
-		SettingName:          settingVar[mysqlstore.Config],
 	}
 }
 
 // mysqlConfig is the MySQL store's configuration on top of common, the
 // stores' shared one (workerIDConfig's).
 func (c Config) mysqlConfig(common workerid.Config) mysqlstore.Config {
+	common.SettingName = settingVar[mysqlstore.Config]
 	return mysqlstore.Config{
 		Config:           common,
-		MySQLDSN:         c.MySQLDSN,
+		DSN:              c.MySQLDSN,
 		WorkerNodeTable:  c.WorkerNodeTable,
 		WorkerLeaseTable: c.WorkerLeaseTable,
 		TablesByHand:     !c.CreateTables,
@@ -87,10 +87,11 @@ func (c Config) mysqlConfig(common workerid.Config) mysqlstore.Config {
 // kvConfig is the KV store's configuration on top of common, the stores'
 // shared one (workerIDConfig's).
 func (c Config) kvConfig(common workerid.Config) kvstore.Config {
+	common.SettingName = settingVar[kvstore.Config]
 	return kvstore.Config{
-		Config:           common,
-		WorkerKVBucket:   c.WorkerKVBucket,
-		WorkerKVReplicas: c.WorkerKVReplicas,
+		Config:   common,
+		Bucket:   c.WorkerKVBucket,
+		Replicas: c.WorkerKVReplicas,
 	}
 }
 
@@ -98,8 +99,8 @@ func (c Config) kvConfig(common workerid.Config) kvstore.Config {
 func workerIDDefaults() WorkerIDConfig {
 	d, m, k := workerid.DefaultConfig(), mysqlstore.DefaultConfig(), kvstore.DefaultConfig()
 	return WorkerIDConfig{
-		MySQLDSN:             m.MySQLDSN,
-		WorkerMode:           d.WorkerMode,
+		MySQLDSN:             m.DSN,
+		WorkerMode:           d.Mode,
 		LeaseTTL:             d.LeaseTTL,
 		ReserveChunk:         d.ReserveChunk,
 		WorkerNodeTable:      m.WorkerNodeTable,
@@ -107,8 +108,8 @@ func workerIDDefaults() WorkerIDConfig {
 		CreateTables:         !m.TablesByHand,
 		FleetTable:           m.FleetTable,
 		SequenceTable:        m.SequenceTable,
-		WorkerKVBucket:       k.WorkerKVBucket,
-		WorkerKVReplicas:     k.WorkerKVReplicas,
+		WorkerKVBucket:       k.Bucket,
+		WorkerKVReplicas:     k.Replicas,
 		StoreStartupDeadline: d.StoreStartupDeadline,
 		Region:               d.Region,
 		Regions:              d.Regions,
@@ -118,16 +119,16 @@ func workerIDDefaults() WorkerIDConfig {
 // blocksConfig is the block publisher's configuration.
 func (c Config) blocksConfig(log *slog.Logger) natsio.BlocksConfig {
 	return natsio.BlocksConfig{
-		BlocksStream:          c.BlocksStream,
-		BlocksSubject:         c.BlocksSubject,
-		BlockSize:             c.BlockSize,
-		BlocksTargetDepth:     c.BlocksTargetDepth,
-		BlocksStorage:         c.BlocksStorage,
-		BlocksReplicas:        c.BlocksReplicas,
-		BlocksDuplicateWindow: c.BlocksDuplicateWindow,
-		BlocksPollInterval:    c.BlocksPollInterval,
-		Region:                c.blocksRegion(),
-		Logger:                log,
+		Stream:          c.BlocksStream,
+		Subject:         c.BlocksSubject,
+		BlockSize:       c.BlockSize,
+		TargetDepth:     c.BlocksTargetDepth,
+		Storage:         c.BlocksStorage,
+		Replicas:        c.BlocksReplicas,
+		DuplicateWindow: c.BlocksDuplicateWindow,
+		PollInterval:    c.BlocksPollInterval,
+		Region:          c.blocksRegion(),
+		Logger:          log,
 	}
 }
 
@@ -135,14 +136,14 @@ func (c Config) blocksConfig(log *slog.Logger) natsio.BlocksConfig {
 func blocksDefaults() BlocksConfig {
 	d := natsio.DefaultBlocksConfig()
 	return BlocksConfig{
-		BlocksStream:          d.BlocksStream,
-		BlocksSubject:         d.BlocksSubject,
+		BlocksStream:          d.Stream,
+		BlocksSubject:         d.Subject,
 		BlockSize:             d.BlockSize,
-		BlocksTargetDepth:     d.BlocksTargetDepth,
-		BlocksStorage:         d.BlocksStorage,
-		BlocksReplicas:        d.BlocksReplicas,
-		BlocksDuplicateWindow: d.BlocksDuplicateWindow,
-		BlocksPollInterval:    d.BlocksPollInterval,
+		BlocksTargetDepth:     d.TargetDepth,
+		BlocksStorage:         d.Storage,
+		BlocksReplicas:        d.Replicas,
+		BlocksDuplicateWindow: d.DuplicateWindow,
+		BlocksPollInterval:    d.PollInterval,
 	}
 }
 
@@ -177,7 +178,7 @@ var settingVars = map[reflect.Type]map[string]string{
 		"MaxLag":           "DISPENSER_MAX_LAG",
 	},
 	reflect.TypeFor[workerid.Config](): {
-		"WorkerMode":           "DISPENSER_WORKER_MODE",
+		"Mode":                 "DISPENSER_WORKER_MODE",
 		"LeaseTTL":             "DISPENSER_LEASE_TTL",
 		"ReserveChunk":         "DISPENSER_RESERVE_CHUNK",
 		"StoreStartupDeadline": "DISPENSER_STORE_STARTUP_DEADLINE",
@@ -185,7 +186,7 @@ var settingVars = map[reflect.Type]map[string]string{
 		"Regions":              "DISPENSER_REGIONS",
 	},
 	reflect.TypeFor[mysqlstore.Config](): {
-		"MySQLDSN":         "DISPENSER_MYSQL_DSN",
+		"DSN":              "DISPENSER_MYSQL_DSN",
 		"WorkerNodeTable":  "DISPENSER_WORKER_NODE_TABLE",
 		"WorkerLeaseTable": "DISPENSER_WORKER_LEASE_TABLE",
 		// DISPENSER_CREATE_TABLES, true by default, predates the
@@ -195,19 +196,19 @@ var settingVars = map[reflect.Type]map[string]string{
 		"SequenceTable": "DISPENSER_SEQUENCE_TABLE",
 	},
 	reflect.TypeFor[kvstore.Config](): {
-		"WorkerKVBucket":   "DISPENSER_WORKER_KV_BUCKET",
-		"WorkerKVReplicas": "DISPENSER_WORKER_KV_REPLICAS",
+		"Bucket":   "DISPENSER_WORKER_KV_BUCKET",
+		"Replicas": "DISPENSER_WORKER_KV_REPLICAS",
 	},
 	reflect.TypeFor[natsio.BlocksConfig](): {
-		"BlocksStream":          "DISPENSER_BLOCKS_STREAM",
-		"BlocksSubject":         "DISPENSER_BLOCKS_SUBJECT",
-		"BlockSize":             "DISPENSER_BLOCKS_BLOCK_SIZE",
-		"BlocksTargetDepth":     "DISPENSER_BLOCKS_TARGET_DEPTH",
-		"BlocksStorage":         "DISPENSER_BLOCKS_STORAGE",
-		"BlocksReplicas":        "DISPENSER_BLOCKS_REPLICAS",
-		"BlocksDuplicateWindow": "DISPENSER_BLOCKS_DUPLICATE_WINDOW",
-		"BlocksPollInterval":    "DISPENSER_BLOCKS_POLL_INTERVAL",
-		"Region":                "DISPENSER_REGION",
+		"Stream":          "DISPENSER_BLOCKS_STREAM",
+		"Subject":         "DISPENSER_BLOCKS_SUBJECT",
+		"BlockSize":       "DISPENSER_BLOCKS_BLOCK_SIZE",
+		"TargetDepth":     "DISPENSER_BLOCKS_TARGET_DEPTH",
+		"Storage":         "DISPENSER_BLOCKS_STORAGE",
+		"Replicas":        "DISPENSER_BLOCKS_REPLICAS",
+		"DuplicateWindow": "DISPENSER_BLOCKS_DUPLICATE_WINDOW",
+		"PollInterval":    "DISPENSER_BLOCKS_POLL_INTERVAL",
+		"Region":          "DISPENSER_REGION",
 	},
 	reflect.TypeFor[sequence.Config](): {
 		"MinStep": "DISPENSER_SEQUENCE_STEP",

@@ -359,21 +359,31 @@ func TestWorkerIDConfigCarriesEverySetting(t *testing.T) {
 	if want := mysqlstore.DefaultConfig(); m.SettingName == nil || m.LeaseTTL != want.LeaseTTL || m.TablesByHand != want.TablesByHand || m.FleetTable != want.FleetTable {
 		t.Fatalf("defaults lost on the way to MySQL: %+v", m)
 	}
-	if want := kvstore.DefaultConfig(); k.SettingName == nil || k.LeaseTTL != want.LeaseTTL || k.WorkerKVBucket != want.WorkerKVBucket || k.WorkerKVReplicas != want.WorkerKVReplicas {
+	if want := kvstore.DefaultConfig(); k.SettingName == nil || k.LeaseTTL != want.LeaseTTL || k.Bucket != want.Bucket || k.Replicas != want.Replicas {
 		t.Fatalf("defaults lost on the way to KV: %+v", k)
 	}
 	cfg.MySQLDSN, cfg.WorkerMode, cfg.LeaseTTL, cfg.CreateTables, cfg.WorkerKVReplicas = "u:p@tcp(db)/x", workerid.ModeDisposable, time.Minute, false, 3
 	log := testLogger()
 	w := cfg.workerIDConfig(log)
-	if m := cfg.mysqlConfig(w); m.MySQLDSN != cfg.MySQLDSN || m.WorkerMode != workerid.ModeDisposable || m.LeaseTTL != time.Minute || !m.TablesByHand || m.Logger != log {
+	if m := cfg.mysqlConfig(w); m.DSN != cfg.MySQLDSN || m.Mode != workerid.ModeDisposable || m.LeaseTTL != time.Minute || !m.TablesByHand || m.Logger != log {
 		t.Fatalf("mysqlConfig = %+v", m)
 	}
-	if k := cfg.kvConfig(w); k.WorkerKVReplicas != 3 || k.WorkerMode != workerid.ModeDisposable || k.Logger != log {
+	if k := cfg.kvConfig(w); k.Replicas != 3 || k.Mode != workerid.ModeDisposable || k.Logger != log {
 		t.Fatalf("kvConfig = %+v", k)
 	}
-	for field, want := range map[string]string{"TablesByHand": "DISPENSER_CREATE_TABLES=false", "WorkerMode": "DISPENSER_WORKER_MODE", "MySQLDSN": "DISPENSER_MYSQL_DSN"} {
-		if got := w.Name(field); got != want {
-			t.Errorf("Name(%s) = %s, want %s", field, got, want)
+	mw, kw := cfg.mysqlConfig(w).Config, cfg.kvConfig(w).Config
+	for _, c := range []struct {
+		store       workerid.Config
+		field, want string
+	}{
+		{mw, "TablesByHand", "DISPENSER_CREATE_TABLES=false"},
+		{mw, "Mode", "DISPENSER_WORKER_MODE"},
+		{mw, "DSN", "DISPENSER_MYSQL_DSN"},
+		{kw, "Mode", "DISPENSER_WORKER_MODE"},
+		{kw, "Replicas", "DISPENSER_WORKER_KV_REPLICAS"},
+	} {
+		if got := c.store.Name(c.field); got != c.want {
+			t.Errorf("Name(%s) = %s, want %s", c.field, got, c.want)
 		}
 	}
 }

@@ -90,8 +90,8 @@ func TestNamedErrorNamesTheStructsVariable(t *testing.T) {
 		err  error
 		want string
 	}{
-		{namedError[natsio.BlocksConfig](&setting.Error{Field: "BlocksReplicas", Reason: "r"}), "DISPENSER_BLOCKS_REPLICAS"},
-		{namedError[kvstore.Config](&setting.Error{Field: "WorkerKVReplicas", Reason: "r"}), "DISPENSER_WORKER_KV_REPLICAS"},
+		{namedError[natsio.BlocksConfig](&setting.Error{Field: "Replicas", Reason: "r"}), "DISPENSER_BLOCKS_REPLICAS"},
+		{namedError[kvstore.Config](&setting.Error{Field: "Replicas", Reason: "r"}), "DISPENSER_WORKER_KV_REPLICAS"},
 		{namedError[kvstore.Config](&setting.Error{Field: "LeaseTTL", Reason: "r"}), "DISPENSER_LEASE_TTL"},
 		{namedError[mysqlstore.Config](&setting.Error{Field: "TablesByHand", Reason: "r"}), "DISPENSER_CREATE_TABLES=false"},
 	} {

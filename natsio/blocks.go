@@ -19,24 +19,24 @@ import (
 // defaults of DefaultBlocksConfig (the stream, subject and block size are
 // the ones BlockSource assumes too).
 type BlocksConfig struct {
-	BlocksStream  string // JetStream stream name, created or updated at start
-	BlocksSubject string // subject the blocks are published on (no wildcards)
-	BlockSize     int    // IDs per block (8 bytes each), 1..protocol.MaxBlockSize
-	// BlocksTargetDepth is the blocks kept in the stream: its message
+	Stream    string // JetStream stream name, created or updated at start
+	Subject   string // subject the blocks are published on (no wildcards)
+	BlockSize int    // IDs per block (8 bytes each), 1..protocol.MaxBlockSize
+	// TargetDepth is the blocks kept in the stream: its message
 	// cap, with discard-new.
-	BlocksTargetDepth int
-	BlocksStorage     string // file or memory
-	BlocksReplicas    int    // stream replicas, 1..5
-	// BlocksDuplicateWindow is the stream's duplicate window: the same
+	TargetDepth int
+	Storage     string // file or memory
+	Replicas    int    // stream replicas, 1..5
+	// DuplicateWindow is the stream's duplicate window: the same
 	// Nats-Msg-Id within it is stored once. The publisher never sends a
 	// block again after an unknown outcome (BlockPublisher.await).
-	BlocksDuplicateWindow time.Duration
-	// BlocksPollInterval is the longest wait between checks of the
+	DuplicateWindow time.Duration
+	// PollInterval is the longest wait between checks of the
 	// stream depth while it stays full.
-	BlocksPollInterval time.Duration
+	PollInterval time.Duration
 	// Region, when set, gives the region a stream of its own, placed in
 	// its cluster (the region's name is its cluster's): the stream
-	// <BlocksStream>_<Region> on the subject <BlocksSubject>.<Region>, so
+	// <Stream>_<Region> on the subject <Subject>.<Region>, so
 	// that a region's consumers pull blocks of its own worker IDs locally.
 	Region  string
 	cluster string // set by regional: the stream's placement
@@ -50,28 +50,28 @@ type BlocksConfig struct {
 // DefaultBlocksConfig is the configuration with every default.
 func DefaultBlocksConfig() BlocksConfig {
 	return BlocksConfig{
-		BlocksStream:          protocol.DefaultBlocksStream,
-		BlocksSubject:         protocol.DefaultBlocksSubject,
-		BlockSize:             protocol.DefaultBlockSize,
-		BlocksTargetDepth:     16, // 524,288 IDs of the default block size, 4 MiB
-		BlocksStorage:         "file",
-		BlocksReplicas:        1,
-		BlocksDuplicateWindow: 2 * time.Minute,
-		BlocksPollInterval:    100 * time.Millisecond,
+		Stream:          protocol.DefaultBlocksStream,
+		Subject:         protocol.DefaultBlocksSubject,
+		BlockSize:       protocol.DefaultBlockSize,
+		TargetDepth:     16, // 524,288 IDs of the default block size, 4 MiB
+		Storage:         "file",
+		Replicas:        1,
+		DuplicateWindow: 2 * time.Minute,
+		PollInterval:    100 * time.Millisecond,
 	}
 }
 
 // withDefaults fills the zero fields with the defaults.
 func (c BlocksConfig) withDefaults() BlocksConfig {
 	d := DefaultBlocksConfig()
-	c.BlocksStream = cmp.Or(c.BlocksStream, d.BlocksStream)
-	c.BlocksSubject = cmp.Or(c.BlocksSubject, d.BlocksSubject)
+	c.Stream = cmp.Or(c.Stream, d.Stream)
+	c.Subject = cmp.Or(c.Subject, d.Subject)
 	c.BlockSize = cmp.Or(c.BlockSize, d.BlockSize)
-	c.BlocksTargetDepth = cmp.Or(c.BlocksTargetDepth, d.BlocksTargetDepth)
-	c.BlocksStorage = cmp.Or(c.BlocksStorage, d.BlocksStorage)
-	c.BlocksReplicas = cmp.Or(c.BlocksReplicas, d.BlocksReplicas)
-	c.BlocksDuplicateWindow = cmp.Or(c.BlocksDuplicateWindow, d.BlocksDuplicateWindow)
-	c.BlocksPollInterval = cmp.Or(c.BlocksPollInterval, d.BlocksPollInterval)
+	c.TargetDepth = cmp.Or(c.TargetDepth, d.TargetDepth)
+	c.Storage = cmp.Or(c.Storage, d.Storage)
+	c.Replicas = cmp.Or(c.Replicas, d.Replicas)
+	c.DuplicateWindow = cmp.Or(c.DuplicateWindow, d.DuplicateWindow)
+	c.PollInterval = cmp.Or(c.PollInterval, d.PollInterval)
 	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
@@ -84,24 +84,24 @@ func (c BlocksConfig) Validate() error {
 		return &setting.Error{Field: field, Reason: fmt.Sprintf(format, args...)}
 	}
 	switch {
-	case !streamNamePattern.MatchString(c.BlocksStream):
-		return bad("BlocksStream", "%q is not a valid stream name (letters, digits, _ and -)", c.BlocksStream)
+	case !streamNamePattern.MatchString(c.Stream):
+		return bad("Stream", "%q is not a valid stream name (letters, digits, _ and -)", c.Stream)
 	case c.Region != "" && !streamNamePattern.MatchString(c.Region):
 		return bad("Region", "%q cannot be part of a stream name (letters, digits, _ and -)", c.Region)
-	case !validPublishSubject(c.BlocksSubject):
-		return bad("BlocksSubject", "%q is not a valid subject to publish on (dot-separated tokens, no wildcards or spaces)", c.BlocksSubject)
+	case !validPublishSubject(c.Subject):
+		return bad("Subject", "%q is not a valid subject to publish on (dot-separated tokens, no wildcards or spaces)", c.Subject)
 	case c.BlockSize < 1 || c.BlockSize > protocol.MaxBlockSize:
 		return bad("BlockSize", "%d is outside 1..%d", c.BlockSize, protocol.MaxBlockSize)
-	case c.BlocksTargetDepth < 1 || c.BlocksTargetDepth > 1<<20:
-		return bad("BlocksTargetDepth", "%d is outside 1..%d", c.BlocksTargetDepth, 1<<20)
-	case c.BlocksStorage != "file" && c.BlocksStorage != "memory":
-		return bad("BlocksStorage", "%q is neither file nor memory", c.BlocksStorage)
-	case c.BlocksReplicas < 1 || c.BlocksReplicas > 5:
-		return bad("BlocksReplicas", "%d is outside 1..5", c.BlocksReplicas)
-	case c.BlocksDuplicateWindow < time.Second:
-		return bad("BlocksDuplicateWindow", "%s is shorter than 1s", c.BlocksDuplicateWindow)
-	case c.BlocksPollInterval < time.Millisecond:
-		return bad("BlocksPollInterval", "%s is shorter than 1ms", c.BlocksPollInterval)
+	case c.TargetDepth < 1 || c.TargetDepth > 1<<20:
+		return bad("TargetDepth", "%d is outside 1..%d", c.TargetDepth, 1<<20)
+	case c.Storage != "file" && c.Storage != "memory":
+		return bad("Storage", "%q is neither file nor memory", c.Storage)
+	case c.Replicas < 1 || c.Replicas > 5:
+		return bad("Replicas", "%d is outside 1..5", c.Replicas)
+	case c.DuplicateWindow < time.Second:
+		return bad("DuplicateWindow", "%s is shorter than 1s", c.DuplicateWindow)
+	case c.PollInterval < time.Millisecond:
+		return bad("PollInterval", "%s is shorter than 1ms", c.PollInterval)
 	}
 	return nil
 }
@@ -113,8 +113,8 @@ func (c BlocksConfig) regional() BlocksConfig {
 	if c.Region == "" {
 		return c
 	}
-	c.BlocksStream += "_" + c.Region
-	c.BlocksSubject += "." + c.Region
+	c.Stream += "_" + c.Region
+	c.Subject += "." + c.Region
 	c.cluster, c.Region = c.Region, ""
 	return c
 }
@@ -139,7 +139,7 @@ func validPublishSubject(s string) bool {
 // so several publishers topping it up at once cannot overfill it.
 func (c BlocksConfig) streamConfig() jetstream.StreamConfig {
 	storage := jetstream.FileStorage
-	if c.BlocksStorage == "memory" {
+	if c.Storage == "memory" {
 		storage = jetstream.MemoryStorage
 	}
 	var placement *jetstream.Placement
@@ -148,15 +148,15 @@ func (c BlocksConfig) streamConfig() jetstream.StreamConfig {
 	}
 	return jetstream.StreamConfig{
 		Placement:   placement,
-		Name:        c.BlocksStream,
+		Name:        c.Stream,
 		Description: "prefilled blocks of unique IDs (uid-dispenser)",
-		Subjects:    []string{c.BlocksSubject},
+		Subjects:    []string{c.Subject},
 		Retention:   jetstream.WorkQueuePolicy,
-		MaxMsgs:     int64(c.BlocksTargetDepth),
+		MaxMsgs:     int64(c.TargetDepth),
 		Discard:     jetstream.DiscardNew,
 		Storage:     storage,
-		Replicas:    c.BlocksReplicas,
-		Duplicates:  c.BlocksDuplicateWindow,
+		Replicas:    c.Replicas,
+		Duplicates:  c.DuplicateWindow,
 	}
 }
 

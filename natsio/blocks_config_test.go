@@ -24,7 +24,7 @@ func TestBlocksConfigZeroTakesTheDefaults(t *testing.T) {
 	if err := (BlocksConfig{}).Validate(); err != nil {
 		t.Errorf("zero config: %v", err)
 	}
-	if want.BlocksStream != protocol.DefaultBlocksStream || want.BlockSize != protocol.DefaultBlockSize {
+	if want.Stream != protocol.DefaultBlocksStream || want.BlockSize != protocol.DefaultBlockSize {
 		t.Errorf("defaults differ from what BlockSource assumes: %+v", want)
 	}
 }
@@ -36,16 +36,16 @@ func TestBlocksConfigValidateNamesTheField(t *testing.T) {
 		mutate func(*BlocksConfig)
 		field  string
 	}{
-		{func(c *BlocksConfig) { c.BlocksStream = "UID.BLOCKS" }, "BlocksStream"},
-		{func(c *BlocksConfig) { c.BlocksSubject = "uid.>" }, "BlocksSubject"},
-		{func(c *BlocksConfig) { c.BlocksSubject = "uid..blocks" }, "BlocksSubject"},
+		{func(c *BlocksConfig) { c.Stream = "UID.BLOCKS" }, "Stream"},
+		{func(c *BlocksConfig) { c.Subject = "uid.>" }, "Subject"},
+		{func(c *BlocksConfig) { c.Subject = "uid..blocks" }, "Subject"},
 		{func(c *BlocksConfig) { c.BlockSize = -1 }, "BlockSize"},
 		{func(c *BlocksConfig) { c.BlockSize = protocol.MaxBlockSize + 1 }, "BlockSize"},
-		{func(c *BlocksConfig) { c.BlocksTargetDepth = -3 }, "BlocksTargetDepth"},
-		{func(c *BlocksConfig) { c.BlocksStorage = "disk" }, "BlocksStorage"},
-		{func(c *BlocksConfig) { c.BlocksReplicas = 7 }, "BlocksReplicas"},
-		{func(c *BlocksConfig) { c.BlocksDuplicateWindow = time.Millisecond }, "BlocksDuplicateWindow"},
-		{func(c *BlocksConfig) { c.BlocksPollInterval = time.Microsecond }, "BlocksPollInterval"},
+		{func(c *BlocksConfig) { c.TargetDepth = -3 }, "TargetDepth"},
+		{func(c *BlocksConfig) { c.Storage = "disk" }, "Storage"},
+		{func(c *BlocksConfig) { c.Replicas = 7 }, "Replicas"},
+		{func(c *BlocksConfig) { c.DuplicateWindow = time.Millisecond }, "DuplicateWindow"},
+		{func(c *BlocksConfig) { c.PollInterval = time.Microsecond }, "PollInterval"},
 	}
 	for _, tc := range cases {
 		c := DefaultBlocksConfig()

@@ -42,7 +42,7 @@ func TestBlocksStorePressurePublisherBacksOffRequestsServed(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			p, err := NewBlockPublisher(ctx, connect(t, url).Conn, inst.gen,
-				BlocksConfig{BlockSize: blockSize, BlocksTargetDepth: 64, BlocksPollInterval: 10 * time.Millisecond, Logger: logs.Logger(slog.LevelInfo)})
+				BlocksConfig{BlockSize: blockSize, TargetDepth: 64, PollInterval: 10 * time.Millisecond, Logger: logs.Logger(slog.LevelInfo)})
 			if err != nil {
 				t.Fatal(err)
 			}

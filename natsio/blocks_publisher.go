@@ -168,7 +168,7 @@ func NewBlockPublisher(ctx context.Context, nc *nats.Conn, src BlockIDSource, cf
 	// A block is handed to one consumer by the stream's acknowledgement
 	// bookkeeping, replicated like a KV update: not on a server whose
 	// replicated streams cannot be trusted with it.
-	if err := natsconn.CheckReplicated(nc, cfg.BlocksReplicas, "blocks stream "+cfg.BlocksStream, "BlocksReplicas"); err != nil {
+	if err := natsconn.CheckReplicated(nc, cfg.Replicas, "blocks stream "+cfg.Stream, "Replicas"); err != nil {
 		return nil, fmt.Errorf("natsio: blocks: %w", err)
 	}
 	stream, err := ensureBlockStream(ctx, js, cfg.streamConfig())
@@ -177,14 +177,14 @@ func NewBlockPublisher(ctx context.Context, nc *nats.Conn, src BlockIDSource, cf
 	}
 	if info := stream.CachedInfo(); info != nil && info.Cluster != nil {
 		// Where the blocks are, for the operator of a supercluster.
-		cfg.Logger.Info("natsio: blocks stream ready", "stream", cfg.BlocksStream, "subject", cfg.BlocksSubject, "cluster", info.Cluster.Name)
+		cfg.Logger.Info("natsio: blocks stream ready", "stream", cfg.Stream, "subject", cfg.Subject, "cluster", info.Cluster.Name)
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	p := &BlockPublisher{
 		js:     js,
 		stream: stream,
 		cfg:    cfg,
-		log:    cfg.Logger.With("stream", cfg.BlocksStream),
+		log:    cfg.Logger.With("stream", cfg.Stream),
 		src:    src,
 		ids:    make([]uint64, cfg.BlockSize),
 		window: publishWindow,
@@ -269,7 +269,7 @@ func (p *BlockPublisher) run(ctx context.Context) {
 	defer p.expire(p.held) // stopping: what is held is never published
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	poll := p.cfg.BlocksPollInterval
+	poll := p.cfg.PollInterval
 	var wait time.Duration
 	for {
 		select {
@@ -352,7 +352,7 @@ func (p *BlockPublisher) topUp(ctx context.Context) roundResult {
 	}
 	p.depthProblem.OK()
 	p.depth.Store(info.State.Msgs)
-	missing := int64(p.cfg.BlocksTargetDepth) - int64(info.State.Msgs)
+	missing := int64(p.cfg.TargetDepth) - int64(info.State.Msgs)
 	if missing <= 0 {
 		return roundFull
 	}
@@ -365,7 +365,7 @@ func (p *BlockPublisher) topUp(ctx context.Context) roundResult {
 		blk, sent, err := p.nextBlock(ctx)
 		if blk != nil {
 			span := p.otel.start(ctx, blk.msg, blk.ids)
-			f, perr := p.js.PublishMsgAsync(blk.msg, jetstream.WithExpectStream(p.cfg.BlocksStream))
+			f, perr := p.js.PublishMsgAsync(blk.msg, jetstream.WithExpectStream(p.cfg.Stream))
 			if perr != nil {
 				p.otel.end(span, "failed", perr)
 				p.giveUp(blk.ids, perr)
@@ -464,7 +464,7 @@ func (p *BlockPublisher) takeBlock(ctx context.Context) (*outBlock, error) {
 		p.idsDiscarded.Add(uint64(n))
 		return nil, fmt.Errorf("natsio: blocks: %w", perr)
 	}
-	msg := protocol.EncodeBlock(p.cfg.BlocksSubject, first.WorkerID, ids)
+	msg := protocol.EncodeBlock(p.cfg.Subject, first.WorkerID, ids)
 	return &outBlock{msg: msg, ids: n, first: first.Time, last: last.Time}, err
 }
 

@@ -34,7 +34,7 @@ func TestBlockPublishWithLostAckNotRepublishedIntoRecreatedStream(t *testing.T) 
 	nc := inst.conn.Conn
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cfg := BlocksConfig{BlockSize: 16, BlocksTargetDepth: 4, Logger: quietLogger()}
+	cfg := BlocksConfig{BlockSize: 16, TargetDepth: 4, Logger: quietLogger()}
 	p, err := NewBlockPublisher(ctx, nc, inst.gen, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -51,20 +51,20 @@ func TestBlockPublishWithLostAckNotRepublishedIntoRecreatedStream(t *testing.T) 
 	if n, err := inst.gen.NextN(ctx, ids); err != nil || n != len(ids) {
 		t.Fatalf("NextN: %d IDs, %v", n, err)
 	}
-	msg := protocol.EncodeBlock(p.cfg.BlocksSubject, 12, ids)
+	msg := protocol.EncodeBlock(p.cfg.Subject, 12, ids)
 	// The first attempt: stored (its acknowledgement, for the publisher,
 	// is lost), and used by a source meanwhile.
 	if _, err := js.PublishMsg(ctx, msg); err != nil {
 		t.Fatal(err)
 	}
-	stream, err := js.Stream(ctx, p.cfg.BlocksStream)
+	stream, err := js.Stream(ctx, p.cfg.Stream)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if info, err := stream.Info(ctx); err != nil || info.State.Msgs == 0 {
 		t.Fatalf("the first attempt was not stored: %v, %v", info, err)
 	}
-	if err := js.DeleteStream(ctx, p.cfg.BlocksStream); err != nil {
+	if err := js.DeleteStream(ctx, p.cfg.Stream); err != nil {
 		t.Fatal(err)
 	}
 	// Created again (by another publisher's round, or an operator).
@@ -98,11 +98,11 @@ func TestBlockRefusedByFullStreamHeldAndPublishedAgain(t *testing.T) {
 	nc := inst.conn.Conn
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	p, err := NewBlockPublisher(ctx, nc, inst.gen, BlocksConfig{BlockSize: 16, BlocksTargetDepth: 1, Logger: quietLogger()})
+	p, err := NewBlockPublisher(ctx, nc, inst.gen, BlocksConfig{BlockSize: 16, TargetDepth: 1, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	stream, err := p.js.Stream(ctx, p.cfg.BlocksStream)
+	stream, err := p.js.Stream(ctx, p.cfg.Stream)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestBlockRefusedByFullStreamHeldAndPublishedAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := p.js.PublishMsgAsync(blk.msg, jetstream.WithExpectStream(p.cfg.BlocksStream))
+	f, err := p.js.PublishMsgAsync(blk.msg, jetstream.WithExpectStream(p.cfg.Stream))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestBlockRefusedByFullStreamHeldAndPublishedAgain(t *testing.T) {
 	if d := depth(); d != 1 {
 		t.Fatalf("stream holds %d blocks, want the held one", d)
 	}
-	raw, err := stream.GetLastMsgForSubject(ctx, p.cfg.BlocksSubject)
+	raw, err := stream.GetLastMsgForSubject(ctx, p.cfg.Subject)
 	if err != nil {
 		t.Fatal(err)
 	}

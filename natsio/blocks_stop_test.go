@@ -41,11 +41,11 @@ func TestPublishersStoppedAtOnceLeaveNoGoroutine(t *testing.T) {
 	defer nc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cfg := BlocksConfig{BlockSize: 16, BlocksTargetDepth: 64, Logger: quietLogger()}
+	cfg := BlocksConfig{BlockSize: 16, TargetDepth: 64, Logger: quietLogger()}
 	for i := range 100 {
 		// A stream of its own each: an earlier publisher's blocks would
 		// fill a shared one, and a full stream is never published to.
-		cfg.BlocksStream, cfg.BlocksSubject = fmt.Sprintf("STOPPED_%d", i), fmt.Sprintf("stopped.%d", i)
+		cfg.Stream, cfg.Subject = fmt.Sprintf("STOPPED_%d", i), fmt.Sprintf("stopped.%d", i)
 		src := &firstTake{BlockIDSource: inst.gen, taken: make(chan struct{})}
 		p, err := NewBlockPublisher(ctx, nc, src, cfg)
 		if err != nil {

@@ -277,7 +277,7 @@ func TestBlockPublishesAreProducerSpans(t *testing.T) {
 	const depth, size = 3, 100
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	p, err := NewBlockPublisher(ctx, nc, inst.gen, BlocksConfig{BlockSize: size, BlocksTargetDepth: depth, Logger: quietLogger()})
+	p, err := NewBlockPublisher(ctx, nc, inst.gen, BlocksConfig{BlockSize: size, TargetDepth: depth, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ const (
 // they are written (WithDefaults fills them in). The dispenser maps its
 // environment onto it.
 type Config struct {
-	WorkerMode Mode // default ModeLeased
+	Mode Mode // default ModeLeased
 	// LeaseTTL is how long a lease lasts without renewal (renewed every
 	// third of it); at least 1s. Leased mode.
 	LeaseTTL time.Duration
@@ -84,7 +84,7 @@ const (
 // IDs.
 func DefaultConfig() Config {
 	return Config{
-		WorkerMode:           ModeLeased,
+		Mode:                 ModeLeased,
 		LeaseTTL:             30 * time.Second,
 		ReserveChunk:         60 * time.Second,
 		StoreStartupDeadline: 30 * time.Second,
@@ -102,7 +102,7 @@ func (c Config) LossWindow() time.Duration {
 // WithDefaults is c with every zero setting set to DefaultConfig's.
 func (c Config) WithDefaults() Config {
 	d := DefaultConfig()
-	c.WorkerMode = cmp.Or(c.WorkerMode, d.WorkerMode)
+	c.Mode = cmp.Or(c.Mode, d.Mode)
 	c.LeaseTTL = cmp.Or(c.LeaseTTL, d.LeaseTTL)
 	c.ReserveChunk = cmp.Or(c.ReserveChunk, d.ReserveChunk)
 	c.StoreStartupDeadline = cmp.Or(c.StoreStartupDeadline, d.StoreStartupDeadline)
@@ -136,8 +136,8 @@ func (c Config) Validate() error {
 	bad := func(field, format string, args ...any) error {
 		return &setting.Error{Field: field, Reason: fmt.Sprintf(format, args...)}
 	}
-	if c.WorkerMode != ModeLeased && c.WorkerMode != ModeDisposable {
-		return bad("WorkerMode", "%q is neither %q nor %q", c.WorkerMode, ModeLeased, ModeDisposable)
+	if c.Mode != ModeLeased && c.Mode != ModeDisposable {
+		return bad("Mode", "%q is neither %q nor %q", c.Mode, ModeLeased, ModeDisposable)
 	}
 	if c.LeaseTTL < time.Second {
 		return bad("LeaseTTL", "%s is shorter than 1s", c.LeaseTTL)
@@ -162,12 +162,12 @@ func (c Config) validateRegions() error {
 	if _, err := c.Regions.Range(c.Region); err != nil {
 		return &setting.Error{Field: "Region", Reason: "not usable", Err: err}
 	}
-	if c.WorkerMode == ModeDisposable {
+	if c.Mode == ModeDisposable {
 		// A disposable worker ID is used once: a region's share of the
 		// layout runs out after that many starts, and WORKER_NODE's
 		// auto-increment (shared with UidGenerator instances, which know
 		// nothing of ranges) cannot be made to land inside a range.
-		return &setting.Error{Field: "Regions", Reason: fmt.Sprintf("regions need %s=%s: disposable worker IDs are never reused, so a region's range would run out after as many starts, and a store's auto-increment cannot be kept inside a range", c.Name("WorkerMode"), ModeLeased)}
+		return &setting.Error{Field: "Regions", Reason: fmt.Sprintf("regions need %s=%s: disposable worker IDs are never reused, so a region's range would run out after as many starts, and a store's auto-increment cannot be kept inside a range", c.Name("Mode"), ModeLeased)}
 	}
 	return nil
 }

@@ -17,8 +17,8 @@ func TestDefaultConfigIsValid(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Errorf("defaults invalid: %v", err)
 	}
-	if c.WorkerMode != workerid.ModeLeased {
-		t.Errorf("default mode %q", c.WorkerMode)
+	if c.Mode != workerid.ModeLeased {
+		t.Errorf("default mode %q", c.Mode)
 	}
 	// Zero values are the defaults.
 	if err := (workerid.Config{}).Validate(); err != nil {
@@ -41,7 +41,7 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 		field   string
 		mention string
 	}{
-		{func(c *workerid.Config) { c.WorkerMode = "sticky" }, "WorkerMode", "sticky"},
+		{func(c *workerid.Config) { c.Mode = "sticky" }, "Mode", "sticky"},
 		{func(c *workerid.Config) { c.LeaseTTL = 500 * time.Millisecond }, "LeaseTTL", "500ms"},
 		{func(c *workerid.Config) { c.ReserveChunk = -time.Second }, "ReserveChunk", "-1s"},
 	}
@@ -64,13 +64,13 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 // SettingName says, and by its field name without one.
 func TestSettingName(t *testing.T) {
 	c := workerid.DefaultConfig()
-	c.WorkerMode = workerid.ModeDisposable
+	c.Mode = workerid.ModeDisposable
 	layout := uidcore.Layout{TimeBits: 52, WorkerBits: 3, SeqBits: 8, Epoch: uidcore.DefaultEpoch}
-	if _, err := c.DisposableClaim(8, layout, "WORKER_NODE"); err == nil || !strings.Contains(err.Error(), "or WorkerMode=leased on its own table") {
+	if _, err := c.DisposableClaim(8, layout, "WORKER_NODE"); err == nil || !strings.Contains(err.Error(), "or Mode=leased on its own table") {
 		t.Errorf("without SettingName: %v", err)
 	}
 	c.SettingName = func(field string) string { return "APP_" + strings.ToUpper(field) }
-	if _, err := c.DisposableClaim(8, layout, "WORKER_NODE"); err == nil || !strings.Contains(err.Error(), "or APP_WORKERMODE=leased on its own table") || !errors.Is(err, workerid.ErrWorkerIDsExhausted) {
+	if _, err := c.DisposableClaim(8, layout, "WORKER_NODE"); err == nil || !strings.Contains(err.Error(), "or APP_MODE=leased on its own table") || !errors.Is(err, workerid.ErrWorkerIDsExhausted) {
 		t.Errorf("with SettingName: %v", err)
 	}
 	if claim, err := c.DisposableClaim(7, layout, "WORKER_NODE"); err != nil || claim.WorkerID() != 7 {

@@ -627,7 +627,7 @@ func RetryStore(ctx context.Context, within time.Duration, log *slog.Logger, wha
 // that had it first.
 func (c Config) DisposableClaim(workerID uint64, layout uidcore.Layout, source string) (uidcore.Claim, error) {
 	if workerID > layout.MaxWorkerID() {
-		return nil, &DisposableRangeError{Source: source, WorkerID: workerID, Layout: layout, ModeVar: c.Name("WorkerMode")}
+		return nil, &DisposableRangeError{Source: source, WorkerID: workerID, Layout: layout, ModeVar: c.Name("Mode")}
 	}
 	return uidcore.StaticClaim{ID: workerID}, nil
 }

@@ -123,7 +123,7 @@ func TestConfigRegions(t *testing.T) {
 		{"missing", func(c *workerid.Config) { c.Region = "north" }, "Region", "not in the map"},
 		{"unset", func(c *workerid.Config) { c.Region = "" }, "Region", "must name its own"},
 		{"no map", func(c *workerid.Config) { c.Regions = workerid.Regions{} }, "Region", "without a map"},
-		{"disposable", func(c *workerid.Config) { c.WorkerMode = workerid.ModeDisposable }, "Regions", "leased"},
+		{"disposable", func(c *workerid.Config) { c.Mode = workerid.ModeDisposable }, "Regions", "leased"},
 	}
 	for _, c := range cases {
 		cfg := ok

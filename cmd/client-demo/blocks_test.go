@@ -26,7 +26,7 @@ func serveBlocks(t *testing.T) string {
 		t.Fatal(err)
 	}
 	pub, err := natsio.NewBlockPublisher(context.Background(), conn.Conn, gen,
-		natsio.BlocksConfig{BlockSize: 512, BlocksTargetDepth: 8, BlocksPollInterval: 10 * time.Millisecond})
+		natsio.BlocksConfig{BlockSize: 512, TargetDepth: 8, PollInterval: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

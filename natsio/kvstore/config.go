@@ -15,14 +15,14 @@ import (
 type Config struct {
 	workerid.Config
 
-	// WorkerKVBucket is the bucket; with regions, the prefix of one bucket
+	// Bucket is the bucket; with regions, the prefix of one bucket
 	// per region (KVBucket).
-	WorkerKVBucket string
-	// WorkerKVReplicas is the bucket's replica count when the dispenser
+	Bucket string
+	// Replicas is the bucket's replica count when the dispenser
 	// creates it, 1..5; 0: 3 in a clustered JetStream (fewer on a cluster
 	// of fewer servers), 1 on a single server. One replica keeps every
 	// lease and counter on one disk.
-	WorkerKVReplicas int
+	Replicas int
 }
 
 // DefaultConfig is the configuration with every default: workerid's, on
@@ -30,8 +30,8 @@ type Config struct {
 // suggests.
 func DefaultConfig() Config {
 	return Config{
-		Config:         workerid.DefaultConfig(),
-		WorkerKVBucket: "uid_workers",
+		Config: workerid.DefaultConfig(),
+		Bucket: "uid_workers",
 	}
 }
 
@@ -39,8 +39,8 @@ func DefaultConfig() Config {
 func (c Config) WithDefaults() Config {
 	d := DefaultConfig()
 	c.Config = c.Config.WithDefaults()
-	c.WorkerKVBucket = cmp.Or(c.WorkerKVBucket, d.WorkerKVBucket)
-	c.WorkerKVReplicas = cmp.Or(c.WorkerKVReplicas, d.WorkerKVReplicas)
+	c.Bucket = cmp.Or(c.Bucket, d.Bucket)
+	c.Replicas = cmp.Or(c.Replicas, d.Replicas)
 	return c
 }
 
@@ -54,21 +54,21 @@ func (c Config) Validate() error {
 	if err := c.Config.Validate(); err != nil {
 		return err
 	}
-	if !bucketPattern.MatchString(c.WorkerKVBucket) {
-		return &setting.Error{Field: "WorkerKVBucket", Reason: fmt.Sprintf("%q is not a valid bucket name (letters, digits, _ and -)", c.WorkerKVBucket)}
+	if !bucketPattern.MatchString(c.Bucket) {
+		return &setting.Error{Field: "Bucket", Reason: fmt.Sprintf("%q is not a valid bucket name (letters, digits, _ and -)", c.Bucket)}
 	}
-	if c.WorkerKVReplicas < 0 || c.WorkerKVReplicas > 5 {
-		return &setting.Error{Field: "WorkerKVReplicas", Reason: fmt.Sprintf("%d is outside 1..5 (0: 3 in a cluster)", c.WorkerKVReplicas)}
+	if c.Replicas < 0 || c.Replicas > 5 {
+		return &setting.Error{Field: "Replicas", Reason: fmt.Sprintf("%d is outside 1..5 (0: 3 in a cluster)", c.Replicas)}
 	}
 	return nil
 }
 
-// KVBucket is the store's bucket: WorkerKVBucket, or with regions
-// WorkerKVBucket_<region> (uid_workers_east), one per region, so that a
+// KVBucket is the store's bucket: Bucket, or with regions
+// Bucket_<region> (uid_workers_east), one per region, so that a
 // region's claims, renewals and lanes stay in its own cluster.
 func (c Config) KVBucket() string {
 	if c.Regions.IsZero() {
-		return c.WorkerKVBucket
+		return c.Bucket
 	}
-	return c.WorkerKVBucket + "_" + c.Region
+	return c.Bucket + "_" + c.Region
 }

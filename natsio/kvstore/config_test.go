@@ -18,13 +18,13 @@ func TestDefaultConfig(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Errorf("defaults invalid: %v", err)
 	}
-	if c.WorkerKVBucket != "uid_workers" || c.WorkerKVReplicas != 0 || !reflect.DeepEqual(c.Config, workerid.DefaultConfig()) {
+	if c.Bucket != "uid_workers" || c.Replicas != 0 || !reflect.DeepEqual(c.Config, workerid.DefaultConfig()) {
 		t.Errorf("DefaultConfig = %+v", c)
 	}
 	if zero := (kvstore.Config{}).WithDefaults(); !reflect.DeepEqual(zero, c) {
 		t.Errorf("zero Config with defaults\n %+v\nwant DefaultConfig\n %+v", zero, c)
 	}
-	if set := (kvstore.Config{WorkerKVReplicas: 3}).WithDefaults(); set.WorkerKVReplicas != 3 || set.WorkerKVBucket != c.WorkerKVBucket {
+	if set := (kvstore.Config{Replicas: 3}).WithDefaults(); set.Replicas != 3 || set.Bucket != c.Bucket {
 		t.Errorf("WithDefaults changed a set value or missed a zero one: %+v", set)
 	}
 }
@@ -34,9 +34,9 @@ func TestDefaultConfig(t *testing.T) {
 // the region's.
 func TestValidateNamesTheField(t *testing.T) {
 	for field, c := range map[string]kvstore.Config{
-		"WorkerKVBucket":   {WorkerKVBucket: "a.b"},
-		"WorkerKVReplicas": {WorkerKVReplicas: 6},
-		"WorkerMode":       {Config: workerid.Config{WorkerMode: "sticky"}},
+		"Bucket":   {Bucket: "a.b"},
+		"Replicas": {Replicas: 6},
+		"Mode":     {Config: workerid.Config{Mode: "sticky"}},
 	} {
 		var se *setting.Error
 		if err := c.Validate(); !errors.As(err, &se) || se.Field != field || !strings.HasPrefix(err.Error(), field+": ") {

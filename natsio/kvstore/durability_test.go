@@ -86,21 +86,21 @@ func TestReplicatedBucketRefusedOnOldServer(t *testing.T) {
 	}
 	nc, _ := cluster(t, debianNATS, "")
 	for name, replicas := range map[string]int{"default": 0, "set": 3} {
-		cfg := kvstore.Config{WorkerKVBucket: "refused_" + name, WorkerKVReplicas: replicas}
+		cfg := kvstore.Config{Bucket: "refused_" + name, Replicas: replicas}
 		_, err := openKV(t, nc, cfg)
 		var old *natsconn.OldServerError
 		if !errors.As(err, &old) {
 			t.Fatalf("%s: NewAssigner on a cluster of nats-server %s: %v; want an *OldServerError", name, version, err)
 		}
-		if old.Server != v || old.Replicas != 3 || !strings.Contains(err.Error(), "WorkerKVReplicas") || !strings.Contains(err.Error(), "2.9.21") {
+		if old.Server != v || old.Replicas != 3 || !strings.Contains(err.Error(), "Replicas") || !strings.Contains(err.Error(), "2.9.21") {
 			t.Errorf("%s: %v (server %v, %d replicas); want the real server's version %s, 3 replicas, the setting and the fixed release", name, err, old.Server, old.Replicas, version)
 		}
 		js, _ := jetstream.New(nc)
-		if _, err := js.KeyValue(context.Background(), cfg.WorkerKVBucket); !errors.Is(err, jetstream.ErrBucketNotFound) {
+		if _, err := js.KeyValue(context.Background(), cfg.Bucket); !errors.Is(err, jetstream.ErrBucketNotFound) {
 			t.Errorf("%s: the refused bucket was created anyway (%v)", name, err)
 		}
 	}
-	if _, err := openKV(t, nc, kvstore.Config{WorkerKVBucket: "single", WorkerKVReplicas: 1}); err != nil {
+	if _, err := openKV(t, nc, kvstore.Config{Bucket: "single", Replicas: 1}); err != nil {
 		t.Fatalf("one replica on nats-server %s: %v", version, err)
 	}
 	// A bucket made beforehand with 3 replicas is refused whatever the setting.
@@ -114,7 +114,7 @@ func TestReplicatedBucketRefusedOnOldServer(t *testing.T) {
 		return lastErr == nil
 	})
 	var old *natsconn.OldServerError
-	if _, err := openKV(t, nc, kvstore.Config{WorkerKVBucket: "made_by_hand", WorkerKVReplicas: 1}); !errors.As(err, &old) || old.Replicas != 3 {
+	if _, err := openKV(t, nc, kvstore.Config{Bucket: "made_by_hand", Replicas: 1}); !errors.As(err, &old) || old.Replicas != 3 {
 		t.Fatalf("an existing R3 bucket on nats-server %s: %v; want an *OldServerError", version, err)
 	}
 }
@@ -124,20 +124,20 @@ func TestReplicatedBucketRefusedOnOldServer(t *testing.T) {
 // single server, 1.
 func TestNewBucketReplicatedInCluster(t *testing.T) {
 	nc, _ := cluster(t, natsServer215(t), "sync_interval: always")
-	if _, err := openKV(t, nc, kvstore.Config{WorkerKVBucket: "auto"}); err != nil {
+	if _, err := openKV(t, nc, kvstore.Config{Bucket: "auto"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := bucketReplicas(t, nc, "auto"); got != 3 {
 		t.Errorf("a new bucket in a 3-node cluster has %d replicas, want 3", got)
 	}
-	if _, err := openKV(t, nc, kvstore.Config{WorkerKVBucket: "set", WorkerKVReplicas: 1}); err != nil {
+	if _, err := openKV(t, nc, kvstore.Config{Bucket: "set", Replicas: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if got := bucketReplicas(t, nc, "set"); got != 1 {
 		t.Errorf("a bucket set to 1 replica has %d", got)
 	}
 	single := kvConnect(t, embeddedAddr(t))
-	if _, err := openKV(t, single, kvstore.Config{WorkerKVBucket: "alone"}); err != nil {
+	if _, err := openKV(t, single, kvstore.Config{Bucket: "alone"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := bucketReplicas(t, single, "alone"); got != 1 {

@@ -88,7 +88,7 @@ func NewAssigner(ctx context.Context, nc *nats.Conn, cfg Config) (*Assigner, err
 	if err != nil {
 		return nil, fmt.Errorf("kvstore: %s: %w", a.storeName, err)
 	}
-	if cfg.WorkerMode == workerid.ModeLeased {
+	if cfg.Mode == workerid.ModeLeased {
 		store := &kvLeaseStore{kv: a.kv, nc: nc, bucket: bucket, log: logger}
 		a.leases, err = workerid.NewLeaseAssigner(store, workerid.LeaseConfigFrom(cfg.Config, host, a.storeName))
 		if err != nil {
@@ -99,7 +99,7 @@ func NewAssigner(ctx context.Context, nc *nats.Conn, cfg Config) (*Assigner, err
 		return nil, err
 	}
 	placed := a.placement(ctx)
-	logger.Info("kvstore: KV worker-ID store ready", "store", a.storeName, "mode", cfg.WorkerMode, "bucket", bucket, "region", cfg.Region, "cluster", placed)
+	logger.Info("kvstore: KV worker-ID store ready", "store", a.storeName, "mode", cfg.Mode, "bucket", bucket, "region", cfg.Region, "cluster", placed)
 	if cfg.Region != "" && placed != "" && placed != cfg.Region {
 		logger.Warn("kvstore: the region's worker-ID bucket is placed in another cluster: every claim and renewal crosses a gateway",
 			"bucket", bucket, "region", cfg.Region, "cluster", placed)
@@ -159,7 +159,7 @@ func (a *Assigner) openBucket(ctx context.Context, bucket string) (jetstream.Key
 		return nil, err
 	}
 	replicas := a.replicas()
-	if err := natsconn.CheckReplicated(a.nc, replicas, "KV bucket "+bucket, a.cfg.Name("WorkerKVReplicas")); err != nil {
+	if err := natsconn.CheckReplicated(a.nc, replicas, "KV bucket "+bucket, a.cfg.Name("Replicas")); err != nil {
 		return nil, err
 	}
 	var placement *jetstream.Placement
@@ -189,8 +189,8 @@ func (a *Assigner) openBucket(ctx context.Context, bucket string) (jetstream.Key
 // replicas is the replica count of a new bucket: the setting, else 3 in a
 // clustered JetStream (as many servers as it has, when fewer), else 1.
 func (a *Assigner) replicas() int {
-	if a.cfg.WorkerKVReplicas > 0 {
-		return a.cfg.WorkerKVReplicas
+	if a.cfg.Replicas > 0 {
+		return a.cfg.Replicas
 	}
 	n := natsconn.ClusterSize(a.nc)
 	if n == 0 {
@@ -198,7 +198,7 @@ func (a *Assigner) replicas() int {
 	}
 	if n < 3 {
 		a.log.Warn("kvstore: a cluster of fewer than 3 servers: the new worker-ID bucket gets fewer than 3 replicas, and one disk lost loses its leases and counters",
-			"servers", n, "replicas", n, "setting", a.cfg.Name("WorkerKVReplicas"))
+			"servers", n, "replicas", n, "setting", a.cfg.Name("Replicas"))
 	}
 	return min(n, 3)
 }
@@ -214,7 +214,7 @@ func (a *Assigner) checkFound(ctx context.Context, kv jetstream.KeyValue, bucket
 	if !ok || bs.StreamInfo() == nil {
 		return nil
 	}
-	return natsconn.CheckReplicated(a.nc, bs.StreamInfo().Config.Replicas, "KV bucket "+bucket, a.cfg.Name("WorkerKVReplicas"))
+	return natsconn.CheckReplicated(a.nc, bs.StreamInfo().Config.Replicas, "KV bucket "+bucket, a.cfg.Name("Replicas"))
 }
 
 // Claim implements uidcore.Assigner. Leased mode returns a

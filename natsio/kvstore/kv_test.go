@@ -67,7 +67,7 @@ func kvStore(addr, bucket string) workeridtest.Store {
 	return workeridtest.Store{
 		Addr: addr,
 		New: func(t testing.TB, cfg workerid.Config, via string) uidcore.Assigner {
-			return newKVAssigner(t, kvstore.Config{Config: cfg, WorkerKVBucket: bucket}, via)
+			return newKVAssigner(t, kvstore.Config{Config: cfg, Bucket: bucket}, via)
 		},
 	}
 }
@@ -163,7 +163,7 @@ func TestKVMalformedLeaseSkipped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kv := kvBucket(t, addr, cfg.WorkerKVBucket)
+	kv := kvBucket(t, addr, cfg.Bucket)
 	if _, err := kv.Put(context.Background(), "lease.0", []byte("not a lease")); err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +214,7 @@ func TestKVDisposableCounter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kv := kvBucket(t, addr, cfg.WorkerKVBucket)
+	kv := kvBucket(t, addr, cfg.Bucket)
 	node, err := kv.Get(context.Background(), "disposable.node.0")
 	if err != nil || c.WorkerID() != 0 || !strings.Contains(string(node.Value()), `"host"`) {
 		t.Fatalf("worker ID %d, node record %v", c.WorkerID(), err)
@@ -231,11 +231,11 @@ func TestKVDisposableCounter(t *testing.T) {
 func TestKVAssignerBadConfig(t *testing.T) {
 	addr := embeddedAddr(t)
 	cfg := kvstore.DefaultConfig()
-	cfg.WorkerKVBucket = "bad bucket"
+	cfg.Bucket = "bad bucket"
 	_, err := kvstore.NewAssigner(context.Background(), kvConnect(t, addr), withQuietLogger(cfg))
 	var se *setting.Error
-	if !errors.As(err, &se) || se.Field != "WorkerKVBucket" {
-		t.Fatalf("err = %v, want a *setting.Error for WorkerKVBucket", err)
+	if !errors.As(err, &se) || se.Field != "Bucket" {
+		t.Fatalf("err = %v, want a *setting.Error for Bucket", err)
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 func kvSequenceStore(addr, bucket string) sequencetest.Store {
 	return sequencetest.Store{Addr: addr, New: func(t testing.TB, via string) sequence.SegmentStore {
 		cfg := kvConfig(workerid.ModeLeased)
-		cfg.WorkerKVBucket = bucket
+		cfg.Bucket = bucket
 		s, _ := newKVAssigner(t, cfg, via).Sequences(context.Background())
 		return s
 	}}
@@ -46,7 +46,7 @@ func TestKVSequenceDeletedKeyNotRedeclared(t *testing.T) {
 	if _, err := s.Take(ctx, "orders", 100); err != nil {
 		t.Fatal(err)
 	}
-	if err := kvBucket(t, addr, kvstore.DefaultConfig().WorkerKVBucket).Delete(ctx, "seq.orders"); err != nil {
+	if err := kvBucket(t, addr, kvstore.DefaultConfig().Bucket).Delete(ctx, "seq.orders"); err != nil {
 		t.Fatal(err)
 	}
 	_, err := s.Declare(ctx, "orders", 1)

@@ -179,7 +179,7 @@ func TestBlocksRecreatedConsumerHeldBlockUsedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	blocksTestPublisher(t, blocksTestConn(t, srv), blocksTestGenerator(t, 1, 0),
-		natsio.BlocksConfig{BlockSize: 256, BlocksTargetDepth: 8, BlocksPollInterval: 10 * time.Millisecond}, nil)
+		natsio.BlocksConfig{BlockSize: 256, TargetDepth: 8, PollInterval: 10 * time.Millisecond}, nil)
 
 	var stalls atomic.Int32
 	var heldSeq, heldFirst atomic.Uint64
@@ -252,7 +252,7 @@ func TestBlocksRecreatedConsumerAndStreamUnderLoadNoDuplicates(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	stream, err := func() (jetstream.Stream, error) {
-		cfg := natsio.BlocksConfig{BlockSize: 512, BlocksTargetDepth: 16, BlocksPollInterval: 10 * time.Millisecond}
+		cfg := natsio.BlocksConfig{BlockSize: 512, TargetDepth: 16, PollInterval: 10 * time.Millisecond}
 		for w := uint64(1); w <= 2; w++ {
 			blocksTestPublisher(t, blocksTestConn(t, srv), blocksTestGenerator(t, w, 0), cfg, nil)
 		}
@@ -415,7 +415,7 @@ func TestBlockSourceBindsAgainAfterAnIdleDelete(t *testing.T) {
 		})
 		const blockSize = 256
 		blocksTestPublisher(t, connect(), blocksTestGenerator(t, 1, 0),
-			natsio.BlocksConfig{BlockSize: blockSize, BlocksTargetDepth: 8, BlocksPollInterval: 10 * time.Millisecond}, nil)
+			natsio.BlocksConfig{BlockSize: blockSize, TargetDepth: 8, PollInterval: 10 * time.Millisecond}, nil)
 		src := blocksTestSource(t, connect(), uidclient.BlockSourceConfig{LowWater: 1})
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()

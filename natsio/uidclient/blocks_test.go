@@ -217,7 +217,7 @@ func (c *blocksCollector) run(ctx context.Context, s *uidclient.BlockSource, bat
 func TestBlocksThreePublishersEightConsumersAllDistinct(t *testing.T) {
 	srv := blocksTestServer(t)
 	const goal = 2_000_000
-	cfg := natsio.BlocksConfig{BlocksPollInterval: 10 * time.Millisecond}
+	cfg := natsio.BlocksConfig{PollInterval: 10 * time.Millisecond}
 	var publishers []*natsio.BlockPublisher
 	for w := uint64(1); w <= 3; w++ {
 		publishers = append(publishers, blocksTestPublisher(t, blocksTestConn(t, srv), blocksTestGenerator(t, w, 0), cfg, nil))
@@ -292,7 +292,7 @@ func TestBlocksStalledConsumerBlockUsedOnce(t *testing.T) {
 	srv := blocksTestServer(t)
 	const ackWait = 300 * time.Millisecond
 	blocksTestPublisher(t, blocksTestConn(t, srv), blocksTestGenerator(t, 1, 0),
-		natsio.BlocksConfig{BlockSize: 512, BlocksTargetDepth: 4, BlocksPollInterval: 10 * time.Millisecond}, nil)
+		natsio.BlocksConfig{BlockSize: 512, TargetDepth: 4, PollInterval: 10 * time.Millisecond}, nil)
 
 	// Source A stalls past the ack wait on its first block, then acks.
 	var stalls atomic.Int32
@@ -360,7 +360,7 @@ func TestBlocksFullStreamPublishersBackOffAndResume(t *testing.T) {
 	var logs testenv.LogBuffer
 	log := logs.Logger(slog.LevelDebug)
 	const depth, size = 8, 256
-	cfg := natsio.BlocksConfig{BlockSize: size, BlocksTargetDepth: depth, BlocksPollInterval: 20 * time.Millisecond}
+	cfg := natsio.BlocksConfig{BlockSize: size, TargetDepth: depth, PollInterval: 20 * time.Millisecond}
 	nc := blocksTestConn(t, srv)
 	pubs := []*natsio.BlockPublisher{
 		blocksTestPublisher(t, blocksTestConn(t, srv), blocksTestGenerator(t, 10, 0), cfg, log),
@@ -441,7 +441,7 @@ func TestBlocksPublisherOutrunByConsumers(t *testing.T) {
 	}
 	t.Cleanup(func() { g.Close() })
 	p := blocksTestPublisher(t, blocksTestConn(t, srv), g,
-		natsio.BlocksConfig{BlockSize: 128, BlocksTargetDepth: 8, BlocksPollInterval: 20 * time.Millisecond}, log)
+		natsio.BlocksConfig{BlockSize: 128, TargetDepth: 8, PollInterval: 20 * time.Millisecond}, log)
 	src := blocksTestSource(t, blocksTestConn(t, srv), uidclient.BlockSourceConfig{})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -465,7 +465,7 @@ func TestBlocksPublisherOutrunByConsumers(t *testing.T) {
 func TestBlocksRestartedPublisherOldBlocksStillUsedNoCollision(t *testing.T) {
 	srv := blocksTestServer(t)
 	const worker, depth, size = 7, 16, 1024
-	cfg := natsio.BlocksConfig{BlockSize: size, BlocksTargetDepth: depth, BlocksPollInterval: 10 * time.Millisecond}
+	cfg := natsio.BlocksConfig{BlockSize: size, TargetDepth: depth, PollInterval: 10 * time.Millisecond}
 	nc := blocksTestConn(t, srv)
 
 	// The first incarnation fills the stream, then stops.
@@ -522,7 +522,7 @@ func TestBlocksMalformedBlockTerminatedAndReported(t *testing.T) {
 	var logs testenv.LogBuffer
 	log := logs.Logger(slog.LevelInfo)
 	p := blocksTestPublisher(t, nc, blocksTestGenerator(t, 3, 0),
-		natsio.BlocksConfig{BlockSize: 64, BlocksTargetDepth: 3, BlocksPollInterval: 10 * time.Millisecond}, nil)
+		natsio.BlocksConfig{BlockSize: 64, TargetDepth: 3, PollInterval: 10 * time.Millisecond}, nil)
 	testenv.WaitFor(t, 5*time.Second, "the stream filled", func() bool { return blocksTestDepth(t, nc, protocol.DefaultBlocksStream) == 3 })
 	blocksTestStop(t, p)
 
@@ -584,7 +584,7 @@ func TestBlockSourceWaitsForTheStreamAndClosesCleanly(t *testing.T) {
 
 	// The dispensers start later: the source binds and serves.
 	blocksTestPublisher(t, blocksTestConn(t, srv), blocksTestGenerator(t, 4, 0),
-		natsio.BlocksConfig{BlocksStream: "LATE_BLOCKS", BlocksSubject: "late.blocks", BlockSize: 100, BlocksTargetDepth: 2}, nil)
+		natsio.BlocksConfig{Stream: "LATE_BLOCKS", Subject: "late.blocks", BlockSize: 100, TargetDepth: 2}, nil)
 	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	id, err := src.Next(ctx)
@@ -626,7 +626,7 @@ func TestBlockSourceWaitsForTheStreamAndClosesCleanly(t *testing.T) {
 func TestBlocksRacingPublishersDiscardNothingAllDistinct(t *testing.T) {
 	srv := blocksTestServer(t)
 	const goal, size, depth = 400_000, 1024, 4
-	cfg := natsio.BlocksConfig{BlockSize: size, BlocksTargetDepth: depth, BlocksPollInterval: 10 * time.Millisecond}
+	cfg := natsio.BlocksConfig{BlockSize: size, TargetDepth: depth, PollInterval: 10 * time.Millisecond}
 	var publishers []*natsio.BlockPublisher
 	for w := uint64(21); w <= 23; w++ {
 		publishers = append(publishers, blocksTestPublisher(t, blocksTestConn(t, srv), blocksTestGenerator(t, w, 0), cfg, nil))

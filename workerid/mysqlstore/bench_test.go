@@ -14,7 +14,7 @@ import (
 // comparing the hot-path cost of a lease with that of no lease at all.
 func benchClaims(b *testing.B) map[string]uidcore.Claim {
 	cfg := mysqlstore.DefaultConfig()
-	cfg.MySQLDSN = testenv.MySQL(b)
+	cfg.DSN = testenv.MySQL(b)
 	lease := claimOK(b, newMySQLAssigner(b, cfg), uidcore.DefaultLayout())
 	b.Cleanup(func() { lease.Release(context.Background()) })
 	return map[string]uidcore.Claim{"static": uidcore.StaticClaim{ID: lease.WorkerID() + 1}, "lease": lease}
@@ -41,8 +41,8 @@ func BenchmarkMySQLClaim(b *testing.B) {
 	for _, mode := range []workerid.Mode{workerid.ModeLeased, workerid.ModeDisposable} {
 		b.Run(string(mode), func(b *testing.B) {
 			cfg := mysqlstore.DefaultConfig()
-			cfg.MySQLDSN = testenv.MySQL(b)
-			cfg.WorkerMode = mode
+			cfg.DSN = testenv.MySQL(b)
+			cfg.Mode = mode
 			a := newMySQLAssigner(b, cfg)
 			ctx := context.Background()
 			for b.Loop() {

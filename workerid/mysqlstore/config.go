@@ -18,9 +18,9 @@ import (
 type Config struct {
 	workerid.Config
 
-	// MySQLDSN is the database's DSN (go-sql-driver form,
+	// DSN is the database's DSN (go-sql-driver form,
 	// user:password@tcp(host:3306)/db); required.
-	MySQLDSN         string
+	DSN              string
 	WorkerNodeTable  string // disposable: UidGenerator's WORKER_NODE
 	WorkerLeaseTable string // leased: the lease table
 	// TablesByHand leaves the tables to the operator (schema.sql), for a
@@ -98,9 +98,9 @@ func (c Config) Validate() error {
 			return bad("SequenceTable", "%q is also the table %s", c.SequenceTable, other)
 		}
 	}
-	if c.MySQLDSN != "" {
-		if _, err := mysql.ParseDSN(c.MySQLDSN); err != nil {
-			return bad("MySQLDSN", "not a valid DSN: %s", redactDSN(err.Error(), c.MySQLDSN))
+	if c.DSN != "" {
+		if _, err := mysql.ParseDSN(c.DSN); err != nil {
+			return bad("DSN", "not a valid DSN: %s", redactDSN(err.Error(), c.DSN))
 		}
 	}
 	return nil

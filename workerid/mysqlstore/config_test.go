@@ -20,7 +20,7 @@ func TestDefaultConfig(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Errorf("defaults invalid: %v", err)
 	}
-	if c.MySQLDSN != "" || c.TablesByHand || c.WorkerNodeTable != "WORKER_NODE" || !reflect.DeepEqual(c.Config, workerid.DefaultConfig()) {
+	if c.DSN != "" || c.TablesByHand || c.WorkerNodeTable != "WORKER_NODE" || !reflect.DeepEqual(c.Config, workerid.DefaultConfig()) {
 		t.Errorf("DefaultConfig = %+v", c)
 	}
 	zero := mysqlstore.Config{}.WithDefaults()
@@ -56,20 +56,20 @@ func TestValidateNamesTheTableField(t *testing.T) {
 }
 
 // TestValidateNamesTheDSNField: a DSN the driver cannot read is a
-// SettingError naming MySQLDSN, without the password; the other settings
+// SettingError naming DSN, without the password; the other settings
 // are checked as workerid.Config.Validate checks them.
 func TestValidateNamesTheDSNField(t *testing.T) {
 	c := mysqlstore.DefaultConfig()
-	c.MySQLDSN = "root:hunter2-secret@127.0.0.1:3306/db"
+	c.DSN = "root:hunter2-secret@127.0.0.1:3306/db"
 	err := c.Validate()
 	var se *setting.Error
-	if !errors.As(err, &se) || se.Field != "MySQLDSN" || !strings.Contains(err.Error(), "valid DSN") {
-		t.Errorf("err = %v, want a *setting.Error naming MySQLDSN", err)
+	if !errors.As(err, &se) || se.Field != "DSN" || !strings.Contains(err.Error(), "valid DSN") {
+		t.Errorf("err = %v, want a *setting.Error naming DSN", err)
 	}
 	if err != nil && strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("error shows the password: %v", err)
 	}
-	c.MySQLDSN = "root:hunter2-secret@tcp(127.0.0.1:3306)/db"
+	c.DSN = "root:hunter2-secret@tcp(127.0.0.1:3306)/db"
 	if err := c.Validate(); err != nil {
 		t.Errorf("valid DSN rejected: %v", err)
 	}
@@ -93,7 +93,7 @@ func FuzzValidateDSNKeepsPasswordSecret(f *testing.F) {
 			return
 		}
 		c := mysqlstore.DefaultConfig()
-		c.MySQLDSN = "dispenser:" + password + "@" + rest
+		c.DSN = "dispenser:" + password + "@" + rest
 		err := c.Validate()
 		if err != nil && strings.Contains(err.Error(), password) {
 			t.Fatalf("error shows the password: %v", err)

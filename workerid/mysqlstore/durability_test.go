@@ -18,7 +18,7 @@ func openDurability(t *testing.T, dsn string, durability workerid.Durability, lo
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	a, err := mysqlstore.NewAssigner(ctx, mysqlstore.Config{MySQLDSN: dsn, Config: workerid.Config{StoreDurability: durability, Logger: log}})
+	a, err := mysqlstore.NewAssigner(ctx, mysqlstore.Config{DSN: dsn, Config: workerid.Config{StoreDurability: durability, Logger: log}})
 	if err == nil {
 		t.Cleanup(func() { a.Close() })
 	}

@@ -88,8 +88,8 @@ type Assigner struct {
 	store     *mysqlLeaseStore        // leased mode
 }
 
-// NewAssigner connects to cfg.MySQLDSN, retrying with back-off up to
-// cfg.StoreStartupDeadline, creates the table of cfg.WorkerMode when
+// NewAssigner connects to cfg.DSN, retrying with back-off up to
+// cfg.StoreStartupDeadline, creates the table of cfg.Mode when
 // cfg.TablesByHand is not set, and checks that it is usable. Errors name the
 // server's address, never the password.
 func NewAssigner(ctx context.Context, cfg Config) (*Assigner, error) {
@@ -97,13 +97,13 @@ func NewAssigner(ctx context.Context, cfg Config) (*Assigner, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.MySQLDSN == "" {
-		return nil, &setting.Error{Field: "MySQLDSN", Reason: "not set"}
+	if cfg.DSN == "" {
+		return nil, &setting.Error{Field: "DSN", Reason: "not set"}
 	}
 	logger := cmp.Or(cfg.Logger, slog.Default())
-	dsn, err := mysql.ParseDSN(cfg.MySQLDSN)
+	dsn, err := mysql.ParseDSN(cfg.DSN)
 	if err != nil { // Validate parsed it already
-		return nil, &setting.Error{Field: "MySQLDSN", Reason: "not a valid DSN"}
+		return nil, &setting.Error{Field: "DSN", Reason: "not a valid DSN"}
 	}
 	if dsn.Timeout == 0 {
 		dsn.Timeout = 5 * time.Second
@@ -125,7 +125,7 @@ func NewAssigner(ctx context.Context, cfg Config) (*Assigner, error) {
 	a := &Assigner{db: db, cfg: cfg, host: host, log: logger, storeName: "MySQL at " + dsn.Addr}
 	table := cfg.WorkerNodeTable
 	def := defaultNodeTable
-	if cfg.WorkerMode == workerid.ModeLeased {
+	if cfg.Mode == workerid.ModeLeased {
 		table, def = cfg.WorkerLeaseTable, defaultLeaseTable
 	}
 	create, err := createStatement(def, table)
@@ -163,7 +163,7 @@ func NewAssigner(ctx context.Context, cfg Config) (*Assigner, error) {
 		db.Close()
 		return nil, err
 	}
-	if cfg.WorkerMode == workerid.ModeLeased {
+	if cfg.Mode == workerid.ModeLeased {
 		a.store = &mysqlLeaseStore{db: db, table: quoteIdent(table)}
 		a.leases, err = workerid.NewLeaseAssigner(a.store, workerid.LeaseConfigFrom(cfg.Config, host, a.storeName+" table "+table))
 		if err != nil {
@@ -171,7 +171,7 @@ func NewAssigner(ctx context.Context, cfg Config) (*Assigner, error) {
 			return nil, err
 		}
 	}
-	logger.Info("workerid: MySQL worker-ID store ready", "store", a.storeName, "mode", cfg.WorkerMode, "table", table)
+	logger.Info("workerid: MySQL worker-ID store ready", "store", a.storeName, "mode", cfg.Mode, "table", table)
 	return a, nil
 }
 
@@ -182,14 +182,14 @@ func NewAssigner(ctx context.Context, cfg Config) (*Assigner, error) {
 func startupError(cfg Config, where, database string, err error) error {
 	if errors.Is(err, workerid.ErrStoreUnavailable) {
 		return fmt.Errorf("%w; check %s and that the server is up (start-up waited %s=%s for it)",
-			err, cfg.Name("MySQLDSN"), cfg.Name("StoreStartupDeadline"), cfg.StoreStartupDeadline)
+			err, cfg.Name("DSN"), cfg.Name("StoreStartupDeadline"), cfg.StoreStartupDeadline)
 	}
 	switch mysqlErrorNumber(err) {
 	case mysqlUnknownDatabase:
 		return fmt.Errorf("workerid: %s: %w; the database does not exist: create it (CREATE DATABASE %s) or name an existing one in %s",
-			where, err, quoteIdent(database), cfg.Name("MySQLDSN"))
+			where, err, quoteIdent(database), cfg.Name("DSN"))
 	case mysqlAccessDenied:
-		return fmt.Errorf("workerid: %s: %w; check the user and password in %s", where, err, cfg.Name("MySQLDSN"))
+		return fmt.Errorf("workerid: %s: %w; check the user and password in %s", where, err, cfg.Name("DSN"))
 	}
 	return fmt.Errorf("workerid: %s: %w", where, err)
 }
@@ -198,7 +198,7 @@ func startupError(cfg Config, where, database string, err error) error {
 // (bad credentials, missing database, table or privilege) as permanent.
 func (a *Assigner) classify(err error, doing string) error {
 	msg := err.Error()
-	if dsn, perr := mysql.ParseDSN(a.cfg.MySQLDSN); perr == nil {
+	if dsn, perr := mysql.ParseDSN(a.cfg.DSN); perr == nil {
 		msg = redactPassword(msg, dsn.Passwd)
 	}
 	if doing != "" {
@@ -288,7 +288,7 @@ func (a *Assigner) checkNextWorkerNode(ctx context.Context, table string, layout
 	}
 	if next := uint64(maxID.Int64) + 1; next > layout.MaxWorkerID() {
 		return &workerid.DisposableRangeError{Source: a.storeName + " table " + a.cfg.WorkerNodeTable, WorkerID: next, Layout: layout,
-			ModeVar: a.cfg.Name("WorkerMode"), Before: true}
+			ModeVar: a.cfg.Name("Mode"), Before: true}
 	}
 	return nil
 }

@@ -80,7 +80,7 @@ func mysqlStore(t *testing.T) workeridtest.Store {
 		Addr: c.Addr,
 		New: func(t testing.TB, common workerid.Config, addr string) uidcore.Assigner {
 			cfg := mysqlstore.DefaultConfig()
-			cfg.Config, cfg.MySQLDSN = common, withAddr(t, dsn, addr)
+			cfg.Config, cfg.DSN = common, withAddr(t, dsn, addr)
 			return newMySQLAssigner(t, cfg)
 		},
 	}
@@ -120,8 +120,8 @@ func TestWorkerNodeSharedWithAnotherWriter(t *testing.T) {
 		}
 	}
 	cfg := mysqlstore.DefaultConfig()
-	cfg.MySQLDSN = dsn
-	cfg.WorkerMode = workerid.ModeDisposable
+	cfg.DSN = dsn
+	cfg.Mode = workerid.ModeDisposable
 	a := newMySQLAssigner(t, cfg)
 	// A table shared with UidGenerator outgrows the default's 1,024 worker IDs.
 	layout := uidcore.Layout{TimeBits: 31, WorkerBits: 16, SeqBits: 16, Epoch: uidcore.DefaultEpoch}
@@ -200,11 +200,11 @@ func TestMySQLSchema(t *testing.T) {
 	dsn := testenv.MySQL(t)
 	db := openDB(t, dsn)
 	cfg := mysqlstore.DefaultConfig()
-	cfg.MySQLDSN = dsn
+	cfg.DSN = dsn
 	cfg.WorkerNodeTable = "uid_nodes"
 	cfg.WorkerLeaseTable = "uid_leases"
 	for _, mode := range []workerid.Mode{workerid.ModeDisposable, workerid.ModeLeased} {
-		cfg.WorkerMode = mode
+		cfg.Mode = mode
 		newMySQLAssigner(t, cfg)
 	}
 	columns := func(table string) string {
@@ -272,7 +272,7 @@ func TestMySQLFleetTableBeforeRegions(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := mysqlstore.DefaultConfig()
-	cfg.MySQLDSN, cfg.FleetTable, cfg.TablesByHand = dsn, "old_fleet", true
+	cfg.DSN, cfg.FleetTable, cfg.TablesByHand = dsn, "old_fleet", true
 	if _, err := db.Exec("CREATE TABLE IF NOT EXISTS WORKER_LEASE (WORKER_ID BIGINT NOT NULL PRIMARY KEY)"); err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +301,7 @@ func TestMySQLFleetTableBeforeRegions(t *testing.T) {
 
 func TestMySQLMissingTableWithoutCreate(t *testing.T) {
 	cfg := mysqlstore.DefaultConfig()
-	cfg.MySQLDSN = testenv.MySQL(t)
+	cfg.DSN = testenv.MySQL(t)
 	cfg.TablesByHand = true
 	var log testenv.LogBuffer
 	cfg.Logger = log.Logger(slog.LevelInfo)
@@ -335,7 +335,7 @@ func TestMySQLUnreachable(t *testing.T) {
 	const password = "pa55-Secret-xyzzy"
 	addr := closedPort(t)
 	cfg := mysqlstore.DefaultConfig()
-	cfg.MySQLDSN = "dispenser:" + password + "@tcp(" + addr + ")/uids"
+	cfg.DSN = "dispenser:" + password + "@tcp(" + addr + ")/uids"
 	cfg.StoreStartupDeadline = time.Second
 	begin := time.Now()
 	_, err := mysqlstore.NewAssigner(context.Background(), withTestLogger(cfg))
@@ -369,7 +369,7 @@ func TestMySQLWrongPassword(t *testing.T) {
 	c.User = "uid_no_such_user"
 	c.Passwd = password
 	cfg := mysqlstore.DefaultConfig()
-	cfg.MySQLDSN = c.FormatDSN()
+	cfg.DSN = c.FormatDSN()
 	var log testenv.LogBuffer
 	cfg.Logger = log.Logger(slog.LevelInfo)
 	_, err = mysqlstore.NewAssigner(context.Background(), cfg)
@@ -397,7 +397,7 @@ func TestMySQLStartupWaitsForServer(t *testing.T) {
 	proxy.Cut()
 	time.AfterFunc(time.Second, proxy.Restore)
 	cfg := mysqlstore.DefaultConfig()
-	cfg.MySQLDSN = withAddr(t, dsn, proxy.Addr())
+	cfg.DSN = withAddr(t, dsn, proxy.Addr())
 	cfg.StoreStartupDeadline = 15 * time.Second
 	begin := time.Now()
 	a := newMySQLAssigner(t, cfg)
@@ -420,7 +420,7 @@ func TestMySQLLeaseRows(t *testing.T) {
 	dsn := testenv.MySQL(t)
 	db := openDB(t, dsn)
 	cfg := mysqlstore.DefaultConfig()
-	cfg.MySQLDSN = dsn
+	cfg.DSN = dsn
 	a := newMySQLAssigner(t, cfg)
 	l := claimOK(t, a, uidcore.DefaultLayout()).(*workerid.Lease)
 	reserved, _ := l.Until()
@@ -486,8 +486,8 @@ func TestMySQLLeastPrivileges(t *testing.T) {
 	c.User, c.Passwd = user, password
 	for _, mode := range []workerid.Mode{workerid.ModeLeased, workerid.ModeDisposable} {
 		cfg := mysqlstore.DefaultConfig()
-		cfg.MySQLDSN = c.FormatDSN()
-		cfg.WorkerMode = mode
+		cfg.DSN = c.FormatDSN()
+		cfg.Mode = mode
 		cfg.TablesByHand = true
 		a := newMySQLAssigner(t, cfg)
 		fleet := workerid.Fleet{Generation: 1, Layout: uidcore.DefaultLayout().String(), WorkerMode: mode, SubjectPrefix: "uid"}
@@ -506,7 +506,7 @@ func TestMySQLLeastPrivileges(t *testing.T) {
 	// With the tables created by start-up (the default), the missing
 	// privilege is a clear error naming TablesByHand.
 	cfg := mysqlstore.DefaultConfig()
-	cfg.MySQLDSN = c.FormatDSN()
+	cfg.DSN = c.FormatDSN()
 	_, err = mysqlstore.NewAssigner(context.Background(), withTestLogger(cfg))
 	if err == nil || !strings.Contains(err.Error(), "set TablesByHand") || strings.Contains(err.Error(), password) {
 		t.Errorf("CREATE_TABLES without the privilege: %v", err)
@@ -518,7 +518,7 @@ func TestMySQLLeastPrivileges(t *testing.T) {
 // the whole reservation), which the next owner starts after.
 func TestLeaseLogsSecondsWithTimes(t *testing.T) {
 	cfg := mysqlstore.DefaultConfig()
-	cfg.MySQLDSN = testenv.MySQL(t)
+	cfg.DSN = testenv.MySQL(t)
 	var log testenv.LogBuffer
 	cfg.Logger = log.Logger(slog.LevelInfo)
 	a, err := mysqlstore.NewAssigner(context.Background(), cfg)
@@ -568,8 +568,8 @@ func TestWorkerNodePastTheLayoutsRange(t *testing.T) {
 		return n, maxID
 	}
 	cfg := mysqlstore.DefaultConfig()
-	cfg.MySQLDSN = dsn
-	cfg.WorkerMode = workerid.ModeDisposable
+	cfg.DSN = dsn
+	cfg.Mode = workerid.ModeDisposable
 	a := newMySQLAssigner(t, cfg)
 	for range 3 {
 		_, err := a.Claim(context.Background(), uidcore.DefaultLayout())
@@ -614,7 +614,7 @@ func TestWorkerNodePastTheLayoutsRange(t *testing.T) {
 func TestMySQLFleetSealedBelowZero(t *testing.T) {
 	dsn := testenv.MySQL(t)
 	cfg := mysqlstore.DefaultConfig()
-	cfg.MySQLDSN = dsn
+	cfg.DSN = dsn
 	a := newMySQLAssigner(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -661,7 +661,7 @@ func TestLeaseRenewalsSpreadAfterAnOutage(t *testing.T) {
 	proxy := faultproxy.NewProxy(t, c.Addr)
 	var logs testenv.LogBuffer
 	cfg := mysqlstore.DefaultConfig()
-	cfg.Config, cfg.MySQLDSN = workeridtest.Config(workerid.ModeLeased), withAddr(t, dsn, proxy.Addr())
+	cfg.Config, cfg.DSN = workeridtest.Config(workerid.ModeLeased), withAddr(t, dsn, proxy.Addr())
 	cfg.LeaseTTL = 10 * time.Second // retries at most a second apart; the outage stays well within the TTL
 	cfg.Logger = logs.JSONLogger(slog.LevelDebug)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -18,7 +18,7 @@ import (
 func mysqlSequenceStore(t testing.TB, dsn string) sequence.SegmentStore {
 	t.Helper()
 	cfg := mysqlstore.DefaultConfig()
-	cfg.Config, cfg.MySQLDSN = workeridtest.Config(workerid.ModeLeased), dsn
+	cfg.Config, cfg.DSN = workeridtest.Config(workerid.ModeLeased), dsn
 	cfg.StoreStartupDeadline = 2 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -33,7 +33,7 @@ type Store struct {
 // tests finish in seconds.
 func Config(mode workerid.Mode) workerid.Config {
 	cfg := workerid.DefaultConfig()
-	cfg.WorkerMode = mode
+	cfg.Mode = mode
 	cfg.LeaseTTL = 2 * time.Second
 	cfg.ReserveChunk = 5 * time.Second
 	cfg.StoreStartupDeadline = 10 * time.Second

@@ -52,8 +52,8 @@ func TestKVBucketCreationRaceOnAFreshCluster(t *testing.T) {
 	c := testCluster(t)
 	const instances = 6 // two through each node
 	cfg := kvstore.DefaultConfig()
-	cfg.WorkerKVBucket = "race_workers"
-	cfg.WorkerKVReplicas = 3
+	cfg.Bucket = "race_workers"
+	cfg.Replicas = 3
 	cfg.StoreStartupDeadline = 30 * time.Second
 	var logs testenv.LogBuffer
 	cfg.Logger = logs.Logger(slog.LevelInfo)
@@ -115,7 +115,7 @@ func TestKVBucketCreationRaceOnAFreshCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := js.Stream(ctx, "KV_"+cfg.WorkerKVBucket)
+	s, err := js.Stream(ctx, "KV_"+cfg.Bucket)
 	if err != nil {
 		t.Fatal(err)
 	}
