@@ -8,7 +8,7 @@ import (
 )
 
 // WaitFor is testwait.WaitFor, for the tests that use testenv anyway.
-func WaitFor(t testing.TB, within time.Duration, what string, cond func() bool) time.Duration {
+func WaitFor(t testing.TB, expected time.Duration, what string, cond func() bool) time.Duration {
 	t.Helper()
-	return testwait.WaitFor(t, within, what, cond)
+	return testwait.WaitFor(t, expected, what, cond)
 }

@@ -1,0 +1,51 @@
+package testwait
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// A wait goes on past the time it expected: that time is no deadline.
+// The condition turns true only after a number of checks, the wait's
+// expected time 1ns is long past by then, and the wait returns without
+// failing the test.
+func TestWaitGoesOnPastTheExpectedTime(t *testing.T) {
+	var checks atomic.Int32
+	WaitFor(t, time.Nanosecond, "the fifth check", func() bool { return checks.Add(1) >= 5 })
+	if n := checks.Load(); n != 5 {
+		t.Errorf("%d checks, want 5", n)
+	}
+}
+
+// fakeTB is a test that reports a deadline already passed, and records a
+// failure instead of ending the goroutine.
+type fakeTB struct {
+	testing.TB
+	deadline time.Time
+	failed   atomic.Bool
+}
+
+func (f *fakeTB) Deadline() (time.Time, bool)    { return f.deadline, true }
+func (f *fakeTB) Helper()                        {}
+func (f *fakeTB) Logf(string, ...any)            {}
+func (f *fakeTB) Fatalf(format string, a ...any) { f.failed.Store(true); panic(errFatal) }
+
+var errFatal = new(int)
+
+// Near the test binary's deadline a wait fails, naming what it waited
+// for, rather than leaving the binary to panic.
+func TestWaitFailsNearTheBinarysDeadline(t *testing.T) {
+	f := &fakeTB{TB: t, deadline: time.Now().Add(deadlineMargin - time.Hour)}
+	func() {
+		defer func() {
+			if r := recover(); r != errFatal {
+				panic(r)
+			}
+		}()
+		WaitFor(f, time.Hour, "a condition that never holds", func() bool { return false })
+	}()
+	if !f.failed.Load() {
+		t.Error("the wait returned without failing")
+	}
+}
