@@ -771,7 +771,7 @@ func TestLeaseLogsItsLifecycleEvents(t *testing.T) {
 	proxy := faultproxy.NewProxy(t, c.Addr)
 	var logs testenv.LogBuffer
 	cfg := mysqlstore.DefaultConfig()
-	cfg.Config, cfg.MySQLDSN = workeridtest.Config(workerid.ModeLeased), withAddr(t, dsn, proxy.Addr())
+	cfg.Config, cfg.DSN = workeridtest.Config(workerid.ModeLeased), withAddr(t, dsn, proxy.Addr())
 	cfg.LeaseTTL, cfg.ReserveChunk = time.Second, 2*time.Second
 	cfg.Logger = logs.JSONLogger(slog.LevelDebug)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
