@@ -76,7 +76,7 @@ func runHarness(ctx context.Context, args []string) error {
 	fs.IntVar(&cfg.Dispensers, "dispensers", 3, "dispenser processes")
 	fs.IntVar(&cfg.Clients, "clients", 2, "client processes")
 	fs.IntVar(&cfg.Workers, "workers", 4, "callers per client process")
-	fs.StringVar(&kinds, "kinds", strings.Join(faults.AllKinds, ","), "fault kinds to inject")
+	fs.StringVar(&kinds, "kinds", "", "fault kinds to inject, comma-separated (default: "+strings.Join(faults.AllKinds, ", ")+", "+faults.KindMySQL+" with -mysql)")
 	fs.BoolVar(&cfg.MySQL, "mysql", true, "add a fleet of 2 dispensers on MySQL (a mariadbd primary and an async replica in hosts of their own) and the mysql-failover fault")
 	fs.BoolVar(&cfg.SyncAlways, "sync-always", false, "run the nodes with sync_interval: always")
 	fs.DurationVar(&cfg.LeaseTTL, "lease-ttl", 6*time.Second, "the dispensers' lease TTL (pauses last longer)")
@@ -85,7 +85,9 @@ func runHarness(ctx context.Context, args []string) error {
 	fs.StringVar(&summary, "summary", "", "write the JSON summary to this file")
 	fs.StringVar(&natsBin, "nats-server", "", "nats-server binary (default: ~/go/bin/nats-server, else built from go.mod's version)")
 	_ = fs.Parse(args)
-	cfg.Kinds = strings.Split(kinds, ",")
+	if kinds != "" {
+		cfg.Kinds = strings.Split(kinds, ",")
+	}
 	cfg.Log = os.Stderr
 	if cfg.Dir == "" {
 		dir, err := os.MkdirTemp("", "faults-")
