@@ -8,7 +8,8 @@
 //
 //	faults -duration 3m -summary out.json
 //
-// `faults client ...` is the client process the harness runs inside a
+// `faults table out.json` prints a summary's figures as the tables of
+// docs/faults.md. `faults client ...` is the client process the harness runs inside a
 // client host; it is not meant to be run by hand.
 package main
 
@@ -33,15 +34,35 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var err error
-	if len(os.Args) > 1 && os.Args[1] == "client" {
+	switch {
+	case len(os.Args) > 1 && os.Args[1] == "client":
 		err = runClient(ctx, os.Args[2:])
-	} else {
+	case len(os.Args) > 2 && os.Args[1] == "table":
+		err = printTable(os.Args[2])
+	default:
 		err = runHarness(ctx, os.Args[1:])
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "faults:", err)
 		os.Exit(1)
 	}
+}
+
+// printTable prints a summary file's figures as docs/faults.md's tables.
+func printTable(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var s faults.Summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if s.Check == nil {
+		return fmt.Errorf("%s: no check in the summary", path)
+	}
+	fmt.Print(s.Markdown())
+	return nil
 }
 
 func runClient(ctx context.Context, args []string) error {
@@ -118,6 +139,7 @@ func runHarness(ctx context.Context, args []string) error {
 			return err
 		}
 	}
+	fmt.Println(s.Markdown())
 	brief := *s
 	brief.Proofs, brief.Check = nil, nil
 	b, _ := json.MarshalIndent(brief, "", "  ")

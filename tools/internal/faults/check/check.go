@@ -101,8 +101,9 @@ type Result struct {
 	Events          map[string]int   `json:"events"`   // every logged event, counted by name
 	Errors          map[string]int64 `json:"errors"`   // failed and unknown calls by reason (up to its first colon)
 	// DuplicatesAfter counts the repeated acknowledgments by the fault
-	// that most recently began before each ("kind: what"; "none" before
-	// the first fault).
+	// that most recently began before each and by what was repeated
+	// ("kind: what (numbers of uid/orders)"; "none" before the first
+	// fault).
 	DuplicatesAfter map[string]int64        `json:"duplicates_after,omitempty"`
 	ByKind          map[string]*WindowStats `json:"by_kind"` // per fault kind, and "outside"
 	Problems        []string                `json:"problems,omitempty"`
@@ -216,7 +217,11 @@ func (r *Result) checkValues(in Input) {
 		}
 		d.Calls = append(d.Calls, where(k))
 		d.Acked = append(d.Acked, acked(k))
-		r.DuplicatesAfter[lastWindowBefore(in.Windows, acked(k))]++
+		what := "IDs of " + c.invoke.Fleet
+		if c.invoke.Func == history.FuncSeq {
+			what = "numbers of " + space
+		}
+		r.DuplicatesAfter[lastWindowBefore(in.Windows, acked(k))+" ("+what+")"]++
 	}
 	defer func() {
 		for _, d := range dups[:min(len(dups), maxListed)] {

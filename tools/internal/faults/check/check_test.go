@@ -106,7 +106,7 @@ func TestDuplicateIDCaught(t *testing.T) {
 	if d.Value != id || d.Worker != 7 || d.Second != layout.EpochSecond()+1000 || len(d.Calls) != 2 || len(d.Acked) != 2 {
 		t.Errorf("duplicate reported as %+v", d)
 	}
-	if r.DuplicatesAfter["none"] != 1 {
+	if r.DuplicatesAfter["none (IDs of )"] != 1 {
 		t.Errorf("duplicates after: %v", r.DuplicatesAfter)
 	}
 }
