@@ -115,7 +115,7 @@ func (r *run) partition(ctx context.Context) (Proof, error) {
 				big = append(big, r.dispensers[di].host)
 			}
 		}
-		p.What = fmt.Sprintf("minority %s | majority %s", names(small), names(big))
+		p.What = fmt.Sprintf("minority %s vs majority %s", names(small), names(big))
 		err = cut(ctx, small, big)
 	case "leader-dispenser":
 		// Right after a heal the stream may be electing: ask again.
@@ -136,7 +136,7 @@ func (r *run) partition(ctx context.Context) (Proof, error) {
 				big = append(big, h)
 			}
 		}
-		p.What = fmt.Sprintf("KV leader %s with dispenser %s | %s", leader.name, d.name, names(big))
+		p.What = fmt.Sprintf("KV leader %s with dispenser %s vs %s", leader.name, d.name, names(big))
 		err = cut(ctx, small, big)
 	case "one-way":
 		// Node i hears nobody; everyone still hears node i.
@@ -395,16 +395,28 @@ func (r *run) powerLoss(ctx context.Context) (Proof, error) {
 // node j is cut from every host; i restarts; the cut is held, then
 // healed. Proven by what i's restore lost and by the cut's drops.
 func (r *run) nodeTailLoss(ctx context.Context) (Proof, error) {
-	nodes := len(r.cluster.nodes)
-	perm := r.rng.Perm(nodes)
-	ni, nj := r.cluster.nodes[perm[0]], r.cluster.nodes[perm[1]]
+	// Two of the KV stream's peers: i forgets, j is cut off.
+	var peers []*node
+	var err error
+	_ = waitFor(ctx, 15*time.Second, func() bool {
+		peers, err = r.cluster.peers(ctx, kvStream)
+		return err == nil && len(peers) >= 2
+	})
+	if err != nil {
+		return Proof{}, err
+	}
+	if len(peers) < 2 {
+		return Proof{}, fmt.Errorf("faults: stream %s has %d peers", kvStream, len(peers))
+	}
+	perm := r.rng.Perm(len(peers))
+	ni, nj := peers[perm[0]], peers[perm[1]]
 	delta := r.hold()
 	p := Proof{Kind: KindPowerLoss, Start: time.Now(),
 		What: fmt.Sprintf("%s loses its last %s and restarts while %s is cut off (nats-server #7567)", ni.name, delta.Round(time.Millisecond), nj.name)}
 	if err := ni.current().signal(syscall.SIGSTOP); err != nil {
 		return p, err
 	}
-	err := copyDir(ctx, ni.store, ni.store+".copy")
+	err = copyDir(ctx, ni.store, ni.store+".copy")
 	_ = ni.current().signal(syscall.SIGCONT)
 	if err != nil {
 		return p, err

@@ -125,6 +125,7 @@ type streamState struct {
 	LastSeq  uint64
 	Messages uint64
 	Leader   string
+	Replicas []string // the other peers of the stream, as this node knows them
 }
 
 // streams reads the node's view of every stream.
@@ -134,7 +135,10 @@ func (n *node) streams(ctx context.Context) ([]streamState, error) {
 			StreamDetail []struct {
 				Name    string `json:"name"`
 				Cluster *struct {
-					Leader string `json:"leader"`
+					Leader   string `json:"leader"`
+					Replicas []struct {
+						Name string `json:"name"`
+					} `json:"replicas"`
 				} `json:"cluster"`
 				State struct {
 					Messages uint64 `json:"messages"`
@@ -152,6 +156,9 @@ func (n *node) streams(ctx context.Context) ([]streamState, error) {
 			st := streamState{Name: s.Name, LastSeq: s.State.LastSeq, Messages: s.State.Messages}
 			if s.Cluster != nil {
 				st.Leader = s.Cluster.Leader
+				for _, r := range s.Cluster.Replicas {
+					st.Replicas = append(st.Replicas, r.Name)
+				}
 			}
 			out = append(out, st)
 		}
@@ -241,6 +248,33 @@ func (c *cluster) leader(ctx context.Context, stream string) (*node, error) {
 		}
 	}
 	return nil, fmt.Errorf("faults: no node names the leader of stream %s", stream)
+}
+
+// peers are the nodes holding the named stream, its leader first, as the
+// leader reports them.
+func (c *cluster) peers(ctx context.Context, stream string) ([]*node, error) {
+	leader, err := c.leader(ctx, stream)
+	if err != nil {
+		return nil, err
+	}
+	ss, err := leader.streams(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []*node{leader}
+	for _, s := range ss {
+		if s.Name != stream {
+			continue
+		}
+		for _, name := range s.Replicas {
+			for _, n := range c.nodes {
+				if n.name == name {
+					out = append(out, n)
+				}
+			}
+		}
+	}
+	return out, nil
 }
 
 // lastSeqs is the highest last sequence of each stream any node reports.
