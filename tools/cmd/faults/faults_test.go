@@ -4,15 +4,35 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
-	"os/exec"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/uid-dispenser/uid-dispenser/tools/internal/faults"
 	"github.com/uid-dispenser/uid-dispenser/tools/internal/faults/netns"
 	"github.com/uid-dispenser/uid-dispenser/tools/internal/soak"
 )
+
+// TestMain runs the harness's client processes: the CI-minute run starts
+// this test binary as `faults.test client ...`, as the command starts
+// itself.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "client" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		err := runClient(ctx, os.Args[2:])
+		stop()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "faults client:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
 
 // faultClockMarks are what the faultclock build links in: the variable
 // it reads and the function that installs the offset file. The release
@@ -37,13 +57,13 @@ func buildDispensers(t *testing.T) (release, faultclock string) {
 }
 
 // The CI-minute run of the fault harness: one round of every fault kind
-// (held 1.3–4 s each, 0.7–1.3 s apart) against 3 nodes, 3 dispensers and 2 client
-// processes, the nodes on sync_interval: always (the configuration the
-// docs require, under which a power loss loses nothing acknowledged),
-// without the MySQL fleet (its failover loses acknowledged transactions:
-// make faults runs it). It
-// must pass the checker with every fault proven. Before it, the release
-// binary is checked for the fault clock.
+// (held 1–3 s each, 0.5–1 s apart; pauses 3–5 s, past the 2 s lease
+// TTL) against 3 nodes, 3 dispensers and 2 client processes, the nodes on
+// sync_interval: always (the configuration the docs require, under which
+// a power loss loses nothing acknowledged), without the MySQL fleet (its
+// failover loses acknowledged transactions: make faults runs it). It must
+// pass the checker with every fault proven. Before it, the release binary
+// is checked for the fault clock.
 func TestFaultsCIMinute(t *testing.T) {
 	if err := netns.Available(); err != nil {
 		if os.Getenv("UID_REQUIRE_NETNS") == "1" {
@@ -71,34 +91,31 @@ func TestFaultsCIMinute(t *testing.T) {
 		}
 	})
 
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "faults")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
+	// The harness runs in the test process; its clients are this test
+	// binary too (TestMain runs them).
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
 	}
-	summary := filepath.Join(dir, "summary.json")
-	work := filepath.Join(dir, "work")
-	cmd := exec.Command(bin, "-duration", "1s", "-hold-max", "4s", "-lease-ttl", "3s", "-sync-always", "-mysql=false",
-		"-dispenser", faultclock, "-dir", work, "-summary", summary)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	t.Logf("faults output:\n%s", out.String())
+	natsBin, err := natsServer(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	work := t.TempDir()
+	s, err := faults.Run(context.Background(), faults.Config{
+		Duration: time.Second, HoldMax: 3 * time.Second, LeaseTTL: 2 * time.Second, SyncAlways: true,
+		Dir: work, NATSServer: natsBin, Dispenser: faultclock, Self: self, Log: &log,
+	})
+	t.Logf("faults log:\n%s", log.String())
 	if err != nil {
 		keepWork(t, work)
 		t.Fatalf("faults: %v", err)
 	}
-	b, err := os.ReadFile(summary)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var s faults.Summary
-	if err := json.Unmarshal(b, &s); err != nil {
-		t.Fatal(err)
-	}
+	t.Logf("figures:\n%s", s.Markdown())
 	if !s.Passed || s.Calls.OK == 0 || s.IDs.Acknowledged == 0 || s.Numbers.Acknowledged == 0 {
 		keepWork(t, work)
+		b, _ := json.MarshalIndent(s, "", "  ")
 		t.Fatalf("summary: %s", b)
 	}
 	for _, k := range faults.AllKinds {

@@ -125,12 +125,15 @@ type run struct {
 	netem      bool
 	mysql      *mysqlPair
 
+	logMu  sync.Mutex // serialises writes to cfg.Log
 	mu     sync.Mutex
 	proofs []Proof
 	exits  []string
 }
 
 func (r *run) logf(format string, args ...any) {
+	r.logMu.Lock()
+	defer r.logMu.Unlock()
 	if r.cfg.Log != nil {
 		fmt.Fprintf(r.cfg.Log, "%s %s\n", time.Now().UTC().Format("15:04:05.000"), fmt.Sprintf(format, args...))
 	}
