@@ -47,7 +47,7 @@ type Config struct {
 	EmbeddedAddr    string `envconfig:"DISPENSER_EMBEDDED_ADDR" desc:"with no DISPENSER_NATS_URL: where to look for a NATS server, and where to start the embedded one when none listens"`
 	EmbeddedDataDir string `envconfig:"DISPENSER_EMBEDDED_DATA_DIR" desc:"JetStream directory of the embedded server (default: <user cache dir>/uid-dispenser/nats, else ./data/nats)"`
 
-	LayoutName string  `envconfig:"DISPENSER_LAYOUT" desc:"the ID layout by name: default, jssafe (53 bits: every ID a JavaScript Number holds exactly), uidgenerator (for reading old IDs; it can no longer issue any), or time/worker/sequence bits such as 31/16/16, optionally @ an RFC 3339 epoch; set instead of DISPENSER_TIME_BITS, _WORKER_BITS, _SEQ_BITS and DISPENSER_EPOCH"`
+	LayoutName string  `envconfig:"DISPENSER_LAYOUT" desc:"the ID layout by name: default, jssafe (53 bits: every ID a JavaScript Number holds exactly), uidgenerator (for reading old IDs; it can no longer issue any), or time/worker/sequence bits such as 31/16/16, optionally @ an epoch, RFC 3339 or a date (31/10/22@2026-01-01, midnight UTC); set instead of DISPENSER_TIME_BITS, _WORKER_BITS, _SEQ_BITS and DISPENSER_EPOCH"`
 	TimeBits   uint    `envconfig:"DISPENSER_TIME_BITS" desc:"bits of delta seconds in an ID (time+worker+seq bits at most 63; 53 or less: JS-safe IDs)"`
 	WorkerBits uint    `envconfig:"DISPENSER_WORKER_BITS" desc:"bits of worker ID (2^bits worker IDs; an instance holds one per lane)"`
 	SeqBits    uint    `envconfig:"DISPENSER_SEQ_BITS" desc:"bits of sequence per second (2^bits IDs per second per worker ID, a lane, at wall-clock pace)"`

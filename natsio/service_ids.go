@@ -52,12 +52,18 @@ func requestEncoding(h micro.Headers) (protocol.Encoding, error) {
 }
 
 // requestLayout is the layout a parse request names in its Uid-Layout
-// header, or the 400 naming a value that is not one; named is false
-// without the header.
+// header, or the 400 naming a value that is not one (a bare T/W/S, which
+// does not say its epoch, included); named is false without the header.
 func requestLayout(h micro.Headers) (layout uidcore.Layout, named bool, err error) {
 	v := protocol.HeaderCarrier(h).Get(protocol.LayoutHeader)
 	if strings.TrimSpace(v) == "" {
 		return uidcore.Layout{}, false, nil
+	}
+	if !uidcore.HasEpoch(v) {
+		// Counting from the fleet's default epoch would read a
+		// UidGenerator ID ten years off without a word.
+		return uidcore.Layout{}, false, badRequest("%s %q is not a layout: T/W/S needs its epoch, as T/W/S@2016-05-20 (a date is midnight UTC) or T/W/S@2016-05-20T00:00:00+08:00; for UidGenerator's IDs send the preset %s",
+			protocol.LayoutHeader, quote.Shorten(v, 80), uidcore.PresetUidGenerator)
 	}
 	l, err := uidcore.ParseLayout(v)
 	if err != nil {

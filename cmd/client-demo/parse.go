@@ -22,7 +22,7 @@ import (
 func runParse(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	flags := flag.NewFlagSet("client-demo parse", flag.ContinueOnError)
 	flags.SetOutput(stderr)
-	layoutFlag := flags.String("layout", uidcore.PresetDefault, "the IDs' layout: a preset ("+uidcore.Presets+"), or time/worker/sequence bits such as 31/16/16, optionally @ an RFC 3339 epoch (28/22/13@2016-05-20T00:00:00+08:00)")
+	layoutFlag := flags.String("layout", uidcore.PresetDefault, "the IDs' layout: a preset ("+uidcore.Presets+"), or time/worker/sequence bits such as 31/16/16, optionally @ an epoch, RFC 3339 or a date, midnight UTC (28/22/13@2016-05-20T00:00:00+08:00, 31/10/22@2026-01-01)")
 	regionsFlag := flags.String("regions", "", "the fleet's map of regions (DISPENSER_REGIONS, e.g. east=0-511,west=512-1023): print the region of each ID")
 	flags.Usage = func() {
 		fmt.Fprintln(stderr, "usage: client-demo parse [-layout L] [-regions MAP] [ID ...]   (no IDs: read them from standard input)")

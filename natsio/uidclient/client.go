@@ -276,7 +276,8 @@ func (c *Client) Parse(ctx context.Context, id uint64) (uidcore.Parts, error) {
 
 // ParseWithLayout asks a dispenser to split id as UidGenerator's parseUID
 // would under layout, a preset ("jssafe", "uidgenerator", "default") or
-// "T/W/S@epoch" as DISPENSER_LAYOUT takes it, sent as the Uid-Layout
+// "T/W/S@epoch" (the epoch RFC 3339 or a date; a bare T/W/S is refused,
+// since it does not say its epoch), sent as the Uid-Layout
 // header: the call a service migrating off UidGenerator makes in place of
 // parseUID(). It returns the reply's fields as sent: an ID with the sign
 // bit set (a wrapped UidGenerator ID) has a negative UID and Wrapped set.
