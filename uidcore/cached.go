@@ -302,7 +302,9 @@ func (opts CachedOptions) Validate() error {
 	return nil
 }
 
-func negative(field string) error { return &setting.Error{Field: field, Reason: "must not be negative"} }
+func negative(field string) error {
+	return &setting.Error{Field: field, Reason: "must not be negative"}
+}
 
 // ringSize is (MaxSequence+1) × RingSeconds slots, capped by RingMemory,
 // a power of two and at least 64 (the can-take bits are kept in 64-bit
