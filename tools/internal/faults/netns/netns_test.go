@@ -2,6 +2,7 @@ package netns
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
@@ -121,5 +122,36 @@ func TestHostsCutHealClose(t *testing.T) {
 	links, _ := run(ctx, "ip", "-o", "link", "show")
 	if strings.Contains(nsList, n.tag) || strings.Contains(links, n.tag) {
 		t.Fatalf("left behind:\n%s\n%s", nsList, links)
+	}
+}
+
+// A run killed before its clean-up leaves a namespace and an interface
+// named after its process ID: the next run's sweep removes them, and
+// leaves a live run's alone.
+func TestSweepRemovesDeadRunsOnly(t *testing.T) {
+	requireNetns(t)
+	ctx := context.Background()
+	dead := Prefix + "4194999x0" // above the largest process ID Linux hands out
+	live := fmt.Sprintf("%s%dx1", Prefix, os.Getpid())
+	for _, ns := range []string{dead, live} {
+		if _, err := run(ctx, "ip", "netns", "add", ns); err != nil {
+			t.Fatal(err)
+		}
+		defer removeNamespace(ctx, ns)
+	}
+	if _, err := run(ctx, "ip", "link", "add", dead, "type", "bridge"); err != nil {
+		t.Fatal(err)
+	}
+	defer removeLink(ctx, dead)
+	if err := Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	nsList, _ := run(ctx, "ip", "netns", "list")
+	links, _ := run(ctx, "ip", "-o", "link", "show")
+	if strings.Contains(nsList, dead) || strings.Contains(links, dead+":") {
+		t.Errorf("the dead run's %s survived the sweep:\n%s\n%s", dead, nsList, links)
+	}
+	if !strings.Contains(nsList, live) {
+		t.Errorf("the sweep removed the live run's %s", live)
 	}
 }
