@@ -4,7 +4,7 @@ STATICCHECK_VERSION ?= v0.8.2
 STATICCHECK = $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 PKGS := ./...
 
-.PHONY: test lint unit verify run docs bench bench-core bench-e2e services soak soak-short soak-regions faults ops-check rules dashboards
+.PHONY: test lint unit verify run docs bench bench-core bench-e2e bench-peers services soak soak-short soak-regions faults ops-check rules dashboards
 
 # verify (spin: one core for about a minute) runs beside lint and the Go
 # tests, at a lower priority, its output printed when it ends: that keeps
@@ -85,6 +85,15 @@ docs:
 bench-core:
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./uidcore/ | tee bench-uidcore.txt
 	cd bench && $(GO) test -run '^$$' -bench . -benchmem -count 6 . | tee ../bench-peers.txt
+
+# The peers side by side, each beside its language's atomic counter: Go
+# (bwmarrin/snowflake, sonyflake; bench/) and Java (JMH: our Prefetcher,
+# CosId's SegmentChainId and SnowflakeId; bench/java, ROUNDS alternated
+# rounds of 1 and 8 threads, about 3 minutes a round).
+ROUNDS ?= 3
+bench-peers:
+	cd bench && $(GO) test -run '^$$' -bench . -benchmem -count 6 . | tee ../bench-peers.txt
+	bash bench/java/run.sh $(ROUNDS) | tee bench-peers-java.txt
 
 # End-to-end benchmarks side by side in one run (REPS rounds of the
 # request-reply scenarios, then the sustained loads and the JetStream
