@@ -21,21 +21,74 @@
  * any); a prefetch (the double buffer's second segment) starts whenever
  * fewer than two segments are held.
  *
+ * The store forgets its last k <= K acknowledged writes (a power loss with
+ * lazy fsync, a failover to a replica that lacks them), up to LOSSES
+ * times: it comes back as it was before them, revisions included (the
+ * next writes reuse them); a write in flight is lost with its connection.
+ * K stands for W (DISPENSER_STORE_LOSS_WINDOW).
+ *
+ * Defenses against the loss (DURABILITY-DESIGN.md, MODELS-FINDINGS.md):
+ *   D3  each instance remembers the highest end the store gave it (hw); a
+ *       take that returns a segment starting below it is a regression:
+ *       none of it is handed out and the end is raised to hw by
+ *       compare-and-set. After an outage (every instance sees the loss as
+ *       one: a reconnect) an instance checks the end against hw, and
+ *       raises it, before its next take.
+ *   D4  settle: after an outage no instance takes a segment until every
+ *       instance has made that check (the settle period: an obligation
+ *       the model encodes as a wait: the survivors reconnect and repair
+ *       within it). A starting instance is one case; a survivor that
+ *       remembers nothing above the end is another (see the finding).
+ *
+ * Obligation (the remainder, docs/verification.md): a loss never forgets
+ * a take of an instance that died after it (the store and the only
+ * instance that saw the allocation, lost together, cannot be detected):
+ * ghost orphan.
+ *
  * Mutations (spin -DMUTANT_...): each must produce a violation.
  *   GIVEBACK_NO_CAS  the give-back lowers the sequence's end when the
  *                    value read says so, without the compare-and-set
  *   TAKE_NO_CAS      a take writes the end it read plus the step without
  *                    the revision check
+ *   NO_HIGH_WATER    D3 removed: no regression check, no repair
+ *   NO_SETTLE        D4 removed: an instance takes without waiting for
+ *                    the others' checks
+ *
+ * Findings (spin -D..., expected to fail):
+ *   DESIGN_SETTLE_AT_START  D4 as first designed: only a starting
+ *                    instance waits; a survivor that remembers nothing
+ *                    above the end takes a forgotten segment before the
+ *                    survivor that handed it out has repaired the end
+ *   SILENT_LOSS      a loss no instance sees as an outage (a JetStream
+ *                    cluster that loses a write without dropping the
+ *                    clients' connections): D3's per-take check alone
+ *                    comes too late
  */
 
 #define NI 2            /* instances */
 #ifndef MAXN
 #define MAXN 5          /* numbers 0..MAXN-1 */
 #endif
+#define max(a, b) ((a) > (b) -> (a) : (b))
 #define MINSTEP 1
 #define MAXSTEP 2
+/* Two runs: the protocol without loss at the larger bound (spin
+ * -DWITHOUT_LOSS, and its mutations), and with the loss at a smaller one. */
+#if defined(WITHOUT_LOSS) || defined(MUTANT_GIVEBACK_NO_CAS) || defined(MUTANT_TAKE_NO_CAS)
+#define LOSSES_DEFAULT 0
+#define MAXTAKES_DEFAULT 3
+#else
+#define LOSSES_DEFAULT 1
+#define MAXTAKES_DEFAULT 2
+#endif
 #ifndef MAXTAKES
-#define MAXTAKES 3      /* takes in the whole run */
+#define MAXTAKES MAXTAKES_DEFAULT  /* takes in the whole run */
+#endif
+#ifndef K
+#define K 1             /* the store forgets at most its last K writes */
+#endif
+#ifndef LOSSES
+#define LOSSES LOSSES_DEFAULT
 #endif
 
 /* The store (the key seq.<name> at the stream leader): the end of the
@@ -48,6 +101,19 @@ byte prevRev = 0;       /* 0: no earlier version */
 
 byte takes = 0;
 
+/* What a loss comes back to, and how many writes it may forget. */
+byte sEnd = 0;
+byte sRev = 1;
+byte unsynced = 0;
+byte losses = 0;
+/* An outage each instance has not checked after yet (D3); ghost: a dead
+ * instance's take not yet durable (the obligation). */
+bool outage[NI];
+byte unsyncedTakeBy[NI];
+bool orphan = false;
+bool mustRepair[NI];    /* ghost: it handed out numbers the loss forgot */
+bool fresh[NI];         /* started since the last loss */
+
 /* One write in flight: (new end, revision it expects). */
 bool dOn;
 byte dEnd, dRev;
@@ -55,10 +121,29 @@ byte dEnd, dRev;
 byte watchN;
 byte watchCount = 0;
 
+inline sync() {
+	sEnd = end; sRev = rev; unsynced = 0;
+	unsyncedTakeBy[0] = 0; unsyncedTakeBy[1] = 0; orphan = false
+}
+
+/* Every write: at most K acknowledged writes are ever forgotten. (The
+ * loss's bookkeeping only where there is loss: it would multiply the
+ * states of the run without it for nothing.) */
+inline written() {
+#if LOSSES > 0
+	if :: unsynced == K -> sync() :: else -> skip fi;
+	unsynced++
+#else
+	skip
+#endif
+}
+
 /* kv.Update at a revision: applied only if the key is still at it. */
 inline update(newEnd, atRev, ok) {
 	if
-	:: atRev == rev -> prevEnd = end; prevRev = rev; end = newEnd; rev++; ok = true
+	:: atRev == rev ->
+		written();
+		prevEnd = end; prevRev = rev; end = newEnd; rev++; ok = true
 	:: else -> ok = false
 	fi
 }
@@ -76,24 +161,91 @@ active proctype Network() {
 	bool ok;
 	do
 	:: atomic { dOn -> if :: update(dEnd, dRev, ok) :: skip fi; dOn = false; dEnd = 0; dRev = 0; ok = false }
+#if LOSSES > 0
+	/* The store makes its writes durable. */
+	:: atomic { unsynced > 0 -> sync() }
+	/* The store forgets what it has not made durable; every instance sees
+	 * an outage (unless SILENT_LOSS); a write in flight is lost. */
+	:: atomic { unsynced > 0 && losses < LOSSES && !orphan ->
+		losses++;
+		end = sEnd; rev = sRev; prevRev = 0; prevEnd = 0;
+		unsynced = 0;
+		dOn = false; dEnd = 0; dRev = 0;
+		fresh[0] = false; fresh[1] = false;
+		mustRepair[0] = unsyncedTakeBy[0] > 0; mustRepair[1] = unsyncedTakeBy[1] > 0;
+		unsyncedTakeBy[0] = 0; unsyncedTakeBy[1] = 0;
+#ifndef SILENT_LOSS
+		outage[0] = true; outage[1] = true
+#endif
+	   }
+#endif
 	od
+}
+
+/* The instance dies (killed, or stopped): a take of it not yet durable
+ * is then one nobody alive knows of (ghost orphan, the obligation). */
+inline die() {
+#if LOSSES > 0
+	if :: unsyncedTakeBy[me] > 0 -> orphan = true :: else -> skip fi;
+	unsyncedTakeBy[me] = 0; outage[me] = false
+#else
+	skip
+#endif
+}
+/* D3: what the store gave it (and the ghost of what is not durable). */
+inline took(top) {
+#if LOSSES > 0
+	hw = max(hw, top); unsyncedTakeBy[me]++
+#else
+	skip
+#endif
 }
 
 proctype Instance(byte me) {
 	/* held[0] = [f0, t0), held[1] = [f1, t1) (the double buffer) */
 	byte f0, t0, f1, t1;
 	byte step, last, n, e, r;
+	byte hw;                /* D3: the highest end the store gave it */
 	bool any, ok, closing;
 
 restart:
-	f0 = 0; t0 = 0; f1 = 0; t1 = 0; step = MINSTEP; last = 0; any = false; closing = false;
+#if LOSSES > 0
+	fresh[me] = true;
+#endif
+	f0 = 0; t0 = 0; f1 = 0; t1 = 0; step = MINSTEP; last = 0; any = false; closing = false; hw = 0;
 	do
-	/* Abandon (killed): what is held is lost. */
-	:: !closing -> goto restart
+	/* Abandon (killed): what is held is lost. Not while it alone knows
+	 * of numbers the store forgot (the obligation). */
+	:: atomic { !closing && !mustRepair[me] -> die(); goto restart }
+
+	/* D3 after an outage: read the end (at the leader: the check's read),
+	 * raise it to hw by compare-and-set, before any take. */
+	:: atomic { outage[me] ->
+#ifndef MUTANT_NO_HIGH_WATER
+		if
+		:: end < hw -> update(hw, rev, ok)   /* sequence.repaired */
+		:: else -> ok = true
+		fi;
+		if
+		:: ok -> outage[me] = false; mustRepair[me] = false
+		:: else -> skip                      /* unreachable: try again */
+		fi;
+#else
+		outage[me] = false; mustRepair[me] = false;
+#endif
+		ok = false
+	   }
 
 	/* startFetch -> SequenceStore.Take: when fewer than two segments
 	 * are held (await on an empty one, maybePrefetch on a used one). */
-	:: atomic { !closing && t1 == f1 && takes < MAXTAKES ->
+	:: atomic { !closing && t1 == f1 && takes < MAXTAKES && !outage[me] &&
+#if defined(MUTANT_NO_SETTLE)
+		true ->
+#elif defined(DESIGN_SETTLE_AT_START)
+		(!fresh[me] || (!outage[0] && !outage[1])) ->
+#else
+		!outage[0] && !outage[1] ->
+#endif
 		takes++;
 		/* adaptStep: double or halve, within [MINSTEP, MAXSTEP] */
 		select(step : MINSTEP .. MAXSTEP);
@@ -107,9 +259,17 @@ restart:
 			if
 			:: true ->                      /* answered */
 				update(e + step, r, ok);
+#ifndef MUTANT_NO_HIGH_WATER
 				if
-				:: ok && t0 == f0 -> f0 = e; t0 = e + step
-				:: ok && t0 != f0 -> f1 = e; t1 = e + step
+				:: ok && e < hw ->          /* D3: a regression */
+					update(hw, rev, ok);    /* none handed out; raised */
+					ok = false
+				:: else -> skip
+				fi;
+#endif
+				if
+				:: ok && t0 == f0 -> f0 = e; t0 = e + step; took(t0)
+				:: ok && t0 != f0 -> f1 = e; t1 = e + step; took(t1)
 				:: !ok -> skip              /* lost race: it reads again */
 				fi
 			:: true -> update(e + step, r, ok)   /* applied, reply lost */
@@ -137,12 +297,13 @@ restart:
 	/* Close (SIGTERM): stop, then give back the rests, newest first;
 	 * the first one not given back ends it (the rest is lost). */
 	:: !closing -> closing = true
-	:: atomic { closing ->
+	:: atomic { closing && !mustRepair[me] ->
 		if
 		:: t1 > f1 -> n = 1
 		:: t1 == f1 && t0 > f0 -> n = 0
 		:: else -> n = 2                    /* nothing left to give */
 		fi;
+		if :: n == 2 -> die() :: else -> skip fi;
 		if
 		:: n == 2 -> goto restart_out
 		:: else -> skip
@@ -151,7 +312,7 @@ restart:
 		read(e, r);
 		if
 		:: (n == 1 && e != t1) || (n == 0 && e != t0) ->
-			goto restart_out                /* a segment was taken since */
+			die(); goto restart_out         /* a segment was taken since */
 		:: else -> skip
 		fi;
 		if
@@ -175,12 +336,12 @@ restart:
 			:: n == 1 -> update(f1, r, ok)
 			:: else -> update(f0, r, ok)
 			fi;
-			goto restart_out
+			die(); goto restart_out
 		:: !dOn ->                          /* delayed: an error here */
 			dOn = true; dRev = r;
 			if :: n == 1 -> dEnd = f1 :: else -> dEnd = f0 fi;
-			goto restart_out
-		:: true -> goto restart_out         /* lost, store unreachable */
+			die(); goto restart_out
+		:: true -> die(); goto restart_out  /* lost, store unreachable */
 		fi;
 		e = 0; r = 0; ok = false; n = 0
 	   }
