@@ -9,7 +9,8 @@
 //	faults -duration 3m -summary out.json
 //
 // `faults table out.json` prints a summary's figures as the tables of
-// docs/faults.md. `faults client ...` is the client process the harness runs inside a
+// docs/faults.md; `faults recheck out.json DIR` checks the run's work
+// directory again first. `faults client ...` is the client process the harness runs inside a
 // client host; it is not meant to be run by hand.
 package main
 
@@ -38,7 +39,9 @@ func main() {
 	case len(os.Args) > 1 && os.Args[1] == "client":
 		err = runClient(ctx, os.Args[2:])
 	case len(os.Args) > 2 && os.Args[1] == "table":
-		err = printTable(os.Args[2])
+		err = printTable(os.Args[2], "")
+	case len(os.Args) > 3 && os.Args[1] == "recheck":
+		err = printTable(os.Args[2], os.Args[3])
 	default:
 		err = runHarness(ctx, os.Args[1:])
 	}
@@ -48,8 +51,9 @@ func main() {
 	}
 }
 
-// printTable prints a summary file's figures as docs/faults.md's tables.
-func printTable(path string) error {
+// printTable prints a summary file's figures as docs/faults.md's tables;
+// with a work directory, after checking its histories and logs again.
+func printTable(path, recheckDir string) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -57,6 +61,17 @@ func printTable(path string) error {
 	var s faults.Summary
 	if err := json.Unmarshal(b, &s); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
+	}
+	if recheckDir != "" {
+		if s.Check, err = faults.Recheck(recheckDir, &s); err != nil {
+			return err
+		}
+		for _, o := range append(s.Check.LeaseOverlaps, s.Check.SegmentOverlaps...) {
+			fmt.Printf("overlap: %s: %s and %s: (%d, %d]\n", o.Key, o.A, o.B, o.Lo, o.Hi)
+		}
+		s.LeaseOverlaps, s.SegmentOverlaps = len(s.Check.LeaseOverlaps), len(s.Check.SegmentOverlaps)
+		s.LeaseClaims, s.Segments = s.Check.Claims, s.Check.Segments
+		s.IDs.Duplicated, s.Numbers.Duplicated = s.Check.IDs.Duplicated, s.Check.Numbers.Duplicated
 	}
 	if s.Check == nil {
 		return fmt.Errorf("%s: no check in the summary", path)

@@ -20,7 +20,8 @@ const faultClockEnv = "UID_FAULT_CLOCK_FILE"
 // dispenser is one dispenser's place: a host and the processes that
 // occupy it one after another.
 type dispenser struct {
-	name      string // d0..
+	name      string // d0.., e0.. (the MySQL fleet)
+	fleet     string // its subject prefix
 	host      *netns.Host
 	bin       string
 	env       []string
@@ -36,12 +37,12 @@ type dispenser struct {
 	clockOff time.Duration
 }
 
-func newDispenser(ctx context.Context, network *netns.Network, name, bin, dir string, env []string, onExit func(*proc, error)) (*dispenser, error) {
+func newDispenser(ctx context.Context, network *netns.Network, name, fleet, bin, dir string, env []string, onExit func(*proc, error)) (*dispenser, error) {
 	h, err := network.AddHost(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	d := &dispenser{name: name, host: h, bin: bin, dir: dir, onExit: onExit,
+	d := &dispenser{name: name, fleet: fleet, host: h, bin: bin, dir: dir, onExit: onExit,
 		clockFile: filepath.Join(dir, "clock-"+name)}
 	if err := os.WriteFile(d.clockFile, []byte("0s\n"), 0o600); err != nil {
 		return nil, fmt.Errorf("faults: %w", err)
@@ -63,7 +64,7 @@ func (d *dispenser) start() error {
 	}
 	d.mu.Lock()
 	d.proc = p
-	d.logs = append(d.logs, check.Log{Process: name, Path: logPath})
+	d.logs = append(d.logs, check.Log{Process: name, Path: logPath, Fleet: d.fleet})
 	d.mu.Unlock()
 	return nil
 }

@@ -290,7 +290,11 @@ func (r *run) startFleet(ctx context.Context, fleet string) error {
 		if fleet == "my" {
 			env = append(env, "DISPENSER_MYSQL_DSN="+r.mysql.dsn(), "DISPENSER_SUBJECT_PREFIX=uidmy", "DISPENSER_QUEUE_GROUP=uidmy")
 		}
-		d, err := newDispenser(ctx, r.network, fmt.Sprintf("%s%d", role, i), cfg.Dispenser, cfg.Dir, env, r.unexpectedExit)
+		prefix := "uid"
+		if fleet == "my" {
+			prefix = "uidmy"
+		}
+		d, err := newDispenser(ctx, r.network, fmt.Sprintf("%s%d", role, i), prefix, cfg.Dispenser, cfg.Dir, env, r.unexpectedExit)
 		if err != nil {
 			return err
 		}
@@ -510,6 +514,40 @@ func (r *run) summarize() (*Summary, error) {
 	s.LeaseClaims, s.Segments = res.Claims, res.Segments
 	s.Passed = res.Valid && s.Unproven == 0 && res.Calls.OK > 0
 	return s, nil
+}
+
+// Recheck runs the checker again on a finished run's work directory and
+// summary (its histories, the dispensers' logs, the faults' windows):
+// for a checker changed after the run.
+func Recheck(dir string, s *Summary) (*check.Result, error) {
+	hists, _ := filepath.Glob(filepath.Join(dir, "history-*.jsonl"))
+	var ops []history.Op
+	for _, h := range hists {
+		o, err := history.ReadFile(h)
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, o...)
+	}
+	paths, _ := filepath.Glob(filepath.Join(dir, "dispenser-*-*.log"))
+	var logs []check.Log
+	for _, p := range paths {
+		// dispenser-d0-2.log: place d0, its second process.
+		parts := strings.Split(strings.TrimSuffix(filepath.Base(p), ".log"), "-")
+		if len(parts) != 3 {
+			continue
+		}
+		fleet := "uid"
+		if strings.HasPrefix(parts[1], "e") {
+			fleet = "uidmy"
+		}
+		logs = append(logs, check.Log{Process: parts[1] + "#" + parts[2], Path: p, Fleet: fleet})
+	}
+	var windows []check.Window
+	for _, p := range s.Proofs {
+		windows = append(windows, check.Window{Kind: p.Kind, What: p.What, Start: p.Start, End: p.End})
+	}
+	return check.Check(check.Input{Ops: ops, Logs: logs, Windows: windows, Layout: uidcore.DefaultLayout()}), nil
 }
 
 // WriteSummary writes the summary as indented JSON.

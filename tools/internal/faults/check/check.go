@@ -363,18 +363,28 @@ type Overlap struct {
 }
 
 func leaseOverlaps(claims []claim) []Overlap {
-	byWorker := map[int64][]claim{}
+	type key struct {
+		fleet  string
+		worker int64
+	}
+	byWorker := map[key][]claim{}
 	for _, c := range claims {
-		byWorker[c.worker] = append(byWorker[c.worker], c)
+		k := key{c.fleet, c.worker}
+		byWorker[k] = append(byWorker[k], c)
 	}
+	keys := make([]key, 0, len(byWorker))
+	for k := range byWorker {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		if c := strings.Compare(a.fleet, b.fleet); c != 0 {
+			return c
+		}
+		return int(a.worker - b.worker)
+	})
 	var out []Overlap
-	workers := make([]int64, 0, len(byWorker))
-	for w := range byWorker {
-		workers = append(workers, w)
-	}
-	slices.Sort(workers)
-	for _, w := range workers {
-		cs := byWorker[w]
+	for _, k := range keys {
+		cs := byWorker[k]
 		sort.Slice(cs, func(i, j int) bool { return cs[i].after < cs[j].after })
 		for i := range cs {
 			for j := i + 1; j < len(cs) && cs[j].after < cs[i].high; j++ {
@@ -382,7 +392,7 @@ func leaseOverlaps(claims []claim) []Overlap {
 				if lo >= hi {
 					continue
 				}
-				out = append(out, Overlap{Key: fmt.Sprintf("worker %d", w), A: cs[i].String(), B: cs[j].String(), Lo: lo, Hi: hi})
+				out = append(out, Overlap{Key: fmt.Sprintf("fleet %q worker %d", k.fleet, k.worker), A: cs[i].String(), B: cs[j].String(), Lo: lo, Hi: hi})
 			}
 		}
 	}
@@ -390,10 +400,10 @@ func leaseOverlaps(claims []claim) []Overlap {
 }
 
 func segmentOverlaps(segs []segment) []Overlap {
-	byName := map[string][]segment{}
+	byName := map[string][]segment{} // fleet/name
 	for _, s := range segs {
 		if !s.refused {
-			byName[s.name] = append(byName[s.name], s)
+			byName[s.fleet+"/"+s.name] = append(byName[s.fleet+"/"+s.name], s)
 		}
 	}
 	var out []Overlap

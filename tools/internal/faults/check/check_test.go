@@ -163,8 +163,21 @@ func TestLeaseOverlapCaught(t *testing.T) {
 	if r.Valid || len(r.LeaseOverlaps) != 1 {
 		t.Fatalf("lease overlap not caught: %+v", r)
 	}
-	if o := r.LeaseOverlaps[0]; o.Lo != 200 || o.Hi != 240 || o.Key != "worker 1" {
+	if o := r.LeaseOverlaps[0]; o.Lo != 200 || o.Hi != 240 || o.Key != `fleet "" worker 1` {
 		t.Errorf("overlap reported as %+v", o)
+	}
+}
+
+// Another fleet's claims and segments are its own: the same worker ID
+// and numbers there overlap nothing.
+func TestLogsOfAnotherFleetApart(t *testing.T) {
+	b, logs := cleanInput(t)
+	logs = append(logs, Log{Process: "e0#1", Fleet: "uidmy", Path: writeLog(t,
+		`{"level":"INFO","msg":"x","event":"lease.acquired","worker_id":1,"owner":"c","after":200,"reserved":260}`,
+		`{"level":"DEBUG","msg":"x","event":"sequence.segment","name":"orders","first":150,"last":250}`,
+	)})
+	if r := check(b, logs); !r.Valid {
+		t.Fatalf("another fleet's log overlapped: %+v %+v", r.LeaseOverlaps, r.SegmentOverlaps)
 	}
 }
 

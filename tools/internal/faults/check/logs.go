@@ -16,11 +16,15 @@ import (
 type Log struct {
 	Process string // e.g. d1#3
 	Path    string
+	// Fleet is the process's fleet (its subject prefix): fleets have
+	// worker IDs and sequences of their own.
+	Fleet string
 }
 
 // claim is one owner's hold of a worker ID: it issues only seconds in
 // (after, high].
 type claim struct {
+	fleet   string
 	process string
 	owner   string
 	worker  int64
@@ -34,6 +38,7 @@ func (c claim) String() string {
 
 // segment is numbers first..last of a sequence a store gave an instance.
 type segment struct {
+	fleet       string
 	process     string
 	name        string
 	first, last int64
@@ -134,8 +139,8 @@ func readLog(l Log, facts *logFacts, r *Result) error {
 				reserved = after
 			}
 			current[worker] = len(facts.claims)
-			facts.claims = append(facts.claims, claim{process: l.Process, owner: owner, worker: worker, after: after, high: reserved})
-		case event.LeaseReserved:
+			facts.claims = append(facts.claims, claim{fleet: l.Fleet, process: l.Process, owner: owner, worker: worker, after: after, high: reserved})
+		case event.LeaseReserved, event.LeaseRecovered:
 			i, held := current[worker]
 			reserved, okR := ln.num(event.AttrReserved)
 			if !hasWorker || !held || !okR {
@@ -163,7 +168,7 @@ func readLog(l Log, facts *logFacts, r *Result) error {
 				r.Problems = append(r.Problems, fmt.Sprintf("%s: %s without %s or %s: %s", l.Process, name, event.AttrFirst, event.AttrLast, b))
 				continue
 			}
-			facts.segments = append(facts.segments, segment{process: l.Process, name: seqName, first: first, last: last})
+			facts.segments = append(facts.segments, segment{fleet: l.Fleet, process: l.Process, name: seqName, first: first, last: last})
 		case event.SequenceRegression:
 			refuseSegment(facts.segments, l.Process, ln)
 		}
