@@ -30,49 +30,32 @@ func replyFor(err error) (code int, description string) {
 		return protocol.CodeNotFound, err.Error()
 	case errors.Is(err, sequence.ErrUnavailable):
 		// The allocator's error names the sequence and the store.
-		return protocol.CodeUnavailable, describe("sequence store unavailable", err, sequence.ErrUnavailable)
-	case errors.Is(err, sequence.ErrClosed):
-		return protocol.CodeUnavailable, describe("shutting down", err, sequence.ErrClosed)
-	case errors.Is(err, uidcore.ErrClosed):
-		return protocol.CodeUnavailable, describe("shutting down", err, uidcore.ErrClosed)
+		return protocol.CodeUnavailable, describe("sequence store unavailable", err)
+	case errors.Is(err, sequence.ErrClosed), errors.Is(err, uidcore.ErrClosed):
+		return protocol.CodeUnavailable, "shutting down"
 	case errors.Is(err, uidcore.ErrClaimLost):
-		return protocol.CodeUnavailable, describe("worker claim lost", err, uidcore.ErrClaimLost)
+		return protocol.CodeUnavailable, describe("worker claim lost", err)
 	case errors.Is(err, uidcore.ErrTimeExhausted):
 		// Permanent for every instance of the layout: not worth a retry.
-		return protocol.CodeInternal, describe("time field exhausted", err, uidcore.ErrTimeExhausted)
+		return protocol.CodeInternal, describe("time field exhausted", err)
 	case errors.Is(err, uidcore.ErrNotReserved):
-		return protocol.CodeUnavailable, describe("worker claim has not reserved the time yet", err, uidcore.ErrNotReserved)
+		return protocol.CodeUnavailable, describe("worker claim has not reserved the time yet", err)
 	case errors.Is(err, uidcore.ErrBufferEmpty):
-		return protocol.CodeUnavailable, describe("buffer empty", err, uidcore.ErrBufferEmpty)
+		return protocol.CodeUnavailable, describe("buffer empty", err)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return protocol.CodeUnavailable, describe("request abandoned", err)
+		return protocol.CodeUnavailable, "request abandoned: " + err.Error()
 	}
-	return protocol.CodeInternal, describe("internal error", err)
+	return protocol.CodeInternal, "internal error: " + err.Error()
 }
 
-// packagePrefixes are what the layers of the dispenser put before their
-// messages; a caller reads the description without them.
-var packagePrefixes = strings.NewReplacer("uidcore: ", "", "workerid: ", "", "natsio: ", "", "kvstore: ", "", "dispenser: ", "")
-
-// describe is what a caller reads: the condition once, then the details
-// of err without the package prefixes each layer put in and without the
-// parts that only repeat the condition (the sentinels it matched, the
-// empty ring a failed padding round left).
-func describe(condition string, err error, repeats ...error) string {
-	skip := map[string]bool{condition: true, packagePrefixes.Replace(uidcore.ErrBufferEmpty.Error()): true}
-	for _, r := range repeats {
-		skip[packagePrefixes.Replace(r.Error())] = true
+// describe is what a caller reads: the condition once, then the detail
+// that the typed errors behind it give (uidcore.Detailer), which names no
+// package and does not repeat the condition.
+func describe(condition string, err error) string {
+	if d := uidcore.Detail(err); d != "" {
+		return condition + ": " + d
 	}
-	var kept []string
-	for part := range strings.SplitSeq(packagePrefixes.Replace(err.Error()), ": ") {
-		if !skip[part] {
-			kept = append(kept, part)
-		}
-	}
-	if len(kept) == 0 {
-		return condition
-	}
-	return condition + ": " + strings.Join(kept, ": ")
+	return condition
 }
 
 // headerSafe makes s fit a header value: one line, bounded length.

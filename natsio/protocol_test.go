@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
+	"github.com/uid-dispenser/uid-dispenser/sequence"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
+	"github.com/uid-dispenser/uid-dispenser/workerid"
 )
 
 func TestParseCount(t *testing.T) {
@@ -204,9 +206,9 @@ func TestReplyFor(t *testing.T) {
 		part string
 	}{
 		{badRequest("count is 0"), 400, "count is 0"},
-		{fmt.Errorf("%w: %w", uidcore.ErrBufferEmpty, errors.New("ahead of the wall clock")), 503, "buffer empty"},
-		{fmt.Errorf("%w: %w", uidcore.ErrBufferEmpty, uidcore.ErrClaimLost), 503, "worker claim lost"},
-		{fmt.Errorf("%w: %w", uidcore.ErrBufferEmpty, uidcore.ErrNotReserved), 503, "not reserved"},
+		{&uidcore.EmptyError{Cause: errors.New("ahead of the wall clock")}, 503, "buffer empty: ahead of the wall clock"},
+		{&uidcore.EmptyError{Cause: uidcore.ErrClaimLost}, 503, "worker claim lost"},
+		{&uidcore.EmptyError{Cause: uidcore.ErrNotReserved}, 503, "not reserved"},
 		{uidcore.ErrClaimLost, 503, "worker claim lost"},
 		{uidcore.ErrClosed, 503, "shutting down"},
 		{fmt.Errorf("%w: x", uidcore.ErrBufferEmpty), 503, "buffer empty"},
@@ -220,8 +222,9 @@ func TestReplyFor(t *testing.T) {
 	}
 }
 
-// Descriptions read once: the condition first, no package prefix, no
-// part that repeats the condition, with the details kept.
+// Descriptions read once: the condition first, then the detail of the
+// typed errors behind it (uidcore.Detailer), with no package name and no
+// part that repeats the condition, however the layers wrapped them.
 func TestReplyForReadsOnce(t *testing.T) {
 	epoch := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	exhausted := &uidcore.ExhaustedError{Second: epoch.Unix() - 10, RunwayEnd: epoch.Add(time.Hour)}
@@ -229,14 +232,19 @@ func TestReplyForReadsOnce(t *testing.T) {
 		err  error
 		want string
 	}{
-		// What a future epoch gave: "time field exhausted: uidcore: ring
-		// buffer empty: uidcore: time field exhausted: second … is before
-		// the epoch".
-		{fmt.Errorf("%w: %w", uidcore.ErrBufferEmpty, exhausted), "time field exhausted: second 2029-12-31T23:59:50Z is before the epoch"},
-		{fmt.Errorf("%w: %w", uidcore.ErrBufferEmpty, fmt.Errorf("workerid: lease of worker ID 3 taken over: %w", uidcore.ErrClaimLost)), "worker claim lost: lease of worker ID 3 taken over"},
-		{fmt.Errorf("%w: %w", uidcore.ErrBufferEmpty, errors.New("uidcore: logical second is 61s ahead of the wall clock, the bound is 60s")), "buffer empty: logical second is 61s ahead of the wall clock, the bound is 60s"},
-		{fmt.Errorf("%w: second 5 > 4", uidcore.ErrNotReserved), "worker claim has not reserved the time yet: second 5 > 4"},
+		// What a future epoch gave before: "time field exhausted: uidcore:
+		// ring buffer empty: uidcore: time field exhausted: second … is
+		// before the epoch".
+		{&uidcore.EmptyError{Cause: exhausted}, "time field exhausted: second 2029-12-31T23:59:50Z is before the epoch"},
+		{&uidcore.EmptyError{Cause: &workerid.LostError{WorkerID: 3, Cause: fmt.Errorf("%w (the store's record)", workerid.ErrLeaseTaken)}},
+			"worker claim lost: the worker ID's lease has another owner: worker ID 3"},
+		{fmt.Errorf("dispenser: %w", &workerid.LostError{WorkerID: 3, Cause: workerid.ErrReleased}), "worker claim lost: lease released: worker ID 3"},
+		{&uidcore.EmptyError{Cause: errors.New("demand exceeds the 1024 IDs/s of 1 lane(s)")}, "buffer empty: demand exceeds the 1024 IDs/s of 1 lane(s)"},
+		{&uidcore.NotReservedError{WorkerID: 7, Second: 5, Until: 4}, "worker claim has not reserved the time yet: worker ID 7, second 5 > 4"},
+		{&sequence.UnavailableError{Name: "orders", Store: "MySQL at db:3306 table UID_SEQUENCE", Err: errors.New("connection refused")},
+			`sequence store unavailable: sequence "orders": MySQL at db:3306 table UID_SEQUENCE: connection refused`},
 		{uidcore.ErrClosed, "shutting down"},
+		{uidcore.ErrBufferEmpty, "buffer empty"},
 	} {
 		_, desc := replyFor(tc.err)
 		if desc != tc.want {

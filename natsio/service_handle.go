@@ -98,7 +98,7 @@ func (s *Service) wait(c *call, d *deferral) error {
 		return s.segments.start(w)
 	}
 	if !s.capacity.enqueue(w) {
-		return atCapacity(s.src, fmt.Errorf("%w: %d bulk requests already wait", uidcore.ErrBufferEmpty, maxWaitingBatches))
+		return atCapacity(s.src, &uidcore.EmptyError{Cause: fmt.Errorf("%d bulk requests already wait", maxWaitingBatches)})
 	}
 	return nil
 }

@@ -376,7 +376,22 @@ func (a *Allocator) unavailable(st *seqState, err error) error {
 	if errors.Is(err, ErrUnknownSequence) || errors.Is(err, ErrExhausted) {
 		return err
 	}
-	return fmt.Errorf("%w: sequence %q: %s: %w", ErrUnavailable, st.name, a.cfg.StoreName, err)
+	return &UnavailableError{Name: st.name, Store: a.cfg.StoreName, Err: err}
+}
+
+// UnavailableError is ErrUnavailable for one sequence: its store (named
+// as the allocator's configuration names it) failed with Err.
+type UnavailableError struct {
+	Name, Store string
+	Err         error
+}
+
+func (e *UnavailableError) Error() string   { return ErrUnavailable.Error() + ": " + e.Detail() }
+func (e *UnavailableError) Unwrap() []error { return []error{ErrUnavailable, e.Err} }
+
+// Detail names the sequence, the store and what failed.
+func (e *UnavailableError) Detail() string {
+	return fmt.Sprintf("sequence %q: %s: %s", e.Name, e.Store, e.Err)
 }
 
 // maybePrefetch takes the next segment in the background once the one

@@ -113,7 +113,7 @@ func (g *DefaultGenerator) Next(ctx context.Context) (uint64, error) {
 				if r, ok := g.claim.(Reserver); ok {
 					r.Reserve(sec)
 				}
-				return 0, fmt.Errorf("%w: second %d > %d", ErrNotReserved, sec, until)
+				return 0, &NotReservedError{WorkerID: g.claim.WorkerID(), Second: sec, Until: until}
 			}
 			if _, err := g.layout.secondBase(sec, 0); err != nil {
 				return 0, err

@@ -66,7 +66,7 @@ func (l *lane) usableFor(sec int64) error {
 		if r, ok := l.claim.(Reserver); ok {
 			r.Reserve(sec)
 		}
-		return fmt.Errorf("%w: worker ID %d, second %d > %d", ErrNotReserved, l.workerID, sec, until)
+		return &NotReservedError{WorkerID: l.workerID, Second: sec, Until: until}
 	}
 	return nil
 }

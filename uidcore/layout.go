@@ -172,14 +172,17 @@ type ExhaustedError struct {
 	RunwayEnd time.Time // the layout's runway end
 }
 
-func (e *ExhaustedError) Error() string {
-	if e.Second < 0 || time.Unix(e.Second, 0).Before(e.RunwayEnd) {
-		return fmt.Sprintf("uidcore: time field exhausted: second %s is before the epoch", time.Unix(e.Second, 0).UTC().Format(time.RFC3339))
-	}
-	return fmt.Sprintf("uidcore: time field exhausted: the layout's runway ended at %s", e.RunwayEnd.UTC().Format(time.RFC3339))
-}
+func (e *ExhaustedError) Error() string { return ErrTimeExhausted.Error() + ": " + e.Detail() }
 
 func (e *ExhaustedError) Unwrap() error { return ErrTimeExhausted }
+
+// Detail is the message without its condition.
+func (e *ExhaustedError) Detail() string {
+	if e.Second < 0 || time.Unix(e.Second, 0).Before(e.RunwayEnd) {
+		return fmt.Sprintf("second %s is before the epoch", time.Unix(e.Second, 0).UTC().Format(time.RFC3339))
+	}
+	return fmt.Sprintf("the layout's runway ended at %s", e.RunwayEnd.UTC().Format(time.RFC3339))
+}
 
 // shifts returns the bit positions of the time and worker fields.
 func (l Layout) timeShift() uint { return l.WorkerBits + l.SeqBits }

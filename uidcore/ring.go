@@ -2,7 +2,6 @@ package uidcore
 
 import (
 	"context"
-	"fmt"
 )
 
 // Next takes one ID from the ring. On an empty ring it waits up to
@@ -218,7 +217,7 @@ func (g *CachedGenerator) bulkReserve(n int) uint64 {
 // last stopped short when it did.
 func (g *CachedGenerator) emptyCause() error {
 	if p := g.stopErr.Load(); p != nil {
-		return fmt.Errorf("%w: %w", ErrBufferEmpty, *p)
+		return &EmptyError{Cause: *p}
 	}
 	return ErrBufferEmpty
 }

@@ -26,12 +26,12 @@ var (
 	// ErrLeaseTaken: the store says the lease's owner token no longer
 	// matches: another instance owns the worker ID now. A Lease that sees
 	// it is lost for good.
-	ErrLeaseTaken = errors.New("workerid: the worker ID's lease has another owner")
+	ErrLeaseTaken error = leaseError("the worker ID's lease has another owner")
 	// ErrLeaseExpired: the lease was not renewed before its local deadline.
 	// A later successful renewal clears it.
-	ErrLeaseExpired = errors.New("workerid: lease not renewed before its deadline")
+	ErrLeaseExpired error = leaseError("lease not renewed before its deadline")
 	// ErrReleased: the lease was given back with Release.
-	ErrReleased = errors.New("workerid: lease released")
+	ErrReleased error = leaseError("lease released")
 	// ErrStoreUnavailable: the store could not be reached within the
 	// start-up deadline.
 	ErrStoreUnavailable = errors.New("workerid: worker-ID store unavailable")
@@ -493,7 +493,7 @@ func (l *Lease) Expired() error {
 
 // setLost marks the lease lost for good; l.mu must be held.
 func (l *Lease) setLost(cause error) {
-	l.lostErr = fmt.Errorf("%w: %w: worker ID %d", uidcore.ErrClaimLost, cause, l.grant.WorkerID)
+	l.lostErr = &LostError{WorkerID: l.grant.WorkerID, Cause: cause}
 	l.invalid.Store(&l.lostErr)
 	close(l.done)
 }
@@ -551,6 +551,35 @@ func (l *Lease) heartbeat() {
 			timer.Reset(pause)
 		}
 	}
+}
+
+// leaseError is a condition of a lease; its Detail is its message
+// without the package's name.
+type leaseError string
+
+func (e leaseError) Error() string  { return "workerid: " + string(e) }
+func (e leaseError) Detail() string { return string(e) }
+
+// LostError is uidcore.ErrClaimLost for a lease: lost for good because
+// of Cause (ErrLeaseTaken, ErrReleased).
+type LostError struct {
+	WorkerID uint64
+	Cause    error
+}
+
+func (e *LostError) Error() string {
+	return fmt.Sprintf("%s: %s: worker ID %d", uidcore.ErrClaimLost, e.Cause, e.WorkerID)
+}
+
+func (e *LostError) Unwrap() []error { return []error{uidcore.ErrClaimLost, e.Cause} }
+
+// Detail is the cause's, with the worker ID.
+func (e *LostError) Detail() string {
+	d := uidcore.Detail(e.Cause)
+	if d == "" {
+		d = e.Cause.Error()
+	}
+	return fmt.Sprintf("%s: worker ID %d", d, e.WorkerID)
 }
 
 // newToken is a random owner token, unique per claim.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
 	"go.uber.org/goleak"
 
 	"github.com/uid-dispenser/uid-dispenser/dispenser"
@@ -77,8 +78,9 @@ type replyCase struct {
 	Name    string            `json:"name"`
 	Headers map[string]string `json:"headers"`
 	Outcome struct {
-		Error   string `json:"error"`
-		Retried bool   `json:"retried"`
+		Error        string `json:"error"`
+		Retried      bool   `json:"retried"`
+		RetryAfterMs int64  `json:"retry_after_ms"`
 	} `json:"outcome"`
 }
 
@@ -384,8 +386,8 @@ func shortBody(b []byte) string {
 
 // TestProtocolReplies runs the file's replies section through the Go
 // client: each error reply comes from a plain responder, which answers a
-// retry with the ID 42. (The Go client does not expose
-// Uid-Retry-After-Ms, so retry_after_ms is not checked here.)
+// retry with the ID 42; a reply's retry hint is the *ServiceError's
+// RetryAfter.
 func TestProtocolReplies(t *testing.T) {
 	pc := loadProtocolCases(t)
 	ignore := goleak.IgnoreCurrent()
@@ -415,6 +417,13 @@ func TestProtocolReplies(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer sub.Unsubscribe()
+			if code := rc.Headers[micro.ErrorCodeHeader]; code != "" {
+				err := protocol.ErrorFromHeaders("uid.next", code, rc.Headers[micro.ErrorHeader], rc.Headers[protocol.RetryAfterHeader])
+				var se *protocol.ServiceError
+				if !errors.As(err, &se) || se.RetryAfter != time.Duration(rc.Outcome.RetryAfterMs)*time.Millisecond {
+					t.Errorf("the reply's retry hint: %v, want %d ms", se, rc.Outcome.RetryAfterMs)
+				}
+			}
 			client := uidclient.New(nc, uidclient.Config{SubjectPrefix: prefix})
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
