@@ -36,12 +36,7 @@ func blocksTestServer(t *testing.T) *server.Server {
 
 func blocksTestConn(t *testing.T, srv *server.Server) *nats.Conn {
 	t.Helper()
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	return nc
+	return clientTestConn(t, srv.ClientURL())
 }
 
 // blocksTestGenerator is a real ring-buffer generator on a static claim.

@@ -10,10 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
-	"go.uber.org/goleak"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/natsio"
@@ -21,16 +19,6 @@ import (
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
-
-// clientTestServer starts an embedded nats-server for a client test and
-// registers, before it, the goroutine-leak check, so the check runs after
-// the server (and every connection) has shut down.
-func clientTestServer(t *testing.T) *server.Server {
-	t.Helper()
-	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
-	return testenv.NATS(t, nil)
-}
 
 // clientTestConn is a plain nats.go connection, as a client program has.
 func clientTestConn(t *testing.T, url string) *nats.Conn {
@@ -72,8 +60,20 @@ func startClientTestService(t *testing.T, url string, worker uint64, o clientTes
 	t.Cleanup(func() { _ = svc.Stop() })
 }
 
+// startThrottledService runs a service whose ring holds 1,024 IDs at
+// most 1 s ahead, on worker ID 2, and whose batches wait for capacity no
+// more than a millisecond: then 503 at capacity, with the retry hint. It
+// returns the service's layout.
+func startThrottledService(t *testing.T, url string) uidcore.Layout {
+	t.Helper()
+	layout := uidcore.Layout{TimeBits: 43, WorkerBits: 10, SeqBits: 10, Epoch: uidcore.DefaultEpoch}
+	startClientTestService(t, url, 2, clientTestOpts{cached: uidcore.CachedOptions{Layout: layout, RingSeconds: 1, MaxAhead: time.Second, TakeWait: time.Nanosecond},
+		service: natsio.ServiceConfig{CapacityWait: time.Millisecond}})
+	return layout
+}
+
 func TestClientRetriesUntilAServiceAppears(t *testing.T) {
-	srv := clientTestServer(t)
+	srv := blocksTestServer(t)
 	url := srv.ClientURL()
 	nc := clientTestConn(t, url)
 	client := uidclient.New(nc, uidclient.Config{})
@@ -111,7 +111,7 @@ func TestClientRetriesUntilAServiceAppears(t *testing.T) {
 }
 
 func TestClientGivesUpAtTheDeadline(t *testing.T) {
-	url := clientTestServer(t).ClientURL()
+	url := blocksTestServer(t).ClientURL()
 	nc := clientTestConn(t, url)
 	client := uidclient.New(nc, uidclient.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
@@ -130,7 +130,7 @@ func TestClientGivesUpAtTheDeadline(t *testing.T) {
 }
 
 func TestClientTypedErrorsAndParse(t *testing.T) {
-	url := clientTestServer(t).ClientURL()
+	url := blocksTestServer(t).ClientURL()
 	startClientTestService(t, url, 4, clientTestOpts{})
 	nc := clientTestConn(t, url)
 	client := uidclient.New(nc, uidclient.Config{})
@@ -163,13 +163,10 @@ func TestClientTypedErrorsAndParse(t *testing.T) {
 }
 
 func TestClientRetries503(t *testing.T) {
-	url := clientTestServer(t).ClientURL()
-	// A ring of 1,024 IDs at most 1 s ahead: batches of 1,000 drain it
-	// and get 503s until padding catches up with the clock.
-	layout := uidcore.Layout{TimeBits: 43, WorkerBits: 10, SeqBits: 10, Epoch: uidcore.DefaultEpoch}
-	// A batch waits for capacity no more than a millisecond: then 503.
-	startClientTestService(t, url, 2, clientTestOpts{cached: uidcore.CachedOptions{Layout: layout, RingSeconds: 1, MaxAhead: time.Second, TakeWait: time.Nanosecond},
-		service: natsio.ServiceConfig{CapacityWait: time.Millisecond}})
+	url := blocksTestServer(t).ClientURL()
+	// Batches of 1,000 drain the ring and get 503s until padding catches
+	// up with the clock.
+	layout := startThrottledService(t, url)
 	nc := clientTestConn(t, url)
 	client := uidclient.New(nc, uidclient.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -191,7 +188,7 @@ func TestClientRetries503(t *testing.T) {
 }
 
 func TestPrefetcherConcurrentDistinct(t *testing.T) {
-	url := clientTestServer(t).ClientURL()
+	url := blocksTestServer(t).ClientURL()
 	startClientTestService(t, url, 1, clientTestOpts{})
 	startClientTestService(t, url, 2, clientTestOpts{})
 	nc := clientTestConn(t, url)
@@ -242,7 +239,7 @@ func TestPrefetcherConcurrentDistinct(t *testing.T) {
 }
 
 func TestPrefetcherReportsBadBatchSize(t *testing.T) {
-	url := clientTestServer(t).ClientURL()
+	url := blocksTestServer(t).ClientURL()
 	startClientTestService(t, url, 1, clientTestOpts{service: natsio.ServiceConfig{MaxBatch: 100}})
 	nc := clientTestConn(t, url)
 	// Above the ranges limit too: a lane-second (2^22), as MaxBatch is less.
@@ -257,7 +254,7 @@ func TestPrefetcherReportsBadBatchSize(t *testing.T) {
 }
 
 func TestPrefetcherWaitsWithinDeadlineWithoutService(t *testing.T) {
-	url := clientTestServer(t).ClientURL()
+	url := blocksTestServer(t).ClientURL()
 	nc := clientTestConn(t, url)
 	p := uidclient.NewPrefetcher(uidclient.New(nc, uidclient.Config{}), uidclient.PrefetchConfig{FetchTimeout: 100 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
@@ -281,7 +278,7 @@ func TestPrefetcherWaitsWithinDeadlineWithoutService(t *testing.T) {
 // layout and, with ParseWithLayout, UidGenerator's IDs (wrapped ones too)
 // with another.
 func TestClientJSSafeFleetAndParseWithLayout(t *testing.T) {
-	url := clientTestServer(t).ClientURL()
+	url := blocksTestServer(t).ClientURL()
 	layout := uidcore.JSSafeLayout()
 	for w := range uint64(2) {
 		startClientTestService(t, url, 5+w, clientTestOpts{cached: uidcore.CachedOptions{Layout: layout, TakeWait: time.Second}})
@@ -364,7 +361,7 @@ func TestClientJSSafeFleetAndParseWithLayout(t *testing.T) {
 // 503, which carries the hint; with a short hint it retries until the
 // responder answers.
 func TestClientWaitsTheRetryAfterOfA503(t *testing.T) {
-	srv := clientTestServer(t)
+	srv := blocksTestServer(t)
 	nc := clientTestConn(t, srv.ClientURL())
 	var asked atomic.Int64
 	var hint atomic.Value
@@ -411,11 +408,8 @@ func TestClientWaitsTheRetryAfterOfA503(t *testing.T) {
 // A real service at its capacity sends the hint, and the client's
 // *ServiceError carries it: the time to the service's next second.
 func TestClientReadsTheRetryAfterOfARealService(t *testing.T) {
-	url := clientTestServer(t).ClientURL()
-	layout := uidcore.Layout{TimeBits: 43, WorkerBits: 10, SeqBits: 10, Epoch: uidcore.DefaultEpoch}
-	// A batch waits for capacity no more than a millisecond: then 503.
-	startClientTestService(t, url, 2, clientTestOpts{cached: uidcore.CachedOptions{Layout: layout, RingSeconds: 1, MaxAhead: time.Second, TakeWait: time.Nanosecond},
-		service: natsio.ServiceConfig{CapacityWait: time.Millisecond}})
+	url := blocksTestServer(t).ClientURL()
+	startThrottledService(t, url)
 	client := uidclient.New(clientTestConn(t, url), uidclient.Config{})
 	var se *protocol.ServiceError
 	// Until padding has met its bound once, an empty ring is padding

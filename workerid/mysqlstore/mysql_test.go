@@ -645,6 +645,39 @@ func TestMySQLFleetSealedBelowZero(t *testing.T) {
 	}
 }
 
+// leaseTestLayout is the layout of the lease tests: 1,024 worker IDs.
+var leaseTestLayout = uidcore.Layout{TimeBits: 41, WorkerBits: 10, SeqBits: 12, Epoch: uidcore.DefaultEpoch}
+
+// proxiedAssigner is a leased assigner on a fresh database that it
+// reaches through a fault proxy, with leases of ttl reserving chunk ahead
+// (0: the suite's), logging JSON at debug level to logs; it closes when
+// the test ends.
+func proxiedAssigner(t *testing.T, ttl, chunk time.Duration) (a *mysqlstore.Assigner, proxy *faultproxy.Proxy, logs *testenv.LogBuffer, dsn string) {
+	t.Helper()
+	dsn = testenv.MySQL(t)
+	c, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy = faultproxy.NewProxy(t, c.Addr)
+	logs = &testenv.LogBuffer{}
+	cfg := mysqlstore.DefaultConfig()
+	cfg.Config, cfg.DSN = workeridtest.Config(workerid.ModeLeased), withAddr(t, dsn, proxy.Addr())
+	cfg.LeaseTTL = ttl
+	if chunk > 0 {
+		cfg.ReserveChunk = chunk
+	}
+	cfg.Logger = logs.JSONLogger(slog.LevelDebug)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a, err = mysqlstore.NewAssigner(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	return a, proxy, logs, dsn
+}
+
 // TestLeaseRenewalsSpreadAfterAnOutage: leases claimed together, whose
 // store then goes away, retry their renewals each on its own jittered
 // pauses, so that when the store is back they do not come back in
@@ -653,30 +686,15 @@ func TestMySQLFleetSealedBelowZero(t *testing.T) {
 // renewals after the outage, which load can, is logged for the record.
 func TestLeaseRenewalsSpreadAfterAnOutage(t *testing.T) {
 	const leases, steps = 16, 4
-	dsn := testenv.MySQL(t)
-	c, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := faultproxy.NewProxy(t, c.Addr)
-	var logs testenv.LogBuffer
-	cfg := mysqlstore.DefaultConfig()
-	cfg.Config, cfg.DSN = workeridtest.Config(workerid.ModeLeased), withAddr(t, dsn, proxy.Addr())
-	cfg.LeaseTTL = 10 * time.Second // retries at most a second apart; the outage stays well within the TTL
-	cfg.Logger = logs.JSONLogger(slog.LevelDebug)
+	// Retries at most a second apart; the outage stays well within the TTL.
+	a, proxy, logs, _ := proxiedAssigner(t, 10*time.Second, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	a, err := mysqlstore.NewAssigner(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	layout := uidcore.Layout{TimeBits: 41, WorkerBits: 10, SeqBits: 12, Epoch: uidcore.DefaultEpoch}
 	claims := make([]uidcore.Claim, leases)
 	errs := make([]error, leases)
 	var wg sync.WaitGroup
 	for i := range claims {
-		wg.Go(func() { claims[i], errs[i] = a.Claim(ctx, layout) })
+		wg.Go(func() { claims[i], errs[i] = a.Claim(ctx, leaseTestLayout) })
 	}
 	wg.Wait()
 	for i, cl := range claims {
@@ -734,15 +752,6 @@ func TestLeaseRenewalsSpreadAfterAnOutage(t *testing.T) {
 		return n == leases
 	})
 	h := read()
-	for step := range steps {
-		seen := map[float64]bool{}
-		for _, x := range h {
-			seen[x.pauses[step]] = true
-		}
-		if len(seen) != leases {
-			t.Fatalf("pause %d after the outage began: %d distinct among %d leases: they retry in lockstep", step+1, len(seen), leases)
-		}
-	}
 	var first, last time.Time
 	for _, x := range h {
 		if first.IsZero() || x.recovered.Before(first) {
@@ -753,6 +762,15 @@ func TestLeaseRenewalsSpreadAfterAnOutage(t *testing.T) {
 		}
 	}
 	t.Logf("%d leases renewed again over %v after the store came back", leases, last.Sub(first))
+	for step := range steps {
+		seen := map[float64]bool{}
+		for _, x := range h {
+			seen[x.pauses[step]] = true
+		}
+		if len(seen) != leases {
+			t.Fatalf("pause %d after the outage began: %d distinct among %d leases: they retry in lockstep", step+1, len(seen), leases)
+		}
+	}
 }
 
 // TestLeaseLogsItsLifecycleEvents: a lease on the real store logs each
@@ -763,26 +781,10 @@ func TestLeaseRenewalsSpreadAfterAnOutage(t *testing.T) {
 // its lease is revoked, and for another lease released (reserved, kept).
 // Every event of a lease names the same owner; two leases, two owners.
 func TestLeaseLogsItsLifecycleEvents(t *testing.T) {
-	dsn := testenv.MySQL(t)
-	c, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := faultproxy.NewProxy(t, c.Addr)
-	var logs testenv.LogBuffer
-	cfg := mysqlstore.DefaultConfig()
-	cfg.Config, cfg.DSN = workeridtest.Config(workerid.ModeLeased), withAddr(t, dsn, proxy.Addr())
-	cfg.LeaseTTL, cfg.ReserveChunk = time.Second, 2*time.Second
-	cfg.Logger = logs.JSONLogger(slog.LevelDebug)
+	a, proxy, logs, dsn := proxiedAssigner(t, time.Second, 2*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	a, err := mysqlstore.NewAssigner(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	layout := uidcore.Layout{TimeBits: 41, WorkerBits: 10, SeqBits: 12, Epoch: uidcore.DefaultEpoch}
-	first, err := a.Claim(ctx, layout)
+	first, err := a.Claim(ctx, leaseTestLayout)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -806,7 +808,7 @@ func TestLeaseLogsItsLifecycleEvents(t *testing.T) {
 	}
 	w := lease.WorkerID()
 	var token string
-	if err := openDB(t, dsn).QueryRow("SELECT OWNER_TOKEN FROM "+cfg.WorkerLeaseTable+" WHERE WORKER_ID = ?", w).Scan(&token); err != nil || token == "" {
+	if err := openDB(t, dsn).QueryRow("SELECT OWNER_TOKEN FROM "+mysqlstore.DefaultConfig().WorkerLeaseTable+" WHERE WORKER_ID = ?", w).Scan(&token); err != nil || token == "" {
 		t.Fatalf("the lease's token: %q, %v", token, err)
 	}
 	acquired := waitEvent(event.LeaseAcquired, w)
@@ -837,7 +839,7 @@ func TestLeaseLogsItsLifecycleEvents(t *testing.T) {
 		}
 	}
 
-	second, err := a.Claim(ctx, layout)
+	second, err := a.Claim(ctx, leaseTestLayout)
 	if err != nil {
 		t.Fatal(err)
 	}
