@@ -16,7 +16,7 @@ declare -A MUTANTS=(
 	[lease]="MUTANT_TAKEOVER_NO_SKIP MUTANT_RESERVE_BEFORE_ACK MUTANT_REPLICA_WORD MUTANT_NO_LOSS_MARGIN MUTANT_NO_REGRESSION_CHECK"
 	[lanes]="MUTANT_JOIN_MIDSECOND MUTANT_RETIRE_EARLY"
 	[segments]="MUTANT_GIVEBACK_NO_CAS MUTANT_TAKE_NO_CAS MUTANT_NO_HIGH_WATER MUTANT_NO_SETTLE"
-	[blocks]="MUTANT_USE_REDELIVERY MUTANT_NO_CREATED_CHECK MUTANT_PUBLISH_RETRY MUTANT_HOLD_UNKNOWN"
+	[blocks]="MUTANT_USE_REDELIVERY MUTANT_NO_CREATED_CHECK MUTANT_PUBLISH_RETRY MUTANT_HOLD_UNKNOWN MUTANT_NO_BLOCK_MEMORY"
 	[fleet]="MUTANT_NO_HORIZON MUTANT_NO_REVOKE MUTANT_NO_SEAL"
 )
 # model: configurations outside the stated assumptions that spin shows
@@ -25,11 +25,13 @@ declare -A MUTANTS=(
 declare -A FINDINGS=(
 	[lease]="DESIGN_CLAIM_MARGIN"
 	[segments]="DESIGN_SETTLE_AT_START SILENT_LOSS"
+	[blocks]="DESIGN_MEMORY_AGE"
 )
 # model: further runs that must pass as the model does (another bound,
 # e.g. the protocol without the store's loss at a larger bound).
 declare -A VARIANTS=(
 	[segments]="WITHOUT_LOSS"
+	[blocks]="WITHOUT_LOSS"
 )
 MODELS=(lease lanes segments blocks fleet)
 # scripts/verify.sh MODEL...: only those models (and their mutations).

@@ -40,33 +40,107 @@
  *   HOLD_UNKNOWN     the publisher holds a block whose outcome is unknown
  *                    (stored, its acknowledgement lost) like a refused one
  *                    and publishes it again
+ *   NO_BLOCK_MEMORY  D6 removed: a source uses a block once its ack is
+ *                    confirmed, without the durable claim below
+ *
+ * The store forgets (LOSSES times) what it has not made durable: the
+ * stream's removals (acks, Terms), deliveries and the consumer's
+ * re-creations since its last sync, and the claims below; a block whose
+ * removal is forgotten is back in the stream, its delivery count as it
+ * was. A write older than W is durable: "the source waits W" is "the
+ * store has synced since the write".
+ *
+ * D6 (modelled; MODELS-FINDINGS.md): a source uses a block only after it
+ * claimed it in the store (a KV Create keyed by the block, failing when
+ * the key exists), waited W, and read its own claim back. A claim read
+ * back after W cannot be forgotten, so a block whose removal is forgotten
+ * and that is delivered again is refused by the Create or at the read.
+ *
+ * Finding (spin -DDESIGN_MEMORY_AGE, expected to fail): D6 as first
+ * designed, a living source remembering the blocks it used and every
+ * source refusing a block older than the block max age: a block whose ack
+ * is forgotten right after its use comes back young, to the other source.
  */
 
 #define NS 2            /* sources */
 #define NM 2            /* blocks (messages) in the stream */
-#define MAXCONS 3       /* consumer instances: created, then re-created twice */
+#ifndef MAXCONS
+#define MAXCONS MAXCONS_DEFAULT /* consumer instances: created, then re-created */
+#endif
 
+/* Two runs: the protocol without loss at the larger bound (spin
+ * -DWITHOUT_LOSS, and the mutations of the protocol), and with the loss
+ * and D6 at a smaller one. */
+#if defined(WITHOUT_LOSS) || defined(MUTANT_USE_REDELIVERY) || defined(MUTANT_NO_CREATED_CHECK) || defined(MUTANT_PUBLISH_RETRY) || defined(MUTANT_HOLD_UNKNOWN)
+#define LOSSES_DEFAULT 0
+#define MAXCONS_DEFAULT 3
+#else
+#define LOSSES_DEFAULT 1
+#define MAXCONS_DEFAULT 3
+#endif
+#ifndef LOSSES
+#define LOSSES LOSSES_DEFAULT
+#endif
+#if LOSSES > 0 && !defined(MUTANT_NO_BLOCK_MEMORY) && !defined(DESIGN_MEMORY_AGE)
+#define D6 1
+#endif
 byte cons = 1;          /* the consumer instance that exists (its Created) */
+/* What a loss comes back to. */
+bool dirty = false;     /* written since the last sync */
+#if LOSSES > 0
+#define WRITTEN dirty = true
+#else
+#define WRITTEN skip
+#endif
+byte losses = 0;
+byte sCons = 1;
+bool sGone[NM];
+byte sDelivered[NM];
+/* D6's claims: 0 none, else the source + 1; and what a loss keeps. */
+byte claim[NM];
+byte sClaim[NM];
+bool claimDirty[NM];    /* a claim written since the last sync */
+
 bool gone[NM];          /* acknowledged or terminated: out of the stream */
 byte delivered[NM];     /* delivery count under the current instance */
 byte used[NM];          /* sources that used the block */
 bool dedup[NM] = true;  /* the stream's duplicate window knows the block's ID */
-bool held1 = true;      /* block 1 held by the publisher after a refusal */
+/* block 1 held by the publisher after a refusal (the loss run leaves the
+ * publisher out: block 0 alone is the block whose removal is forgotten) */
+#if LOSSES > 0
+bool held1 = false;
+#else
+bool held1 = true;
+#endif
 bool out1 = true;       /* block 1 never stored */
 
-/* The server: the consumer deleted and re-created. */
+/* The server: the consumer deleted and re-created; the store's sync
+ * and loss. */
 active proctype Server() {
 	byte m;
 	do
+#if LOSSES > 0
+	:: atomic { dirty ->
+		sCons = cons;
+		for (m : 0 .. NM - 1) { sGone[m] = gone[m]; sDelivered[m] = delivered[m]; sClaim[m] = claim[m]; claimDirty[m] = false }
+		dirty = false; m = 0
+	   }
+	:: atomic { dirty && losses < LOSSES ->
+		losses++;
+		cons = sCons;
+		for (m : 0 .. NM - 1) { gone[m] = sGone[m]; delivered[m] = sDelivered[m]; claim[m] = sClaim[m]; claimDirty[m] = false }
+		dirty = false; m = 0
+	   }
+#endif
 	:: atomic { cons < MAXCONS ->
-		cons++;
+		cons++; WRITTEN;
 		for (m : 0 .. NM - 1) { delivered[m] = 0 }
 		m = 0
 	   }
 	/* the stream deleted and created again: its blocks, its consumer and
 	 * its memory of message IDs (the duplicate window) go with it */
 	:: atomic { cons < MAXCONS ->
-		cons++;
+		cons++; WRITTEN;
 		for (m : 0 .. NM - 1) { delivered[m] = 0; gone[m] = true; dedup[m] = false }
 		m = 0
 	   }
@@ -82,12 +156,12 @@ active proctype Publisher() {
 #ifdef MUTANT_HOLD_UNKNOWN
 	/* the mutant holds a block whose outcome is unknown (stored, its
 	 * acknowledgement lost) as if it had been refused */
-	:: atomic { held1 && out1 -> out1 = false; gone[1] = false; delivered[1] = 0; dedup[1] = true }
+	:: atomic { held1 && out1 -> out1 = false; gone[1] = false; delivered[1] = 0; dedup[1] = true; WRITTEN }
 #endif
 	:: atomic { held1 -> held1 = false;
 		if
 		:: !out1 && dedup[1] -> skip       /* a duplicate: stored once */
-		:: else -> out1 = false; gone[1] = false; delivered[1] = 0; dedup[1] = true
+		:: else -> out1 = false; gone[1] = false; delivered[1] = 0; dedup[1] = true; WRITTEN
 		fi
 	   }
 	:: !held1 -> break
@@ -104,7 +178,7 @@ active proctype LostAckPublisher() {
 	atomic {
 		if
 		:: dedup[0] -> skip                /* a duplicate: stored once */
-		:: !dedup[0] -> gone[0] = false; delivered[0] = 0; dedup[0] = true
+		:: !dedup[0] -> gone[0] = false; delivered[0] = 0; dedup[0] = true; WRITTEN
 		fi
 	}
 }
@@ -113,7 +187,13 @@ active proctype LostAckPublisher() {
 active [NS] proctype Source() {
 	byte bound;             /* Created of the instance bound (0: none) */
 	byte m, d;              /* the block pulled and its delivery count */
-	byte st;                /* 0: idle, 1: pulled, 2: acknowledged, to check */
+#ifdef DESIGN_MEMORY_AGE
+	/* the blocks this source used; a block older than the max age is
+	 * refused (the environment decides its age: any) */
+	bool mem[NM];
+#endif
+	byte st;                /* 0: idle, 1: pulled, 2: acknowledged, to check,
+	                         * 3: claimed, waiting W */
 
 	do
 	/* bind: CreateOrUpdateConsumer; its Created time */
@@ -124,7 +204,7 @@ active [NS] proctype Source() {
 	:: atomic { st == 0 && bound != 0 ->
 		select(m : 0 .. NM - 1);
 		if
-		:: !gone[m] && !(m == 1 && out1) && delivered[m] < 3 -> delivered[m]++; d = delivered[m]; st = 1
+		:: !gone[m] && !(m == 1 && out1) && delivered[m] < 3 -> delivered[m]++; d = delivered[m]; st = 1; WRITTEN
 		:: else -> m = 0                       /* nothing to pull */
 		fi
 	   }
@@ -136,12 +216,12 @@ active [NS] proctype Source() {
 #ifdef MUTANT_USE_REDELIVERY
 		:: false -> skip
 #else
-		:: d != 1 -> gone[m] = true; st = 0    /* rule 1: Term */
+		:: d != 1 -> gone[m] = true; WRITTEN; st = 0    /* rule 1: Term */
 #endif
 		:: else ->
 			if
-			:: gone[m] = true; st = 2          /* acked, confirmed */
-			:: gone[m] = true; st = 0          /* acked, confirmation lost: given up */
+			:: gone[m] = true; WRITTEN; st = 2  /* acked, confirmed */
+			:: gone[m] = true; WRITTEN; st = 0  /* acked, confirmation lost: given up */
 			:: st = 0                          /* ack lost: given up (Term lost too) */
 			fi
 		fi;
@@ -155,14 +235,48 @@ active [NS] proctype Source() {
 #ifdef MUTANT_NO_CREATED_CHECK
 		:: true ->
 #else
-		:: cons == bound ->                    /* the instance bound: use it */
+		:: cons == bound ->                    /* the instance bound */
 #endif
+#if defined(DESIGN_MEMORY_AGE)
+			if
+			:: mem[m] -> skip       /* used it before: refused */
+			:: true -> skip                     /* older than the max age */
+			:: !mem[m] ->
+				mem[m] = true;
+				used[m]++;
+				assert(used[m] <= 1)
+			fi;
+			st = 0
+#elif defined(D6)
+			/* D6: claim the block in the store (Create) */
+			if
+			:: claim[m] == 0 -> claim[m] = _pid + 1; claimDirty[m] = true; WRITTEN; st = 3
+			:: claim[m] != 0 -> st = 0         /* claimed before: refused */
+			:: true -> st = 0                  /* store unreachable: given up */
+			fi
+#else
+			used[m]++;                         /* use it */
+			assert(used[m] <= 1);
+			st = 0
+#endif
+		:: cons != bound -> bound = 0; st = 0  /* given up; bind again */
+		:: true -> bound = 0; st = 0           /* info failed: given up */
+		fi;
+		if :: st == 0 -> m = 0; d = 0 :: else -> skip fi
+	   }
+
+#ifdef D6
+	/* D6: W later (the store synced since the claim), the claim read
+	 * back: its own, the block is used; otherwise refused. */
+	:: atomic { st == 3 && !claimDirty[m] ->
+		if
+		:: claim[m] == _pid + 1 ->
 			used[m]++;
 			assert(used[m] <= 1)
-		:: cons != bound -> bound = 0          /* given up; bind again */
-		:: true -> bound = 0                   /* info failed: given up */
+		:: else -> skip
 		fi;
 		st = 0; m = 0; d = 0
 	   }
+#endif
 	od
 }
