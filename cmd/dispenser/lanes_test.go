@@ -21,6 +21,7 @@ import (
 	"github.com/uid-dispenser/uid-dispenser/natsio/natsconn"
 	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
+	"github.com/uid-dispenser/uid-dispenser/telemetry/event"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
@@ -221,11 +222,11 @@ func startDispenser(t *testing.T, cmd *exec.Cmd) *procHandle {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			var line struct {
-				Msg       string `json:"msg"`
+				Event     string `json:"event"`
 				ServiceID string `json:"service_id"`
 				IDs       string `json:"ids"`
 			}
-			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "serving" {
+			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Event == event.Serving {
 				serving <- &procHandle{cmd: cmd, serviceID: line.ServiceID, ids: line.IDs}
 			}
 		}

@@ -19,7 +19,11 @@ import (
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/natsio/natsconn"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
+	"github.com/uid-dispenser/uid-dispenser/telemetry/event"
 )
+
+// servingLine is what the JSON log line of an instance that serves holds.
+const servingLine = `"` + event.Key + `":"` + event.Serving + `"`
 
 // The test binary doubles as the dispenser: run as a child with
 // UID_TEST_RUN_DISPENSER=1 it executes main's run.
@@ -115,7 +119,7 @@ func TestSignalStopsGracefullyWithExit0(t *testing.T) {
 			url := testenv.NATS(t, nil).ClientURL()
 			p := startLogged(t, "DISPENSER_NATS_URL="+url, "DISPENSER_LOG_FORMAT=json")
 			cmd, lines, log, waitFor := p.cmd, p.lines, &p.log, p.waitFor
-			waitFor(`"msg":"serving"`)
+			waitFor(servingLine)
 
 			conn, err := natsconn.Connect(context.Background(), natsconn.Config{URL: url})
 			if err != nil {
@@ -146,7 +150,7 @@ func TestSignalStopsGracefullyWithExit0(t *testing.T) {
 				cmd.Process.Kill()
 				t.Fatalf("still running 60s after %s", sig)
 			}
-			if !strings.Contains(log.String(), "released worker ID") {
+			if !strings.Contains(log.String(), `"`+event.Key+`":"`+event.LeaseReleased+`"`) {
 				t.Errorf("the worker ID was not released; log:\n%s", log.String())
 			}
 		})

@@ -87,7 +87,7 @@ func TestUnissuableConfigurationsLeaveNothingBehind(t *testing.T) {
 	// The same stores show what a start that is not refused leaves.
 	for _, env := range [][]string{{"DISPENSER_NATS_URL=" + url}, {"DISPENSER_NATS_URL=" + url, "DISPENSER_MYSQL_DSN=" + dsn, "DISPENSER_WORKER_MODE=disposable"}} {
 		p := startLogged(t, append(env, "DISPENSER_LOG_FORMAT=json")...)
-		p.waitFor(`"msg":"serving"`)
+		p.waitFor(servingLine)
 		if code := p.stop(syscall.SIGTERM); code != 0 {
 			t.Fatalf("exit %d; log:\n%s", code, p.log.String())
 		}

@@ -49,7 +49,7 @@ func TestVersionIsTheServiceVersion(t *testing.T) {
 	url := testenv.NATS(t, nil).ClientURL()
 	metrics := "127.0.0.1:" + freePort(t)
 	p := startLogged(t, "DISPENSER_NATS_URL="+url, "DISPENSER_METRICS_ADDR="+metrics, "DISPENSER_LOG_FORMAT=json")
-	p.waitFor(`"msg":"serving"`)
+	p.waitFor(servingLine)
 	defer p.stop(syscall.SIGTERM)
 
 	conn, err := natsconn.Connect(context.Background(), natsconn.Config{URL: url})
