@@ -18,6 +18,7 @@ declare -A MUTANTS=(
 	[segments]="MUTANT_GIVEBACK_NO_CAS MUTANT_TAKE_NO_CAS MUTANT_NO_HIGH_WATER MUTANT_NO_SETTLE"
 	[blocks]="MUTANT_USE_REDELIVERY MUTANT_NO_CREATED_CHECK MUTANT_PUBLISH_RETRY MUTANT_HOLD_UNKNOWN MUTANT_NO_BLOCK_MEMORY"
 	[fleet]="MUTANT_NO_HORIZON MUTANT_NO_REVOKE MUTANT_NO_SEAL"
+	[disposable]="MUTANT_ACCEPT_REUSED MUTANT_NO_DURABLE_ROW"
 )
 # model: configurations outside the stated assumptions that spin shows
 # to fail (docs/verification.md, "Findings"): run so that a change which
@@ -33,7 +34,7 @@ declare -A VARIANTS=(
 	[segments]="WITHOUT_LOSS"
 	[blocks]="WITHOUT_LOSS"
 )
-MODELS=(lease lanes segments blocks fleet)
+MODELS=(lease lanes segments blocks disposable fleet)
 # scripts/verify.sh MODEL...: only those models (and their mutations).
 if [ $# -gt 0 ]; then MODELS=("$@"); fi
 
