@@ -101,9 +101,11 @@ type Result struct {
 	Events          map[string]int   `json:"events"`   // every logged event, counted by name
 	Errors          map[string]int64 `json:"errors"`   // failed and unknown calls by reason (up to its first colon)
 	// DuplicatesAfter counts the repeated acknowledgments by the fault
-	// that most recently began before each and by what was repeated
-	// ("kind: what (numbers of uid/orders)"; "none" before the first
-	// fault).
+	// they most likely follow from, and by what was repeated ("kind: what
+	// (numbers of uid/orders)"): the fault during which the value was
+	// first acknowledged (a store that forgets loses what it acknowledged
+	// during the fault), else the one that last began before the repeat;
+	// "none" before any fault.
 	DuplicatesAfter map[string]int64        `json:"duplicates_after,omitempty"`
 	ByKind          map[string]*WindowStats `json:"by_kind"` // per fault kind, and "outside"
 	Problems        []string                `json:"problems,omitempty"`
@@ -221,7 +223,7 @@ func (r *Result) checkValues(in Input) {
 		if c.invoke.Func == history.FuncSeq {
 			what = "numbers of " + space
 		}
-		r.DuplicatesAfter[lastWindowBefore(in.Windows, acked(k))+" ("+what+")"]++
+		r.DuplicatesAfter[cause(in.Windows, acked(first), acked(k))+" ("+what+")"]++
 	}
 	defer func() {
 		for _, d := range dups[:min(len(dups), maxListed)] {
@@ -316,6 +318,22 @@ func (r *Result) windowStats(in Input) {
 		s := a.stats
 		r.ByKind[k] = &s
 	}
+}
+
+// cause names the fault a repeated acknowledgment most likely follows
+// from: the latest window that holds the first acknowledgment, else the
+// latest that began before the repeat.
+func cause(ws []Window, first, repeat time.Time) string {
+	best := -1
+	for i, w := range ws {
+		if !first.Before(w.Start) && !first.After(w.End) && (best < 0 || w.Start.After(ws[best].Start)) {
+			best = i
+		}
+	}
+	if best >= 0 {
+		return ws[best].Kind + ": " + ws[best].What
+	}
+	return lastWindowBefore(ws, repeat)
 }
 
 // lastWindowBefore names the window that most recently began before t.

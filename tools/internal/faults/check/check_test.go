@@ -224,4 +224,17 @@ func TestWindowStats(t *testing.T) {
 	if o := r.ByKind["outside"]; o == nil || o.Calls.OK != 5 {
 		t.Fatalf("outside: %+v", o)
 	}
+
+	// A value first acknowledged inside the window and again after it
+	// is put down to the window's fault, though another began since.
+	b.t += int64(time.Second)
+	later := time.Unix(0, b.t)
+	b.add("c1/0", history.FuncIDs, "", 1, history.OK, 99)
+	r = Check(Input{Ops: b.ops, Logs: logs, Layout: uidcore.DefaultLayout(), Windows: []Window{
+		{Kind: "partition", What: "cut", Start: start, End: end},
+		{Kind: "pause", What: "stop", Start: later.Add(-time.Millisecond), End: later},
+	}})
+	if r.DuplicatesAfter["partition: cut (IDs of )"] != 1 || len(r.DuplicatesAfter) != 1 {
+		t.Fatalf("repeat put down to %v", r.DuplicatesAfter)
+	}
 }
