@@ -32,6 +32,19 @@ func (s *Summary) Markdown() string {
 	p("IDs: %d acknowledged, %d duplicated; numbers: %d acknowledged, %d duplicated; calls: %d ok, %d failed, %d unknown; lease overlaps %d (%d claims read), segment overlaps %d (%d segments read).",
 		s.IDs.Acknowledged, s.IDs.Duplicated, s.Numbers.Acknowledged, s.Numbers.Duplicated,
 		s.Calls.OK, s.Calls.Failed, s.Calls.Unknown, s.LeaseOverlaps, s.LeaseClaims, s.SegmentOverlaps, s.Segments)
+	if len(s.Check.DuplicatedIn) > 0 {
+		p("")
+		p("| repeated acknowledgments | of |")
+		p("|--:|---|")
+		in := make([]string, 0, len(s.Check.DuplicatedIn))
+		for k := range s.Check.DuplicatedIn {
+			in = append(in, k)
+		}
+		slices.Sort(in)
+		for _, k := range in {
+			p("| %d | %s |", s.Check.DuplicatedIn[k], k)
+		}
+	}
 	if len(s.Check.DuplicatesAfter) > 0 {
 		p("")
 		p("| repeated acknowledgments | after the fault |")

@@ -106,10 +106,14 @@ type Result struct {
 	// first acknowledged (a store that forgets loses what it acknowledged
 	// during the fault), else the one that last began before the repeat;
 	// "none" before any fault.
-	DuplicatesAfter map[string]int64        `json:"duplicates_after,omitempty"`
-	ByKind          map[string]*WindowStats `json:"by_kind"` // per fault kind, and "outside"
-	Problems        []string                `json:"problems,omitempty"`
-	Valid           bool                    `json:"valid"`
+	DuplicatesAfter map[string]int64 `json:"duplicates_after,omitempty"`
+	// DuplicatedIn counts the repeated acknowledgments by what was
+	// repeated: "IDs of uid", "numbers of uidmy/orders". Each fleet has a
+	// store of its own, so this says whose store forgot.
+	DuplicatedIn map[string]int64        `json:"duplicated_in,omitempty"`
+	ByKind       map[string]*WindowStats `json:"by_kind"` // per fault kind, and "outside"
+	Problems     []string                `json:"problems,omitempty"`
+	Valid        bool                    `json:"valid"`
 }
 
 // maxListed bounds the duplicates and overlaps listed (all are counted).
@@ -125,7 +129,7 @@ type Input struct {
 
 // Check reads the input and returns the verdict.
 func Check(in Input) *Result {
-	r := &Result{Events: map[string]int{}, Errors: map[string]int64{}, DuplicatesAfter: map[string]int64{}, ByKind: map[string]*WindowStats{}}
+	r := &Result{Events: map[string]int{}, Errors: map[string]int64{}, DuplicatesAfter: map[string]int64{}, DuplicatedIn: map[string]int64{}, ByKind: map[string]*WindowStats{}}
 	r.checkValues(in)
 	leases := readLogs(in.Logs, r)
 	r.Claims = len(leases.claims)
@@ -224,6 +228,7 @@ func (r *Result) checkValues(in Input) {
 			what = "numbers of " + space
 		}
 		r.DuplicatesAfter[cause(in.Windows, acked(first), acked(k))+" ("+what+")"]++
+		r.DuplicatedIn[what]++
 	}
 	defer func() {
 		for _, d := range dups[:min(len(dups), maxListed)] {
