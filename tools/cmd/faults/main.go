@@ -66,7 +66,8 @@ func printTable(path, recheckDir string) error {
 		if s.Check, err = faults.Recheck(recheckDir, &s); err != nil {
 			return err
 		}
-		for _, o := range append(s.Check.LeaseOverlaps, s.Check.SegmentOverlaps...) {
+		overlaps := append(s.Check.LeaseOverlaps, s.Check.SegmentOverlaps...)
+		for _, o := range overlaps[:min(len(overlaps), 10)] {
 			fmt.Printf("overlap: %s: %s and %s: (%d, %d]\n", o.Key, o.A, o.B, o.Lo, o.Hi)
 		}
 		s.LeaseOverlaps, s.SegmentOverlaps = len(s.Check.LeaseOverlaps), len(s.Check.SegmentOverlaps)

@@ -8,8 +8,9 @@ import (
 
 // Markdown is the run's figures as the tables of docs/faults.md: per
 // fault kind (and outside every fault window) the calls, failed and
-// unknown ones, the values checked, latency; then what was duplicated,
-// and after which fault.
+// unknown ones, the values checked, latency; then what was repeated (by
+// fleet and sequence) and why calls failed. Which fault each repeat most
+// likely follows from is in the JSON summary (duplicates_after).
 func (s *Summary) Markdown() string {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
@@ -43,19 +44,6 @@ func (s *Summary) Markdown() string {
 		slices.Sort(in)
 		for _, k := range in {
 			p("| %d | %s |", s.Check.DuplicatedIn[k], k)
-		}
-	}
-	if len(s.Check.DuplicatesAfter) > 0 {
-		p("")
-		p("| repeated acknowledgments | after the fault |")
-		p("|--:|---|")
-		after := make([]string, 0, len(s.Check.DuplicatesAfter))
-		for k := range s.Check.DuplicatesAfter {
-			after = append(after, k)
-		}
-		slices.Sort(after)
-		for _, k := range after {
-			p("| %d | %s |", s.Check.DuplicatesAfter[k], k)
 		}
 	}
 	if len(s.Check.Errors) > 0 {
