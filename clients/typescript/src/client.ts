@@ -363,7 +363,14 @@ export class UidClient<K extends IdKind = "string"> {
         throw new GaveUpError(s, "deadline", attempt, isTimeout(err) && last !== undefined ? last : err);
       }
       last = err;
-      const pause = Math.min(backoff / 2 + Math.random() * (backoff / 2), left);
+      // An instance at its capacity says when it has IDs again: asking
+      // sooner only adds load, so its Uid-Retry-After-Ms is a floor.
+      const floor = err instanceof UnavailableError ? (err.retryAfterMs ?? 0) : 0;
+      if (floor >= left) {
+        // No instance will have IDs before the deadline: say so now.
+        throw new GaveUpError(s, "deadline", attempt, err);
+      }
+      const pause = Math.min(Math.max(backoff / 2 + Math.random() * (backoff / 2), floor), left);
       backoff = Math.min(2 * backoff, this.#maxBackoffMs);
       if ((await sleep(pause, signal)) === aborted) {
         throw new GaveUpError(s, "aborted", attempt, last);

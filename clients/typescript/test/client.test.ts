@@ -4,7 +4,7 @@
 
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { headers as newHeaders, type NatsConnection } from "@nats-io/nats-core";
+import { headers as newHeaders, type Msg, type NatsConnection } from "@nats-io/nats-core";
 import {
   BadRequestError,
   encodeRanges,
@@ -257,6 +257,43 @@ describe("errors", () => {
       await assert.rejects(c.seqNext("other", { timeoutMs: 300 }), (e: unknown) => e instanceof GaveUpError && e.attempts > 1);
     } finally {
       subs.forEach((s) => s.unsubscribe());
+    }
+  });
+
+  test("a 503's Uid-Retry-After-Ms is a floor under the next attempt", async () => {
+    // A plain responder stands in for an instance at its capacity: it
+    // answers 503 with the hint, then (for the short hint) an ID.
+    const asked: number[] = [];
+    const respondWith = (afterMs: number, thenAnswer: boolean) => (_e: unknown, m: Msg) => {
+      asked.push(Date.now());
+      if (thenAnswer && asked.length > 1) {
+        m.respond("42");
+        return;
+      }
+      const h = newHeaders();
+      h.set("Nats-Service-Error-Code", "503");
+      h.set("Nats-Service-Error", "no ID available now");
+      h.set("Uid-Retry-After-Ms", String(afterMs));
+      m.respond("", { headers: h });
+    };
+    const long = nc.subscribe("hinted-long.next", { callback: respondWith(3_600_000, false) });
+    const short = nc.subscribe("hinted-short.next", { callback: respondWith(200, true) });
+    await nc.flush();
+    try {
+      // An hour's hint and a 300 ms deadline: asked once, then given up.
+      const c = new UidClient(nc, { subjectPrefix: "hinted-long" });
+      await assert.rejects(c.next({ timeoutMs: 300 }), (e: unknown) => e instanceof GaveUpError && e.reason === "deadline");
+      assert.equal(asked.length, 1, `asked ${asked.length} times`);
+      // A short hint: the second attempt comes no sooner than it says.
+      asked.length = 0;
+      const d = new UidClient(nc, { subjectPrefix: "hinted-short" });
+      assert.equal(await d.next({ timeoutMs: 30_000 }), "42");
+      const [first, second] = asked;
+      assert.ok(asked.length === 2 && first !== undefined && second !== undefined, `asked ${asked.length} times`);
+      assert.ok(second - first >= 195, `asked again after ${second - first} ms, the hint said 200`);
+    } finally {
+      long.unsubscribe();
+      short.unsubscribe();
     }
   });
 
