@@ -38,20 +38,22 @@ type BlocksConfig struct {
 // kvConfig build the libraries' structs from it; settingVars maps their
 // fields to the variables.
 type WorkerIDConfig struct {
-	MySQLDSN             string           `envconfig:"DISPENSER_MYSQL_DSN" desc:"MySQL DSN (go-sql-driver form, user:password@tcp(host:3306)/db) of the worker-ID store; empty: the JetStream KV bucket"`
-	WorkerMode           workerid.Mode    `envconfig:"DISPENSER_WORKER_MODE" desc:"leased (recyclable worker IDs with time reservations) or disposable (a new worker ID on every start, UidGenerator's WORKER_NODE)"`
-	LeaseTTL             time.Duration    `envconfig:"DISPENSER_LEASE_TTL" desc:"leased: how long a worker-ID lease lasts without renewal (renewed every third of it); at least 1s"`
-	ReserveChunk         time.Duration    `envconfig:"DISPENSER_RESERVE_CHUNK" desc:"leased: how far ahead seconds are reserved in the store at a time; at least 1s"`
-	WorkerNodeTable      string           `envconfig:"DISPENSER_WORKER_NODE_TABLE" desc:"disposable on MySQL: UidGenerator's worker-node table"`
-	WorkerLeaseTable     string           `envconfig:"DISPENSER_WORKER_LEASE_TABLE" desc:"leased on MySQL: the lease table"`
-	CreateTables         bool             `envconfig:"DISPENSER_CREATE_TABLES" desc:"MySQL: create the table of the mode at start-up when missing (needs the CREATE privilege)"`
-	FleetTable           string           `envconfig:"DISPENSER_FLEET_TABLE" desc:"MySQL: the table holding the fleet's layout, worker mode and subject prefix (one row), compared by every instance"`
-	SequenceTable        string           `envconfig:"DISPENSER_SEQUENCE_TABLE" desc:"MySQL: the table of the named sequences (one row per name, like Leaf's leaf_alloc), created with DISPENSER_CREATE_TABLES"`
-	WorkerKVBucket       string           `envconfig:"DISPENSER_WORKER_KV_BUCKET" desc:"JetStream KV bucket of the worker-ID store when no MySQL DSN is set"`
-	WorkerKVReplicas     int              `envconfig:"DISPENSER_WORKER_KV_REPLICAS" desc:"replicas of the KV bucket when the dispenser creates it, 1..5; 0: 3 in a clustered JetStream (fewer on a smaller cluster), 1 on a single server"`
-	StoreStartupDeadline time.Duration    `envconfig:"DISPENSER_STORE_STARTUP_DEADLINE" desc:"how long start-up (and a claim) retries an unreachable store before it fails (negative: one attempt)"`
-	Region               string           `envconfig:"DISPENSER_REGION" desc:"this instance's region, one of DISPENSER_REGIONS, named like its NATS cluster (empty: no regions)"`
-	Regions              workerid.Regions `envconfig:"DISPENSER_REGIONS" desc:"the fleet's map of regions to worker-ID ranges, the same everywhere, e.g. east=0-511,west=512-1023; each region claims worker IDs only in its range, from a store of its own (docs/operations.md, Across regions); empty: no regions"`
+	MySQLDSN             string              `envconfig:"DISPENSER_MYSQL_DSN" desc:"MySQL DSN (go-sql-driver form, user:password@tcp(host:3306)/db) of the worker-ID store; empty: the JetStream KV bucket"`
+	WorkerMode           workerid.Mode       `envconfig:"DISPENSER_WORKER_MODE" desc:"leased (recyclable worker IDs with time reservations) or disposable (a new worker ID on every start, UidGenerator's WORKER_NODE)"`
+	LeaseTTL             time.Duration       `envconfig:"DISPENSER_LEASE_TTL" desc:"leased: how long a worker-ID lease lasts without renewal (renewed every third of it); at least 1s"`
+	ReserveChunk         time.Duration       `envconfig:"DISPENSER_RESERVE_CHUNK" desc:"leased: how far ahead seconds are reserved in the store at a time; at least 1s"`
+	WorkerNodeTable      string              `envconfig:"DISPENSER_WORKER_NODE_TABLE" desc:"disposable on MySQL: UidGenerator's worker-node table"`
+	WorkerLeaseTable     string              `envconfig:"DISPENSER_WORKER_LEASE_TABLE" desc:"leased on MySQL: the lease table"`
+	CreateTables         bool                `envconfig:"DISPENSER_CREATE_TABLES" desc:"MySQL: create the table of the mode at start-up when missing (needs the CREATE privilege)"`
+	FleetTable           string              `envconfig:"DISPENSER_FLEET_TABLE" desc:"MySQL: the table holding the fleet's layout, worker mode and subject prefix (one row), compared by every instance"`
+	SequenceTable        string              `envconfig:"DISPENSER_SEQUENCE_TABLE" desc:"MySQL: the table of the named sequences (one row per name, like Leaf's leaf_alloc), created with DISPENSER_CREATE_TABLES"`
+	WorkerKVBucket       string              `envconfig:"DISPENSER_WORKER_KV_BUCKET" desc:"JetStream KV bucket of the worker-ID store when no MySQL DSN is set"`
+	WorkerKVReplicas     int                 `envconfig:"DISPENSER_WORKER_KV_REPLICAS" desc:"replicas of the KV bucket when the dispenser creates it, 1..5; 0: 3 in a clustered JetStream (fewer on a smaller cluster), 1 on a single server"`
+	StoreStartupDeadline time.Duration       `envconfig:"DISPENSER_STORE_STARTUP_DEADLINE" desc:"how long start-up (and a claim) retries an unreachable store before it fails (negative: one attempt)"`
+	StoreLossWindow      time.Duration       `envconfig:"DISPENSER_STORE_LOSS_WINDOW" desc:"W, the longest window of acknowledged writes the store may forget (a power loss under lazy fsync, a lossy failover): a new owner of a worker ID starts W plus a TTL and a reserve chunk after the reservation it reads, and sequences check their counters and settle a new instance; 0 only when every obligation of docs/operations.md, What the guarantees assume, holds"`
+	StoreDurability      workerid.Durability `envconfig:"DISPENSER_STORE_DURABILITY" desc:"warn or refuse: what start-up does when the store's settings let it forget acknowledged writes (MySQL's innodb_flush_log_at_trx_commit, sync_binlog, read_only, semi-sync wait point; JetStream's sync_interval where readable)"`
+	Region               string              `envconfig:"DISPENSER_REGION" desc:"this instance's region, one of DISPENSER_REGIONS, named like its NATS cluster (empty: no regions)"`
+	Regions              workerid.Regions    `envconfig:"DISPENSER_REGIONS" desc:"the fleet's map of regions to worker-ID ranges, the same everywhere, e.g. east=0-511,west=512-1023; each region claims worker IDs only in its range, from a store of its own (docs/operations.md, Across regions); empty: no regions"`
 }
 
 // workerIDConfig is the settings the stores share; mysqlConfig and
@@ -63,6 +65,8 @@ func (c Config) workerIDConfig(log *slog.Logger) workerid.Config {
 		LeaseTTL:             c.LeaseTTL,
 		ReserveChunk:         c.ReserveChunk,
 		StoreStartupDeadline: c.StoreStartupDeadline,
+		StoreLossWindow:      c.lossWindow(),
+		StoreDurability:      c.StoreDurability,
 		Region:               c.Region,
 		Regions:              c.Regions,
 		Logger:               log,
@@ -111,6 +115,8 @@ func workerIDDefaults() WorkerIDConfig {
 		WorkerKVBucket:       k.Bucket,
 		WorkerKVReplicas:     k.Replicas,
 		StoreStartupDeadline: d.StoreStartupDeadline,
+		StoreLossWindow:      d.StoreLossWindow,
+		StoreDurability:      d.StoreDurability,
 		Region:               d.Region,
 		Regions:              d.Regions,
 	}
@@ -272,10 +278,21 @@ func namedError[L any](err error) error {
 	return err
 }
 
-// sequenceConfig is the allocator's configuration.
+// lossWindow is W for the stores: 0 (no loss) reads as negative there,
+// where zero means the default.
+func (c Config) lossWindow() time.Duration {
+	if c.StoreLossWindow <= 0 {
+		return -1
+	}
+	return c.StoreLossWindow
+}
+
+// sequenceConfig is the allocator's configuration: with a loss window, a
+// new instance settles before its first segment.
 func (c Config) sequenceConfig(log *slog.Logger) sequence.Config {
 	cfg := sequence.DefaultConfig()
 	cfg.MinStep, cfg.MaxStep, cfg.Target, cfg.Logger = c.SequenceStep, c.SequenceMaxStep, c.SequenceTarget, log
+	cfg.Settle = sequence.SettleFor(c.StoreLossWindow, cfg.CheckInterval)
 	return cfg
 }
 

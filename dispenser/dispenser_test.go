@@ -49,6 +49,10 @@ func testConfig(natsURL, dsn string) Config {
 	cfg.ReserveChunk = 10 * time.Second
 	cfg.StoreStartupDeadline = 30 * time.Second
 	cfg.ShutdownTimeout = 5 * time.Second
+	// The test servers lose nothing they acknowledged (no power loss):
+	// takeovers start right after the reservation, as the tests expect;
+	// the loss window's margins have tests of their own.
+	cfg.StoreLossWindow = 0
 	return cfg
 }
 

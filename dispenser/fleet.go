@@ -170,6 +170,11 @@ func NewGeneration(ctx context.Context, cfg Config, log *slog.Logger) (workerid.
 		Fleet:   cfg.fleet(),
 		Differs: cfg.checkFleet,
 		Plan: func(old workerid.Fleet, lastReserved int64) (workerid.Fleet, error) {
+			// A store that forgot renewals shows a horizon up to the loss
+			// margin short of what the leases reserved.
+			if m, ok := d.assigner.(interface{ LossMargin() int64 }); ok && lastReserved > 0 {
+				lastReserved += m.LossMargin()
+			}
 			return planGeneration(old, cfg, lastReserved, time.Now())
 		},
 		Logger: log,

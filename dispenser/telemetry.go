@@ -123,12 +123,26 @@ func (d *Dispenser) observeComponents() error {
 			return out
 		}
 	}
+	cfg.StoreRegressions = d.storeRegressions
 	reg, err := d.telemetry.tel.ObserveComponents(cfg)
 	if err != nil {
 		return fmt.Errorf("dispenser: %w", err)
 	}
 	d.telemetry.components = reg
 	return nil
+}
+
+// storeRegressions counts the store's forgotten writes found by the
+// leases (every claim of the assigner) and the sequences.
+func (d *Dispenser) storeRegressions() map[string]uint64 {
+	out := map[string]uint64{}
+	if r, ok := d.assigner.(interface{ Regressions() uint64 }); ok {
+		out[telemetry.RecordLease] = r.Regressions()
+	}
+	if d.seq != nil {
+		out[telemetry.RecordSequence] = d.seq.Regressions()
+	}
+	return out
 }
 
 // newGenerator builds the ring buffer on claim, observed by telemetry.

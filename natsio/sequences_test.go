@@ -165,11 +165,11 @@ type failingStore struct {
 	fail atomic.Bool
 }
 
-func (f *failingStore) Take(ctx context.Context, name string, step uint64) (sequence.Segment, error) {
+func (f *failingStore) Take(ctx context.Context, name string, step, floor uint64) (sequence.Segment, error) {
 	if f.fail.Load() {
 		return sequence.Segment{}, errors.New("connection refused")
 	}
-	return f.MemStore.Take(ctx, name, step)
+	return f.MemStore.Take(ctx, name, step, floor)
 }
 
 // TestSequenceStats: the stats of the sequence endpoints carry each
@@ -346,7 +346,7 @@ type gatedStore struct {
 	waiting atomic.Int32
 }
 
-func (g *gatedStore) Take(ctx context.Context, name string, step uint64) (sequence.Segment, error) {
+func (g *gatedStore) Take(ctx context.Context, name string, step, floor uint64) (sequence.Segment, error) {
 	if name == g.gated {
 		g.waiting.Add(1)
 		select {
@@ -355,7 +355,7 @@ func (g *gatedStore) Take(ctx context.Context, name string, step uint64) (sequen
 			return sequence.Segment{}, ctx.Err()
 		}
 	}
-	return g.MemStore.Take(ctx, name, step)
+	return g.MemStore.Take(ctx, name, step, floor)
 }
 
 // TestSequenceHomes: in a fleet of regions an instance subscribes next

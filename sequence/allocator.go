@@ -34,6 +34,17 @@ type Config struct {
 	// from the failure instead of asking the store again, so an outage is
 	// not hammered by every request.
 	RetryPause time.Duration
+	// CheckInterval is how often each name's counter is checked against
+	// the highest number the store gave this allocator, and raised past it
+	// when the store forgot allocations (a power loss, a failover), so that
+	// no other instance takes them again; 0: DefaultConfig's, negative:
+	// never (every take still checks).
+	CheckInterval time.Duration
+	// Settle is how long a new allocator waits before its first segment:
+	// long enough for the instances that lived through a store's loss to
+	// check and repair the counters (a few CheckIntervals); 0: no wait,
+	// for a store that keeps what it acknowledged.
+	Settle time.Duration
 	// StoreName names the store in errors ("MySQL at db:3306"); default:
 	// the store's String method, else "the sequence store".
 	StoreName string
@@ -49,7 +60,21 @@ func DefaultConfig() Config {
 		Target:       15 * time.Minute,
 		FetchTimeout: 5 * time.Second,
 		RetryPause:   500 * time.Millisecond,
+		// Checks are a read per name, and writes nothing unless the
+		// store went back.
+		CheckInterval: 2 * time.Second,
 	}
+}
+
+// SettleFor is the settle period that covers the checks of the instances
+// that lived through a loss: three check intervals (a survivor may be
+// one interval from its next check and retry a failed one), 0 without a
+// loss window.
+func SettleFor(lossWindow, checkInterval time.Duration) time.Duration {
+	if lossWindow <= 0 || checkInterval <= 0 {
+		return 0
+	}
+	return 3 * checkInterval
 }
 
 // prefetchPercent is how much of a segment is used when the next one is
@@ -75,6 +100,11 @@ type Allocator struct {
 	mu      sync.Mutex
 	seqs    map[string]*seqState
 	unknown map[string]time.Time // negative cache: name -> until
+
+	settled     atomic.Int64 // unix ns: no segment is taken before (Config.Settle, and after a regression)
+	regressions atomic.Uint64
+	checkStop   chan struct{} // closed by stop: ends checkLoop
+	checkDone   chan struct{}
 }
 
 // seqState is one name's segments and counters.
@@ -87,6 +117,10 @@ type seqState struct {
 
 	mu       sync.Mutex
 	held     []Segment // in the order taken; numbers come from held[0]
+	// high is the end of the highest segment the store gave this
+	// allocator: every take asks for segments at or above it, and the
+	// checks raise the store's counter back to it.
+	high     uint64
 	curSize  uint64    // held[0]'s size when taken
 	step     uint64    // size of the next background take
 	lastTake time.Time
@@ -124,6 +158,7 @@ func NewAllocator(store SegmentStore, cfg Config) (*Allocator, error) {
 	cfg.Target = cmp.Or(cfg.Target, def.Target)
 	cfg.FetchTimeout = cmp.Or(cfg.FetchTimeout, def.FetchTimeout)
 	cfg.RetryPause = cmp.Or(cfg.RetryPause, def.RetryPause)
+	cfg.CheckInterval = cmp.Or(cfg.CheckInterval, def.CheckInterval)
 	if cfg.StoreName == "" {
 		cfg.StoreName = "the sequence store"
 		if s, ok := store.(fmt.Stringer); ok {
@@ -140,8 +175,16 @@ func NewAllocator(store SegmentStore, cfg Config) (*Allocator, error) {
 		return nil, &setting.Error{Field: "Target", Reason: fmt.Sprintf("%s: use at least 1s", cfg.Target)}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Allocator{store: store, cfg: cfg, ctx: ctx, cancel: cancel,
-		seqs: map[string]*seqState{}, unknown: map[string]time.Time{}}, nil
+	a := &Allocator{store: store, cfg: cfg, ctx: ctx, cancel: cancel,
+		seqs: map[string]*seqState{}, unknown: map[string]time.Time{},
+		checkStop: make(chan struct{}), checkDone: make(chan struct{})}
+	a.settled.Store(time.Now().Add(max(cfg.Settle, 0)).UnixNano())
+	if cfg.CheckInterval > 0 {
+		go a.checkLoop()
+	} else {
+		close(a.checkDone)
+	}
+	return a, nil
 }
 
 // Declare declares each sequence on the store (an existing one keeps its
@@ -435,16 +478,16 @@ func (a *Allocator) startFetch(st *seqState, size uint64) *fetch {
 	a.mu.Unlock()
 	f := &fetch{done: make(chan struct{})}
 	st.fetch = f
+	floor := st.high
 	go func() {
 		defer a.wg.Done()
-		ctx, cancel := context.WithTimeout(a.ctx, a.cfg.FetchTimeout)
-		seg, err := a.store.Take(ctx, st.name, size)
-		cancel()
+		seg, err := a.take(st.name, size, floor)
 		st.mu.Lock()
 		st.fetch, f.err = nil, err
 		if err == nil {
 			a.cfg.Logger.Debug("took a sequence segment", event.Key, event.SequenceSegment, event.AttrName, st.name,
 				event.AttrFirst, seg.From, event.AttrLast, seg.To-1, "store", a.cfg.StoreName)
+			st.high = max(st.high, seg.To)
 			st.held = append(st.held, seg)
 			if len(st.held) == 1 {
 				st.curSize = seg.Len()
@@ -461,6 +504,119 @@ func (a *Allocator) startFetch(st *seqState, size uint64) *fetch {
 		close(f.done)
 	}()
 	return f
+}
+
+// take takes a segment of name at or above floor once the allocator has
+// settled. A segment that found the store's counter below floor (the
+// store forgot segments it gave this allocator) is not used: the store
+// may have forgotten other instances' segments too, above this one's
+// floor, and they raise the counter past them at their next check; the
+// allocator waits for that (the settle period) and takes again.
+func (a *Allocator) take(name string, size, floor uint64) (Segment, error) {
+	for {
+		if wait := time.Until(time.Unix(0, a.settled.Load())); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-a.ctx.Done():
+				t.Stop()
+				return Segment{}, a.ctx.Err()
+			}
+		}
+		ctx, cancel := context.WithTimeout(a.ctx, a.cfg.FetchTimeout)
+		seg, err := a.store.Take(ctx, name, size, floor)
+		cancel()
+		if err != nil || seg.Behind == 0 {
+			return seg, err
+		}
+		a.regressed(name, floor, seg)
+		floor = seg.To
+	}
+}
+
+// quarantine is how long takes wait after a regression: the settle
+// period, or three check intervals without one.
+func (a *Allocator) quarantine() time.Duration {
+	if a.cfg.Settle > 0 {
+		return a.cfg.Settle
+	}
+	return 3 * max(a.cfg.CheckInterval, 0)
+}
+
+// regressed logs and counts a counter the store had put back below what
+// it gave this allocator (the take or check that found it raised it
+// again), and holds this allocator's takes for the quarantine.
+func (a *Allocator) regressed(name string, remembered uint64, seg Segment) {
+	until := time.Now().Add(a.quarantine()).UnixNano()
+	for {
+		cur := a.settled.Load()
+		if cur >= until || a.settled.CompareAndSwap(cur, until) {
+			break
+		}
+	}
+	a.regressions.Add(1)
+	found := remembered - seg.Behind
+	a.cfg.Logger.Error("the sequence store forgot segments it had given this instance: raised its counter back past them; none of them is handed out again",
+		event.Key, event.SequenceRegression, event.AttrName, name, event.AttrRemembered, remembered, "found", found, "store", a.cfg.StoreName)
+	a.cfg.Logger.Error("store regression", event.Key, event.StoreRegression, "record", "sequence", event.AttrName, name)
+	a.cfg.Logger.Warn("sequence counter repaired", event.Key, event.SequenceRepaired, event.AttrName, name, event.AttrRemembered, remembered, "found", found)
+}
+
+// Regressions is how many times the store had forgotten segments it gave
+// this allocator (for the uid_store_regressions_total metric).
+func (a *Allocator) Regressions() uint64 { return a.regressions.Load() }
+
+// Check raises each name's counter in the store back to the highest
+// number the store gave this allocator, where it went below (the store
+// forgot allocations: a power loss, a failover), before any instance
+// takes those numbers again. The allocator runs it every CheckInterval;
+// call it too when the connection to the store comes back.
+func (a *Allocator) Check(ctx context.Context) error {
+	a.mu.Lock()
+	seqs := make([]*seqState, 0, len(a.seqs))
+	for _, st := range a.seqs {
+		seqs = append(seqs, st)
+	}
+	a.mu.Unlock()
+	var errs []error
+	for _, st := range seqs {
+		st.mu.Lock()
+		high := st.high
+		st.mu.Unlock()
+		if high == 0 {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, a.cfg.FetchTimeout)
+		seg, err := a.store.Take(cctx, st.name, 0, high)
+		cancel()
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("sequence %q: check on %s: %w", st.name, a.cfg.StoreName, err))
+		case seg.Behind > 0:
+			a.regressed(st.name, high, seg)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkLoop runs Check every CheckInterval until stop.
+func (a *Allocator) checkLoop() {
+	defer close(a.checkDone)
+	t := time.NewTicker(a.cfg.CheckInterval)
+	defer t.Stop()
+	failing := false
+	for {
+		select {
+		case <-a.checkStop:
+			return
+		case <-t.C:
+		}
+		err := a.Check(a.ctx)
+		if err != nil && !failing && a.ctx.Err() == nil {
+			a.cfg.Logger.Warn("checking the sequence counters failed; retrying", "err", err)
+		}
+		failing = err != nil
+	}
 }
 
 // Close stops serving and gives the unused rest of every name's segments
@@ -517,12 +673,14 @@ func (a *Allocator) stop(ctx context.Context) ([]*seqState, bool) {
 		a.mu.Unlock()
 		return nil, false
 	}
+	close(a.checkStop)
 	seqs := make([]*seqState, 0, len(a.seqs))
 	for _, st := range a.seqs {
 		seqs = append(seqs, st)
 	}
 	a.mu.Unlock()
 	stopCancel := context.AfterFunc(ctx, a.cancel)
+	<-a.checkDone
 	a.wg.Wait()
 	stopCancel()
 	a.cancel()

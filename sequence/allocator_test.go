@@ -21,7 +21,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func TestMemStore(t *testing.T) {
 	sequencetest.Run(t, func(t *testing.T) sequencetest.Store {
 		m := sequencetest.NewMemStore()
-		return sequencetest.Store{New: func(testing.TB, string) sequence.SegmentStore { return m }}
+		return sequencetest.Store{New: func(testing.TB, string) sequence.SegmentStore { return m },
+			SetCounter: func(_ testing.TB, name string, v uint64) { m.SetCounter(name, v) }}
 	})
 }
 
@@ -153,9 +154,9 @@ type slowTakes struct {
 	delay time.Duration
 }
 
-func (s slowTakes) Take(ctx context.Context, name string, step uint64) (sequence.Segment, error) {
+func (s slowTakes) Take(ctx context.Context, name string, step, floor uint64) (sequence.Segment, error) {
 	time.Sleep(s.delay)
-	return s.SegmentStore.Take(ctx, name, step)
+	return s.SegmentStore.Take(ctx, name, step, floor)
 }
 
 // TestSegmentWaitsAreTimed: a request that waits for a segment adds its

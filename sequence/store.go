@@ -7,7 +7,13 @@ import (
 )
 
 // Segment is the numbers [From, To) of a sequence.
-type Segment struct{ From, To uint64 }
+type Segment struct {
+	From, To uint64
+	// Behind is how far the store's counter was below the floor the take
+	// asked for (0: not below): the store had forgotten allocations it
+	// acknowledged. The segment starts at the floor all the same.
+	Behind uint64
+}
 
 // Len is how many numbers the segment holds.
 func (s Segment) Len() uint64 { return s.To - s.From }
@@ -18,9 +24,15 @@ func (s Segment) String() string { return fmt.Sprintf("[%d, %d)", s.From, s.To) 
 // concurrent use by many instances at once.
 type SegmentStore interface {
 	// Take reserves the next step numbers of name in one atomic write and
-	// returns them. Concurrent takes, from any instance, never overlap.
-	// An undeclared name is ErrUnknownSequence.
-	Take(ctx context.Context, name string, step uint64) (Segment, error)
+	// returns them, starting at the store's counter or at floor, whichever
+	// is higher: a counter below floor (the highest number the store gave
+	// the caller) means the store forgot allocations it acknowledged, and
+	// the take raises it past them in the same write (Segment.Behind says
+	// by how much). Concurrent takes, from any instance, never overlap. A
+	// step of 0 only raises the counter to floor (never lowers it) and
+	// writes nothing when it is not below. An undeclared name is
+	// ErrUnknownSequence.
+	Take(ctx context.Context, name string, step, floor uint64) (Segment, error)
 	// GiveBack returns the unused rest seg of the last segment taken for
 	// name: it succeeds (true) only when no segment was taken after seg
 	// (the store's max_id is still seg.To), and then lowers max_id to
@@ -41,6 +53,18 @@ type Keeper interface {
 	// Sequences opens the store's sequences, creating what they need (a
 	// table) unless the store's tables are made by hand.
 	Sequences(ctx context.Context) (SegmentStore, error)
+}
+
+// TakeFrom is the segment of step numbers a store whose counter is cur
+// hands out for a take with floor (see SegmentStore.Take); its To is the
+// counter's new value. The caller checks it against MaxValue first.
+func TakeFrom(cur, floor, step uint64) Segment {
+	seg := Segment{From: max(cur, floor)}
+	seg.To = seg.From + step
+	if floor > cur {
+		seg.Behind = floor - cur
+	}
+	return seg
 }
 
 // Errors callers branch on.

@@ -16,6 +16,16 @@ import (
 // SequenceKey labels the sequence metrics with the sequence's name.
 const SequenceKey = uidattr.Sequence
 
+// RecordKey labels uid.store.regressions with the kind of record the
+// store forgot writes of.
+const RecordKey = attribute.Key("record")
+
+// The records of uid.store.regressions.
+const (
+	RecordLease    = "lease"
+	RecordSequence = "sequence"
+)
+
 // BlockStats is what a block publisher reports for its metrics (the
 // dispenser copies natsio.BlockPublisherStats into it: telemetry does not
 // depend on natsio).
@@ -46,6 +56,10 @@ type SequenceStats struct {
 type ComponentsConfig struct {
 	Blocks    func() BlockStats
 	Sequences func() []SequenceStats
+	// StoreRegressions counts, by record (RecordLease, RecordSequence),
+	// the times a store was found to have forgotten writes it had
+	// acknowledged: uid_store_regressions_total{record}.
+	StoreRegressions func() map[string]uint64
 	// MeterProvider defaults to the global one.
 	MeterProvider metric.MeterProvider
 }
@@ -108,6 +122,15 @@ func ObserveComponents(cfg ComponentsConfig) (metric.Registration, error) {
 				obs.ObserveInt64(segments, int64(s.Segments), attrs)
 				obs.ObserveInt64(waits, int64(s.Waits), attrs)
 				obs.ObserveFloat64(waitTime, s.WaitTime.Seconds(), attrs)
+			}
+		})
+	}
+	if cfg.StoreRegressions != nil {
+		regressions := counter("uid.store.regressions", "{regression}", "Times a store was found to have forgotten writes it had acknowledged (a power loss under lazy fsync, a lossy failover), by record: lease (the owner stopped issuing under the worker ID and claimed another) or sequence (the counter was raised back past the numbers handed out). Any is an incident: see the runbook.")
+		observables = append(observables, regressions)
+		callbacks = append(callbacks, func(obs metric.Observer) {
+			for record, n := range cfg.StoreRegressions() {
+				obs.ObserveInt64(regressions, int64(n), metric.WithAttributeSet(attribute.NewSet(RecordKey.String(record))))
 			}
 		})
 	}

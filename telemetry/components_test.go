@@ -81,3 +81,31 @@ func TestComponentMetrics(t *testing.T) {
 		}
 	}
 }
+
+// TestStoreRegressionMetric: uid.store.regressions reports each record's
+// count from its source at each collection.
+func TestStoreRegressionMetric(t *testing.T) {
+	p := newProviders(t)
+	var leases atomic.Uint64
+	reg, err := ObserveComponents(ComponentsConfig{
+		MeterProvider: p.Meter,
+		StoreRegressions: func() map[string]uint64 {
+			return map[string]uint64{RecordLease: leases.Load(), RecordSequence: 2}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Unregister()
+	check := func(record string, want float64) {
+		t.Helper()
+		got, found := telemetrytest.MetricSum(p.Collect(t), "uid.store.regressions", RecordKey.String(record))
+		if !found || got != want {
+			t.Errorf("uid.store.regressions{record=%s} = %v (found %v), want %v", record, got, found, want)
+		}
+	}
+	check(RecordLease, 0)
+	leases.Add(3)
+	check(RecordLease, 3)
+	check(RecordSequence, 2)
+}

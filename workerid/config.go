@@ -93,6 +93,13 @@ func DefaultConfig() Config {
 	}
 }
 
+// LossMargin is LeaseMargin of c's settings, in seconds: how far after a
+// recorded reservation a new owner, or a new generation, starts.
+func (c Config) LossMargin() int64 {
+	c = c.WithDefaults()
+	return LeaseMargin(c.LossWindow(), c.LeaseTTL, c.ReserveChunk)
+}
+
 // LossWindow is W: StoreLossWindow with the default filled in, 0 when
 // it is negative (no loss assumed).
 func (c Config) LossWindow() time.Duration {

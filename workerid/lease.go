@@ -35,6 +35,11 @@ var (
 	// ErrStoreUnavailable: the store could not be reached within the
 	// start-up deadline.
 	ErrStoreUnavailable = errors.New("workerid: worker-ID store unavailable")
+	// ErrLeaseRegression: the store answered with a lease record older
+	// than one this owner wrote (a reservation below the one it had
+	// acknowledged, a revision below its last write, or no record): it
+	// forgot acknowledged writes. A Lease that sees it is lost for good.
+	ErrLeaseRegression error = leaseError("the store forgot an acknowledged lease write")
 )
 
 // LeaseStore keeps worker-ID leases. Each method is one atomic operation
@@ -54,15 +59,19 @@ type LeaseStore interface {
 	// Renew extends the lease of workerID to ttl from now and raises its
 	// reserved second to reserved (never lowers it), if token still owns
 	// it, whether or not the lease has expired meanwhile. When token is no
-	// longer the owner it returns an error wrapping ErrLeaseTaken.
-	Renew(ctx context.Context, workerID uint64, token string, ttl time.Duration, reserved int64) error
+	// longer the owner it returns an error wrapping ErrLeaseTaken. When
+	// the record is older than what this owner had acknowledged (its
+	// reserved second below verified, or gone) it writes nothing and
+	// returns an error wrapping ErrLeaseRegression.
+	Renew(ctx context.Context, workerID uint64, token string, ttl time.Duration, reserved, verified int64) error
 	// Release frees the worker ID at once if token still owns it, keeping
-	// its reserved second for the next owner, lowered to usedUpTo when
-	// that is smaller (the owner declares it issued no ID for a later
-	// second; never lower than the previous owner's reservation). When
-	// token is no longer the owner it returns an error wrapping
-	// ErrLeaseTaken.
-	Release(ctx context.Context, workerID uint64, token string, usedUpTo int64) error
+	// its reserved second for the next owner: raised to verified (what the
+	// store had acknowledged to this owner, should it have forgotten it),
+	// then lowered to usedUpTo when that is smaller (the owner declares it
+	// issued no ID for a later second; never lower than the previous
+	// owner's reservation). When token is no longer the owner it returns
+	// an error wrapping ErrLeaseTaken.
+	Release(ctx context.Context, workerID uint64, token string, usedUpTo, verified int64) error
 }
 
 // LeaseRequest is what Acquire records.
@@ -74,14 +83,40 @@ type LeaseRequest struct {
 	MaxWorkerID uint64
 	TTL         time.Duration
 	Host        Host
+	// Margin is the loss margin in seconds (LeaseMargin): a worker ID
+	// whose reserved second plus Margin has passed serves at once, and is
+	// taken before one that would make its new owner wait.
+	Margin int64
 }
 
 // Grant is an acquired lease.
 type Grant struct {
 	WorkerID     uint64
 	Token        string
-	PrevReserved int64 // the last second an earlier owner reserved (0: none)
+	PrevReserved int64 // the last second an earlier owner reserved, as the store has it (0: none)
 }
+
+// LeaseMargin is M, the loss margin in seconds: a new owner of a worker
+// ID issues only seconds after the reservation it read plus M, so that
+// writes the store forgot cannot have reserved them for an earlier owner.
+// The writes forgotten lie within the loss window W; the last write the
+// store kept is at most one renewal interval (TTL/3) older than the
+// window, since a live owner renews that often; and a renewal reserves at
+// most a chunk beyond the later of its clock and the second a generator
+// asked for, which runs at most its ahead bound (2 s by default) ahead.
+// TTL covers TTL/3 plus the ahead bound:
+//
+//	M = ceil(W) + ceil(TTL) + ceil(chunk)   (0 when W is 0)
+//
+// With the defaults (W 2m, TTL 30s, chunk 60s) M is 210 s.
+func LeaseMargin(lossWindow, ttl, chunk time.Duration) int64 {
+	if lossWindow <= 0 {
+		return 0
+	}
+	return ceilSeconds(lossWindow) + ceilSeconds(ttl) + ceilSeconds(chunk)
+}
+
+func ceilSeconds(d time.Duration) int64 { return int64((d + time.Second - 1) / time.Second) }
 
 // LeaseConfig configures a LeaseAssigner and its leases.
 type LeaseConfig struct {
@@ -100,6 +135,9 @@ type LeaseConfig struct {
 	// Config); zero: every worker ID of the layout.
 	Region  string
 	Regions Regions
+	// LossWindow is W (Config.LossWindow): claims keep LeaseMargin after
+	// the reservation they read.
+	LossWindow time.Duration
 }
 
 // LeaseConfigFrom fills LeaseConfig from a Config (its logger included).
@@ -114,14 +152,17 @@ func LeaseConfigFrom(cfg Config, host Host, storeName string) LeaseConfig {
 		StoreName:    storeName,
 		Region:       cfg.Region,
 		Regions:      cfg.Regions,
+		LossWindow:   cfg.LossWindow(),
 	}
 }
 
 // LeaseAssigner hands out leased worker IDs from a LeaseStore. It
 // implements uidcore.Assigner.
 type LeaseAssigner struct {
-	store LeaseStore
-	cfg   LeaseConfig
+	store       LeaseStore
+	cfg         LeaseConfig
+	margin      int64
+	regressions atomic.Uint64
 }
 
 // NewLeaseAssigner returns an assigner leasing worker IDs from store.
@@ -138,8 +179,16 @@ func NewLeaseAssigner(store LeaseStore, cfg LeaseConfig) (*LeaseAssigner, error)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &LeaseAssigner{store: store, cfg: cfg}, nil
+	return &LeaseAssigner{store: store, cfg: cfg, margin: LeaseMargin(cfg.LossWindow, cfg.TTL, cfg.ReserveChunk)}, nil
 }
+
+// Regressions is how many times a lease of this assigner found its
+// record older than what the store had acknowledged to it (for the
+// uid_store_regressions_total metric).
+func (a *LeaseAssigner) Regressions() uint64 { return a.regressions.Load() }
+
+// Margin is LeaseMargin of the assigner's settings, in seconds.
+func (a *LeaseAssigner) Margin() int64 { return a.margin }
 
 // Claim implements uidcore.Assigner; the claim is a *Lease.
 func (a *LeaseAssigner) Claim(ctx context.Context, layout uidcore.Layout) (uidcore.Claim, error) {
@@ -164,7 +213,7 @@ func (a *LeaseAssigner) ClaimLease(ctx context.Context, layout uidcore.Layout) (
 	}
 	var lease *Lease
 	err = RetryStore(ctx, a.cfg.RetryFor, a.cfg.Logger, "claim a worker ID from "+a.cfg.StoreName, func(ctx context.Context) error {
-		g, err := a.store.Acquire(ctx, LeaseRequest{Token: newToken(), MinWorkerID: span.Lo, MaxWorkerID: span.Hi, TTL: a.cfg.TTL, Host: a.cfg.Host})
+		g, err := a.store.Acquire(ctx, LeaseRequest{Token: newToken(), MinWorkerID: span.Lo, MaxWorkerID: span.Hi, TTL: a.cfg.TTL, Host: a.cfg.Host, Margin: a.margin})
 		if errors.Is(err, ErrWorkerIDsExhausted) {
 			return Permanent(fmt.Errorf("%w (%d worker IDs %s, layout %s, all leased in %s)", err, span.Len(), a.describeRange(span), layout, a.cfg.StoreName))
 		}
@@ -175,16 +224,16 @@ func (a *LeaseAssigner) ClaimLease(ctx context.Context, layout uidcore.Layout) (
 			// A store that ignored the range: never issue IDs from a worker
 			// ID that may be another region's.
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.TTL)
-			_ = a.store.Release(rctx, g.WorkerID, g.Token, g.PrevReserved)
+			_ = a.store.Release(rctx, g.WorkerID, g.Token, g.PrevReserved, g.PrevReserved)
 			cancel()
 			return Permanent(fmt.Errorf("workerid: %s granted worker ID %d, outside the range %s: %w", a.cfg.StoreName, g.WorkerID, a.describeRange(span), uidcore.ErrWorkerRange))
 		}
-		l := newLease(a.store, g, a.cfg)
+		l := newLease(a.store, g, a.cfg, a.margin, &a.regressions)
 		if err := l.start(ctx); err != nil {
 			// Without a first reservation the lease is useless: give the
 			// worker ID back rather than leave it to expire.
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.TTL)
-			_ = a.store.Release(rctx, g.WorkerID, g.Token, g.PrevReserved) // no ID was issued
+			_ = a.store.Release(rctx, g.WorkerID, g.Token, g.PrevReserved, g.PrevReserved) // no ID was issued
 			cancel()
 			return fmt.Errorf("workerid: first reservation of worker ID %d: %w", g.WorkerID, err)
 		}
@@ -195,7 +244,7 @@ func (a *LeaseAssigner) ClaimLease(ctx context.Context, layout uidcore.Layout) (
 		return nil, err
 	}
 	lease.log.Info("workerid: leased worker ID", event.Key, event.LeaseAcquired, "range", a.describeRange(span), secondAttr(event.AttrAfter, lease.After()),
-		secondAttr(event.AttrReserved, lease.reserved.Load()), "ttl", a.cfg.TTL)
+		secondAttr(event.AttrReserved, lease.reserved.Load()), "ttl", a.cfg.TTL, "loss_margin_s", a.margin)
 	return lease, nil
 }
 
@@ -216,10 +265,18 @@ type Lease struct {
 	grant Grant
 	ttl   time.Duration
 	chunk int64 // seconds reserved ahead
-	clock uidcore.Clock
-	log   *slog.Logger
+	// after is the last second this owner must not issue: the previous
+	// owner's reservation plus the loss margin.
+	after       int64
+	clock       uidcore.Clock
+	log         *slog.Logger
+	regressions *atomic.Uint64 // the assigner's count
 
 	reserved atomic.Int64          // last second reserved in the store (as far as this process knows)
+	// verified is the reserved second the store last acknowledged to this
+	// owner (the record's at the claim before the first renewal): a
+	// record below it is a regression.
+	verified atomic.Int64
 	retired  atomic.Int64          // last second the generator may have used, once it stopped (0: not yet)
 	demanded atomic.Int64          // the highest second a generator asked for
 	invalid  atomic.Pointer[error] // nil until the lease is lost for good or released
@@ -243,22 +300,29 @@ type Lease struct {
 	releaseErr  error
 }
 
-func newLease(store LeaseStore, g Grant, cfg LeaseConfig) *Lease {
+func newLease(store LeaseStore, g Grant, cfg LeaseConfig, margin int64, regressions *atomic.Uint64) *Lease {
 	ctx, cancel := context.WithCancel(context.Background())
-	chunk := int64((cfg.ReserveChunk + time.Second - 1) / time.Second)
-	return &Lease{
-		store:  store,
-		grant:  g,
-		ttl:    cfg.TTL,
-		chunk:  chunk,
-		clock:  cfg.Clock,
-		log:    cfg.Logger.With(event.AttrWorker, g.WorkerID, event.AttrOwner, ownerID(g.Token), "store", cfg.StoreName),
-		origin: time.Now(),
-		done:   make(chan struct{}),
-		wake:   make(chan struct{}, 1),
-		ctx:    ctx,
-		cancel: cancel,
+	after := g.PrevReserved
+	if after > 0 {
+		after += margin
 	}
+	l := &Lease{
+		store:       store,
+		grant:       g,
+		ttl:         cfg.TTL,
+		chunk:       ceilSeconds(cfg.ReserveChunk),
+		after:       after,
+		clock:       cfg.Clock,
+		log:         cfg.Logger.With(event.AttrWorker, g.WorkerID, event.AttrOwner, ownerID(g.Token), "store", cfg.StoreName),
+		regressions: regressions,
+		origin:      time.Now(),
+		done:        make(chan struct{}),
+		wake:        make(chan struct{}, 1),
+		ctx:         ctx,
+		cancel:      cancel,
+	}
+	l.verified.Store(g.PrevReserved)
+	return l
 }
 
 // start makes the first reservation and starts the heartbeat.
@@ -278,8 +342,9 @@ func (l *Lease) start(ctx context.Context) error {
 func (l *Lease) WorkerID() uint64 { return l.grant.WorkerID }
 
 // After implements uidcore.Claim: the last second the previous owner of
-// the worker ID reserved. Generators start strictly after it.
-func (l *Lease) After() int64 { return l.grant.PrevReserved }
+// the worker ID reserved, as the store has it, plus the loss margin
+// (LeaseMargin). Generators start strictly after it.
+func (l *Lease) After() int64 { return l.after }
 
 // Until implements uidcore.Claim: the last second reserved in the store.
 // It returns an error wrapping uidcore.ErrClaimLost once the lease is lost
@@ -351,7 +416,7 @@ type LeaseStatus struct {
 // Status returns a snapshot of the lease.
 func (l *Lease) Status() LeaseStatus {
 	_, err := l.Until()
-	return LeaseStatus{WorkerID: l.grant.WorkerID, After: l.grant.PrevReserved, Reserved: l.reserved.Load(), TimeLeft: l.TimeLeft(), Err: err, Expired: l.Expired()}
+	return LeaseStatus{WorkerID: l.grant.WorkerID, After: l.after, Reserved: l.reserved.Load(), TimeLeft: l.TimeLeft(), Err: err, Expired: l.Expired()}
 }
 
 // Release implements uidcore.Claim: it stops the heartbeat and frees the
@@ -374,9 +439,9 @@ func (l *Lease) Release(ctx context.Context) error {
 		}
 		usedUpTo := int64(math.MaxInt64)
 		if r := l.retired.Load(); r > 0 {
-			usedUpTo = max(r, l.grant.PrevReserved)
+			usedUpTo = max(r, l.after)
 		}
-		err := l.store.Release(ctx, l.grant.WorkerID, l.grant.Token, usedUpTo)
+		err := l.store.Release(ctx, l.grant.WorkerID, l.grant.Token, usedUpTo, l.verified.Load())
 		switch {
 		case errors.Is(err, ErrLeaseTaken):
 			l.log.Warn("workerid: released a lease that another owner had taken already")
@@ -424,7 +489,7 @@ func (l *Lease) needsExtension(reserved, second int64) bool {
 // at least half a chunk remains beyond max(wall clock, demanded second),
 // else a full chunk beyond it. Never before the previous owner's second.
 func (l *Lease) target() int64 {
-	base := max(l.clock.Now().Unix(), l.demanded.Load(), l.grant.PrevReserved+1)
+	base := max(l.clock.Now().Unix(), l.demanded.Load(), l.after+1)
 	cur := l.reserved.Load()
 	if !l.needsExtension(cur, base) {
 		return cur
@@ -440,7 +505,7 @@ func (l *Lease) renewOnce(ctx context.Context) error {
 	defer cancel()
 	sent := time.Now()
 	target := l.target()
-	if err := l.store.Renew(ctx, l.grant.WorkerID, l.grant.Token, l.ttl, target); err != nil {
+	if err := l.store.Renew(ctx, l.grant.WorkerID, l.grant.Token, l.ttl, target, l.verified.Load()); err != nil {
 		return err
 	}
 	l.mu.Lock()
@@ -451,6 +516,9 @@ func (l *Lease) renewOnce(ctx context.Context) error {
 	if target > l.reserved.Load() {
 		l.reserved.Store(target)
 		l.log.Debug("workerid: lease reservation extended", event.Key, event.LeaseReserved, secondAttr(event.AttrReserved, target))
+	}
+	if target > l.verified.Load() {
+		l.verified.Store(target)
 	}
 	deadline := sent.Add(l.ttl)
 	l.deadline.Store(int64(deadline.Sub(l.origin)))
@@ -529,6 +597,9 @@ func (l *Lease) heartbeat() {
 			failing = false
 			pauses.Reset()
 			timer.Reset(interval)
+		case errors.Is(err, ErrLeaseRegression):
+			l.regressed(err)
+			return
 		case errors.Is(err, ErrLeaseTaken):
 			l.mu.Lock()
 			if l.lostErr == nil {
@@ -561,7 +632,7 @@ func (e leaseError) Error() string  { return "workerid: " + string(e) }
 func (e leaseError) Detail() string { return string(e) }
 
 // LostError is uidcore.ErrClaimLost for a lease: lost for good because
-// of Cause (ErrLeaseTaken, ErrReleased).
+// of Cause (ErrLeaseTaken, ErrLeaseRegression, ErrReleased).
 type LostError struct {
 	WorkerID uint64
 	Cause    error
@@ -580,6 +651,31 @@ func (e *LostError) Detail() string {
 		d = e.Cause.Error()
 	}
 	return fmt.Sprintf("%s: worker ID %d", d, e.WorkerID)
+}
+
+// regressed stops the lease at once on a regression (the store forgot
+// writes it had acknowledged to this owner), counts and logs it, and
+// gives the worker ID back with its reservation raised to what the store
+// had acknowledged, so that the next owner starts after every second this
+// one may have issued. The dispenser then claims again (Done), under the
+// loss margin.
+func (l *Lease) regressed(err error) {
+	l.mu.Lock()
+	if l.lostErr == nil {
+		l.setLost(err)
+		l.expiry.Stop()
+	}
+	l.mu.Unlock()
+	l.regressions.Add(1)
+	verified := l.verified.Load()
+	l.log.Error("workerid: the store forgot lease writes it had acknowledged: no more IDs under this worker ID; claiming another",
+		event.Key, event.LeaseRegression, event.AttrWorker, l.grant.WorkerID, event.AttrRemembered, verified, "error", err)
+	l.log.Error("workerid: store regression", event.Key, event.StoreRegression, "record", "lease", event.AttrWorker, l.grant.WorkerID)
+	ctx, cancel := context.WithTimeout(context.Background(), max(l.ttl/3, time.Second))
+	defer cancel()
+	if rerr := l.store.Release(ctx, l.grant.WorkerID, l.grant.Token, math.MaxInt64, verified); rerr != nil {
+		l.log.Warn("workerid: could not raise the forgotten lease back to its acknowledged reservation (claims keep the loss margin after it)", "error", rerr)
+	}
 }
 
 // newToken is a random owner token, unique per claim.

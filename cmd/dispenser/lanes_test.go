@@ -79,7 +79,8 @@ func TestLanesThroughTheBinary(t *testing.T) {
 	url := testenv.NATS(t, nil).ClientURL()
 	env := []string{"DISPENSER_NATS_URL=" + url, "DISPENSER_MYSQL_DSN=" + dsn,
 		"DISPENSER_TIME_BITS=45", "DISPENSER_WORKER_BITS=3", "DISPENSER_SEQ_BITS=15",
-		"DISPENSER_MAX_LANES=4", "DISPENSER_LANE_IDLE=2s", "DISPENSER_LEASE_TTL=2s", "DISPENSER_RESERVE_CHUNK=4s"}
+		"DISPENSER_MAX_LANES=4", "DISPENSER_LANE_IDLE=2s", "DISPENSER_LEASE_TTL=2s", "DISPENSER_RESERVE_CHUNK=4s",
+		"DISPENSER_STORE_LOSS_WINDOW=0"} // the takeover test starts right after the reservation
 	startProc := func() *procHandle {
 		t.Helper()
 		p := startDispenser(t, command(t, nil, env...))

@@ -33,8 +33,9 @@ func run() int {
 	flags.SetOutput(os.Stdout)
 	version := flags.Bool("version", false, "print the version, commit and Go version, and exit")
 	newGeneration := flags.Bool("new-generation", false, "record the configured layout, worker mode and subject prefix as the next generation of the fleet in the worker-ID store (every instance stopped), and exit")
+	raise := flags.String("raise-sequence", "", "`NAME=N`: raise the named sequence's counter in the worker-ID store so that its next number is at least N (never lowers it), and exit: after a store loss nothing detected, or to move a sequence over from Leaf, tinyid or an AUTO_INCREMENT column")
 	flags.Usage = func() {
-		fmt.Fprintln(flags.Output(), "usage: dispenser [-version | -new-generation]\n\nHands out unique 64-bit IDs over NATS.")
+		fmt.Fprintln(flags.Output(), "usage: dispenser [-version | -new-generation | -raise-sequence NAME=N]\n\nHands out unique 64-bit IDs over NATS.")
 		fmt.Fprintln(flags.Output())
 		flags.PrintDefaults()
 		fmt.Fprintln(flags.Output())
@@ -52,7 +53,7 @@ func run() int {
 		// Arguments are not configuration: a command line that seems to
 		// say something must not start an instance that ignores it.
 		fmt.Fprintf(os.Stderr, "dispenser: unexpected argument %q; it takes no arguments (configuration is DISPENSER_* variables, see dispenser -h)\n", flags.Arg(0))
-		fmt.Fprintln(os.Stderr, "usage: dispenser [-h] [-version | -new-generation]")
+		fmt.Fprintln(os.Stderr, "usage: dispenser [-h] [-version | -new-generation | -raise-sequence NAME=N]")
 		return 2
 	}
 	if *version {
@@ -74,7 +75,17 @@ func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	if *newGeneration {
+	if *raise != "" {
+		name, to, perr := dispenser.ParseRaise(*raise)
+		if perr != nil {
+			fmt.Fprintln(os.Stderr, perr)
+			return 2
+		}
+		var before, after uint64
+		if before, after, err = dispenser.RaiseSequence(ctx, cfg, log, name, to); err == nil {
+			fmt.Printf("sequence %s: counter %d, now %d: the next number is at least %d\n", name, before, after, after)
+		}
+	} else if *newGeneration {
 		var f workerid.Fleet
 		if f, err = dispenser.NewGeneration(ctx, cfg, log); err == nil {
 			fmt.Printf("generation %d: layout %s, worker mode %s, subject prefix %s, IDs after %s\n", f.Generation, f.Layout, f.WorkerMode, f.SubjectPrefix, time.Unix(f.StartsAfter, 0).UTC().Format(time.RFC3339))

@@ -99,6 +99,8 @@ func TestEveryInvalidSettingStopsStartUpNamingIt(t *testing.T) {
 		"WORKER_KV_BUCKET":        {{"a.b", nil}},
 		"WORKER_KV_REPLICAS":      {{"-1", nil}, {"6", nil}},
 		"STORE_STARTUP_DEADLINE":  {{"soon", nil}}, // negative is one attempt
+		"STORE_LOSS_WINDOW":       {{"soon", nil}}, // 0 or negative: no loss
+		"STORE_DURABILITY":        {{"maybe", nil}},
 		"REGION":                  {{"north", []string{"DISPENSER_REGIONS=east=0-511,west=512-1023"}}, {"east", nil}},
 		"REGIONS":                 {{"east=0-511,west=511-1023", []string{"DISPENSER_REGION=east"}}, {"east=0-2047", []string{"DISPENSER_REGION=east"}}, {"east=0-511,", nil}},
 		"BLOCKS_ENABLED":          {{"perhaps", nil}},

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -217,6 +218,21 @@ func (a *Assigner) checkFound(ctx context.Context, kv jetstream.KeyValue, bucket
 	return natsconn.CheckReplicated(a.nc, bs.StreamInfo().Config.Replicas, "KV bucket "+bucket, a.cfg.Name("Replicas"))
 }
 
+// LossMargin is how far after a recorded reservation a new owner starts
+// (workerid.LeaseMargin), in seconds: a new generation starts after the
+// lease horizon plus it.
+func (a *Assigner) LossMargin() int64 { return a.cfg.Config.LossMargin() }
+
+// Regressions is how many times a lease found its record older than what
+// the store had acknowledged to it (workerid.LeaseAssigner.Regressions);
+// 0 in disposable mode.
+func (a *Assigner) Regressions() uint64 {
+	if a.leases == nil {
+		return 0
+	}
+	return a.leases.Regressions()
+}
+
 // Claim implements uidcore.Assigner. Leased mode returns a
 // *workerid.Lease; disposable mode takes the next value of the counter, or
 // fails with workerid.ErrWorkerIDsExhausted beyond the layout's range
@@ -341,6 +357,11 @@ type kvLeaseStore struct {
 	nc     *nats.Conn // for reads at the stream leader (kv_leader.go)
 	bucket string
 	log    *slog.Logger
+
+	// revs is the last revision each owner token wrote (its claim and
+	// renewals): the leader answering with an older one forgot them.
+	mu   sync.Mutex
+	revs map[string]uint64
 }
 
 // Acquire implements workerid.LeaseStore: it reads all lease keys once,
@@ -375,11 +396,14 @@ func (s *kvLeaseStore) tryAcquire(ctx context.Context, req workerid.LeaseRequest
 	now := time.Now()
 	rec := kvLease{Owner: req.Token, ExpiresMs: now.Add(req.TTL).UnixMilli(), Host: req.Host.Name,
 		Port: req.Host.Port, Type: int(req.Host.Type), UpdatedMs: now.UnixMilli()}
-	var err error
+	var (
+		err error
+		rev uint64
+	)
 	e, found := leases[id]
 	switch {
 	case !found:
-		_, err = s.kv.Create(ctx, leaseKey(id), rec.encode())
+		rev, err = s.kv.Create(ctx, leaseKey(id), rec.encode())
 	case e.Operation() != jetstream.KeyValuePut:
 		// Deleted or purged by hand: the reserved second is gone, so the
 		// worker ID is not safe to reuse.
@@ -398,11 +422,11 @@ func (s *kvLeaseStore) tryAcquire(ctx context.Context, req workerid.LeaseRequest
 		if prev.Owner != "" && prev.ExpiresMs > now.UnixMilli() {
 			return workerid.Grant{}, false, nil
 		}
-		if !futureToo && prev.Reserved > now.Unix()+1 {
+		if !futureToo && prev.Reserved+req.Margin > now.Unix()+1 {
 			return workerid.Grant{}, false, nil
 		}
 		rec.Reserved = prev.Reserved
-		_, err = s.kv.Update(ctx, leaseKey(id), rec.encode(), e.Revision())
+		rev, err = s.kv.Update(ctx, leaseKey(id), rec.encode(), e.Revision())
 	}
 	if lostRace(err) {
 		return workerid.Grant{}, false, nil
@@ -410,6 +434,7 @@ func (s *kvLeaseStore) tryAcquire(ctx context.Context, req workerid.LeaseRequest
 	if err != nil {
 		return workerid.Grant{}, false, err
 	}
+	s.wrote(req.Token, rev)
 	return workerid.Grant{WorkerID: id, Token: req.Token, PrevReserved: rec.Reserved}, true, nil
 }
 
@@ -440,47 +465,89 @@ func (s *kvLeaseStore) snapshot(ctx context.Context) (map[uint64]jetstream.KeyVa
 }
 
 // Renew implements workerid.LeaseStore.
-func (s *kvLeaseStore) Renew(ctx context.Context, workerID uint64, token string, ttl time.Duration, reserved int64) error {
-	return s.update(ctx, workerID, token, func(l *kvLease, now time.Time) {
+func (s *kvLeaseStore) Renew(ctx context.Context, workerID uint64, token string, ttl time.Duration, reserved, verified int64) error {
+	return s.update(ctx, workerID, token, verified, false, func(l *kvLease, now time.Time) {
 		l.ExpiresMs = now.Add(ttl).UnixMilli()
 		l.Reserved = max(l.Reserved, reserved)
 	})
 }
 
 // Release implements workerid.LeaseStore; the reserved second stays,
-// lowered to usedUpTo when that is smaller.
-func (s *kvLeaseStore) Release(ctx context.Context, workerID uint64, token string, usedUpTo int64) error {
-	return s.update(ctx, workerID, token, func(l *kvLease, _ time.Time) {
+// raised to verified and lowered to usedUpTo when that is smaller.
+func (s *kvLeaseStore) Release(ctx context.Context, workerID uint64, token string, usedUpTo, verified int64) error {
+	defer s.forget(token)
+	return s.update(ctx, workerID, token, verified, true, func(l *kvLease, _ time.Time) {
 		l.Owner = ""
 		l.ExpiresMs = 0
-		l.Reserved = min(l.Reserved, usedUpTo)
+		l.Reserved = min(max(l.Reserved, verified), usedUpTo)
 	})
 }
 
 // update changes token's lease with a revision check, re-reading when
 // another write came in between; a lease with another owner (or none),
-// as the stream leader has it, is ErrLeaseTaken.
-func (s *kvLeaseStore) update(ctx context.Context, workerID uint64, token string, change func(*kvLease, time.Time)) error {
+// as the stream leader has it, is ErrLeaseTaken; one older than what
+// token wrote (below verified, a revision below its last write, or gone)
+// is ErrLeaseRegression, unless repair is set (a release raising it back).
+func (s *kvLeaseStore) update(ctx context.Context, workerID uint64, token string, verified int64, repair bool, change func(*kvLease, time.Time)) error {
 	key := leaseKey(workerID)
 	fresh := false
 	for {
-		l, rev, ours, err := s.readLease(ctx, key, token, fresh)
+		l, rev, ours, found, err := s.readLease(ctx, key, token, fresh)
 		if err != nil {
 			return err
+		}
+		last := s.written(token)
+		if !fresh && ours && (rev < last || l.Reserved < verified) {
+			fresh = true // a replica may lag: only the leader's word counts
+			continue
+		}
+		// readLease asked the leader for anything not token's.
+		if !repair && (rev < last || !found && last > 0) {
+			return fmt.Errorf("%w: worker ID %d (key %s) is at revision %d (found %v), this owner wrote revision %d", workerid.ErrLeaseRegression, workerID, key, rev, found, last)
 		}
 		if !ours {
 			return fmt.Errorf("%w: worker ID %d (key %s)", workerid.ErrLeaseTaken, workerID, key)
 		}
+		if l.Reserved < verified && !repair {
+			return fmt.Errorf("%w: worker ID %d (key %s) reserves up to second %d, the store had acknowledged %d to this owner", workerid.ErrLeaseRegression, workerID, key, l.Reserved, verified)
+		}
 		now := time.Now()
 		change(&l, now)
 		l.UpdatedMs = now.UnixMilli()
-		_, err = s.kv.Update(ctx, key, l.encode(), rev)
+		rev, err = s.kv.Update(ctx, key, l.encode(), rev)
 		if lostRace(err) {
 			// Another write came in, or the copy read was behind: the
 			// leader says which.
 			fresh = true
 			continue
 		}
+		if err == nil {
+			s.wrote(token, rev)
+		}
 		return err
 	}
+}
+
+// written is the last revision token wrote (0: none known).
+func (s *kvLeaseStore) written(token string) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.revs[token]
+}
+
+// wrote records that token wrote revision rev.
+func (s *kvLeaseStore) wrote(token string, rev uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.revs == nil {
+		s.revs = map[string]uint64{}
+	}
+	s.revs[token] = max(s.revs[token], rev)
+}
+
+// forget drops token's revision once it released its lease.
+func (s *kvLeaseStore) forget(token string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.revs, token)
 }

@@ -77,7 +77,7 @@ func TestKVRenewalTrustsOnlyTheLeaderWithALoss(t *testing.T) {
 	}
 	// Before the stale copy exists, renewals work (the test can fail on
 	// the copy only).
-	if err := s.Renew(ctx, g.WorkerID, req.Token, req.TTL, 100); err != nil {
+	if err := s.Renew(ctx, g.WorkerID, req.Token, req.TTL, 100, 0); err != nil {
 		t.Fatalf("renew: %v", err)
 	}
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{
@@ -105,7 +105,7 @@ func TestKVRenewalTrustsOnlyTheLeaderWithALoss(t *testing.T) {
 		t.Fatal("no read met the stale copy: the test proves nothing")
 	}
 	for i := range 40 {
-		if err := s.Renew(ctx, g.WorkerID, req.Token, req.TTL, int64(101+i)); err != nil {
+		if err := s.Renew(ctx, g.WorkerID, req.Token, req.TTL, int64(101+i), int64(100+i)); err != nil {
 			t.Fatalf("renewal %d with a stale copy answering %d of 40 reads: %v", i, stale, err)
 		}
 	}
@@ -126,14 +126,14 @@ func TestKVRenewalTrustsOnlyTheLeaderWithALoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 10 {
-		if err := s.Renew(ctx, g.WorkerID, req.Token, req.TTL, 200); !errors.Is(err, workerid.ErrLeaseTaken) {
+		if err := s.Renew(ctx, g.WorkerID, req.Token, req.TTL, 200, 140); !errors.Is(err, workerid.ErrLeaseTaken) {
 			t.Fatalf("renewal of a lease taken over: %v, want ErrLeaseTaken", err)
 		}
 	}
 	if err := kv.Delete(ctx, leaseKey(g.WorkerID)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Renew(ctx, g.WorkerID, "token-b", req.TTL, 200); !errors.Is(err, workerid.ErrLeaseTaken) {
+	if err := s.Renew(ctx, g.WorkerID, "token-b", req.TTL, 200, 0); !errors.Is(err, workerid.ErrLeaseTaken) {
 		t.Fatalf("renewal of a deleted lease: %v, want ErrLeaseTaken", err)
 	}
 }

@@ -72,25 +72,27 @@ func (s *kvLeaseStore) leaderGet(ctx context.Context, key string) (leaderEntry, 
 // readLease reads key for an update by token: through the bucket (any
 // replica) first, and, when that copy is not token's or the last write
 // lost a revision race (a copy may be behind), at the stream leader.
-// Only the leader's word makes a lease lost.
-func (s *kvLeaseStore) readLease(ctx context.Context, key, token string, fresh bool) (kvLease, uint64, bool, error) {
+// Only the leader's word makes a lease lost. found is false when the
+// leader has no value for key (never written, deleted or purged); rev is
+// the revision read, token's or not.
+func (s *kvLeaseStore) readLease(ctx context.Context, key, token string, fresh bool) (l kvLease, rev uint64, ours, found bool, err error) {
 	if !fresh {
 		e, err := s.kv.Get(ctx, key)
 		if err == nil {
 			if l, derr := decodeKVLease(e.Value()); derr == nil && l.Owner == token {
-				return l, e.Revision(), true, nil
+				return l, e.Revision(), true, true, nil
 			}
 		} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
-			return kvLease{}, 0, false, err
+			return kvLease{}, 0, false, false, err
 		}
 	}
 	le, err := s.leaderGet(ctx, key)
 	if err != nil || !le.found {
-		return kvLease{}, 0, false, err
+		return kvLease{}, le.revision, false, false, err
 	}
-	l, err := decodeKVLease(le.value)
+	l, err = decodeKVLease(le.value)
 	if err != nil || l.Owner != token {
-		return kvLease{}, 0, false, nil
+		return kvLease{}, le.revision, false, true, nil
 	}
-	return l, le.revision, true, nil
+	return l, le.revision, true, true, nil
 }

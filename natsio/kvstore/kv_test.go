@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -68,6 +69,18 @@ func kvStore(addr, bucket string) workeridtest.Store {
 		Addr: addr,
 		New: func(t testing.TB, cfg workerid.Config, via string) uidcore.Assigner {
 			return newKVAssigner(t, kvstore.Config{Config: cfg, Bucket: bucket}, via)
+		},
+		LeaseRecord: func(t testing.TB, workerID uint64) []byte {
+			e, err := kvBucket(t, addr, bucket).Get(context.Background(), "lease."+strconv.FormatUint(workerID, 10))
+			if err != nil {
+				t.Fatalf("read lease %d: %v", workerID, err)
+			}
+			return e.Value()
+		},
+		PutLeaseRecord: func(t testing.TB, workerID uint64, record []byte) {
+			if _, err := kvBucket(t, addr, bucket).Put(context.Background(), "lease."+strconv.FormatUint(workerID, 10), record); err != nil {
+				t.Fatalf("write lease %d back: %v", workerID, err)
+			}
 		},
 	}
 }
@@ -139,7 +152,8 @@ func tempBucket(t *testing.T, addr string) string {
 }
 
 // kvBucket opens the bucket of the tests directly.
-func kvBucket(t *testing.T, addr, bucket string) jetstream.KeyValue {
+func kvBucket(t testing.TB, addr, bucket string) jetstream.KeyValue {
+	t.Helper()
 	js, err := jetstream.New(kvConnect(t, addr))
 	if err != nil {
 		t.Fatal(err)

@@ -51,23 +51,27 @@ func (s *SequenceStore) read(ctx context.Context, name string) (uint64, uint64, 
 }
 
 // Take implements sequence.SegmentStore.
-func (s *SequenceStore) Take(ctx context.Context, name string, step uint64) (sequence.Segment, error) {
+func (s *SequenceStore) Take(ctx context.Context, name string, step, floor uint64) (sequence.Segment, error) {
 	for {
 		end, rev, err := s.read(ctx, name)
 		if err != nil {
 			return sequence.Segment{}, err
 		}
-		if step > sequence.MaxValue-end {
-			return sequence.Segment{}, fmt.Errorf("%w: %q is at %d", sequence.ErrExhausted, name, end)
+		seg := sequence.TakeFrom(end, floor, step)
+		if step > sequence.MaxValue-seg.From {
+			return sequence.Segment{}, fmt.Errorf("%w: %q is at %d", sequence.ErrExhausted, name, seg.From)
 		}
-		_, err = s.kv.Update(ctx, kvSequencePrefix+name, []byte(strconv.FormatUint(end+step, 10)), rev)
+		if seg.To == end {
+			return seg, nil // a check (step 0) that found the counter in place
+		}
+		_, err = s.kv.Update(ctx, kvSequencePrefix+name, []byte(strconv.FormatUint(seg.To, 10)), rev)
 		if lostRace(err) {
 			continue
 		}
 		if err != nil {
 			return sequence.Segment{}, err
 		}
-		return sequence.Segment{From: end, To: end + step}, nil
+		return seg, nil
 	}
 }
 

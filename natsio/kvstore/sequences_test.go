@@ -2,6 +2,7 @@ package kvstore_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -17,6 +18,10 @@ func kvSequenceStore(addr, bucket string) sequencetest.Store {
 		cfg.Bucket = bucket
 		s, _ := newKVAssigner(t, cfg, via).Sequences(context.Background())
 		return s
+	}, SetCounter: func(t testing.TB, name string, v uint64) {
+		if _, err := kvBucket(t, addr, bucket).Put(context.Background(), "seq."+name, []byte(strconv.FormatUint(v, 10))); err != nil {
+			t.Fatalf("put seq.%s back to %d: %v", name, v, err)
+		}
 	}}
 }
 
@@ -43,7 +48,7 @@ func TestKVSequenceDeletedKeyNotRedeclared(t *testing.T) {
 	if created, err := s.Declare(ctx, "orders", 1); err != nil || !created {
 		t.Fatalf("Declare: %v, %v", created, err)
 	}
-	if _, err := s.Take(ctx, "orders", 100); err != nil {
+	if _, err := s.Take(ctx, "orders", 100, 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := kvBucket(t, addr, kvstore.DefaultConfig().Bucket).Delete(ctx, "seq.orders"); err != nil {

@@ -24,18 +24,27 @@ func NewMemStore() *MemStore { return &MemStore{max: map[string]uint64{}} }
 func (m *MemStore) String() string { return "memory store" }
 
 // Take implements sequence.SegmentStore.
-func (m *MemStore) Take(_ context.Context, name string, step uint64) (sequence.Segment, error) {
+func (m *MemStore) Take(_ context.Context, name string, step, floor uint64) (sequence.Segment, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	cur, ok := m.max[name]
 	if !ok {
 		return sequence.Segment{}, &sequence.UnknownError{Name: name}
 	}
-	if step > sequence.MaxValue-cur {
-		return sequence.Segment{}, fmt.Errorf("%w: %q at %d", sequence.ErrExhausted, name, cur)
+	seg := sequence.TakeFrom(cur, floor, step)
+	if step > sequence.MaxValue-seg.From {
+		return sequence.Segment{}, fmt.Errorf("%w: %q at %d", sequence.ErrExhausted, name, seg.From)
 	}
-	m.max[name] = cur + step
-	return sequence.Segment{From: cur, To: cur + step}, nil
+	m.max[name] = seg.To
+	return seg, nil
+}
+
+// SetCounter puts name's counter at v behind the allocators' back: what a
+// store that forgot allocations looks like.
+func (m *MemStore) SetCounter(name string, v uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.max[name] = v
 }
 
 // GiveBack implements sequence.SegmentStore.

@@ -30,6 +30,10 @@ type Store struct {
 	// each call is a new client, as another instance would have. It is
 	// closed when the test ends; call it from the test's goroutine.
 	New func(t testing.TB, addr string) sequence.SegmentStore
+	// SetCounter puts name's counter back to v behind every allocator's
+	// back: what a store that forgot allocations (a power loss, a
+	// failover) looks like. Nil: the loss tests skip.
+	SetCounter func(t testing.TB, name string, v uint64)
 }
 
 // Config is the allocator configuration of the suite: small steps, so
@@ -53,6 +57,8 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		"UnknownSequence":         testUnknownSequence,
 		"BatchLargerThanMaxStep":  testBatchLargerThanMaxStep,
 		"StepDoublesUpToTheLimit": testStepDoubles,
+		"TakeAboveFloor":          testTakeAboveFloor,
+		"ForgottenSegments":       testForgottenSegments,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -76,7 +82,7 @@ func declare(t testing.TB, s sequence.SegmentStore, name string, first uint64) {
 
 func take(t testing.TB, s sequence.SegmentStore, name string, step uint64) sequence.Segment {
 	t.Helper()
-	seg, err := s.Take(ctxFor(t, 10*time.Second), name, step)
+	seg, err := s.Take(ctxFor(t, 10*time.Second), name, step, 0)
 	if err != nil {
 		t.Fatalf("Take %s %d: %v", name, step, err)
 	}
@@ -152,7 +158,7 @@ func testConcurrentTakers(t *testing.T, st Store) {
 		wg.Go(func() {
 			for j := range each {
 				step := uint64(1 + (i*7+j)%13)
-				seg, err := s.Take(context.Background(), "orders", step)
+				seg, err := s.Take(context.Background(), "orders", step, 0)
 				if err == nil && seg.Len() != step {
 					err = fmt.Errorf("asked for %d, got %s", step, seg)
 				}
@@ -218,7 +224,7 @@ func testGiveBackRaces(t *testing.T, st Store) {
 	for i, s := range stores {
 		wg.Go(func() {
 			for j := range rounds {
-				seg, err := s.Take(context.Background(), "invoices", 10)
+				seg, err := s.Take(context.Background(), "invoices", 10, 0)
 				if err != nil {
 					errs <- err
 					return
@@ -472,7 +478,7 @@ func testStoreCut(t *testing.T, st Store) {
 // served without a restart.
 func testUnknownSequence(t *testing.T, st Store) {
 	s := st.New(t, st.Addr)
-	if _, err := s.Take(ctxFor(t, 10*time.Second), "nosuch", 10); !errors.Is(err, sequence.ErrUnknownSequence) {
+	if _, err := s.Take(ctxFor(t, 10*time.Second), "nosuch", 10, 0); !errors.Is(err, sequence.ErrUnknownSequence) {
 		t.Fatalf("Take of an undeclared name: %v", err)
 	}
 	a := NewAllocator(t, s, Config())

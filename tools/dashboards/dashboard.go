@@ -198,6 +198,8 @@ func rows() []row {
 				q(`min by (instance) (uid_runway_remaining_seconds{`+sel+`})`, "{{instance}}")),
 			series("Runway warning", "1 while the runway is under DISPENSER_RUNWAY_WARNING (the dispenser also logs it once a day).", "short", 12,
 				q(`max by (instance) (uid_runway_warning{`+sel+`})`, "{{instance}}")),
+			series("Store regressions", "Times an instance found the worker-ID store answering with records older than it had acknowledged (a power loss under lazy fsync, a lossy failover), per rate interval: lease (the owner stopped issuing under that worker ID and claimed another) or sequence (the counter was raised back past the numbers handed out). Anything above 0 is an incident: alert UIDStoreRegression.", "short", 24,
+				q(`sum by (instance, record) (increase(uid_store_regressions_total{`+sel+`}`+rate+`))`, "{{record}} {{instance}}")),
 		}},
 		{"Sequences", []cog.Builder[dashboard.Panel]{
 			series("Sequence numbers handed out", "Numbers of the named sequences handed out per second, by endpoint (uid.seq.<name>.next and .batch).", "short", 8,

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strings"
 	"time"
 
@@ -230,6 +231,21 @@ func redactPassword(msg, password string) string {
 	return strings.ReplaceAll(msg, password, "***")
 }
 
+// LossMargin is how far after a recorded reservation a new owner starts
+// (workerid.LeaseMargin), in seconds: a new generation starts after the
+// lease horizon plus it.
+func (a *Assigner) LossMargin() int64 { return a.cfg.Config.LossMargin() }
+
+// Regressions is how many times a lease found its record older than what
+// the store had acknowledged to it (workerid.LeaseAssigner.Regressions);
+// 0 in disposable mode.
+func (a *Assigner) Regressions() uint64 {
+	if a.leases == nil {
+		return 0
+	}
+	return a.leases.Regressions()
+}
+
 // Claim implements uidcore.Assigner. Leased mode returns a *Lease;
 // disposable mode inserts a WORKER_NODE row and returns a claim on its
 // auto-increment ID, or an error wrapping ErrWorkerIDsExhausted when that
@@ -367,8 +383,8 @@ func retryableRace(err error) bool {
 }
 
 // recycle takes the lowest expired or released lease of the range, with pastOnly only
-// one reserved at most a second beyond the database's clock (what a
-// generator may run ahead anyway).
+// one whose reservation plus the loss margin is at most a second beyond
+// the database's clock (what a generator may run ahead anyway).
 func (s *mysqlLeaseStore) recycle(ctx context.Context, req workerid.LeaseRequest, pastOnly bool) (g workerid.Grant, ok bool, err error) {
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	if err != nil {
@@ -381,8 +397,8 @@ func (s *mysqlLeaseStore) recycle(ctx context.Context, req workerid.LeaseRequest
 	}()
 	res, err := tx.ExecContext(ctx, "UPDATE "+s.table+" SET OWNER_TOKEN = ?, LEASE_EXPIRY = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, "+
 		"HOST_NAME = ?, PORT = ?, TYPE = ?, MODIFIED = UTC_TIMESTAMP(6) "+
-		"WHERE LEASE_EXPIRY < UTC_TIMESTAMP(6) AND WORKER_ID BETWEEN ? AND ? AND (? = 0 OR RESERVED_SECOND <= UNIX_TIMESTAMP() + 1) ORDER BY WORKER_ID LIMIT 1",
-		req.Token, req.TTL.Microseconds(), req.Host.Name, req.Host.Port, int(req.Host.Type), req.MinWorkerID, req.MaxWorkerID, pastOnly)
+		"WHERE LEASE_EXPIRY < UTC_TIMESTAMP(6) AND WORKER_ID BETWEEN ? AND ? AND (? = 0 OR RESERVED_SECOND + ? <= UNIX_TIMESTAMP() + 1) ORDER BY WORKER_ID LIMIT 1",
+		req.Token, req.TTL.Microseconds(), req.Host.Name, req.Host.Port, int(req.Host.Type), req.MinWorkerID, req.MaxWorkerID, pastOnly, req.Margin)
 	if err != nil {
 		return workerid.Grant{}, false, err
 	}
@@ -399,42 +415,51 @@ func (s *mysqlLeaseStore) recycle(ctx context.Context, req workerid.LeaseRequest
 	return workerid.Grant{WorkerID: uint64(id), Token: req.Token, PrevReserved: reserved}, true, nil
 }
 
-// Renew implements LeaseStore.
-func (s *mysqlLeaseStore) Renew(ctx context.Context, workerID uint64, token string, ttl time.Duration, reserved int64) error {
+// Renew implements LeaseStore: one UPDATE that matches only token's row
+// still reserving at least verified, so that a row the database forgot
+// writes of (a failover to a replica that lacked them) is never extended.
+func (s *mysqlLeaseStore) Renew(ctx context.Context, workerID uint64, token string, ttl time.Duration, reserved, verified int64) error {
 	res, err := s.db.ExecContext(ctx, "UPDATE "+s.table+" SET LEASE_EXPIRY = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, "+
-		"RESERVED_SECOND = GREATEST(RESERVED_SECOND, ?), MODIFIED = UTC_TIMESTAMP(6) WHERE WORKER_ID = ? AND OWNER_TOKEN = ?",
-		ttl.Microseconds(), reserved, workerID, token)
+		"RESERVED_SECOND = GREATEST(RESERVED_SECOND, ?), MODIFIED = UTC_TIMESTAMP(6) WHERE WORKER_ID = ? AND OWNER_TOKEN = ? AND RESERVED_SECOND >= ?",
+		ttl.Microseconds(), reserved, workerID, token, verified)
 	if err != nil {
 		return err
 	}
-	return s.checkOwner(ctx, res, workerID, token)
+	return s.checkOwner(ctx, res, workerID, token, verified)
 }
 
 // Release implements LeaseStore.
-func (s *mysqlLeaseStore) Release(ctx context.Context, workerID uint64, token string, usedUpTo int64) error {
+func (s *mysqlLeaseStore) Release(ctx context.Context, workerID uint64, token string, usedUpTo, verified int64) error {
 	res, err := s.db.ExecContext(ctx, "UPDATE "+s.table+" SET OWNER_TOKEN = '', LEASE_EXPIRY = '1970-01-01 00:00:00', "+
-		"RESERVED_SECOND = LEAST(RESERVED_SECOND, ?), MODIFIED = UTC_TIMESTAMP(6) WHERE WORKER_ID = ? AND OWNER_TOKEN = ?", usedUpTo, workerID, token)
+		"RESERVED_SECOND = LEAST(GREATEST(RESERVED_SECOND, ?), ?), MODIFIED = UTC_TIMESTAMP(6) WHERE WORKER_ID = ? AND OWNER_TOKEN = ?", verified, usedUpTo, workerID, token)
 	if err != nil {
 		return err
 	}
-	return s.checkOwner(ctx, res, workerID, token)
+	return s.checkOwner(ctx, res, workerID, token, math.MinInt64)
 }
 
-// checkOwner turns an update that matched no row into ErrLeaseTaken,
-// unless the row is still token's (an update that changed nothing).
-func (s *mysqlLeaseStore) checkOwner(ctx context.Context, res sql.Result, workerID uint64, token string) error {
+// checkOwner turns an update that matched no row into ErrLeaseTaken
+// (another owner), ErrLeaseRegression (no row, or token's row reserving
+// less than verified: the database forgot token's writes), or nil (the
+// row is token's and the update changed nothing).
+func (s *mysqlLeaseStore) checkOwner(ctx context.Context, res sql.Result, workerID uint64, token string, verified int64) error {
 	if n, err := res.RowsAffected(); err != nil || n > 0 {
 		return err
 	}
-	var owner string
-	err := s.db.QueryRowContext(ctx, "SELECT OWNER_TOKEN FROM "+s.table+" WHERE WORKER_ID = ?", workerID).Scan(&owner)
+	var (
+		owner    string
+		reserved int64
+	)
+	err := s.db.QueryRowContext(ctx, "SELECT OWNER_TOKEN, RESERVED_SECOND FROM "+s.table+" WHERE WORKER_ID = ?", workerID).Scan(&owner, &reserved)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return fmt.Errorf("%w: worker ID %d has no lease row", workerid.ErrLeaseTaken, workerID)
+		return fmt.Errorf("%w: worker ID %d has no lease row", workerid.ErrLeaseRegression, workerID)
 	case err != nil:
 		return err
 	case owner != token:
 		return fmt.Errorf("%w: worker ID %d", workerid.ErrLeaseTaken, workerID)
+	case reserved < verified:
+		return fmt.Errorf("%w: worker ID %d reserves up to second %d, the database had acknowledged %d to this owner", workerid.ErrLeaseRegression, workerID, reserved, verified)
 	}
 	return nil
 }

@@ -47,35 +47,46 @@ var _ sequence.Keeper = (*Assigner)(nil)
 
 func (s *SequenceStore) String() string { return s.name }
 
-// Take implements sequence.SegmentStore: one UPDATE advancing MAX_ID
-// (the row lock orders concurrent takers) and the read of the new value,
-// in one transaction.
-func (s *SequenceStore) Take(ctx context.Context, name string, step uint64) (sequence.Segment, error) {
+// Take implements sequence.SegmentStore: the row read with FOR UPDATE
+// (its lock orders concurrent takers) and MAX_ID advanced from it, or
+// from floor when it is below, in one transaction.
+func (s *SequenceStore) Take(ctx context.Context, name string, step, floor uint64) (sequence.Segment, error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return sequence.Segment{}, s.a.classify(err, "")
 	}
 	defer func() { _ = tx.Rollback() }()
-	res, err := tx.ExecContext(ctx, "UPDATE "+s.table+" SET MAX_ID = MAX_ID + ?, STEP = ?, MODIFIED = UTC_TIMESTAMP(6) WHERE BIZ_TAG = ? AND MAX_ID <= ?",
-		step, step, name, uint64(sequence.MaxValue)-step)
-	if err != nil {
-		return sequence.Segment{}, s.a.classify(err, "")
-	}
 	var maxID int64
-	err = tx.QueryRowContext(ctx, "SELECT MAX_ID FROM "+s.table+" WHERE BIZ_TAG = ?", name).Scan(&maxID)
+	err = tx.QueryRowContext(ctx, "SELECT MAX_ID FROM "+s.table+" WHERE BIZ_TAG = ? FOR UPDATE", name).Scan(&maxID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return sequence.Segment{}, &sequence.UnknownError{Name: name}
 	}
 	if err != nil {
 		return sequence.Segment{}, s.a.classify(err, "")
 	}
-	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		return sequence.Segment{}, fmt.Errorf("%w: %q is at %d", sequence.ErrExhausted, name, maxID)
+	if maxID < 0 {
+		return sequence.Segment{}, fmt.Errorf("workerid: %s: %q holds MAX_ID %d, not a sequence's end: restore it (never lower it)", s.name, name, maxID)
+	}
+	seg := sequence.TakeFrom(uint64(maxID), floor, step)
+	if step > sequence.MaxValue-seg.From {
+		return sequence.Segment{}, fmt.Errorf("%w: %q is at %d", sequence.ErrExhausted, name, seg.From)
+	}
+	if seg.To == uint64(maxID) {
+		return seg, nil // a check (step 0) that found the counter in place
+	}
+	set := "MAX_ID = ?"
+	args := []any{seg.To}
+	if step > 0 {
+		set += ", STEP = ?"
+		args = append(args, step)
+	}
+	if _, err := tx.ExecContext(ctx, "UPDATE "+s.table+" SET "+set+", MODIFIED = UTC_TIMESTAMP(6) WHERE BIZ_TAG = ?", append(args, name)...); err != nil {
+		return sequence.Segment{}, s.a.classify(err, "")
 	}
 	if err := tx.Commit(); err != nil {
 		return sequence.Segment{}, s.a.classify(err, "")
 	}
-	return sequence.Segment{From: uint64(maxID) - step, To: uint64(maxID)}, nil
+	return seg, nil
 }
 
 // GiveBack implements sequence.SegmentStore: MAX_ID goes back to

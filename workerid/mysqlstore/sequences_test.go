@@ -43,6 +43,10 @@ func TestMySQLSequenceConformance(t *testing.T) {
 		mysqlSequenceStore(t, dsn)
 		return sequencetest.Store{Addr: c.Addr, New: func(t testing.TB, addr string) sequence.SegmentStore {
 			return mysqlSequenceStore(t, withAddr(t, dsn, addr))
+		}, SetCounter: func(t testing.TB, name string, v uint64) {
+			if _, err := openDB(t, dsn).Exec("UPDATE UID_SEQUENCE SET MAX_ID = ? WHERE BIZ_TAG = ?", v, name); err != nil {
+				t.Fatalf("put %s back to %d: %v", name, v, err)
+			}
 		}}
 	})
 }

@@ -27,16 +27,24 @@ type Store struct {
 	// addr (Addr or a proxy's). It closes the assigner when the test
 	// ends and must be called from the test's goroutine.
 	New func(t testing.TB, cfg workerid.Config, addr string) uidcore.Assigner
+	// LeaseRecord reads worker ID workerID's lease record as the store
+	// holds it (opaque bytes), and PutLeaseRecord writes such a record
+	// back behind its owner's back: what a store that forgot writes (a
+	// power loss, a failover) looks like. Nil: the loss tests skip.
+	LeaseRecord    func(t testing.TB, workerID uint64) []byte
+	PutLeaseRecord func(t testing.TB, workerID uint64, record []byte)
 }
 
 // Config is the configuration the suite starts from: short leases so the
-// tests finish in seconds.
+// tests finish in seconds, and a store that keeps what it acknowledged
+// (no loss window; the loss tests set one).
 func Config(mode workerid.Mode) workerid.Config {
 	cfg := workerid.DefaultConfig()
 	cfg.Mode = mode
 	cfg.LeaseTTL = 2 * time.Second
 	cfg.ReserveChunk = 5 * time.Second
 	cfg.StoreStartupDeadline = 10 * time.Second
+	cfg.StoreLossWindow = -1
 	return cfg
 }
 
@@ -67,6 +75,8 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		"ReserveOnDemand":      testReserveOnDemand,
 		"RegionsConcurrent":    testRegionsConcurrentClaimers,
 		"RegionsLanes":         testRegionsLanes,
+		"ForgottenRenewal":     testForgottenRenewal,
+		"LossMargin":           testLossMargin,
 	}
 	for name, test := range leased {
 		t.Run("leased/"+name, func(t *testing.T) {

@@ -1,0 +1,151 @@
+package sequencetest
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/uid-dispenser/uid-dispenser/internal/testwait"
+	"github.com/uid-dispenser/uid-dispenser/sequence"
+)
+
+// testTakeAboveFloor: a take never starts below its floor, and says by
+// how much the store's counter was below it; a take of 0 numbers raises
+// the counter to the floor and never lowers it.
+func testTakeAboveFloor(t *testing.T, st Store) {
+	if st.SetCounter == nil {
+		t.Skip("the store cannot be put back")
+	}
+	s := st.New(t, st.Addr)
+	declare(t, s, "orders", 1)
+	ctx := ctxFor(t, 20*time.Second)
+	take := func(step, floor uint64) sequence.Segment {
+		t.Helper()
+		seg, err := s.Take(ctx, "orders", step, floor)
+		if err != nil {
+			t.Fatalf("Take(%d, floor %d): %v", step, floor, err)
+		}
+		return seg
+	}
+	if seg := take(10, 0); seg != (sequence.Segment{From: 1, To: 11}) {
+		t.Fatalf("first take %+v, want [1, 11)", seg)
+	}
+	st.SetCounter(t, "orders", 1) // the store forgot it
+	if seg := take(10, 11); seg != (sequence.Segment{From: 11, To: 21, Behind: 10}) {
+		t.Fatalf("take above the floor %+v, want [11, 21) 10 behind", seg)
+	}
+	if seg := take(10, 0); seg != (sequence.Segment{From: 21, To: 31}) {
+		t.Fatalf("take after the raise %+v, want [21, 31)", seg)
+	}
+	if seg := take(0, 31); seg != (sequence.Segment{From: 31, To: 31}) {
+		t.Fatalf("check at the counter %+v, want nothing behind", seg)
+	}
+	if seg := take(0, 5); seg.Behind != 0 {
+		t.Fatalf("a check below the counter %+v lowered it", seg)
+	}
+	if seg := take(0, 40); seg != (sequence.Segment{From: 40, To: 40, Behind: 9}) {
+		t.Fatalf("raise to 40 %+v, want 9 behind", seg)
+	}
+	if seg := take(10, 0); seg != (sequence.Segment{From: 40, To: 50}) {
+		t.Fatalf("take after raising to 40: %+v, want [40, 50)", seg)
+	}
+}
+
+// testForgottenSegments: two instances hand out numbers from many
+// goroutines while the store forgets every segment it gave them (its
+// counter put back to where it started); a third instance starts right
+// after. The survivors' takes and checks raise the counter past what they
+// were given, the newcomer waits its settle period, and no number is
+// handed out twice.
+func testForgottenSegments(t *testing.T, st Store) {
+	if st.SetCounter == nil {
+		t.Skip("the store cannot be put back")
+	}
+	cfg := Config()
+	cfg.CheckInterval = 50 * time.Millisecond
+	const name = "orders"
+	declare(t, st.New(t, st.Addr), name, 1)
+	var (
+		mu   sync.Mutex
+		seen = map[uint64]int{}
+	)
+	draw := func(a *sequence.Allocator, stop <-chan struct{}, wg *sync.WaitGroup) {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			var batch [3]uint64
+			err := a.Fill(ctx, name, batch[:])
+			cancel()
+			if err != nil {
+				continue
+			}
+			mu.Lock()
+			for _, n := range batch {
+				seen[n]++
+			}
+			mu.Unlock()
+		}
+	}
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var survivors []*sequence.Allocator
+	for range 2 {
+		a, err := sequence.NewAllocator(st.New(t, st.Addr), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Abandon()
+		survivors = append(survivors, a)
+		for range 3 {
+			wg.Add(1)
+			go draw(a, stop, &wg)
+		}
+	}
+	testwait.WaitFor(t, 30*time.Second, "numbers from several segments", func() bool { return count() > 500 })
+	st.SetCounter(t, name, 1) // the store forgot every segment
+	late := cfg
+	late.Settle = 2 * time.Second // 40 check intervals of the survivors
+	newcomer, err := sequence.NewAllocator(st.New(t, st.Addr), late)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer newcomer.Abandon()
+	for range 3 {
+		wg.Add(1)
+		go draw(newcomer, stop, &wg)
+	}
+	before := count()
+	testwait.WaitFor(t, 60*time.Second, "numbers from the newcomer and the survivors after the loss", func() bool {
+		return count() > before+1000 && newcomer.Stats()[0].Issued > 0
+	})
+	close(stop)
+	wg.Wait()
+	regressions := survivors[0].Regressions() + survivors[1].Regressions()
+	if regressions == 0 {
+		t.Error("no regression counted: the test did not reach the loss")
+	}
+	if newcomer.Regressions() != 0 {
+		t.Errorf("the newcomer counted %d regressions: it was given nothing before the loss", newcomer.Regressions())
+	}
+	dups := 0
+	for _, c := range seen {
+		if c > 1 {
+			dups++
+		}
+	}
+	if dups > 0 {
+		t.Fatalf("%d of %d numbers handed out twice", dups, len(seen))
+	}
+	t.Logf("%d numbers, 0 duplicates; %d regressions found by the survivors", len(seen), regressions)
+}
