@@ -115,14 +115,14 @@ type seqState struct {
 	// dropped: removed from the allocator (forget); set under mu.
 	dropped bool
 
-	mu       sync.Mutex
-	held     []Segment // in the order taken; numbers come from held[0]
+	mu   sync.Mutex
+	held []Segment // in the order taken; numbers come from held[0]
 	// high is the end of the highest segment the store gave this
 	// allocator: every take asks for segments at or above it, and the
 	// checks raise the store's counter back to it.
 	high     uint64
-	curSize  uint64    // held[0]'s size when taken
-	step     uint64    // size of the next background take
+	curSize  uint64 // held[0]'s size when taken
+	step     uint64 // size of the next background take
 	lastTake time.Time
 	fetch    *fetch // in flight, or nil
 	failedAt time.Time

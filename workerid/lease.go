@@ -272,7 +272,7 @@ type Lease struct {
 	log         *slog.Logger
 	regressions *atomic.Uint64 // the assigner's count
 
-	reserved atomic.Int64          // last second reserved in the store (as far as this process knows)
+	reserved atomic.Int64 // last second reserved in the store (as far as this process knows)
 	// verified is the reserved second the store last acknowledged to this
 	// owner (the record's at the claim before the first renewal): a
 	// record below it is a regression.
