@@ -188,6 +188,8 @@ var settingVars = map[reflect.Type]map[string]string{
 		"LeaseTTL":             "DISPENSER_LEASE_TTL",
 		"ReserveChunk":         "DISPENSER_RESERVE_CHUNK",
 		"StoreStartupDeadline": "DISPENSER_STORE_STARTUP_DEADLINE",
+		"StoreLossWindow":      "DISPENSER_STORE_LOSS_WINDOW",
+		"StoreDurability":      "DISPENSER_STORE_DURABILITY",
 		"Region":               "DISPENSER_REGION",
 		"Regions":              "DISPENSER_REGIONS",
 	},

@@ -21,17 +21,15 @@ import (
 // bare field.
 var notFromTheEnvironment = map[string][]string{
 	"uidcore.CachedOptions": {"Claim", "Lanes", "Clock", "Observer", "OnPutReject", "OnTakeReject"},
-	// StoreLossWindow and StoreDurability have no variable yet (the
-	// durability work adds DISPENSER_STORE_LOSS_WINDOW and
-	// DISPENSER_STORE_DURABILITY): move them to settingVars with them.
-	"workerid.Config":     {"Host", "Logger", "SettingName", "StoreLossWindow", "StoreDurability"},
-	"natsio.BlocksConfig": {"Logger", "TracerProvider"},
-	"sequence.Config":     {"FetchTimeout", "RetryPause", "StoreName", "Logger"},
-	"telemetry.Config":    {"ServiceVersion", "InstanceID", "WorkerID", "Ready", "Sampler", "SpanProcessors", "MetricReaders", "Logger", "TracerProvider", "MeterProvider", "Propagator"},
-	"natsconn.Config":     {"Name", "ReconnectWait", "Logger"},
-	"uidcore.Layout":      {},
-	"mysqlstore.Config":   {},
-	"kvstore.Config":      {},
+	"workerid.Config":       {"Host", "Logger", "SettingName"},
+	"natsio.BlocksConfig":   {"Logger", "TracerProvider"},
+	// Settle follows DISPENSER_STORE_LOSS_WINDOW (sequence.SettleFor).
+	"sequence.Config":   {"FetchTimeout", "RetryPause", "CheckInterval", "Settle", "StoreName", "Logger"},
+	"telemetry.Config":  {"ServiceVersion", "InstanceID", "WorkerID", "Ready", "Sampler", "SpanProcessors", "MetricReaders", "Logger", "TracerProvider", "MeterProvider", "Propagator"},
+	"natsconn.Config":   {"Name", "ReconnectWait", "Logger"},
+	"uidcore.Layout":    {},
+	"mysqlstore.Config": {},
+	"kvstore.Config":    {},
 }
 
 // TestSettingVarsCoverTheLibraries holds the table to the libraries'
