@@ -119,7 +119,7 @@ func (a *Assigner) checkSync(ctx context.Context) error {
 	defer cancel()
 	p, ok := natsconn.ReadSyncPolicy(ctx, a.nc)
 	if !ok {
-		a.log.Info("kvstore: cannot read the server's JetStream sync setting (only a system-account connection may): run the servers holding the bucket with jetstream { sync_interval: always }",
+		a.log.Info("kvstore: cannot read the server's JetStream sync setting (only a connection without credentials asks, and only the system account or an account importing its VARZ is answered): run the servers holding the bucket with jetstream { sync_interval: always }",
 			"store", a.storeName)
 		return nil
 	}

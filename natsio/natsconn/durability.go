@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -121,13 +122,19 @@ func (p SyncPolicy) Synced() bool { return p.Always }
 
 // ReadSyncPolicy asks the connected server for its JetStream
 // configuration (VARZ over the system account's request subject), which
-// answers only a connection with system-account rights; ok is false when
-// nobody answers in time or the reply has no JetStream configuration:
-// callers then cannot tell and say so. A server older than 2.10 reports
-// no sync settings and cannot sync every write: not Always.
+// answers only a connection with system-account rights, or in an account
+// that imports that service; ok is false when nobody answers in time or
+// the reply has no JetStream configuration: callers then cannot tell and
+// say so. A server older than 2.10 reports no sync settings and cannot
+// sync every write: not Always.
+//
+// It asks only on a connection without credentials (Anonymous): a user
+// given restricted permissions (docs/security.md's) would trip a
+// permissions violation in the server's log for a subject it may not
+// publish.
 func ReadSyncPolicy(ctx context.Context, nc *nats.Conn) (p SyncPolicy, ok bool) {
 	id := nc.ConnectedServerId()
-	if id == "" {
+	if id == "" || !Anonymous(nc) {
 		return SyncPolicy{}, false
 	}
 	msg, err := nc.RequestWithContext(ctx, "$SYS.REQ.SERVER."+id+".VARZ", nil)
@@ -135,6 +142,26 @@ func ReadSyncPolicy(ctx context.Context, nc *nats.Conn) (p SyncPolicy, ok bool) 
 		return SyncPolicy{}, false
 	}
 	return parseVarzSync(msg.Data)
+}
+
+// Anonymous says whether nc connected with no credentials at all: no
+// user, password, token, JWT, NKey, user info in a URL or client
+// certificate (which the server may map to a user). Such a connection has
+// whatever permissions the server gives everyone.
+func Anonymous(nc *nats.Conn) bool {
+	o := nc.Opts
+	if o.User != "" || o.Password != "" || o.Token != "" || o.TokenHandler != nil || o.UserInfo != nil || o.UserJWT != nil || o.Nkey != "" || o.TLSCertCB != nil {
+		return false
+	}
+	if o.TLSConfig != nil && (len(o.TLSConfig.Certificates) > 0 || o.TLSConfig.GetClientCertificate != nil) {
+		return false
+	}
+	for _, raw := range append([]string{o.Url}, o.Servers...) {
+		if u, err := url.Parse(raw); err == nil && u.User != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // parseVarzSync reads the sync settings of a VARZ reply.
