@@ -457,6 +457,11 @@ func dispenserEnv(cfg Config, f *fleet, natsURL, dsn, metrics string) []string {
 		"DISPENSER_LEASE_TTL="+cfg.LeaseTTL.String(),
 		"DISPENSER_RESERVE_CHUNK="+cfg.ReserveChunk.String(),
 		"DISPENSER_STORE_STARTUP_DEADLINE=20s",
+		// The soak's stores keep what they acknowledge (sync_interval:
+		// always, innodb_flush_log_at_trx_commit=1) and lose no power: no
+		// loss window, so takeovers start right after the reservation, as
+		// the soak's checks of them expect.
+		"DISPENSER_STORE_LOSS_WINDOW=0",
 		"DISPENSER_SHUTDOWN_TIMEOUT="+cfg.ShutdownTimeout.String(),
 		"DISPENSER_BLOCKS_ENABLED=true",
 		"DISPENSER_BLOCKS_REPLICAS=3",
