@@ -35,7 +35,16 @@ type idCollector struct {
 	done chan struct{}
 }
 
-func collectFrom(g *uidcore.CachedGenerator) *idCollector {
+// issue builds a generator of opts (a ring of one second) and takes IDs
+// from it until finish, which closes it.
+func issue(t testing.TB, opts uidcore.CachedOptions) *idCollector {
+	t.Helper()
+	opts.RingSeconds = 1
+	g, err := uidcore.NewCached(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
 	c := &idCollector{stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(c.done)
@@ -98,12 +107,7 @@ func testForgottenRenewal(t *testing.T, st Store) {
 	defer releaseQuietly(old)
 	record := st.LeaseRecord(t, old.WorkerID())
 	first := until(t, old)
-	gen, err := uidcore.NewCached(uidcore.CachedOptions{Layout: layout, Claim: old, RingSeconds: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gen.Close()
-	oldIDs := collectFrom(gen)
+	oldIDs := issue(t, uidcore.CachedOptions{Layout: layout, Claim: old})
 	testwait.WaitFor(t, 20*time.Second, "the old owner's reservation to move on", func() bool {
 		u, err := old.Until()
 		return err == nil && u > first+1 && oldIDs.count() > 0
@@ -129,12 +133,7 @@ func testForgottenRenewal(t *testing.T, st Store) {
 	if next.After() < acknowledged {
 		t.Fatalf("new owner starts after second %d, below the old owner's acknowledged reservation %d", next.After(), acknowledged)
 	}
-	gen2, err := uidcore.NewCached(uidcore.CachedOptions{Layout: layout, Claim: next, RingSeconds: 1, MaxAhead: uidcore.NoAheadBound})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gen2.Close()
-	newIDs := collectFrom(gen2)
+	newIDs := issue(t, uidcore.CachedOptions{Layout: layout, Claim: next, MaxAhead: uidcore.NoAheadBound})
 	testwait.WaitFor(t, 30*time.Second, "IDs from the new owner", func() bool { return newIDs.count() > 100 })
 	checkDisjoint(t, layout, oldIDs.finish(), newIDs.finish(), next.After())
 }
@@ -158,12 +157,7 @@ func testLossMargin(t *testing.T, st Store) {
 	defer releaseQuietly(old)
 	record := st.LeaseRecord(t, old.WorkerID())
 	recorded := until(t, old)
-	gen, err := uidcore.NewCached(uidcore.CachedOptions{Layout: layout, Claim: old, RingSeconds: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gen.Close()
-	oldIDs := collectFrom(gen)
+	oldIDs := issue(t, uidcore.CachedOptions{Layout: layout, Claim: old})
 	// Past the old record's expiry (its TTL of 1 s ends before the second
 	// it reserved, a chunk of 2 s after it was written), with renewals the
 	// store will forget since.
@@ -186,12 +180,7 @@ func testLossMargin(t *testing.T, st Store) {
 	if next.WorkerID() != old.WorkerID() || next.After() < recorded+margin {
 		t.Fatalf("fourth claim: worker ID %d after second %d; want %d after %d (the record's %d plus the margin)", next.WorkerID(), next.After(), old.WorkerID(), recorded+margin, recorded)
 	}
-	gen2, err := uidcore.NewCached(uidcore.CachedOptions{Layout: layout, Claim: next, RingSeconds: 1, MaxAhead: uidcore.NoAheadBound})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gen2.Close()
-	newIDs := collectFrom(gen2)
+	newIDs := issue(t, uidcore.CachedOptions{Layout: layout, Claim: next, MaxAhead: uidcore.NoAheadBound})
 	select {
 	case <-old.Done():
 	case <-time.After(20 * time.Second):
