@@ -10,9 +10,12 @@ PKGS := ./...
 # tests, at a lower priority, its output printed when it ends: that keeps
 # make test near 6 minutes on two cores. The operators' Go packages run
 # with the other tools packages in unit; rules adds promtool's checks.
+# -k and unit's own bookkeeping run every suite when one fails: a failure
+# in lint or in the product's packages must not hide the tools', the
+# Helm chart's, the soak's or promtool's; make test fails at the end.
 test:
 	@v=$$(mktemp); (nice -n 10 $(MAKE) --no-print-directory verify >$$v 2>&1; echo "verify exit $$?" >>$$v) & \
-	$(MAKE) --no-print-directory lint unit rules; rc=$$?; wait; cat $$v; \
+	$(MAKE) --no-print-directory -k lint unit rules; rc=$$?; wait; cat $$v; \
 	tail -1 $$v | grep -qx 'verify exit 0' || rc=1; rm -f $$v; exit $$rc
 
 # tools/ is a module of its own (the soak, the benchmark report, the
@@ -36,11 +39,13 @@ lint:
 # failure began (a crash's message, not only its goroutine dump's end).
 GOTEST = GO=$(GO) bash $(CURDIR)/scripts/gotest.sh
 unit:
-	$(GOTEST) -race -count=1 -timeout 15m $(PKGS)
-	cd tools && $(GOTEST) -race -count=1 -timeout 15m $$($(GO) list ./... | grep -v -e '/cmd/soak$$' -e '/cmd/faults$$' -e '/tools/helmchart')
-	cd tools && $(GOTEST) -count=1 -timeout 5m ./helmchart/...
-	cd tools && $(GOTEST) -race -count=1 -timeout 15m ./cmd/soak/
-	cd tools && $(GOTEST) -count=1 -timeout 10m ./cmd/faults/
+	rc=0; \
+	$(GOTEST) -race -count=1 -timeout 15m $(PKGS) || rc=1; \
+	(cd tools && $(GOTEST) -race -count=1 -timeout 15m $$($(GO) list ./... | grep -v -e '/cmd/soak$$' -e '/cmd/faults$$' -e '/tools/helmchart')) || rc=1; \
+	(cd tools && $(GOTEST) -count=1 -timeout 5m ./helmchart/...) || rc=1; \
+	(cd tools && $(GOTEST) -race -count=1 -timeout 15m ./cmd/soak/) || rc=1; \
+	(cd tools && $(GOTEST) -count=1 -timeout 10m ./cmd/faults/) || rc=1; \
+	exit $$rc
 
 # The protocols model-checked with spin (verify/, docs/verification.md):
 # every model passes, every mutation is caught.
