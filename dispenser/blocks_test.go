@@ -12,6 +12,7 @@ import (
 	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
+	"github.com/uid-dispenser/uid-dispenser/uidcore/uidcoretest"
 )
 
 // blocksConfig is a test configuration with ID blocks on (small blocks so
@@ -87,7 +88,7 @@ func TestBlocksFromDispensersAcrossARestart(t *testing.T) {
 	ids := takeBlocks(t, 20_000, sources...)
 	<-served
 	ids = append(ids, requested...)
-	shares := workers(ids)
+	shares := workers(t, ids)
 	if shares[first.WorkerID()] == 0 || shares[second.WorkerID()] == 0 {
 		t.Fatalf("IDs per worker %v: want both dispensers", shares)
 	}
@@ -110,7 +111,7 @@ func TestBlocksFromDispensersAcrossARestart(t *testing.T) {
 	after := again.claim.After()
 	old := 0
 	for _, id := range append(slices.Clone(more), requested...) {
-		p, _ := uidcore.DefaultLayout().Parse(id)
+		p := uidcoretest.MustParse(t, uidcore.DefaultLayout().Parse, id)
 		if p.WorkerID == restarted && p.Time.Unix() <= after {
 			old++
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/uid-dispenser/uid-dispenser/natsio/natsconn"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
+	"github.com/uid-dispenser/uid-dispenser/uidcore/uidcoretest"
 )
 
 func TestMain(m *testing.M) {
@@ -138,10 +139,11 @@ func collect(t *testing.T, c *uidclient.Client, n, perCaller int, stop <-chan st
 	return all
 }
 
-func workers(ids []uint64) map[uint64]int {
+func workers(t testing.TB, ids []uint64) map[uint64]int {
+	t.Helper()
 	m := map[uint64]int{}
 	for _, id := range ids {
-		p, _ := uidcore.DefaultLayout().Parse(id)
+		p := uidcoretest.MustParse(t, uidcore.DefaultLayout().Parse, id)
 		m[p.WorkerID]++
 	}
 	return m
@@ -162,7 +164,7 @@ func TestThreeDispensersOnMySQL(t *testing.T) {
 	}
 	ids := collect(t, client(t, url), 8, 2000, nil)
 	testenv.CheckDistinct(t, ids)
-	shares := workers(ids)
+	shares := workers(t, ids)
 	for _, d := range ds {
 		if shares[d.WorkerID()] == 0 {
 			t.Errorf("worker %d served nothing: %v", d.WorkerID(), shares)
@@ -200,7 +202,7 @@ func TestReclaimsAfterLeaseLostForGood(t *testing.T) {
 	ids, failures := load.finish()
 	t.Logf("%d IDs, %d requests failed across the reclaim", len(ids), len(failures))
 	testenv.CheckDistinct(t, ids)
-	shares := workers(ids)
+	shares := workers(t, ids)
 	if shares[lostWorker] == 0 || shares[d.WorkerID()] == 0 {
 		t.Fatalf("IDs per worker %v: want some from %d and from %d", shares, lostWorker, d.WorkerID())
 	}
@@ -238,7 +240,7 @@ func TestZeroConfigStartsEmbeddedNATSAndClaimsThroughKV(t *testing.T) {
 	}
 	ids := collect(t, client(t, "nats://"+cfg.EmbeddedAddr), 4, 1000, nil)
 	testenv.CheckDistinct(t, ids)
-	if shares := workers(ids); shares[first.WorkerID()] == 0 || shares[second.WorkerID()] == 0 {
+	if shares := workers(t, ids); shares[first.WorkerID()] == 0 || shares[second.WorkerID()] == 0 {
 		t.Fatalf("shares %v", shares)
 	}
 	// The instance that uses the embedded server stops first (in the

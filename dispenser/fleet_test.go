@@ -14,6 +14,7 @@ import (
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/internal/testwait"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
+	"github.com/uid-dispenser/uid-dispenser/uidcore/uidcoretest"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
 )
 
@@ -65,7 +66,7 @@ func TestFleetRefusesAnotherLayoutModeOrPrefix(t *testing.T) {
 			}
 		}
 		// None of the refused instances took a worker ID.
-		if got := workers(collect(t, client(t, url), 2, 100, nil)); len(got) != 1 || got[first.WorkerID()] == 0 {
+		if got := workers(t, collect(t, client(t, url), 2, 100, nil)); len(got) != 1 || got[first.WorkerID()] == 0 {
 			t.Fatalf("IDs per worker %v: want only the first instance's", got)
 		}
 	})
@@ -106,7 +107,7 @@ func TestNewGenerationChangesTheLayoutSafely(t *testing.T) {
 			t.Fatal(err)
 		}
 		maxOld := slices.Max(oldIDs)
-		p, _ := uidcore.DefaultLayout().Parse(maxOld)
+		p := uidcoretest.MustParse(t, uidcore.DefaultLayout().Parse, maxOld)
 		if f.Generation != 2 || f.Layout != next.Layout().String() || f.StartsAfter < p.Time.Unix() {
 			t.Fatalf("recorded %+v; the old generation's last ID is of %s", f, p.Time)
 		}

@@ -37,7 +37,7 @@ func TestReclaimWhileServingAndPublishingBlocks(t *testing.T) {
 	<-served
 	ids = append(ids, requested...)
 	testenv.CheckDistinct(t, ids)
-	shares := workers(ids)
+	shares := workers(t, ids)
 	if shares[lostWorker] == 0 || shares[newWorker] == 0 {
 		t.Fatalf("IDs per worker %v: want some from %d and from %d", shares, lostWorker, newWorker)
 	}

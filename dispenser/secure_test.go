@@ -127,7 +127,7 @@ func TestSecureConnections(t *testing.T) {
 				}
 			}
 			ids := takeIDs(ctx, t, uidclient.New(conn.Conn, uidclient.Config{}), 4, 20, 500)
-			if w := workers(ids); len(w) != 1 || w[d.WorkerID()] != len(ids) {
+			if w := workers(t, ids); len(w) != 1 || w[d.WorkerID()] != len(ids) {
 				t.Fatalf("IDs by worker %v; the dispenser holds %d", w, d.WorkerID())
 			}
 			testenv.CheckDistinct(t, ids)

@@ -128,7 +128,7 @@ func TestSecurityDocPermissions(t *testing.T) {
 	service := connectAs("service", servicePassword, &serviceLog)
 	client := uidclient.New(service.Conn, uidclient.Config{})
 	ids := takeIDs(ctx, t, client, 4, 25, 1000)
-	if w := workers(ids); w[d.WorkerID()] != len(ids) {
+	if w := workers(t, ids); w[d.WorkerID()] != len(ids) {
 		t.Fatalf("IDs by worker %v, the dispenser holds %d", w, d.WorkerID())
 	}
 	if parts, err := client.Parse(ctx, ids[0]); err != nil || parts.ID != ids[0] {

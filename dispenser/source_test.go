@@ -19,6 +19,7 @@ import (
 	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
+	"github.com/uid-dispenser/uid-dispenser/uidcore/uidcoretest"
 )
 
 // leaseKey is worker's lease in the KV bucket, with its revision.
@@ -123,7 +124,11 @@ func (l *rawLoad) record(subject string, msg *nats.Msg, err error) {
 	}
 	l.ids = append(l.ids, ids...)
 	for _, id := range ids {
-		p, _ := l.layout.Parse(id)
+		p, err := l.layout.Parse(id)
+		if err != nil {
+			l.failures = append(l.failures, fmt.Sprintf("%s: %v", subject, err))
+			continue
+		}
 		l.byWorker[p.WorkerID]++
 	}
 }
@@ -274,7 +279,7 @@ func TestGeneratorSourceCloseAndReplace(t *testing.T) {
 	if err != nil || b == a {
 		t.Fatalf("after Replace: %d, %v (before: %d)", b, err, a)
 	}
-	if p, _ := src.Layout().Parse(b); p.WorkerID != 2 {
+	if p := uidcoretest.MustParse(t, src.Layout().Parse, b); p.WorkerID != 2 {
 		t.Fatalf("ID %d from worker %d, want 2", b, p.WorkerID)
 	}
 	if err := src.Close(); err != nil {

@@ -97,7 +97,7 @@ func TestStartWaitsForTheStoreUpToItsOwnDeadline(t *testing.T) {
 	d := start(t, cfg)
 	ids := collect(t, client(t, url), 2, 500, nil)
 	testenv.CheckDistinct(t, ids)
-	if shares := workers(ids); shares[d.WorkerID()] != len(ids) {
+	if shares := workers(t, ids); shares[d.WorkerID()] != len(ids) {
 		t.Fatalf("IDs per worker %v: want all from %d", shares, d.WorkerID())
 	}
 }

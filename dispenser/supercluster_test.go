@@ -17,6 +17,7 @@ import (
 	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
+	"github.com/uid-dispenser/uid-dispenser/uidcore/uidcoretest"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
 )
 
@@ -26,7 +27,7 @@ const eastWest = "east=0-511,west=512-1023"
 func regionOf(t testing.TB, id uint64) string {
 	t.Helper()
 	m, _ := workerid.ParseRegions(eastWest)
-	p, _ := uidcore.DefaultLayout().Parse(id)
+	p := uidcoretest.MustParse(t, uidcore.DefaultLayout().Parse, id)
 	r, ok := m.Of(p.WorkerID)
 	if !ok {
 		t.Fatalf("ID %d has worker ID %d, in no region", id, p.WorkerID)

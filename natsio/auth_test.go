@@ -40,7 +40,7 @@ func TestReconnectKeepsWorkerAndResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	shares := workerShares([]uint64{before, after})
+	shares := workerShares(t, []uint64{before, after})
 	if shares[8] != 2 || after <= before {
 		t.Fatalf("before %d, after %d: want both from worker 8, increasing", before, after)
 	}

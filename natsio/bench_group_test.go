@@ -88,7 +88,7 @@ func BenchmarkQueueGroup(b *testing.B) {
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "IDs/s")
 			lat.report(b)
 			testenv.CheckDistinct(b, ids)
-			if shares := workerShares(ids); b.N >= 1000 && len(shares) != dispensers {
+			if shares := workerShares(b, ids); b.N >= 1000 && len(shares) != dispensers {
 				b.Fatalf("IDs from workers %v; want all %d dispensers", shares, dispensers)
 			}
 		})

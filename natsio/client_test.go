@@ -139,7 +139,7 @@ func TestThreeInstancesSixteenClientsMillionIDs(t *testing.T) {
 		t.Fatalf("only %d IDs", len(res.ids))
 	}
 	testenv.CheckDistinct(t, res.ids)
-	shares := workerShares(res.ids)
+	shares := workerShares(t, res.ids)
 	for w := range uint64(3) {
 		if shares[w+1] == 0 {
 			t.Errorf("instance with worker %d served nothing: %v", w+1, shares)
@@ -172,7 +172,7 @@ func TestAbruptStopDuringLoad(t *testing.T) {
 		t.Fatalf("%d of %d calls failed, first: %v", len(res.errs), res.calls.Load(), res.errs[0])
 	}
 	testenv.CheckDistinct(t, res.ids)
-	if shares := workerShares(res.ids); shares[1] == 0 || shares[3] == 0 {
+	if shares := workerShares(t, res.ids); shares[1] == 0 || shares[3] == 0 {
 		t.Fatalf("survivors did not serve: %v", shares)
 	}
 	t.Logf("%d IDs in %d calls, slowest %v, %d attempts timed out", len(res.ids), res.calls.Load(), res.maxLatency, res.timedOut.Load())

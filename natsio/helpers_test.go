@@ -17,6 +17,7 @@ import (
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/natsio/natsconn"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
+	"github.com/uid-dispenser/uid-dispenser/uidcore/uidcoretest"
 )
 
 func TestMain(m *testing.M) {
@@ -129,11 +130,12 @@ func connect(t testing.TB, url string) *natsconn.Conn {
 }
 
 // workerShares counts IDs per worker ID under the default layout.
-func workerShares(ids []uint64) map[uint64]int {
+func workerShares(t testing.TB, ids []uint64) map[uint64]int {
+	t.Helper()
 	shares := map[uint64]int{}
 	l := uidcore.DefaultLayout()
 	for _, id := range ids {
-		p, _ := l.Parse(id)
+		p := uidcoretest.MustParse(t, l.Parse, id)
 		shares[p.WorkerID]++
 	}
 	return shares

@@ -89,7 +89,7 @@ func TestSequenceProtocol(t *testing.T) {
 		msg, err := nc.Request(protocol.SeqSubject("uid", "orders", "batch"), []byte(body), 2*time.Second)
 		if err != nil || msg.Header.Get(micro.ErrorCodeHeader) != "400" || !strings.Contains(msg.Header.Get(micro.ErrorHeader), want) ||
 			strings.Contains(msg.Header.Get(micro.ErrorHeader), "ID") || body != "x" && !strings.Contains(msg.Header.Get(micro.ErrorHeader), " numbers") {
-			t.Errorf("batch %q: %v %v, want a 400 saying %q, not IDs", body, msg.Header, err, want)
+			t.Errorf("batch %q: %v %v, want a 400 saying %q, not IDs", body, headerOf(msg), err, want)
 		}
 	}
 	if n, err := client.SeqNext(ctx, "orders"); err != nil || n != uint64(len(got)+1) {
@@ -273,11 +273,11 @@ func TestSequenceInstanceHeader(t *testing.T) {
 
 	msg, err := nc.Request(protocol.SeqSubject("uid", "nosuch", "next"), nil, 2*time.Second)
 	if err != nil || msg.Header.Get(micro.ErrorCodeHeader) != "404" || !ids[msg.Header.Get(protocol.InstanceHeader)] {
-		t.Errorf("404 reply %v (%v): want the instance header beside the error", msg.Header, err)
+		t.Errorf("404 reply %v (%v): want the instance header beside the error", headerOf(msg), err)
 	}
 	msg, err = nc.Request("uid.next", nil, 2*time.Second)
 	if err != nil || msg.Header.Get(protocol.InstanceHeader) != "" {
-		t.Errorf("uid.next reply %v (%v): want no instance header", msg.Header, err)
+		t.Errorf("uid.next reply %v (%v): want no instance header", headerOf(msg), err)
 	}
 }
 
@@ -316,7 +316,7 @@ func TestSequenceWaitHoldsNoOtherName(t *testing.T) {
 	for i := range 20 {
 		msg, err := nc.Request(fast, nil, 30*time.Second)
 		if err != nil || msg.Header.Get(micro.ErrorCodeHeader) != "" {
-			t.Fatalf("fast request %d while slow waits for the store: %v %v (held up?)", i, err, msg.Header)
+			t.Fatalf("fast request %d while slow waits for the store: %v %v (held up?)", i, err, headerOf(msg))
 		}
 		if got[string(msg.Data)] {
 			t.Fatalf("fast number %s twice", msg.Data)

@@ -20,6 +20,7 @@ import (
 	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
+	"github.com/uid-dispenser/uid-dispenser/uidcore/uidcoretest"
 )
 
 func TestRawNextWithEmptyBody(t *testing.T) {
@@ -37,7 +38,7 @@ func TestRawNextWithEmptyBody(t *testing.T) {
 	if err != nil {
 		t.Fatalf("reply %q is not a decimal ID", msg.Data)
 	}
-	parts, _ := uidcore.DefaultLayout().Parse(id)
+	parts := uidcoretest.MustParse(t, uidcore.DefaultLayout().Parse, id)
 	if parts.WorkerID != 7 {
 		t.Fatalf("ID %d has worker %d, want 7", id, parts.WorkerID)
 	}
@@ -47,7 +48,7 @@ func TestRawNextWithEmptyBody(t *testing.T) {
 	// Any body is fine for next.
 	msg, err = nc.Request("uid.next", []byte("whatever\x00"), 2*time.Second)
 	if err != nil || msg.Header.Get(micro.ErrorCodeHeader) != "" {
-		t.Fatalf("next with a body: %v %v", err, msg.Header)
+		t.Fatalf("next with a body: %v %v", err, headerOf(msg))
 	}
 }
 
@@ -101,7 +102,7 @@ func TestBatchEncodingsAndParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := uidcore.DefaultLayout().Parse(ids[0])
+	want := uidcoretest.MustParse(t, uidcore.DefaultLayout().Parse, ids[0])
 	wantJSON, _ := want.MarshalJSON()
 	if string(msg.Data) != string(wantJSON) {
 		t.Fatalf("parse reply %s, want %s", msg.Data, wantJSON)
@@ -273,14 +274,14 @@ func TestMaxBatchCappedByMaxPayload(t *testing.T) {
 	}
 	reply, err = nc.Request("uid.batch", []byte("200"), 2*time.Second)
 	if err != nil || reply.Header.Get(micro.ErrorCodeHeader) != "" || strings.Count(string(reply.Data), "\n") != 199 {
-		t.Fatalf("decimal at the cap: %v %v", err, reply.Header)
+		t.Fatalf("decimal at the cap: %v %v", err, headerOf(reply))
 	}
 	// Ranges are bounded by the count, not the payload: 20,000 IDs, forty
 	// times binary's cap, come in a few runs.
 	ranges := nats.Header{protocol.EncodingHeader: []string{protocol.EncodingRanges}}
 	reply, err = nc.RequestMsg(&nats.Msg{Subject: "uid.batch", Data: []byte("20000"), Header: ranges}, 5*time.Second)
 	if err != nil || reply.Header.Get(micro.ErrorCodeHeader) != "" {
-		t.Fatalf("ranges beyond the binary cap: %v %v", err, reply.Header)
+		t.Fatalf("ranges beyond the binary cap: %v %v", err, headerOf(reply))
 	}
 	runs, err := protocol.DecodeRuns(nil, reply.Data)
 	if err != nil || protocol.CountOf(runs) != 20000 || len(runs) > 4 {
@@ -452,7 +453,7 @@ func TestReadvertiseFollowsTheSource(t *testing.T) {
 	if loadErr != nil {
 		t.Fatal(loadErr)
 	}
-	shares := workerShares(ids)
+	shares := workerShares(t, ids)
 	if shares[5] == 0 || shares[6] == 0 {
 		t.Fatalf("worker shares across the swap: %v", shares)
 	}
@@ -468,4 +469,14 @@ func TestReadvertiseFollowsTheSource(t *testing.T) {
 	if err := json.Unmarshal(msg.Data, &ping); err != nil || ping.Metadata["worker_id"] != "6" || ping.ID != svc.ID() {
 		t.Fatalf("PING after the swap %s: %v", msg.Data, err)
 	}
+}
+
+// headerOf is a reply's header for a failure message: nil when the
+// request failed and there is no reply (reading msg.Header then would
+// panic instead of reporting the error).
+func headerOf(msg *nats.Msg) nats.Header {
+	if msg == nil {
+		return nil
+	}
+	return msg.Header
 }

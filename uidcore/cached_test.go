@@ -12,6 +12,7 @@ import (
 
 	"github.com/uid-dispenser/uid-dispenser/internal/setting"
 	"github.com/uid-dispenser/uid-dispenser/internal/testwait"
+	"github.com/uid-dispenser/uid-dispenser/uidcore/uidcoretest"
 )
 
 func newTestCached(t testing.TB, opts CachedOptions) *CachedGenerator {
@@ -141,7 +142,7 @@ func TestCachedResyncsAtLowLoad(t *testing.T) {
 			t.Fatalf("ID %d after %d", id, last)
 		}
 		last = id
-		p, _ := l.Parse(id)
+		p := uidcoretest.MustParse(t, l.Parse, id)
 		if p.Time.Unix() > t0.Unix()+7 {
 			if p.Time.Unix() != t0.Unix()+100 || p.Sequence != 0 {
 				t.Fatalf("first ID after the idle time: second %d seq %d, want %d seq 0", p.Time.Unix(), p.Sequence, t0.Unix()+100)
@@ -171,7 +172,7 @@ func TestCachedResumesMidSecond(t *testing.T) {
 	}
 	l := g.Layout()
 	for i, id := range rest {
-		p, _ := l.Parse(id)
+		p := uidcoretest.MustParse(t, l.Parse, id)
 		wantSec := t0.Unix() + int64(100+i)/256
 		if p.Time.Unix() != wantSec || p.Sequence != uint64(100+i)%256 {
 			t.Fatalf("ID %d: second %d seq %d, want %d seq %d", i, p.Time.Unix(), p.Sequence, wantSec, (100+i)%256)
@@ -210,7 +211,7 @@ func TestCachedAheadBoundGivesBackPressure(t *testing.T) {
 	if _, err := g.padNow(ctx); err != nil {
 		t.Fatal(err)
 	}
-	p, _ := g.Layout().Parse(mustNext(t, g.Next))
+	p := uidcoretest.MustParse(t, g.Layout().Parse, mustNext(t, g.Next))
 	if p.Time.Unix() != t0.Unix()+3 {
 		t.Errorf("after the clock moved on: second %d", p.Time.Unix())
 	}
@@ -272,7 +273,7 @@ func TestCachedStartsAfterTheClaimAndStopsWhenLost(t *testing.T) {
 	claim := &lossyClaim{StaticClaim: StaticClaim{ID: 9, AfterSecond: t0.Unix() + 5}, until: t0.Unix() + 6}
 	g := newTestCached(t, CachedOptions{Layout: smallLayout(), Clock: clock, Claim: claim, MaxAhead: 10 * time.Second})
 	ctx := context.Background()
-	p, _ := g.Layout().Parse(mustNext(t, g.Next))
+	p := uidcoretest.MustParse(t, g.Layout().Parse, mustNext(t, g.Next))
 	if p.Time.Unix() != t0.Unix()+6 || p.WorkerID != 9 {
 		t.Errorf("first ID %+v, want second %d", p, t0.Unix()+6)
 	}
@@ -534,7 +535,7 @@ func TestCachedCloseRetiresTheClaimAtTheLastFilledSecond(t *testing.T) {
 	if len(claim.retired) != 1 || claim.retired[0] != t0.Unix()+3 {
 		t.Fatalf("retired at %v, want once at %d", claim.retired, t0.Unix()+3)
 	}
-	p, _ := g.Layout().Parse(last)
+	p := uidcoretest.MustParse(t, g.Layout().Parse, last)
 	if p.Time.Unix() > claim.retired[0] {
 		t.Errorf("an issued ID (second %d) is after the retired second", p.Time.Unix())
 	}
@@ -556,7 +557,7 @@ func TestCachedDiscardsIDsThatLagTheClock(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, _ := g.Layout().Parse(mustNext(t, g.Next))
+		p := uidcoretest.MustParse(t, g.Layout().Parse, mustNext(t, g.Next))
 		if !bounded {
 			if report.Discarded != 0 || p.Time.Unix() != t0.Unix() {
 				t.Errorf("without a lag bound: discarded %d, next ID of second %d", report.Discarded, p.Time.Unix())
@@ -596,7 +597,7 @@ func TestCachedFreshnessRunsByItself(t *testing.T) {
 	if st := g.State(); st.Discarded != 3*256 {
 		t.Errorf("discarded %d, want the 768 lagging IDs", st.Discarded)
 	}
-	p, _ := g.Layout().Parse(mustNext(t, g.Next))
+	p := uidcoretest.MustParse(t, g.Layout().Parse, mustNext(t, g.Next))
 	if p.Time.Unix() != clock.Now().Unix() || p.Sequence != 0 {
 		t.Errorf("first ID after the freshness round: second %d seq %d, want %d seq 0", p.Time.Unix(), p.Sequence, clock.Now().Unix())
 	}

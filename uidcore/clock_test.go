@@ -5,8 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/uid-dispenser/uid-dispenser/uidcore/uidcoretest"
 	"go.uber.org/goleak"
+
+	"github.com/uid-dispenser/uid-dispenser/uidcore/uidcoretest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/uid-dispenser/uid-dispenser/uidcore/uidcoretest"
 )
 
 func newTestDefault(t *testing.T, clock Clock, claim Claim, tolerance time.Duration) *DefaultGenerator {
@@ -43,7 +45,7 @@ func TestDefaultSequentialIsStrictlyIncreasing(t *testing.T) {
 	if _, sleeps := clock.Slept(); sleeps != n/256 {
 		t.Errorf("%d sleeps for %d seconds", sleeps, n/256)
 	}
-	p, _ := g.Layout().Parse(last)
+	p := uidcoretest.MustParse(t, g.Layout().Parse, last)
 	if p.WorkerID != 3 || p.Time.Unix() != t0.Unix()+n/256 {
 		t.Errorf("last ID parses as %+v", p)
 	}
@@ -96,7 +98,7 @@ func TestDefaultFollowsAForwardJump(t *testing.T) {
 	g := newTestDefault(t, clock, StaticClaim{ID: 1}, 0)
 	mustNext(t, g.Next)
 	clock.Add(time.Hour)
-	p, _ := g.Layout().Parse(mustNext(t, g.Next))
+	p := uidcoretest.MustParse(t, g.Layout().Parse, mustNext(t, g.Next))
 	if p.Time.Unix() != t0.Add(time.Hour).Unix() || p.Sequence != 0 {
 		t.Errorf("after a jump: %+v", p)
 	}
@@ -106,7 +108,7 @@ func TestDefaultStartsAfterTheClaim(t *testing.T) {
 	clock := newFakeClock(t0)
 	// An earlier holder used seconds up to t0: this one must start after.
 	g := newTestDefault(t, clock, StaticClaim{ID: 1, AfterSecond: t0.Unix()}, 2*time.Second)
-	p, _ := g.Layout().Parse(mustNext(t, g.Next))
+	p := uidcoretest.MustParse(t, g.Layout().Parse, mustNext(t, g.Next))
 	if p.Time.Unix() <= t0.Unix() {
 		t.Errorf("first ID in second %d, want after %d", p.Time.Unix(), t0.Unix())
 	}

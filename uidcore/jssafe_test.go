@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/uid-dispenser/uid-dispenser/uidcore/uidcoretest"
 )
 
 // exactAsDouble reports whether id survives conversion to a float64 (a
@@ -86,7 +88,7 @@ func TestJSSafeCachedLanesAtTheRunwayEnd(t *testing.T) {
 			if i > 0 && id <= ids[i-1] {
 				t.Fatalf("taker %d: ID %d after %d", w, id, ids[i-1])
 			}
-			if p, _ := l.Parse(id); p.Time.Unix() == l.LastSecond() {
+			if p := uidcoretest.MustParse(t, l.Parse, id); p.Time.Unix() == l.LastSecond() {
 				lastSecond++
 			}
 		}

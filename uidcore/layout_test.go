@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/setting"
+	"github.com/uid-dispenser/uid-dispenser/uidcore/uidcoretest"
 )
 
 func TestDefaultLayoutMeetsItsPromises(t *testing.T) {
@@ -129,7 +130,7 @@ func TestParsedJSONMatchesUidGenerator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, _ := l.Parse(id)
+	p := uidcoretest.MustParse(t, l.Parse, id)
 	b, err := json.Marshal(p)
 	if err != nil {
 		t.Fatal(err)
@@ -217,7 +218,7 @@ func FuzzParseUID(f *testing.F) {
 				t.Fatalf("%d under %s: %+v out of range", id, l, got)
 			}
 			if id <= l.MaxID() {
-				want, _ := l.Parse(id)
+				want := uidcoretest.MustParse(t, l.Parse, id)
 				if got != want.JSON() {
 					t.Fatalf("%d under %s: %+v, Parse gives %+v", id, l, got, want.JSON())
 				}

@@ -119,7 +119,11 @@ func TestLoadModeCountsAndChecksUniqueness(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%v: exit %d\n%s\n%s", tc.args, code, out, errOut)
 		}
-		for _, want := range []string{tc.ids, "errors      0", "latency     p50 ", " p99 ", "req/s", "IDs/s", "per worker  5: ", "retried     0 attempts: 0 503s"} {
+		// A loaded machine may let an attempt time out, and the client
+		// absorbs it with a retry (counted on the retried line): what the
+		// run must not see is an error or a 503, the served generator
+		// keeping up with the load.
+		for _, want := range []string{tc.ids, "errors      0", "latency     p50 ", " p99 ", "req/s", "IDs/s", "per worker  5: ", " attempts: 0 503s, 0 no responders, "} {
 			if !strings.Contains(out, want) {
 				t.Errorf("%v: output lacks %q:\n%s", tc.args, want, out)
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
+	"github.com/uid-dispenser/uid-dispenser/uidcore/uidcoretest"
 )
 
 func runParseWith(t *testing.T, stdin string, args ...string) (int, []uidcore.ParsedJSON, string) {
@@ -35,7 +36,7 @@ func TestParseDecodesLikeTheService(t *testing.T) {
 	l := uidcore.DefaultLayout()
 	id, _ := l.Compose(time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC).Unix(), 1023, 42)
 	code, out, errOut := runParseWith(t, "", strconv.FormatUint(id, 10))
-	want, _ := l.Parse(id)
+	want := uidcoretest.MustParse(t, l.Parse, id)
 	if code != 0 || len(out) != 1 || out[0] != want.JSON() {
 		t.Fatalf("exit %d %+v %s; want %+v", code, out, errOut, want.JSON())
 	}
@@ -131,7 +132,7 @@ func TestParseJSSafeAndBase32(t *testing.T) {
 	id, _ := l.Compose(time.Date(2026, 1, 2, 1, 1, 1, 0, time.UTC).Unix(), 5, 42)
 	b32 := protocol.FormatBase32(id)
 	code, out, errOut := runParseWith(t, "", "-layout", "jssafe", strconv.FormatUint(id, 10), strings.ToLower(b32))
-	want, _ := l.Parse(id)
+	want := uidcoretest.MustParse(t, l.Parse, id)
 	if code != 0 || len(out) != 2 || out[0] != want.JSON() || out[1] != want.JSON() {
 		t.Fatalf("exit %d %+v %s; want twice %+v", code, out, errOut, want.JSON())
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/telemetry/event"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
+	"github.com/uid-dispenser/uid-dispenser/uidcore/uidcoretest"
 )
 
 // laneLayout sustains 32,768 IDs per second a lane, so that a test's load
@@ -102,7 +103,11 @@ func TestLanesThroughTheBinary(t *testing.T) {
 	// time: a loaded machine makes fewer requests a second.
 	startLoad := func() (stop func()) {
 		return batchLoad(t, client, 4096, func(ids []uint64) {
-			p, _ := laneLayout.Parse(ids[len(ids)-1])
+			p, err := laneLayout.Parse(ids[len(ids)-1])
+			if err != nil { // on the load's goroutine: no Fatal
+				t.Error(err)
+				return
+			}
 			mu.Lock()
 			ahead = max(ahead, p.Time.Unix()-time.Now().Unix())
 			all = append(all, ids...)
@@ -153,7 +158,7 @@ func TestLanesThroughTheBinary(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, id := range all[max(0, len(all)-4096*64):] {
-			if p, _ := laneLayout.Parse(id); slices.Contains(aLanes, p.WorkerID) && p.Time.Unix() > reserved {
+			if p := uidcoretest.MustParse(t, laneLayout.Parse, id); slices.Contains(aLanes, p.WorkerID) && p.Time.Unix() > reserved {
 				return true
 			}
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
+	"github.com/uid-dispenser/uid-dispenser/uidcore/uidcoretest"
 )
 
 // blocksTestServer starts an embedded nats-server for a blocks test and
@@ -492,7 +493,7 @@ func TestBlocksRestartedPublisherOldBlocksStillUsedNoCollision(t *testing.T) {
 	layout := uidcore.DefaultLayout()
 	old := 0
 	for _, id := range fromBlocks {
-		p, _ := layout.Parse(id)
+		p := uidcoretest.MustParse(t, layout.Parse, id)
 		if p.WorkerID != worker {
 			t.Fatalf("ID %d of worker %d", id, p.WorkerID)
 		}
@@ -504,7 +505,7 @@ func TestBlocksRestartedPublisherOldBlocksStillUsedNoCollision(t *testing.T) {
 		t.Fatalf("%d IDs of the first incarnation's blocks consumed, want all %d", old, depth*size)
 	}
 	for _, id := range direct {
-		if p, _ := layout.Parse(id); p.Time.Unix() <= after {
+		if p := uidcoretest.MustParse(t, layout.Parse, id); p.Time.Unix() <= after {
 			t.Fatalf("new claim issued ID %d in second %d, not after %d", id, p.Time.Unix(), after)
 		}
 	}

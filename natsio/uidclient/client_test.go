@@ -18,6 +18,7 @@ import (
 	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
+	"github.com/uid-dispenser/uid-dispenser/uidcore/uidcoretest"
 )
 
 // clientTestConn is a plain nats.go connection, as a client program has.
@@ -105,7 +106,7 @@ func TestClientRetriesUntilAServiceAppears(t *testing.T) {
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	if p, _ := uidcore.DefaultLayout().Parse(r.id); p.WorkerID != 9 || time.Since(start) < waited {
+	if p := uidcoretest.MustParse(t, uidcore.DefaultLayout().Parse, r.id); p.WorkerID != 9 || time.Since(start) < waited {
 		t.Fatalf("id %d (worker %d) after %v", r.id, p.WorkerID, time.Since(start))
 	}
 }
@@ -153,7 +154,7 @@ func TestClientTypedErrorsAndParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := uidcore.DefaultLayout().Parse(ids[7])
+	want := uidcoretest.MustParse(t, uidcore.DefaultLayout().Parse, ids[7])
 	if parts != want {
 		t.Fatalf("Parse = %+v, want %+v", parts, want)
 	}
@@ -180,8 +181,8 @@ func TestClientRetries503(t *testing.T) {
 		all = append(all, ids...)
 	}
 	testenv.CheckDistinct(t, all)
-	p0, _ := layout.Parse(all[0])
-	p1, _ := layout.Parse(all[len(all)-1])
+	p0 := uidcoretest.MustParse(t, layout.Parse, all[0])
+	p1 := uidcoretest.MustParse(t, layout.Parse, all[len(all)-1])
 	if p1.Time.Sub(p0.Time) < 2*time.Second {
 		t.Fatalf("5,000 IDs of a 1,024-per-second worker span %v: no 503 was met and retried", p1.Time.Sub(p0.Time))
 	}
@@ -337,7 +338,7 @@ func TestClientJSSafeFleetAndParseWithLayout(t *testing.T) {
 		}
 	}
 	parts, err := client.Parse(ctx, all[0])
-	if want, _ := layout.Parse(all[0]); err != nil || parts != want {
+	if want := uidcoretest.MustParse(t, layout.Parse, all[0]); err != nil || parts != want {
 		t.Fatalf("Parse(%d) = %+v, %v; want %+v", all[0], parts, err, want)
 	}
 

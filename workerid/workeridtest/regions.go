@@ -9,6 +9,7 @@ import (
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testwait"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
+	"github.com/uid-dispenser/uid-dispenser/uidcore/uidcoretest"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
 )
 
@@ -144,7 +145,7 @@ func testRegionsLanes(t *testing.T, st Store) {
 			}
 		}
 		for _, id := range in.ids {
-			p, _ := layout.Parse(id)
+			p := uidcoretest.MustParse(t, layout.Parse, id)
 			if !in.span.Contains(p.WorkerID) {
 				t.Fatalf("ID %d has worker ID %d, outside the region's range %s", id, p.WorkerID, in.span)
 			}
