@@ -64,6 +64,8 @@ func (d *Dispenser) startTelemetry(ctx context.Context, given *telemetry.Telemet
 		d.telemetry.owned = true
 		if addr := d.telemetry.tel.MetricsAddr(); addr != "" {
 			d.log.Info("serving /metrics, /healthz and /readyz", "addr", addr)
+		} else {
+			d.log.Info("no /metrics, /healthz or /readyz: off by default, set " + EnvPrefix + "_METRICS_ADDR (e.g. :9464) to serve them")
 		}
 	}
 	d.telemetry.tel.SetReady(d.ready)

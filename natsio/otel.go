@@ -20,9 +20,12 @@ import (
 
 // This file is the OpenTelemetry side of the service: a server span and
 // request metrics per request, a producer span per block published (the
-// trace context in NATS headers is the client's HeaderCarrier). It uses the global providers and propagator, which the
-// telemetry package installs; without them everything here is a no-op
-// that still passes a caller's trace context on.
+// trace context in NATS headers is the client's HeaderCarrier). It uses
+// the tracer and meter providers of ServiceConfig and BlocksConfig (the
+// dispenser passes the ones telemetry.Setup built), falling back to the
+// global ones only where they are nil, and the global propagator; with
+// no-op providers everything here is a no-op that still passes a caller's
+// trace context on.
 
 // instrumentationName names natsio's tracer and meter.
 const instrumentationName = "github.com/uid-dispenser/uid-dispenser/natsio"
@@ -129,8 +132,10 @@ func newServerTelemetry(queueGroup string, tp trace.TracerProvider, mp metric.Me
 	// Exported from the start, so that alerts see them before the first episode.
 	t.episodes.Add(context.Background(), 0)
 	t.waits.Add(context.Background(), 0)
-	// Every series at 0 from the start: an alert on the rate of 503s, or a
-	// dashboard, sees the series before the first one.
+	// The uid.next, uid.batch and uid.parse series at 0 from the start:
+	// an alert on the rate of 503s, or a dashboard, sees them before the
+	// first one. The not_found outcome and the sequence endpoints' series
+	// (one per sequence name) start with their first request.
 	ctx := context.Background()
 	for _, endpoint := range []string{protocol.EndpointNext, protocol.EndpointBatch, protocol.EndpointParse} {
 		for _, outcome := range []string{outcomeOK, outcomeBadRequest, outcomeUnavailable, outcomeInternal} {

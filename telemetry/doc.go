@@ -4,8 +4,11 @@
 // what a uidcore.CachedGenerator does into spans, events and metrics.
 //
 // It is the only package of the module that builds providers and
-// exporters. Other packages (natsio) use the OpenTelemetry API only, through
-// the global providers that [Setup] installs.
+// exporters. Other packages (natsio) use the OpenTelemetry API only, with
+// the providers they are given in their configuration
+// (natsio.ServiceConfig's TracerProvider and MeterProvider, which the
+// dispenser takes from [Telemetry]); they fall back to the global
+// providers, which [Setup] also installs, only where none is given.
 //
 // # Configuration
 //

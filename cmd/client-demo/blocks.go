@@ -61,7 +61,7 @@ func runBlocks(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		}
 		return n, err
 	}, stderr)
-	code := report(o, workers, elapsed, stdout)
+	code := report(o, workers, elapsed, stdout, stderr)
 	if o.metrics != "" {
 		after, err := scrapeBlocks(ctx, o.metrics)
 		if err = errors.Join(scrapeErr, err); err != nil {

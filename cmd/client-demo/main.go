@@ -290,7 +290,7 @@ func runLoad(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		w.keep(w.buf, keep)
 		return o.batch, nil
 	}, stderr)
-	code := report(o, workers, elapsed, stdout)
+	code := report(o, workers, elapsed, stdout, stderr)
 	var absorbed uidclient.ClientStats
 	for _, c := range clients {
 		st := c.Stats()
@@ -408,9 +408,13 @@ func progress(o options, start time.Time, received *atomic.Int64, done <-chan st
 	}
 }
 
+// checkNotice is the number of IDs kept from which report says, before
+// it sorts them, that it is checking them for duplicates.
+const checkNotice = 1_000_000
+
 // report prints the totals and returns the exit code: 1 on any error or
 // duplicate.
-func report(o options, workers []*worker, elapsed time.Duration, stdout io.Writer) int {
+func report(o options, workers []*worker, elapsed time.Duration, stdout, stderr io.Writer) int {
 	var ids []uint64
 	var lat, ages []time.Duration
 	errors, inFlight, count := 0, 0, 0
@@ -455,6 +459,11 @@ func report(o options, workers []*worker, elapsed time.Duration, stdout io.Write
 			fmt.Fprintf(stdout, "last call   %v\n", cutErr)
 		}
 		return 1
+	}
+	if len(ids) >= checkNotice {
+		// Sorting tens of millions of IDs takes seconds after the bar
+		// reached 100%: say what the wait is for.
+		fmt.Fprintf(stderr, "checking %s IDs for duplicates (sorting them)...\n", numfmt.Thousands(int64(len(ids))))
 	}
 	slices.Sort(ids)
 	dups := 0
