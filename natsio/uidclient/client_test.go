@@ -85,7 +85,6 @@ func TestClientRetriesUntilAServiceAppears(t *testing.T) {
 		err error
 	}
 	got := make(chan reply, 1)
-	start := time.Now()
 	go func() {
 		id, err := client.Next(ctx)
 		got <- reply{id, err}
@@ -100,14 +99,16 @@ func TestClientRetriesUntilAServiceAppears(t *testing.T) {
 		t.Fatalf("Next returned %d, %v before any service existed", r.id, r.err)
 	default:
 	}
-	waited := time.Since(start)
 	startClientTestService(t, url, 9, clientTestOpts{})
 	r := <-got
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	if p := uidcoretest.MustParse(t, uidcore.DefaultLayout().Parse, r.id); p.WorkerID != 9 || time.Since(start) < waited {
-		t.Fatalf("id %d (worker %d) after %v", r.id, p.WorkerID, time.Since(start))
+	// In order: the attempts nobody answered, then the ID of the service
+	// started after them (worker 9, the only one).
+	st := client.Stats()
+	if p := uidcoretest.MustParse(t, uidcore.DefaultLayout().Parse, r.id); p.WorkerID != 9 || st.NoResponders < 3 || st.Retries < st.NoResponders {
+		t.Fatalf("id %d (worker %d) after %d attempts without responders, %d retries; want worker 9 after at least 3", r.id, p.WorkerID, st.NoResponders, st.Retries)
 	}
 }
 
