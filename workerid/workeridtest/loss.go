@@ -9,6 +9,7 @@ import (
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testwait"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
+	"github.com/uid-dispenser/uid-dispenser/uidcore/uidcoretest"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
 )
 
@@ -206,7 +207,7 @@ func checkDisjoint(t testing.TB, layout uidcore.Layout, oldIDs, newIDs []uint64,
 	}
 	dups := 0
 	for _, id := range newIDs {
-		if p, _ := layout.Parse(id); p.Time.Unix() <= after {
+		if p := uidcoretest.MustParse(t, layout.Parse, id); p.Time.Unix() <= after {
 			t.Fatalf("new owner's ID %d is for second %d, at or before its After %d", id, p.Time.Unix(), after)
 		}
 		if seen[id] {
