@@ -136,6 +136,29 @@ func (d *Dispenser) checkGeneration(ctx context.Context) error {
 	return nil
 }
 
+// lanes is the assigner the generators claim their extra lanes from:
+// the worker-ID store, with the generation checked after every claim as
+// after the instance's own, so that an old instance paused past a new
+// generation cannot claim a fresh lane (reserved past the new
+// generation's start) and pad old-layout IDs on it.
+func (d *Dispenser) lanes() uidcore.Assigner { return generationChecked{d} }
+
+// generationChecked is an assigner whose claims are given up when the
+// fleet's generation changed (workerid.CheckGeneration).
+type generationChecked struct{ d *Dispenser }
+
+func (g generationChecked) Claim(ctx context.Context, layout uidcore.Layout) (uidcore.Claim, error) {
+	c, err := g.d.assigner.Claim(ctx, layout)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.d.checkGeneration(ctx); err != nil {
+		releaseQuietly(c, g.d.log)
+		return nil, err
+	}
+	return c, nil
+}
+
 // NewGeneration moves the fleet of the configured store to the
 // configuration's layout, worker mode and subject prefix: the safe way
 // to change them. Every instance of the old generation must have stopped

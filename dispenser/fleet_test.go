@@ -311,3 +311,34 @@ func TestOldInstanceBackFromAPauseEndsAfterNewGeneration(t *testing.T) {
 		}
 	})
 }
+
+// TestLaneClaimsCheckTheGeneration: once the fleet record is sealed for a
+// new generation, a lane claim of an old instance is given up (and its
+// worker ID released at once), as the instance's own claim would be: an
+// old instance paused past the change must not claim a fresh lane,
+// reserved past the new generation's start, and pad old-layout IDs on it.
+// Before, lanes were claimed from the store with no check.
+func TestLaneClaimsCheckTheGeneration(t *testing.T) {
+	fleetStores(t, func(t *testing.T, url, dsn string) {
+		d := start(t, testConfig(url, dsn))
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		lane, err := d.lanes().Claim(ctx, d.cfg.Layout())
+		if err != nil {
+			t.Fatalf("a lane claim before the change: %v", err)
+		}
+		releaseQuietly(lane, d.log)
+		fs := d.assigner.(workerid.FleetStore)
+		sealed := d.joined
+		sealed.Sealed = true
+		if err := fs.ReplaceFleet(ctx, d.joined, sealed); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.lanes().Claim(ctx, d.cfg.Layout()); !errors.Is(err, workerid.ErrGenerationChanged) {
+			t.Fatalf("a lane claim on a sealed record: %v, want ErrGenerationChanged", err)
+		}
+		if _, live, err := fs.LeaseHorizon(ctx); err != nil || live != 1 {
+			t.Fatalf("%d leases live after the refused lane claim (%v), want 1: the instance's own", live, err)
+		}
+	})
+}

@@ -151,7 +151,7 @@ func (d *Dispenser) storeRegressions() map[string]uint64 {
 func (d *Dispenser) newGenerator(claim uidcore.Claim) (*uidcore.CachedGenerator, error) {
 	obs := d.telemetry.observer
 	obs.SetWorkerID(claim.WorkerID())
-	gen, err := uidcore.NewCached(d.cfg.cachedOptions(claim, d.assigner, obs))
+	gen, err := uidcore.NewCached(d.cfg.cachedOptions(claim, d.lanes(), obs))
 	if err == nil {
 		obs.Watch(gen)
 	}
