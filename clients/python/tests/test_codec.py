@@ -141,12 +141,19 @@ def test_ranges_encode_matches_decode() -> None:
         (run(5, 0), "count of 0"),
         (run(10, 5) + run(12, 1), "not after the run before"),
         (run(10, 5) + run(3, 1), "not after the run before"),
-        (run(MAX_UINT64, 2), "past 2"),
+        (run(MAX_UINT64, 2), "sign bit"),
+        # The sign bit, which no dispenser issues: docs/protocol.md's reader refuses it.
+        (run(2**63, 1), "sign bit"),
+        (run(2**63 - 2, 3), "sign bit"),
     ],
 )
 def test_ranges_refuses(data: bytes, says: str) -> None:
     with pytest.raises(ProtocolError, match=says):
         decode_ranges(data)
+
+
+def test_ranges_last_id_below_the_sign_bit() -> None:
+    assert expand_ranges(decode_ranges(run(2**63 - 2, 2))) == [2**63 - 2, 2**63 - 1]
 
 
 def test_ranges_limit_is_checked_before_expanding() -> None:

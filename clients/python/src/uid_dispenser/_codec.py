@@ -16,6 +16,9 @@ from ._protocol import BASE32_WIDTH, BINARY_ID_WIDTH, RANGE_WIDTH
 MAX_UINT64 = (1 << 64) - 1
 """The largest value an ID field can hold."""
 
+SIGN_BIT = 1 << 63
+"""2^63: the sign bit, which no ID a dispenser issues has set."""
+
 _DECIMAL = re.compile(r"[0-9]{1,20}")
 
 
@@ -55,7 +58,7 @@ def decode_ranges(data: bytes, limit: int | None = None) -> list[range]:
     consecutive IDs, as Python ranges: each 16 bytes of the reply are a
     run's first ID and its count, each 8 bytes big-endian. The runs must
     be non-empty and increasing (each starts after the one before ends),
-    their IDs within 64 bits, and together at most limit IDs (when given,
+    their IDs below the sign bit (2^63), and together at most limit IDs (when given,
     checked before anything is expanded); ProtocolError otherwise."""
     if len(data) % RANGE_WIDTH:
         raise ProtocolError(f"ranges reply of {len(data)} bytes is not a multiple of {RANGE_WIDTH}")
@@ -68,8 +71,10 @@ def decode_ranges(data: bytes, limit: int | None = None) -> list[range]:
         where = f"ranges reply run {off // RANGE_WIDTH}"
         if count == 0:
             raise ProtocolError(f"{where} (first ID {first}) has a count of 0")
-        if first + count - 1 > MAX_UINT64:
-            raise ProtocolError(f"{where}: {count} IDs from {first} run past 2^64 - 1")
+        # docs/protocol.md: no ID of a run reaches the sign bit (a dispenser
+        # never issues one; a run that does is a corrupt reply).
+        if first + count - 1 >= SIGN_BIT:
+            raise ProtocolError(f"{where}: {count} IDs from {first} reach the sign bit (2^63)")
         if first < next_free:
             raise ProtocolError(f"{where} starts at {first}, not after the run before it (which ends at {next_free - 1})")
         total += count
