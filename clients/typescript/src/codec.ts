@@ -9,6 +9,9 @@ import { ProtocolError } from "./errors.js";
 /** The largest value an ID field can hold: 2^64 − 1. */
 export const MAX_UINT64 = (1n << 64n) - 1n;
 
+/** 2^63: the sign bit, which no ID a dispenser issues has set. */
+const SIGN_BIT = 1n << 63n;
+
 /** What IDs are handed out as: decimal strings (the default) or bigints. */
 export type IdTypes = { string: string; bigint: bigint };
 export type IdKind = keyof IdTypes;
@@ -65,7 +68,7 @@ export interface IdRange {
  * Decodes a ranges reply (Uid-Encoding: ranges) into its runs: each 16
  * bytes are a run's first ID and its count, each 8 bytes big-endian. The
  * runs must be non-empty and increasing (each starts after the one before
- * ends), their IDs within 64 bits, and together at most limit IDs when
+ * ends), their IDs below the sign bit (2^63), and together at most limit IDs when
  * limit is given (checked before anything is expanded). Throws
  * ProtocolError otherwise.
  */
@@ -84,8 +87,10 @@ export function decodeRanges(data: Uint8Array, limit?: number): IdRange[] {
     if (count === 0n) {
       throw new ProtocolError(`${where} (first ID ${first}) has a count of 0`);
     }
-    if (first + count - 1n > MAX_UINT64) {
-      throw new ProtocolError(`${where}: ${count} IDs from ${first} run past 2^64 - 1`);
+    // docs/protocol.md: no ID of a run reaches the sign bit (a dispenser
+    // never issues one; a run that does is a corrupt reply).
+    if (first + count - 1n >= SIGN_BIT) {
+      throw new ProtocolError(`${where}: ${count} IDs from ${first} reach the sign bit (2^63)`);
     }
     if (first < nextFree) {
       throw new ProtocolError(`${where} starts at ${first}, not after the run before it (which ends at ${nextFree - 1n})`);

@@ -164,12 +164,17 @@ test("ranges: malformed replies are refused", () => {
     [run(5n, 0n), /count of 0/],
     [[...run(10n, 5n), ...run(12n, 1n)], /not after the run before/],
     [[...run(10n, 5n), ...run(3n, 1n)], /not after the run before/],
-    [run(max, 2n), /past 2\^64/],
+    [run(max, 2n), /sign bit/],
+    // The sign bit, which no dispenser issues: docs/protocol.md's reader refuses it.
+    [run(1n << 63n, 1n), /sign bit/],
+    [run((1n << 63n) - 2n, 3n), /sign bit/],
   ];
   for (const [bytes, says] of cases) {
     assert.throws(() => decodeRanges(new Uint8Array(bytes)), (e: unknown) => e instanceof ProtocolError && says.test(e.message));
   }
   // A reply claiming 2^40 IDs fails on the count, before anything is expanded.
+  // The last ID below the sign bit is a valid run's end.
+  assert.deepEqual(expandRanges(decodeRanges(new Uint8Array(run((1n << 63n) - 2n, 2n)))), [(1n << 63n) - 2n, (1n << 63n) - 1n]);
   assert.throws(() => decodeRanges(new Uint8Array([...run(1n, 999n), ...run(2000n, 1n << 40n)]), 1000), /more than 1000 IDs/);
   assert.equal(expandRanges(decodeRanges(new Uint8Array(run(1n, 1000n)), 1000)).length, 1000);
 });
