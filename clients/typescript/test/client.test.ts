@@ -205,8 +205,10 @@ describe("errors", () => {
       assert.equal((e.cause as Error).name, "RequestError");
       return true;
     });
+    // Asked until the deadline, not given up early. No upper bound: on a
+    // loaded machine the last attempt may end well past it.
     const took = Date.now() - begin;
-    assert.ok(took >= 290 && took < 1500, `${took} ms`);
+    assert.ok(took >= 290, `gave up after ${took} ms, the deadline was 300 ms`);
     assert.ok(c.stats().noResponders > 3, JSON.stringify(c.stats()));
   });
 
@@ -368,9 +370,9 @@ describe("Prefetcher", () => {
     const c = new UidClient(nc, { subjectPrefix: prefix });
     const p = new Prefetcher(c, { batchSize: 200_000 });
     try {
-      const begin = Date.now();
-      await assert.rejects(p.next(), BadRequestError);
-      assert.ok(Date.now() - begin < 2000);
+      // At once: with a minute to wait, only the refill's 400 ends next()
+      // (a wait for a refill would end in a GaveUpError at its deadline).
+      await assert.rejects(p.next({ timeoutMs: 60_000 }), BadRequestError);
     } finally {
       await p.close();
     }
