@@ -242,9 +242,21 @@ public final class UidClient implements AutoCloseable {
 
     private long[] multi(String subject, String template, int n, Encoding wire, boolean sequence) {
         byte[] data = batchReply(subject, template, n, wire, sequence).getData();
+        if (wire == Encoding.RANGES) {
+            // The count is checked before the runs are expanded: 16 bytes
+            // can claim a billion IDs, which no batch of n asked for.
+            long[] runs;
+            try {
+                runs = Wire.decodeRuns(data);
+            } catch (UidException e) {
+                throw new UidException(subject + ": " + e.getMessage());
+            }
+            checkCount(subject, n, Wire.countOf(runs));
+            return Wire.expand(runs);
+        }
         long[] ids;
         try {
-            ids = wire == Encoding.RANGES ? Wire.expand(Wire.decodeRuns(data)) : decodeIds(data, wire);
+            ids = decodeIds(data, wire);
         } catch (UidException e) {
             throw new UidException(subject + ": " + e.getMessage());
         }

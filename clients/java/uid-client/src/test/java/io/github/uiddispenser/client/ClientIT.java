@@ -190,6 +190,26 @@ class ClientIT {
     }
 
     @Test
+    void aRangesReplyClaimingMoreThanAskedIsRefusedBeforeItIsExpanded() throws Exception {
+        // One 16-byte run of 2^30 IDs: expanded, 8 GiB of longs (an
+        // OutOfMemoryError); refused on its count, an error naming both.
+        byte[] huge = java.nio.ByteBuffer.allocate(Wire.RUN_WIDTH).putLong(1000).putLong(1L << 30).array();
+        Dispatcher liar = nc.createDispatcher(m -> nc.publish(m.getReplyTo(), huge));
+        liar.subscribe("liar.batch");
+        liar.subscribe("liar.seq.orders.batch");
+        nc.flush(Duration.ofSeconds(5));
+        try {
+            UidClient c = UidClient.builder().connection(nc).subjectPrefix("liar").build();
+            UidException e = assertThrows(UidException.class, () -> c.batch(5, Encoding.RANGES));
+            assertTrue(e.getMessage().contains("asked for 5 IDs, the reply holds 1073741824"), e.getMessage());
+            e = assertThrows(UidException.class, () -> c.seqBatch("orders", 5, Encoding.RANGES));
+            assertTrue(e.getMessage().contains("asked for 5 IDs, the reply holds 1073741824"), e.getMessage());
+        } finally {
+            nc.closeDispatcher(liar);
+        }
+    }
+
+    @Test
     void anAttemptWithoutAReplyIsRetried() throws Exception {
         // A responder that holds every request and never answers: an instance that died holding it.
         Dispatcher silent = nc.createDispatcher(m -> {
