@@ -287,7 +287,9 @@ describe("replies, through the client", () => {
       });
       try {
         const c = new UidClient(nc, { subjectPrefix: "always503" });
-        await assert.rejects(c.next({ timeoutMs: 200 }), (e: unknown) => {
+        // Longer than the cases' hint (250 ms): a hint past the deadline
+        // gives up at once, and this call must ask more than once.
+        await assert.rejects(c.next({ timeoutMs: 2000 }), (e: unknown) => {
           assert.ok(e instanceof GaveUpError && e.attempts > 1, String(e));
           assert.ok(e.cause instanceof UnavailableError);
           assert.equal(e.cause.retryAfterMs, rc.outcome.retry_after_ms);
