@@ -40,10 +40,12 @@ type Config struct {
 	// no other instance takes them again; 0: DefaultConfig's, negative:
 	// never (every take still checks).
 	CheckInterval time.Duration
-	// Settle is how long a new allocator waits before its first segment:
-	// long enough for the instances that lived through a store's loss to
-	// check and repair the counters (a few CheckIntervals); 0: no wait,
-	// for a store that keeps what it acknowledged.
+	// Settle is how long a new allocator waits before its first segment,
+	// and any allocator before its next one after the store failed a take
+	// or a check (an outage, which a loss may come with): long enough for
+	// the instances that lived through a store's loss to check and repair
+	// the counters (a few CheckIntervals); 0: no wait, for a store that
+	// keeps what it acknowledged.
 	Settle time.Duration
 	// StoreName names the store in errors ("MySQL at db:3306"); default:
 	// the store's String method, else "the sequence store".
@@ -103,7 +105,11 @@ type Allocator struct {
 
 	settled     atomic.Int64 // unix ns: no segment is taken before (Config.Settle, and after a regression)
 	regressions atomic.Uint64
-	checkStop   chan struct{} // closed by stop: ends checkLoop
+	// outage is set when the store failed a take or a check: the next
+	// take waits the settle period, so that the instances that lived
+	// through a loss raise the counters first (survivors included).
+	outage    atomic.Bool
+	checkStop chan struct{} // closed by stop: ends checkLoop
 	checkDone   chan struct{}
 }
 
@@ -514,6 +520,9 @@ func (a *Allocator) startFetch(st *seqState, size uint64) *fetch {
 // allocator waits for that (the settle period) and takes again.
 func (a *Allocator) take(name string, size, floor uint64) (Segment, error) {
 	for {
+		if a.outage.Swap(false) && a.cfg.Settle > 0 {
+			a.hold(a.cfg.Settle)
+		}
 		if wait := time.Until(time.Unix(0, a.settled.Load())); wait > 0 {
 			t := time.NewTimer(wait)
 			select {
@@ -526,11 +535,31 @@ func (a *Allocator) take(name string, size, floor uint64) (Segment, error) {
 		ctx, cancel := context.WithTimeout(a.ctx, a.cfg.FetchTimeout)
 		seg, err := a.store.Take(ctx, name, size, floor)
 		cancel()
+		a.noteOutage(err)
 		if err != nil || seg.Behind == 0 {
 			return seg, err
 		}
 		a.regressed(name, floor, seg)
 		floor = seg.To
+	}
+}
+
+// noteOutage marks a store error (not an answer such as an unknown name)
+// as an outage: a loss may come with it.
+func (a *Allocator) noteOutage(err error) {
+	if err != nil && !errors.Is(err, ErrUnknownSequence) && !errors.Is(err, ErrExhausted) && a.ctx.Err() == nil {
+		a.outage.Store(true)
+	}
+}
+
+// hold makes takes wait d from now (or longer, if they already must).
+func (a *Allocator) hold(d time.Duration) {
+	until := time.Now().Add(d).UnixNano()
+	for {
+		cur := a.settled.Load()
+		if cur >= until || a.settled.CompareAndSwap(cur, until) {
+			return
+		}
 	}
 }
 
@@ -547,13 +576,7 @@ func (a *Allocator) quarantine() time.Duration {
 // it gave this allocator (the take or check that found it raised it
 // again), and holds this allocator's takes for the quarantine.
 func (a *Allocator) regressed(name string, remembered uint64, seg Segment) {
-	until := time.Now().Add(a.quarantine()).UnixNano()
-	for {
-		cur := a.settled.Load()
-		if cur >= until || a.settled.CompareAndSwap(cur, until) {
-			break
-		}
-	}
+	a.hold(a.quarantine())
 	a.regressions.Add(1)
 	found := remembered - seg.Behind
 	a.cfg.Logger.Error("the sequence store forgot segments it had given this instance: raised its counter back past them; none of them is handed out again",
@@ -583,13 +606,14 @@ func (a *Allocator) Check(ctx context.Context) error {
 		st.mu.Lock()
 		high := st.high
 		st.mu.Unlock()
-		if high == 0 {
-			continue
-		}
+		// With nothing taken yet (high 0) the check is a read: it still
+		// tells an outage, after which this instance too settles.
 		cctx, cancel := context.WithTimeout(ctx, a.cfg.FetchTimeout)
 		seg, err := a.store.Take(cctx, st.name, 0, high)
 		cancel()
+		a.noteOutage(err)
 		switch {
+		case errors.Is(err, ErrUnknownSequence):
 		case err != nil:
 			errs = append(errs, fmt.Errorf("sequence %q: check on %s: %w", st.name, a.cfg.StoreName, err))
 		case seg.Behind > 0:

@@ -2,14 +2,18 @@ package sequence_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/internal/testwait"
 	"github.com/uid-dispenser/uid-dispenser/sequence"
 	"github.com/uid-dispenser/uid-dispenser/sequence/sequencetest"
 )
@@ -190,4 +194,76 @@ func TestSegmentWaitsAreTimed(t *testing.T) {
 	if again := a.Stats()[0]; again.Waits != 1 || again.WaitTime != st.WaitTime || again.LongestWait != st.LongestWait {
 		t.Fatalf("a request served from the numbers at hand changed the wait stats: %+v, was %+v", again, st)
 	}
+}
+
+// outageStore fails every call while down.
+type outageStore struct {
+	*sequencetest.MemStore
+	down atomic.Bool
+}
+
+var errDown = errors.New("store down")
+
+func (s *outageStore) Take(ctx context.Context, name string, step, floor uint64) (sequence.Segment, error) {
+	if s.down.Load() {
+		return sequence.Segment{}, errDown
+	}
+	return s.MemStore.Take(ctx, name, step, floor)
+}
+
+// TestSurvivorSettlesAfterAnOutage (issue 31, the models' finding 2): the
+// store goes down and comes back having forgotten A's segment; B, which
+// lived through the outage holding nothing (so nothing of its own to
+// repair), must not take the forgotten numbers before A's check raises
+// the counter: after an outage every instance settles, not only a new
+// one.
+func TestSurvivorSettlesAfterAnOutage(t *testing.T) {
+	store := &outageStore{MemStore: sequencetest.NewMemStore()}
+	if _, err := store.Declare(context.Background(), "orders", 1); err != nil {
+		t.Fatal(err)
+	}
+	cfg := sequencetest.Config()
+	cfg.CheckInterval = 20 * time.Millisecond
+	cfg.Settle = 2 * time.Second // 100 of A's checks
+	newAlloc := func() *sequence.Allocator {
+		a, err := sequence.NewAllocator(store, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Declare(context.Background(), nil); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(a.Abandon)
+		return a
+	}
+	a, b := newAlloc(), newAlloc()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	fromA := make([]uint64, 5)
+	if err := a.Fill(ctx, "orders", fromA); err != nil {
+		t.Fatal(err)
+	}
+	store.down.Store(true)
+	testwait.WaitFor(t, 10*time.Second, "both instances to see the outage in their checks", func() bool {
+		return slices.ContainsFunc(b.Stats(), func(s sequence.Stats) bool { return s.Name == "orders" }) && checkFails(b) && checkFails(a)
+	})
+	store.SetCounter("orders", 1) // the store comes back without A's segment
+	store.down.Store(false)
+	n, err := b.Next(ctx, "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(fromA, n) {
+		t.Fatalf("B handed out %d, which A had handed out before the loss (A's: %v)", n, fromA)
+	}
+	if a.Regressions() == 0 {
+		t.Error("A counted no regression")
+	}
+}
+
+// checkFails says whether a check of a's counters fails now.
+func checkFails(a *sequence.Allocator) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	return a.Check(ctx) != nil
 }
