@@ -110,7 +110,7 @@ type Allocator struct {
 	// through a loss raise the counters first (survivors included).
 	outage    atomic.Bool
 	checkStop chan struct{} // closed by stop: ends checkLoop
-	checkDone   chan struct{}
+	checkDone chan struct{}
 }
 
 // seqState is one name's segments and counters.
