@@ -17,7 +17,7 @@ declare -A MUTANTS=(
 	[lanes]="MUTANT_JOIN_MIDSECOND MUTANT_RETIRE_EARLY"
 	[segments]="MUTANT_GIVEBACK_NO_CAS MUTANT_TAKE_NO_CAS MUTANT_NO_HIGH_WATER MUTANT_NO_SETTLE"
 	[blocks]="MUTANT_USE_REDELIVERY MUTANT_NO_CREATED_CHECK MUTANT_PUBLISH_RETRY MUTANT_HOLD_UNKNOWN MUTANT_NO_BLOCK_MEMORY"
-	[fleet]="MUTANT_NO_HORIZON MUTANT_NO_REVOKE MUTANT_NO_SEAL"
+	[fleet]="MUTANT_NO_HORIZON MUTANT_NO_REVOKE MUTANT_NO_SEAL MUTANT_REPLICA_SEAL MUTANT_LANE_NO_CHECK MUTANT_NO_FLOOR"
 	[disposable]="MUTANT_ACCEPT_REUSED MUTANT_NO_DURABLE_ROW"
 )
 # model: configurations outside the stated assumptions that spin shows
@@ -33,6 +33,7 @@ declare -A FINDINGS=(
 declare -A VARIANTS=(
 	[segments]="WITHOUT_LOSS"
 	[blocks]="WITHOUT_LOSS"
+	[fleet]="WITH_LANE"
 )
 MODELS=(lease lanes segments blocks disposable fleet)
 # scripts/verify.sh MODEL...: only those models (and their mutations).

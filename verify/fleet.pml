@@ -8,7 +8,12 @@
  * makes every new-layout ID of a second after StartsAfter larger than
  * every old-layout ID of a second up to the horizon it is given; so the
  * property is: no old ID is issued for a second after StartsAfter, and no
- * new ID for a second up to it (assertions in the issue steps).
+ * new ID for a second up to it. Checked on a ghost record of the seconds
+ * issued by each generation (maxOld, minNew), wherever they or the record
+ * change (the property macro); the seconds come from the clocks,
+ * reservations and floors of the code, never from StartsAfter itself.
+ * (The first version of this model drew the new second from above
+ * StartsAfter and asserted that it was: vacuous.)
  *
  * Environment, at every step: old instances crash or stop (Release keeps
  * the reserved second, lowered to the last one used), restart or reclaim
@@ -26,6 +31,17 @@
  * interleavings), reads the horizon, then records the new generation; an
  * old instance checks the record after its claim's first reservation.
  *
+ * Issue 31's holes, closed in the model (each with a mutation):
+ *   F1  the record (its seal) is read at the stream leader; a direct get
+ *       may be answered by a replica one write behind
+ *   F2  a lane claim (laneSet.claimOne) checks the generation after its
+ *       first reservation, as the first claim does: an old instance paused
+ *       past the change may claim a fresh lane (a worker ID no lease held
+ *       at the revocation, so not in the horizon)
+ *   F3  the new generation's generator has a floor at StartsAfter: it
+ *       waits for the local wall clock to pass StartsAfter, and the clock
+ *       may step back after the wait
+ *
  * Mutations (spin -DMUTANT_...): each must produce a violation.
  *   NO_HORIZON   the new generation starts after the clock, not after the
  *                last second any lease reserved
@@ -33,11 +49,32 @@
  *                across the new generation (the PAUSED_OLD finding)
  *   NO_SEAL      the record is not sealed before the revocation: an old
  *                instance reclaims between revocation and record
+ *   REPLICA_SEAL F1 removed: the record read by a direct get
+ *   LANE_NO_CHECK F2 removed
+ *   NO_FLOOR     F3 removed: the generator starts at the clock
  */
 
+#if defined(WITH_LANE) || defined(MUTANT_LANE_NO_CHECK)
+#define NOLD 1          /* the lane run: one old instance and its lane */
+#else
 #define NOLD 2          /* old instances, each on its worker ID */
-#define MAXS 3          /* wall-clock seconds 1..MAXS */
-#define CHUNK 2
+#endif
+/* Two runs: without the lane at the larger bound, and with it (spin
+ * -DWITH_LANE, and F2's mutation) at a smaller one. */
+#if defined(WITH_LANE) || defined(MUTANT_LANE_NO_CHECK)
+#define HAS_LANE 1
+#define MAXS_DEFAULT 3
+#define CHUNK_DEFAULT 2
+#else
+#define MAXS_DEFAULT 3
+#define CHUNK_DEFAULT 2
+#endif
+#ifndef MAXS
+#define MAXS MAXS_DEFAULT /* wall-clock seconds 1..MAXS */
+#endif
+#ifndef CHUNK
+#define CHUNK CHUNK_DEFAULT
+#endif
 #define MAXSEC (MAXS + CHUNK)
 
 #define max(a, b) ((a) > (b) -> (a) : (b))
@@ -45,12 +82,26 @@
 
 /* The store: per worker ID the owner (0 none, else instance + 1), the
  * expired flag and the reserved second; the fleet record. */
-byte owner[NOLD];
-bool expired[NOLD];
-byte reserved[NOLD];
+byte owner[NOLD + 1];
+bool expired[NOLD + 1];
+byte reserved[NOLD + 1];
 byte generation = 1;
 bool sealed = false;    /* the old record, sealed (StartsAfter < 0) */
 byte startsAfter = 0;
+/* The record one write behind, as a lagging replica answers a direct get
+ * (F1). */
+#ifdef MUTANT_REPLICA_SEAL
+byte prevGeneration = 1;
+bool prevSealed = false;
+#define recordChanges() prevGeneration = generation; prevSealed = sealed
+#else
+#define recordChanges() skip
+#endif
+
+/* The lane: a worker ID (index NOLD) no lease held before; the first old
+ * instance's generator may claim it (F2; one claimer is enough: the other
+ * instance's part in it is its own lease's). */
+#define LANE NOLD
 
 bool running[NOLD];     /* an old process that may still take steps */
 
@@ -58,31 +109,57 @@ bool running[NOLD];     /* an old process that may still take steps */
 byte maxOld = 0;
 byte minNew = 255;
 
+/* The property, checked wherever maxOld, minNew or the record change:
+ * once the new record exists, the seconds issued by the old generation
+ * are up to StartsAfter, the new generation's after it. */
+#define property assert(generation == 1 || (maxOld <= startsAfter && minNew > startsAfter))
+
+/* joinFleet / checkGeneration read the record: at the stream leader
+ * (F1), or, the mutant's direct get, at a replica one write behind. */
+inline readRecord(g, sl) {
+	if
+	:: g = generation; sl = sealed
+#ifdef MUTANT_REPLICA_SEAL
+	:: g = prevGeneration; sl = prevSealed
+#endif
+	fi
+}
+
 proctype Old(byte me) {
-	byte w = me, res, next, clock, target, lastUsed;
-	bool lost, checked;
+	byte w = me, res, next, clock, target, lastUsed, laneRes;
+	bool lost, checked, lane, g1;
+	byte g;
 	do
 	/* start or reclaim: joinFleet reads the record (only the old one,
 	 * unsealed, lets it in), Acquire */
-	:: atomic { !running[me] && generation == 1 &&
+	:: atomic { !running[me] && (owner[w] == 0 || expired[w]) ->
+		readRecord(g, g1);
+		if
 #ifndef MUTANT_NO_SEAL
-		!sealed &&
+		:: g == 1 && !g1 ->
+#else
+		:: g == 1 ->
 #endif
-		(owner[w] == 0 || expired[w]) ->
-		running[me] = true;
-		owner[w] = me + 1; expired[w] = false;
-		next = reserved[w] + 1; res = reserved[w]; lastUsed = 0; lost = false; checked = false
+			running[me] = true;
+			owner[w] = me + 1; expired[w] = false;
+			next = reserved[w] + 1; res = reserved[w]; lastUsed = 0; lost = false; checked = false;
+			lane = false; laneRes = 0
+		:: else -> skip
+		fi;
+		g = 0; g1 = false
 	   }
 	/* checkGeneration: after the first reservation (part of the claim),
 	 * before serving: the record must be the one joined */
 	:: atomic { running[me] && !lost && !checked && res >= next ->
+		readRecord(g, g1);
 		if
-		:: generation == 1 && !sealed -> checked = true
+		:: g == 1 && !g1 -> checked = true
 #ifdef MUTANT_NO_SEAL
-		:: generation == 1 && sealed -> checked = true
+		:: g == 1 && g1 -> checked = true
 #endif
 		:: else -> lost = true  /* gives the claim up, the instance ends */
-		fi
+		fi;
+		g = 0; g1 = false
 	   }
 	/* renewOnce: owner matches, expired or not */
 	:: atomic { running[me] && !lost ->
@@ -95,17 +172,37 @@ proctype Old(byte me) {
 		fi;
 		clock = 0; target = 0
 	   }
-	/* pad: an old ID */
-	:: atomic { running[me] && !lost && checked && next <= res ->
+	/* laneSet.claimOne: a fresh lane, its first reservation, then (F2)
+	 * the record checked as for the first claim */
+#ifdef HAS_LANE
+	:: atomic { me == 0 && running[me] && !lost && checked && !lane && (owner[LANE] == 0 || expired[LANE]) ->
+		owner[LANE] = me + 1; expired[LANE] = false;
+		select(clock : 1 .. MAXS);
+		laneRes = min(max(max(clock, next), reserved[LANE] + 1) + CHUNK, MAXSEC);
+		reserved[LANE] = max(reserved[LANE], laneRes);
+#ifndef MUTANT_LANE_NO_CHECK
+		readRecord(g, g1);
+		if
+		:: g == 1 && !g1 -> lane = true
+		:: else -> lost = true  /* ErrGenerationChanged: the instance ends */
+		fi;
+#else
+		lane = true;
+#endif
+		clock = 0; g = 0; g1 = false
+	   }
+#endif
+	/* pad: an old ID, on the first lane or the extra one */
+	:: atomic { running[me] && !lost && checked && (next <= res || (lane && next <= laneRes)) ->
 		select(clock : 1 .. MAXS);
 		next = max(next, clock);
 		if
-		:: next <= res ->
+		:: next <= res || (lane && next <= laneRes) ->
 			if
 			:: generation > 1 -> assert(next <= startsAfter)
 			:: else -> skip
 			fi;
-			maxOld = max(maxOld, next); lastUsed = next; next++
+			maxOld = max(maxOld, next); property; lastUsed = next; next++
 		:: else -> skip
 		fi;
 		clock = 0
@@ -117,10 +214,14 @@ proctype Old(byte me) {
 		:: owner[w] == me + 1 -> owner[w] = 0
 		:: true -> skip         /* crashed, or the release lost: it expires */
 		fi;
-		running[me] = false
+		if
+		:: lane && owner[LANE] == me + 1 -> owner[LANE] = 0  /* its reservation kept */
+		:: else -> skip
+		fi;
+		running[me] = false; lane = false
 	   }
 	/* lost for good: reclaim under the old record only */
-	:: atomic { running[me] && lost -> running[me] = false }
+	:: atomic { running[me] && lost -> running[me] = false; lane = false }
 	od
 }
 
@@ -128,7 +229,7 @@ proctype Old(byte me) {
 active proctype Expiry() {
 	byte w;
 	do
-	:: atomic { select(w : 0 .. NOLD - 1); owner[w] != 0 && !expired[w] -> expired[w] = true; w = 0 }
+	:: atomic { select(w : 0 .. NOLD); owner[w] != 0 && !expired[w] -> expired[w] = true; w = 0 }
 	od
 }
 
@@ -139,6 +240,7 @@ proctype Operator() {
 	byte w, last, clock, s;
 	atomic { generation == 1 ->
 #ifndef MUTANT_NO_SEAL
+		recordChanges();
 		sealed = true
 #else
 		skip
@@ -146,7 +248,7 @@ proctype Operator() {
 	}
 	/* RevokeLeases: per lease, a compare-and-set that keeps the reserved
 	 * second (a renewal lands before it or fails after it) */
-	for (w : 0 .. NOLD - 1) {
+	for (w : 0 .. NOLD) {
 		atomic {
 #ifndef MUTANT_NO_REVOKE
 			owner[w] = 0; expired[w] = false
@@ -157,7 +259,7 @@ proctype Operator() {
 	}
 	/* LeaseHorizon: per lease, read at the leader */
 	last = 0;
-	for (w : 0 .. NOLD - 1) {
+	for (w : 0 .. NOLD) {
 		atomic { last = max(last, reserved[w]) }
 	}
 	atomic {
@@ -166,21 +268,32 @@ proctype Operator() {
 		last = clock;
 #endif
 		startsAfter = max(last, startsAfter);
+		recordChanges();
 		generation = 2; sealed = false;
-		assert(maxOld <= startsAfter);  /* the old IDs issued so far */
+		property;                       /* the old IDs issued so far */
 		w = 0; last = 0; clock = 0
 	}
-	/* a new-generation instance: waits for StartsAfter+1, then serves */
-	do
-	:: atomic { select(s : startsAfter + 1 .. MAXSEC + 1);
-		assert(s > startsAfter);
-		minNew = min(minNew, s) }
-	:: break
-	od
+	/* a new-generation instance: joinFleet waits until the local wall
+	 * clock passes StartsAfter, and the generator then starts at the
+	 * clock, read again: it may have stepped back since, so the wait
+	 * decides nothing and is left out; (F3) the generator's floor at
+	 * StartsAfter + 1. Its first ID is the lowest it will ever issue (its
+	 * logical second never goes back). */
+	atomic { select(clock : 1 .. MAXSEC + 1);
+		s = clock;
+#ifndef MUTANT_NO_FLOOR
+		s = max(s, startsAfter + 1);
+#endif
+		minNew = s; property;
+		clock = 0; s = 0 }
 }
 
 init {
 	atomic {
-		run Old(0); run Old(1); run Operator()
+		run Old(0);
+#if NOLD > 1
+		run Old(1);
+#endif
+		run Operator()
 	}
 }
