@@ -181,6 +181,34 @@ func TestLogsOfAnotherFleetApart(t *testing.T) {
 	}
 }
 
+// A process that lost a worker ID to a store regression and claimed it
+// again under a new owner logs the new owner's first reservation before
+// its lease.acquired: it belongs to the new claim, not the old one (which
+// would then seem to overlap the new).
+func TestReclaimBySameProcessNoFalseOverlap(t *testing.T) {
+	b, logs := cleanInput(t)
+	logs = append(logs, Log{Process: "d2#1", Path: writeLog(t,
+		`{"level":"INFO","msg":"x","event":"lease.acquired","worker_id":7,"owner":"old","after":0,"reserved":500}`,
+		`{"level":"ERROR","msg":"x","event":"lease.regression","worker_id":7,"owner":"old","remembered":500}`,
+		`{"level":"DEBUG","msg":"x","event":"lease.reserved","worker_id":7,"owner":"new","reserved":900}`,
+		`{"level":"INFO","msg":"x","event":"lease.acquired","worker_id":7,"owner":"new","after":600,"reserved":900}`,
+	)})
+	r := check(b, logs)
+	if !r.Valid || len(r.LeaseOverlaps) != 0 {
+		t.Fatalf("a false overlap: %+v", r.LeaseOverlaps)
+	}
+	// The same reclaim starting below what the old owner reserved is an
+	// overlap.
+	logs = append(logs, Log{Process: "d3#1", Path: writeLog(t,
+		`{"level":"INFO","msg":"x","event":"lease.acquired","worker_id":8,"owner":"old","after":0,"reserved":500}`,
+		`{"level":"DEBUG","msg":"x","event":"lease.reserved","worker_id":8,"owner":"new","reserved":900}`,
+		`{"level":"INFO","msg":"x","event":"lease.acquired","worker_id":8,"owner":"new","after":400,"reserved":900}`,
+	)})
+	if r := check(b, logs); r.Valid || len(r.LeaseOverlaps) != 1 || r.LeaseOverlaps[0].Lo != 400 || r.LeaseOverlaps[0].Hi != 500 {
+		t.Fatalf("overlap not caught: %+v", r.LeaseOverlaps)
+	}
+}
+
 func TestSegmentOverlapCaught(t *testing.T) {
 	b, logs := cleanInput(t)
 	logs = append(logs, Log{Process: "d2#1", Path: writeLog(t,

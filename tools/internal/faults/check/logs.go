@@ -104,8 +104,15 @@ func readLog(l Log, facts *logFacts, r *Result) error {
 		return fmt.Errorf("check: %w", err)
 	}
 	defer f.Close()
-	// The latest claim of each worker ID in this process.
-	current := map[int64]int{}
+	// The claim of each worker ID and owner in this process, and the
+	// reservations logged before their claim's lease.acquired (the first
+	// reservation of a claim is written, and logged, before the claim is).
+	type holder struct {
+		worker int64
+		owner  string
+	}
+	current := map[holder]int{}
+	early := map[holder]int64{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
 	for sc.Scan() {
@@ -138,17 +145,28 @@ func readLog(l Log, facts *logFacts, r *Result) error {
 			if !okR {
 				reserved = after
 			}
-			current[worker] = len(facts.claims)
+			h := holder{worker, owner}
+			if e, ok := early[h]; ok {
+				reserved = max(reserved, e)
+				delete(early, h)
+			}
+			current[h] = len(facts.claims)
 			facts.claims = append(facts.claims, claim{fleet: l.Fleet, process: l.Process, owner: owner, worker: worker, after: after, high: reserved})
 		case event.LeaseReserved, event.LeaseRecovered:
-			i, held := current[worker]
 			reserved, okR := ln.num(event.AttrReserved)
-			if !hasWorker || !held || !okR {
+			if !hasWorker || !okR {
+				continue
+			}
+			h := holder{worker, owner}
+			i, held := current[h]
+			if !held {
+				early[h] = max(early[h], reserved)
 				continue
 			}
 			facts.claims[i].high = max(facts.claims[i].high, reserved)
 		case event.LeaseReleased:
-			i, held := current[worker]
+			h := holder{worker, owner}
+			i, held := current[h]
 			if !hasWorker || !held {
 				continue
 			}
@@ -159,7 +177,7 @@ func readLog(l Log, facts *logFacts, r *Result) error {
 			} else if reserved, ok := ln.num(event.AttrReserved); ok {
 				facts.claims[i].high = max(facts.claims[i].high, reserved)
 			}
-			delete(current, worker)
+			delete(current, h)
 		case event.SequenceSegment:
 			seqName, _ := ln.str(event.AttrName)
 			first, okF := ln.num(event.AttrFirst)
