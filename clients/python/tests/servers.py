@@ -147,6 +147,10 @@ class Dispenser:
             "HOME": os.environ.get("HOME", tempfile.gettempdir()),
             "DISPENSER_NATS_URL": url,
             "DISPENSER_LOG_LEVEL": "warn",
+            # Each test's store is fresh; with a loss window a new instance's
+            # sequences answer 503 for their settle period (6 s), longer than
+            # a call's default deadline.
+            "DISPENSER_STORE_LOSS_WINDOW": "0",
             **env,
         }
         log_path = Path(tempfile.mkstemp(prefix="uid-py-dispenser-", suffix=".log")[1])

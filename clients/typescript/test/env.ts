@@ -126,7 +126,10 @@ export interface Dispenser {
  */
 export async function startDispenser(url: string, env: Record<string, string> = {}): Promise<Dispenser> {
   const proc = spawn(dispenserBinary(), [], {
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? tmpdir(), DISPENSER_NATS_URL: url, DISPENSER_LOG_LEVEL: "warn", ...env },
+    // DISPENSER_STORE_LOSS_WINDOW=0: each test's store is fresh, and with a
+    // loss window a new instance's sequences answer 503 for their settle
+    // period (6 s), longer than a call's default deadline.
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? tmpdir(), DISPENSER_NATS_URL: url, DISPENSER_LOG_LEVEL: "warn", DISPENSER_STORE_LOSS_WINDOW: "0", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const log = collect(proc);

@@ -227,6 +227,10 @@ public final class TestEnv {
         e.keySet().removeIf(k -> k.startsWith("DISPENSER_") || k.startsWith("OTEL_"));
         e.put("DISPENSER_NATS_URL", url);
         e.put("DISPENSER_LOG_LEVEL", "warn");
+        // Each test's store is fresh; with a loss window a new instance's
+        // sequences answer 503 for their settle period (6 s), longer than a
+        // call's default deadline.
+        e.put("DISPENSER_STORE_LOSS_WINDOW", "0");
         e.putAll(env);
         Process proc = pb.start();
         RUNNING.add(proc);
