@@ -306,13 +306,16 @@ describe("a live 503, through the client", () => {
   test("a batch the instance cannot serve is retried until the deadline", async () => {
     // The cases' dispenser sustains 16,384 IDs/s: 100,000 at once never fit.
     const c = new UidClient(nc, { ids: "bigint" });
-    await assert.rejects(c.batch(100_000, { timeoutMs: 2500 }), (e: unknown) => {
+    await assert.rejects(c.batch(100_000, { timeoutMs: 3000 }), (e: unknown) => {
       assert.ok(e instanceof GaveUpError && e.reason === "deadline", String(e));
       assert.ok(e.cause instanceof UnavailableError, String(e.cause));
       assert.ok((e.cause.retryAfterMs ?? 0) > 0, `retry after ${e.cause.retryAfterMs}`);
       return true;
     });
-    assert.ok(c.stats().unavailable >= 2, JSON.stringify(c.stats()));
+    // Asked again after the 503; the attempt after it may meet the
+    // deadline first (a 503 takes the service's 800 ms capacity wait),
+    // so a second 503 is not required.
+    assert.ok(c.stats().unavailable >= 1 && c.stats().retries >= 1, JSON.stringify(c.stats()));
     // And the instance still serves what it sustains.
     assert.equal((await c.batch(1000, { timeoutMs: 5000 })).length, 1000);
   });
