@@ -20,6 +20,9 @@ type Proxy struct {
 	ln     net.Listener
 	target string
 	delay  atomic.Int64 // nanoseconds each way
+	// stalled drops what is read, each way, with the connections left
+	// open: a link that dies silently, as an iptables DROP makes it.
+	stalled atomic.Bool
 
 	mu    sync.Mutex
 	cut   bool
@@ -70,11 +73,17 @@ func (p *Proxy) Cut() {
 // direction (0: none), keeping its order.
 func (p *Proxy) SetDelay(d time.Duration) { p.delay.Store(int64(d)) }
 
-// Restore forwards new connections again.
+// Stall drops everything forwarded from now on, each way, but keeps
+// the connections open: neither side sees an error, only silence, until
+// Restore.
+func (p *Proxy) Stall() { p.stalled.Store(true) }
+
+// Restore forwards new connections again, and ends a Stall.
 func (p *Proxy) Restore() {
 	p.mu.Lock()
 	p.cut = false
 	p.mu.Unlock()
+	p.stalled.Store(false)
 }
 
 // Close stops listening, closes every forwarded connection and waits for
@@ -149,7 +158,7 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
-		if n > 0 {
+		if n > 0 && !p.stalled.Load() {
 			chunks <- chunk{slices.Clone(buf[:n]), time.Now().Add(time.Duration(p.delay.Load()))}
 		}
 		if err != nil {
