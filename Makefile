@@ -6,7 +6,7 @@ PKGS := ./...
 
 .PHONY: test lint unit verify run docs bench bench-core bench-e2e bench-peers services soak soak-short soak-regions faults ops-check rules dashboards
 
-# verify (spin: one core for about a minute) runs beside lint and the Go
+# verify (spin: one core for under two minutes) runs beside lint and the Go
 # tests, at a lower priority, its output printed when it ends: that keeps
 # make test near 6 minutes on two cores. The operators' Go packages run
 # with the other tools packages in unit; rules adds promtool's checks.
