@@ -151,11 +151,22 @@ func (d *Dispenser) storeRegressions() map[string]uint64 {
 func (d *Dispenser) newGenerator(claim uidcore.Claim) (*uidcore.CachedGenerator, error) {
 	obs := d.telemetry.observer
 	obs.SetWorkerID(claim.WorkerID())
-	gen, err := uidcore.NewCached(d.cfg.cachedOptions(claim, d.lanes(), obs))
+	gen, err := uidcore.NewCached(d.generatorOptions(claim, obs))
 	if err == nil {
 		obs.Watch(gen)
 	}
 	return gen, err
+}
+
+// generatorOptions are the ring buffer's options on claim. Its floor is
+// the joined generation's StartsAfter: the instance waited for that
+// second on its clock (workerid.WaitForStart), but a clock stepped back
+// afterwards must not bring IDs at or below it, which the old
+// generation's may reach.
+func (d *Dispenser) generatorOptions(claim uidcore.Claim, obs uidcore.Observer) uidcore.CachedOptions {
+	opts := d.cfg.cachedOptions(claim, d.lanes(), obs)
+	opts.Floor = d.joined.StartsAfter
+	return opts
 }
 
 // ready backs /readyz: the instance has started, is not shutting down,

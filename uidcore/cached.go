@@ -68,6 +68,11 @@ type CachedOptions struct {
 	Layout Layout // zero value: DefaultLayout()
 	Claim  Claim  // required: the first lane, which the caller owns
 	Clock  Clock  // zero value: SystemClock
+	// Floor is a last second no ID may carry, on every lane, whatever the
+	// claims' After and the clock read: a fleet generation's StartsAfter,
+	// up to which an earlier generation's IDs may reach. A clock stepped
+	// back below it makes padding wait, never issue below it. 0: none.
+	Floor int64
 
 	// Lanes claims extra worker IDs ("lanes") when demand exceeds what the
 	// lanes held sustain (2^SeqBits IDs per second each) without running

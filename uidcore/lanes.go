@@ -103,12 +103,13 @@ type laneSet struct {
 	claimed  atomic.Uint64
 	returned atomic.Uint64
 	lastErr  atomic.Pointer[error]
+	floor    int64 // CachedOptions.Floor: every lane's after is at least it
 	cancel   context.CancelFunc
 	ctx      context.Context
 }
 
 func (s *laneSet) init(g *CachedGenerator, opts CachedOptions) {
-	s.g, s.assigner = g, opts.Lanes
+	s.g, s.assigner, s.floor = g, opts.Lanes, opts.Floor
 	s.max = opts.MaxLanes
 	switch {
 	case s.assigner == nil:
@@ -127,7 +128,7 @@ func (s *laneSet) init(g *CachedGenerator, opts CachedOptions) {
 	s.release = make(chan *lane, s.max)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	c := opts.Claim
-	s.lanes = []*lane{{claim: c, workerID: c.WorkerID(), after: c.After(), primary: true}}
+	s.lanes = []*lane{{claim: c, workerID: c.WorkerID(), after: max(c.After(), s.floor), primary: true}}
 	s.held.Store(1)
 	s.publish()
 }
@@ -281,7 +282,7 @@ func (s *laneSet) claimOne() {
 	held := s.held.Add(1)
 	s.claimed.Add(1)
 	s.mu.Lock()
-	s.pending = append(s.pending, &lane{claim: c, workerID: c.WorkerID(), after: c.After()})
+	s.pending = append(s.pending, &lane{claim: c, workerID: c.WorkerID(), after: max(c.After(), s.floor)})
 	s.npending.Add(1)
 	s.mu.Unlock()
 	s.notify(LaneEvent{WorkerID: c.WorkerID(), Added: true, Held: int(held)})
