@@ -17,32 +17,45 @@ import (
 // worker-ID keys.
 const kvFleetKey = "fleet"
 
-// RecordFleet implements workerid.FleetStore: Create, so the first writer
-// wins, then read what the bucket holds.
+// RecordFleet implements workerid.FleetStore: the record as the stream
+// leader holds it, written first when there is none (an Update at the
+// revision of the key's delete marker, or of nothing: the first writer
+// wins). It sends no direct get, which any replica may answer: the
+// check after a claim (workerid.CheckGeneration) reads the record
+// through here, and a replica that lags could show it unsealed after
+// dispenser -new-generation sealed it.
 func (a *Assigner) RecordFleet(ctx context.Context, f workerid.Fleet) (workerid.Fleet, error) {
 	var got workerid.Fleet
 	err := workerid.RetryStore(ctx, a.cfg.StoreStartupDeadline, a.log, "record the fleet in "+a.storeName, func(ctx context.Context) error {
-		value, _ := json.Marshal(f)
-		if _, err := a.kv.Create(ctx, kvFleetKey, value); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
-			return err
+		for {
+			stored, rev, found, err := a.readFleet(ctx)
+			if err != nil || found {
+				got = stored
+				return err
+			}
+			value, _ := json.Marshal(f)
+			if _, err := a.kv.Update(ctx, kvFleetKey, value, rev); err != nil && !lostRace(err) {
+				return err
+			}
+			// Written, or another instance wrote first: read it back.
 		}
-		var err error
-		got, _, err = a.readFleet(ctx)
-		return err
 	})
 	return got, err
 }
 
-func (a *Assigner) readFleet(ctx context.Context) (workerid.Fleet, uint64, error) {
-	e, err := a.kv.Get(ctx, kvFleetKey)
-	if err != nil {
-		return workerid.Fleet{}, 0, err
+// readFleet reads the fleet record at the stream leader; found is false
+// when the key holds none (never written, or removed by dispenser
+// -reset-fleet), rev is the revision read either way.
+func (a *Assigner) readFleet(ctx context.Context) (f workerid.Fleet, rev uint64, found bool, err error) {
+	s := &kvLeaseStore{kv: a.kv, nc: a.nc, bucket: a.cfg.KVBucket(), log: a.log}
+	le, err := s.leaderGet(ctx, kvFleetKey)
+	if err != nil || !le.found {
+		return workerid.Fleet{}, le.revision, false, err
 	}
-	var f workerid.Fleet
-	if err := json.Unmarshal(e.Value(), &f); err != nil {
-		return workerid.Fleet{}, 0, workerid.Permanent(fmt.Errorf("kvstore: key %s of %s is not a fleet record (%s): %w", kvFleetKey, a.storeName, kvExcerpt(e.Value()), err))
+	if err := json.Unmarshal(le.value, &f); err != nil {
+		return workerid.Fleet{}, 0, false, workerid.Permanent(fmt.Errorf("kvstore: key %s of %s is not a fleet record (%s): %w", kvFleetKey, a.storeName, kvExcerpt(le.value), err))
 	}
-	return f, e.Revision(), nil
+	return f, le.revision, true, nil
 }
 
 // RegionFleet implements workerid.RegionFleetReader: the fleet key of
@@ -74,9 +87,12 @@ func (a *Assigner) RegionFleet(ctx context.Context, region string) (workerid.Fle
 // ReplaceFleet implements workerid.FleetStore: an Update at the revision
 // of the record read, when it is old.
 func (a *Assigner) ReplaceFleet(ctx context.Context, old, next workerid.Fleet) error {
-	cur, rev, err := a.readFleet(ctx)
+	cur, rev, found, err := a.readFleet(ctx)
 	if err != nil {
 		return err
+	}
+	if !found {
+		return fmt.Errorf("%w (%s holds no fleet record)", workerid.ErrFleetChanged, a.storeName)
 	}
 	if cur != old {
 		return fmt.Errorf("%w (%s holds generation %d)", workerid.ErrFleetChanged, a.storeName, cur.Generation)
