@@ -225,3 +225,31 @@ func planGeneration(old workerid.Fleet, cfg Config, last int64, now time.Time) (
 	}
 	return next, nil
 }
+
+// ResetFleet removes the configured store's fleet record when it was
+// written by a start that should never have written it, so that the
+// next start records its own configuration (workerid.ResetFleet: it
+// refuses while a lease is live, when leases reserved seconds, and for a
+// generation recorded by -new-generation). found is false when the
+// store held no record.
+func ResetFleet(ctx context.Context, cfg Config, log *slog.Logger) (removed workerid.Fleet, found bool, err error) {
+	if err := cfg.Validate(); err != nil {
+		return workerid.Fleet{}, false, err
+	}
+	d := &Dispenser{cfg: cfg, log: log}
+	url, closeNATS, err := d.connectNATS(ctx)
+	if err != nil {
+		return workerid.Fleet{}, false, err
+	}
+	defer closeNATS()
+	closeAssigner, err := d.openAssigner(ctx, url)
+	if err != nil {
+		return workerid.Fleet{}, false, err
+	}
+	defer closeAssigner()
+	fs, ok := d.assigner.(workerid.FleetStore)
+	if !ok {
+		return workerid.Fleet{}, false, errors.New("dispenser: the worker-ID store keeps no fleet record")
+	}
+	return workerid.ResetFleet(ctx, fs, log)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -23,20 +24,7 @@ import (
 func TestMigrationOffUidGeneratorsWorkerNode(t *testing.T) {
 	dsn := testenv.MySQL(t)
 	url := testenv.NATS(t, nil).ClientURL()
-	db, err := sql.Open("mysql", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	for _, q := range []string{
-		`CREATE TABLE WORKER_NODE (ID BIGINT NOT NULL AUTO_INCREMENT, HOST_NAME VARCHAR(64) NOT NULL, PORT VARCHAR(64) NOT NULL,
-			TYPE INT NOT NULL, LAUNCH_DATE DATE NOT NULL, MODIFIED TIMESTAMP NOT NULL, CREATED TIMESTAMP NOT NULL, PRIMARY KEY(ID)) ENGINE=InnoDB`,
-		`INSERT INTO WORKER_NODE (ID, HOST_NAME, PORT, TYPE, LAUNCH_DATE, MODIFIED, CREATED) VALUES (2000, '10.0.0.1', '1700000000000-1', 2, CURDATE(), NOW(), NOW())`,
-	} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatal(err)
-		}
-	}
+	db := uidGeneratorWorkerNode(t, dsn, "", 2000)
 	count := func(q string) int {
 		t.Helper()
 		var n int
@@ -110,4 +98,79 @@ func TestMigrationOffUidGeneratorsWorkerNode(t *testing.T) {
 	if err != nil || wrapped.UID != "-7024218214296920064" || wrapped.Timestamp != "2026-12-01 08:14:16" || wrapped.WorkerID != "7" || wrapped.Wrapped == "" {
 		t.Fatalf("a wrapped ID: %+v, %v", wrapped, err)
 	}
+}
+
+// TestResetFleetAfterARefusedStartRecordedIt: a WORKER_NODE whose
+// auto-increment is past MAX(ID) (rows deleted) is caught only after the
+// insert, when the default layout's start has recorded the fleet; the
+// migration's layout is then refused as a fleet mismatch. dispenser
+// -reset-fleet (ResetFleet) removes that record, and the migration's
+// layout starts. Without it the only way out was editing UID_FLEET by
+// hand.
+func TestResetFleetAfterARefusedStartRecordedIt(t *testing.T) {
+	dsn := testenv.MySQL(t)
+	url := testenv.NATS(t, nil).ClientURL()
+	db := uidGeneratorWorkerNode(t, dsn, "AUTO_INCREMENT=3000", 500)
+	cfg := testConfig(url, dsn)
+	cfg.WorkerMode = workerid.ModeDisposable
+	var re *workerid.DisposableRangeError
+	if err := startErr(cfg); !errors.As(err, &re) {
+		t.Fatalf("default layout on a WORKER_NODE whose auto-increment is 3000: %v", err)
+	}
+	var stray string
+	if err := db.QueryRow("SELECT LAYOUT FROM " + cfg.FleetTable).Scan(&stray); err != nil || stray != cfg.Layout().String() {
+		t.Fatalf("the refused start's fleet record: %q, %v; want the default layout (the case this test is about)", stray, err)
+	}
+
+	later, err := uidcore.ParseLayout("28/22/13@2026-12-01T00:00:00Z")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if later.Epoch.After(time.Now()) {
+		t.Skip("the documented epoch is in the future on this clock")
+	}
+	next := cfg
+	next.LayoutName = "28/22/13@2026-12-01T00:00:00Z"
+	next.TimeBits, next.WorkerBits, next.SeqBits, next.Epoch = later.TimeBits, later.WorkerBits, later.SeqBits, Instant{later.Epoch}
+	var ce *ConfigError
+	if err := startErr(next); !errors.As(err, &ce) {
+		t.Fatalf("the migration's layout after the stray record: %v; want the fleet mismatch", err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	removed, found, err := ResetFleet(ctx, next, testLogger())
+	if err != nil || !found || removed.Layout != stray {
+		t.Fatalf("ResetFleet: removed %+v, found %v, %v; want the stray record", removed, found, err)
+	}
+	d := start(t, next)
+	if d.WorkerID() <= 3000 {
+		t.Fatalf("worker ID %d, want one above the table's auto-increment 3000", d.WorkerID())
+	}
+	var layout string
+	if err := db.QueryRow("SELECT LAYOUT FROM " + cfg.FleetTable).Scan(&layout); err != nil || layout != later.String() {
+		t.Fatalf("the fleet record after the reset and a start: %q, %v; want %s", layout, err, later)
+	}
+}
+
+// uidGeneratorWorkerNode creates UidGenerator's WORKER_NODE in dsn's
+// database (options after ENGINE=InnoDB, e.g. an AUTO_INCREMENT) with
+// one row, rowID, and returns the database.
+func uidGeneratorWorkerNode(t *testing.T, dsn, options string, rowID int) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	for _, q := range []string{
+		`CREATE TABLE WORKER_NODE (ID BIGINT NOT NULL AUTO_INCREMENT, HOST_NAME VARCHAR(64) NOT NULL, PORT VARCHAR(64) NOT NULL,
+			TYPE INT NOT NULL, LAUNCH_DATE DATE NOT NULL, MODIFIED TIMESTAMP NOT NULL, CREATED TIMESTAMP NOT NULL, PRIMARY KEY(ID)) ENGINE=InnoDB ` + options,
+		fmt.Sprintf(`INSERT INTO WORKER_NODE (ID, HOST_NAME, PORT, TYPE, LAUNCH_DATE, MODIFIED, CREATED) VALUES (%d, '10.0.0.1', '1700000000000-1', 2, CURDATE(), NOW(), NOW())`, rowID),
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return db
 }

@@ -164,3 +164,16 @@ func NextGeneration(current Fleet, next Fleet, lastSecond int64) (Fleet, error) 
 	next.StartsAfter = max(nl.EpochSecond()+int64(first)-1, current.StartsAfter)
 	return next, nil
 }
+
+// FleetRemover is implemented by stores whose fleet record can be
+// removed (both of this module's), for dispenser -reset-fleet
+// (ResetFleet).
+type FleetRemover interface {
+	// ReadFleet is the store's fleet record, read where writes are
+	// decided (the stream leader, the primary); found is false when the
+	// store holds none. It writes nothing.
+	ReadFleet(ctx context.Context) (f Fleet, found bool, err error)
+	// RemoveFleet removes the record old, failing with ErrFleetChanged
+	// when the store holds another (compare-and-set).
+	RemoveFleet(ctx context.Context, old Fleet) error
+}

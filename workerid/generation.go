@@ -186,3 +186,62 @@ func (f Fleet) unseal() Fleet {
 	f.Sealed = false
 	return f
 }
+
+// ErrFleetInUse: dispenser -reset-fleet refuses to remove a fleet record
+// that instances may have issued IDs under.
+var ErrFleetInUse = errors.New("workerid: the fleet record is in use")
+
+// ResetFleet removes a fleet record written by a start that should never
+// have written it (a configuration mistake, say), so that the next start
+// records its own: the way out that does not edit the store by hand. It
+// refuses a record IDs may have been issued under: a generation recorded
+// by dispenser -new-generation (its StartsAfter keeps the new IDs above
+// the old ones), and a fleet with a lease live or with seconds reserved
+// by any lease ever (ErrFleetInUse). It seals the record before it reads
+// the leases, so that no instance joins meanwhile and one that just
+// claimed a worker ID gives it up (CheckGeneration), then removes the
+// sealed record by compare-and-set; a refusal unseals it. It returns
+// the record removed, or found false when the store held none.
+func ResetFleet(ctx context.Context, fs FleetStore, log *slog.Logger) (removed Fleet, found bool, err error) {
+	r, ok := fs.(FleetRemover)
+	if !ok {
+		return Fleet{}, false, errors.New("workerid: the store cannot remove its fleet record")
+	}
+	current, found, err := r.ReadFleet(ctx)
+	if err != nil || !found {
+		return Fleet{}, false, err
+	}
+	old := current.unseal()
+	if old.Generation > 1 || old.StartsAfter != 0 {
+		return Fleet{}, true, fmt.Errorf("%w: generation %d (layout %s) was recorded by dispenser -new-generation: its start keeps its IDs above the previous generation's, so it is never removed; to change the configuration, run dispenser -new-generation", ErrFleetInUse, old.Generation, old.Layout)
+	}
+	if !current.Sealed {
+		if err := fs.ReplaceFleet(ctx, current, old.seal()); err != nil {
+			return Fleet{}, true, fmt.Errorf("workerid: seal the fleet record: %w", err)
+		}
+		current = old.seal()
+	}
+	refuse := func(err error) (Fleet, bool, error) {
+		if uerr := fs.ReplaceFleet(ctx, current, old); uerr != nil {
+			return Fleet{}, true, fmt.Errorf("%w (and unsealing the record failed: %w; run dispenser -reset-fleet again or -new-generation)", err, uerr)
+		}
+		return Fleet{}, true, err
+	}
+	last, live, err := fs.LeaseHorizon(ctx)
+	if err != nil {
+		return refuse(fmt.Errorf("workerid: the leases: %w", err))
+	}
+	if live > 0 {
+		return refuse(fmt.Errorf("%w: %d worker-ID leases are live: stop every instance first (a killed instance's lease expires after its lease TTL)", ErrFleetInUse, live))
+	}
+	if last > 0 {
+		return refuse(fmt.Errorf("%w: leases reserved seconds up to %s under layout %s: instances served under this record, and another configuration could repeat their IDs; run dispenser -new-generation instead",
+			ErrFleetInUse, time.Unix(last, 0).UTC().Format(time.RFC3339), old.Layout))
+	}
+	if err := r.RemoveFleet(ctx, current); err != nil {
+		return Fleet{}, true, fmt.Errorf("workerid: remove the fleet record (it stays sealed: run dispenser -reset-fleet again): %w", err)
+	}
+	log.Warn("removed the fleet record: the next instance to start records its configuration", "generation", old.Generation,
+		"layout", old.Layout, "worker_mode", old.WorkerMode, "subject_prefix", old.SubjectPrefix)
+	return old, true, nil
+}

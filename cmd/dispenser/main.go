@@ -33,9 +33,10 @@ func run() int {
 	flags.SetOutput(os.Stdout)
 	version := flags.Bool("version", false, "print the version, commit and Go version, and exit")
 	newGeneration := flags.Bool("new-generation", false, "record the configured layout, worker mode and subject prefix as the next generation of the fleet in the worker-ID store (every instance stopped), and exit")
+	resetFleet := flags.Bool("reset-fleet", false, "remove the worker-ID store's fleet record written by a start that should never have written it (no lease live or ever reserved, not a generation from -new-generation), so that the next start records its configuration, and exit")
 	raise := flags.String("raise-sequence", "", "`NAME=N`: raise the named sequence's counter in the worker-ID store so that its next number is at least N (never lowers it), and exit: after a store loss nothing detected, or to move a sequence over from Leaf, tinyid or an AUTO_INCREMENT column")
 	flags.Usage = func() {
-		fmt.Fprintln(flags.Output(), "usage: dispenser [-version | -new-generation | -raise-sequence NAME=N]\n\nHands out unique 64-bit IDs over NATS.")
+		fmt.Fprintln(flags.Output(), "usage: dispenser [-version | -new-generation | -reset-fleet | -raise-sequence NAME=N]\n\nHands out unique 64-bit IDs over NATS.")
 		fmt.Fprintln(flags.Output())
 		flags.PrintDefaults()
 		fmt.Fprintln(flags.Output())
@@ -53,7 +54,7 @@ func run() int {
 		// Arguments are not configuration: a command line that seems to
 		// say something must not start an instance that ignores it.
 		fmt.Fprintf(os.Stderr, "dispenser: unexpected argument %q; it takes no arguments (configuration is DISPENSER_* variables, see dispenser -h)\n", flags.Arg(0))
-		fmt.Fprintln(os.Stderr, "usage: dispenser [-h] [-version | -new-generation | -raise-sequence NAME=N]")
+		fmt.Fprintln(os.Stderr, "usage: dispenser [-h] [-version | -new-generation | -reset-fleet | -raise-sequence NAME=N]")
 		return 2
 	}
 	if *version {
@@ -84,6 +85,14 @@ func run() int {
 		var before, after uint64
 		if before, after, err = dispenser.RaiseSequence(ctx, cfg, log, name, to); err == nil {
 			fmt.Printf("sequence %s: counter %d, now %d: the next number is at least %d\n", name, before, after, after)
+		}
+	} else if *resetFleet {
+		var f workerid.Fleet
+		var found bool
+		if f, found, err = dispenser.ResetFleet(ctx, cfg, log); err == nil && found {
+			fmt.Printf("removed the fleet record: generation %d, layout %s, worker mode %s, subject prefix %s; the next start records its configuration\n", f.Generation, f.Layout, f.WorkerMode, f.SubjectPrefix)
+		} else if err == nil {
+			fmt.Println("the worker-ID store holds no fleet record: nothing to remove")
 		}
 	} else if *newGeneration {
 		var f workerid.Fleet

@@ -198,3 +198,36 @@ func (s *kvLeaseStore) keys(ctx context.Context) ([]string, error) {
 	}
 	return keys, nil
 }
+
+// ReadFleet implements workerid.FleetRemover: the record at the stream
+// leader.
+func (a *Assigner) ReadFleet(ctx context.Context) (workerid.Fleet, bool, error) {
+	f, _, found, err := a.readFleet(ctx)
+	return f, found, err
+}
+
+// RemoveFleet implements workerid.FleetRemover: a delete at the revision
+// of the record read, when it is old.
+func (a *Assigner) RemoveFleet(ctx context.Context, old workerid.Fleet) error {
+	cur, rev, found, err := a.readFleet(ctx)
+	if err != nil {
+		return err
+	}
+	if !found || cur != old {
+		return fmt.Errorf("%w (%s)", workerid.ErrFleetChanged, a.storeName)
+	}
+	if err := a.kv.Delete(ctx, kvFleetKey, jetstream.LastRevision(rev)); lostRace(err) || isWrongLastSequence(err) {
+		return fmt.Errorf("%w (%s)", workerid.ErrFleetChanged, a.storeName)
+	} else if err != nil {
+		return err
+	}
+	return nil
+}
+
+// isWrongLastSequence: a write conditioned on a key's last revision
+// found another (a delete's error is the server's, not ErrKeyExists).
+func isWrongLastSequence(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+}

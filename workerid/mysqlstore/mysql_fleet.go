@@ -3,6 +3,7 @@ package mysqlstore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -24,22 +25,73 @@ func (a *Assigner) RecordFleet(ctx context.Context, f workerid.Fleet) (workerid.
 		if err != nil {
 			return a.classify(err, "record the fleet in table "+a.cfg.FleetTable)
 		}
-		var mode string
-		var startsAfter int64
-		dst := []any{&got.Generation, &got.Layout, &mode, &got.SubjectPrefix, &startsAfter}
-		if regions != "" {
-			dst = append(dst, &got.Regions)
-		}
-		err = a.db.QueryRowContext(ctx, "SELECT GENERATION, LAYOUT, WORKER_MODE, SUBJECT_PREFIX, STARTS_AFTER"+strings.TrimSuffix(", "+regions, ", ")+" FROM "+table+" WHERE ID = 1").
-			Scan(dst...)
-		if err != nil {
+		got, err = a.readFleet(ctx, regions)
+		if errors.Is(err, sql.ErrNoRows) {
 			return a.classify(err, "read the fleet from table "+a.cfg.FleetTable)
 		}
-		got.WorkerMode = workerid.Mode(mode)
-		got.SetStoredStartsAfter(startsAfter) // a seal is in STARTS_AFTER
-		return nil
+		return err
 	})
 	return got, err
+}
+
+// readFleet reads the row with ID 1 (sql.ErrNoRows when there is none);
+// regions is regionsColumn's answer.
+func (a *Assigner) readFleet(ctx context.Context, regions string) (workerid.Fleet, error) {
+	var got workerid.Fleet
+	var mode string
+	var startsAfter int64
+	dst := []any{&got.Generation, &got.Layout, &mode, &got.SubjectPrefix, &startsAfter}
+	if regions != "" {
+		dst = append(dst, &got.Regions)
+	}
+	err := a.db.QueryRowContext(ctx, "SELECT GENERATION, LAYOUT, WORKER_MODE, SUBJECT_PREFIX, STARTS_AFTER"+strings.TrimSuffix(", "+regions, ", ")+" FROM "+quoteIdent(a.cfg.FleetTable)+" WHERE ID = 1").
+		Scan(dst...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return workerid.Fleet{}, err
+	}
+	if err != nil {
+		return workerid.Fleet{}, a.classify(err, "read the fleet from table "+a.cfg.FleetTable)
+	}
+	got.WorkerMode = workerid.Mode(mode)
+	got.SetStoredStartsAfter(startsAfter) // a seal is in STARTS_AFTER
+	return got, nil
+}
+
+// ReadFleet implements workerid.FleetRemover: the row as the primary
+// holds it (the DSN's server; a read-splitting proxy in front of it is
+// not supported).
+func (a *Assigner) ReadFleet(ctx context.Context) (workerid.Fleet, bool, error) {
+	regions, err := a.regionsColumn(ctx, workerid.Fleet{})
+	if err != nil {
+		return workerid.Fleet{}, false, err
+	}
+	f, err := a.readFleet(ctx, regions)
+	if errors.Is(err, sql.ErrNoRows) {
+		return workerid.Fleet{}, false, nil
+	}
+	return f, err == nil, err
+}
+
+// RemoveFleet implements workerid.FleetRemover: a DELETE that matches
+// only the record read.
+func (a *Assigner) RemoveFleet(ctx context.Context, old workerid.Fleet) error {
+	regions, err := a.regionsColumn(ctx, old)
+	if err != nil {
+		return err
+	}
+	where := ""
+	if regions != "" {
+		where = " AND REGIONS = ?"
+	}
+	res, err := a.db.ExecContext(ctx, "DELETE FROM "+quoteIdent(a.cfg.FleetTable)+
+		" WHERE ID = 1 AND GENERATION = ? AND LAYOUT = ? AND WORKER_MODE = ? AND SUBJECT_PREFIX = ? AND STARTS_AFTER = ?"+where, fleetArgs(old, regions)...)
+	if err != nil {
+		return a.classify(err, "remove the fleet from table "+a.cfg.FleetTable)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return fmt.Errorf("%w (table %s)", workerid.ErrFleetChanged, a.cfg.FleetTable)
+	}
+	return nil
 }
 
 // ReplaceFleet implements workerid.FleetStore: an UPDATE that matches only the

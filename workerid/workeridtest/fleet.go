@@ -3,6 +3,8 @@ package workeridtest
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -22,6 +24,7 @@ func runFleet(t *testing.T, newStore func(t *testing.T) Store) {
 		"RevokeLeases":           testRevokeLeases,
 		"Regions":                testFleetRegions,
 		"Sealed":                 testFleetSealed,
+		"Reset":                  testResetFleet,
 	} {
 		t.Run("fleet/"+name, func(t *testing.T) {
 			t.Parallel()
@@ -291,4 +294,60 @@ func testFleetSealed(t *testing.T, s Store) {
 	if got, err := fs.RecordFleet(ctx, first); err != nil || got != second {
 		t.Fatalf("unsealed, the record reads %+v, %v; want %+v", got, err, second)
 	}
+}
+
+// A record written by a start that should never have written it binds
+// every later start to its configuration (RecordFleet returns it). With
+// no lease ever reserved, workerid.ResetFleet removes it, and the next
+// start records its own. A fleet with a live lease, or one whose leases
+// reserved seconds, or a generation recorded by a change, is refused
+// (ErrFleetInUse) and its record stays as it was, unsealed.
+func testResetFleet(t *testing.T, s Store) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	fs := fleetStore(t, s, workerid.ModeLeased)
+	if _, found, err := workerid.ResetFleet(ctx, fs, log); err != nil || found {
+		t.Fatalf("reset of a store without a record: found %v, %v", found, err)
+	}
+	stray := testFleet(uidcore.DefaultLayout(), workerid.ModeLeased, "uid")
+	if _, err := fs.RecordFleet(ctx, stray); err != nil {
+		t.Fatal(err)
+	}
+	wanted := testFleet(SmallLayout(), workerid.ModeLeased, "uid")
+	if got, err := fs.RecordFleet(ctx, wanted); err != nil || got != stray {
+		t.Fatalf("the stray record binds later starts: got %+v, %v", got, err)
+	}
+	removed, found, err := workerid.ResetFleet(ctx, fs, log)
+	if err != nil || !found || removed != stray {
+		t.Fatalf("reset: removed %+v, found %v, %v; want the stray record", removed, found, err)
+	}
+	if f, found, err := fs.(workerid.FleetRemover).ReadFleet(ctx); err != nil || found {
+		t.Fatalf("after the reset the store holds %+v (found %v, %v)", f, found, err)
+	}
+	if got, err := fs.RecordFleet(ctx, wanted); err != nil || got != wanted {
+		t.Fatalf("the next start after the reset reads %+v, %v; want its own record %+v", got, err, wanted)
+	}
+
+	refused := func(what string) {
+		t.Helper()
+		if _, _, err := workerid.ResetFleet(ctx, fs, log); !errors.Is(err, workerid.ErrFleetInUse) {
+			t.Fatalf("reset with %s: %v; want ErrFleetInUse", what, err)
+		}
+		if got, found, err := fs.(workerid.FleetRemover).ReadFleet(ctx); err != nil || !found || got != wanted {
+			t.Fatalf("after a refused reset (%s) the store holds %+v (found %v, %v); want %+v, unsealed", what, got, found, err, wanted)
+		}
+	}
+	c := claim(t, s.New(t, Config(workerid.ModeLeased), s.Addr), SmallLayout())
+	refused("a live lease")
+	release(t, c)
+	refused("a released lease that reserved seconds")
+
+	next := wanted
+	next.Generation, next.StartsAfter = 2, time.Now().Unix()
+	if err := fs.ReplaceFleet(ctx, wanted, next); err != nil {
+		t.Fatal(err)
+	}
+	wanted = next
+	refused("a generation recorded by a change")
 }
