@@ -24,18 +24,32 @@
  * The reservations themselves are lease.pml's: a claim here reserves any
  * second up to the horizon at once.
  *
+ * Also, at every step: A crashes (its generator and lane goroutine stop;
+ * its leases stay in the store with their reservations until they
+ * expire); a lease of A's expires at any moment and B takes its worker ID
+ * over (a takeover); A's lane goroutine renews a lane, raising its
+ * reservation, or finds it taken: the lane is lost (dropped at the next
+ * second; the first lane lost ends the instance). The store's loss is
+ * not in this model (docs/verification.md): a lane's lease is lease.pml's.
+ *
  * Mutations (spin -DMUTANT_...): each must produce a violation.
  *   JOIN_MIDSECOND   a claimed lane joins within a second padding has
  *                    begun filling (pad's lanes.sync without !g.dirty)
  *   RETIRE_EARLY     a lane given back retires at the second before the
  *                    last one it filled
+ *   TAKEOVER_NO_SKIP B takes a worker ID over without skipping the seconds
+ *                    A reserved
  */
 
 #define NW 2            /* worker IDs */
 #define MAXS 2          /* wall-clock seconds 1..MAXS */
 #define MAXSEC 3        /* horizon of reservations */
+#ifndef NSEQ
 #define NSEQ 2          /* sequence numbers per second */
-#define MAXCLAIMS 3     /* claims in the whole run */
+#endif
+#ifndef MAXCLAIMS
+#define MAXCLAIMS 2     /* claims in the whole run (A's first lane aside) */
+#endif
 
 #define max(a, b) ((a) > (b) -> (a) : (b))
 #define min(a, b) ((a) < (b) -> (a) : (b))
@@ -44,6 +58,7 @@
 byte owner[NW];
 byte reserved[NW];
 byte claims = 0;
+bool aAlive = true;
 
 /* The watched ID and how often it was issued. */
 byte watchW, watchS, watchQ;
@@ -112,7 +127,7 @@ inline startSecond(sec) {
 proctype PaddingA() {
 	byte i, now, w;
 	do
-	:: atomic { next <= MAXSEC ->
+	:: atomic { aAlive && next <= MAXSEC ->
 		if
 #ifdef MUTANT_JOIN_MIDSECOND
 		:: anyPending -> sync(); idx = 0; seq = 0
@@ -146,7 +161,9 @@ proctype PaddingA() {
 		now = 0; w = 0
 	   }
 	/* dropIdle (everySecond, between rounds): an extra lane idle */
-	:: atomic { select(i : 0 .. NW - 1); held[i] && i != primary && !drop[i] -> drop[i] = true; i = 0 }
+	:: atomic { select(i : 0 .. NW - 1); aAlive && held[i] && i != primary && !drop[i] -> drop[i] = true; i = 0 }
+	/* A crashes: its leases stay until they expire */
+	:: atomic { aAlive -> aAlive = false }
 	od
 }
 
@@ -156,11 +173,11 @@ proctype LanesA() {
 	do
 	/* claimOne -> Assigner.Claim: a free worker ID, after its reserved
 	 * second, reserving up to some second of the horizon */
-	:: atomic { claims < MAXCLAIMS && !anyPending ->
+	:: atomic { aAlive && claims < MAXCLAIMS && !anyPending ->
 		claims++;
 		select(i : 0 .. NW - 1);
 		if
-		:: owner[i] == 0 ->
+		:: owner[i] == 0 && !held[i] && !releasing[i] ->
 			owner[i] = 1;
 			after[i] = reserved[i];
 			select(r : after[i] .. MAXSEC);
@@ -170,6 +187,21 @@ proctype LanesA() {
 		:: true -> skip        /* taken, or the store unreachable */
 		fi;
 		i = 0; r = 0
+	   }
+	/* renewOnce of a lane held: its reservation raised to any second of
+	 * the horizon (the store's second follows); or ErrLeaseTaken: lost */
+	:: atomic { aAlive -> select(i : 0 .. NW - 1);
+		if
+		:: held[i] && !drop[i] && owner[i] == 1 && until[i] < MAXSEC ->
+			until[i]++; reserved[i] = max(reserved[i], until[i])
+		:: held[i] && !drop[i] && owner[i] != 1 ->
+			if
+			:: i == primary -> aAlive = false   /* the instance ends */
+			:: else -> drop[i] = true           /* dropIdle: lost */
+			fi
+		:: else -> skip
+		fi;
+		i = 0
 	   }
 	/* giveBack: Retire(lane.retireAt()), then Release */
 	:: atomic { select(i : 0 .. NW - 1); releasing[i] ->
@@ -184,10 +216,10 @@ proctype LanesA() {
 		:: else -> r = 255          /* nothing to give back */
 		fi;
 		if
-		:: true -> reserved[i] = min(reserved[i], r); owner[i] = 0
+		:: owner[i] == 1 -> reserved[i] = min(reserved[i], r); owner[i] = 0
 		:: true -> skip             /* the store unreachable: it expires */
-			; owner[i] = 0          /* (after its TTL: free, reservation kept) */
-		fi;
+			; if :: owner[i] == 1 -> owner[i] = 0 :: else -> skip fi
+		fi;                         /* (after its TTL: free, reservation kept) */
 		i = 0; r = 0
 	   }
 	od
@@ -204,14 +236,18 @@ proctype B() {
 		claims++;
 		select(w : 0 .. NW - 1);
 		if
-		:: owner[w] == 0 ->
+		:: owner[w] != 2 ->         /* free, or A's lease expired: a takeover */
+			owner[w] = 2;
 			a = reserved[w];
+#ifdef MUTANT_TAKEOVER_NO_SKIP
+			a = 0;
+#endif
 			select(u : a .. MAXSEC);
 			if
 			:: watchW == w && watchS > a && watchS <= u -> issue(watchW, watchS, watchQ)
 			:: else -> skip
 			fi;
-			reserved[w] = u
+			reserved[w] = u; owner[w] = 0   /* all used, released */
 		:: else -> skip
 		fi;
 		w = 0; a = 0; u = 0
