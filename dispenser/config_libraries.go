@@ -24,7 +24,8 @@ import (
 type BlocksConfig struct {
 	BlocksStream          string        `envconfig:"DISPENSER_BLOCKS_STREAM" desc:"blocks: JetStream stream name (created or updated at start-up)"`
 	BlocksSubject         string        `envconfig:"DISPENSER_BLOCKS_SUBJECT" desc:"blocks: subject the blocks are published on (no wildcards)"`
-	BlockSize             int           `envconfig:"DISPENSER_BLOCKS_BLOCK_SIZE" desc:"blocks: IDs per block (8 bytes each), 1..131072"`
+	BlockSize             int           `envconfig:"DISPENSER_BLOCKS_BLOCK_SIZE" desc:"blocks: IDs per block, 1..4194304 (runs of consecutive IDs, 16 bytes each); 1..131072 with DISPENSER_BLOCKS_BINARY (8 bytes each)"`
+	BlocksBinary          bool          `envconfig:"DISPENSER_BLOCKS_BINARY" desc:"blocks: publish the binary form (8 bytes per ID) for consumers older than ranges; upgrade the consumers, then turn it off"`
 	BlocksTargetDepth     int           `envconfig:"DISPENSER_BLOCKS_TARGET_DEPTH" desc:"blocks: blocks kept in the stream (its message cap, discard-new)"`
 	BlocksStorage         string        `envconfig:"DISPENSER_BLOCKS_STORAGE" desc:"blocks: stream storage, file or memory"`
 	BlocksReplicas        int           `envconfig:"DISPENSER_BLOCKS_REPLICAS" desc:"blocks: stream replicas (3 on a cluster), 1..5"`
@@ -128,6 +129,7 @@ func (c Config) blocksConfig(log *slog.Logger) natsio.BlocksConfig {
 		Stream:          c.BlocksStream,
 		Subject:         c.BlocksSubject,
 		BlockSize:       c.BlockSize,
+		BinaryBlocks:    c.BlocksBinary,
 		TargetDepth:     c.BlocksTargetDepth,
 		Storage:         c.BlocksStorage,
 		Replicas:        c.BlocksReplicas,

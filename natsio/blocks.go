@@ -19,9 +19,16 @@ import (
 // defaults of DefaultBlocksConfig (the stream, subject and block size are
 // the ones BlockSource assumes too).
 type BlocksConfig struct {
-	Stream    string // JetStream stream name, created or updated at start
-	Subject   string // subject the blocks are published on (no wildcards)
-	BlockSize int    // IDs per block (8 bytes each), 1..protocol.MaxBlockSize
+	Stream  string // JetStream stream name, created or updated at start
+	Subject string // subject the blocks are published on (no wildcards)
+	// BlockSize is the IDs per block: 1..protocol.MaxRunsBlockSize as
+	// runs (16 bytes per run of consecutive IDs), 1..protocol.MaxBlockSize
+	// with BinaryBlocks (8 bytes each).
+	BlockSize int
+	// BinaryBlocks publishes blocks in the binary form, 8 bytes per ID,
+	// for consumers older than ranges: during a rolling upgrade, upgrade
+	// the consumers (BlockSource reads both forms), then turn it off.
+	BinaryBlocks bool
 	// TargetDepth is the blocks kept in the stream: its message
 	// cap, with discard-new.
 	TargetDepth int
@@ -90,8 +97,10 @@ func (c BlocksConfig) Validate() error {
 		return bad("Region", "%q cannot be part of a stream name (letters, digits, _ and -)", c.Region)
 	case !validPublishSubject(c.Subject):
 		return bad("Subject", "%q is not a valid subject to publish on (dot-separated tokens, no wildcards or spaces)", c.Subject)
-	case c.BlockSize < 1 || c.BlockSize > protocol.MaxBlockSize:
-		return bad("BlockSize", "%d is outside 1..%d", c.BlockSize, protocol.MaxBlockSize)
+	case c.BinaryBlocks && (c.BlockSize < 1 || c.BlockSize > protocol.MaxBlockSize):
+		return bad("BlockSize", "%d is outside 1..%d for binary blocks", c.BlockSize, protocol.MaxBlockSize)
+	case c.BlockSize < 1 || c.BlockSize > protocol.MaxRunsBlockSize:
+		return bad("BlockSize", "%d is outside 1..%d", c.BlockSize, protocol.MaxRunsBlockSize)
 	case c.TargetDepth < 1 || c.TargetDepth > 1<<20:
 		return bad("TargetDepth", "%d is outside 1..%d", c.TargetDepth, 1<<20)
 	case c.Storage != "file" && c.Storage != "memory":

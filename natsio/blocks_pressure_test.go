@@ -42,7 +42,9 @@ func TestBlocksStorePressurePublisherBacksOffRequestsServed(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			p, err := NewBlockPublisher(ctx, connect(t, url).Conn, inst.gen,
-				BlocksConfig{BlockSize: blockSize, TargetDepth: 64, PollInterval: 10 * time.Millisecond, Logger: logs.Logger(slog.LevelInfo)})
+				// Binary blocks: 4 KiB each, so that the store fills (runs
+				// take a few dozen bytes a block).
+				BlocksConfig{BlockSize: blockSize, BinaryBlocks: true, TargetDepth: 64, PollInterval: 10 * time.Millisecond, Logger: logs.Logger(slog.LevelInfo)})
 			if err != nil {
 				t.Fatal(err)
 			}

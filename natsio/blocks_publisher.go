@@ -123,7 +123,8 @@ type BlockPublisher struct {
 	cfg    BlocksConfig
 	log    *slog.Logger
 	src    BlockIDSource
-	ids    []uint64 // the run goroutine's take buffer
+	ids    []uint64      // the run goroutine's take buffer (binary blocks, or a source without runs)
+	runs   []uidcore.Run // the run goroutine's reservation buffer
 
 	published, refused, pressure, failed, expired, idsPublished, idsDiscarded, depth atomic.Uint64
 	maxAge, maxAhead                                                                 atomic.Int64 // nanoseconds
@@ -154,8 +155,8 @@ func NewBlockPublisher(ctx context.Context, nc *nats.Conn, src BlockIDSource, cf
 		return nil, err
 	}
 	cfg = cfg.withDefaults().regional()
-	// 8 bytes per ID plus room for the headers.
-	if need := int64(cfg.BlockSize)*8 + 1024; need > nc.MaxPayload() {
+	// 8 bytes per ID plus room for the headers (runs take a few dozen).
+	if need := int64(cfg.BlockSize)*8 + 1024; cfg.BinaryBlocks && need > nc.MaxPayload() {
 		return nil, &setting.Error{Field: "BlockSize",
 			Reason: fmt.Sprintf("a block of %d IDs needs %d bytes; the server allows %d", cfg.BlockSize, need, nc.MaxPayload())}
 	}
@@ -186,7 +187,6 @@ func NewBlockPublisher(ctx context.Context, nc *nats.Conn, src BlockIDSource, cf
 		cfg:    cfg,
 		log:    cfg.Logger.With("stream", cfg.Stream),
 		src:    src,
-		ids:    make([]uint64, cfg.BlockSize),
 		window: publishWindow,
 		cancel: cancel,
 		done:   make(chan struct{}),
@@ -441,31 +441,63 @@ func (p *BlockPublisher) nextBlock(ctx context.Context) (*outBlock, time.Time, e
 	return blk, now, err
 }
 
-// takeBlock takes up to a block of IDs from the source and encodes them.
-// It returns a nil block when it got none, and the source's error.
+// takeBlock takes up to a block of IDs from the source and encodes them:
+// as runs reserved without the ring when the source can (RunSource), as
+// runs of the IDs it took otherwise, or in the binary form. It returns a
+// nil block when it got none, and the source's error.
 func (p *BlockPublisher) takeBlock(ctx context.Context) (*outBlock, error) {
 	src := p.src
-	n, err := src.NextN(ctx, p.ids)
-	if n == 0 {
+	var (
+		runs []protocol.Run
+		ids  []uint64
+		err  error
+	)
+	if rs, ok := src.(RunSource); ok && !p.cfg.BinaryBlocks {
+		// Waits for capacity at most a second, as a take waits for the
+		// ring: a block reserved over a longer wait would start old.
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		var reserved []uidcore.Run
+		reserved, _, err = rs.ReserveRuns(rctx, p.runs[:0], uint64(p.cfg.BlockSize), true)
+		cancel()
+		p.runs = reserved
+		runs = make([]protocol.Run, len(reserved))
+		for i, r := range reserved {
+			runs[i] = protocol.Run(r)
+		}
+	} else {
+		if cap(p.ids) < p.cfg.BlockSize {
+			p.ids = make([]uint64, p.cfg.BlockSize)
+		}
+		var n int
+		n, err = src.NextN(ctx, p.ids[:p.cfg.BlockSize])
+		ids = p.ids[:n]
+		runs = protocol.RunsOf(nil, ids)
+	}
+	if len(runs) == 0 {
 		if err == nil {
 			err = errors.New("natsio: blocks: source gave no IDs")
 		}
 		return nil, err
 	}
-	ids := p.ids[:n]
+	n := protocol.CountOf(runs)
 	layout := src.Layout()
-	first, perr := layout.Parse(ids[0])
+	first, perr := layout.Parse(runs[0].First)
 	var last uidcore.Parts
 	if perr == nil {
-		last, perr = layout.Parse(ids[n-1])
+		last, perr = layout.Parse(runs[len(runs)-1].Last())
 	}
 	if perr != nil {
 		// Not an ID of any valid layout: never publish it.
-		p.idsDiscarded.Add(uint64(n))
+		p.idsDiscarded.Add(n)
 		return nil, fmt.Errorf("natsio: blocks: %w", perr)
 	}
-	msg := protocol.EncodeBlock(p.cfg.Subject, first.WorkerID, ids)
-	return &outBlock{msg: msg, ids: n, first: first.Time, last: last.Time}, err
+	var msg *nats.Msg
+	if p.cfg.BinaryBlocks {
+		msg = protocol.EncodeBlock(p.cfg.Subject, first.WorkerID, ids)
+	} else {
+		msg = protocol.EncodeBlockRuns(p.cfg.Subject, first.WorkerID, runs)
+	}
+	return &outBlock{msg: msg, ids: int(n), first: first.Time, last: last.Time}, err
 }
 
 // expire gives up held blocks: their IDs are discarded.

@@ -14,8 +14,12 @@ import (
 // Prefilled ID blocks: dispensers publish blocks of IDs into a JetStream
 // work-queue stream (natsio.BlockPublisher) and services pull a block or
 // two at a time and hand their IDs out in-process (uidclient.BlockSource).
-// Each message is one block: the IDs packed big-endian, 8 bytes each, in
-// increasing order, with the headers below.
+// Each message is one block of IDs in increasing order, with the headers
+// below, in one of two forms: runs of consecutive IDs, 16 bytes each as
+// in a ranges reply, with the header Uid-Encoding: ranges (EncodeBlockRuns,
+// what publishers send since ranges); or, without that header, the IDs
+// packed big-endian, 8 bytes each (EncodeBlock, the older form, which
+// consumers keep reading during a rolling upgrade).
 
 // Headers of a block message.
 const (
@@ -39,9 +43,14 @@ const (
 	DefaultBlockSize     = 32768
 )
 
-// MaxBlockSize bounds the IDs per block: 1 MiB of payload, NATS's default
-// maximum message size.
+// MaxBlockSize bounds the IDs per block of the binary form: 1 MiB of
+// payload, NATS's default maximum message size.
 const MaxBlockSize = 1 << 17
+
+// MaxRunsBlockSize bounds the IDs per block of the ranges form, whose
+// payload does not grow with them: one lane's second of the default
+// layout. A consumer expands a block, 8 bytes per ID.
+const MaxRunsBlockSize = 1 << 22
 
 // ErrMalformedBlock is wrapped by the errors that describe a block message
 // that does not decode (a consumer terminates such a block, never uses it).
@@ -71,14 +80,87 @@ func EncodeBlock(subject string, worker uint64, ids []uint64) *nats.Msg {
 	return &nats.Msg{Subject: subject, Data: data, Header: h}
 }
 
-// DecodeBlock checks a block message and returns its IDs: the payload is
-// whole 8-byte IDs, strictly increasing (one batch take of one generator),
-// and the count, first and last headers agree with it. Its errors wrap
+// EncodeBlockRuns builds the message of a block given as runs of
+// consecutive IDs (at least one run, increasing): the ranges form.
+func EncodeBlockRuns(subject string, worker uint64, runs []Run) *nats.Msg {
+	first, last := runs[0].First, runs[len(runs)-1].Last()
+	h := nats.Header{}
+	h.Set(EncodingHeader, EncodingRanges)
+	h.Set(HeaderBlockCount, strconv.FormatUint(CountOf(runs), 10))
+	h.Set(HeaderBlockWorker, strconv.FormatUint(worker, 10))
+	h.Set(HeaderBlockFirst, strconv.FormatUint(first, 10))
+	h.Set(HeaderBlockLast, strconv.FormatUint(last, 10))
+	h.Set(nats.MsgIdHdr, blockMsgID(worker, first))
+	return &nats.Msg{Subject: subject, Data: AppendRuns(nil, runs), Header: h}
+}
+
+// DecodeBlock checks a block message of either form and returns its IDs:
+// strictly increasing (one take of one generator), at least one, and the
+// count, first and last headers agree with the payload. Its errors wrap
 // ErrMalformedBlock.
 func DecodeBlock(data []byte, h nats.Header) ([]uint64, error) {
-	malformed := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s", ErrMalformedBlock, fmt.Sprintf(format, args...))
+	if !isRunsBlock(h) {
+		return decodeBinaryBlock(data, h)
 	}
+	runs, err := DecodeBlockRuns(data, h)
+	if err != nil {
+		return nil, err
+	}
+	return AppendIDs(make([]uint64, 0, CountOf(runs)), runs), nil
+}
+
+// isRunsBlock tells a block of the ranges form by its header.
+func isRunsBlock(h nats.Header) bool {
+	enc, err := RequestEncoding(h)
+	return err == nil && enc == Ranges
+}
+
+// DecodeBlockRuns checks a block message of either form and returns its
+// IDs as runs, as DecodeBlock checks them.
+func DecodeBlockRuns(data []byte, h nats.Header) ([]Run, error) {
+	if !isRunsBlock(h) {
+		ids, err := decodeBinaryBlock(data, h)
+		return RunsOf(nil, ids), err
+	}
+	runs, err := DecodeRuns(nil, data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrMalformedBlock, err)
+	}
+	if len(runs) == 0 {
+		return nil, malformedBlock("no runs in the payload")
+	}
+	n := CountOf(runs)
+	if count, err := strconv.ParseUint(h.Get(HeaderBlockCount), 10, 64); err != nil || count != n || n > MaxRunsBlockSize {
+		return nil, malformedBlock("%s %q does not match the %d IDs of the runs (at most %d)", HeaderBlockCount, quote.Shorten(h.Get(HeaderBlockCount), 512), n, MaxRunsBlockSize)
+	}
+	if err := checkFirstLast(h, runs[0].First, runs[len(runs)-1].Last()); err != nil {
+		return nil, err
+	}
+	return runs, nil
+}
+
+func malformedBlock(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrMalformedBlock, fmt.Sprintf(format, args...))
+}
+
+// checkFirstLast checks the first and last headers of a block.
+func checkFirstLast(h nats.Header, first, last uint64) error {
+	for _, want := range []struct {
+		header string
+		id     uint64
+	}{{HeaderBlockFirst, first}, {HeaderBlockLast, last}} {
+		v, err := strconv.ParseUint(h.Get(want.header), 10, 64)
+		if err != nil || v != want.id {
+			return malformedBlock("%s %q does not match the payload's %d", want.header, quote.Shorten(h.Get(want.header), 512), want.id)
+		}
+	}
+	return nil
+}
+
+// decodeBinaryBlock decodes a block of the binary form: whole 8-byte
+// IDs, strictly increasing.
+func decodeBinaryBlock(data []byte, h nats.Header) ([]uint64, error) {
+	malformed := malformedBlock
 	if len(data) == 0 || len(data)%8 != 0 {
 		return nil, malformed("payload of %d bytes is not a whole number of 8-byte IDs", len(data))
 	}
@@ -94,14 +176,8 @@ func DecodeBlock(data []byte, h nats.Header) ([]uint64, error) {
 			return nil, malformed("IDs not strictly increasing at position %d", i)
 		}
 	}
-	for _, want := range []struct {
-		header string
-		id     uint64
-	}{{HeaderBlockFirst, ids[0]}, {HeaderBlockLast, ids[n-1]}} {
-		v, err := strconv.ParseUint(h.Get(want.header), 10, 64)
-		if err != nil || v != want.id {
-			return nil, malformed("%s %q does not match the payload's %d", want.header, quote.Shorten(h.Get(want.header), 512), want.id)
-		}
+	if err := checkFirstLast(h, ids[0], ids[n-1]); err != nil {
+		return nil, err
 	}
 	return ids, nil
 }

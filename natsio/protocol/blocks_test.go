@@ -78,3 +78,82 @@ func FuzzDecodeBlock(f *testing.F) {
 		}
 	})
 }
+
+func TestBlocksOfBothFormsDecodeAlike(t *testing.T) {
+	runs := []Run{{First: 100, Count: 3}, {First: 1 << 40, Count: 2}}
+	ids := []uint64{100, 101, 102, 1 << 40, 1<<40 + 1}
+	ranged := EncodeBlockRuns("s", 7, runs)
+	binary := EncodeBlock("s", 7, ids)
+	if len(ranged.Data) != 2*RangeWidth || ranged.Header.Get(EncodingHeader) != EncodingRanges {
+		t.Fatalf("ranges block: %d bytes, %s %q", len(ranged.Data), EncodingHeader, ranged.Header.Get(EncodingHeader))
+	}
+	for _, h := range []string{HeaderBlockCount, HeaderBlockFirst, HeaderBlockLast, jetstream.MsgIDHeader} {
+		if ranged.Header.Get(h) != binary.Header.Get(h) {
+			t.Errorf("%s: %q as ranges, %q as binary", h, ranged.Header.Get(h), binary.Header.Get(h))
+		}
+	}
+	for _, m := range []*nats.Msg{ranged, binary} {
+		got, err := DecodeBlock(m.Data, m.Header)
+		if err != nil || !slices.Equal(got, ids) {
+			t.Errorf("%q block: %v, %v", m.Header.Get(EncodingHeader), got, err)
+		}
+		gotRuns, err := DecodeBlockRuns(m.Data, m.Header)
+		if err != nil || !slices.Equal(gotRuns, runs) {
+			t.Errorf("%q block as runs: %v, %v", m.Header.Get(EncodingHeader), gotRuns, err)
+		}
+	}
+	cases := map[string]func(m *nats.Msg){
+		"no runs":        func(m *nats.Msg) { m.Data = nil },
+		"torn":           func(m *nats.Msg) { m.Data = m.Data[:17] },
+		"count mismatch": func(m *nats.Msg) { m.Header.Set(HeaderBlockCount, "6") },
+		"first mismatch": func(m *nats.Msg) { m.Header.Set(HeaderBlockFirst, "101") },
+		"last mismatch":  func(m *nats.Msg) { m.Header.Set(HeaderBlockLast, "102") },
+		"overlapping":    func(m *nats.Msg) { m.Data = AppendRuns(nil, []Run{{100, 3}, {102, 2}}) },
+		"too many IDs": func(m *nats.Msg) {
+			m.Data = AppendRuns(nil, []Run{{1, MaxRunsBlockSize + 1}})
+			m.Header.Set(HeaderBlockCount, strconv.Itoa(MaxRunsBlockSize+1))
+			m.Header.Set(HeaderBlockFirst, "1")
+			m.Header.Set(HeaderBlockLast, strconv.Itoa(MaxRunsBlockSize+1))
+		},
+	}
+	for name, mutate := range cases {
+		m := EncodeBlockRuns("s", 7, runs)
+		mutate(m)
+		if got, err := DecodeBlock(m.Data, m.Header); !errors.Is(err, ErrMalformedBlock) {
+			t.Errorf("%s: decoded %v, %v; want ErrMalformedBlock", name, got, err)
+		}
+	}
+}
+
+// FuzzDecodeRunsBlock: a ranges block is accepted only as a publisher
+// would have sent it.
+func FuzzDecodeRunsBlock(f *testing.F) {
+	for _, runs := range [][]Run{{{1, 1}}, {{5, 3}, {9, 1}}, {{1 << 40, 1 << 20}}} {
+		m := EncodeBlockRuns("s", 1, runs)
+		f.Add(m.Data, m.Header.Get(HeaderBlockCount), m.Header.Get(HeaderBlockFirst), m.Header.Get(HeaderBlockLast))
+	}
+	f.Add([]byte{}, "0", "", "")
+	f.Fuzz(func(t *testing.T, data []byte, count, first, last string) {
+		h := nats.Header{}
+		h.Set(EncodingHeader, EncodingRanges)
+		h.Set(HeaderBlockCount, count)
+		h.Set(HeaderBlockFirst, first)
+		h.Set(HeaderBlockLast, last)
+		runs, err := DecodeBlockRuns(data, h)
+		if err != nil {
+			if !errors.Is(err, ErrMalformedBlock) || runs != nil {
+				t.Fatalf("error %v with runs %v", err, runs)
+			}
+			return
+		}
+		again := EncodeBlockRuns("s", 1, runs)
+		for _, k := range []string{HeaderBlockCount, HeaderBlockFirst, HeaderBlockLast} {
+			if v, err := strconv.ParseUint(h.Get(k), 10, 64); err != nil || strconv.FormatUint(v, 10) != again.Header.Get(k) {
+				t.Fatalf("accepted %s %q, the runs say %q", k, h.Get(k), again.Header.Get(k))
+			}
+		}
+		if !bytes.Equal(again.Data, data) {
+			t.Fatalf("accepted payload %x re-encodes to %x", data, again.Data)
+		}
+	})
+}

@@ -3,6 +3,7 @@ package uidclient_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
@@ -419,10 +420,18 @@ func TestBlocksFullStreamPublishersBackOffAndResume(t *testing.T) {
 	t.Logf("publishers: %+v", sum())
 }
 
-// Consumers outrunning the generator: the ring runs dry, the publisher
-// says so once and keeps publishing what the generator pads at wall-clock
-// pace.
+// Consumers outrunning the generator: blocks of runs wait for the
+// lanes' next second without a word; binary blocks, taken through the
+// ring, find it dry and the publisher says so once. Either way it keeps
+// publishing what the generator issues at wall-clock pace, and the
+// consumer reads both forms.
 func TestBlocksPublisherOutrunByConsumers(t *testing.T) {
+	for _, binary := range []bool{false, true} {
+		t.Run(fmt.Sprintf("binary=%v", binary), func(t *testing.T) { testBlocksPublisherOutrunByConsumers(t, binary) })
+	}
+}
+
+func testBlocksPublisherOutrunByConsumers(t *testing.T, binary bool) {
 	srv := blocksTestServer(t)
 	var logs testenv.LogBuffer
 	log := logs.Logger(slog.LevelInfo)
@@ -437,7 +446,7 @@ func TestBlocksPublisherOutrunByConsumers(t *testing.T) {
 	}
 	t.Cleanup(func() { g.Close() })
 	p := blocksTestPublisher(t, blocksTestConn(t, srv), g,
-		natsio.BlocksConfig{BlockSize: 128, TargetDepth: 8, PollInterval: 20 * time.Millisecond}, log)
+		natsio.BlocksConfig{BlockSize: 128, TargetDepth: 8, PollInterval: 20 * time.Millisecond, BinaryBlocks: binary}, log)
 	src := blocksTestSource(t, blocksTestConn(t, srv), uidclient.BlockSourceConfig{})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -447,8 +456,10 @@ func TestBlocksPublisherOutrunByConsumers(t *testing.T) {
 	}
 	blocksAssertDistinct(t, ids)
 	out := logs.String()
-	if n := strings.Count(out, "level=WARN"); n != 1 || !strings.Contains(out, "taking IDs failed") || !strings.Contains(out, "ring buffer empty") {
+	if n := strings.Count(out, "level=WARN"); binary && (n != 1 || !strings.Contains(out, "taking IDs failed") || !strings.Contains(out, "ring buffer empty")) {
 		t.Fatalf("%d warnings, want one about the empty ring:\n%s", n, out)
+	} else if !binary && n != 0 {
+		t.Fatalf("%d warnings, want none: runs wait for the next second:\n%s", n, out)
 	}
 	// A block can reach the consumer before its publish acknowledgement
 	// reaches the publisher, which counts it then.
