@@ -145,8 +145,9 @@ type CachedGenerator struct {
 	size     uint64
 	mask     uint64
 	factor   uint64
-	maxAhead int64 // seconds; <0 = unbounded
-	maxLag   int64 // seconds; <0 = unbounded
+	maxAhead int64  // seconds; <0 = unbounded
+	maxLag   int64  // seconds; <0 = unbounded
+	spread   uint64 // span of a re-synced second's first sequence (spreadOf); 0: none
 	schedule time.Duration
 	takeWait time.Duration
 	observer Observer
@@ -205,6 +206,8 @@ type paddingState struct {
 	nextSecond int64  // the logical second: the one padding fills next
 	laneIdx    int    // the lane of nextSecond padding fills
 	nextSeq    uint64 // the next sequence of that lane in nextSecond
+	firstSeq   uint64 // the first lane's first sequence in nextSecond (spreadStart)
+	spreadNext uint64 // the sequence after the last ID written, or after the last issued once the ring is emptied of stale IDs
 	dirty      bool   // padding wrote some ID of nextSecond, in any round
 	target     uint64 // IDs padding keeps ready
 	smallRate  uint64 // IDs small takes got in the last second while throttled
@@ -259,6 +262,7 @@ func NewCached(opts CachedOptions) (*CachedGenerator, error) {
 	if opts.MaxAhead > 0 {
 		g.maxAhead = int64(opts.MaxAhead / time.Second)
 	}
+	g.spread = spreadOf(opts.Layout)
 	if opts.MaxLag > 0 {
 		g.maxLag = int64(max(opts.MaxLag/time.Second, 1))
 	}

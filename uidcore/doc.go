@@ -70,6 +70,12 @@
 // lanes as runs of consecutive IDs, on the padding goroutine, under the
 // same bounds. The ring stays for single IDs and small batches.
 //
+// At low load the low bits spread: a second padding re-syncs to the wall
+// clock continues the sequence after the last issued ID (modulo a
+// sixteenth of a lane-second), instead of every second starting at 0, so
+// that id % n spreads at any rate; a second reached by using up the one
+// before starts at 0, so the capacity is unchanged.
+//
 // Neither generator ever returns a negative or wrapped ID: a field that
 // does not fit is an error ([ErrTimeExhausted] when the time field is
 // full).

@@ -237,7 +237,7 @@ func (g *CachedGenerator) admitLanes(r *round) {
 		return
 	}
 	g.lanes.settleForSecond()
-	p.laneIdx, p.nextSeq = 0, 0
+	p.laneIdx, p.nextSeq = 0, p.firstSeq
 	r.afterSkips, r.invalid = 0, nil
 }
 
@@ -262,8 +262,11 @@ func (g *CachedGenerator) chooseLane(r *round) *lane {
 	r.now = g.clock.Now().Unix()
 	if r.now > p.nextSecond {
 		// Re-sync: at low load the wall clock overtakes the logical
-		// second, and IDs should carry the real time.
-		g.startSecond(r, r.now)
+		// second, and IDs should carry the real time. The new second
+		// continues the sequence where the last one's issued IDs stopped
+		// (spreadStart), so that the low bits spread at any rate.
+		g.dropOlder(r)
+		g.startSecond(r, r.now, g.spreadStart())
 	}
 	if p.laneIdx >= g.lanes.len() {
 		g.pastTheLastLane(r)
@@ -300,10 +303,12 @@ func (g *CachedGenerator) pastTheLastLane(r *round) {
 		// earlier one: a lane that filled part of it must never fill it
 		// again.
 		r.stop = &PutRejection{Reason: RejectNotReserved, Second: p.nextSecond, Err: r.invalid}
-		p.laneIdx, p.nextSeq = 0, 0
+		p.laneIdx, p.nextSeq = 0, p.firstSeq
 		return
 	}
-	g.startSecond(r, p.nextSecond+1)
+	// Every lane of the second is used up: demand meets the capacity, and
+	// the next second starts at sequence 0, whole.
+	g.startSecond(r, p.nextSecond+1, 0)
 }
 
 // skipLane passes over a lane that cannot serve the logical second (err
@@ -325,14 +330,70 @@ func (g *CachedGenerator) skipLane(r *round, err error) {
 	p.laneIdx, p.nextSeq = p.laneIdx+1, 0
 }
 
-// startSecond moves padding to the first lane of second sec; lanes that
-// arrived or were dropped meanwhile take effect here, never within a
-// second, so a second's lanes stay in worker-ID order.
-func (g *CachedGenerator) startSecond(r *round, sec int64) {
+// startSecond moves padding to the first lane of second sec, from
+// sequence first on that lane (0 on the others); lanes that arrived or
+// were dropped meanwhile take effect here, never within a second, so a
+// second's lanes stay in worker-ID order.
+func (g *CachedGenerator) startSecond(r *round, sec int64, first uint64) {
 	p := &g.padding
-	p.nextSecond, p.laneIdx, p.nextSeq, p.dirty = sec, 0, 0, false
+	p.nextSecond, p.laneIdx, p.nextSeq, p.firstSeq, p.dirty = sec, 0, first, first, false
 	g.lanes.settleForSecond()
 	r.afterSkips, r.invalid = 0, nil
+}
+
+// spreadStart is the first sequence of a second padding re-syncs to: the
+// one after the last ID issued, or written and still waiting in the
+// ring, modulo the spread (a multiple of 64, so the low bits go on
+// counting). At 1 ID a second every ID would otherwise carry sequence 0,
+// and id % n put most rows on a few shards (CosId's
+// sequenceResetThreshold answers the same). Only a second nothing was
+// written to yet starts there, so no ID repeats; a second whose lanes
+// were used up ends a busy stretch, and the next one starts at 0, so
+// what the lanes sustain is unchanged.
+func (g *CachedGenerator) spreadStart() uint64 {
+	if g.spread == 0 {
+		return 0
+	}
+	return g.padding.spreadNext % g.spread
+}
+
+// dropOlder, with the spread on, discards the IDs still in the ring
+// when padding re-syncs to the wall clock: they are of older seconds,
+// and the new second's sequence goes on from the first of them, the
+// first ID never issued, so the issued IDs' low bits keep counting
+// whatever the rate. Only the padding goroutine calls it.
+func (g *CachedGenerator) dropOlder(r *round) {
+	if g.spread == 0 {
+		return
+	}
+	for {
+		c, t := g.cursor.Load(), g.tail.Load()
+		if c >= t {
+			return
+		}
+		first := g.slots[c&g.mask]
+		if !g.cursor.CompareAndSwap(c, t) {
+			continue // a taker moved the cursor; look again
+		}
+		k := t - c
+		g.padding.spreadNext = first & g.layout.MaxSequence()
+		forEachWord(c&g.mask, k, g.size, func(w int, bits uint64) { g.canTake[w].And(^bits) })
+		r.report.Discarded += int(k)
+		g.discarded.Add(k)
+		return
+	}
+}
+
+// spreadOf is the span of first sequences spreadStart uses: a sixteenth
+// of a lane's second, at most 65,536, for layouts with at least 4,096
+// sequences a second (0, no spread, below: a small layout's first
+// sequences would cost a large share of its second).
+func spreadOf(l Layout) uint64 {
+	perLane := l.MaxSequence() + 1
+	if perLane < 1<<12 {
+		return 0
+	}
+	return min(perLane/16, 1<<16)
 }
 
 // writeRun writes the lane's next IDs of the logical second into at most
@@ -415,6 +476,7 @@ func (g *CachedGenerator) advance(r *round, ln *lane, n uint64) {
 	ln.lastUsed = p.nextSecond
 	p.dirty = true
 	p.nextSeq += n
+	p.spreadNext = p.nextSeq
 	if p.nextSeq > g.layout.MaxSequence() {
 		p.laneIdx, p.nextSeq = p.laneIdx+1, 0
 	}
@@ -513,6 +575,11 @@ func (g *CachedGenerator) discardStale() int {
 		}))
 		if !g.cursor.CompareAndSwap(c, c+k) {
 			continue // a taker moved the cursor; look again
+		}
+		if k > 0 && c+k == t {
+			// Nothing is left waiting: the sequence goes on from the first
+			// ID never issued.
+			g.padding.spreadNext = g.slots[c&g.mask] & g.layout.MaxSequence()
 		}
 		forEachWord(c&g.mask, k, g.size, func(w int, bits uint64) { g.canTake[w].And(^bits) })
 		discarded += int(k)
