@@ -100,26 +100,48 @@ func TestMigrationOffUidGeneratorsWorkerNode(t *testing.T) {
 	}
 }
 
-// TestResetFleetAfterARefusedStartRecordedIt: a WORKER_NODE whose
-// auto-increment is past MAX(ID) (rows deleted) is caught only after the
-// insert, when the default layout's start has recorded the fleet; the
-// migration's layout is then refused as a fleet mismatch. dispenser
-// -reset-fleet (ResetFleet) removes that record, and the migration's
-// layout starts. Without it the only way out was editing UID_FLEET by
-// hand.
-func TestResetFleetAfterARefusedStartRecordedIt(t *testing.T) {
+// TestRefusedStartPastTheAutoIncrementRecordsNothing: a WORKER_NODE
+// whose auto-increment is past the layout's worker range while MAX(ID)
+// is not (rows deleted) refuses a disposable start before anything is
+// written, like one whose MAX(ID) is past it: no row burnt, no fleet
+// record (which would bind every later start to the refused layout).
+func TestRefusedStartPastTheAutoIncrementRecordsNothing(t *testing.T) {
 	dsn := testenv.MySQL(t)
-	url := testenv.NATS(t, nil).ClientURL()
 	db := uidGeneratorWorkerNode(t, dsn, "AUTO_INCREMENT=3000", 500)
-	cfg := testConfig(url, dsn)
+	cfg := testConfig(testenv.NATS(t, nil).ClientURL(), dsn)
 	cfg.WorkerMode = workerid.ModeDisposable
 	var re *workerid.DisposableRangeError
-	if err := startErr(cfg); !errors.As(err, &re) {
-		t.Fatalf("default layout on a WORKER_NODE whose auto-increment is 3000: %v", err)
+	if err := startErr(cfg); !errors.As(err, &re) || !re.Before || re.WorkerID != 3000 {
+		t.Fatalf("default layout on a WORKER_NODE whose auto-increment is 3000: %v; want a refusal before the insert, naming 3000", err)
 	}
+	var rows, records int
+	if err := db.QueryRow("SELECT (SELECT COUNT(*) FROM WORKER_NODE), (SELECT COUNT(*) FROM "+cfg.FleetTable+")").Scan(&rows, &records); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 1 || records != 0 {
+		t.Fatalf("the refused start left %d WORKER_NODE rows (want 1) and %d fleet records (want 0)", rows, records)
+	}
+}
+
+// TestResetFleetAfterAStrayRecord: a fleet record written by a start
+// that should never have written it (here the default layout's, written
+// as a start of that configuration records it and then stopped before it
+// served) binds every later start on the store: the migration's layout
+// is refused as a fleet mismatch. dispenser -reset-fleet (ResetFleet)
+// removes it, and the migration's layout starts. Without it the only way
+// out was editing UID_FLEET by hand.
+func TestResetFleetAfterAStrayRecord(t *testing.T) {
+	dsn := testenv.MySQL(t)
+	url := testenv.NATS(t, nil).ClientURL()
+	db := uidGeneratorWorkerNode(t, dsn, "", 500)
+	cfg := testConfig(url, dsn)
+	cfg.WorkerMode = workerid.ModeDisposable
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	recordFleet(ctx, t, cfg)
 	var stray string
 	if err := db.QueryRow("SELECT LAYOUT FROM " + cfg.FleetTable).Scan(&stray); err != nil || stray != cfg.Layout().String() {
-		t.Fatalf("the refused start's fleet record: %q, %v; want the default layout (the case this test is about)", stray, err)
+		t.Fatalf("the stray fleet record: %q, %v; want the default layout", stray, err)
 	}
 
 	later, err := uidcore.ParseLayout("28/22/13@2026-12-01T00:00:00Z")
@@ -136,20 +158,37 @@ func TestResetFleetAfterARefusedStartRecordedIt(t *testing.T) {
 	if err := startErr(next); !errors.As(err, &ce) {
 		t.Fatalf("the migration's layout after the stray record: %v; want the fleet mismatch", err)
 	}
-
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
 	removed, found, err := ResetFleet(ctx, next, testLogger())
 	if err != nil || !found || removed.Layout != stray {
 		t.Fatalf("ResetFleet: removed %+v, found %v, %v; want the stray record", removed, found, err)
 	}
 	d := start(t, next)
-	if d.WorkerID() <= 3000 {
-		t.Fatalf("worker ID %d, want one above the table's auto-increment 3000", d.WorkerID())
+	if d.WorkerID() <= 500 {
+		t.Fatalf("worker ID %d, want one above the table's rows", d.WorkerID())
 	}
 	var layout string
 	if err := db.QueryRow("SELECT LAYOUT FROM " + cfg.FleetTable).Scan(&layout); err != nil || layout != later.String() {
 		t.Fatalf("the fleet record after the reset and a start: %q, %v; want %s", layout, err, later)
+	}
+}
+
+// recordFleet writes cfg's fleet record to its worker-ID store, as a
+// start of cfg does before it claims a worker ID.
+func recordFleet(ctx context.Context, t *testing.T, cfg Config) {
+	t.Helper()
+	d := &Dispenser{cfg: cfg, log: testLogger()}
+	url, closeNATS, err := d.connectNATS(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeNATS()
+	closeAssigner, err := d.openAssigner(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeAssigner()
+	if _, err := d.assigner.(workerid.FleetStore).RecordFleet(ctx, cfg.fleet()); err != nil {
+		t.Fatal(err)
 	}
 }
 

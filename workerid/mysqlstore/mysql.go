@@ -293,16 +293,26 @@ func (a *Assigner) CheckRange(ctx context.Context, layout uidcore.Layout) error 
 
 // checkNextWorkerNode refuses, without inserting, a claim whose row
 // would get an ID beyond the layout's worker range: the auto-increment
-// hands out at least MAX(ID)+1, so such a start would only burn a row
-// (each failed start used to). A table whose auto-increment is above
-// MAX(ID)+1 (deleted rows) is still caught after the insert. A failing
+// hands out at least MAX(ID)+1, and at least the table's AUTO_INCREMENT
+// (above MAX(ID)+1 after deleted rows), so such a start would only burn
+// a row and, before it, record the fleet with the refused layout. MySQL
+// 8 may show AUTO_INCREMENT from its statistics cache
+// (information_schema_stats_expiry), which is never above the counter:
+// a stale value lets the insert catch the rest, as before. A failing
 // query is left to the insert, which retries and reports store errors.
 func (a *Assigner) checkNextWorkerNode(ctx context.Context, table string, layout uidcore.Layout) error {
 	var maxID sql.NullInt64
-	if err := a.db.QueryRowContext(ctx, "SELECT MAX(ID) FROM "+table).Scan(&maxID); err != nil || !maxID.Valid || maxID.Int64 < 0 {
+	if err := a.db.QueryRowContext(ctx, "SELECT MAX(ID) FROM "+table).Scan(&maxID); err != nil || maxID.Int64 < 0 {
 		return nil
 	}
-	if next := uint64(maxID.Int64) + 1; next > layout.MaxWorkerID() {
+	next := uint64(maxID.Int64) + 1
+	var autoIncrement sql.NullInt64
+	err := a.db.QueryRowContext(ctx, "SELECT AUTO_INCREMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?",
+		a.cfg.WorkerNodeTable).Scan(&autoIncrement)
+	if err == nil && autoIncrement.Int64 > 0 {
+		next = max(next, uint64(autoIncrement.Int64))
+	}
+	if next > layout.MaxWorkerID() {
 		return &workerid.DisposableRangeError{Source: a.storeName + " table " + a.cfg.WorkerNodeTable, WorkerID: next, Layout: layout,
 			ModeVar: a.cfg.Name("Mode"), Before: true}
 	}
