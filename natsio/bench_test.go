@@ -3,10 +3,13 @@ package natsio
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
@@ -30,19 +33,23 @@ func benchInstance(b *testing.B) string {
 // benchmark report's (make bench).
 func BenchmarkBatchBinary(b *testing.B) {
 	url := benchInstance(b)
-	client := uidclient.New(connect(b, url).Conn, uidclient.Config{})
+	// Plain requests: the Go client asks ranges since issue 35.
+	nc := connect(b, url).Conn
 	for _, n := range []int{1, 64, 1000, 1024, 10_000, 16_384, 100_000} {
 		b.Run(fmt.Sprintf("ids=%d", n), func(b *testing.B) {
-			ctx := context.Background()
+			msg := &nats.Msg{Subject: "uid.batch", Data: []byte(strconv.Itoa(n)), Header: nats.Header{protocol.EncodingHeader: []string{protocol.EncodingBinary}}}
 			buf := make([]uint64, 0, n)
 			var lat latencies
 			b.ResetTimer()
 			start := time.Now()
 			for b.Loop() {
-				var err error
 				t0 := time.Now()
-				if buf, err = client.AppendBatch(ctx, buf[:0], n); err != nil {
-					b.Fatal(err)
+				reply, err := nc.RequestMsg(msg, 10*time.Second)
+				if err == nil {
+					buf, err = protocol.Binary.Decode(buf[:0], reply.Data)
+				}
+				if err != nil || len(buf) != n {
+					b.Fatalf("%d IDs, %v", len(buf), err)
 				}
 				lat.add(time.Since(t0))
 			}
@@ -53,7 +60,7 @@ func BenchmarkBatchBinary(b *testing.B) {
 }
 
 // BenchmarkPrefetcher: IDs taken in-process from a Prefetcher refilled
-// in the background with binary batches. One op is one ID.
+// in the background with batches (ranges since issue 35). One op is one ID.
 func BenchmarkPrefetcher(b *testing.B) {
 	url := benchInstance(b)
 	client := uidclient.New(connect(b, url).Conn, uidclient.Config{})
