@@ -524,12 +524,23 @@ func (a *Allocator) take(name string, size, floor uint64) (Segment, error) {
 			a.hold(a.cfg.Settle)
 		}
 		if wait := time.Until(time.Unix(0, a.settled.Load())); wait > 0 {
+			// An undeclared name is an answer the settle period cannot
+			// change: give it now (a 404), not after the wait (a 503).
+			// A take of 0 numbers above floor 0 writes nothing.
+			if err := a.declared(name); err != nil {
+				return Segment{}, err
+			}
 			t := time.NewTimer(wait)
 			select {
 			case <-t.C:
 			case <-a.ctx.Done():
 				t.Stop()
 				return Segment{}, a.ctx.Err()
+			case <-a.checkStop:
+				// Closing waits for the fetches in flight; one that has
+				// taken nothing yet has nothing to give back.
+				t.Stop()
+				return Segment{}, ErrClosed
 			}
 		}
 		ctx, cancel := context.WithTimeout(a.ctx, a.cfg.FetchTimeout)
@@ -542,6 +553,17 @@ func (a *Allocator) take(name string, size, floor uint64) (Segment, error) {
 		a.regressed(name, floor, seg)
 		floor = seg.To
 	}
+}
+
+// declared is nil unless the store says name is undeclared (a store
+// error is left to the take after the wait).
+func (a *Allocator) declared(name string) error {
+	ctx, cancel := context.WithTimeout(a.ctx, a.cfg.FetchTimeout)
+	defer cancel()
+	if _, err := a.store.Take(ctx, name, 0, 0); errors.Is(err, ErrUnknownSequence) {
+		return err
+	}
+	return nil
 }
 
 // noteOutage marks a store error (not an answer such as an unknown name)

@@ -261,6 +261,34 @@ func TestSurvivorSettlesAfterAnOutage(t *testing.T) {
 	}
 }
 
+// An undeclared name is unknown at once, not after the settle period:
+// a new instance answers 404 for it, as a settled one does. And an
+// allocator closed in its settle period (Abandon, at Cleanup) does not
+// wait the period out for the fetch left waiting in it.
+func TestUnknownNameIsNotHeldBySettle(t *testing.T) {
+	store := sequencetest.NewMemStore()
+	cfg := sequencetest.Config()
+	cfg.Settle = time.Hour // no test waits this out
+	a, err := sequence.NewAllocator(store, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Abandon)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := a.Next(ctx, "nosuch"); !errors.Is(err, sequence.ErrUnknownSequence) {
+		t.Fatalf("an undeclared name during the settle period: %v, want ErrUnknownSequence", err)
+	}
+	if _, err := store.Declare(ctx, "orders", 1); err != nil {
+		t.Fatal(err)
+	}
+	quick, cancelQuick := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancelQuick()
+	if n, err := a.Next(quick, "orders"); err == nil {
+		t.Fatalf("a declared name was served (%d) before the settle period ended", n)
+	}
+}
+
 // checkFails says whether a check of a's counters fails now.
 func checkFails(a *sequence.Allocator) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
