@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/faultproxy"
 	"github.com/uid-dispenser/uid-dispenser/internal/testwait"
