@@ -213,6 +213,7 @@ var settingVars = map[reflect.Type]map[string]string{
 		"Stream":          "DISPENSER_BLOCKS_STREAM",
 		"Subject":         "DISPENSER_BLOCKS_SUBJECT",
 		"BlockSize":       "DISPENSER_BLOCKS_BLOCK_SIZE",
+		"BinaryBlocks":    "DISPENSER_BLOCKS_BINARY",
 		"TargetDepth":     "DISPENSER_BLOCKS_TARGET_DEPTH",
 		"Storage":         "DISPENSER_BLOCKS_STORAGE",
 		"Replicas":        "DISPENSER_BLOCKS_REPLICAS",

@@ -20,13 +20,14 @@ import (
 // renamed field, fails here rather than in an error message that names a
 // bare field.
 var notFromTheEnvironment = map[string][]string{
-	"uidcore.CachedOptions": {"Claim", "Lanes", "Clock", "Observer", "OnPutReject", "OnTakeReject"},
+	// Floor is the fleet generation's StartsAfter, read from the store.
+	"uidcore.CachedOptions": {"Claim", "Lanes", "Clock", "Observer", "OnPutReject", "OnTakeReject", "Floor"},
 	"workerid.Config":       {"Host", "Logger", "SettingName"},
 	"natsio.BlocksConfig":   {"Logger", "TracerProvider"},
 	// Settle follows DISPENSER_STORE_LOSS_WINDOW (sequence.SettleFor).
 	"sequence.Config":   {"FetchTimeout", "RetryPause", "CheckInterval", "Settle", "StoreName", "Logger"},
 	"telemetry.Config":  {"ServiceVersion", "InstanceID", "WorkerID", "Ready", "Sampler", "SpanProcessors", "MetricReaders", "Logger", "TracerProvider", "MeterProvider", "Propagator"},
-	"natsconn.Config":   {"Name", "ReconnectWait", "Logger"},
+	"natsconn.Config":   {"Name", "ReconnectWait", "PingInterval", "Logger"},
 	"uidcore.Layout":    {},
 	"mysqlstore.Config": {},
 	"kvstore.Config":    {},
