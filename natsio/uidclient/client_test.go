@@ -22,7 +22,7 @@ import (
 )
 
 // clientTestConn is a plain nats.go connection, as a client program has.
-func clientTestConn(t *testing.T, url string) *nats.Conn {
+func clientTestConn(t testing.TB, url string) *nats.Conn {
 	t.Helper()
 	nc, err := nats.Connect(url)
 	if err != nil {
@@ -39,7 +39,7 @@ type clientTestOpts struct {
 
 // startClientTestService runs a service over a cached generator on a
 // static worker claim, on its own connection, until the test ends.
-func startClientTestService(t *testing.T, url string, worker uint64, o clientTestOpts) {
+func startClientTestService(t testing.TB, url string, worker uint64, o clientTestOpts) {
 	t.Helper()
 	nc := clientTestConn(t, url)
 	o.cached.Claim = uidcore.StaticClaim{ID: worker}
