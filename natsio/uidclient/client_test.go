@@ -196,38 +196,9 @@ func TestPrefetcherConcurrentDistinct(t *testing.T) {
 	nc := clientTestConn(t, url)
 	p := uidclient.NewPrefetcher(uidclient.New(nc, uidclient.Config{}), uidclient.PrefetchConfig{BatchSize: 1000, LowWater: 3000})
 	defer p.Close()
-	const goroutines, each = 8, 25_000
-	results := make([][]uint64, goroutines)
-	var wg sync.WaitGroup
-	errs := make(chan error, goroutines)
-	for g := range goroutines {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			for range each {
-				id, err := p.Next(ctx)
-				if err != nil {
-					errs <- err
-					return
-				}
-				results[g] = append(results[g], id)
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	var all []uint64
-	for _, r := range results {
-		all = append(all, r...)
-	}
-	if len(all) != goroutines*each {
-		t.Fatalf("%d IDs", len(all))
-	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	all := takeConcurrently(ctx, t, p, 8, 25_000)
 	testenv.CheckDistinct(t, all)
 	if avail := p.Available(); avail > 3000+1000 {
 		t.Fatalf("reserve %d exceeds LowWater+BatchSize", avail)

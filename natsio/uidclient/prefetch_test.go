@@ -20,7 +20,17 @@ func TestPrefetcherLockFreeTakesDistinctAcrossRefills(t *testing.T) {
 	p := uidclient.NewPrefetcher(uidclient.New(clientTestConn(t, url), uidclient.Config{}),
 		uidclient.PrefetchConfig{BatchSize: 64, LowWater: 128})
 	defer p.Close()
-	const goroutines, each = 16, 4_000 // 64,000 IDs: 1,000 refills at least
+	all := takeConcurrently(context.Background(), t, p, 16, 4_000) // 64,000 IDs: 1,000 refills at least
+	testenv.CheckDistinct(t, all)
+	if avail := p.Available(); avail > 128+64 {
+		t.Fatalf("reserve %d exceeds LowWater+BatchSize", avail)
+	}
+}
+
+// takeConcurrently takes each IDs from p on each of goroutines at once
+// and returns them all, failing the test on an error or a short count.
+func takeConcurrently(ctx context.Context, t *testing.T, p *uidclient.Prefetcher, goroutines, each int) []uint64 {
+	t.Helper()
 	results := make([][]uint64, goroutines)
 	errs := make(chan error, goroutines)
 	var wg sync.WaitGroup
@@ -29,7 +39,7 @@ func TestPrefetcherLockFreeTakesDistinctAcrossRefills(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range each {
-				id, err := p.Next(context.Background())
+				id, err := p.Next(ctx)
 				if err != nil {
 					errs <- err
 					return
@@ -50,10 +60,7 @@ func TestPrefetcherLockFreeTakesDistinctAcrossRefills(t *testing.T) {
 	if len(all) != goroutines*each {
 		t.Fatalf("%d IDs, want %d", len(all), goroutines*each)
 	}
-	testenv.CheckDistinct(t, all)
-	if avail := p.Available(); avail > 128+64 {
-		t.Fatalf("reserve %d exceeds LowWater+BatchSize", avail)
-	}
+	return all
 }
 
 // BenchmarkPrefetcherVsAtomic puts Prefetcher.Next, refilled by a real
