@@ -5,17 +5,13 @@ import (
 	"log/slog"
 	"math/bits"
 	"os"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/uid-dispenser/uid-dispenser/natsio"
-	"github.com/uid-dispenser/uid-dispenser/natsio/kvstore"
 	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/sequence"
-	"github.com/uid-dispenser/uid-dispenser/telemetry"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
-	"github.com/uid-dispenser/uid-dispenser/workerid/mysqlstore"
 )
 
 // EnvPrefix is the prefix of every configuration variable (an underscore
@@ -146,121 +142,6 @@ func DefaultConfig() Config {
 	}
 }
 
-var tokenPattern = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
-
-// Validate reports the first invalid setting, as a *ConfigError naming its
-// variable (or the worker-ID configuration's error).
-func (c Config) Validate() error {
-	bad := func(name, format string, args ...any) error {
-		return &ConfigError{Var: EnvPrefix + "_" + name, Reason: fmt.Sprintf(format, args...)}
-	}
-	if c.LayoutName != "" {
-		l, err := uidcore.ParseLayout(c.LayoutName)
-		if err != nil {
-			return bad("LAYOUT", "%v", err)
-		}
-		if l.String() != c.Layout().String() {
-			// Only a Go caller can get here: LoadConfig sets both.
-			return bad("LAYOUT", "%s, but the layout fields say %s: set them from it (LoadConfig does)", l, c.Layout())
-		}
-	}
-	if err := c.Layout().Validate(); err != nil {
-		err = namedError[uidcore.Layout](err)
-		if ce, ok := err.(*ConfigError); ok && c.LayoutName != "" {
-			ce.Var = EnvPrefix + "_LAYOUT" // the layout was given by it
-		}
-		return err
-	}
-	switch {
-	case (c.NATSTLSCert == "") != (c.NATSTLSKey == ""):
-		return bad("NATS_TLS_CERT", "a client certificate needs DISPENSER_NATS_TLS_CERT and DISPENSER_NATS_TLS_KEY together")
-	case c.NATSConnectTimeout <= 0:
-		return bad("NATS_CONNECT_TIMEOUT", "%s must be positive", c.NATSConnectTimeout)
-	case c.BoostPower < 0 || c.BoostPower > 24:
-		return bad("BOOST_POWER", "%d is outside 0..24", c.BoostPower)
-	case c.RingMemory < 512 || c.RingMemory > 128<<20:
-		return bad("RING_MEMORY", "%d bytes is outside 512..134217728", c.RingMemory)
-	case c.MaxLanes < 1 || uint64(c.MaxLanes) > c.Layout().MaxWorkerID()+1:
-		return bad("MAX_LANES", "%d is outside 1..%d (the layout's worker IDs)", c.MaxLanes, c.Layout().MaxWorkerID()+1)
-	case c.LaneIdle < time.Second:
-		return bad("LANE_IDLE", "%s: use at least 1s", c.LaneIdle)
-	case c.PaddingFactor < 1 || c.PaddingFactor > 100:
-		return bad("PADDING_FACTOR", "%d is outside 1..100", c.PaddingFactor)
-	case c.ScheduleInterval < 0:
-		return bad("SCHEDULE_INTERVAL", "%s is negative", c.ScheduleInterval)
-	case c.MaxAhead >= 0 && c.MaxAhead < time.Second:
-		return bad("MAX_AHEAD", "%s: use at least 1s, or a negative value for no bound", c.MaxAhead)
-	case c.MaxLag >= 0 && c.MaxLag < time.Second:
-		return bad("MAX_LAG", "%s: use at least 1s, or a negative value for no bound", c.MaxLag)
-	case c.TakeWait < 0:
-		return bad("TAKE_WAIT", "%s is negative", c.TakeWait)
-	case !tokenPattern.MatchString(c.QueueGroup):
-		return bad("QUEUE_GROUP", "%q: use letters, digits, - and _", c.QueueGroup)
-	case !validPrefix(c.SubjectPrefix):
-		return bad("SUBJECT_PREFIX", "%q is not a subject prefix (tokens of letters, digits, - and _ separated by dots)", c.SubjectPrefix)
-	case c.MaxBatch < 1:
-		return bad("MAX_BATCH", "%d: at least 1", c.MaxBatch)
-	case c.ShutdownTimeout <= 0:
-		return bad("SHUTDOWN_TIMEOUT", "%s must be positive", c.ShutdownTimeout)
-	}
-	if !validLevel(c.LogLevel) {
-		return bad("LOG_LEVEL", "%q is not a level: use debug, info, warn or error", c.LogLevel)
-	}
-	if c.LogFormat != "text" && c.LogFormat != "json" {
-		return bad("LOG_FORMAT", "%q is neither text nor json", c.LogFormat)
-	}
-	if _, err := telemetry.ParseRunway(c.RunwayWarning); err != nil {
-		return bad("RUNWAY_WARNING", "%v", err)
-	}
-	if err := c.checkSequences(); err != nil {
-		return err
-	}
-	if err := c.checkIssuable(time.Now()); err != nil {
-		return err
-	}
-	// Blocks settings are checked also while blocks are off: a bad value
-	// should not wait to stop an instance until someone turns them on.
-	if err := c.blocksConfig(nil).Validate(); err != nil {
-		return namedError[natsio.BlocksConfig](err)
-	}
-	if err := c.checkReachability(); err != nil {
-		return err
-	}
-	// Both stores' settings are checked, whichever is used, like the
-	// blocks' above.
-	common := c.workerIDConfig(nil)
-	if err := namedError[mysqlstore.Config](c.mysqlConfig(common).Validate()); err != nil {
-		return err
-	}
-	if err := namedError[kvstore.Config](c.kvConfig(common).Validate()); err != nil {
-		return err
-	}
-	return c.checkRegions()
-}
-
-// checkSequences validates the DISPENSER_SEQUENCE* settings.
-func (c Config) checkSequences() error {
-	bad := func(name, format string, args ...any) error {
-		return &ConfigError{Var: EnvPrefix + "_" + name, Reason: fmt.Sprintf(format, args...)}
-	}
-	decls, err := sequence.ParseDeclarations(c.Sequences)
-	if err != nil {
-		return bad("SEQUENCES", "%v", err)
-	}
-	if err := c.checkSequenceHomes(decls); err != nil {
-		return bad("SEQUENCES", "%v", err)
-	}
-	switch {
-	case c.SequenceStep < 1 || c.SequenceStep > sequence.MaxValue:
-		return bad("SEQUENCE_STEP", "%d is outside 1..%d", c.SequenceStep, uint64(sequence.MaxValue))
-	case c.SequenceMaxStep < c.SequenceStep || c.SequenceMaxStep > sequence.MaxValue:
-		return bad("SEQUENCE_MAX_STEP", "%d is below DISPENSER_SEQUENCE_STEP %d (or above %d)", c.SequenceMaxStep, c.SequenceStep, uint64(sequence.MaxValue))
-	case c.SequenceTarget < time.Second:
-		return bad("SEQUENCE_TARGET", "%s: use at least 1s", c.SequenceTarget)
-	}
-	return nil
-}
-
 // layoutVars are the variables DISPENSER_LAYOUT stands for.
 var layoutVars = []string{"TIME_BITS", "WORKER_BITS", "SEQ_BITS", "EPOCH"}
 
@@ -296,33 +177,9 @@ func (c Config) layoutNames(vars ...string) string {
 	return strings.Join(vars, "/")
 }
 
-func validPrefix(p string) bool {
-	if p == "" {
-		return false
-	}
-	for tok := range strings.SplitSeq(p, ".") {
-		if !tokenPattern.MatchString(tok) {
-			return false
-		}
-	}
-	return true
-}
-
 // Layout is the ID layout the configuration describes.
 func (c Config) Layout() uidcore.Layout {
 	return uidcore.Layout{TimeBits: c.TimeBits, WorkerBits: c.WorkerBits, SeqBits: c.SeqBits, Epoch: c.Epoch.Time}
-}
-
-// validLevel says whether parseLevel reads s, without parsing the four
-// names (which allocates: Validate allocates nothing).
-func validLevel(s string) bool {
-	for _, name := range [...]string{"debug", "info", "warn", "error"} {
-		if strings.EqualFold(s, name) {
-			return true
-		}
-	}
-	_, err := parseLevel(s)
-	return err == nil
 }
 
 func parseLevel(s string) (slog.Level, error) {

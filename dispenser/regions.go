@@ -11,48 +11,6 @@ import (
 	"github.com/uid-dispenser/uid-dispenser/workerid"
 )
 
-// checkRegions validates DISPENSER_REGION and DISPENSER_REGIONS against
-// the layout and the lanes; the rules of the map itself are workerid's
-// (Config.Validate).
-func (c Config) checkRegions() error {
-	if c.Regions.IsZero() {
-		return nil
-	}
-	if err := c.Regions.CheckLayout(c.Layout()); err != nil {
-		return &ConfigError{Var: EnvPrefix + "_REGIONS", Reason: err.Error()}
-	}
-	span, err := c.Regions.Range(c.Region)
-	if err != nil {
-		return &ConfigError{Var: EnvPrefix + "_REGION", Reason: err.Error()}
-	}
-	if uint64(c.MaxLanes) > span.Len() {
-		return &ConfigError{Var: EnvPrefix + "_MAX_LANES", Reason: fmt.Sprintf("%d is more than the %d worker IDs of region %s (%s)", c.MaxLanes, span.Len(), c.Region, span)}
-	}
-	return nil
-}
-
-// checkSequenceHomes applies the rules of homes: in a fleet of regions
-// every sequence names its home, a region of the map (its numbers live
-// in one region's store only, or two regions would hand out the same
-// numbers); without regions no sequence names one, since there is no map
-// to check it against.
-func (c Config) checkSequenceHomes(decls []sequence.Declaration) error {
-	for _, d := range decls {
-		switch {
-		case c.Regions.IsZero() && d.Home != "":
-			return fmt.Errorf("sequence %q has the home region %s, but %s_REGIONS is not set: homes are for a fleet of regions", d.Name, d.Home, EnvPrefix)
-		case c.Regions.IsZero():
-		case d.Home == "":
-			return fmt.Errorf("sequence %q has no home region: in a fleet of regions (%s_REGIONS %s) declare it as %s@<region>", d.Name, EnvPrefix, c.Regions, d.Name)
-		default:
-			if _, err := c.Regions.Range(d.Home); err != nil {
-				return fmt.Errorf("sequence %q: its home region %s is not in %s_REGIONS %s", d.Name, d.Home, EnvPrefix, c.Regions)
-			}
-		}
-	}
-	return nil
-}
-
 // sequenceHomes is each declared sequence's home region, nil without
 // regions (the declaration is checked already).
 func (c Config) sequenceHomes() map[string]string {
