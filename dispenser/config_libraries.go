@@ -342,5 +342,6 @@ func (c Config) connConfig(url, name string, log *slog.Logger) natsconn.Config {
 		ConnectTimeout: c.NATSConnectTimeout,
 		DrainTimeout:   c.ShutdownTimeout,
 		Logger:         log,
+		SettingName:    settingVar[natsconn.Config],
 	}
 }

@@ -50,8 +50,6 @@ func (c Config) Validate() error {
 		return err
 	}
 	switch {
-	case (c.NATSTLSCert == "") != (c.NATSTLSKey == ""):
-		return bad("NATS_TLS_CERT", "a client certificate needs DISPENSER_NATS_TLS_CERT and DISPENSER_NATS_TLS_KEY together")
 	case c.NATSConnectTimeout <= 0:
 		return bad("NATS_CONNECT_TIMEOUT", "%s must be positive", c.NATSConnectTimeout)
 	case c.BoostPower < 0 || c.BoostPower > 24:
@@ -215,37 +213,8 @@ func (c Config) checkReachability() error {
 	bad := func(name, format string, args ...any) error {
 		return &ConfigError{Var: EnvPrefix + "_" + name, Reason: fmt.Sprintf(format, args...)}
 	}
-	if c.NATSURL != "" {
-		if reason := natsconn.CheckURLs(c.NATSURL); reason != "" {
-			return bad("NATS_URL", "%s", reason)
-		}
-	}
-	if c.NATSPassword != "" && c.NATSUser == "" {
-		return bad("NATS_PASSWORD", "set without DISPENSER_NATS_USER")
-	}
-	var methods []string
-	for _, m := range []struct {
-		set  bool
-		vars string
-	}{
-		{c.NATSUser != "", "DISPENSER_NATS_USER"},
-		{c.NATSToken != "", "DISPENSER_NATS_TOKEN"},
-		{c.NATSNKeySeedFile != "", "DISPENSER_NATS_NKEY_SEED_FILE"},
-		{c.NATSCredsFile != "", "DISPENSER_NATS_CREDS_FILE"},
-	} {
-		if m.set {
-			methods = append(methods, m.vars)
-		}
-	}
-	if len(methods) > 1 {
-		return &ConfigError{Var: methods[1], Reason: fmt.Sprintf("set together with %s: use one NATS authentication method (TLS client certificates combine with any)", strings.Join(methods[:1], ", "))}
-	}
-	if err := c.connConfig("", "", nil).CheckFiles(); err != nil {
-		var fe *natsconn.FileError
-		if !errors.As(err, &fe) {
-			return err
-		}
-		return &ConfigError{Var: settingVar[natsconn.Config](fe.Field), Reason: err.Error()}
+	if err := c.connConfig(c.NATSURL, "", nil).Validate(); err != nil {
+		return namedError[natsconn.Config](err)
 	}
 	if reason := checkListenAddr(c.EmbeddedAddr); reason != "" {
 		return bad("EMBEDDED_ADDR", "%q %s", c.EmbeddedAddr, reason)

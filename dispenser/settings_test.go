@@ -27,7 +27,7 @@ var notFromTheEnvironment = map[string][]string{
 	// Settle follows DISPENSER_STORE_LOSS_WINDOW (sequence.SettleFor).
 	"sequence.Config":   {"FetchTimeout", "RetryPause", "CheckInterval", "Settle", "StoreName", "Logger"},
 	"telemetry.Config":  {"ServiceVersion", "InstanceID", "WorkerID", "Ready", "Sampler", "SpanProcessors", "MetricReaders", "Logger", "TracerProvider", "MeterProvider", "Propagator"},
-	"natsconn.Config":   {"Name", "ReconnectWait", "PingInterval", "Logger"},
+	"natsconn.Config":   {"Name", "ReconnectWait", "PingInterval", "Logger", "SettingName"},
 	"uidcore.Layout":    {},
 	"mysqlstore.Config": {},
 	"kvstore.Config":    {},

@@ -39,6 +39,10 @@ type Config struct {
 	// harness), answering nobody while its queue-group peers could.
 	PingInterval time.Duration
 	Logger       *slog.Logger // default slog.Default()
+	// SettingName, when set, is how error messages name a field of
+	// Config other than the one in error (a program's own name for the
+	// setting, such as its environment variable).
+	SettingName func(field string) string
 }
 
 // DefaultPingInterval and MaxPingsOut bound how long a silently dead
@@ -61,6 +65,9 @@ type Conn struct {
 // a misconfigured instance should not start. Once connected it reconnects
 // for ever.
 func Connect(ctx context.Context, cfg Config) (*Conn, error) {
+	if err := cfg.checkSettings(); err != nil {
+		return nil, fmt.Errorf("natsconn: %w", err)
+	}
 	if cfg.URL == "" {
 		cfg.URL = nats.DefaultURL
 	}
@@ -172,9 +179,6 @@ func (cfg Config) authOptions() ([]nats.Option, error) {
 	}
 	if cfg.TLSCAFile != "" {
 		opts = append(opts, nats.RootCAs(cfg.TLSCAFile))
-	}
-	if (cfg.TLSCertFile == "") != (cfg.TLSKeyFile == "") {
-		return nil, errors.New("natsconn: a TLS client certificate needs both the certificate and the key file")
 	}
 	if cfg.TLSCertFile != "" {
 		opts = append(opts, nats.ClientCert(cfg.TLSCertFile, cfg.TLSKeyFile))

@@ -2,6 +2,7 @@ package natsconn
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nkeys"
+	"github.com/uid-dispenser/uid-dispenser/internal/setting"
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 )
 
@@ -50,8 +52,9 @@ func TestConnectFailsFastWithClearMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	conn.Close()
-	if _, err := Connect(ctx, Config{URL: url, TLSCertFile: "x.pem", Logger: quietLogger()}); err == nil || !strings.Contains(err.Error(), "key file") {
-		t.Fatalf("cert without key: %v", err)
+	var se *setting.Error
+	if _, err := Connect(ctx, Config{URL: url, TLSCertFile: "x.pem", Logger: quietLogger()}); !errors.As(err, &se) || se.Field != "TLSCertFile" || !strings.Contains(se.Reason, "TLSKeyFile") {
+		t.Fatalf("cert without key: %v, want a *setting.Error of TLSCertFile naming TLSKeyFile", err)
 	}
 }
 

@@ -3,8 +3,8 @@
 // file or a TLS client certificate (Config), reconnecting for ever once
 // connected (Connect), or waiting for a server that is not up yet
 // (ConnectWaiting). Secrets never appear in its logs or errors
-// (RedactURL), and CheckFiles says which credentials file is unusable
-// before anything connects.
+// (RedactURL), and Config.Validate says which setting is unusable (a
+// credentials file included) before anything connects.
 //
 // It is the client side's as much as the dispenser's: it links nats.go,
 // nkeys and the JWT library, never nats-server, so that a client program

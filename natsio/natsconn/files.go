@@ -14,20 +14,8 @@ import (
 
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nkeys"
+	"github.com/uid-dispenser/uid-dispenser/internal/setting"
 )
-
-// FileError is a credentials or TLS file of a Config that cannot
-// be used. Field names the Config field ("NKeySeedFile", "CredsFile",
-// "TLSCAFile", "TLSCertFile" or "TLSKeyFile") so that a caller can name
-// its own setting. The message never quotes the file's content.
-type FileError struct {
-	Field string
-	Path  string
-	Err   error
-}
-
-func (e *FileError) Error() string { return fmt.Sprintf("%s: %v", e.Path, e.Err) }
-func (e *FileError) Unwrap() error { return e.Err }
 
 // maxConnFile bounds what CheckFiles reads: credentials, keys and CA
 // bundles are a few KiB.
@@ -38,7 +26,9 @@ const maxConnFile = 1 << 20
 // CA certificates, a certificate with its matching key. Connect would
 // find the same problems only when it connects, with messages that do not
 // say which setting is wrong; start-up calls this first. The first problem
-// comes back as a *FileError.
+// comes back as a *setting.Error naming the field ("NKeySeedFile",
+// "CredsFile", "TLSCAFile", "TLSCertFile" or "TLSKeyFile"), with the path
+// as its reason; it never quotes the file's content.
 func (cfg Config) CheckFiles() error {
 	if cfg.NKeySeedFile != "" {
 		if err := checkFile(cfg.NKeySeedFile, "NKeySeedFile", checkSeed); err != nil {
@@ -76,7 +66,7 @@ func (cfg Config) CheckFiles() error {
 // checkFile reads path, a regular file of at most maxConnFile bytes, and
 // runs check on its content, which it then wipes.
 func checkFile(path, field string, check func([]byte) error) error {
-	fail := func(err error) error { return &FileError{Field: field, Path: path, Err: err} }
+	fail := func(err error) error { return &setting.Error{Field: field, Reason: path, Err: err} }
 	info, err := os.Stat(path)
 	if err != nil {
 		return fail(errors.Unwrap(err)) // the *PathError would repeat the path
