@@ -374,8 +374,8 @@ func BenchmarkRequestTelemetry(b *testing.B) {
 				for range b.N {
 					msg := &nats.Msg{Subject: "uid.next"}
 					span := client.start(msg)
-					ctx, r := server.start(msg.Header)
-					server.end(ctx, r, 1, workerID, 0, nil)
+					ctx, r := server.start(msg.Header, workerID)
+					server.end(ctx, r, 1, 0, nil)
 					span.End()
 				}
 				if sdk, ok := tp.(*sdktrace.TracerProvider); ok {
@@ -495,8 +495,8 @@ func TestRequestTelemetryWithTheNoopTracer(t *testing.T) {
 	workerID := func() uint64 { return 7 }
 	const runs = 100
 	allocs := testing.AllocsPerRun(runs, func() {
-		ctx, r := e.start(nil)
-		e.end(ctx, r, 1, workerID, 0, nil)
+		ctx, r := e.start(nil, workerID)
+		e.end(ctx, r, 1, 0, nil)
 	})
 	if allocs != 0 {
 		t.Errorf("%v allocations a request, want 0", allocs)
@@ -512,12 +512,12 @@ func TestRequestTelemetryWithTheNoopTracer(t *testing.T) {
 	caller := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1, 2, 3}, SpanID: trace.SpanID{4, 5}, TraceFlags: trace.FlagsSampled})
 	headers := protocol.HeaderCarrier{}
 	otel.GetTextMapPropagator().Inject(trace.ContextWithSpanContext(context.Background(), caller), headers)
-	ctx, r := e.start(headers)
+	ctx, r := e.start(headers, workerID)
 	if got := trace.SpanContextFromContext(ctx); got.TraceID() != caller.TraceID() || got.SpanID() != caller.SpanID() || !got.IsRemote() {
 		t.Errorf("context passed down carries %v, want the caller's %v, remote", got, caller)
 	}
 	if r.span.IsRecording() {
 		t.Error("a span is recording with the no-op tracer")
 	}
-	e.end(ctx, r, 1, workerID, 0, nil)
+	e.end(ctx, r, 1, 0, nil)
 }

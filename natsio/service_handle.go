@@ -74,7 +74,7 @@ func (s *Service) handle(endpoint, subject string, fn handlerFunc, headers micro
 	counters := s.endpoints[subject]
 	tel := s.otel.endpoint(endpoint, subject)
 	return micro.HandlerFunc(func(req micro.Request) {
-		ctx, span := tel.start(req.Headers())
+		ctx, span := tel.start(req.Headers(), s.src.WorkerID)
 		c := &call{ctx: ctx, otel: tel, span: span, req: req, counters: counters, bp: s.replyBuffer(), headers: headers}
 		r := s.invoke(ctx, endpoint, fn, req, (*c.bp)[:0])
 		if r.later != nil {
@@ -129,7 +129,7 @@ func (s *Service) finish(c *call, r result) {
 	}
 	s.replyBufs.Put(c.bp)
 	c.counters.record(code)
-	if d := c.otel.end(c.ctx, c.span, ids, s.src.WorkerID, code, err); d > time.Second {
+	if d := c.otel.end(c.ctx, c.span, ids, code, err); d > time.Second {
 		s.log.Warn("slow request", "subject", req.Subject(), "duration", d)
 	}
 }
