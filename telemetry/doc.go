@@ -26,8 +26,9 @@
 // SDK exporter's conversion to generated structs cost most of what
 // recording a request costs) and sent by the SDK's OTLP/HTTP or gRPC
 // client, which reads the OTEL_EXPORTER_OTLP_* settings as documented. Another: unless OTEL_TRACES_SAMPLER is set, the
-// sampler is [DefaultSampler] (follow the caller, record every padding
-// round, 1% of other roots) rather than parentbased_always_on.
+// sampling follows the caller, records every padding round and
+// [DefaultRootRequestRatio] (1%) of other roots, rather than
+// parentbased_always_on; the roots not recorded start no span at all.
 //
 // The dispenser passes its own settings in [Config]: DISPENSER_METRICS_ADDR
 // (the address of the HTTP server with /metrics, /healthz and /readyz;

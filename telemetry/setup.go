@@ -78,8 +78,9 @@ type Config struct {
 	// SpanProcessors are added to the tracer provider besides the
 	// exporter's batch processor (tests pass an in-memory recorder).
 	SpanProcessors []sdktrace.SpanProcessor
-	// Sampler overrides OTEL_TRACES_SAMPLER and the default,
-	// DefaultSampler(DefaultRootRequestRatio).
+	// Sampler overrides OTEL_TRACES_SAMPLER and the default sampling
+	// (follow the caller, record every padding round and
+	// DefaultRootRequestRatio of the other roots).
 	Sampler sdktrace.Sampler
 	// Logger receives OpenTelemetry's own errors (failed exports) and the
 	// observers' warnings; nil: slog.Default().
@@ -246,11 +247,13 @@ func (t *Telemetry) setupTracing(ctx context.Context, res *resource.Resource) er
 		return nil
 	}
 	providerOpts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
+	defaults := false
 	switch {
 	case t.cfg.Sampler != nil:
 		providerOpts = append(providerOpts, sdktrace.WithSampler(t.cfg.Sampler))
 	case os.Getenv("OTEL_TRACES_SAMPLER") == "":
-		providerOpts = append(providerOpts, sdktrace.WithSampler(DefaultSampler(DefaultRootRequestRatio)))
+		defaults = true
+		providerOpts = append(providerOpts, sdktrace.WithSampler(defaultSDKSampler()))
 	}
 	if exporting {
 		providerOpts = append(providerOpts, sdktrace.WithBatcher(exporter))
@@ -260,6 +263,9 @@ func (t *Telemetry) setupTracing(ctx context.Context, res *resource.Resource) er
 	}
 	tp := sdktrace.NewTracerProvider(providerOpts...)
 	t.tracerProvider = tp
+	if defaults {
+		t.tracerProvider = defaultSampling(tp)
+	}
 	t.shutdowns = append(t.shutdowns, tp.Shutdown)
 	return nil
 }

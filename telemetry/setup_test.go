@@ -357,16 +357,23 @@ func TestDefaultSampler(t *testing.T) {
 	// random trace IDs falls outside once in far more runs than this
 	// test will ever see.
 	const roots = 20000
-	recorded := 0
+	recorded, withSpan := 0, 0
 	for range roots {
-		_, s := tracer.Start(context.Background(), "process uid.next")
+		ctx, s := tracer.Start(context.Background(), "process uid.next")
 		if s.IsRecording() {
 			recorded++
+		} else if trace.SpanContextFromContext(ctx).IsValid() {
+			withSpan++
 		}
 		s.End()
 	}
 	if recorded < roots/200 || recorded > roots*3/200 {
 		t.Errorf("%d of %d root request spans recorded, want about 1%% (%d..%d)", recorded, roots, roots/200, roots*3/200)
+	}
+	// A root not recorded starts no span: the context handed back is
+	// the caller's, without new trace and span IDs.
+	if withSpan != 0 {
+		t.Errorf("%d root request spans not recorded put a span context in the context", withSpan)
 	}
 	_, padding := tracer.Start(context.Background(), PaddingSpanName)
 	if !padding.IsRecording() {
