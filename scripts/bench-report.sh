@@ -13,13 +13,17 @@
 #     the default sampler, and always_on over OTLP/HTTP and OTLP/gRPC;
 #   - scripts/bench-service.sh: the nats CLI against uid.next on the
 #     dispenser binary and against `nats bench service serve`.
+# Then scripts/bench-tracing.sh: tracing as a deployment runs it (the
+# dispenser binaries untraced, with the default sampler and always_on,
+# the nats CLI, an OTLP receiver process that counts the spans), its own
+# alternated rounds.
 # Then, once, for BENCH_DURATION each: dispenser's BenchmarkSustained (IDs)
 # and BenchmarkSeqSustained (a named sequence on KV and on MySQL), beside
 # the bare responder, and every benchmark named ^BenchmarkBlocks in
 # ./natsio/ and ./dispenser/ (the JetStream blocks: whatever those
 # benchmarks report goes into the report's blocks table as it is).
 #
-# Raw output: bench-e2e-go.txt (rounds), bench-e2e-cli.txt,
+# Raw output: bench-e2e-go.txt (rounds), bench-e2e-cli.txt, bench-e2e-tracing.txt,
 # bench-sustained.txt, bench-blocks.txt, bench-*-series.txt.
 #
 # Needs the nats CLI v0.5.0 (installed with go install when missing),
@@ -37,6 +41,8 @@
 #                   straddle (three rounds of 5 s put the default sampler
 #                   anywhere from 0.95 to 1.01 × untraced).
 #   BENCH_CLI_REPS  alternations of bench-service.sh per round (default 2)
+#   BENCH_TRACING_ROUNDS  rounds of bench-tracing.sh (default 21;
+#                   BENCH_TRACING_MSGS requests a run, default 20000)
 #   BLOCKS_BENCH    the blocks benchmarks' regexp (default ^BenchmarkBlocks)
 #   BENCH_MD, BENCH_SVG, BENCH_SERIES_SVG write the report elsewhere
 #   BENCH_MSGS1/BENCH_MSGS8 go to bench-service.sh.
@@ -103,6 +109,12 @@ for rep in $(seq 1 "$REPS"); do
 done
 echo "rounds: load average $(load) at their end" >>bench-e2e-env.txt
 
+# Tracing as deployed (issue 35 §4): the dispenser binaries, the nats CLI
+# and an OTLP receiver, each a process of its own; BENCH_TRACING_ROUNDS
+# alternated rounds (default 21) of BENCH_TRACING_MSGS requests.
+scripts/bench-tracing.sh "${BENCH_TRACING_ROUNDS:-21}" | tee bench-e2e-tracing.txt || failed "bench-tracing.sh"
+echo "tracing as deployed: load average $(load) at its end" >>bench-e2e-env.txt
+
 # Sustained: 4 clients × batches of 4,096 binary against the bare counter
 # responder and default dispensers, for BENCH_DURATION each, with the
 # per-second series drawn in docs/sustained.svg and docs/sustained-seq.svg.
@@ -119,7 +131,7 @@ echo "blocks: load average $(load) at their end" >>bench-e2e-env.txt
 [ -s bench-sustained-series.txt ] && benchreport -series bench-sustained-series.txt -series-svg "${BENCH_SERIES_SVG:-docs/sustained.svg}"
 [ -s bench-seq-series.txt ] && benchreport -series bench-seq-series.txt -series-svg "$(dirname "${BENCH_SERIES_SVG:-docs/sustained.svg}")/sustained-seq.svg" \
 	-series-title "Sustained: 4 clients × uid.seq.bench.batch 4096 (binary), default configuration"
-benchreport -go bench-e2e-go.txt -cli bench-e2e-cli.txt -sustained bench-sustained.txt -blocks bench-blocks.txt -env bench-e2e-env.txt \
+benchreport -go bench-e2e-go.txt -cli bench-e2e-cli.txt -tracing bench-e2e-tracing.txt -sustained bench-sustained.txt -blocks bench-blocks.txt -env bench-e2e-env.txt \
 	-md "${BENCH_MD:-BENCHMARKS.md}" -svg "${BENCH_SVG:-docs/benchmarks.svg}" \
 	-msgs1 "${BENCH_MSGS1:-50000}" -msgs8 "${BENCH_MSGS8:-100000}"
 if [ ${#failures[@]} -gt 0 ]; then

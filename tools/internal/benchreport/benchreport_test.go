@@ -268,3 +268,34 @@ func TestBlocksTableLabelsTheBoundOffBenchmark(t *testing.T) {
 		t.Fatalf("rows in order %v, want %v", order, want)
 	}
 }
+
+func TestTracingText(t *testing.T) {
+	out := `tracing as deployed: 9 rounds of 60000 requests, 8 clients, 2 cores, v0.5.0
+load at the start:  07:25:50 up  3:07,  0 user,  load average: 15.18, 9.38, 5.43
+round=1 mode=off     req/s=22244 cpu-us/req=10.2 nats-server=22.7 nats-cli=14.7
+load at the end:  07:27:00 up  3:08,  0 user,  load average: 17.51, 11.40, 6.49
+
+median default 0.929 x untraced (rounds 0.78-1.22, n=9)
+median always  0.779 x untraced (rounds 0.69-1.13, n=9)
+median cpu-us/req off     10.2
+median cpu-us/req always  14.8
+spans of always_on's uid.next requests: 560001 of 560001 sent; the default sampler's: 5504 (of as many)
+`
+	got := tracingText(out)
+	for _, want := range []string{
+		"9 rounds of 60000 requests",
+		"`always_on` / untraced: 0.779 x untraced (rounds 0.69-1.13, n=9) (target ≥ 0.90)",
+		"default sampler / untraced: 0.929 x untraced (rounds 0.78-1.22, n=9) (target ≥ 0.97)",
+		"off 10.2 µs, always 14.8 µs",
+		"560001 of 560001 sent",
+		"load average at the start 15.18, 9.38, 5.43; at the end 17.51, 11.40, 6.49",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("summary lacks %q:\n%s", want, got)
+		}
+	}
+	// A run that failed before its medians gives no summary.
+	if got := tracingText("tracing as deployed: 9 rounds\n"); got != "" {
+		t.Errorf("summary of a run without medians: %q", got)
+	}
+}

@@ -39,6 +39,7 @@ func run(args []string) error {
 	msgs8 := flags.Int("msgs8", 100_000, "requests bench-service.sh sends with 8 clients (BENCH_MSGS8)")
 	sustainedFile := flags.String("sustained", "", "output of dispenser's BenchmarkSustained and BenchmarkSeqSustained")
 	blocksFile := flags.String("blocks", "", "output of the ^BenchmarkBlocks benchmarks")
+	tracingFile := flags.String("tracing", "", "output of scripts/bench-tracing.sh (tracing as deployed)")
 	seriesFile := flags.String("series", "", "per-second samples of BenchmarkSustained (UID_BENCH_SERIES); with it only the -series-svg chart is drawn")
 	seriesSVG := flags.String("series-svg", "docs/sustained.svg", "chart of the sustained samples to write")
 	seriesTitle := flags.String("series-title", "Sustained: 4 clients × uid.batch 4096 (binary), default configuration", "title of the -series-svg chart")
@@ -83,6 +84,15 @@ func run(args []string) error {
 			return err
 		}
 		extra = append(extra, t.table(res))
+	}
+	if *tracingFile != "" {
+		text, err := os.ReadFile(*tracingFile)
+		if err != nil {
+			return err
+		}
+		if summary := tracingText(string(text)); summary != "" {
+			extra = append(extra, summary)
+		}
 	}
 	rows, missing := build(goRes, cliRes, *msgs1, *msgs8)
 	if len(rows) == 0 {

@@ -162,3 +162,47 @@ func rssText(rss map[string][]float64) string {
 	}
 	return "Memory: the dispenser binary under the nats CLI loads (`scripts/bench-service.sh`, VmRSS from /proc): " + strings.Join(parts, ", ") + ".\n"
 }
+
+// tracingText is the summary of scripts/bench-tracing.sh's output
+// (tracing as deployed: the dispenser binaries, the nats CLI and the
+// receiver, each a process of its own), or "" without its medians.
+func tracingText(out string) string {
+	var header, load, spans string
+	ratios := map[string]string{}
+	var cpu []string
+	for _, line := range strings.Split(out, "\n") {
+		line = strings.TrimSpace(line)
+		f := strings.Fields(line)
+		switch {
+		case strings.HasPrefix(line, "tracing as deployed: "):
+			header = strings.TrimPrefix(line, "tracing as deployed: ")
+		case strings.HasPrefix(line, "load at the "):
+			if i := strings.Index(line, "load average: "); i >= 0 {
+				load += fmt.Sprintf("; at the %s %s", strings.TrimSuffix(f[3], ":"), strings.TrimPrefix(line[i:], "load average: "))
+			}
+		case len(f) >= 3 && f[0] == "median" && f[1] == "cpu-us/req":
+			cpu = append(cpu, fmt.Sprintf("%s %s µs", f[2], f[3]))
+		case len(f) >= 3 && f[0] == "median":
+			ratios[f[1]] = strings.Join(f[2:], " ")
+		case strings.HasPrefix(line, "spans of "):
+			spans = line
+		}
+	}
+	if ratios["always"] == "" || ratios["default"] == "" {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Tracing as deployed (`scripts/bench-tracing.sh`: the dispenser binary untraced, with the default sampler and with `always_on`, OTLP/HTTP to `bench/otlpsink`, `nats bench service request --clients 8` on each, every one a process of its own; the median of the rounds' own ratios, the order reversed every other round): %s.\n\n", header)
+	fmt.Fprintf(&b, "- `always_on` / untraced: %s (target ≥ 0.90)\n", ratios["always"])
+	fmt.Fprintf(&b, "- default sampler / untraced: %s (target ≥ 0.97)\n", ratios["default"])
+	if len(cpu) > 0 {
+		fmt.Fprintf(&b, "- the loaded dispenser's CPU a request (median of the runs): %s\n", strings.Join(cpu, ", "))
+	}
+	if spans != "" {
+		fmt.Fprintf(&b, "- %s\n", spans)
+	}
+	if load != "" {
+		fmt.Fprintf(&b, "- the machine's load average%s\n", strings.TrimPrefix(load, ";"))
+	}
+	return b.String()
+}
