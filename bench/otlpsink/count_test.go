@@ -18,7 +18,7 @@ func field(b []byte, num uint64, body []byte) []byte {
 func span(name string) []byte {
 	b := field(nil, 1, make([]byte, 16))
 	b = field(b, spanName, []byte(name))
-	b = binary.AppendUvarint(b, 6<<3|0)
+	b = binary.AppendUvarint(b, 6<<3) // wire type 0: varint
 	b = binary.AppendUvarint(b, 2)
 	b = binary.AppendUvarint(b, 7<<3|1)
 	b = binary.LittleEndian.AppendUint64(b, 1_700_000_000_000_000_000)
