@@ -33,10 +33,11 @@ type BlockSourceConfig struct {
 	// FetchWait is how long one pull waits for a block before it asks
 	// again (default DefaultBlocksFetchWait).
 	FetchWait time.Duration
-	// LowWater: when fewer IDs than this remain in the current block, the
-	// next block is fetched in the background (default
-	// DefaultBlocksLowWater, a whole default block: the next block is
-	// fetched as soon as the current one comes into use).
+	// LowWater: when fewer IDs than this remain at hand (the block in
+	// use and those fetched ahead), the next block is fetched in the
+	// background (default DefaultBlocksLowWater, a whole default block:
+	// the next block is fetched as soon as the current one comes into
+	// use).
 	LowWater int
 	Logger   *slog.Logger // default slog.Default()
 }
@@ -62,12 +63,11 @@ type BlockSource struct {
 	cfg BlockSourceConfig
 	log *slog.Logger
 
-	cur atomic.Pointer[idBlock] // the block in use; takers advance its position
+	// chain holds the IDs at hand, as runs: takers take from it without
+	// a lock; the checker (settle) alone appends checked blocks to it.
+	chain rangeChain
 
-	mu      sync.Mutex    // guards moving from one block to the next, and the fields below
-	ready   []*idBlock    // checked blocks fetched ahead, in order
-	arrived chan struct{} // closed (and replaced) when blocks arrive
-	closed  bool
+	mu sync.Mutex // guards the fields below
 	// Blocks acknowledged and awaiting the consumer check: toCheck are
 	// not taken by the checker yet, checking counts those and the ones
 	// it is checking.
@@ -77,7 +77,7 @@ type BlockSource struct {
 	checkWake chan struct{} // wakes the checker (capacity 1)
 	rebind    atomic.Bool   // the consumer changed (the checker) or an ack met no responder (claim): bind again
 
-	want   chan struct{} // wakes the fetcher (capacity 1)
+	want   chan struct{} // wakes the fetcher (capacity 1): the chain's wake
 	cancel context.CancelFunc
 	done   chan struct{}
 	once   sync.Once
@@ -137,123 +137,43 @@ func newBlockSource(nc *nats.Conn, cfg BlockSourceConfig, beforeAck func(*jetstr
 		js:        js,
 		cfg:       cfg,
 		log:       cfg.Logger.With("stream", cfg.Stream, "consumer", cfg.Consumer),
-		arrived:   make(chan struct{}),
 		want:      make(chan struct{}, 1),
 		checkWake: make(chan struct{}, 1),
 		cancel:    cancel,
 		done:      make(chan struct{}),
 		beforeAck: beforeAck,
 	}
+	s.chain.init(s.want)
 	go s.run(ctx)
 	return s, nil
 }
 
-// idBlock is a block in use: takers reserve IDs by advancing pos, so the
-// hot path is one atomic add. pos may run past the end; IDs past it are
-// not there to take.
-type idBlock struct {
-	ids  []uint64
-	pos  atomic.Int64
-	wake int64 // the taker whose reservation covers this index wakes the fetcher
-}
-
-func newIDBlock(ids []uint64, lowWater int) *idBlock {
-	return &idBlock{ids: ids, wake: int64(max(len(ids)-lowWater, 0))}
-}
-
-// take reserves up to len(dst) IDs and copies those that exist; it
-// returns how many, and whether this reservation crossed the low-water
-// mark.
-func (b *idBlock) take(dst []uint64) (n int, crossed bool) {
-	k := int64(len(dst))
-	end := b.pos.Add(k)
-	start := end - k
-	size := int64(len(b.ids))
-	if start >= size {
-		return 0, false
-	}
-	return copy(dst, b.ids[start:min(end, size)]), start <= b.wake && b.wake < end
-}
-
-func (b *idBlock) remaining() int {
-	return int(max(int64(len(b.ids))-b.pos.Load(), 0))
-}
-
 // Next returns one ID, waiting (until ctx is done) for a block when none
-// is at hand.
+// is at hand. A take is one atomic add on the run in use (rangeChain).
 func (s *BlockSource) Next(ctx context.Context) (uint64, error) {
-	if b := s.cur.Load(); b != nil {
-		i := b.pos.Add(1) - 1
-		if i < int64(len(b.ids)) {
-			if i == b.wake {
-				s.wakeFetcher()
-			}
-			return b.ids[i], nil
-		}
+	if id, ok := s.chain.take(); ok {
+		return id, nil
 	}
-	var id [1]uint64
-	if _, err := s.NextN(ctx, id[:]); err != nil {
-		return 0, err
-	}
-	return id[0], nil
+	id, err := s.chain.next(ctx)
+	return id, s.takeErr(err)
 }
 
 // NextN fills dst with IDs, spanning blocks as needed, waiting (until ctx
 // is done) for blocks when none is at hand. With an error it returns how
 // many IDs it did put in dst; those are valid.
 func (s *BlockSource) NextN(ctx context.Context, dst []uint64) (int, error) {
-	if len(dst) == 0 {
-		return 0, nil
-	}
-	filled := 0
-	for {
-		b := s.cur.Load()
-		if b != nil {
-			n, crossed := b.take(dst[filled:])
-			filled += n
-			if crossed {
-				s.wakeFetcher()
-			}
-			if filled == len(dst) {
-				return filled, nil
-			}
-		}
-		// The block in use is exhausted: move to the one fetched ahead,
-		// or wait for one.
-		s.mu.Lock()
-		if s.closed {
-			s.mu.Unlock()
-			return filled, ErrBlockSourceClosed
-		}
-		if s.cur.Load() != b { // another taker moved on already
-			s.mu.Unlock()
-			continue
-		}
-		if len(s.ready) > 0 {
-			s.cur.Store(s.ready[0])
-			s.ready[0] = nil
-			s.ready = s.ready[1:]
-			s.mu.Unlock()
-			continue
-		}
-		arrived := s.arrived
-		s.mu.Unlock()
-		s.wakeFetcher()
-		select {
-		case <-arrived:
-		case <-ctx.Done():
-			return filled, ctx.Err()
-		case <-s.done:
-		}
-	}
+	n, err := s.chain.nextN(ctx, dst)
+	return n, s.takeErr(err)
 }
 
-func (s *BlockSource) wakeFetcher() {
-	select {
-	case s.want <- struct{}{}:
-	default:
+func (s *BlockSource) takeErr(err error) error {
+	if errors.Is(err, errChainClosed) {
+		return ErrBlockSourceClosed
 	}
+	return err
 }
+
+func (s *BlockSource) wakeFetcher() { s.chain.wakeProducer() }
 
 // maxChecking is the most blocks a source has awaiting the consumer
 // check before it stops pulling: two pulls' worth lets the next pull run
@@ -261,18 +181,14 @@ func (s *BlockSource) wakeFetcher() {
 // fetching no round trip.
 const maxChecking = 2 * pullBatch
 
-// needsBlock tells whether the fetcher should fetch: nothing fetched
-// ahead and checked, room for a pull's blocks among the maxChecking being
-// checked, and the block in use below the low-water mark. A source thus
-// holds at most 1+maxChecking blocks.
+// needsBlock tells whether the fetcher should fetch: room for a pull's
+// blocks among the maxChecking being checked, and fewer IDs at hand than
+// the low-water mark. A source thus holds at most LowWater-1 IDs at hand
+// beside maxChecking blocks being checked.
 func (s *BlockSource) needsBlock() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.ready) > 0 || s.checking+pullBatch > maxChecking {
-		return false
-	}
-	b := s.cur.Load()
-	return b == nil || b.remaining() < s.cfg.LowWater
+	return s.checking+pullBatch <= maxChecking && s.chain.available() < uint64(s.cfg.LowWater)
 }
 
 // Stats returns the source's counters.
@@ -293,14 +209,11 @@ func (s *BlockSource) Stats() BlockSourceStats {
 // then fail with ErrBlockSourceClosed.
 func (s *BlockSource) Close() error {
 	s.once.Do(func() {
-		s.mu.Lock()
-		s.closed = true
-		s.mu.Unlock()
+		s.chain.close()
 		s.cancel()
 		<-s.done
 		s.mu.Lock()
-		s.cur.Store(nil)
-		s.ready, s.toCheck = nil, nil
+		s.toCheck = nil
 		s.mu.Unlock()
 	})
 	return nil
@@ -388,8 +301,8 @@ func (s *BlockSource) fetchLoop(ctx context.Context) {
 		pauses.Reset()
 		var held []heldBlock
 		for _, msg := range msgs {
-			if ids := s.claim(ctx, msg); ids != nil {
-				held = append(held, heldBlock{ids: ids, created: created})
+			if runs := s.claim(ctx, msg); runs != nil {
+				held = append(held, heldBlock{runs: runs, created: created})
 			}
 		}
 		s.check(held)
@@ -458,7 +371,7 @@ func (s *BlockSource) bind(ctx context.Context) (jetstream.Consumer, time.Time, 
 // block's IDs when this is the first delivery, the block decodes and the
 // server confirmed the ack; otherwise it terminates the block and returns
 // nil.
-func (s *BlockSource) claim(ctx context.Context, msg jetstream.Msg) []uint64 {
+func (s *BlockSource) claim(ctx context.Context, msg jetstream.Msg) []Run {
 	meta, err := msg.Metadata()
 	if err != nil {
 		s.malformed.Add(1)
@@ -473,7 +386,7 @@ func (s *BlockSource) claim(ctx context.Context, msg jetstream.Msg) []uint64 {
 		_ = msg.Term()
 		return nil
 	}
-	ids, err := protocol.DecodeBlock(msg.Data(), msg.Headers())
+	runs, err := protocol.DecodeBlockRuns(msg.Data(), msg.Headers())
 	if err != nil {
 		s.malformed.Add(1)
 		s.log.Warn("blocks: terminating a malformed block", "stream_seq", meta.Sequence.Stream, "err", err)
@@ -481,7 +394,7 @@ func (s *BlockSource) claim(ctx context.Context, msg jetstream.Msg) []uint64 {
 		return nil
 	}
 	if s.beforeAck != nil {
-		s.beforeAck(meta, ids)
+		s.beforeAck(meta, protocol.AppendIDs(nil, runs))
 	}
 	actx, cancel := context.WithTimeout(ctx, min(s.cfg.AckWait, 5*time.Second))
 	err = msg.DoubleAck(actx)
@@ -501,13 +414,13 @@ func (s *BlockSource) claim(ctx context.Context, msg jetstream.Msg) []uint64 {
 		_ = msg.Term()
 		return nil
 	}
-	return ids
+	return runs
 }
 
 // heldBlock is a block acknowledged under the consumer instance created
 // at created, awaiting the check that the instance is still there.
 type heldBlock struct {
-	ids     []uint64
+	runs    []Run // the block's IDs
 	created time.Time
 }
 
@@ -617,15 +530,17 @@ func (s *BlockSource) requestCreated(ctx context.Context) (time.Time, error) {
 // settle delivers the blocks of batch acknowledged under the instance
 // created at created (checkErr nil) and gives up the others.
 func (s *BlockSource) settle(batch []heldBlock, created time.Time, checkErr error) {
-	var good []*idBlock
+	var good []Run
+	lost := len(batch)
 	for _, b := range batch {
 		if checkErr == nil && b.created.Equal(created) {
-			good = append(good, newIDBlock(b.ids, s.cfg.LowWater))
+			good = append(good, b.runs...)
+			lost--
 			s.blocksUsed.Add(1)
-			s.idsUsed.Add(uint64(len(b.ids)))
+			s.idsUsed.Add(protocol.CountOf(b.runs))
 		}
 	}
-	if lost := len(batch) - len(good); lost > 0 {
+	if lost > 0 {
 		s.consumerChanged.Add(uint64(lost))
 		s.rebind.Store(true)
 		why := "blocks: consumer re-created while blocks were in flight, blocks given up"
@@ -637,17 +552,11 @@ func (s *BlockSource) settle(batch []heldBlock, created time.Time, checkErr erro
 		}
 		s.log.Warn(why, "blocks", lost, "err", checkErr)
 	}
+	// The IDs go to the takers before the fetcher learns that fewer
+	// blocks are being checked, so it never sees both uncounted.
+	s.chain.push(good, uint64(s.cfg.LowWater), nil, false)
 	s.mu.Lock()
 	s.checking -= len(batch)
-	for _, b := range good {
-		if cur := s.cur.Load(); cur == nil || cur.remaining() == 0 {
-			s.cur.Store(b)
-		} else {
-			s.ready = append(s.ready, b)
-		}
-	}
-	close(s.arrived)
-	s.arrived = make(chan struct{})
 	s.mu.Unlock()
 	s.wakeFetcher() // fewer blocks being checked: the fetcher may fetch
 }

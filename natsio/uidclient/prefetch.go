@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -88,7 +89,7 @@ func NewPrefetcher(c *Client, cfg PrefetchConfig) *Prefetcher {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Prefetcher{client: c, cfg: cfg, ctx: ctx, cancel: cancel}
-	p.chain.init()
+	p.chain.init(make(chan struct{}, 1))
 	p.wg.Add(1)
 	go p.fetchLoop()
 	return p
@@ -186,17 +187,23 @@ const reserveLatencies = 4
 // safeDistance is the reserve the fetcher keeps ahead, as CosId's safe
 // distance: the IDs taken during reserveLatencies refills at the
 // measured take rate, between floor and max. Rate and latency are
-// decaying peaks (a new high at once, a fall by an eighth a refill), so
-// a burst raises the reserve at the next refill and a lull shrinks it
-// only gradually. It starts at floor (no rate measured yet).
+// decaying peaks (a new high at once, halving each peakHalfLife after),
+// so a burst or a slow refill raises the reserve at the next refill and
+// a lull shrinks it only gradually. It starts at floor (no rate measured
+// yet).
 type safeDistance struct {
 	floor, max, target uint64
 	installed          uint64 // IDs ever added to the reserve
 	lastTaken          uint64
 	lastAt             time.Time
 	rate               float64 // IDs/s
-	latency            time.Duration
+	latency            float64 // seconds
 }
+
+// peakHalfLife is how fast a peak of the rate or the latency is
+// forgotten: a machine that stalls the fetcher now and then keeps the
+// reserve for the stalls for a few seconds.
+const peakHalfLife = time.Second
 
 func (d *safeDistance) added(n uint64) { d.installed += n }
 
@@ -206,11 +213,14 @@ func (d *safeDistance) observe(available uint64, latency time.Duration) {
 	taken := d.installed - min(available, d.installed)
 	if !d.lastAt.IsZero() {
 		if elapsed := now.Sub(d.lastAt); elapsed > 0 {
-			d.rate = max(float64(taken-d.lastTaken)/elapsed.Seconds(), d.rate-d.rate/8)
+			decay := math.Exp2(-elapsed.Seconds() / peakHalfLife.Seconds())
+			d.rate = max(float64(taken-d.lastTaken)/elapsed.Seconds(), d.rate*decay)
+			d.latency = max(latency.Seconds(), d.latency*decay)
 		}
+	} else {
+		d.latency = latency.Seconds()
 	}
-	d.latency = max(latency, d.latency-d.latency/8)
-	want := uint64(d.rate * reserveLatencies * d.latency.Seconds())
+	want := uint64(d.rate * reserveLatencies * d.latency)
 	d.target = min(max(want, d.floor), d.max)
 	d.lastTaken, d.lastAt = taken, now
 }

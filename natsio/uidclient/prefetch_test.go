@@ -108,6 +108,7 @@ func BenchmarkPrefetcherVsAtomic(b *testing.B) {
 		})
 	})
 	b.Run("prefetcher", func(b *testing.B) {
+		defer reportWaits(b, p)()
 		var sink atomic.Uint64
 		b.RunParallel(func(pb *testing.PB) {
 			var last uint64
@@ -123,6 +124,7 @@ func BenchmarkPrefetcherVsAtomic(b *testing.B) {
 		})
 	})
 	b.Run("prefetcher-timed", func(b *testing.B) {
+		defer reportWaits(b, p)()
 		var (
 			mu  sync.Mutex
 			all testenv.Histogram
@@ -145,6 +147,13 @@ func BenchmarkPrefetcherVsAtomic(b *testing.B) {
 		})
 		reportTakeLatency(b, &all)
 	})
+}
+
+// reportWaits, deferred at once, reports how many takes of p waited for
+// a refill during the benchmark.
+func reportWaits(b *testing.B, p *uidclient.Prefetcher) func() {
+	before := uidclient.PrefetcherWaits(p)
+	return func() { b.ReportMetric(float64(uidclient.PrefetcherWaits(p)-before), "waits") }
 }
 
 // reportTakeLatency reports the percentiles of a take (each the upper

@@ -68,13 +68,16 @@ type rangeChain struct {
 	state atomic.Pointer[chainState]
 	wake  chan struct{} // wakes the producer (capacity 1)
 	tail  *idRange      // the producer's alone
+	waits atomic.Uint64 // takes that found the chain empty and waited
 }
 
-func (c *rangeChain) init() {
+// init readies the chain; takers wake the producer on wake (capacity
+// 1).
+func (c *rangeChain) init(wake chan struct{}) {
 	c.tail = &idRange{}
 	c.cur.Store(c.tail)
 	c.state.Store(&chainState{changed: make(chan struct{})})
-	c.wake = make(chan struct{}, 1)
+	c.wake = wake
 }
 
 // take is the hot path: an ID of the current run, or false when it is
@@ -163,6 +166,7 @@ func (c *rangeChain) advance(ctx context.Context, r *idRange) error {
 			return st.lastErr
 		}
 		c.wakeProducer()
+		c.waits.Add(1)
 		select {
 		case <-st.changed:
 		case <-ctx.Done():

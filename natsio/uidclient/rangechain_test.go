@@ -17,7 +17,7 @@ import (
 // Every ID pushed is taken exactly once.
 func TestRangeChainTakesEveryIDOnce(t *testing.T) {
 	var c rangeChain
-	c.init()
+	c.init(make(chan struct{}, 1))
 	const takers, each = 8, 20_000
 	total := uint64(takers * each)
 	pushed := make(map[uint64]bool, total)
@@ -102,7 +102,7 @@ func TestRangeChainTakesEveryIDOnce(t *testing.T) {
 // refused.
 func TestRangeChainCloseWakesWaitingTakers(t *testing.T) {
 	var c rangeChain
-	c.init()
+	c.init(make(chan struct{}, 1))
 	waiting := make(chan error)
 	go func() {
 		_, err := c.next(context.Background())
