@@ -284,7 +284,8 @@ func NewCached(opts CachedOptions) (*CachedGenerator, error) {
 
 // Validate reports the first setting NewCached would refuse, as a
 // *setting.Error, without building anything: the layout (zero: the
-// default), the ring's size and the padding and lane settings. The Claim,
+// default), the ring's size, the padding and lane settings, and the
+// durations it counts in whole seconds (at least 1s when set). The Claim,
 // which NewCached also requires, is not a setting and is not checked.
 func (opts CachedOptions) Validate() error {
 	if opts.Layout != (Layout{}) {
@@ -308,11 +309,34 @@ func (opts CachedOptions) Validate() error {
 	case opts.MaxLanes < 0:
 		return negative("MaxLanes")
 	}
+	// The generator counts these in whole seconds: a positive value below
+	// one would silently round (to no running ahead at all, for MaxAhead).
+	for _, d := range [...]struct {
+		field    string
+		value    time.Duration
+		negative string // what a negative value means, "" when refused above
+	}{
+		{"LaneIdle", opts.LaneIdle, ""},
+		{"MaxAhead", opts.MaxAhead, "no bound"},
+		{"MaxLag", opts.MaxLag, "no bound"},
+	} {
+		if d.value > 0 && d.value < time.Second {
+			return subSecond(d.field, d.value, d.negative)
+		}
+	}
 	return nil
 }
 
 func negative(field string) error {
 	return &setting.Error{Field: field, Reason: "must not be negative"}
+}
+
+func subSecond(field string, d time.Duration, negative string) error {
+	reason := fmt.Sprintf("%s: use at least 1s", d)
+	if negative != "" {
+		reason += ", or a negative value for " + negative
+	}
+	return &setting.Error{Field: field, Reason: reason}
 }
 
 // ringSize is (MaxSequence+1) × RingSeconds slots, capped by RingMemory,

@@ -489,6 +489,9 @@ func TestCachedOptionsValidation(t *testing.T) {
 		{CachedOptions{Claim: claim, TakeWait: -1}, "TakeWait"},
 		{CachedOptions{Claim: claim, ScheduleInterval: -1}, "ScheduleInterval"},
 		{CachedOptions{Claim: claim, LaneIdle: -1}, "LaneIdle"},
+		{CachedOptions{Claim: claim, LaneIdle: 999 * time.Millisecond}, "LaneIdle"},
+		{CachedOptions{Claim: claim, MaxAhead: 500 * time.Millisecond}, "MaxAhead"},
+		{CachedOptions{Claim: claim, MaxLag: time.Millisecond}, "MaxLag"},
 		{CachedOptions{Claim: claim, MaxLanes: -1}, "MaxLanes"},
 		{CachedOptions{Claim: claim, Layout: Layout{TimeBits: 1}}, "TimeBits"},
 	} {
@@ -507,6 +510,9 @@ func TestCachedOptionsValidation(t *testing.T) {
 	}
 	if err := (CachedOptions{Claim: claim}).Validate(); err != nil {
 		t.Errorf("the defaults: %v", err)
+	}
+	if err := (CachedOptions{Claim: claim, MaxAhead: NoAheadBound, MaxLag: NoLagBound, LaneIdle: time.Second}).Validate(); err != nil {
+		t.Errorf("no bounds, lanes idle after 1s: %v", err)
 	}
 }
 
