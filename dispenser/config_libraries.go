@@ -298,6 +298,7 @@ func (c Config) sequenceConfig(log *slog.Logger) sequence.Config {
 	cfg := sequence.DefaultConfig()
 	cfg.MinStep, cfg.MaxStep, cfg.Target, cfg.Logger = c.SequenceStep, c.SequenceMaxStep, c.SequenceTarget, log
 	cfg.Settle = sequence.SettleFor(c.StoreLossWindow, cfg.CheckInterval)
+	cfg.SettingName = settingVar[sequence.Config]
 	return cfg
 }
 

@@ -25,7 +25,7 @@ var notFromTheEnvironment = map[string][]string{
 	"workerid.Config":       {"Host", "Logger", "SettingName"},
 	"natsio.BlocksConfig":   {"Logger", "TracerProvider"},
 	// Settle follows DISPENSER_STORE_LOSS_WINDOW (sequence.SettleFor).
-	"sequence.Config":   {"FetchTimeout", "RetryPause", "CheckInterval", "Settle", "StoreName", "Logger"},
+	"sequence.Config":   {"FetchTimeout", "RetryPause", "CheckInterval", "Settle", "StoreName", "Logger", "SettingName"},
 	"telemetry.Config":  {"ServiceVersion", "InstanceID", "WorkerID", "Ready", "Sampler", "SpanProcessors", "MetricReaders", "Logger", "TracerProvider", "MeterProvider", "Propagator"},
 	"natsconn.Config":   {"Name", "ReconnectWait", "PingInterval", "Logger", "SettingName"},
 	"uidcore.Layout":    {},

@@ -51,6 +51,10 @@ type Config struct {
 	// the store's String method, else "the sequence store".
 	StoreName string
 	Logger    *slog.Logger // default slog.Default()
+	// SettingName, when set, is how error messages name a field of
+	// Config other than the one in error (a program's own name for the
+	// setting, such as its environment variable).
+	SettingName func(field string) string
 }
 
 // DefaultConfig is Leaf's tuning: steps from 1,000 doubling up to
@@ -66,6 +70,32 @@ func DefaultConfig() Config {
 		// store went back.
 		CheckInterval: 2 * time.Second,
 	}
+}
+
+// Validate reports the first setting NewAllocator would refuse, as a
+// *setting.Error naming its field; zero settings read as DefaultConfig's.
+// SettingName, when set, names the other setting a reason mentions.
+func (cfg Config) Validate() error {
+	def := DefaultConfig()
+	minStep, maxStep := cmp.Or(cfg.MinStep, def.MinStep), cmp.Or(cfg.MaxStep, def.MaxStep)
+	switch target := cmp.Or(cfg.Target, def.Target); {
+	case minStep > MaxValue:
+		return &setting.Error{Field: "MinStep", Reason: fmt.Sprintf("%d is above %d, the largest number", minStep, uint64(MaxValue))}
+	case maxStep < minStep || maxStep > MaxValue:
+		return &setting.Error{Field: "MaxStep", Reason: fmt.Sprintf("%d is below %s %d (or above %d)", maxStep, cfg.name("MinStep"), minStep, uint64(MaxValue))}
+	case target < time.Second:
+		return &setting.Error{Field: "Target", Reason: fmt.Sprintf("%s: use at least 1s", target)}
+	}
+	return nil
+}
+
+// name is how messages name the setting of the Config field: by
+// SettingName when set, else the field name.
+func (cfg Config) name(field string) string {
+	if cfg.SettingName == nil {
+		return field
+	}
+	return cfg.SettingName(field)
 }
 
 // SettleFor is the settle period that covers the checks of the instances
@@ -174,11 +204,8 @@ func NewAllocator(store SegmentStore, cfg Config) (*Allocator, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.MaxStep < cfg.MinStep {
-		return nil, &setting.Error{Field: "MaxStep", Reason: fmt.Sprintf("%d is below MinStep %d", cfg.MaxStep, cfg.MinStep)}
-	}
-	if cfg.Target < time.Second {
-		return nil, &setting.Error{Field: "Target", Reason: fmt.Sprintf("%s: use at least 1s", cfg.Target)}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a := &Allocator{store: store, cfg: cfg, ctx: ctx, cancel: cancel,
