@@ -10,7 +10,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -23,8 +22,6 @@ import (
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/workerid/mysqlstore"
 )
-
-var tokenPattern = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
 // Validate reports the first invalid setting, as a *ConfigError naming its
 // variable (or the worker-ID configuration's error).
@@ -70,9 +67,9 @@ func (c Config) Validate() error {
 		return bad("MAX_LAG", "%s: use at least 1s, or a negative value for no bound", c.MaxLag)
 	case c.TakeWait < 0:
 		return bad("TAKE_WAIT", "%s is negative", c.TakeWait)
-	case !tokenPattern.MatchString(c.QueueGroup):
+	case !natsio.ValidQueueGroup(c.QueueGroup):
 		return bad("QUEUE_GROUP", "%q: use letters, digits, - and _", c.QueueGroup)
-	case !validPrefix(c.SubjectPrefix):
+	case !natsio.ValidSubjectPrefix(c.SubjectPrefix):
 		return bad("SUBJECT_PREFIX", "%q is not a subject prefix (tokens of letters, digits, - and _ separated by dots)", c.SubjectPrefix)
 	case c.MaxBatch < 1:
 		return bad("MAX_BATCH", "%d: at least 1", c.MaxBatch)
@@ -135,18 +132,6 @@ func (c Config) checkSequences() error {
 		return bad("SEQUENCE_TARGET", "%s: use at least 1s", c.SequenceTarget)
 	}
 	return nil
-}
-
-func validPrefix(p string) bool {
-	if p == "" {
-		return false
-	}
-	for tok := range strings.SplitSeq(p, ".") {
-		if !tokenPattern.MatchString(tok) {
-			return false
-		}
-	}
-	return true
 }
 
 // validLevel says whether parseLevel reads s, without parsing the four
