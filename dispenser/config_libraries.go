@@ -221,6 +221,14 @@ var settingVars = map[reflect.Type]map[string]string{
 		"PollInterval":    "DISPENSER_BLOCKS_POLL_INTERVAL",
 		"Region":          "DISPENSER_REGION",
 	},
+	reflect.TypeFor[natsio.ServiceConfig](): {
+		"QueueGroup":    "DISPENSER_QUEUE_GROUP",
+		"SubjectPrefix": "DISPENSER_SUBJECT_PREFIX",
+		"MaxBatch":      "DISPENSER_MAX_BATCH",
+		"CapacityWait":  "DISPENSER_TAKE_WAIT",
+		"Region":        "DISPENSER_REGION",
+		"Regions":       "DISPENSER_REGIONS",
+	},
 	reflect.TypeFor[sequence.Config](): {
 		"MinStep": "DISPENSER_SEQUENCE_STEP",
 		"MaxStep": "DISPENSER_SEQUENCE_MAX_STEP",
@@ -324,6 +332,19 @@ func (c Config) cachedOptions(claim uidcore.Claim, lanes uidcore.Assigner, obser
 		TakeWait:         c.TakeWait,
 		MaxLag:           c.MaxLag,
 		Observer:         observer,
+	}
+}
+
+// serviceConfig is the service's settings; Start adds what it builds
+// (the sources, telemetry, the claim's status).
+func (c Config) serviceConfig() natsio.ServiceConfig {
+	return natsio.ServiceConfig{
+		QueueGroup:    c.QueueGroup,
+		SubjectPrefix: c.SubjectPrefix,
+		MaxBatch:      c.MaxBatch,
+		CapacityWait:  c.TakeWait, // bulk batches wait as long as the generator's takes
+		Region:        c.Region,
+		Regions:       c.Regions.String(),
 	}
 }
 

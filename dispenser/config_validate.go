@@ -67,11 +67,11 @@ func (c Config) Validate() error {
 		return bad("MAX_LAG", "%s: use at least 1s, or a negative value for no bound", c.MaxLag)
 	case c.TakeWait < 0:
 		return bad("TAKE_WAIT", "%s is negative", c.TakeWait)
-	case !natsio.ValidQueueGroup(c.QueueGroup):
-		return bad("QUEUE_GROUP", "%q: use letters, digits, - and _", c.QueueGroup)
-	case !natsio.ValidSubjectPrefix(c.SubjectPrefix):
-		return bad("SUBJECT_PREFIX", "%q is not a subject prefix (tokens of letters, digits, - and _ separated by dots)", c.SubjectPrefix)
-	case c.MaxBatch < 1:
+	case c.QueueGroup == "":
+		return bad("QUEUE_GROUP", "empty")
+	case c.SubjectPrefix == "":
+		return bad("SUBJECT_PREFIX", "empty")
+	case c.MaxBatch == 0:
 		return bad("MAX_BATCH", "%d: at least 1", c.MaxBatch)
 	case c.ShutdownTimeout <= 0:
 		return bad("SHUTDOWN_TIMEOUT", "%s must be positive", c.ShutdownTimeout)
@@ -95,6 +95,9 @@ func (c Config) Validate() error {
 	// should not wait to stop an instance until someone turns them on.
 	if err := c.blocksConfig(nil).Validate(); err != nil {
 		return namedError[natsio.BlocksConfig](err)
+	}
+	if err := c.serviceConfig().Validate(); err != nil {
+		return namedError[natsio.ServiceConfig](err)
 	}
 	if err := c.checkReachability(); err != nil {
 		return err

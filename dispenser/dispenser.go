@@ -139,22 +139,15 @@ func Start(ctx context.Context, cfg Config, opts ...Option) (_ *Dispenser, err e
 	d.mu.Unlock()
 
 	tel := d.telemetry.tel
-	d.svc, err = natsio.NewService(d.svcNC.Conn, source, natsio.ServiceConfig{
-		QueueGroup:     cfg.QueueGroup,
-		SubjectPrefix:  cfg.SubjectPrefix,
-		MaxBatch:       cfg.MaxBatch,
-		CapacityWait:   cfg.TakeWait, // bulk batches wait as long as the generator's takes
-		Version:        Build().Version,
-		Logger:         d.log,
-		ClaimStatus:    d.claimStatus,
-		Sequences:      d.sequenceSource(),
-		SequenceHomes:  cfg.sequenceHomes(),
-		Region:         cfg.Region,
-		Regions:        cfg.Regions.String(),
-		RegionOf:       cfg.regionOf(),
-		TracerProvider: tel.TracerProvider(),
-		MeterProvider:  tel.MeterProvider(),
-	})
+	svcCfg := cfg.serviceConfig()
+	svcCfg.Version = Build().Version
+	svcCfg.Logger = d.log
+	svcCfg.ClaimStatus = d.claimStatus
+	svcCfg.Sequences = d.sequenceSource()
+	svcCfg.SequenceHomes = cfg.sequenceHomes()
+	svcCfg.RegionOf = cfg.regionOf()
+	svcCfg.TracerProvider, svcCfg.MeterProvider = tel.TracerProvider(), tel.MeterProvider()
+	d.svc, err = natsio.NewService(d.svcNC.Conn, source, svcCfg)
 	if err != nil {
 		return nil, fmt.Errorf("dispenser: %w", err)
 	}

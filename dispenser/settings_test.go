@@ -24,6 +24,7 @@ var notFromTheEnvironment = map[string][]string{
 	"uidcore.CachedOptions": {"Claim", "Lanes", "Clock", "Observer", "OnPutReject", "OnTakeReject", "Floor"},
 	"workerid.Config":       {"Host", "Logger", "SettingName"},
 	"natsio.BlocksConfig":   {"Logger", "TracerProvider"},
+	"natsio.ServiceConfig":  {"Description", "Version", "Logger", "PendingMsgs", "PendingBytes", "ClaimStatus", "RegionOf", "Sequences", "SequenceHomes", "TracerProvider", "MeterProvider"},
 	// Settle follows DISPENSER_STORE_LOSS_WINDOW (sequence.SettleFor).
 	"sequence.Config":   {"FetchTimeout", "RetryPause", "CheckInterval", "Settle", "StoreName", "Logger", "SettingName"},
 	"telemetry.Config":  {"ServiceVersion", "InstanceID", "WorkerID", "Ready", "Sampler", "SpanProcessors", "MetricReaders", "Logger", "TracerProvider", "MeterProvider", "Propagator"},

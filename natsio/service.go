@@ -164,6 +164,9 @@ func NewService(nc *nats.Conn, src IDSource, cfg ServiceConfig) (*Service, error
 	if src == nil {
 		return nil, errors.New("natsio: NewService: nil IDSource")
 	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("natsio: %w", err)
+	}
 	if cfg.QueueGroup == "" {
 		cfg.QueueGroup = protocol.DefaultQueueGroup
 	}
@@ -172,9 +175,6 @@ func NewService(nc *nats.Conn, src IDSource, cfg ServiceConfig) (*Service, error
 	}
 	if cfg.MaxBatch == 0 {
 		cfg.MaxBatch = DefaultMaxBatch
-	}
-	if cfg.MaxBatch < 1 {
-		return nil, fmt.Errorf("natsio: MaxBatch %d must be at least 1", cfg.MaxBatch)
 	}
 	if cfg.PendingMsgs == 0 {
 		cfg.PendingMsgs = -1
