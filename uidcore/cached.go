@@ -52,6 +52,8 @@ const (
 	// NoAheadBound lets the logical second run ahead of the wall clock
 	// without limit (still within the claim's reservation).
 	NoAheadBound time.Duration = -1
+	// MaxRingSeconds is the largest RingSeconds.
+	MaxRingSeconds = 1 << 24
 	// maxRingSlots caps the ring at 128 MiB of slots.
 	maxRingSlots = 1 << 24
 	// publishChunk is how many slots padding writes before it makes them
@@ -344,8 +346,8 @@ func subSecond(field string, d time.Duration, negative string) error {
 // words; a smaller ring would share a word with itself).
 func ringSize(opts CachedOptions) (uint64, error) {
 	seconds := cmp.Or(opts.RingSeconds, DefaultRingSeconds)
-	if seconds < 1 || seconds > 1<<24 {
-		return 0, &setting.Error{Field: "RingSeconds", Reason: fmt.Sprintf("%d is outside 1..%d", seconds, 1<<24)}
+	if seconds < 1 || seconds > MaxRingSeconds {
+		return 0, &setting.Error{Field: "RingSeconds", Reason: fmt.Sprintf("%d is outside 1..%d", seconds, MaxRingSeconds)}
 	}
 	boost := bits.Len64(uint64(seconds)) - 1 // a power of two of seconds
 	if opts.RingMemory == 0 {
