@@ -267,6 +267,13 @@ func lookupSettingVar(t reflect.Type, field string) (string, bool) {
 	if v, ok := settingVars[t][field]; ok {
 		return v, true
 	}
+	if t == reflect.TypeFor[Config]() {
+		// Config's own fields carry their variables in their tags.
+		if f, ok := t.FieldByName(field); ok && f.Tag.Get("envconfig") != "" {
+			return f.Tag.Get("envconfig"), true
+		}
+		return "", false
+	}
 	for i := range t.NumField() {
 		if f := t.Field(i); f.Anonymous && f.Type.Kind() == reflect.Struct {
 			if v, ok := lookupSettingVar(f.Type, field); ok {

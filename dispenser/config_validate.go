@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/bits"
 	"net"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/setting"
 	"github.com/uid-dispenser/uid-dispenser/natsio"
 	"github.com/uid-dispenser/uid-dispenser/natsio/kvstore"
 	"github.com/uid-dispenser/uid-dispenser/natsio/natsconn"
@@ -23,118 +25,166 @@ import (
 	"github.com/uid-dispenser/uid-dispenser/workerid/mysqlstore"
 )
 
-// Validate reports the first invalid setting, as a *ConfigError naming its
-// variable (or the worker-ID configuration's error).
+// Validate reports the first invalid setting, as a *ConfigError naming
+// its variable, in one pass: the layout; the dispenser's own settings;
+// each library's settings by the library's Validate; then the rules
+// across settings of different libraries. A rule lives once: a library's
+// setting is checked by the library, and here only what the environment
+// adds (a zero the library would read as its default) or what spans
+// libraries. Every error is a *setting.Error named by the one table
+// (namedError: settingVars, and Config's own tags for its fields). It
+// allocates nothing for a valid configuration.
 func (c Config) Validate() error {
-	bad := func(name, format string, args ...any) error {
-		return &ConfigError{Var: EnvPrefix + "_" + name, Reason: fmt.Sprintf(format, args...)}
+	if err := c.checkLayout(); err != nil {
+		return err
 	}
+	if err := c.checkOwn(); err != nil {
+		return err
+	}
+	if err := c.checkLibraries(); err != nil {
+		return err
+	}
+	return c.checkAcross(time.Now())
+}
+
+// bad is an invalid setting of Config's field, named by its variable.
+func bad(field, format string, args ...any) error {
+	return namedError[Config](&setting.Error{Field: field, Reason: fmt.Sprintf(format, args...)})
+}
+
+// checkLayout checks the layout, named by DISPENSER_LAYOUT when it was
+// given by it.
+func (c Config) checkLayout() error {
 	if c.LayoutName != "" {
 		l, err := uidcore.ParseLayout(c.LayoutName)
 		if err != nil {
-			return bad("LAYOUT", "%v", err)
+			return bad("LayoutName", "%v", err)
 		}
 		if l.String() != c.Layout().String() {
 			// Only a Go caller can get here: LoadConfig sets both.
-			return bad("LAYOUT", "%s, but the layout fields say %s: set them from it (LoadConfig does)", l, c.Layout())
+			return bad("LayoutName", "%s, but the layout fields say %s: set them from it (LoadConfig does)", l, c.Layout())
 		}
 	}
 	if err := c.Layout().Validate(); err != nil {
 		err = namedError[uidcore.Layout](err)
 		if ce, ok := err.(*ConfigError); ok && c.LayoutName != "" {
-			ce.Var = EnvPrefix + "_LAYOUT" // the layout was given by it
+			ce.Var = settingVar[Config]("LayoutName") // the layout was given by it
 		}
 		return err
 	}
+	return nil
+}
+
+// checkOwn checks the settings no library has: how the dispenser
+// connects, listens, logs and shuts down, the ring's size in
+// UidGenerator's boost power, the declarations of sequences, and the
+// zeros of library settings.
+func (c Config) checkOwn() error {
+	maxBoost := bits.Len(uidcore.MaxRingSeconds) - 1
 	switch {
 	case c.NATSConnectTimeout <= 0:
-		return bad("NATS_CONNECT_TIMEOUT", "%s must be positive", c.NATSConnectTimeout)
-	case c.BoostPower < 0 || c.BoostPower > 24:
-		return bad("BOOST_POWER", "%d is outside 0..24", c.BoostPower)
-	case c.RingMemory < 512 || c.RingMemory > 128<<20:
-		return bad("RING_MEMORY", "%d bytes is outside 512..134217728", c.RingMemory)
-	case c.MaxLanes < 1 || uint64(c.MaxLanes) > c.Layout().MaxWorkerID()+1:
-		return bad("MAX_LANES", "%d is outside 1..%d (the layout's worker IDs)", c.MaxLanes, c.Layout().MaxWorkerID()+1)
-	case c.LaneIdle < time.Second:
-		return bad("LANE_IDLE", "%s: use at least 1s", c.LaneIdle)
-	case c.PaddingFactor < 1 || c.PaddingFactor > 100:
-		return bad("PADDING_FACTOR", "%d is outside 1..100", c.PaddingFactor)
-	case c.ScheduleInterval < 0:
-		return bad("SCHEDULE_INTERVAL", "%s is negative", c.ScheduleInterval)
-	case c.MaxAhead >= 0 && c.MaxAhead < time.Second:
-		return bad("MAX_AHEAD", "%s: use at least 1s, or a negative value for no bound", c.MaxAhead)
-	case c.MaxLag >= 0 && c.MaxLag < time.Second:
-		return bad("MAX_LAG", "%s: use at least 1s, or a negative value for no bound", c.MaxLag)
-	case c.TakeWait < 0:
-		return bad("TAKE_WAIT", "%s is negative", c.TakeWait)
-	case c.QueueGroup == "":
-		return bad("QUEUE_GROUP", "empty")
-	case c.SubjectPrefix == "":
-		return bad("SUBJECT_PREFIX", "empty")
-	case c.MaxBatch == 0:
-		return bad("MAX_BATCH", "%d: at least 1", c.MaxBatch)
+		return bad("NATSConnectTimeout", "%s must be positive", c.NATSConnectTimeout)
+	case c.BoostPower < 0 || c.BoostPower > maxBoost:
+		return bad("BoostPower", "%d is outside 0..%d", c.BoostPower, maxBoost)
 	case c.ShutdownTimeout <= 0:
-		return bad("SHUTDOWN_TIMEOUT", "%s must be positive", c.ShutdownTimeout)
-	}
-	if !validLevel(c.LogLevel) {
-		return bad("LOG_LEVEL", "%q is not a level: use debug, info, warn or error", c.LogLevel)
-	}
-	if c.LogFormat != "text" && c.LogFormat != "json" {
-		return bad("LOG_FORMAT", "%q is neither text nor json", c.LogFormat)
+		return bad("ShutdownTimeout", "%s must be positive", c.ShutdownTimeout)
+	case !validLevel(c.LogLevel):
+		return bad("LogLevel", "%q is not a level: use debug, info, warn or error", c.LogLevel)
+	case c.LogFormat != "text" && c.LogFormat != "json":
+		return bad("LogFormat", "%q is neither text nor json", c.LogFormat)
 	}
 	if _, err := telemetry.ParseRunway(c.RunwayWarning); err != nil {
-		return bad("RUNWAY_WARNING", "%v", err)
+		return bad("RunwayWarning", "%v", err)
 	}
-	if err := c.checkSequences(); err != nil {
+	if _, err := sequence.ParseDeclarations(c.Sequences); err != nil {
+		return bad("Sequences", "%v", err)
+	}
+	if err := c.checkZeros(); err != nil {
 		return err
 	}
-	if err := c.checkIssuable(time.Now()); err != nil {
-		return err
+	return c.checkListening()
+}
+
+// checkZeros refuses a zero in the settings whose library reads zero as
+// its default. DefaultConfig passes every default, so a zero here was
+// set, and would silently become the default instead of the zero asked
+// for (MaxAhead 0s read as 2s ahead).
+func (c Config) checkZeros() error {
+	for _, z := range [...]struct {
+		field string
+		zero  bool
+	}{
+		{"RingMemory", c.RingMemory == 0},
+		{"PaddingFactor", c.PaddingFactor == 0},
+		{"LaneIdle", c.LaneIdle == 0},
+		{"MaxAhead", c.MaxAhead == 0},
+		{"MaxLag", c.MaxLag == 0},
+		{"QueueGroup", c.QueueGroup == ""},
+		{"SubjectPrefix", c.SubjectPrefix == ""},
+		{"MaxBatch", c.MaxBatch == 0},
+		{"SequenceStep", c.SequenceStep == 0},
+		{"SequenceMaxStep", c.SequenceMaxStep == 0},
+		{"SequenceTarget", c.SequenceTarget == 0},
+	} {
+		if z.zero {
+			return bad(z.field, "0 or empty is not a value here: leave the variable unset for the default")
+		}
 	}
-	// Blocks settings are checked also while blocks are off: a bad value
-	// should not wait to stop an instance until someone turns them on.
-	if err := c.blocksConfig(nil).Validate(); err != nil {
-		return namedError[natsio.BlocksConfig](err)
+	return nil
+}
+
+// checkLibraries checks each library's settings by the library's own
+// Validate. The blocks' and both stores' settings are checked whichever
+// is used: a bad value should not wait to stop an instance until someone
+// turns them on.
+func (c Config) checkLibraries() error {
+	if err := c.cachedOptions(nil, nil, nil).Validate(); err != nil {
+		return namedError[uidcore.CachedOptions](err)
 	}
 	if err := c.serviceConfig().Validate(); err != nil {
 		return namedError[natsio.ServiceConfig](err)
 	}
-	if err := c.checkReachability(); err != nil {
-		return err
+	if err := c.sequenceConfig(nil).Validate(); err != nil {
+		return namedError[sequence.Config](err)
 	}
-	// Both stores' settings are checked, whichever is used, like the
-	// blocks' above.
+	if err := c.blocksConfig(nil).Validate(); err != nil {
+		return namedError[natsio.BlocksConfig](err)
+	}
+	if err := c.connConfig(c.NATSURL, "", nil).Validate(); err != nil {
+		return namedError[natsconn.Config](err)
+	}
 	common := c.workerIDConfig(nil)
-	if err := namedError[mysqlstore.Config](c.mysqlConfig(common).Validate()); err != nil {
-		return err
+	if err := c.mysqlConfig(common).Validate(); err != nil {
+		return namedError[mysqlstore.Config](err)
 	}
-	if err := namedError[kvstore.Config](c.kvConfig(common).Validate()); err != nil {
-		return err
-	}
-	return c.checkRegions()
-}
-
-// checkSequences validates the DISPENSER_SEQUENCE* settings.
-func (c Config) checkSequences() error {
-	bad := func(name, format string, args ...any) error {
-		return &ConfigError{Var: EnvPrefix + "_" + name, Reason: fmt.Sprintf(format, args...)}
-	}
-	decls, err := sequence.ParseDeclarations(c.Sequences)
-	if err != nil {
-		return bad("SEQUENCES", "%v", err)
-	}
-	if err := c.checkSequenceHomes(decls); err != nil {
-		return bad("SEQUENCES", "%v", err)
-	}
-	switch {
-	case c.SequenceStep < 1 || c.SequenceStep > sequence.MaxValue:
-		return bad("SEQUENCE_STEP", "%d is outside 1..%d", c.SequenceStep, uint64(sequence.MaxValue))
-	case c.SequenceMaxStep < c.SequenceStep || c.SequenceMaxStep > sequence.MaxValue:
-		return bad("SEQUENCE_MAX_STEP", "%d is below DISPENSER_SEQUENCE_STEP %d (or above %d)", c.SequenceMaxStep, c.SequenceStep, uint64(sequence.MaxValue))
-	case c.SequenceTarget < time.Second:
-		return bad("SEQUENCE_TARGET", "%s: use at least 1s", c.SequenceTarget)
+	if err := c.kvConfig(common).Validate(); err != nil {
+		return namedError[kvstore.Config](err)
 	}
 	return nil
+}
+
+// checkAcross checks the rules between settings of different libraries:
+// the map of regions against the layout, the lanes against the worker
+// IDs this instance may claim, the sequences' homes against the regions,
+// and the layout's runway against the warning's horizon.
+func (c Config) checkAcross(now time.Time) error {
+	if err := c.Regions.CheckLayout(c.Layout()); err != nil {
+		return bad("Regions", "%v", err)
+	}
+	// The worker IDs this instance may claim: its region's, or every one
+	// of the layout's (workerid.Config.Validate checked the region).
+	span, _ := c.workerIDConfig(nil).WorkerRange(c.Layout())
+	if c.MaxLanes < 1 || uint64(c.MaxLanes) > span.Len() {
+		of := "the layout's worker IDs"
+		if !c.Regions.IsZero() {
+			of = fmt.Sprintf("the worker IDs of region %s (%s)", c.Region, span)
+		}
+		return bad("MaxLanes", "%d is outside 1..%d, %s", c.MaxLanes, span.Len(), of)
+	}
+	if err := c.checkSequenceHomes(); err != nil {
+		return bad("Sequences", "%v", err)
+	}
+	return c.checkIssuable(now)
 }
 
 // validLevel says whether parseLevel reads s, without parsing the four
@@ -149,32 +199,13 @@ func validLevel(s string) bool {
 	return err == nil
 }
 
-// checkRegions validates DISPENSER_REGION and DISPENSER_REGIONS against
-// the layout and the lanes; the rules of the map itself are workerid's
-// (Config.Validate).
-func (c Config) checkRegions() error {
-	if c.Regions.IsZero() {
-		return nil
-	}
-	if err := c.Regions.CheckLayout(c.Layout()); err != nil {
-		return &ConfigError{Var: EnvPrefix + "_REGIONS", Reason: err.Error()}
-	}
-	span, err := c.Regions.Range(c.Region)
-	if err != nil {
-		return &ConfigError{Var: EnvPrefix + "_REGION", Reason: err.Error()}
-	}
-	if uint64(c.MaxLanes) > span.Len() {
-		return &ConfigError{Var: EnvPrefix + "_MAX_LANES", Reason: fmt.Sprintf("%d is more than the %d worker IDs of region %s (%s)", c.MaxLanes, span.Len(), c.Region, span)}
-	}
-	return nil
-}
-
 // checkSequenceHomes applies the rules of homes: in a fleet of regions
 // every sequence names its home, a region of the map (its numbers live
 // in one region's store only, or two regions would hand out the same
 // numbers); without regions no sequence names one, since there is no map
 // to check it against.
-func (c Config) checkSequenceHomes(decls []sequence.Declaration) error {
+func (c Config) checkSequenceHomes() error {
+	decls, _ := sequence.ParseDeclarations(c.Sequences) // checkOwn checked them
 	for _, d := range decls {
 		switch {
 		case c.Regions.IsZero() && d.Home != "":
@@ -191,30 +222,21 @@ func (c Config) checkSequenceHomes(decls []sequence.Declaration) error {
 	return nil
 }
 
-// checkReachability checks the settings that say how to reach NATS and
-// where to listen, which Validate would otherwise let through to fail
-// later in start-up with messages that do not name the variable: URLs,
-// the choice of one authentication method, the credentials and TLS files,
-// listen addresses and the embedded server's directory. Its errors never
-// quote a password, token or file content.
-func (c Config) checkReachability() error {
-	bad := func(name, format string, args ...any) error {
-		return &ConfigError{Var: EnvPrefix + "_" + name, Reason: fmt.Sprintf(format, args...)}
-	}
-	if err := c.connConfig(c.NATSURL, "", nil).Validate(); err != nil {
-		return namedError[natsconn.Config](err)
-	}
+// checkListening checks where the dispenser listens and keeps the
+// embedded server's data, which would otherwise fail later in start-up
+// with messages that do not name the variable.
+func (c Config) checkListening() error {
 	if reason := checkListenAddr(c.EmbeddedAddr); reason != "" {
-		return bad("EMBEDDED_ADDR", "%q %s", c.EmbeddedAddr, reason)
+		return bad("EmbeddedAddr", "%q %s", c.EmbeddedAddr, reason)
 	}
 	if c.MetricsAddr != "" {
 		if reason := checkListenAddr(c.MetricsAddr); reason != "" {
-			return bad("METRICS_ADDR", "%q %s", c.MetricsAddr, reason)
+			return bad("MetricsAddr", "%q %s", c.MetricsAddr, reason)
 		}
 	}
 	if c.EmbeddedDataDir != "" {
 		if reason := checkDirectoryPath(c.EmbeddedDataDir); reason != "" {
-			return bad("EMBEDDED_DATA_DIR", "%s", reason)
+			return bad("EmbeddedDataDir", "%s", reason)
 		}
 	}
 	return nil
@@ -255,8 +277,8 @@ func checkDirectoryPath(dir string) string {
 
 // checkIssuable refuses a configuration under which the instance could
 // not issue IDs for the runway-warning horizon from now: an epoch in the
-// future, a time field that has run out or runs out within the horizon,
-// and any set of ring options the generator would refuse. These used to
+// future, a time field that has run out or runs out within the horizon.
+// These used to
 // pass validation and fail only after NATS was reached and a worker ID
 // claimed (a burnt WORKER_NODE row in disposable mode), or, worse, start,
 // report ready and answer every request with a 500.
@@ -287,12 +309,5 @@ func (c Config) checkIssuable(now time.Time) error {
 			"the time field of the layout %s runs out at %s, within %s_RUNWAY_WARNING=%s of now: choose more time bits or a later epoch, or a shorter %s_RUNWAY_WARNING",
 			layout, layout.TimeText(end), EnvPrefix, c.RunwayWarning, EnvPrefix)}
 	}
-	return c.checkGenerator()
-}
-
-// checkGenerator refuses any set of ring options the generator would
-// refuse, by the generator's own rules (uidcore.CachedOptions.Validate,
-// which builds nothing), before anything is connected or claimed.
-func (c Config) checkGenerator() error {
-	return namedError[uidcore.CachedOptions](c.cachedOptions(nil, nil, nil).Validate())
+	return nil
 }

@@ -91,7 +91,7 @@ func TestRegionsConfigurationErrors(t *testing.T) {
 		{"west", "east=0-511,west=512-2047", nil, "DISPENSER_REGIONS", "largest worker ID 1023"},
 		{"north", "east=0-511,west=512-1023", nil, "DISPENSER_REGION", "not in the map"},
 		{"", "east=0-511,west=512-1023", nil, "DISPENSER_REGION", "must name its own"},
-		{"east", "east=0-1,west=2-1023", nil, "DISPENSER_MAX_LANES", "more than the 2 worker IDs of region east"},
+		{"east", "east=0-1,west=2-1023", nil, "DISPENSER_MAX_LANES", "4 is outside 1..2, the worker IDs of region east (0-1)"},
 		{"east", "east=0-511,west=512-1023", func(c *Config) { c.WorkerMode = workerid.ModeDisposable }, "DISPENSER_REGIONS", "leased"},
 	}
 	for _, c := range cases {
