@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/uid-dispenser/uid-dispenser/tools/internal/faults/netns"
+	"github.com/uid-dispenser/uid-dispenser/tools/internal/procsig"
 )
 
 // proc is one OS process the harness runs inside a host: a NATS node, a
@@ -20,10 +21,10 @@ type proc struct {
 	exited  chan struct{} // closed when it has exited
 	started time.Time
 
-	mu       sync.Mutex
-	exitErr  error
-	expected bool // told to exit by the harness
-	paused   bool
+	sig *procsig.Signaled // told to exit, paused
+
+	mu      sync.Mutex
+	exitErr error
 }
 
 // startProc starts bin with args and env inside host, its output in
@@ -41,16 +42,16 @@ func startProc(host *netns.Host, name, logPath string, env []string, onExit func
 		logFile.Close()
 		return nil, fmt.Errorf("faults: start %s: %w", name, err)
 	}
-	p := &proc{name: name, host: host, pid: cmd.Process.Pid, logPath: logPath, exited: make(chan struct{}), started: time.Now()}
+	p := &proc{name: name, host: host, pid: cmd.Process.Pid, logPath: logPath, exited: make(chan struct{}), started: time.Now(),
+		sig: procsig.New(cmd.Process.Pid)}
 	go func() {
 		err := cmd.Wait()
 		logFile.Close()
 		p.mu.Lock()
 		p.exitErr = err
-		expected := p.expected
 		p.mu.Unlock()
 		close(p.exited)
-		if !expected && onExit != nil {
+		if !p.sig.ExitAsked() && onExit != nil {
 			onExit(p, err)
 		}
 	}()
@@ -58,17 +59,7 @@ func startProc(host *netns.Host, name, logPath string, env []string, onExit func
 }
 
 func (p *proc) signal(sig syscall.Signal) error {
-	p.mu.Lock()
-	switch sig {
-	case syscall.SIGKILL, syscall.SIGTERM:
-		p.expected = true
-	case syscall.SIGSTOP:
-		p.paused = true
-	case syscall.SIGCONT:
-		p.paused = false
-	}
-	p.mu.Unlock()
-	if err := syscall.Kill(p.pid, sig); err != nil {
+	if err := p.sig.Signal(sig); err != nil {
 		return fmt.Errorf("faults: %s to %s: %w", sig, p.name, err)
 	}
 	return nil
@@ -112,11 +103,7 @@ func (p *proc) stop(within time.Duration) error {
 	}
 }
 
-func (p *proc) isPaused() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.paused
-}
+func (p *proc) isPaused() bool { return p.sig.Paused() }
 
 // state is the process's state letter from /proc (T: stopped), the proof
 // that a pause took.

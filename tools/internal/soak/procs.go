@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/uid-dispenser/uid-dispenser/telemetry/event"
+	"github.com/uid-dispenser/uid-dispenser/tools/internal/procsig"
 )
 
 // dispenserSlot is one of the dispensers: a place in a fleet and the
@@ -49,14 +50,13 @@ type dispenserProc struct {
 	serving chan struct{} // closed at its first "serving" log line
 	exited  chan struct{} // closed when the process has exited
 	exitErr error
-	logDone chan struct{} // closed when its log is read to the end
+	logDone chan struct{}     // closed when its log is read to the end
+	sig     *procsig.Signaled // told to exit by the soak, paused
 
 	mu       sync.Mutex
 	workerID int64          // -1 until serving
 	holds    map[int64]bool // worker IDs it holds leases on (its lanes), from its log
 	expiries int            // leases it saw expire unrenewed, from its log
-	expected bool           // told to exit (signal sent by the soak)
-	paused   bool
 	samples  []sample
 	end      time.Time
 }
@@ -110,7 +110,7 @@ func (s *dispenserSlot) start() (*dispenserProc, error) {
 	p := &dispenserProc{
 		slot: s, name: name, cmd: cmd, pid: cmd.Process.Pid, start: time.Now(), logPath: logPath,
 		serving: make(chan struct{}), exited: make(chan struct{}), logDone: make(chan struct{}), workerID: -1,
-		holds: map[int64]bool{},
+		holds: map[int64]bool{}, sig: procsig.New(cmd.Process.Pid),
 	}
 	go p.readLog(pr, logFile)
 	go func() {
@@ -119,10 +119,9 @@ func (s *dispenserSlot) start() (*dispenserProc, error) {
 		p.mu.Lock()
 		p.exitErr = err
 		p.end = time.Now()
-		expected := p.expected
 		p.mu.Unlock()
 		close(p.exited)
-		if !expected {
+		if !p.sig.ExitAsked() {
 			s.events.violation("dispenser %s (pid %d) exited without being told to: %v (log %s)", name, p.pid, err, logPath)
 		}
 	}()
@@ -284,17 +283,7 @@ func (p *dispenserProc) waitServing(ctx context.Context, within time.Duration) e
 }
 
 func (p *dispenserProc) signal(sig syscall.Signal) error {
-	p.mu.Lock()
-	switch sig {
-	case syscall.SIGKILL, syscall.SIGTERM:
-		p.expected = true
-	case syscall.SIGSTOP:
-		p.paused = true
-	case syscall.SIGCONT:
-		p.paused = false
-	}
-	p.mu.Unlock()
-	if err := syscall.Kill(p.pid, sig); err != nil {
+	if err := p.sig.Signal(sig); err != nil {
 		return fmt.Errorf("soak: %s to dispenser %s: %w", sig, p.name, err)
 	}
 	return nil
@@ -330,11 +319,7 @@ func (p *dispenserProc) terminate(within time.Duration) error {
 	return err
 }
 
-func (p *dispenserProc) isPaused() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.paused
-}
+func (p *dispenserProc) isPaused() bool { return p.sig.Paused() }
 
 func (p *dispenserProc) addSample(s sample) {
 	p.mu.Lock()
