@@ -84,8 +84,9 @@ func TestUnissuableConfigurationsLeaveNothingBehind(t *testing.T) {
 		}
 	}
 
-	// The same stores show what a start that is not refused leaves.
-	for _, env := range [][]string{{"DISPENSER_NATS_URL=" + url}, {"DISPENSER_NATS_URL=" + url, "DISPENSER_MYSQL_DSN=" + dsn, "DISPENSER_WORKER_MODE=disposable"}} {
+	// The same stores show what a start that is not refused leaves (the
+	// disposable start without its wait of W before the row is read back).
+	for _, env := range [][]string{{"DISPENSER_NATS_URL=" + url}, {"DISPENSER_NATS_URL=" + url, "DISPENSER_MYSQL_DSN=" + dsn, "DISPENSER_WORKER_MODE=disposable", "DISPENSER_STORE_LOSS_WINDOW=0"}} {
 		p := startLogged(t, append(env, "DISPENSER_LOG_FORMAT=json")...)
 		p.waitFor(servingLine)
 		if code := p.stop(syscall.SIGTERM); code != 0 {

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -87,6 +88,11 @@ type Assigner struct {
 	storeName string                  // "MySQL at host:port", for messages
 	leases    *workerid.LeaseAssigner // leased mode
 	store     *mysqlLeaseStore        // leased mode
+
+	// disposable mode: refused worker IDs (a store regression), and the
+	// wait of W before a row is read back (a clock: tests replace it)
+	refusedRows atomic.Uint64
+	waitLoss    func(ctx context.Context, w time.Duration) error
 }
 
 // NewAssigner connects to cfg.DSN, retrying with back-off up to
@@ -123,7 +129,7 @@ func NewAssigner(ctx context.Context, cfg Config) (*Assigner, error) {
 	}
 	db := sql.OpenDB(connector)
 	db.SetConnMaxLifetime(3 * time.Minute)
-	a := &Assigner{db: db, cfg: cfg, host: host, log: logger, storeName: "MySQL at " + dsn.Addr}
+	a := &Assigner{db: db, cfg: cfg, host: host, log: logger, storeName: "MySQL at " + dsn.Addr, waitLoss: sleepCtx}
 	table := cfg.WorkerNodeTable
 	def := defaultNodeTable
 	if cfg.Mode == workerid.ModeLeased {
@@ -163,6 +169,12 @@ func NewAssigner(ctx context.Context, cfg Config) (*Assigner, error) {
 	if err := a.checkDurability(ctx); err != nil {
 		db.Close()
 		return nil, err
+	}
+	if cfg.Mode == workerid.ModeDisposable {
+		if err := a.fleetMaxColumn(ctx); err != nil {
+			db.Close()
+			return nil, err
+		}
 	}
 	if cfg.Mode == workerid.ModeLeased {
 		a.store = &mysqlLeaseStore{db: db, table: quoteIdent(table)}
@@ -237,19 +249,23 @@ func redactPassword(msg, password string) string {
 func (a *Assigner) LossMargin() int64 { return a.cfg.Config.LossMargin() }
 
 // Regressions is how many times a lease found its record older than what
-// the store had acknowledged to it (workerid.LeaseAssigner.Regressions);
-// 0 in disposable mode.
+// the store had acknowledged to it (workerid.LeaseAssigner.Regressions),
+// or in disposable mode how many worker IDs were refused because their
+// row, read back W after the INSERT, was not this start's, or the
+// auto-increment handed out one not above the fleet's highest
+// (claimDisposable).
 func (a *Assigner) Regressions() uint64 {
 	if a.leases == nil {
-		return 0
+		return a.refusedRows.Load()
 	}
 	return a.leases.Regressions()
 }
 
 // Claim implements uidcore.Assigner. Leased mode returns a *Lease;
 // disposable mode inserts a WORKER_NODE row and returns a claim on its
-// auto-increment ID, or an error wrapping ErrWorkerIDsExhausted when that
-// ID is beyond the layout's range.
+// auto-increment ID once that row is durable (claimDisposable), or an
+// error wrapping ErrWorkerIDsExhausted when that ID is beyond the
+// layout's range.
 func (a *Assigner) Claim(ctx context.Context, layout uidcore.Layout) (uidcore.Claim, error) {
 	if a.leases != nil {
 		return a.leases.Claim(ctx, layout)
@@ -257,29 +273,7 @@ func (a *Assigner) Claim(ctx context.Context, layout uidcore.Layout) (uidcore.Cl
 	if err := layout.Validate(); err != nil {
 		return nil, err
 	}
-	table := quoteIdent(a.cfg.WorkerNodeTable)
-	if err := a.checkNextWorkerNode(ctx, table, layout); err != nil {
-		return nil, err
-	}
-	var id int64
-	err := workerid.RetryStore(ctx, a.cfg.StoreStartupDeadline, a.log, "insert into "+a.cfg.WorkerNodeTable+" of "+a.storeName, func(ctx context.Context) error {
-		res, err := a.db.ExecContext(ctx, "INSERT INTO "+table+" (HOST_NAME, PORT, TYPE, LAUNCH_DATE, MODIFIED, CREATED) VALUES (?, ?, ?, CURDATE(), NOW(), NOW())",
-			a.host.Name, a.host.Port, int(a.host.Type))
-		if err != nil {
-			return a.classify(err, "")
-		}
-		id, err = res.LastInsertId()
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("workerid: disposable worker ID from %s: %w", a.storeName, err)
-	}
-	claim, err := a.cfg.DisposableClaim(uint64(id), layout, a.storeName+" table "+a.cfg.WorkerNodeTable)
-	if err != nil {
-		return nil, err
-	}
-	a.log.Info("workerid: disposable worker ID", "worker_id", id, "store", a.storeName, "host", a.host.Name, "port", a.host.Port)
-	return claim, nil
+	return a.claimDisposable(ctx, layout)
 }
 
 // CheckRange implements workerid.RangeChecker: in disposable mode, a

@@ -61,6 +61,17 @@ func withAddr(t testing.TB, dsn, addr string) string {
 
 func newMySQLAssigner(t testing.TB, cfg mysqlstore.Config) *mysqlstore.Assigner {
 	t.Helper()
+	if cfg.Mode == workerid.ModeDisposable && cfg.WithDefaults().StoreLossWindow == workerid.DefaultConfig().StoreLossWindow {
+		// The durable-row wait is disposable_test.go's, on a test clock:
+		// elsewhere a disposable start would wait the default W of 2m.
+		cfg.StoreLossWindow = -1
+	}
+	return openMySQLAssigner(t, cfg)
+}
+
+// openMySQLAssigner is newMySQLAssigner with cfg's loss window as it is.
+func openMySQLAssigner(t testing.TB, cfg mysqlstore.Config) *mysqlstore.Assigner {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	a, err := mysqlstore.NewAssigner(ctx, withTestLogger(cfg))
@@ -254,7 +265,7 @@ func TestMySQLSchema(t *testing.T) {
 	}
 	// The fleet record sits beside UidGenerator's table, which it leaves
 	// as it is (checked above).
-	const fleet = "ID tinyint(4) NO, GENERATION int(11) NO, LAYOUT varchar(64) NO, WORKER_MODE varchar(16) NO, SUBJECT_PREFIX varchar(255) NO, STARTS_AFTER bigint(20) NO, REGIONS varchar(1024) NO, MODIFIED datetime(6) NO"
+	const fleet = "ID tinyint(4) NO, GENERATION int(11) NO, LAYOUT varchar(64) NO, WORKER_MODE varchar(16) NO, SUBJECT_PREFIX varchar(255) NO, STARTS_AFTER bigint(20) NO, REGIONS varchar(1024) NO, MODIFIED datetime(6) NO, MAX_WORKER_ID bigint(20) NO"
 	if got := columns("UID_FLEET"); got != fleet {
 		t.Errorf("UID_FLEET columns:\n got %s\nwant %s", got, fleet)
 	}

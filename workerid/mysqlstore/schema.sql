@@ -49,6 +49,11 @@ CREATE TABLE IF NOT EXISTS `WORKER_LEASE` (
 -- which that generation's IDs exceed every ID of the one before; below zero
 -- (-STARTS_AFTER-1) the record is sealed while dispenser -new-generation
 -- revokes the old generation's leases (workerid.Fleet.Sealed).
+-- MAX_WORKER_ID (disposable mode): the highest WORKER_NODE ID a start took;
+-- an auto-increment that hands out one not above it fell back and is
+-- refused (a table made before it gets the column from the first
+-- disposable instance, or by hand:
+-- ALTER TABLE UID_FLEET ADD COLUMN MAX_WORKER_ID BIGINT NOT NULL DEFAULT 0).
 CREATE TABLE IF NOT EXISTS `UID_FLEET` (
   ID             TINYINT      NOT NULL COMMENT 'always 1: one fleet per store',
   GENERATION     INT          NOT NULL COMMENT '1 for the first layout, then one more per change',
@@ -58,6 +63,7 @@ CREATE TABLE IF NOT EXISTS `UID_FLEET` (
   STARTS_AFTER   BIGINT       NOT NULL COMMENT 'unix second; the generation issues IDs only for later ones',
   REGIONS        VARCHAR(1024) NOT NULL DEFAULT '' COMMENT 'map of regions to worker-ID ranges, empty without regions',
   MODIFIED       DATETIME(6)  NOT NULL COMMENT 'UTC, when the generation was recorded',
+  MAX_WORKER_ID  BIGINT       NOT NULL DEFAULT 0 COMMENT 'disposable mode: the highest WORKER_NODE ID a start took; a lower or equal one is refused',
   PRIMARY KEY (ID)
 ) ENGINE = InnoDB COMMENT = 'uid-dispenser fleet identity';
 
