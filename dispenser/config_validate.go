@@ -31,9 +31,11 @@ import (
 // across settings of different libraries. A rule lives once: a library's
 // setting is checked by the library, and here only what the environment
 // adds (a zero the library would read as its default) or what spans
-// libraries. Every error is a *setting.Error named by the one table
-// (namedError: settingVars, and Config's own tags for its fields). It
-// allocates nothing for a valid configuration.
+// libraries. Each rule reports a *setting.Error naming a field, which
+// namedError turns into the *ConfigError of its variable by the one table
+// (settingVars, and Config's own tags for its fields); only the runway's
+// errors, which name several variables, are *ConfigErrors from the start.
+// It allocates nothing for a valid configuration.
 func (c Config) Validate() error {
 	if err := c.checkLayout(); err != nil {
 		return err
