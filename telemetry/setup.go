@@ -226,6 +226,10 @@ func (t *Telemetry) setupTracing(ctx context.Context, res *resource.Resource) er
 	if err := checkSamplerEnv(); err != nil {
 		return err
 	}
+	batching, err := batcherConfigFromEnv()
+	if err != nil {
+		return err
+	}
 	var opts []autoexport.SpanOption
 	if !otlpEndpointSet("TRACES") {
 		opts = append(opts, autoexport.WithFallbackSpanExporter(func(context.Context) (sdktrace.SpanExporter, error) {
@@ -256,7 +260,7 @@ func (t *Telemetry) setupTracing(ctx context.Context, res *resource.Resource) er
 		providerOpts = append(providerOpts, sdktrace.WithSampler(defaultSDKSampler()))
 	}
 	if exporting {
-		providerOpts = append(providerOpts, sdktrace.WithBatcher(exporter))
+		providerOpts = append(providerOpts, sdktrace.WithSpanProcessor(newSpanBatcher(exporter, batching)))
 	}
 	for _, p := range t.cfg.SpanProcessors {
 		providerOpts = append(providerOpts, sdktrace.WithSpanProcessor(p))
