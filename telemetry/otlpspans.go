@@ -36,8 +36,9 @@ import (
 type otlpSpanExporter struct {
 	client otlptrace.Client
 
-	mu      sync.Mutex // ExportSpans reuses buf
+	mu      sync.Mutex // ExportSpans reuses buf and memo
 	buf     []byte
+	memo    attrMemo
 	stopped bool
 }
 
@@ -68,7 +69,7 @@ func (e *otlpSpanExporter) ExportSpans(ctx context.Context, spans []sdktrace.Rea
 	e.buf = e.buf[:0]
 	var bounds []int // where each ResourceSpans' bytes end in e.buf
 	for _, group := range groupSpans(spans) {
-		e.buf = appendResourceSpans(e.buf, group)
+		e.buf = appendResourceSpans(e.buf, group, &e.memo)
 		bounds = append(bounds, len(e.buf))
 	}
 	start := 0
@@ -269,14 +270,14 @@ func unixNano(ns int64) uint64 { return uint64(max(0, ns)) }
 
 func clampCount(n int) uint64 { return uint64(min(max(n, 0), math.MaxUint32)) }
 
-func appendResourceSpans(b []byte, g resourceGroup) []byte {
+func appendResourceSpans(b []byte, g resourceGroup, memo *attrMemo) []byte {
 	if g.resource != nil {
 		b = appendMessage(b, resourceSpansResource, func(b []byte) []byte {
 			return appendAttributes(b, resourceAttributes, g.resource.Attributes())
 		})
 	}
 	for _, sg := range g.scopes {
-		b = appendMessage(b, resourceSpansScopes, func(b []byte) []byte { return appendScopeSpans(b, sg) })
+		b = appendMessage(b, resourceSpansScopes, func(b []byte) []byte { return appendScopeSpans(b, sg, memo) })
 	}
 	if g.resource != nil {
 		b = appendString(b, resourceSpansSchemaURL, g.resource.SchemaURL())
@@ -284,7 +285,7 @@ func appendResourceSpans(b []byte, g resourceGroup) []byte {
 	return b
 }
 
-func appendScopeSpans(b []byte, sg scopeGroup) []byte {
+func appendScopeSpans(b []byte, sg scopeGroup, memo *attrMemo) []byte {
 	if sg.scope != (instrumentation.Scope{}) {
 		b = appendMessage(b, scopeSpansScope, func(b []byte) []byte {
 			b = appendString(b, scopeName, sg.scope.Name)
@@ -293,12 +294,12 @@ func appendScopeSpans(b []byte, sg scopeGroup) []byte {
 		})
 	}
 	for _, s := range sg.spans {
-		b = appendMessage(b, scopeSpansSpans, func(b []byte) []byte { return appendSpan(b, s) })
+		b = appendMessage(b, scopeSpansSpans, func(b []byte) []byte { return appendSpan(b, s, memo) })
 	}
 	return appendString(b, scopeSpansSchemaURL, sg.scope.SchemaURL)
 }
 
-func appendSpan(b []byte, s sdktrace.ReadOnlySpan) []byte {
+func appendSpan(b []byte, s sdktrace.ReadOnlySpan, memo *attrMemo) []byte {
 	sc := s.SpanContext()
 	tid, sid := sc.TraceID(), sc.SpanID()
 	b = protowire.AppendTag(b, spanTraceID, protowire.BytesType)
@@ -315,7 +316,7 @@ func appendSpan(b []byte, s sdktrace.ReadOnlySpan) []byte {
 	b = appendUint(b, spanKind, uint64(spanKindOf(s.SpanKind())))
 	b = appendFixed64(b, spanStart, unixNano(s.StartTime().UnixNano()))
 	b = appendFixed64(b, spanEnd, unixNano(s.EndTime().UnixNano()))
-	b = appendAttributes(b, spanAttributes, s.Attributes())
+	b = memo.appendSpanAttributes(b, s.Attributes())
 	b = appendUint(b, spanDroppedAttributes, clampCount(s.DroppedAttributes()))
 	for _, ev := range s.Events() {
 		b = appendMessage(b, spanEvents, func(b []byte) []byte {
@@ -374,6 +375,61 @@ func spanFlagsOf(tf trace.TraceFlags, parent trace.SpanContext) uint32 {
 		flags |= flagIsRemote
 	}
 	return flags
+}
+
+// attrMemo is the encoding of the last span attributes written, reused
+// for the next span when its attributes are the same: the server spans of
+// one endpoint all carry the same ones (the subject, the queue group, the
+// worker ID), and writing them was a third of a span's encoding.
+type attrMemo struct {
+	attrs []attribute.KeyValue
+	enc   []byte
+}
+
+// appendSpanAttributes appends a span's attributes field.
+func (m *attrMemo) appendSpanAttributes(b []byte, attrs []attribute.KeyValue) []byte {
+	if m.matches(attrs) {
+		return append(b, m.enc...)
+	}
+	at := len(b)
+	b = appendAttributes(b, spanAttributes, attrs)
+	if scalarsOnly(attrs) {
+		m.attrs = append(m.attrs[:0], attrs...)
+		m.enc = append(m.enc[:0], b[at:]...)
+	} else {
+		m.attrs = m.attrs[:0]
+		m.enc = m.enc[:0]
+	}
+	return b
+}
+
+// matches reports whether attrs are the memo's, key by key and value by
+// value (never for none: the memo is empty then).
+func (m *attrMemo) matches(attrs []attribute.KeyValue) bool {
+	if len(attrs) == 0 || len(attrs) != len(m.attrs) {
+		return false
+	}
+	for i, kv := range attrs {
+		// The memo holds scalars only, whose Values compare with ==.
+		if kv.Key != m.attrs[i].Key || kv.Value.Type() != m.attrs[i].Value.Type() || kv.Value != m.attrs[i].Value {
+			return false
+		}
+	}
+	return true
+}
+
+// scalarsOnly reports whether every value is a string, an integer, a bool
+// or a float, which == compares by value (a slice Value holds an array in
+// an interface).
+func scalarsOnly(attrs []attribute.KeyValue) bool {
+	for _, kv := range attrs {
+		switch kv.Value.Type() {
+		case attribute.STRING, attribute.INT64, attribute.BOOL, attribute.FLOAT64:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func appendAttributes(b []byte, num protowire.Number, attrs []attribute.KeyValue) []byte {

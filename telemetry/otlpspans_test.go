@@ -210,43 +210,88 @@ func TestOTLPSpansMatchTheSDKExporter(t *testing.T) {
 	if len(spans) != 5 {
 		t.Fatalf("%d spans, want 5", len(spans))
 	}
-	ctx := context.Background()
-	for protocol, newClient := range otlpClients {
+	for protocol := range otlpClients {
 		t.Run(protocol, func(t *testing.T) {
-			export := func(exp sdktrace.SpanExporter) {
-				t.Helper()
-				if err := exp.ExportSpans(ctx, spans); err != nil {
-					t.Fatal(err)
-				}
-				if err := exp.Shutdown(ctx); err != nil {
-					t.Fatal(err)
-				}
-			}
-			sdkReceiver, sdkEndpoint := newReceiver(t, protocol)
-			ourReceiver, ourEndpoint := newReceiver(t, protocol)
-			sdkExporter, err := otlptrace.New(ctx, newClient(sdkEndpoint))
-			if err != nil {
-				t.Fatal(err)
-			}
-			export(sdkExporter)
-			ours, err := newOTLPSpanExporter(ctx, newClient(ourEndpoint))
-			if err != nil {
-				t.Fatal(err)
-			}
-			export(ours)
-
-			want, got := sdkReceiver.received(t), ourReceiver.received(t)
-			if len(want) != 1 {
-				t.Fatalf("the SDK exporter sent %d ResourceSpans, want 1", len(want))
-			}
-			if !proto.Equal(&tracepb.TracesData{ResourceSpans: want}, &tracepb.TracesData{ResourceSpans: got}) {
-				t.Errorf("received from otlpSpanExporter:\n%v\nfrom the SDK exporter:\n%v", got, want)
-			}
+			got := matchSDKExporter(t, protocol, spans)
 			if n := len(got[0].GetScopeSpans()); n != 3 {
 				t.Errorf("%d scopes, want 3", n)
 			}
 		})
 	}
+}
+
+// matchSDKExporter exports spans with otlpSpanExporter and with the SDK's
+// OTLP exporter, each over the SDK's client of protocol to a receiver of
+// its own, in two exports of the same spans (so that an encoding one
+// export leaves behind meets the next), fails the test unless the
+// receivers decode the same messages, and returns ours.
+func matchSDKExporter(t *testing.T, protocol string, spans []sdktrace.ReadOnlySpan) []*tracepb.ResourceSpans {
+	t.Helper()
+	ctx := context.Background()
+	newClient := otlpClients[protocol]
+	export := func(exp sdktrace.SpanExporter) {
+		t.Helper()
+		for range 2 {
+			if err := exp.ExportSpans(ctx, spans); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := exp.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sdkReceiver, sdkEndpoint := newReceiver(t, protocol)
+	ourReceiver, ourEndpoint := newReceiver(t, protocol)
+	sdkExporter, err := otlptrace.New(ctx, newClient(sdkEndpoint))
+	if err != nil {
+		t.Fatal(err)
+	}
+	export(sdkExporter)
+	ours, err := newOTLPSpanExporter(ctx, newClient(ourEndpoint))
+	if err != nil {
+		t.Fatal(err)
+	}
+	export(ours)
+
+	want, got := sdkReceiver.received(t), ourReceiver.received(t)
+	if len(want) != 2 {
+		t.Fatalf("the SDK exporter sent %d ResourceSpans in two exports, want 2", len(want))
+	}
+	if !proto.Equal(&tracepb.TracesData{ResourceSpans: want}, &tracepb.TracesData{ResourceSpans: got}) {
+		t.Errorf("received from otlpSpanExporter:\n%v\nfrom the SDK exporter:\n%v", got, want)
+	}
+	return got
+}
+
+// TestOTLPSpansWithRepeatedAttributes: spans one after the other whose
+// attributes repeat (the server spans of an endpoint), differ in one
+// value, in a value's type or in their number, hold a slice or none, are
+// received as the SDK's exporter sends them (otlpSpanExporter reuses the
+// encoding of attributes equal to the last span's).
+func TestOTLPSpansWithRepeatedAttributes(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer tp.Shutdown(context.Background())
+	tracer := tp.Tracer("natsio")
+	base := []attribute.KeyValue{attribute.String("messaging.system", "nats"), attribute.String("messaging.destination.name", "uid.next")}
+	for _, attrs := range [][]attribute.KeyValue{
+		append(slices.Clip(base), attribute.Int("uid.worker_id", 7)),
+		append(slices.Clip(base), attribute.Int("uid.worker_id", 7)),
+		append(slices.Clip(base), attribute.Int("uid.worker_id", 8)),
+		append(slices.Clip(base), attribute.String("uid.worker_id", "8")),
+		append(slices.Clip(base), attribute.Float64("uid.worker_id", math.NaN())),
+		append(slices.Clip(base), attribute.Float64("uid.worker_id", math.NaN())),
+		base,
+		nil,
+		nil,
+		append(slices.Clip(base), attribute.Int64Slice("uid.worker_id", []int64{7})),
+		append(slices.Clip(base), attribute.Int64Slice("uid.worker_id", []int64{8})),
+		append(slices.Clip(base), attribute.Int("uid.worker_id", 7)),
+	} {
+		_, s := tracer.Start(context.Background(), "process uid.next", trace.WithAttributes(attrs...))
+		s.End()
+	}
+	matchSDKExporter(t, "http/protobuf", rec.Ended())
 }
 
 // TestOTLPSpanExporterFromEnv: the environment picks otlpSpanExporter
