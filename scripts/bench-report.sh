@@ -41,8 +41,8 @@
 #                   straddle (three rounds of 5 s put the default sampler
 #                   anywhere from 0.95 to 1.01 × untraced).
 #   BENCH_CLI_REPS  alternations of bench-service.sh per round (default 2)
-#   BENCH_TRACING_ROUNDS  rounds of bench-tracing.sh (default 21;
-#                   BENCH_TRACING_MSGS requests a run, default 20000)
+#   BENCH_TRACING_ROUNDS  rounds of bench-tracing.sh (default 41;
+#                   BENCH_TRACING_MSGS requests a run, default 10000)
 #   BLOCKS_BENCH    the blocks benchmarks' regexp (default ^BenchmarkBlocks)
 #   BENCH_MD, BENCH_SVG, BENCH_SERIES_SVG write the report elsewhere
 #   BENCH_MSGS1/BENCH_MSGS8 go to bench-service.sh.
@@ -111,8 +111,8 @@ echo "rounds: load average $(load) at their end" >>bench-e2e-env.txt
 
 # Tracing as deployed (issue 35 §4): the dispenser binaries, the nats CLI
 # and an OTLP receiver, each a process of its own; BENCH_TRACING_ROUNDS
-# alternated rounds (default 21) of BENCH_TRACING_MSGS requests.
-scripts/bench-tracing.sh "${BENCH_TRACING_ROUNDS:-21}" | tee bench-e2e-tracing.txt || failed "bench-tracing.sh"
+# alternated rounds (default 41) of BENCH_TRACING_MSGS requests.
+scripts/bench-tracing.sh "${BENCH_TRACING_ROUNDS:-41}" | tee bench-e2e-tracing.txt || failed "bench-tracing.sh"
 echo "tracing as deployed: load average $(load) at its end" >>bench-e2e-env.txt
 
 # Sustained: 4 clients × batches of 4,096 binary against the bare counter

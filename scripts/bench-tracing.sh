@@ -17,15 +17,17 @@
 # (SIGTERM flushes their spans) and every request of always_on must have
 # arrived at the receiver as a span: the script fails otherwise.
 #
-# Each run also reports the CPU the instance it loaded spent per request
-# (utime+stime from /proc, in µs), and the receiver's for the round.
+# Each run also reports the CPU the instance it loaded, the nats-server
+# and the nats CLI spent per request (utime+stime from /proc and bash's
+# time, in µs), and the receiver's a span for the round; at the end, the
+# instances' CPU a request over all runs.
 #
 # Many short rounds rather than a few long ones: on this shared machine a
 # run's rate moves by a quarter from one second to the next (the load of
 # others), so a median needs many pairs, each of runs seconds apart.
 #
-# Usage: scripts/bench-tracing.sh [ROUNDS]   (default 21, about 2 minutes)
-#   BENCH_TRACING_MSGS   requests per run (default 20000)
+# Usage: scripts/bench-tracing.sh [ROUNDS]   (default 41, about 2 minutes)
+#   BENCH_TRACING_MSGS   requests per run (default 10000)
 #   BENCH_TRACING_PERF   a directory: perf record each instance there,
 #                        MODE.perf (call graphs; perf report -i DIR/always.perf);
 #                        the figures are then perf's too
@@ -34,8 +36,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-ROUNDS=${1:-21}
-MSGS=${BENCH_TRACING_MSGS:-20000}
+ROUNDS=${1:-41}
+MSGS=${BENCH_TRACING_MSGS:-10000}
 WARMUP=20000
 PORT=${BENCH_PORT:-4556}
 URL=nats://127.0.0.1:$PORT
@@ -98,6 +100,7 @@ if [ -n "${BENCH_TRACING_PERF:-}" ]; then
 	done
 fi
 
+declare -A total_ticks=([off]=0 [default]=0 [always]=0) server_ticks=([off]=0 [default]=0 [always]=0) cli_seconds=([off]=0 [default]=0 [always]=0)
 cpu() { # a process's CPU time so far, in clock ticks
 	awk '{print $14 + $15}' "/proc/$1/stat"
 }
@@ -125,11 +128,13 @@ for round in $(seq 1 "$ROUNDS"); do
 		before=$(cpu "${pid[$mode]}") server_before=$(cpu "$server_pid")
 		rate=$(run "$mode" "$MSGS")
 		used=$(($(cpu "${pid[$mode]}") - before)) server_used=$(($(cpu "$server_pid") - server_before))
+		total_ticks[$mode]=$((total_ticks[$mode] + used)) server_ticks[$mode]=$((server_ticks[$mode] + server_used))
+		cli_seconds[$mode]=$(awk -v t="${cli_seconds[$mode]}" '{print t + $1 + $2}' "$work/time")
 		printf 'round=%s mode=%-7s req/s=%s cpu-us/req=%s nats-server=%s nats-cli=%s\n' "$round" "$mode" "$rate" \
-			"$(per_req "$used")" "$(per_req "$server_used")" "$(awk -v m="$MSGS" '{printf "%.1f", ($1 + $2) * 1e6 / m}' "$work/time")"
+			"$(per_req "$used")" "$(per_req "$server_used")" "$(awk -v m="$MSGS" '{printf "%.1f", ($1 + $2) * 1e6 / m}' "$work/time")" | tee -a "$work/results"
 	done
-	printf 'round=%s receiver cpu-us/span=%s load=%s\n' "$round" "$(per_req $(($(cpu "$sink_pid") - sink_before)))" "$(cut -d' ' -f1 /proc/loadavg)"
-done | tee "$work/results"
+	printf 'round=%s receiver cpu-us/span=%s load=%s\n' "$round" "$(per_req $(($(cpu "$sink_pid") - sink_before)))" "$(cut -d' ' -f1 /proc/loadavg)" | tee -a "$work/results"
+done
 echo "load at the end: $(uptime)"
 
 # The median of the rounds' own ratios to the untraced run.
@@ -145,9 +150,11 @@ for mode in default always; do
 			printf "median %-7s %.3f x untraced (rounds %.2f-%.2f, n=%d)\n", m, med, ratio[1], ratio[n], n
 		}' "$work/results"
 done | tee "$work/medians"
+# CPU a request over all the runs (a run's own is a few clock ticks):
+# the instance loaded, and with the nats-server and the nats CLI.
 for mode in off default always; do
-	grep "mode=$mode " "$work/results" | sed 's/.*cpu-us\/req=\([0-9.]*\).*/\1/' | sort -n |
-		awk -v m="$mode" '{v[NR] = $1} END {printf "median cpu-us/req %-7s %.1f\n", m, (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'
+	echo "${total_ticks[$mode]} ${server_ticks[$mode]} ${cli_seconds[$mode]} $TICK $((ROUNDS * MSGS))" |
+		awk -v m="$mode" '{d = $1 / $4 * 1e6 / $5; printf "cpu-us/req %-7s %.2f (all runs; with the nats-server and the nats CLI %.1f)\n", m, d, d + ($2 / $4 + $3) * 1e6 / $5}'
 done
 
 # Stop the dispensers (SIGTERM flushes the batch processor), then count.
@@ -161,6 +168,7 @@ got=$(awk -v n="process ${prefix[always]}.next" '$1 == "span" { name = $2; for (
 got_default=$(awk -v n="process ${prefix[default]}.next" '$1 == "span" { name = $2; for (i = 3; i < NF; i++) name = name " " $i; if (name == n) print $NF }' "$work/stats")
 echo "spans of always_on's uid.next requests: ${got:-0} of $sent_always sent; the default sampler's: ${got_default:-0} (of as many)"
 if [ "${got:-0}" != "$sent_always" ]; then
-	echo "bench-tracing: FAILED: $sent_always requests to always_on, ${got:-0} spans received" >&2
+	echo "bench-tracing: FAILED: $sent_always requests to always_on, ${got:-0} spans received; its log:" >&2
+	tail -20 "$work/always.log" >&2
 	exit 1
 fi

@@ -180,8 +180,8 @@ func tracingText(out string) string {
 			if i := strings.Index(line, "load average: "); i >= 0 {
 				load += fmt.Sprintf("; at the %s %s", strings.TrimSuffix(f[3], ":"), strings.TrimPrefix(line[i:], "load average: "))
 			}
-		case len(f) >= 3 && f[0] == "median" && f[1] == "cpu-us/req":
-			cpu = append(cpu, fmt.Sprintf("%s %s µs", f[2], f[3]))
+		case len(f) >= 3 && f[0] == "cpu-us/req":
+			cpu = append(cpu, fmt.Sprintf("%s %s µs", f[1], f[2]))
 		case len(f) >= 3 && f[0] == "median":
 			ratios[f[1]] = strings.Join(f[2:], " ")
 		case strings.HasPrefix(line, "spans of "):
@@ -196,7 +196,7 @@ func tracingText(out string) string {
 	fmt.Fprintf(&b, "- `always_on` / untraced: %s (target ≥ 0.90)\n", ratios["always"])
 	fmt.Fprintf(&b, "- default sampler / untraced: %s (target ≥ 0.97)\n", ratios["default"])
 	if len(cpu) > 0 {
-		fmt.Fprintf(&b, "- the loaded dispenser's CPU a request (median of the runs): %s\n", strings.Join(cpu, ", "))
+		fmt.Fprintf(&b, "- the loaded dispenser's CPU a request (all runs): %s\n", strings.Join(cpu, ", "))
 	}
 	if spans != "" {
 		fmt.Fprintf(&b, "- %s\n", spans)
