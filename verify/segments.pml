@@ -40,6 +40,26 @@
  *       within it). A starting instance is one case; a survivor that
  *       remembers nothing above the end is another (see the finding).
  *
+ * SILENT_LOSS (the environment of a second run): no instance sees the
+ * loss as an outage (a JetStream cluster that loses an acknowledged write
+ * while the clients stay connected: the KV stream's leader changes, the
+ * links stay up; the fault harness saw it after a kill -9 of every node
+ * on sync_interval: always). Each instance's periodic check (D3, every
+ * CheckInterval, whatever happened) still raises the end to hw; pending
+ * is the ghost of that check not yet made since the loss.
+ *   D7  the loss is seen by the stream's epoch (sequence.LossWatcher:
+ *       the KV stream's leader and its election time, its last sequence
+ *       below one acknowledged, a reconnect): every loss comes with a new
+ *       epoch. An instance reads the epoch after each take; one that
+ *       differs from the epoch it started the take with (its baseline)
+ *       means the segment may be a forgotten one: none of it is handed
+ *       out, the baseline moves, and the instance settles (no take until
+ *       the survivors' periodic checks are made: the settle period as a
+ *       wait, as D4). The check loop reads the epoch too. A starting
+ *       instance reads its baseline first, and settles when the epoch is
+ *       younger than the settle period (a loss just before its start:
+ *       encoded as a survivor's check still pending).
+ *
  * Obligation (the remainder, docs/verification.md): a loss never forgets
  * a take of an instance that died after it (the store and the only
  * instance that saw the allocation, lost together, cannot be detected):
@@ -53,17 +73,26 @@
  *   NO_HIGH_WATER    D3 removed: no regression check, no repair
  *   NO_SETTLE        D4 removed: an instance takes without waiting for
  *                    the others' checks
+ *   NO_LOSS_DETECTION  (SILENT_LOSS) D7 removed: no epoch read; D3's
+ *                    periodic and per-take checks alone (the finding
+ *                    SILENT_LOSS was before D7)
+ *   DETECT_NO_SETTLE (SILENT_LOSS) D7 discards the segment taken under
+ *                    a new epoch but takes again at once
+ *   NO_YOUNG_EPOCH_SETTLE (SILENT_LOSS) a starting instance does not
+ *                    settle when the epoch is young
  *
  * Findings (spin -D..., expected to fail):
  *   DESIGN_SETTLE_AT_START  D4 as first designed: only a starting
  *                    instance waits; a survivor that remembers nothing
  *                    above the end takes a forgotten segment before the
  *                    survivor that handed it out has repaired the end
- *   SILENT_LOSS      a loss no instance sees as an outage (a JetStream
- *                    cluster that loses a write without dropping the
- *                    clients' connections): D3's per-take check alone
- *                    comes too late
+ * (SILENT_LOSS was a finding before D7: a loss no instance sees as an
+ * outage, D3 alone comes too late; it is MUTANT_NO_LOSS_DETECTION now.)
  */
+
+#if defined(MUTANT_NO_LOSS_DETECTION) || defined(MUTANT_DETECT_NO_SETTLE) || defined(MUTANT_NO_YOUNG_EPOCH_SETTLE)
+#define SILENT_LOSS
+#endif
 
 #define NI 2            /* instances */
 #ifndef MAXN
@@ -113,6 +142,16 @@ byte unsyncedTakeBy[NI];
 bool orphan = false;
 bool mustRepair[NI];    /* ghost: it handed out numbers the loss forgot */
 bool fresh[NI];         /* started since the last loss */
+#ifdef SILENT_LOSS
+/* D7: an instance that settles takes nothing until the checks are made */
+#define SETTLED (!settling || (!pending[0] && !pending[1]))
+#else
+#define SETTLED true
+#endif
+#ifdef SILENT_LOSS
+byte epoch = 0;         /* D7: the stream's epoch; every loss changes it */
+bool pending[NI];       /* ghost: a periodic check not made since the loss */
+#endif
 
 /* One write in flight: (new end, revision it expects). */
 bool dOn;
@@ -176,6 +215,8 @@ active proctype Network() {
 		unsyncedTakeBy[0] = 0; unsyncedTakeBy[1] = 0;
 #ifndef SILENT_LOSS
 		outage[0] = true; outage[1] = true
+#else
+		epoch++; pending[0] = true; pending[1] = true
 #endif
 	   }
 #endif
@@ -207,12 +248,26 @@ proctype Instance(byte me) {
 	byte step, last, n, e, r;
 	byte hw;                /* D3: the highest end the store gave it */
 	bool any, ok, closing;
+#ifdef SILENT_LOSS
+	byte base;              /* D7: the epoch this instance last settled on */
+	bool settling;          /* D7: no take until the periodic checks are made */
+#endif
 
 restart:
 #if LOSSES > 0
 	fresh[me] = true;
 #endif
 	f0 = 0; t0 = 0; f1 = 0; t1 = 0; step = MINSTEP; last = 0; any = false; closing = false; hw = 0;
+#ifdef SILENT_LOSS
+	/* NewAllocator: the baseline epoch first, then the start's settle
+	 * when the epoch is younger than the settle period. */
+	base = epoch;
+#ifdef MUTANT_NO_YOUNG_EPOCH_SETTLE
+	settling = false;
+#else
+	settling = pending[0] || pending[1];
+#endif
+#endif
 	do
 	/* Abandon (killed): what is held is lost. Not while it alone knows
 	 * of numbers the store forgot (the obligation). */
@@ -236,6 +291,27 @@ restart:
 		ok = false
 	   }
 
+#ifdef SILENT_LOSS
+	/* The periodic check (checkLoop, every CheckInterval): D3's repair,
+	 * and D7's epoch read. */
+	:: atomic { pending[me] ->
+#ifndef MUTANT_NO_HIGH_WATER
+		if
+		:: end < hw -> update(hw, rev, ok)   /* sequence.repaired */
+		:: else -> skip
+		fi;
+#endif
+		pending[me] = false; mustRepair[me] = false;
+#ifndef MUTANT_NO_LOSS_DETECTION
+		if
+		:: base != epoch -> base = epoch; settling = true
+		:: else -> skip
+		fi;
+#endif
+		ok = false
+	   }
+#endif
+
 	/* startFetch -> SequenceStore.Take: when fewer than two segments
 	 * are held (await on an empty one, maybePrefetch on a used one). */
 	:: atomic { !closing && t1 == f1 && takes < MAXTAKES && !outage[me] &&
@@ -244,9 +320,12 @@ restart:
 #elif defined(DESIGN_SETTLE_AT_START)
 		(!fresh[me] || (!outage[0] && !outage[1])) ->
 #else
-		!outage[0] && !outage[1] ->
+		!outage[0] && !outage[1] && SETTLED ->
 #endif
 		takes++;
+#ifdef SILENT_LOSS
+		settling = false;
+#endif
 		/* adaptStep: double or halve, within [MINSTEP, MAXSTEP] */
 		select(step : MINSTEP .. MAXSTEP);
 		read(e, r);
@@ -263,6 +342,19 @@ restart:
 				if
 				:: ok && e < hw ->          /* D3: a regression */
 					update(hw, rev, ok);    /* none handed out; raised */
+					ok = false
+				:: else -> skip
+				fi;
+#endif
+#if defined(SILENT_LOSS) && !defined(MUTANT_NO_LOSS_DETECTION)
+				/* D7: the epoch read after the take */
+				if
+				:: ok && base != epoch ->       /* none handed out */
+					base = epoch;
+					takes--;                    /* it takes again (bounded: one per loss) */
+#ifndef MUTANT_DETECT_NO_SETTLE
+					settling = true;
+#endif
 					ok = false
 				:: else -> skip
 				fi;
