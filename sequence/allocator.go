@@ -138,9 +138,15 @@ type Allocator struct {
 	// outage is set when the store failed a take or a check: the next
 	// take waits the settle period, so that the instances that lived
 	// through a loss raise the counters first (survivors included).
-	outage    atomic.Bool
-	checkStop chan struct{} // closed by stop: ends checkLoop
-	checkDone chan struct{}
+	outage atomic.Bool
+	// watcher is the store as a LossWatcher (nil: it cannot tell a loss
+	// no request saw); base is the epoch takes settled on (epoch.go).
+	watcher      LossWatcher
+	epochMu      sync.Mutex
+	base         baseline
+	epochChanges atomic.Uint64
+	checkStop    chan struct{} // closed by stop: ends checkLoop
+	checkDone    chan struct{}
 }
 
 // seqState is one name's segments and counters.
@@ -211,7 +217,9 @@ func NewAllocator(store SegmentStore, cfg Config) (*Allocator, error) {
 	a := &Allocator{store: store, cfg: cfg, ctx: ctx, cancel: cancel,
 		seqs: map[string]*seqState{}, unknown: map[string]time.Time{},
 		checkStop: make(chan struct{}), checkDone: make(chan struct{})}
-	a.settled.Store(time.Now().Add(max(cfg.Settle, 0)).UnixNano())
+	a.watcher, _ = store.(LossWatcher)
+	a.startEpoch()
+	a.hold(max(cfg.Settle, 0))
 	if cfg.CheckInterval > 0 {
 		go a.checkLoop()
 	} else {
@@ -550,6 +558,7 @@ func (a *Allocator) take(name string, size, floor uint64) (Segment, error) {
 		if a.outage.Swap(false) && a.cfg.Settle > 0 {
 			a.hold(a.cfg.Settle)
 		}
+		snap := a.epochSnapshot()
 		if wait := time.Until(time.Unix(0, a.settled.Load())); wait > 0 {
 			// An undeclared name is an answer the settle period cannot
 			// change: give it now (a 404), not after the wait (a 503).
@@ -574,10 +583,20 @@ func (a *Allocator) take(name string, size, floor uint64) (Segment, error) {
 		seg, err := a.store.Take(ctx, name, size, floor)
 		cancel()
 		a.noteOutage(err)
-		if err != nil || seg.Behind == 0 {
+		if err != nil {
 			return seg, err
 		}
-		a.regressed(name, floor, seg)
+		if seg.Behind > 0 {
+			a.regressed(name, floor, seg)
+			floor = seg.To
+			continue
+		}
+		if a.watcher == nil || seg.Len() == 0 {
+			return seg, nil
+		}
+		if ok, err := a.confirmEpoch(name, snap, seg); ok || err != nil {
+			return seg, err
+		}
 		floor = seg.To
 	}
 }
@@ -651,6 +670,11 @@ func (a *Allocator) Check(ctx context.Context) error {
 	}
 	a.mu.Unlock()
 	var errs []error
+	if a.watcher != nil {
+		if err := a.checkEpoch(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	for _, st := range seqs {
 		st.mu.Lock()
 		high := st.high

@@ -26,7 +26,8 @@ func TestMemStore(t *testing.T) {
 	sequencetest.Run(t, func(t *testing.T) sequencetest.Store {
 		m := sequencetest.NewMemStore()
 		return sequencetest.Store{New: func(testing.TB, string) sequence.SegmentStore { return m },
-			SetCounter: func(_ testing.TB, name string, v uint64) { m.SetCounter(name, v) }}
+			SetCounter: func(_ testing.TB, name string, v uint64) { m.SetCounter(name, v) },
+			Forget:     func(_ testing.TB, name string, v uint64) { m.Forget(name, v) }}
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/uid-dispenser/uid-dispenser/sequence"
 )
@@ -16,6 +17,9 @@ import (
 type MemStore struct {
 	mu  sync.Mutex
 	max map[string]uint64
+	// epoch counts the losses of Forget; since is when the last one was.
+	epoch uint64
+	since time.Time
 }
 
 // NewMemStore returns an empty store.
@@ -45,6 +49,25 @@ func (m *MemStore) SetCounter(name string, v uint64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.max[name] = v
+}
+
+// Forget puts name's counter at v as a loss no request sees would (a
+// JetStream cluster that forgot a write while its clients stayed
+// connected): only the epoch tells.
+func (m *MemStore) Forget(name string, v uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.max[name] = v
+	m.epoch++
+	m.since = time.Now()
+}
+
+// Epoch implements sequence.LossWatcher: its age is known once a loss
+// happened.
+func (m *MemStore) Epoch(context.Context) (sequence.Epoch, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return sequence.Epoch{N: m.epoch, Age: time.Since(m.since), AgeKnown: !m.since.IsZero()}, nil
 }
 
 // GiveBack implements sequence.SegmentStore.

@@ -34,6 +34,10 @@ type Store struct {
 	// back: what a store that forgot allocations (a power loss, a
 	// failover) looks like. Nil: the loss tests skip.
 	SetCounter func(t testing.TB, name string, v uint64)
+	// Forget puts name's counter back to v as a loss that no request
+	// sees (the connections stay up) and that the store's epoch tells
+	// (sequence.LossWatcher). Nil: the silent-loss test skips.
+	Forget func(t testing.TB, name string, v uint64)
 }
 
 // Config is the allocator configuration of the suite: small steps, so
@@ -59,6 +63,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		"StepDoublesUpToTheLimit": testStepDoubles,
 		"TakeAboveFloor":          testTakeAboveFloor,
 		"ForgottenSegments":       testForgottenSegments,
+		"SilentLoss":              testSilentLoss,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
