@@ -126,6 +126,9 @@ func (d *Dispenser) observeComponents() error {
 		}
 	}
 	cfg.StoreRegressions = d.storeRegressions
+	if e, ok := d.assigner.(interface{ EpochChanges() uint64 }); ok {
+		cfg.StoreEpochChanges = e.EpochChanges
+	}
 	reg, err := d.telemetry.tel.ObserveComponents(cfg)
 	if err != nil {
 		return fmt.Errorf("dispenser: %w", err)
@@ -140,6 +143,9 @@ func (d *Dispenser) storeRegressions() map[string]uint64 {
 	out := map[string]uint64{}
 	if r, ok := d.assigner.(interface{ Regressions() uint64 }); ok {
 		out[telemetry.RecordLease] = r.Regressions()
+	}
+	if r, ok := d.assigner.(interface{ StreamRegressions() uint64 }); ok {
+		out[telemetry.RecordStream] = r.StreamRegressions()
 	}
 	if d.seq != nil {
 		out[telemetry.RecordSequence] = d.seq.Regressions()

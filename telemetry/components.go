@@ -24,6 +24,9 @@ const RecordKey = attribute.Key("record")
 const (
 	RecordLease    = "lease"
 	RecordSequence = "sequence"
+	// RecordStream: the KV bucket's stream, its last sequence found below
+	// one it had acknowledged (whichever records the lost writes were).
+	RecordStream = "stream"
 )
 
 // BlockStats is what a block publisher reports for its metrics (the
@@ -60,6 +63,10 @@ type ComponentsConfig struct {
 	// the times a store was found to have forgotten writes it had
 	// acknowledged: uid_store_regressions_total{record}.
 	StoreRegressions func() map[string]uint64
+	// StoreEpochChanges counts the times the store may have forgotten
+	// acknowledged writes without a request failing (a new KV stream
+	// leader, a reconnect): uid_store_epoch_changes_total.
+	StoreEpochChanges func() uint64
 	// MeterProvider defaults to the global one.
 	MeterProvider metric.MeterProvider
 }
@@ -133,6 +140,11 @@ func ObserveComponents(cfg ComponentsConfig) (metric.Registration, error) {
 				obs.ObserveInt64(regressions, int64(n), metric.WithAttributeSet(attribute.NewSet(RecordKey.String(record))))
 			}
 		})
+	}
+	if cfg.StoreEpochChanges != nil {
+		changes := counter("uid.store.epoch_changes", "{change}", "Times the store may have forgotten acknowledged writes without a request failing (its KV stream elected a leader, its last sequence went back, the connection was re-established): the sequences settled and the leases renewed at once. Expected at rolling restarts; with uid_store_regressions_total it marks a loss.")
+		observables = append(observables, changes)
+		callbacks = append(callbacks, func(obs metric.Observer) { obs.ObserveInt64(changes, int64(cfg.StoreEpochChanges())) })
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("telemetry: component instruments: %w", err)

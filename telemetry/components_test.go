@@ -92,6 +92,7 @@ func TestStoreRegressionMetric(t *testing.T) {
 		StoreRegressions: func() map[string]uint64 {
 			return map[string]uint64{RecordLease: leases.Load(), RecordSequence: 2}
 		},
+		StoreEpochChanges: func() uint64 { return 4 },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -108,4 +109,7 @@ func TestStoreRegressionMetric(t *testing.T) {
 	leases.Add(3)
 	check(RecordLease, 3)
 	check(RecordSequence, 2)
+	if got, found := telemetrytest.MetricSum(p.Collect(t), "uid.store.epoch_changes"); !found || got != 4 {
+		t.Errorf("uid.store.epoch_changes = %v (found %v), want 4", got, found)
+	}
 }

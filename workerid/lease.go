@@ -394,6 +394,17 @@ func (l *Lease) Err() error {
 	return l.lostErr
 }
 
+// RenewNow renews at once rather than at the next interval: the store
+// may have forgotten acknowledged writes without a request failing (its
+// epoch changed), and the renewal's regression check says whether this
+// lease's were among them. Ignored while renewals fail (they retry).
+func (l *Lease) RenewNow() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
 // TimeLeft is how long the lease stays valid without another renewal (0
 // when expired or lost): for telemetry.
 func (l *Lease) TimeLeft() time.Duration {

@@ -47,3 +47,55 @@ func freeLoopbackPort(t testing.TB) int {
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
 }
+
+// ClusterNode is a node of NATSClusterNodes, restartable on its store.
+type ClusterNode struct {
+	*ServerProcess
+	Name  string
+	Dir   string // its directory: config, log, ports file
+	Store string // its JetStream store directory ("" without JetStream)
+
+	bin, version string
+	args         []string
+}
+
+// Restart starts the node again (after Kill) on the same directory,
+// store and cluster port; its client port is a new one.
+func (n *ClusterNode) Restart(t testing.TB) {
+	t.Helper()
+	n.ServerProcess = StartNATSServer(t, n.bin, n.version, n.Dir, n.args...)
+}
+
+// NATSClusterNodes runs len(jetstream) nats-server processes of bin as one
+// cluster; node i has JetStream with jetstream[i] added to its jetstream
+// block, or no JetStream when jetstream[i] is "-" (a client connected to
+// such a node stays connected whatever the JetStream nodes go through).
+func NATSClusterNodes(t testing.TB, bin, version string, jetstream []string) []*ClusterNode {
+	t.Helper()
+	n := len(jetstream)
+	ports := make([]int, n)
+	routes := make([]string, n)
+	for i := range ports {
+		ports[i] = freeLoopbackPort(t)
+		routes[i] = fmt.Sprintf("%q", fmt.Sprintf("nats-route://127.0.0.1:%d", ports[i]))
+	}
+	nodes := make([]*ClusterNode, n)
+	for i := range nodes {
+		node := &ClusterNode{Name: fmt.Sprintf("n%d", i+1), Dir: t.TempDir(), bin: bin, version: version}
+		js := ""
+		if jetstream[i] != "-" {
+			node.Store = filepath.Join(node.Dir, "js")
+			js = fmt.Sprintf("jetstream { store_dir: %q\n%s\n}\n", node.Store, jetstream[i])
+		}
+		conf := fmt.Sprintf("server_name: %q\n%scluster { name: \"c\", listen: \"127.0.0.1:%d\", routes: [%s] }\n",
+			node.Name, js, ports[i], strings.Join(routes, ", "))
+		path := filepath.Join(node.Dir, "server.conf")
+		if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		node.args = []string{"-c", path, "-a", "127.0.0.1", "-p", "-1"}
+		node.Restart(t)
+		nodes[i] = node
+	}
+	return nodes
+}

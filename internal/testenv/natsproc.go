@@ -72,6 +72,12 @@ func (p *ServerProcess) Kill() {
 	<-p.exited
 }
 
+// Signal sends sig to the server (SIGSTOP and SIGCONT freeze and resume
+// it).
+func (p *ServerProcess) Signal(sig syscall.Signal) error {
+	return p.cmd.Process.Signal(sig)
+}
+
 // StartNATSServer runs bin (of version) with args, a client port of -1
 // among them, writing its ports file and log into dir; it waits for the
 // client port and kills the server when the test ends, logging its log

@@ -50,6 +50,7 @@ type Assigner struct {
 	log       *slog.Logger
 	storeName string
 	leases    *workerid.LeaseAssigner // leased mode
+	watch     *streamWatch            // the bucket's loss epoch (kv_epoch.go)
 }
 
 // NewAssigner opens (creating when missing) the bucket cfg.KVBucket()
@@ -72,7 +73,8 @@ func NewAssigner(ctx context.Context, nc *nats.Conn, cfg Config) (*Assigner, err
 	}
 	bucket := cfg.KVBucket()
 	a := &Assigner{js: js, nc: nc, cfg: cfg, host: host, log: logger,
-		storeName: fmt.Sprintf("NATS KV bucket %s at %s", bucket, natsconn.RedactURL(nc.ConnectedUrlRedacted()))}
+		storeName: fmt.Sprintf("NATS KV bucket %s at %s", bucket, natsconn.RedactURL(nc.ConnectedUrlRedacted())),
+		watch:     newStreamWatch(nc, bucket, logger)}
 	err = workerid.RetryStore(ctx, cfg.StoreStartupDeadline, logger, "open "+a.storeName, func(ctx context.Context) error {
 		kv, err := a.openBucket(ctx, bucket)
 		var old *natsconn.OldServerError
@@ -90,7 +92,7 @@ func NewAssigner(ctx context.Context, nc *nats.Conn, cfg Config) (*Assigner, err
 		return nil, fmt.Errorf("kvstore: %s: %w", a.storeName, err)
 	}
 	if cfg.Mode == workerid.ModeLeased {
-		store := &kvLeaseStore{kv: a.kv, nc: nc, bucket: bucket, log: logger}
+		store := &kvLeaseStore{kv: a.kv, nc: nc, bucket: bucket, log: logger, watch: a.watch}
 		a.leases, err = workerid.NewLeaseAssigner(store, workerid.LeaseConfigFrom(cfg.Config, host, a.storeName))
 		if err != nil {
 			return nil, err
@@ -233,13 +235,29 @@ func (a *Assigner) Regressions() uint64 {
 	return a.leases.Regressions()
 }
 
+// StreamRegressions is how many times the bucket's stream was found with
+// its last sequence below one it had acknowledged to this instance
+// (uid_store_regressions_total{record="stream"}).
+func (a *Assigner) StreamRegressions() uint64 { return a.watch.regressions.Load() }
+
+// EpochChanges is how many times the bucket's stream may have forgotten
+// acknowledged writes without a request failing, as far as this instance
+// read it (uid_store_epoch_changes_total): a new stream leader, the
+// stream's last sequence gone back, a reconnect, a lease regression.
+func (a *Assigner) EpochChanges() uint64 { return a.watch.changes() }
+
 // Claim implements uidcore.Assigner. Leased mode returns a
 // *workerid.Lease; disposable mode takes the next value of the counter, or
 // fails with workerid.ErrWorkerIDsExhausted beyond the layout's range
 // (without consuming it).
 func (a *Assigner) Claim(ctx context.Context, layout uidcore.Layout) (uidcore.Claim, error) {
 	if a.leases != nil {
-		return a.leases.Claim(ctx, layout)
+		l, err := a.leases.ClaimLease(ctx, layout)
+		if err != nil {
+			return nil, err
+		}
+		a.watch.watchLease(l)
+		return l, nil
 	}
 	if err := layout.Validate(); err != nil {
 		return nil, err
@@ -357,6 +375,7 @@ type kvLeaseStore struct {
 	nc     *nats.Conn // for reads at the stream leader (kv_leader.go)
 	bucket string
 	log    *slog.Logger
+	watch  *streamWatch
 
 	// revs is the last revision each owner token wrote (its claim and
 	// renewals): the leader answering with an older one forgot them.
@@ -435,6 +454,7 @@ func (s *kvLeaseStore) tryAcquire(ctx context.Context, req workerid.LeaseRequest
 		return workerid.Grant{}, false, err
 	}
 	s.wrote(req.Token, rev)
+	s.watch.acknowledged(rev)
 	return workerid.Grant{WorkerID: id, Token: req.Token, PrevReserved: rec.Reserved}, true, nil
 }
 
@@ -503,12 +523,14 @@ func (s *kvLeaseStore) update(ctx context.Context, workerID uint64, token string
 		}
 		// readLease asked the leader for anything not token's.
 		if !repair && (rev < last || !found && last > 0) {
+			s.watch.changed("lease_regression", workerID)
 			return fmt.Errorf("%w: worker ID %d (key %s) is at revision %d (found %v), this owner wrote revision %d", workerid.ErrLeaseRegression, workerID, key, rev, found, last)
 		}
 		if !ours {
 			return fmt.Errorf("%w: worker ID %d (key %s)", workerid.ErrLeaseTaken, workerID, key)
 		}
 		if l.Reserved < verified && !repair {
+			s.watch.changed("lease_regression", workerID)
 			return fmt.Errorf("%w: worker ID %d (key %s) reserves up to second %d, the store had acknowledged %d to this owner", workerid.ErrLeaseRegression, workerID, key, l.Reserved, verified)
 		}
 		now := time.Now()
@@ -523,6 +545,7 @@ func (s *kvLeaseStore) update(ctx context.Context, workerID uint64, token string
 		}
 		if err == nil {
 			s.wrote(token, rev)
+			s.watch.acknowledged(rev)
 		}
 		return err
 	}

@@ -69,7 +69,7 @@ func TestKVRenewalTrustsOnlyTheLeaderWithALoss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &kvLeaseStore{kv: kv, nc: nc, bucket: "w", log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	s := &kvLeaseStore{kv: kv, nc: nc, bucket: "w", log: slog.New(slog.NewTextHandler(io.Discard, nil)), watch: newStreamWatch(nc, "w", slog.New(slog.NewTextHandler(io.Discard, nil)))}
 	req := workerid.LeaseRequest{Token: "token-a", MaxWorkerID: 7, TTL: 10 * time.Second}
 	g, err := s.Acquire(ctx, req)
 	if err != nil {

@@ -20,17 +20,27 @@ const kvSequencePrefix = "seq."
 // key per sequence, every write an Update at the revision read (a lost
 // race reads again), which nats-server 2.9 offers.
 type SequenceStore struct {
-	kv   jetstream.KeyValue
-	name string
+	kv    jetstream.KeyValue
+	name  string
+	watch *streamWatch
 }
 
 // Sequences implements sequence.Keeper: the sequence store in the
 // assigner's bucket.
 func (a *Assigner) Sequences(context.Context) (sequence.SegmentStore, error) {
-	return &SequenceStore{kv: a.kv, name: a.storeName}, nil
+	return &SequenceStore{kv: a.kv, name: a.storeName, watch: a.watch}, nil
 }
 
-var _ sequence.Keeper = (*Assigner)(nil)
+var (
+	_ sequence.Keeper      = (*Assigner)(nil)
+	_ sequence.LossWatcher = (*SequenceStore)(nil)
+)
+
+// Epoch implements sequence.LossWatcher: the bucket's loss epoch
+// (kv_epoch.go), shared with the leases.
+func (s *SequenceStore) Epoch(ctx context.Context) (sequence.Epoch, error) {
+	return s.watch.Epoch(ctx)
+}
 
 func (s *SequenceStore) String() string { return s.name }
 
@@ -64,13 +74,14 @@ func (s *SequenceStore) Take(ctx context.Context, name string, step, floor uint6
 		if seg.To == end {
 			return seg, nil // a check (step 0) that found the counter in place
 		}
-		_, err = s.kv.Update(ctx, kvSequencePrefix+name, []byte(strconv.FormatUint(seg.To, 10)), rev)
+		rev, err = s.kv.Update(ctx, kvSequencePrefix+name, []byte(strconv.FormatUint(seg.To, 10)), rev)
 		if lostRace(err) {
 			continue
 		}
 		if err != nil {
 			return sequence.Segment{}, err
 		}
+		s.watch.acknowledged(rev)
 		return seg, nil
 	}
 }

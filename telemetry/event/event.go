@@ -76,6 +76,11 @@ const (
 	// StoreRegression: a store read showed that it forgot an acknowledged
 	// write (the specific event above says which record).
 	StoreRegression = "store.regression"
+	// StoreEpochChanged: the store may have forgotten acknowledged writes
+	// without a request failing (the KV stream elected a leader, its last
+	// sequence went back, the connection was re-established): sequences
+	// settle, leases renew at once.
+	StoreEpochChanged = "store.epoch_changed"
 )
 
 // Attribute keys.
