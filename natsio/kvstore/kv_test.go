@@ -86,7 +86,7 @@ func kvStore(addr, bucket string) workeridtest.Store {
 	}
 }
 
-func embeddedAddr(t *testing.T) string {
+func embeddedAddr(t testing.TB) string {
 	srv := testenv.NATS(t, nil)
 	return strings.TrimPrefix(srv.ClientURL(), "nats://")
 }

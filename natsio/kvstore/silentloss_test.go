@@ -29,9 +29,11 @@ import (
 // frozen and their stores copied, run on, are killed, get their copies
 // back and restart: the KV stream forgets acknowledged takes, and no
 // instance's link drops (the fault harness's loss, and the spin model's
-// SILENT_LOSS). The loss is detected (the stream's last sequence below an
-// acknowledged one, a new leader: store.regression record=stream,
-// store.epoch_changed, uid_store_regressions_total{record="stream"}), the
+// SILENT_LOSS); the survivors' sequence.regression events prove it (and
+// count what it forgot). The loss is
+// detected (a new leader, and sometimes the stream's last sequence below
+// an acknowledged one: store.epoch_changed, uid_store_epoch_changes_total),
+// the
 // idle instance's first take after it hands nothing out until it settled,
 // a newcomer settles on the young leader, and no number is handed out
 // twice. The allocators run with no settle period (W = 0, what the docs
@@ -223,24 +225,29 @@ func TestKVSilentLossDetected(t *testing.T) {
 			t.Errorf("instance %d reconnected %d times: the loss was not silent", i, r)
 		}
 	}
+	// The stream's last sequence is found below an acknowledged one only
+	// when an epoch read comes before the writes after the restart have
+	// filled the gap: not always.
 	var streamRegressions uint64
-	for _, in := range busy {
+	for _, in := range append(busy, idle, newcomer) {
 		streamRegressions += in.kv.StreamRegressions()
-	}
-	if streamRegressions == 0 {
-		t.Error("no instance found the stream's last sequence below an acknowledged one: the test did not reach the loss")
 	}
 	if idle.kv.EpochChanges() == 0 || idle.alloc.EpochChanges() == 0 {
 		t.Errorf("the idle instance saw %d epoch changes of the stream, its allocator %d: want both > 0", idle.kv.EpochChanges(), idle.alloc.EpochChanges())
 	}
 	events := map[string]int{}
+	var forgotten float64 // numbers the survivors found forgotten
 	for _, rec := range logs.Records(t) {
-		if e, ok := rec[event.Key].(string); ok {
-			events[e]++
+		e, _ := rec[event.Key].(string)
+		events[e]++
+		if e == event.SequenceRegression {
+			remembered, _ := rec[event.AttrRemembered].(float64)
+			found, _ := rec["found"].(float64)
+			forgotten += remembered - found
 		}
 	}
-	if events[event.StoreEpochChanged] == 0 || events[event.StoreRegression] == 0 {
-		t.Errorf("events logged %v: want %s and %s", events, event.StoreEpochChanged, event.StoreRegression)
+	if events[event.StoreEpochChanged] == 0 || events[event.SequenceRegression] == 0 {
+		t.Errorf("events logged %v: want %s, and %s (the survivors found their takes forgotten)", events, event.StoreEpochChanged, event.SequenceRegression)
 	}
 	dups := 0
 	for _, c := range seen {
@@ -251,8 +258,8 @@ func TestKVSilentLossDetected(t *testing.T) {
 	if dups > 0 {
 		t.Fatalf("%d of %d numbers handed out twice", dups, len(seen))
 	}
-	t.Logf("%d numbers, 0 duplicates; stream regressions found %d; epoch changes: idle %d, newcomer %d; events %v",
-		len(seen), streamRegressions, idle.alloc.EpochChanges(), newcomer.alloc.EpochChanges(), events)
+	t.Logf("the store forgot %.0f numbers it had given the survivors; %d numbers, 0 duplicates; stream regressions found %d; epoch changes: idle %d, newcomer %d; events %v",
+		forgotten, len(seen), streamRegressions, idle.alloc.EpochChanges(), newcomer.alloc.EpochChanges(), events)
 }
 
 // copyTree copies the directory src to dst (files and directories).
