@@ -17,7 +17,9 @@
 // OTEL_TRACES_EXPORTER and OTEL_METRICS_EXPORTER (otlp, console, none,
 // and prometheus for metrics), OTEL_EXPORTER_OTLP_ENDPOINT,
 // OTEL_EXPORTER_OTLP_PROTOCOL, OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES,
-// OTEL_TRACES_SAMPLER and the batch processor's OTEL_BSP_* settings. One
+// OTEL_TRACES_SAMPLER and the batch processor's OTEL_BSP_* settings (read
+// here: spanBatcher batches in place of the SDK's processor, and its queue
+// holds 8,192 spans by default, not 2,048). One
 // default differs from the specification: when neither an exporter nor an
 // OTLP endpoint is set, nothing is exported (the specification's default,
 // OTLP to localhost, would log connection errors on every export on a
