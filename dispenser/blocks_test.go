@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -128,7 +127,6 @@ func TestBlocksFromDispensersAcrossARestart(t *testing.T) {
 func TestBlocksSettingsNameTheVariable(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.BlocksEnabled = true
-	cfg.StoreLossWindow = 0 // blocks need it (TestBlocksRefusedWithALossWindow)
 	cfg.BlockSize = 0
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("zero block size takes the default: %v", err)
@@ -139,7 +137,6 @@ func TestBlocksSettingsNameTheVariable(t *testing.T) {
 		t.Fatalf("negative block size: %v", err)
 	}
 	t.Setenv("DISPENSER_BLOCKS_ENABLED", "true")
-	t.Setenv("DISPENSER_STORE_LOSS_WINDOW", "0")
 	t.Setenv("DISPENSER_BLOCKS_TARGET_DEPTH", "16")
 	loaded, err := LoadConfig()
 	if err != nil {
@@ -147,40 +144,5 @@ func TestBlocksSettingsNameTheVariable(t *testing.T) {
 	}
 	if !loaded.BlocksEnabled || loaded.BlocksTargetDepth != 16 || loaded.BlockSize != protocol.DefaultBlockSize || loaded.BlocksStream != protocol.DefaultBlocksStream {
 		t.Fatalf("loaded %+v", loaded.BlocksConfig)
-	}
-}
-
-// TestBlocksRefusedWithALossWindow: with a loss window W > 0 the blocks
-// stream may forget the removal of a used block and deliver it again, as
-// a first delivery, to another source (verify/blocks.pml,
-// DESIGN_MEMORY_AGE); the durable claim per block that would close it is
-// not built, so a start with blocks on and W > 0 is refused before it
-// touches the stores, naming both variables, and W = 0 starts.
-func TestBlocksRefusedWithALossWindow(t *testing.T) {
-	srv := testenv.NATS(t, nil)
-	url := srv.ClientURL()
-	cfg := blocksConfig(url)
-	cfg.StoreLossWindow = 2 * time.Minute
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	d, err := Start(ctx, cfg, WithLogger(testLogger()))
-	if err == nil {
-		_ = d.Shutdown(ctx)
-		t.Fatal("blocks started with a loss window of 2m")
-	}
-	var ce *ConfigError
-	if !errors.As(err, &ce) || ce.Var != "DISPENSER_BLOCKS_ENABLED" || !strings.Contains(err.Error(), "DISPENSER_STORE_LOSS_WINDOW=0") {
-		t.Fatalf("refusal %v: want a *ConfigError on DISPENSER_BLOCKS_ENABLED naming DISPENSER_STORE_LOSS_WINDOW=0", err)
-	}
-	if jsz, err := srv.Jsz(nil); err != nil || jsz.Streams != 0 {
-		t.Fatalf("the refused start left streams behind (%v)", err)
-	}
-	cfg.StoreLossWindow = 0
-	d, err = Start(ctx, cfg, WithLogger(testLogger()))
-	if err != nil {
-		t.Fatalf("blocks with W = 0: %v", err)
-	}
-	if err := d.Shutdown(ctx); err != nil {
-		t.Fatal(err)
 	}
 }

@@ -291,7 +291,6 @@ func TestUnprefixedVariablesAreIgnored(t *testing.T) {
 	}
 	t.Setenv("DISPENSER_LOG_LEVEL", "debug")
 	t.Setenv("DISPENSER_BLOCKS_ENABLED", "true")
-	t.Setenv("DISPENSER_STORE_LOSS_WINDOW", "0") // blocks need it
 	if cfg, err = LoadConfig(); err != nil || cfg.LogLevel != "debug" || !cfg.BlocksEnabled {
 		t.Fatalf("prefixed variables: %v %+v", err, cfg)
 	}

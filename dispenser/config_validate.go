@@ -186,9 +186,6 @@ func (c Config) checkAcross(now time.Time) error {
 	if err := c.checkSequenceHomes(); err != nil {
 		return bad("Sequences", "%v", err)
 	}
-	if err := c.checkBlocksDurable(); err != nil {
-		return err
-	}
 	return c.checkIssuable(now)
 }
 
@@ -315,22 +312,4 @@ func (c Config) checkIssuable(now time.Time) error {
 			layout, layout.TimeText(end), EnvPrefix, c.RunwayWarning, EnvPrefix)}
 	}
 	return nil
-}
-
-// checkBlocksDurable refuses blocks with a loss window (issue 31, D6):
-// a blocks stream that forgets the removal of a used block delivers it
-// again, as a first delivery, to another source, and nothing a source
-// checks (the delivery count, the consumer's creation, its own memory,
-// the block's age) tells it apart (verify/blocks.pml, finding
-// DESIGN_MEMORY_AGE). The durable claim per block that would close it
-// (the model's D6) is not built: blocks are published only when the
-// operator declares a store that forgets nothing (W = 0: the blocks
-// stream's servers on sync_interval: always, docs/operations.md).
-func (c Config) checkBlocksDurable() error {
-	if !c.BlocksEnabled || c.StoreLossWindow <= 0 {
-		return nil
-	}
-	return bad("BlocksEnabled", "blocks need %s=0 (now %s): a blocks stream that forgets the removal of a used block hands it, and its IDs, to another source, and no source can tell; "+
-		"set it to 0 only when the stream's servers meet every obligation of docs/operations.md, What the guarantees assume (sync_interval: always), or serve IDs by request instead of blocks",
-		settingVar[Config]("StoreLossWindow"), c.StoreLossWindow)
 }

@@ -42,8 +42,7 @@ metrics=()
 dispensers=()
 for i in 1 2 3; do
 	addr=127.0.0.1:$((PORT + 10 + i))
-	# W = 0: blocks need it (a throughput benchmark on a scratch server)
-	DISPENSER_NATS_URL=$URL DISPENSER_BLOCKS_ENABLED=true DISPENSER_STORE_LOSS_WINDOW=0 DISPENSER_METRICS_ADDR=$addr DISPENSER_LOG_LEVEL=warn \
+	DISPENSER_NATS_URL=$URL DISPENSER_BLOCKS_ENABLED=true DISPENSER_METRICS_ADDR=$addr DISPENSER_LOG_LEVEL=warn \
 		"$work/dispenser" >"$work/dispenser$i.log" 2>&1 &
 	pids+=($!)
 	dispensers+=($!)

@@ -103,7 +103,7 @@ func TestEveryInvalidSettingStopsStartUpNamingIt(t *testing.T) {
 		"STORE_DURABILITY":        {{"maybe", nil}},
 		"REGION":                  {{"north", []string{"DISPENSER_REGIONS=east=0-511,west=512-1023"}}, {"east", nil}},
 		"REGIONS":                 {{"east=0-511,west=511-1023", []string{"DISPENSER_REGION=east"}}, {"east=0-2047", []string{"DISPENSER_REGION=east"}}, {"east=0-511,", nil}},
-		"BLOCKS_ENABLED":          {{"perhaps", nil}, {"true", nil}}, // true: with the default loss window W, refused
+		"BLOCKS_ENABLED":          {{"perhaps", nil}},
 		"BLOCKS_STREAM":           {{"a.b", nil}},
 		"BLOCKS_SUBJECT":          {{"uid.*", nil}, {"uid..blocks", []string{"DISPENSER_BLOCKS_ENABLED=true"}}},
 		"BLOCKS_BLOCK_SIZE":       {{"5000000", nil}, {"200000", []string{"DISPENSER_BLOCKS_BINARY=true"}}, {"-1", nil}},

@@ -390,8 +390,7 @@ func full() map[string]any {
 			"subjectPrefix": "ids", "blocksEnabled": true, "blocksReplicas": 3, "workerKVReplicas": 3,
 			"shutdownTimeout": "20s", "logLevel": "debug",
 		},
-		"extraEnv": []any{map[string]any{"name": "OTEL_EXPORTER_OTLP_ENDPOINT", "value": "http://collector:4318"},
-			map[string]any{"name": "DISPENSER_STORE_LOSS_WINDOW", "value": "0"}}, // blocks need W = 0
+		"extraEnv":                      []any{map[string]any{"name": "OTEL_EXPORTER_OTLP_ENDPOINT", "value": "http://collector:4318"}},
 		"metrics":                       map[string]any{"port": 9100, "serviceMonitor": map[string]any{"enabled": true, "interval": "30s", "labels": map[string]any{"release": "kube-prometheus"}}},
 		"terminationGracePeriodSeconds": 45,
 		"resources":                     map[string]any{"requests": map[string]any{"cpu": "1", "memory": "128Mi"}, "limits": map[string]any{"cpu": "2", "memory": "512Mi"}},

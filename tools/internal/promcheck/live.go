@@ -30,16 +30,14 @@ func Scrape(t testing.TB) Exported {
 	telemetrytest.ClearEnv(t)
 	url := testenv.NATS(t, nil).ClientURL()
 	for k, v := range map[string]string{
-		"NATS_URL":       url,
-		"METRICS_ADDR":   "127.0.0.1:0",
-		"SEQUENCES":      LiveSequence + "@east",
-		"BLOCKS_ENABLED": "true",
-		"BLOCKS_STORAGE": "memory",
-		// blocks need W = 0; a test's server whose losses do not matter
-		"STORE_LOSS_WINDOW": "0",
-		"LEASE_TTL":         "3s",
-		"LOG_LEVEL":         "warn",
-		"SHUTDOWN_TIMEOUT":  "5s",
+		"NATS_URL":         url,
+		"METRICS_ADDR":     "127.0.0.1:0",
+		"SEQUENCES":        LiveSequence + "@east",
+		"BLOCKS_ENABLED":   "true",
+		"BLOCKS_STORAGE":   "memory",
+		"LEASE_TTL":        "3s",
+		"LOG_LEVEL":        "warn",
+		"SHUTDOWN_TIMEOUT": "5s",
 		// A region, so that the series carry uid_region as a fleet's
 		// across regions do (a standalone server ignores the placement);
 		// one region, which homes the sequence.
