@@ -86,7 +86,7 @@ func runBlocksSustained(b *testing.B, url string, ds []*Dispenser) {
 	defer cancel()
 	sources := make([]*uidclient.BlockSource, blocksConsumers)
 	for i := range sources {
-		s, err := uidclient.NewBlockSource(testConn(b, url).Conn, uidclient.BlockSourceConfig{Logger: testLogger()})
+		s, err := uidclient.NewBlockSource(testConn(b, url).Conn, uidclient.BlockSourceConfig{Logger: testLogger(), LossWindow: -1}) // W = 0: no claims
 		if err != nil {
 			b.Fatal(err)
 		}

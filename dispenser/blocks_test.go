@@ -38,7 +38,8 @@ func blockSource(t *testing.T, url string) *uidclient.BlockSource {
 // blockSourceOf is blockSource on the stream given ("": the default).
 func blockSourceOf(t *testing.T, url, stream string) *uidclient.BlockSource {
 	t.Helper()
-	src, err := uidclient.NewBlockSource(testConn(t, url).Conn, uidclient.BlockSourceConfig{Stream: stream, FetchWait: 200 * time.Millisecond, Logger: testLogger()})
+	src, err := uidclient.NewBlockSource(testConn(t, url).Conn, uidclient.BlockSourceConfig{Stream: stream, FetchWait: 200 * time.Millisecond, Logger: testLogger(),
+		LossWindow: -1}) // the dispensers' W (testConfig): no claims; natsio/uidclient tests them
 	if err != nil {
 		t.Fatal(err)
 	}

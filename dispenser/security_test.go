@@ -137,7 +137,8 @@ func TestSecurityDocPermissions(t *testing.T) {
 
 	// The blocks user takes IDs from the blocks the dispenser publishes.
 	var blocksLog testenv.LogBuffer
-	src, err := uidclient.NewBlockSource(connectAs("blocks", blocksPassword, &blocksLog).Conn, uidclient.BlockSourceConfig{Logger: blocksLog.Logger(slog.LevelDebug)})
+	src, err := uidclient.NewBlockSource(connectAs("blocks", blocksPassword, &blocksLog).Conn, uidclient.BlockSourceConfig{Logger: blocksLog.Logger(slog.LevelDebug),
+		LossWindow: 100 * time.Millisecond}) // claims each block: the user's rights on the claims bucket
 	if err != nil {
 		t.Fatal(err)
 	}

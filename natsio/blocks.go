@@ -166,6 +166,10 @@ func (c BlocksConfig) streamConfig() jetstream.StreamConfig {
 		Storage:     storage,
 		Replicas:    c.Replicas,
 		Duplicates:  c.DuplicateWindow,
+		// A block older than this is dropped (its IDs are never used):
+		// a claim outlives it (protocol.BlockClaimsTTL), so a block
+		// that comes back after a loss still finds its claim.
+		MaxAge: protocol.BlocksMaxAge,
 	}
 }
 

@@ -64,7 +64,7 @@ func benchmarkBlocks(b *testing.B, publishers, consumers int) {
 	}
 	var sources []*uidclient.BlockSource
 	for range consumers {
-		s, err := uidclient.NewBlockSource(connect(), uidclient.BlockSourceConfig{})
+		s, err := uidclient.NewBlockSource(connect(), uidclient.BlockSourceConfig{LossWindow: -1}) // W = 0: no claims
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -95,7 +95,7 @@ func TestBlocksStorePressurePublisherBacksOffRequestsServed(t *testing.T) {
 			}
 
 			// Consumers take blocks: room again, publishing resumes.
-			src, err := uidclient.NewBlockSource(connect(t, url).Conn, uidclient.BlockSourceConfig{FetchWait: 200 * time.Millisecond})
+			src, err := uidclient.NewBlockSource(connect(t, url).Conn, uidclient.BlockSourceConfig{FetchWait: 200 * time.Millisecond, LossWindow: -1})
 			if err != nil {
 				t.Fatal(err)
 			}

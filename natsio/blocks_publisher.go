@@ -176,6 +176,9 @@ func NewBlockPublisher(ctx context.Context, nc *nats.Conn, src BlockIDSource, cf
 	if err != nil {
 		return nil, err
 	}
+	if err := ensureClaimsBucket(ctx, js, cfg); err != nil {
+		return nil, err
+	}
 	if info := stream.CachedInfo(); info != nil && info.Cluster != nil {
 		// Where the blocks are, for the operator of a supercluster.
 		cfg.Logger.Info("natsio: blocks stream ready", "stream", cfg.Stream, "subject", cfg.Subject, "cluster", info.Cluster.Name)

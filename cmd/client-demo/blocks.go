@@ -31,7 +31,7 @@ func runBlocks(ctx context.Context, o options, stdout, stderr io.Writer) int {
 			return 1
 		}
 		defer conn.Close()
-		src, err := uidclient.NewBlockSource(conn.Conn, uidclient.BlockSourceConfig{Stream: o.stream, Consumer: o.consumer})
+		src, err := uidclient.NewBlockSource(conn.Conn, uidclient.BlockSourceConfig{Stream: o.stream, Consumer: o.consumer, LossWindow: lossWindow(o.lossWindow)})
 		if err != nil {
 			fmt.Fprintln(stderr, "client-demo:", err)
 			return 1
@@ -156,4 +156,13 @@ func scrapeOne(ctx context.Context, url string, c *blockCounts) error {
 		return fmt.Errorf("%s: no uid_blocks_ids_* series (blocks not enabled there?)", url)
 	}
 	return nil
+}
+
+// lossWindow is -loss-window as BlockSourceConfig reads it: 0 (none) is
+// negative there, where zero means the default.
+func lossWindow(w time.Duration) time.Duration {
+	if w <= 0 {
+		return -1
+	}
+	return w
 }

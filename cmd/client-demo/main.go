@@ -47,21 +47,22 @@ func main() {
 }
 
 type options struct {
-	url      string
-	prefix   string
-	show     int
-	load     bool
-	clients  int
-	duration time.Duration
-	requests int
-	batch    int
-	timeout  time.Duration
-	blocks   bool
-	stream   string
-	consumer string
-	seq      string
-	keep     int
-	metrics  string
+	url        string
+	prefix     string
+	show       int
+	load       bool
+	clients    int
+	duration   time.Duration
+	requests   int
+	batch      int
+	timeout    time.Duration
+	blocks     bool
+	stream     string
+	consumer   string
+	lossWindow time.Duration
+	seq        string
+	keep       int
+	metrics    string
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
@@ -85,6 +86,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	flags.BoolVar(&o.blocks, "blocks", false, "take IDs from the JetStream block stream instead of requests (-c sources, -batch IDs per take, -d or -n takes)")
 	flags.StringVar(&o.stream, "stream", protocol.DefaultBlocksStream, "blocks: stream name")
 	flags.StringVar(&o.consumer, "consumer", uidclient.DefaultBlocksConsumer, "blocks: durable consumer shared by every block source")
+	flags.DurationVar(&o.lossWindow, "loss-window", uidclient.DefaultBlocksLossWindow, "blocks: W, the dispensers' DISPENSER_STORE_LOSS_WINDOW: each block is claimed and used W later; 0 only when the stream's servers sync every write")
 	flags.IntVar(&o.keep, "keep", 50_000_000, "load, blocks: most IDs kept for the distinctness check (8 bytes each); IDs beyond are counted, not kept")
 	flags.StringVar(&o.metrics, "metrics", "", "blocks: comma-separated /metrics URLs of the dispensers (DISPENSER_METRICS_ADDR): report the IDs they discarded during the run")
 	flags.StringVar(&o.seq, "seq", "", "demo: ask for the numbers of this named sequence (DISPENSER_SEQUENCES) instead of IDs: -show with next, -show in one batch")

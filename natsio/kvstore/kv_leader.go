@@ -2,12 +2,12 @@ package kvstore
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/uid-dispenser/uid-dispenser/natsio/internal/leaderget"
 )
 
 // A KV bucket allows direct gets: any replica answers a read, and a
@@ -31,42 +31,11 @@ type leaderEntry struct {
 // JetStream API's message get, which only the leader answers), not
 // through a direct get.
 func (s *kvLeaseStore) leaderGet(ctx context.Context, key string) (leaderEntry, error) {
-	req, _ := json.Marshal(struct {
-		LastFor string `json:"last_by_subj"`
-	}{"$KV." + s.bucket + "." + key})
-	msg, err := s.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET.KV_"+s.bucket, req)
+	e, err := leaderget.Last(ctx, s.nc, "KV_"+s.bucket, "$KV."+s.bucket+"."+key)
 	if err != nil {
 		return leaderEntry{}, fmt.Errorf("kvstore: read %s at the stream leader: %w", key, err)
 	}
-	var resp struct {
-		Message *struct {
-			Seq  uint64 `json:"seq"`
-			Hdrs []byte `json:"hdrs"`
-			Data []byte `json:"data"`
-		} `json:"message"`
-		Error *jetstream.APIError `json:"error"`
-	}
-	if err := json.Unmarshal(msg.Data, &resp); err != nil {
-		return leaderEntry{}, fmt.Errorf("kvstore: read %s at the stream leader: %w", key, err)
-	}
-	switch {
-	case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
-		return leaderEntry{}, nil
-	case resp.Error != nil:
-		return leaderEntry{}, fmt.Errorf("kvstore: read %s at the stream leader: %w", key, resp.Error)
-	case resp.Message == nil:
-		return leaderEntry{}, fmt.Errorf("kvstore: read %s at the stream leader: %w", key, jetstream.ErrInvalidJetStreamResponse)
-	}
-	if len(resp.Message.Hdrs) > 0 {
-		h, err := nats.DecodeHeadersMsg(resp.Message.Hdrs)
-		if err != nil {
-			return leaderEntry{}, fmt.Errorf("kvstore: read %s at the stream leader: %w", key, err)
-		}
-		if op := h.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
-			return leaderEntry{revision: resp.Message.Seq}, nil
-		}
-	}
-	return leaderEntry{value: resp.Message.Data, revision: resp.Message.Seq, found: true}, nil
+	return leaderEntry{value: e.Value, revision: e.Seq, found: e.Found}, nil
 }
 
 // readLease reads key for an update by token: through the bucket (any

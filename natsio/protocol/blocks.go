@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -42,6 +43,25 @@ const (
 	DefaultBlocksSubject = "uid.blocks"
 	DefaultBlockSize     = 32768
 )
+
+// Block claims (issue 31's D6, verify/blocks.pml): a source uses a block
+// only after it claimed it with a KV Create of BlockClaimKey in the
+// bucket BlockClaimsBucket(stream), waited the store's loss window and
+// read its claim back at the stream leader. The publishers create the
+// bucket beside the stream; a claim expires after BlockClaimsTTL, longer
+// than the stream keeps a block (BlocksMaxAge), so a block that comes
+// back finds its claim.
+const (
+	BlocksMaxAge   = time.Hour
+	BlockClaimsTTL = 2 * BlocksMaxAge
+)
+
+// BlockClaimsBucket is the KV bucket of the claims on stream's blocks.
+func BlockClaimsBucket(stream string) string { return stream + "_CLAIMS" }
+
+// BlockClaimKey is the claim's key of the block whose first ID is first
+// (IDs are unique, so the first names the block).
+func BlockClaimKey(first uint64) string { return "block." + strconv.FormatUint(first, 10) }
 
 // MaxBlockSize bounds the IDs per block of the binary form: 1 MiB of
 // payload, NATS's default maximum message size.

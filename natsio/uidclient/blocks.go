@@ -16,6 +16,9 @@ const (
 	DefaultBlocksAckWait   = 30 * time.Second
 	DefaultBlocksFetchWait = 5 * time.Second
 	DefaultBlocksLowWater  = protocol.DefaultBlockSize
+	// DefaultBlocksLossWindow is the dispenser's default
+	// DISPENSER_STORE_LOSS_WINDOW: NATS's default sync interval.
+	DefaultBlocksLossWindow = 2 * time.Minute
 )
 
 // streamNamePattern is what JetStream accepts as a stream or consumer name.

@@ -39,7 +39,16 @@ type BlockSourceConfig struct {
 	// the next block is fetched as soon as the current one comes into
 	// use).
 	LowWater int
-	Logger   *slog.Logger // default slog.Default()
+	// LossWindow is W, the longest window of acknowledged writes the
+	// blocks stream's servers may forget (the dispensers'
+	// DISPENSER_STORE_LOSS_WINDOW; default DefaultBlocksLossWindow): a
+	// block is used only after it was claimed, W waited and the claim
+	// read back (blocks_claims.go), so a block's IDs come W after it was
+	// fetched; raise LowWater to the IDs taken in W to fetch that far
+	// ahead. Negative: none, no claims, only for servers that sync every
+	// write (sync_interval: always).
+	LossWindow time.Duration
+	Logger     *slog.Logger // default slog.Default()
 }
 
 // BlockSourceStats count what a BlockSource did since it started.
@@ -53,6 +62,13 @@ type BlockSourceStats struct {
 	// between the bind and the ack: another source may have the block too.
 	ConsumerChanged uint64
 	IDsUsed         uint64 // IDs of the used blocks
+	// ClaimRefused counts blocks refused because another source had
+	// claimed them (the stream forgot that they were used), or because
+	// the claim read back after the loss window was not this source's.
+	ClaimRefused uint64
+	// ClaimFailed counts blocks given up because the claims bucket did
+	// not answer (the claim, or its read back, failed).
+	ClaimFailed uint64
 }
 
 // BlockSource hands out IDs from prefilled blocks, each used by exactly
@@ -64,7 +80,8 @@ type BlockSource struct {
 	log *slog.Logger
 
 	// chain holds the IDs at hand, as runs: takers take from it without
-	// a lock; the checker (settle) alone appends checked blocks to it.
+	// a lock; one goroutine alone appends checked blocks to it: the
+	// checker (settle), or with a loss window the mature loop.
 	chain rangeChain
 
 	mu sync.Mutex // guards the fields below
@@ -84,6 +101,20 @@ type BlockSource struct {
 
 	blocksUsed, redelivered, ackFailed, malformed, idsUsed, consumerChanged atomic.Uint64
 
+	// Claims (blocks_claims.go), with a loss window only: the blocks
+	// claimed and waiting it out (guarded by mu), in claim order. The
+	// mature loop, not the checker, then hands blocks to the takers.
+	lossWindow   time.Duration
+	claimsBucket string
+	token        string
+	maturing     []blockClaim
+	maturingIDs  uint64
+	matureWake   chan struct{}
+	waitLoss     func(ctx context.Context, d time.Duration) error // retry.Sleep; tests replace it
+	claimProblem problemlog.Log
+
+	claims, claimRefused, claimFailed atomic.Uint64
+
 	// beforeAck, when set (tests), runs after a block is fetched and
 	// before it is acknowledged.
 	beforeAck func(meta *jetstream.MsgMetadata, ids []uint64)
@@ -94,11 +125,19 @@ type BlockSource struct {
 // stream does not exist yet, so a service may start before the
 // dispensers; Next waits for the first block. Close it when done.
 func NewBlockSource(nc *nats.Conn, cfg BlockSourceConfig) (*BlockSource, error) {
-	return newBlockSource(nc, cfg, nil)
+	return newBlockSource(nc, cfg, sourceHooks{})
 }
 
-// newBlockSource is NewBlockSource with a hook for tests (see beforeAck).
-func newBlockSource(nc *nats.Conn, cfg BlockSourceConfig, beforeAck func(*jetstream.MsgMetadata, []uint64)) (*BlockSource, error) {
+// sourceHooks are the tests' hooks: beforeAck (see the field), and
+// waitLoss, the wait of the loss window before a claim is read back (a
+// clock; nil: retry.Sleep).
+type sourceHooks struct {
+	beforeAck func(*jetstream.MsgMetadata, []uint64)
+	waitLoss  func(ctx context.Context, d time.Duration) error
+}
+
+// newBlockSource is NewBlockSource with hooks for tests.
+func newBlockSource(nc *nats.Conn, cfg BlockSourceConfig, hooks sourceHooks) (*BlockSource, error) {
 	if cfg.Stream == "" {
 		cfg.Stream = protocol.DefaultBlocksStream
 	}
@@ -113,6 +152,9 @@ func newBlockSource(nc *nats.Conn, cfg BlockSourceConfig, beforeAck func(*jetstr
 	}
 	if cfg.LowWater == 0 {
 		cfg.LowWater = DefaultBlocksLowWater
+	}
+	if cfg.LossWindow == 0 {
+		cfg.LossWindow = DefaultBlocksLossWindow
 	}
 	switch {
 	case !streamNamePattern.MatchString(cfg.Stream):
@@ -141,8 +183,18 @@ func newBlockSource(nc *nats.Conn, cfg BlockSourceConfig, beforeAck func(*jetstr
 		checkWake: make(chan struct{}, 1),
 		cancel:    cancel,
 		done:      make(chan struct{}),
-		beforeAck: beforeAck,
+		beforeAck: hooks.beforeAck,
+
+		lossWindow:   max(cfg.LossWindow, 0),
+		claimsBucket: protocol.BlockClaimsBucket(cfg.Stream),
+		token:        newClaimToken(),
+		matureWake:   make(chan struct{}, 1),
+		waitLoss:     hooks.waitLoss,
 	}
+	if s.waitLoss == nil {
+		s.waitLoss = retry.Sleep
+	}
+	s.claimProblem = problemlog.Log{Log: s.log, What: "blocks: claim (bucket " + s.claimsBucket + ")"}
 	s.chain.init(s.want)
 	go s.run(ctx)
 	return s, nil
@@ -188,7 +240,7 @@ const maxChecking = 2 * pullBatch
 func (s *BlockSource) needsBlock() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.checking+pullBatch <= maxChecking && s.chain.available() < uint64(s.cfg.LowWater)
+	return s.checking+pullBatch <= maxChecking && s.chain.available()+s.maturingIDs < uint64(s.cfg.LowWater)
 }
 
 // Stats returns the source's counters.
@@ -201,6 +253,8 @@ func (s *BlockSource) Stats() BlockSourceStats {
 		IDsUsed:     s.idsUsed.Load(),
 
 		ConsumerChanged: s.consumerChanged.Load(),
+		ClaimRefused:    s.claimRefused.Load(),
+		ClaimFailed:     s.claimFailed.Load(),
 	}
 }
 
@@ -213,7 +267,7 @@ func (s *BlockSource) Close() error {
 		s.cancel()
 		<-s.done
 		s.mu.Lock()
-		s.toCheck = nil
+		s.toCheck, s.maturing = nil, nil
 		s.mu.Unlock()
 	})
 	return nil
@@ -224,6 +278,9 @@ func (s *BlockSource) run(ctx context.Context) {
 	defer close(s.done)
 	var wg sync.WaitGroup
 	wg.Go(func() { s.checkLoop(ctx) })
+	if s.lossWindow > 0 {
+		wg.Go(func() { s.matureLoop(ctx) })
+	}
 	s.fetchLoop(ctx)
 	wg.Wait()
 }
@@ -466,7 +523,7 @@ func (s *BlockSource) checkLoop(ctx context.Context) {
 			} else {
 				problem.OK()
 			}
-			s.settle(batch, created, err)
+			s.settle(ctx, batch, created, err)
 		}
 	}
 }
@@ -529,13 +586,17 @@ func (s *BlockSource) requestCreated(ctx context.Context) (time.Time, error) {
 
 // settle delivers the blocks of batch acknowledged under the instance
 // created at created (checkErr nil) and gives up the others.
-func (s *BlockSource) settle(batch []heldBlock, created time.Time, checkErr error) {
+func (s *BlockSource) settle(ctx context.Context, batch []heldBlock, created time.Time, checkErr error) {
 	var good []Run
 	lost := len(batch)
 	for _, b := range batch {
 		if checkErr == nil && b.created.Equal(created) {
-			good = append(good, b.runs...)
 			lost--
+			if s.lossWindow > 0 {
+				s.claimBlock(ctx, b.runs) // used W later, if still its own
+				continue
+			}
+			good = append(good, b.runs...)
 			s.blocksUsed.Add(1)
 			s.idsUsed.Add(protocol.CountOf(b.runs))
 		}
@@ -554,7 +615,9 @@ func (s *BlockSource) settle(batch []heldBlock, created time.Time, checkErr erro
 	}
 	// The IDs go to the takers before the fetcher learns that fewer
 	// blocks are being checked, so it never sees both uncounted.
-	s.chain.push(good, uint64(s.cfg.LowWater), nil, false)
+	if s.lossWindow == 0 { // else the mature loop alone pushes
+		s.chain.push(good, uint64(s.cfg.LowWater), nil, false)
+	}
 	s.mu.Lock()
 	s.checking -= len(batch)
 	s.mu.Unlock()

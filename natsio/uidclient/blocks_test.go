@@ -87,6 +87,9 @@ func blocksTestSourceWithHook(t *testing.T, nc *nats.Conn, cfg uidclient.BlockSo
 	if cfg.FetchWait == 0 {
 		cfg.FetchWait = 200 * time.Millisecond
 	}
+	if cfg.LossWindow == 0 {
+		cfg.LossWindow = -1 // no claims: blocks_claims_test.go has them
+	}
 	s, err := uidclient.NewBlockSourceWithHook(nc, cfg, beforeAck)
 	if err != nil {
 		t.Fatal(err)
@@ -224,30 +227,7 @@ func TestBlocksThreePublishersEightConsumersAllDistinct(t *testing.T) {
 		sources = append(sources, blocksTestSource(t, blocksTestConn(t, srv), uidclient.BlockSourceConfig{AckWait: 5 * time.Second}))
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	var total atomic.Int64
-	var all blocksCollector
-	var wg sync.WaitGroup
-	errs := make(chan error, 16)
-	for _, s := range sources {
-		for _, batch := range []int{1000, 37} { // two takers per source, batches spanning blocks
-			wg.Go(func() {
-				if err := all.run(ctx, s, batch, &total, goal); err != nil {
-					errs <- err
-				}
-			})
-		}
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	if len(all.ids) < goal {
-		t.Fatalf("got %d IDs, want at least %d", len(all.ids), goal)
-	}
-	blocksAssertDistinct(t, all.ids)
+	all := blocksTakeDistinct(t, sources, goal)
 
 	workers := map[uint64]int{}
 	layout := uidcore.DefaultLayout()
@@ -678,4 +658,36 @@ func TestBlocksRacingPublishersDiscardNothingAllDistinct(t *testing.T) {
 	}
 	t.Logf("%d IDs consumed; publishers %+v (%.3f%% of the IDs taken discarded, the stop included)", len(all.ids), stopped,
 		100*float64(stopped.IDsDiscarded)/float64(stopped.IDsPublished+stopped.IDsDiscarded))
+}
+
+// blocksTakeDistinct takes at least goal IDs from sources, two takers a
+// source (batches of 1,000 and of 37, spanning blocks), and checks that
+// they are distinct.
+func blocksTakeDistinct(t *testing.T, sources []*uidclient.BlockSource, goal int64) *blocksCollector {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var total atomic.Int64
+	all := &blocksCollector{}
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*len(sources))
+	for _, s := range sources {
+		for _, batch := range []int{1000, 37} {
+			wg.Go(func() {
+				if err := all.run(ctx, s, batch, &total, goal); err != nil {
+					errs <- err
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if int64(len(all.ids)) < goal {
+		t.Fatalf("got %d IDs, want at least %d", len(all.ids), goal)
+	}
+	blocksAssertDistinct(t, all.ids)
+	return all
 }

@@ -1,8 +1,24 @@
 package uidclient
 
+import (
+	"context"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
 // NewBlockSourceWithHook is newBlockSource for the external tests, which
 // stall a source between fetching a block and acknowledging it.
-var NewBlockSourceWithHook = newBlockSource
+func NewBlockSourceWithHook(nc *nats.Conn, cfg BlockSourceConfig, beforeAck func(*jetstream.MsgMetadata, []uint64)) (*BlockSource, error) {
+	return newBlockSource(nc, cfg, sourceHooks{beforeAck: beforeAck})
+}
+
+// NewBlockSourceWithClaimWait is newBlockSource whose wait of the loss
+// window before a claim is read back is wait (the tests' clock).
+func NewBlockSourceWithClaimWait(nc *nats.Conn, cfg BlockSourceConfig, wait func(ctx context.Context, d time.Duration) error) (*BlockSource, error) {
+	return newBlockSource(nc, cfg, sourceHooks{waitLoss: wait})
+}
 
 // PrefetcherWaits is how many takes of p found the reserve empty and
 // waited for a refill.

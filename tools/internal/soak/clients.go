@@ -163,7 +163,8 @@ func newClient(ctx context.Context, log clientLog, urls string, logger *slog.Log
 		sc.client = uidclient.New(conn.Conn, uidclient.Config{SubjectPrefix: f.name})
 		sc.pre = uidclient.NewPrefetcher(sc.client, uidclient.PrefetchConfig{BatchSize: ld.prefetchBatch})
 	case kindBlocks:
-		sc.blocks, err = uidclient.NewBlockSource(conn.Conn, uidclient.BlockSourceConfig{Stream: f.blocksStream, Logger: logger})
+		sc.blocks, err = uidclient.NewBlockSource(conn.Conn, uidclient.BlockSourceConfig{Stream: f.blocksStream, Logger: logger,
+			LossWindow: -1}) // the soak's dispensers run with W = 0
 		if err != nil {
 			conn.Close()
 			return nil, fmt.Errorf("soak: client %d: %w", log.id, err)
