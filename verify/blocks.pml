@@ -50,7 +50,7 @@
  * was. A write older than W is durable: "the source waits W" is "the
  * store has synced since the write".
  *
- * D6 (modelled; MODELS-FINDINGS.md): a source uses a block only after it
+ * D6 (natsio/uidclient/blocks_claims.go): a source uses a block only after it
  * claimed it in the store (a KV Create keyed by the block, failing when
  * the key exists), waited W, and read its own claim back. A claim read
  * back after W cannot be forgotten, so a block whose removal is forgotten
