@@ -10,11 +10,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/retry"
 	"github.com/uid-dispenser/uid-dispenser/natsio/natsconn"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
@@ -51,6 +53,11 @@ type Assigner struct {
 	storeName string
 	leases    *workerid.LeaseAssigner // leased mode
 	watch     *streamWatch            // the bucket's loss epoch (kv_epoch.go)
+
+	// disposable mode: refused worker IDs (a store regression), and the
+	// wait of W before a node key is read back (a clock: tests replace it)
+	refusedNodes atomic.Uint64
+	waitLoss     func(ctx context.Context, w time.Duration) error
 }
 
 // NewAssigner opens (creating when missing) the bucket cfg.KVBucket()
@@ -72,7 +79,7 @@ func NewAssigner(ctx context.Context, nc *nats.Conn, cfg Config) (*Assigner, err
 		return nil, fmt.Errorf("kvstore: worker-ID bucket: %w", err)
 	}
 	bucket := cfg.KVBucket()
-	a := &Assigner{js: js, nc: nc, cfg: cfg, host: host, log: logger,
+	a := &Assigner{js: js, nc: nc, cfg: cfg, host: host, log: logger, waitLoss: retry.Sleep,
 		storeName: fmt.Sprintf("NATS KV bucket %s at %s", bucket, natsconn.RedactURL(nc.ConnectedUrlRedacted())),
 		watch:     newStreamWatch(nc, bucket, logger)}
 	err = workerid.RetryStore(ctx, cfg.StoreStartupDeadline, logger, "open "+a.storeName, func(ctx context.Context) error {
@@ -226,11 +233,11 @@ func (a *Assigner) checkFound(ctx context.Context, kv jetstream.KeyValue, bucket
 func (a *Assigner) LossMargin() int64 { return a.cfg.Config.LossMargin() }
 
 // Regressions is how many times a lease found its record older than what
-// the store had acknowledged to it (workerid.LeaseAssigner.Regressions);
-// 0 in disposable mode.
+// the store had acknowledged to it (workerid.LeaseAssigner.Regressions),
+// or in disposable mode how many worker IDs were refused (claimDisposable).
 func (a *Assigner) Regressions() uint64 {
 	if a.leases == nil {
-		return 0
+		return a.refusedNodes.Load()
 	}
 	return a.leases.Regressions()
 }
@@ -262,26 +269,7 @@ func (a *Assigner) Claim(ctx context.Context, layout uidcore.Layout) (uidcore.Cl
 	if err := layout.Validate(); err != nil {
 		return nil, err
 	}
-	var id uint64
-	err := workerid.RetryStore(ctx, a.cfg.StoreStartupDeadline, a.log, "take a disposable worker ID from "+a.storeName, func(ctx context.Context) error {
-		var err error
-		id, err = a.nextDisposable(ctx, layout)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	claim, err := a.cfg.DisposableClaim(id, layout, a.storeName)
-	if err != nil {
-		return nil, err
-	}
-	// For operators, like a WORKER_NODE row; the counter alone decides.
-	node, _ := json.Marshal(kvNode{Host: a.host.Name, Port: a.host.Port, Type: int(a.host.Type), LaunchedMs: time.Now().UnixMilli()})
-	if _, err := a.kv.Put(ctx, kvNodePrefix+strconv.FormatUint(id, 10), node); err != nil {
-		a.log.Warn("kvstore: could not record the host of a disposable worker ID", "worker_id", id, "error", err)
-	}
-	a.log.Info("kvstore: disposable worker ID", "worker_id", id, "store", a.storeName)
-	return claim, nil
+	return a.claimDisposable(ctx, layout)
 }
 
 // kvNode is the value of a disposable.node.<id> key.
@@ -290,6 +278,9 @@ type kvNode struct {
 	Port       string `json:"port"`
 	Type       int    `json:"type"`
 	LaunchedMs int64  `json:"launched_ms"`
+	// Token is the start's random token: what it must read back W later
+	// (kv_disposable.go). Empty in keys written before it.
+	Token string `json:"token,omitempty"`
 }
 
 // nextDisposable advances the counter with compare-and-set, retrying lost
