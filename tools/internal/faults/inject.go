@@ -345,7 +345,7 @@ func (r *run) powerLoss(ctx context.Context) (Proof, error) {
 		}
 		p.What = fmt.Sprintf("every node loses its last %s (stores frozen and copied, restored after the kill)", delta.Round(time.Millisecond))
 	} else {
-		p.What = fmt.Sprintf("every node killed at once after %s (sync_interval: always: nothing acknowledged lost)", delta.Round(time.Millisecond))
+		p.What = fmt.Sprintf("every node killed at once after %s (sync_interval: always)", delta.Round(time.Millisecond))
 	}
 	_ = sleep(ctx, delta)
 	before := r.cluster.lastSeqs(ctx)
@@ -550,20 +550,39 @@ func sortedKeys(m map[string]uint64) []string {
 	return out
 }
 
-// mysqlFailover fails the MySQL fleet's store over: the replica's
-// replication is stopped for the hold, so that it surely lacks the
-// primary's last transactions; the primary is killed (-9), the floating
-// address moves to the replica, which is promoted; the old primary's
-// place gets a fresh replica. Proven by the count of the primary's
-// transactions the promoted replica lacks.
+// mysqlFailover fails the MySQL fleet's store over, one of three ways
+// at random: the replica's replication stopped for a while, then the
+// primary killed and the replica promoted (asynchronous replication);
+// the same under semi-synchronous replication that falls back to
+// asynchronous (the primary's commits go on unacknowledged); or the
+// failover undone, the old primary back on its own data, writable, and
+// the address moved back to it. Proven by the transactions lost.
 func (r *run) mysqlFailover(ctx context.Context) (Proof, error) {
 	lag := r.hold()
-	old := r.mysql.primary.name
-	p := Proof{Kind: KindMySQL, Start: time.Now(),
-		What: fmt.Sprintf("primary %s killed after its replica %s missed %s of it, replica promoted, address %s moved", old, r.mysql.replica.name, lag.Round(time.Millisecond), r.mysql.vip)}
-	lost, err := r.mysql.failover(ctx, lag)
+	old, replica := r.mysql.primary.name, r.mysql.replica.name
+	p := Proof{Kind: KindMySQL, Start: time.Now()}
+	var err error
+	switch r.rng.IntN(3) {
+	case 0:
+		p.What = fmt.Sprintf("primary %s killed after its replica %s missed %s of it, replica promoted, address %s moved", old, replica, lag.Round(time.Millisecond), r.mysql.vip)
+		var lost int64
+		lost, err = r.mysql.failover(ctx, lag)
+		p.Proof = fmt.Sprintf("the promoted replica lacks %d of the primary's transactions", lost)
+		p.Proven = lost > 0
+	case 1:
+		p.What = fmt.Sprintf("semi-sync: replica %s stops acknowledging, primary %s falls back to async for %s, is killed, replica promoted, address %s moved", replica, old, lag.Round(time.Millisecond), r.mysql.vip)
+		var lost, unacked int64
+		lost, unacked, err = r.mysql.semiSyncFailover(ctx, lag)
+		p.Proof = fmt.Sprintf("the primary fell back to async (Rpl_semi_sync_master_status OFF, %d commits unacknowledged); the promoted replica lacks %d of its transactions", unacked, lost)
+		p.Proven = lost > 0 && unacked > 0
+	default:
+		back := r.hold()
+		p.What = fmt.Sprintf("primary %s killed after its replica %s missed %s of it, replica promoted; %s back on its own data, writable, and after %s the address %s moved back to it", old, replica, lag.Round(time.Millisecond), old, back.Round(time.Millisecond), r.mysql.vip)
+		var lacked, lost int64
+		lacked, lost, err = r.mysql.failoverAndBack(ctx, lag, back)
+		p.Proof = fmt.Sprintf("the promoted replica lacked %d of the old primary's transactions (back with it); %d of the promoted one's lost when the address moved back", lacked, lost)
+		p.Proven = lacked > 0 && lost > 0
+	}
 	p.End = time.Now()
-	p.Proof = fmt.Sprintf("the promoted replica lacks %d of the primary's transactions", lost)
-	p.Proven = lost > 0
 	return p, err
 }

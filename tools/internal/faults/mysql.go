@@ -277,39 +277,168 @@ func (p *mysqlPair) failover(ctx context.Context, lag time.Duration) (lost int64
 		return 0, err
 	}
 	_ = sleep(ctx, lag)
+	old, lost, err := p.promote(ctx)
+	if err != nil {
+		return lost, err
+	}
+	return lost, p.rebuild(ctx, old)
+}
+
+// promote kills the primary (-9), moves the floating address to the
+// replica and makes it the writable primary; it returns the old primary
+// (dead) and how many of its transactions the promoted replica lacks.
+func (p *mysqlPair) promote(ctx context.Context) (old *mysqlServer, lost int64, err error) {
 	wrote, err := p.primary.gtidSeq(ctx, "gtid_binlog_pos")
 	if err != nil {
-		return 0, err
+		return nil, 0, err
 	}
 	p.primary.proc.kill()
 	applied, err := p.replica.gtidSeq(ctx, "gtid_slave_pos")
 	if err != nil {
-		return 0, err
+		return nil, 0, err
 	}
 	lost = wrote - applied
-	if err := p.primary.host.DelAddr(ctx, p.vip); err != nil {
-		return lost, err
+	if err := p.moveAddress(ctx, p.primary, p.replica); err != nil {
+		return nil, lost, err
 	}
-	if err := p.replica.host.AddAddr(ctx, p.vip); err != nil {
-		return lost, err
+	if err := p.replica.exec(ctx, "RESET SLAVE ALL", "SET GLOBAL read_only=0"); err != nil {
+		return nil, lost, err
+	}
+	old = p.primary
+	p.primary, p.replica = p.replica, old
+	return old, lost, nil
+}
+
+// moveAddress moves the floating address from one server's host to the
+// other's, and makes the clients forget where it was.
+func (p *mysqlPair) moveAddress(ctx context.Context, from, to *mysqlServer) error {
+	if err := from.host.DelAddr(ctx, p.vip); err != nil {
+		return err
+	}
+	if err := to.host.AddAddr(ctx, p.vip); err != nil {
+		return err
 	}
 	for _, h := range p.clients {
 		_ = h.FlushNeighbours(ctx)
 	}
-	if err := p.replica.exec(ctx, "RESET SLAVE ALL", "SET GLOBAL read_only=0"); err != nil {
-		return lost, err
-	}
-	old := p.primary
-	p.primary, p.replica = p.replica, old
-	// The old primary's data holds transactions the new one never had:
-	// it starts over as a clone of the new primary, and follows it.
+	return nil
+}
+
+// rebuild makes the (stopped) server old a fresh replica of the primary:
+// its data holds transactions the primary never had, so it starts over
+// as a clone of the primary, and follows it.
+func (p *mysqlPair) rebuild(ctx context.Context, old *mysqlServer) error {
 	if err := old.cloneFrom(ctx, p.primary); err != nil {
-		return lost, err
+		return err
 	}
 	if err := old.start(ctx); err != nil {
-		return lost, err
+		return err
 	}
-	return lost, old.follow(ctx, p.primary.host.Addr)
+	return old.follow(ctx, p.primary.host.Addr)
+}
+
+// status reads one of the server's status variables.
+func (m *mysqlServer) status(ctx context.Context, name string) (string, error) {
+	db, err := sql.Open("mysql", m.socketDSN())
+	if err != nil {
+		return "", err
+	}
+	defer db.Close()
+	var n, v string
+	if err := db.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE '"+name+"'").Scan(&n, &v); err != nil {
+		return "", fmt.Errorf("faults: %s: status %s: %w", m.name, name, err)
+	}
+	return v, nil
+}
+
+// semiSyncFailover is failover under semi-synchronous replication that
+// falls back to asynchronous (MariaDB's built-in semi-sync): the primary
+// waits at most 500 ms for the replica's acknowledgement of a commit,
+// the replica stops acknowledging (its replication stopped), the primary
+// times out once and commits on without it for lag; then the primary is
+// killed and the replica promoted. It returns what the promoted replica
+// lacks and how many commits the primary made without an acknowledgement
+// (Rpl_semi_sync_master_no_tx), the proof of the fallback.
+func (p *mysqlPair) semiSyncFailover(ctx context.Context, lag time.Duration) (lost, unacked int64, err error) {
+	if err := p.caughtUp(ctx, 30*time.Second); err != nil {
+		return 0, 0, err
+	}
+	if err := p.primary.exec(ctx, "SET GLOBAL rpl_semi_sync_master_timeout=500", "SET GLOBAL rpl_semi_sync_master_enabled=1"); err != nil {
+		return 0, 0, err
+	}
+	// The replica announces semi-sync when its I/O thread connects.
+	if err := p.replica.exec(ctx, "SET GLOBAL rpl_semi_sync_slave_enabled=1", "STOP SLAVE IO_THREAD", "START SLAVE IO_THREAD"); err != nil {
+		return 0, 0, err
+	}
+	if err := waitFor(ctx, 30*time.Second, func() bool {
+		on, err1 := p.primary.status(ctx, "Rpl_semi_sync_master_status")
+		clients, err2 := p.primary.status(ctx, "Rpl_semi_sync_master_clients")
+		return err1 == nil && err2 == nil && on == "ON" && clients != "0"
+	}); err != nil {
+		return 0, 0, fmt.Errorf("faults: semi-sync never came on at %s: %w", p.primary.name, err)
+	}
+	noTx := func() int64 {
+		v, _ := p.primary.status(ctx, "Rpl_semi_sync_master_no_tx")
+		n, _ := strconv.ParseInt(v, 10, 64)
+		return n
+	}
+	before := noTx()
+	if err := p.replica.exec(ctx, "STOP SLAVE"); err != nil {
+		return 0, 0, err
+	}
+	_ = sleep(ctx, lag)
+	if on, err := p.primary.status(ctx, "Rpl_semi_sync_master_status"); err != nil || on != "OFF" {
+		return 0, 0, fmt.Errorf("faults: %s did not fall back to asynchronous replication (Rpl_semi_sync_master_status %q, %v)", p.primary.name, on, err)
+	}
+	unacked = noTx() - before
+	old, lost, err := p.promote(ctx)
+	if err != nil {
+		return lost, unacked, err
+	}
+	// Neither server keeps semi-sync: the old primary restarts without
+	// it, and the promoted replica's acknowledging side has no primary.
+	if err := p.primary.exec(ctx, "SET GLOBAL rpl_semi_sync_slave_enabled=0"); err != nil {
+		return lost, unacked, err
+	}
+	return lost, unacked, p.rebuild(ctx, old)
+}
+
+// failoverAndBack is a failover undone: as failover, but the old primary
+// comes back on its own data, writable (fencing failed), and after hold
+// the floating address moves back to it, the promoted one killed. The
+// promoted primary's transactions since its promotion are lost, and the
+// old primary's that it lacked are back. It returns both counts.
+func (p *mysqlPair) failoverAndBack(ctx context.Context, lag, hold time.Duration) (lackedAtPromotion, lostOnReturn int64, err error) {
+	if err := p.caughtUp(ctx, 30*time.Second); err != nil {
+		return 0, 0, err
+	}
+	if err := p.replica.exec(ctx, "STOP SLAVE"); err != nil {
+		return 0, 0, err
+	}
+	_ = sleep(ctx, lag)
+	promotedAt, err := p.replica.gtidSeq(ctx, "gtid_slave_pos")
+	if err != nil {
+		return 0, 0, err
+	}
+	old, lacked, err := p.promote(ctx)
+	if err != nil {
+		return lacked, 0, err
+	}
+	if err := old.start(ctx); err != nil { // its own data, writable
+		return lacked, 0, err
+	}
+	_ = sleep(ctx, hold)
+	wrote, err := p.primary.gtidSeq(ctx, "gtid_binlog_pos")
+	if err != nil {
+		return lacked, 0, err
+	}
+	promoted := p.primary
+	promoted.proc.kill()
+	if err := p.moveAddress(ctx, promoted, old); err != nil {
+		return lacked, wrote - promotedAt, err
+	}
+	p.primary, p.replica = old, promoted
+	return lacked, wrote - promotedAt, p.rebuild(ctx, promoted)
 }
 
 func (p *mysqlPair) shutdown() {
