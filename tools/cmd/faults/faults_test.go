@@ -60,8 +60,8 @@ func buildDispensers(t *testing.T) (release, faultclock string) {
 // The CI-minute run of the fault harness: one round of every fault kind
 // (held 1–3 s each, 0.5–1 s apart; pauses 3–5 s, past the 2 s lease
 // TTL) against 3 nodes, 3 dispensers and 2 client processes, the nodes on
-// sync_interval: always (the configuration the docs require, under which
-// a power loss loses nothing acknowledged), without the MySQL fleet (its
+// sync_interval: always (the configuration the docs require; a power loss
+// is a kill of every node), without the MySQL fleet (its
 // failover loses acknowledged transactions: make faults runs it). It must
 // pass the checker with every fault proven. Before it, the release binary
 // is checked for the fault clock.

@@ -34,8 +34,8 @@ type Config struct {
 	// Kinds of fault to schedule (nil: every kind).
 	Kinds []string
 	// SyncAlways runs the nodes with JetStream's sync_interval: always;
-	// a power loss then loses nothing acknowledged (kill -9 of every node
-	// without restoring old stores), instead of the last Δ seconds.
+	// a power loss is then a kill -9 of every node without restoring old
+	// stores, instead of the loss of the last Δ seconds.
 	SyncAlways bool
 	// MySQL adds a second fleet (subject prefix uidmy, 2 dispensers)
 	// whose store is a mariadbd primary with an asynchronous replica, and
