@@ -24,15 +24,26 @@ import (
 // (NoAheadBound) so that the figure is the block path's alone; the
 // figure with the default bounds on (the 2 s ahead bound, lanes, leases)
 // is dispenser's BenchmarkBlocksSustained.
+//
+// claims=on is the same with every block claimed (issue 31's D6: a KV
+// Create, a wait of the loss window, here 50 ms, and a read at the
+// leader), the sources fetching far enough ahead to hide the wait
+// (LowWater: 32 default blocks); claims=off is W = 0.
 func BenchmarkBlocks(b *testing.B) {
 	for _, consumers := range []int{1, 4} {
-		b.Run(fmt.Sprintf("consumers=%d", consumers), func(b *testing.B) {
-			benchmarkBlocks(b, 3, consumers)
-		})
+		for _, claims := range []bool{false, true} {
+			b.Run(fmt.Sprintf("consumers=%d/claims=%s", consumers, map[bool]string{false: "off", true: "on"}[claims]), func(b *testing.B) {
+				cfg := uidclient.BlockSourceConfig{LossWindow: -1} // W = 0: no claims
+				if claims {
+					cfg = uidclient.BlockSourceConfig{LossWindow: 50 * time.Millisecond, LowWater: 32 * protocol.DefaultBlockSize}
+				}
+				benchmarkBlocks(b, 3, consumers, cfg)
+			})
+		}
 	}
 }
 
-func benchmarkBlocks(b *testing.B, publishers, consumers int) {
+func benchmarkBlocks(b *testing.B, publishers, consumers int, sourceCfg uidclient.BlockSourceConfig) {
 	srv := testenv.NATS(b, nil)
 	connect := func() *nats.Conn {
 		nc, err := nats.Connect(srv.ClientURL())
@@ -64,7 +75,7 @@ func benchmarkBlocks(b *testing.B, publishers, consumers int) {
 	}
 	var sources []*uidclient.BlockSource
 	for range consumers {
-		s, err := uidclient.NewBlockSource(connect(), uidclient.BlockSourceConfig{LossWindow: -1}) // W = 0: no claims
+		s, err := uidclient.NewBlockSource(connect(), sourceCfg)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -117,6 +117,7 @@ func (s *BlockSource) matureLoop(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
+		s.claimAhead()
 		if ours {
 			s.blocksUsed.Add(1)
 			s.idsUsed.Add(b.count)
@@ -128,6 +129,38 @@ func (s *BlockSource) matureLoop(ctx context.Context) {
 		s.mu.Unlock()
 		s.wakeFetcher()
 	}
+}
+
+// maxClaimDepth bounds claimAhead's doubling, in LowWaters.
+const maxClaimDepth = 1024
+
+// claimAhead doubles the IDs the source keeps at hand and claimed ahead
+// (from LowWater, up to maxClaimDepth of them) when takers found none at
+// hand since the last doubling, at most once per W: a block's IDs come W
+// after it is fetched, so a source delivers at most that depth per W,
+// and one whose takers wait needs more ahead. Setting LowWater to the IDs
+// taken in W avoids the ramp.
+func (s *BlockSource) claimAhead() {
+	waits := s.chain.waits.Load()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if waits == s.takerWaits || time.Since(s.deepened) < s.lossWindow {
+		return
+	}
+	s.takerWaits, s.deepened = waits, time.Now()
+	if limit := uint64(s.cfg.LowWater) * maxClaimDepth; s.claimDepth < limit {
+		s.claimDepth = min(2*s.claimDepth, limit)
+		s.log.Debug("blocks: takers waited; claiming further ahead", "ids", s.claimDepth, "loss_window", s.lossWindow)
+	}
+}
+
+func (s *BlockSource) claimAheadIDs() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lossWindow == 0 {
+		return 0
+	}
+	return s.claimDepth
 }
 
 // claimOurs reads b's claim back at the claims stream's leader: true when

@@ -204,3 +204,26 @@ func TestBlocksClaimedSourcesAllDistinct(t *testing.T) {
 	}
 	t.Logf("%d IDs distinct from %d claimed blocks", len(all.ids), used)
 }
+
+// TestBlockSourceClaimsFurtherAheadWhenTakersWait: a source whose
+// LowWater is one block delivers at most a block per loss window at
+// first; its takers wait, and it doubles how far ahead it claims until
+// they are served: 64 blocks' worth of IDs come through, and the depth
+// has grown past LowWater.
+func TestBlockSourceClaimsFurtherAheadWhenTakersWait(t *testing.T) {
+	srv := blocksTestServer(t)
+	const size = 1024
+	blocksTestPublisher(t, blocksTestConn(t, srv), blocksTestGenerator(t, 1, 0), natsio.BlocksConfig{BlockSize: size, PollInterval: 10 * time.Millisecond}, nil)
+	s := blocksTestSource(t, blocksTestConn(t, srv), uidclient.BlockSourceConfig{LossWindow: 20 * time.Millisecond, LowWater: size})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ids := make([]uint64, 64*size)
+	if n, err := s.NextN(ctx, ids); err != nil || n != len(ids) {
+		t.Fatalf("took %d of %d IDs: %v", n, len(ids), err)
+	}
+	blocksAssertDistinct(t, ids)
+	if st := s.Stats(); st.ClaimAhead <= size || st.ClaimRefused != 0 {
+		t.Fatalf("stats %+v: want the depth grown past LowWater (%d), nothing refused", st, size)
+	}
+	t.Logf("claimed ahead: %d IDs", s.Stats().ClaimAhead)
+}

@@ -44,8 +44,9 @@ type BlockSourceConfig struct {
 	// DISPENSER_STORE_LOSS_WINDOW; default DefaultBlocksLossWindow): a
 	// block is used only after it was claimed, W waited and the claim
 	// read back (blocks_claims.go), so a block's IDs come W after it was
-	// fetched; raise LowWater to the IDs taken in W to fetch that far
-	// ahead. Negative: none, no claims, only for servers that sync every
+	// fetched: the source claims ahead by LowWater, doubled (once per W)
+	// while takers wait; set LowWater to the IDs taken in W to skip that
+	// ramp. Negative: none, no claims, only for servers that sync every
 	// write (sync_interval: always).
 	LossWindow time.Duration
 	Logger     *slog.Logger // default slog.Default()
@@ -69,6 +70,10 @@ type BlockSourceStats struct {
 	// ClaimFailed counts blocks given up because the claims bucket did
 	// not answer (the claim, or its read back, failed).
 	ClaimFailed uint64
+	// ClaimAhead is how many IDs the source keeps at hand and claimed
+	// ahead with a loss window: LowWater, doubled each time takers found
+	// none at hand (up to 1,024 LowWaters).
+	ClaimAhead uint64
 }
 
 // BlockSource hands out IDs from prefilled blocks, each used by exactly
@@ -109,6 +114,9 @@ type BlockSource struct {
 	token        string
 	maturing     []blockClaim
 	maturingIDs  uint64
+	claimDepth   uint64 // the IDs to keep at hand and claimed ahead (claimAhead)
+	takerWaits   uint64    // the chain's waits at the last doubling
+	deepened     time.Time // the last doubling
 	matureWake   chan struct{}
 	waitLoss     func(ctx context.Context, d time.Duration) error // retry.Sleep; tests replace it
 	claimProblem problemlog.Log
@@ -186,6 +194,7 @@ func newBlockSource(nc *nats.Conn, cfg BlockSourceConfig, hooks sourceHooks) (*B
 		beforeAck: hooks.beforeAck,
 
 		lossWindow:   max(cfg.LossWindow, 0),
+		claimDepth:   uint64(cfg.LowWater),
 		claimsBucket: protocol.BlockClaimsBucket(cfg.Stream),
 		token:        newClaimToken(),
 		matureWake:   make(chan struct{}, 1),
@@ -240,7 +249,11 @@ const maxChecking = 2 * pullBatch
 func (s *BlockSource) needsBlock() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.checking+pullBatch <= maxChecking && s.chain.available()+s.maturingIDs < uint64(s.cfg.LowWater)
+	low := uint64(s.cfg.LowWater)
+	if s.lossWindow > 0 {
+		low = s.claimDepth
+	}
+	return s.checking+pullBatch <= maxChecking && s.chain.available()+s.maturingIDs < low
 }
 
 // Stats returns the source's counters.
@@ -255,6 +268,7 @@ func (s *BlockSource) Stats() BlockSourceStats {
 		ConsumerChanged: s.consumerChanged.Load(),
 		ClaimRefused:    s.claimRefused.Load(),
 		ClaimFailed:     s.claimFailed.Load(),
+		ClaimAhead:      s.claimAheadIDs(),
 	}
 }
 
