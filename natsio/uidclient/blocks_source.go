@@ -114,7 +114,7 @@ type BlockSource struct {
 	token        string
 	maturing     []blockClaim
 	maturingIDs  uint64
-	claimDepth   uint64 // the IDs to keep at hand and claimed ahead (claimAhead)
+	claimDepth   uint64    // the IDs to keep at hand and claimed ahead (claimAhead)
 	takerWaits   uint64    // the chain's waits at the last doubling
 	deepened     time.Time // the last doubling
 	matureWake   chan struct{}
