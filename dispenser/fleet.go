@@ -192,12 +192,9 @@ func NewGeneration(ctx context.Context, cfg Config, log *slog.Logger) (workerid.
 	return workerid.ChangeGeneration(ctx, fs, workerid.GenerationChange{
 		Fleet:   cfg.fleet(),
 		Differs: cfg.checkFleet,
+		// No margin on the leases' horizon: a lease issues only seconds of
+		// a reservation the store can no longer forget (workerid.Lease.Until).
 		Plan: func(old workerid.Fleet, lastReserved int64) (workerid.Fleet, error) {
-			// A store that forgot renewals shows a horizon up to the loss
-			// margin short of what the leases reserved.
-			if m, ok := d.assigner.(interface{ LossMargin() int64 }); ok && lastReserved > 0 {
-				lastReserved += m.LossMargin()
-			}
 			return planGeneration(old, cfg, lastReserved, time.Now())
 		},
 		Logger: log,

@@ -47,6 +47,26 @@ type Retirer interface {
 	Retire(lastSecond int64)
 }
 
+// Warming is implemented by claims that cannot issue right after they
+// are claimed: a lease on a store that may forget acknowledged writes
+// issues only once its first reservation is durable, a loss window after
+// the claim. Ready is closed once Until covers a second after After; a
+// claim lost before that never closes it (watch its Done channel too).
+type Warming interface {
+	Ready() <-chan struct{}
+}
+
+// Ready is c's Ready channel, or a closed one for a claim that issues at
+// once.
+func Ready(c Claim) <-chan struct{} {
+	if w, ok := c.(Warming); ok {
+		return w.Ready()
+	}
+	return readyNow
+}
+
+var readyNow = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
 // Assigner hands out claims. Implementations live outside uidcore.
 type Assigner interface {
 	Claim(ctx context.Context, layout Layout) (Claim, error)

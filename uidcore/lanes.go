@@ -281,6 +281,12 @@ func (s *laneSet) claimOne() {
 	}
 	held := s.held.Add(1)
 	s.claimed.Add(1)
+	if !s.awaitReady(c) {
+		// Lost before it could issue, or the generator is closing: it
+		// issued nothing, so give it back at once.
+		s.giveBack(&lane{claim: c, workerID: c.WorkerID(), after: max(c.After(), s.floor)})
+		return
+	}
 	s.mu.Lock()
 	s.pending = append(s.pending, &lane{claim: c, workerID: c.WorkerID(), after: max(c.After(), s.floor)})
 	s.npending.Add(1)
@@ -289,6 +295,33 @@ func (s *laneSet) claimOne() {
 	select {
 	case s.arrived <- struct{}{}:
 	default:
+	}
+}
+
+// awaitReady waits until a new lane's claim can issue (uidcore.Warming:
+// a lease waits for its first durable reservation) before padding sees
+// it: a lane padding must skip would stall every second it visits, and
+// capacity counts only lanes that serve. Meanwhile this goroutine claims
+// no further lane (demand keeps asking) and still gives dropped lanes
+// back. It returns false when the claim was lost or the generator is
+// closing.
+func (s *laneSet) awaitReady(c Claim) bool {
+	ready := Ready(c)
+	var lost <-chan struct{}
+	if d, ok := c.(interface{ Done() <-chan struct{} }); ok {
+		lost = d.Done()
+	}
+	for {
+		select {
+		case <-ready:
+			return true
+		case <-lost:
+			return false
+		case <-s.g.done:
+			return false
+		case ln := <-s.release:
+			s.giveBack(ln)
+		}
 	}
 }
 

@@ -32,16 +32,21 @@ type Config struct {
 	// third of it); at least 1s. Leased mode.
 	LeaseTTL time.Duration
 	// ReserveChunk is how far ahead seconds are reserved in the store at
-	// a time; at least 1s. Leased mode.
+	// a time; at least 1s. Leased mode. With a loss window it must exceed
+	// W + LeaseTTL/3 + the generator's ahead bound (CheckChunk): a lease
+	// issues only the reservation of W and a renewal ago. Zero:
+	// ReserveChunkFor(W), a minute plus W.
 	ReserveChunk time.Duration
 	// StoreStartupDeadline is how long start-up (and a claim) retries an
 	// unreachable store before it fails; negative: one attempt.
 	StoreStartupDeadline time.Duration
 	// StoreLossWindow is W, the longest window of acknowledged writes the
 	// store may forget (a power loss under lazy fsync, a failover to a
-	// replica that lacks the last transactions): claims keep a margin of
-	// it (LeaseMargin). Zero: DefaultConfig's, NATS's default sync
-	// interval; negative: none, valid only when every obligation of
+	// replica that lacks the last transactions): a lease issues only
+	// seconds of a reservation a renewal confirmed W after its write
+	// (Lease.Until), so a fresh claim issues its first ID W and a renewal
+	// after it. Zero: DefaultConfig's, NATS's default sync interval;
+	// negative: none, valid only when every obligation of
 	// docs/operations.md "What the guarantees assume" holds.
 	StoreLossWindow time.Duration
 	// StoreDurability is what start-up does when the store says it may
@@ -83,21 +88,23 @@ const (
 // DefaultConfig is the configuration with every default: leased worker
 // IDs.
 func DefaultConfig() Config {
+	const lossWindow = 2 * time.Minute
 	return Config{
 		Mode:                 ModeLeased,
 		LeaseTTL:             30 * time.Second,
-		ReserveChunk:         60 * time.Second,
+		ReserveChunk:         ReserveChunkFor(lossWindow),
 		StoreStartupDeadline: 30 * time.Second,
-		StoreLossWindow:      2 * time.Minute,
+		StoreLossWindow:      lossWindow,
 		StoreDurability:      DurabilityWarn,
 	}
 }
 
-// LossMargin is LeaseMargin of c's settings, in seconds: how far after a
-// recorded reservation a new owner, or a new generation, starts.
-func (c Config) LossMargin() int64 {
-	c = c.WithDefaults()
-	return LeaseMargin(c.LossWindow(), c.LeaseTTL, c.ReserveChunk)
+// ReserveChunkFor is the default reserve chunk under the loss window W:
+// a minute (the chunk with W = 0) plus W, so that the durable
+// reservation, the acknowledged one of W and a renewal ago, stays ahead
+// of the clock with the default TTL and ahead bound (CheckChunk).
+func ReserveChunkFor(lossWindow time.Duration) time.Duration {
+	return time.Minute + max(lossWindow, 0)
 }
 
 // LossWindow is W: StoreLossWindow with the default filled in, 0 when
@@ -111,9 +118,9 @@ func (c Config) WithDefaults() Config {
 	d := DefaultConfig()
 	c.Mode = cmp.Or(c.Mode, d.Mode)
 	c.LeaseTTL = cmp.Or(c.LeaseTTL, d.LeaseTTL)
-	c.ReserveChunk = cmp.Or(c.ReserveChunk, d.ReserveChunk)
 	c.StoreStartupDeadline = cmp.Or(c.StoreStartupDeadline, d.StoreStartupDeadline)
 	c.StoreLossWindow = cmp.Or(c.StoreLossWindow, d.StoreLossWindow)
+	c.ReserveChunk = cmp.Or(c.ReserveChunk, ReserveChunkFor(c.LossWindow()))
 	c.StoreDurability = cmp.Or(c.StoreDurability, d.StoreDurability)
 	return c
 }
@@ -152,10 +159,38 @@ func (c Config) Validate() error {
 	if c.ReserveChunk < time.Second {
 		return bad("ReserveChunk", "%s is shorter than 1s", c.ReserveChunk)
 	}
+	if c.Mode == ModeLeased {
+		if err := c.CheckChunk(uidcore.DefaultMaxAhead, "the ahead bound"); err != nil {
+			return err
+		}
+	}
 	if c.StoreDurability != DurabilityWarn && c.StoreDurability != DurabilityRefuse {
 		return bad("StoreDurability", "%q is neither %q nor %q", c.StoreDurability, DurabilityWarn, DurabilityRefuse)
 	}
 	return c.validateRegions()
+}
+
+// CheckChunk refuses, as a *setting.Error on ReserveChunk, a reserve chunk
+// that does not exceed W + LeaseTTL/3 + maxAhead when W is not 0: a
+// lease issues only the reservation a renewal confirmed W after its
+// write, which lags the acknowledged one by W and a renewal interval, so
+// a shorter chunk stalls padding at the durable reservation's end
+// (uniqueness holds; IDs stop). maxAheadName names the ahead bound's
+// setting; a negative maxAhead (no bound) counts as 0.
+func (c Config) CheckChunk(maxAhead time.Duration, maxAheadName string) error {
+	c = c.WithDefaults()
+	w := c.LossWindow()
+	if w == 0 || c.Mode != ModeLeased {
+		return nil
+	}
+	need := w + c.LeaseTTL/3 + max(maxAhead, 0)
+	if c.ReserveChunk > need {
+		return nil
+	}
+	return &setting.Error{Field: "ReserveChunk", Reason: fmt.Sprintf(
+		"%s must exceed %s (%s) + %s/3 (%s) + %s (%s) = %s: with a loss window IDs come only from the reservation of W and a renewal ago, so a shorter chunk stalls them; raise %s (unset: %s), or lower %s (0 only when the store meets every obligation of docs/operations.md, What the guarantees assume)",
+		c.ReserveChunk, c.Name("StoreLossWindow"), w, c.Name("LeaseTTL"), c.LeaseTTL/3, maxAheadName, max(maxAhead, 0), need,
+		c.Name("ReserveChunk"), ReserveChunkFor(w), c.Name("StoreLossWindow"))}
 }
 
 // validateRegions checks Region against Regions and the mode.

@@ -83,10 +83,6 @@ type LeaseRequest struct {
 	MaxWorkerID uint64
 	TTL         time.Duration
 	Host        Host
-	// Margin is the loss margin in seconds (LeaseMargin): a worker ID
-	// whose reserved second plus Margin has passed serves at once, and is
-	// taken before one that would make its new owner wait.
-	Margin int64
 }
 
 // Grant is an acquired lease.
@@ -94,26 +90,6 @@ type Grant struct {
 	WorkerID     uint64
 	Token        string
 	PrevReserved int64 // the last second an earlier owner reserved, as the store has it (0: none)
-}
-
-// LeaseMargin is M, the loss margin in seconds: a new owner of a worker
-// ID issues only seconds after the reservation it read plus M, so that
-// writes the store forgot cannot have reserved them for an earlier owner.
-// The writes forgotten lie within the loss window W; the last write the
-// store kept is at most one renewal interval (TTL/3) older than the
-// window, since a live owner renews that often; and a renewal reserves at
-// most a chunk beyond the later of its clock and the second a generator
-// asked for, which runs at most its ahead bound (2 s by default) ahead.
-// TTL covers TTL/3 plus the ahead bound:
-//
-//	M = ceil(W) + ceil(TTL) + ceil(chunk)   (0 when W is 0)
-//
-// With the defaults (W 2m, TTL 30s, chunk 60s) M is 210 s.
-func LeaseMargin(lossWindow, ttl, chunk time.Duration) int64 {
-	if lossWindow <= 0 {
-		return 0
-	}
-	return ceilSeconds(lossWindow) + ceilSeconds(ttl) + ceilSeconds(chunk)
 }
 
 func ceilSeconds(d time.Duration) int64 { return int64((d + time.Second - 1) / time.Second) }
@@ -135,8 +111,9 @@ type LeaseConfig struct {
 	// Config); zero: every worker ID of the layout.
 	Region  string
 	Regions Regions
-	// LossWindow is W (Config.LossWindow): claims keep LeaseMargin after
-	// the reservation they read.
+	// LossWindow is W (Config.LossWindow): a lease issues only seconds
+	// of a reservation that a renewal started at least W after its write
+	// confirmed (Lease.Until); 0: every acknowledged reservation.
 	LossWindow time.Duration
 }
 
@@ -161,7 +138,6 @@ func LeaseConfigFrom(cfg Config, host Host, storeName string) LeaseConfig {
 type LeaseAssigner struct {
 	store       LeaseStore
 	cfg         LeaseConfig
-	margin      int64
 	regressions atomic.Uint64
 }
 
@@ -179,16 +155,13 @@ func NewLeaseAssigner(store LeaseStore, cfg LeaseConfig) (*LeaseAssigner, error)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &LeaseAssigner{store: store, cfg: cfg, margin: LeaseMargin(cfg.LossWindow, cfg.TTL, cfg.ReserveChunk)}, nil
+	return &LeaseAssigner{store: store, cfg: cfg}, nil
 }
 
 // Regressions is how many times a lease of this assigner found its
 // record older than what the store had acknowledged to it (for the
 // uid_store_regressions_total metric).
 func (a *LeaseAssigner) Regressions() uint64 { return a.regressions.Load() }
-
-// Margin is LeaseMargin of the assigner's settings, in seconds.
-func (a *LeaseAssigner) Margin() int64 { return a.margin }
 
 // Claim implements uidcore.Assigner; the claim is a *Lease.
 func (a *LeaseAssigner) Claim(ctx context.Context, layout uidcore.Layout) (uidcore.Claim, error) {
@@ -213,7 +186,7 @@ func (a *LeaseAssigner) ClaimLease(ctx context.Context, layout uidcore.Layout) (
 	}
 	var lease *Lease
 	err = RetryStore(ctx, a.cfg.RetryFor, a.cfg.Logger, "claim a worker ID from "+a.cfg.StoreName, func(ctx context.Context) error {
-		g, err := a.store.Acquire(ctx, LeaseRequest{Token: newToken(), MinWorkerID: span.Lo, MaxWorkerID: span.Hi, TTL: a.cfg.TTL, Host: a.cfg.Host, Margin: a.margin})
+		g, err := a.store.Acquire(ctx, LeaseRequest{Token: newToken(), MinWorkerID: span.Lo, MaxWorkerID: span.Hi, TTL: a.cfg.TTL, Host: a.cfg.Host})
 		if errors.Is(err, ErrWorkerIDsExhausted) {
 			return Permanent(fmt.Errorf("%w (%d worker IDs %s, layout %s, all leased in %s)", err, span.Len(), a.describeRange(span), layout, a.cfg.StoreName))
 		}
@@ -228,7 +201,7 @@ func (a *LeaseAssigner) ClaimLease(ctx context.Context, layout uidcore.Layout) (
 			cancel()
 			return Permanent(fmt.Errorf("workerid: %s granted worker ID %d, outside the range %s: %w", a.cfg.StoreName, g.WorkerID, a.describeRange(span), uidcore.ErrWorkerRange))
 		}
-		l := newLease(a.store, g, a.cfg, a.margin, &a.regressions)
+		l := newLease(a.store, g, a.cfg, &a.regressions)
 		if err := l.start(ctx); err != nil {
 			// Without a first reservation the lease is useless: give the
 			// worker ID back rather than leave it to expire.
@@ -244,7 +217,7 @@ func (a *LeaseAssigner) ClaimLease(ctx context.Context, layout uidcore.Layout) (
 		return nil, err
 	}
 	lease.log.Info("workerid: leased worker ID", event.Key, event.LeaseAcquired, "range", a.describeRange(span), secondAttr(event.AttrAfter, lease.After()),
-		secondAttr(event.AttrReserved, lease.reserved.Load()), "ttl", a.cfg.TTL, "loss_margin_s", a.margin)
+		secondAttr(event.AttrReserved, lease.reserved.Load()), "ttl", a.cfg.TTL, "loss_window", a.cfg.LossWindow)
 	return lease, nil
 }
 
@@ -257,16 +230,27 @@ func (a *LeaseAssigner) describeRange(span WorkerRange) string {
 }
 
 // Lease is a leased worker ID with its time reservation. It implements
-// uidcore.Claim and uidcore.Reserver. A background goroutine renews the
-// lease every TTL/3 and extends the reservation in chunks; Release stops
-// it.
+// uidcore.Claim, uidcore.Reserver and uidcore.Warming. A background
+// goroutine renews the lease every TTL/3 and extends the reservation in
+// chunks; Release stops it.
+//
+// With a loss window W the store may forget any write it acknowledged
+// in the last W, the claim itself included, so the lease issues only
+// seconds of a durable reservation (Until): one that a renewal started
+// at least W after the write confirmed, without a regression, still in
+// the record. Nobody then issues a second the store can forget, and a
+// new owner starts right after the reservation it reads (After), with no
+// margin (verify/lease.pml, D1 and D2).
 type Lease struct {
 	store LeaseStore
 	grant Grant
 	ttl   time.Duration
 	chunk int64 // seconds reserved ahead
+	// lossWindow is W: a reservation acknowledged at t is durable once a
+	// renewal started at t+W or later succeeds (0: at once).
+	lossWindow time.Duration
 	// after is the last second this owner must not issue: the previous
-	// owner's reservation plus the loss margin.
+	// owner's reservation, as the store has it.
 	after       int64
 	clock       uidcore.Clock
 	log         *slog.Logger
@@ -277,9 +261,19 @@ type Lease struct {
 	// owner (the record's at the claim before the first renewal): a
 	// record below it is a regression.
 	verified atomic.Int64
-	retired  atomic.Int64          // last second the generator may have used, once it stopped (0: not yet)
-	demanded atomic.Int64          // the highest second a generator asked for
-	invalid  atomic.Pointer[error] // nil until the lease is lost for good or released
+	// durable is the last second of the reservation the store can no
+	// longer forget: what Until hands the generator. Below reserved by up
+	// to W and a renewal interval when W is not 0.
+	durable atomic.Int64
+	// unconfirmed are the reservations acknowledged but not yet durable,
+	// oldest first; only the renewing goroutine (start, then heartbeat)
+	// touches them.
+	unconfirmed []acknowledged
+	ready       chan struct{} // closed once durable is past after
+	readyOnce   sync.Once
+	retired     atomic.Int64          // last second the generator may have used, once it stopped (0: not yet)
+	demanded    atomic.Int64          // the highest second a generator asked for
+	invalid     atomic.Pointer[error] // nil until the lease is lost for good or released
 	// expired is the error of a lease not renewed before its local
 	// deadline (nil while renewals get through). It stops nothing: the
 	// reserved seconds stay this lease's whoever takes the worker ID over.
@@ -300,28 +294,34 @@ type Lease struct {
 	releaseErr  error
 }
 
-func newLease(store LeaseStore, g Grant, cfg LeaseConfig, margin int64, regressions *atomic.Uint64) *Lease {
+// acknowledged is a reservation the store acknowledged at a moment
+// (monotonic): durable once a renewal started W after it succeeds.
+type acknowledged struct {
+	second int64
+	at     time.Time
+}
+
+func newLease(store LeaseStore, g Grant, cfg LeaseConfig, regressions *atomic.Uint64) *Lease {
 	ctx, cancel := context.WithCancel(context.Background())
-	after := g.PrevReserved
-	if after > 0 {
-		after += margin
-	}
 	l := &Lease{
 		store:       store,
 		grant:       g,
 		ttl:         cfg.TTL,
 		chunk:       ceilSeconds(cfg.ReserveChunk),
-		after:       after,
+		lossWindow:  max(cfg.LossWindow, 0),
+		after:       g.PrevReserved,
 		clock:       cfg.Clock,
 		log:         cfg.Logger.With(event.AttrWorker, g.WorkerID, event.AttrOwner, ownerID(g.Token), "store", cfg.StoreName),
 		regressions: regressions,
 		origin:      time.Now(),
 		done:        make(chan struct{}),
+		ready:       make(chan struct{}),
 		wake:        make(chan struct{}, 1),
 		ctx:         ctx,
 		cancel:      cancel,
 	}
 	l.verified.Store(g.PrevReserved)
+	l.durable.Store(g.PrevReserved)
 	return l
 }
 
@@ -342,13 +342,18 @@ func (l *Lease) start(ctx context.Context) error {
 func (l *Lease) WorkerID() uint64 { return l.grant.WorkerID }
 
 // After implements uidcore.Claim: the last second the previous owner of
-// the worker ID reserved, as the store has it, plus the loss margin
-// (LeaseMargin). Generators start strictly after it.
+// the worker ID reserved, as the store has it. Generators start strictly
+// after it. No margin is needed for a store that forgets up to W: no
+// owner issued a second of a reservation the store could still forget
+// (Until).
 func (l *Lease) After() int64 { return l.after }
 
-// Until implements uidcore.Claim: the last second reserved in the store.
-// It returns an error wrapping uidcore.ErrClaimLost once the lease is lost
-// for good (ErrLeaseTaken, ErrReleased).
+// Until implements uidcore.Claim: the last second of the durable
+// reservation, the one the store can no longer forget (with W = 0 every
+// acknowledged reservation). It returns an error wrapping
+// uidcore.ErrClaimLost once the lease is lost for good (ErrLeaseTaken,
+// ErrLeaseRegression, ErrReleased). Until a fresh lease's first
+// reservation is durable it is After: nothing may be issued (Ready).
 //
 // A lease not renewed in time (the store unreachable: a failover, a cut)
 // keeps its reserved seconds: a later owner of the worker ID starts
@@ -360,8 +365,19 @@ func (l *Lease) Until() (int64, error) {
 	if p := l.invalid.Load(); p != nil {
 		return 0, *p
 	}
-	return l.reserved.Load(), nil
+	return l.durable.Load(), nil
 }
+
+// Ready implements uidcore.Warming: it is closed once the lease's first
+// reservation is durable, W and a renewal after the claim (at once after
+// the claim with W = 0). It stays open on a lease lost before that (Done).
+func (l *Lease) Ready() <-chan struct{} { return l.ready }
+
+// DurableIn is how long a fresh lease waits at most, from its claim,
+// until its first reservation is durable: W and a renewal's round trip
+// (the renewal is scheduled W after the first reservation's write); 0
+// with W = 0.
+func (l *Lease) DurableIn() time.Duration { return l.lossWindow }
 
 // Reserve implements uidcore.Reserver: a generator wants to issue IDs for
 // second. The heartbeat extends the reservation at once when second comes
@@ -419,6 +435,7 @@ type LeaseStatus struct {
 	WorkerID uint64
 	After    int64         // the previous owner's last reserved second
 	Reserved int64         // the last second reserved in the store
+	Durable  int64         // the last second of the durable reservation (Until)
 	TimeLeft time.Duration // until the local deadline
 	Err      error         // nil while valid; wraps uidcore.ErrClaimLost once lost for good
 	Expired  error         // not renewed in time: issuing only Reserved's seconds (see Lease.Expired)
@@ -427,7 +444,7 @@ type LeaseStatus struct {
 // Status returns a snapshot of the lease.
 func (l *Lease) Status() LeaseStatus {
 	_, err := l.Until()
-	return LeaseStatus{WorkerID: l.grant.WorkerID, After: l.after, Reserved: l.reserved.Load(), TimeLeft: l.TimeLeft(), Err: err, Expired: l.Expired()}
+	return LeaseStatus{WorkerID: l.grant.WorkerID, After: l.after, Reserved: l.reserved.Load(), Durable: l.durable.Load(), TimeLeft: l.TimeLeft(), Err: err, Expired: l.Expired()}
 }
 
 // Release implements uidcore.Claim: it stops the heartbeat and frees the
@@ -499,9 +516,15 @@ func (l *Lease) needsExtension(reserved, second int64) bool {
 // target is the reserved second the next renewal asks for: unchanged while
 // at least half a chunk remains beyond max(wall clock, demanded second),
 // else a full chunk beyond it. Never before the previous owner's second.
+// With a loss window every renewal moves it a full chunk ahead: what the
+// generator may issue is the reservation of W and a renewal ago, so the
+// chunk must cover that lag (Config.Validate).
 func (l *Lease) target() int64 {
 	base := max(l.clock.Now().Unix(), l.demanded.Load(), l.after+1)
 	cur := l.reserved.Load()
+	if l.lossWindow > 0 {
+		return max(cur, base+l.chunk)
+	}
 	if !l.needsExtension(cur, base) {
 		return cur
 	}
@@ -531,6 +554,7 @@ func (l *Lease) renewOnce(ctx context.Context) error {
 	if target > l.verified.Load() {
 		l.verified.Store(target)
 	}
+	l.confirm(sent, target)
 	deadline := sent.Add(l.ttl)
 	l.deadline.Store(int64(deadline.Sub(l.origin)))
 	l.expiry.Reset(time.Until(deadline))
@@ -539,6 +563,51 @@ func (l *Lease) renewOnce(ctx context.Context) error {
 		l.log.Warn("workerid: lease renewed after it had expired: reserving seconds again", event.Key, event.LeaseRecovered, secondAttr(event.AttrReserved, target))
 	}
 	return nil
+}
+
+// confirm moves the durable reservation on after a renewal sent at sent
+// succeeded without a regression (the record still held every
+// reservation acknowledged to this owner) and reserved up to target: the
+// reservations acknowledged at least W before sent are durable, and
+// target, acknowledged now, waits its turn. l.mu must be held.
+func (l *Lease) confirm(sent time.Time, target int64) {
+	if l.lossWindow == 0 {
+		l.durable.Store(l.reserved.Load())
+		l.markReady()
+		return
+	}
+	n := 0
+	for _, a := range l.unconfirmed {
+		if sent.Sub(a.at) < l.lossWindow {
+			break
+		}
+		l.durable.Store(max(l.durable.Load(), a.second))
+		n++
+	}
+	l.unconfirmed = append(l.unconfirmed[:0], l.unconfirmed[n:]...)
+	if last := len(l.unconfirmed) - 1; target > l.durable.Load() && (last < 0 || target > l.unconfirmed[last].second) {
+		l.unconfirmed = append(l.unconfirmed, acknowledged{second: target, at: time.Now()})
+	}
+	if n > 0 {
+		l.log.Debug("workerid: lease reservation durable", secondAttr(event.AttrReserved, l.durable.Load()))
+	}
+	if l.durable.Load() > l.after {
+		l.markReady()
+	}
+}
+
+func (l *Lease) markReady() { l.readyOnce.Do(func() { close(l.ready) }) }
+
+// untilConfirmable is how long until the oldest unconfirmed reservation
+// can be confirmed by a renewal starting then; ok is false when none
+// waits.
+func (l *Lease) untilConfirmable() (wait time.Duration, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.unconfirmed) == 0 {
+		return 0, false
+	}
+	return max(time.Until(l.unconfirmed[0].at.Add(l.lossWindow)), 0), true
 }
 
 // checkExpiry runs when the local deadline may have passed.
@@ -585,7 +654,11 @@ func (l *Lease) heartbeat() {
 	defer l.wg.Done()
 	interval := l.ttl / 3
 	pauses := retry.Policy{Max: min(max(l.ttl/10, retry.DefaultMin), time.Second)}.Start()
-	timer := time.NewTimer(interval)
+	first := interval
+	if wait, ok := l.untilConfirmable(); ok {
+		first = min(first, wait+time.Millisecond)
+	}
+	timer := time.NewTimer(first)
 	defer timer.Stop()
 	failing := false
 	for {
@@ -607,7 +680,13 @@ func (l *Lease) heartbeat() {
 			}
 			failing = false
 			pauses.Reset()
-			timer.Reset(interval)
+			next := interval
+			if wait, ok := l.untilConfirmable(); ok {
+				// The renewal that makes a reservation durable as soon as
+				// it can be: a fresh lease's first ID waits for it.
+				next = min(next, wait+time.Millisecond)
+			}
+			timer.Reset(next)
 		case errors.Is(err, ErrLeaseRegression):
 			l.regressed(err)
 			return

@@ -227,11 +227,6 @@ func (a *Assigner) checkFound(ctx context.Context, kv jetstream.KeyValue, bucket
 	return natsconn.CheckReplicated(a.nc, bs.StreamInfo().Config.Replicas, "KV bucket "+bucket, a.cfg.Name("Replicas"))
 }
 
-// LossMargin is how far after a recorded reservation a new owner starts
-// (workerid.LeaseMargin), in seconds: a new generation starts after the
-// lease horizon plus it.
-func (a *Assigner) LossMargin() int64 { return a.cfg.Config.LossMargin() }
-
 // Regressions is how many times a lease found its record older than what
 // the store had acknowledged to it (workerid.LeaseAssigner.Regressions),
 // or in disposable mode how many worker IDs were refused (claimDisposable).
@@ -432,7 +427,7 @@ func (s *kvLeaseStore) tryAcquire(ctx context.Context, req workerid.LeaseRequest
 		if prev.Owner != "" && prev.ExpiresMs > now.UnixMilli() {
 			return workerid.Grant{}, false, nil
 		}
-		if !futureToo && prev.Reserved+req.Margin > now.Unix()+1 {
+		if !futureToo && prev.Reserved > now.Unix()+1 {
 			return workerid.Grant{}, false, nil
 		}
 		rec.Reserved = prev.Reserved

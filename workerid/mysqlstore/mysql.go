@@ -243,11 +243,6 @@ func redactPassword(msg, password string) string {
 	return strings.ReplaceAll(msg, password, "***")
 }
 
-// LossMargin is how far after a recorded reservation a new owner starts
-// (workerid.LeaseMargin), in seconds: a new generation starts after the
-// lease horizon plus it.
-func (a *Assigner) LossMargin() int64 { return a.cfg.Config.LossMargin() }
-
 // Regressions is how many times a lease found its record older than what
 // the store had acknowledged to it (workerid.LeaseAssigner.Regressions),
 // or in disposable mode how many worker IDs were refused because their
@@ -386,9 +381,9 @@ func retryableRace(err error) bool {
 	return false
 }
 
-// recycle takes the lowest expired or released lease of the range, with pastOnly only
-// one whose reservation plus the loss margin is at most a second beyond
-// the database's clock (what a generator may run ahead anyway).
+// recycle takes the lowest expired or released lease of the range, with
+// pastOnly only one whose reservation is at most a second beyond the
+// database's clock (what a generator may run ahead anyway).
 func (s *mysqlLeaseStore) recycle(ctx context.Context, req workerid.LeaseRequest, pastOnly bool) (g workerid.Grant, ok bool, err error) {
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	if err != nil {
@@ -401,8 +396,8 @@ func (s *mysqlLeaseStore) recycle(ctx context.Context, req workerid.LeaseRequest
 	}()
 	res, err := tx.ExecContext(ctx, "UPDATE "+s.table+" SET OWNER_TOKEN = ?, LEASE_EXPIRY = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, "+
 		"HOST_NAME = ?, PORT = ?, TYPE = ?, MODIFIED = UTC_TIMESTAMP(6) "+
-		"WHERE LEASE_EXPIRY < UTC_TIMESTAMP(6) AND WORKER_ID BETWEEN ? AND ? AND (? = 0 OR RESERVED_SECOND + ? <= UNIX_TIMESTAMP() + 1) ORDER BY WORKER_ID LIMIT 1",
-		req.Token, req.TTL.Microseconds(), req.Host.Name, req.Host.Port, int(req.Host.Type), req.MinWorkerID, req.MaxWorkerID, pastOnly, req.Margin)
+		"WHERE LEASE_EXPIRY < UTC_TIMESTAMP(6) AND WORKER_ID BETWEEN ? AND ? AND (? = 0 OR RESERVED_SECOND <= UNIX_TIMESTAMP() + 1) ORDER BY WORKER_ID LIMIT 1",
+		req.Token, req.TTL.Microseconds(), req.Host.Name, req.Host.Port, int(req.Host.Type), req.MinWorkerID, req.MaxWorkerID, pastOnly)
 	if err != nil {
 		return workerid.Grant{}, false, err
 	}

@@ -77,7 +77,9 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		"RegionsConcurrent":    testRegionsConcurrentClaimers,
 		"RegionsLanes":         testRegionsLanes,
 		"ForgottenRenewal":     testForgottenRenewal,
-		"LossMargin":           testLossMargin,
+		"ForgottenClaim":       testForgottenClaim,
+		"RenewalAfterGap":      testRenewalAfterGap,
+		"DurableReservation":   testDurableReservation,
 	}
 	for name, test := range leased {
 		t.Run("leased/"+name, func(t *testing.T) {
