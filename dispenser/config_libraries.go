@@ -42,7 +42,7 @@ type WorkerIDConfig struct {
 	MySQLDSN             string              `envconfig:"DISPENSER_MYSQL_DSN" desc:"MySQL DSN (go-sql-driver form, user:password@tcp(host:3306)/db) of the worker-ID store; empty: the JetStream KV bucket"`
 	WorkerMode           workerid.Mode       `envconfig:"DISPENSER_WORKER_MODE" desc:"leased (recyclable worker IDs with time reservations) or disposable (a new worker ID on every start, UidGenerator's WORKER_NODE)"`
 	LeaseTTL             time.Duration       `envconfig:"DISPENSER_LEASE_TTL" desc:"leased: how long a worker-ID lease lasts without renewal (renewed every third of it); at least 1s"`
-	ReserveChunk         time.Duration       `envconfig:"DISPENSER_RESERVE_CHUNK" desc:"leased: how far ahead seconds are reserved in the store at a time; at least 1s"`
+	ReserveChunk         time.Duration       `envconfig:"DISPENSER_RESERVE_CHUNK" desc:"leased: how far ahead seconds are reserved in the store at a time; at least 1s, and with a loss window more than DISPENSER_STORE_LOSS_WINDOW + DISPENSER_LEASE_TTL/3 + DISPENSER_MAX_AHEAD (IDs come only from the reservation a renewal confirmed W later); 0: 1m plus DISPENSER_STORE_LOSS_WINDOW (3m by default)"`
 	WorkerNodeTable      string              `envconfig:"DISPENSER_WORKER_NODE_TABLE" desc:"disposable on MySQL: UidGenerator's worker-node table"`
 	WorkerLeaseTable     string              `envconfig:"DISPENSER_WORKER_LEASE_TABLE" desc:"leased on MySQL: the lease table"`
 	CreateTables         bool                `envconfig:"DISPENSER_CREATE_TABLES" desc:"MySQL: create the table of the mode at start-up when missing (needs the CREATE privilege)"`
@@ -51,7 +51,7 @@ type WorkerIDConfig struct {
 	WorkerKVBucket       string              `envconfig:"DISPENSER_WORKER_KV_BUCKET" desc:"JetStream KV bucket of the worker-ID store when no MySQL DSN is set"`
 	WorkerKVReplicas     int                 `envconfig:"DISPENSER_WORKER_KV_REPLICAS" desc:"replicas of the KV bucket when the dispenser creates it, 1..5; 0: 3 in a clustered JetStream (fewer on a smaller cluster), 1 on a single server"`
 	StoreStartupDeadline time.Duration       `envconfig:"DISPENSER_STORE_STARTUP_DEADLINE" desc:"how long start-up (and a claim) retries an unreachable store before it fails (negative: one attempt)"`
-	StoreLossWindow      time.Duration       `envconfig:"DISPENSER_STORE_LOSS_WINDOW" desc:"W, the longest window of acknowledged writes the store may forget (a power loss under lazy fsync, a lossy failover): a new owner of a worker ID starts W plus a TTL and a reserve chunk after the reservation it reads, and sequences check their counters and settle a new instance; 0 only when every obligation of docs/operations.md, What the guarantees assume, holds"`
+	StoreLossWindow      time.Duration       `envconfig:"DISPENSER_STORE_LOSS_WINDOW" desc:"W, the longest window of acknowledged writes the store may forget (a power loss under lazy fsync, a lossy failover): a lease issues only seconds a renewal confirmed W after reserving them, so an instance joins the queue group W and a renewal after its claim, and sequences check their counters and settle a new instance; 0 only when every obligation of docs/operations.md, What the guarantees assume, holds"`
 	StoreDurability      workerid.Durability `envconfig:"DISPENSER_STORE_DURABILITY" desc:"warn or refuse: what start-up does when the store's settings let it forget acknowledged writes (MySQL's innodb_flush_log_at_trx_commit, sync_binlog, read_only, semi-sync wait point; JetStream's sync_interval where readable)"`
 	Region               string              `envconfig:"DISPENSER_REGION" desc:"this instance's region, one of DISPENSER_REGIONS, named like its NATS cluster (empty: no regions)"`
 	Regions              workerid.Regions    `envconfig:"DISPENSER_REGIONS" desc:"the fleet's map of regions to worker-ID ranges, the same everywhere, e.g. east=0-511,west=512-1023; each region claims worker IDs only in its range, from a store of its own (docs/operations.md, Across regions); empty: no regions"`
@@ -107,7 +107,7 @@ func workerIDDefaults() WorkerIDConfig {
 		MySQLDSN:             m.DSN,
 		WorkerMode:           d.Mode,
 		LeaseTTL:             d.LeaseTTL,
-		ReserveChunk:         d.ReserveChunk,
+		ReserveChunk:         0, // workerid's default follows the loss window: ReserveChunkFor
 		WorkerNodeTable:      m.WorkerNodeTable,
 		WorkerLeaseTable:     m.WorkerLeaseTable,
 		CreateTables:         !m.TablesByHand,

@@ -181,7 +181,7 @@ func TestUsageListsEveryVariableWithItsDefault(t *testing.T) {
 	}
 	for name, def := range map[string]string{
 		"DISPENSER_LEASE_TTL": "30s", "DISPENSER_TAKE_WAIT": "800ms", "DISPENSER_EPOCH": "2026-01-01T00:00:00Z", "DISPENSER_WORKER_MODE": "leased",
-		"DISPENSER_BLOCKS_BLOCK_SIZE": "32768", "DISPENSER_CREATE_TABLES": "true", "DISPENSER_SEQUENCE_TARGET": "15m", "DISPENSER_RESERVE_CHUNK": "1m",
+		"DISPENSER_BLOCKS_BLOCK_SIZE": "32768", "DISPENSER_CREATE_TABLES": "true", "DISPENSER_SEQUENCE_TARGET": "15m", "DISPENSER_RESERVE_CHUNK": "0s", // 0: 1m plus the loss window
 	} {
 		if line := lineOf(name); !strings.Contains(line, "default "+def+")") {
 			t.Errorf("usage line %q lacks the default %s", line, def)

@@ -128,6 +128,9 @@ func Start(ctx context.Context, cfg Config, opts ...Option) (_ *Dispenser, err e
 		return nil, err
 	}
 	cleanup = append(cleanup, func() { _ = d.stopTelemetry(context.Background()) })
+	if err := d.awaitIssuing(ctx, claim); err != nil {
+		return nil, err
+	}
 	gen, err := d.newGenerator(claim)
 	if err != nil {
 		return nil, fmt.Errorf("dispenser: ring buffer: %w", err)
@@ -193,6 +196,51 @@ func Start(ctx context.Context, cfg Config, opts ...Option) (_ *Dispenser, err e
 	return d, nil
 }
 
+// awaitIssuing waits, before the instance joins the queue group, until
+// it can answer at once: its worker claim's first reservation durable
+// (with a loss window W, W and a renewal after the claim: workerid.Lease
+// Until) and its sequences settled (sequence.SettleFor). Until then the
+// queue group's other members serve, and /readyz says not ready; a lone
+// instance's clients get no responders rather than 503s after waiting.
+func (d *Dispenser) awaitIssuing(ctx context.Context, claim uidcore.Claim) error {
+	wait := time.Duration(0)
+	if l, ok := claim.(interface{ DurableIn() time.Duration }); ok {
+		wait = l.DurableIn()
+	}
+	if d.seq != nil {
+		wait = max(wait, time.Until(d.seq.SettledAt()))
+	}
+	if wait <= 0 {
+		return nil
+	}
+	d.log.Info("not joining the queue group yet: with a loss window, IDs come only from a reservation the store can no longer forget, and sequences settle first",
+		event.Key, event.LeaseAwaitingDurable, event.AttrWorker, claim.WorkerID(), "wait", wait.Round(time.Millisecond), "loss_window", d.cfg.StoreLossWindow,
+		"note", EnvPrefix+"_STORE_LOSS_WINDOW=0 only for stores meeting every obligation of docs/operations.md, What the guarantees assume")
+	if err := awaitReady(ctx, claim); err != nil {
+		return err
+	}
+	if d.seq != nil {
+		if err := retry.Sleep(ctx, time.Until(d.seq.SettledAt())); err != nil {
+			return fmt.Errorf("dispenser: waiting for the sequences to settle: %w", err)
+		}
+	}
+	return nil
+}
+
+// awaitReady waits until claim can issue (uidcore.Ready), failing when it
+// is lost meanwhile or ctx ends.
+func awaitReady(ctx context.Context, claim uidcore.Claim) error {
+	select {
+	case <-uidcore.Ready(claim):
+		return nil
+	case <-workerid.Done(claim):
+		_, err := claim.Until()
+		return fmt.Errorf("dispenser: worker ID %d lost before its first reservation was durable: %w", claim.WorkerID(), err)
+	case <-ctx.Done():
+		return fmt.Errorf("dispenser: waiting for worker ID %d's first durable reservation: %w", claim.WorkerID(), ctx.Err())
+	}
+}
+
 // connectNATS reaches NATS (the configured server, or the local one,
 // started embedded when none listens), connects the service's connection
 // and returns the URL and how to close what it opened.
@@ -235,7 +283,25 @@ func (d *Dispenser) connectNATS(ctx context.Context) (url string, _ func(), err 
 		return "", nil, fmt.Errorf("dispenser: %w", err)
 	}
 	cleanup = append(cleanup, func() { d.svcNC.Close() })
+	d.embeddedLossWindow()
 	return url, closeAll, nil
+}
+
+// embeddedLossWindow sets W to 0 for a zero-config run on the embedded
+// nats-server (this instance's or another's on 127.0.0.1:4222), unless
+// the loss window was chosen (in the environment, or a Config other than
+// the default): that server meets every obligation of
+// docs/operations.md "What the guarantees assume" for the KV store (it
+// syncs every write, one node, a recent release), and with the default
+// W a first start would wait 2 minutes before serving.
+func (d *Dispenser) embeddedLossWindow() {
+	_, chosen := os.LookupEnv(EnvPrefix + "_STORE_LOSS_WINDOW")
+	if d.cfg.NATSURL != "" || d.cfg.MySQLDSN != "" || chosen ||
+		d.cfg.StoreLossWindow != DefaultConfig().StoreLossWindow || d.svcNC.Conn.ConnectedServerName() != natsio.EmbeddedServerName {
+		return
+	}
+	d.cfg.StoreLossWindow = 0
+	d.log.Info("the embedded nats-server syncs every write: no loss window (set "+EnvPrefix+"_STORE_LOSS_WINDOW to choose one)", "loss_window", 0)
 }
 
 // openAssigner sets up the configured worker-ID store and returns how to
@@ -394,6 +460,11 @@ func (d *Dispenser) reclaim(ctx context.Context) error {
 				return err
 			}
 			var gen *uidcore.CachedGenerator
+			if err == nil {
+				// Meanwhile the lost claim's generator answers 503s and
+				// /readyz says not ready (claimStatus).
+				err = awaitReady(ctx, claim)
+			}
 			if err == nil {
 				if gen, err = d.newGenerator(claim); err == nil {
 					d.swap(oldClaim, claim, gen)

@@ -74,7 +74,7 @@ func startEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 		return nil, fmt.Errorf("natsio: embedded server data directory: %w", err)
 	}
 	srv, err := server.NewServer(&server.Options{
-		ServerName: "uid-dispenser-embedded",
+		ServerName: EmbeddedServerName,
 		Host:       host,
 		Port:       port,
 		JetStream:  true,
@@ -108,6 +108,11 @@ func (e *Embedded) Shutdown() {
 	e.srv.Shutdown()
 	e.srv.WaitForShutdown()
 }
+
+// EmbeddedServerName is the embedded server's name, as its INFO reports
+// it to every client: a dispenser that finds it knows the server syncs
+// every write.
+const EmbeddedServerName = "uid-dispenser-embedded"
 
 // LocalServer gives the zero-config run a NATS server: the one listening
 // on cfg.Addr when there is one, else an embedded one started there (the

@@ -34,8 +34,24 @@ if [ -z "$dispenser" ]; then
 	(cd "$root" && go build -o "$dispenser" ./cmd/dispenser)
 fi
 
+# JetStream syncs every write before acknowledging it where the server
+# can (sync_interval exists from 2.10); a 2.9 server gets the store
+# alone. Either way the dispenser runs with DISPENSER_STORE_LOSS_WINDOW=0
+# (unless the environment sets it): the store is temporary and dies with
+# this script, so no later instance can repeat IDs against a store that
+# forgot, and with the default window (2m) the dispenser would wait that
+# long before serving (docs/operations.md, "What the guarantees assume").
+{
+	echo "jetstream {"
+	echo "  store_dir: \"$work/store\""
+	case "$("$nats_server" --version 2>&1)" in
+	*v2.9.* | *v2.[0-8].*) ;;
+	*) echo "  sync_interval: always" ;;
+	esac
+	echo "}"
+} >"$work/nats.conf"
 # -p -1: the server picks a free port and writes it to the ports file.
-"$nats_server" -js -a 127.0.0.1 -p -1 -sd "$work/store" --ports_file_dir "$work" >"$work/nats.log" 2>&1 &
+"$nats_server" -c "$work/nats.conf" -a 127.0.0.1 -p -1 --ports_file_dir "$work" >"$work/nats.log" 2>&1 &
 nats_pid=$!
 url=""
 for _ in $(seq 1 3000); do # at most 30 s
@@ -51,7 +67,7 @@ done
 
 # At level info the dispenser logs when it serves (msg=serving, or
 # event=service.serving), which is when COMMAND may start.
-DISPENSER_NATS_URL="$url" DISPENSER_LOG_LEVEL=info "$dispenser" >"$work/dispenser.log" 2>&1 &
+DISPENSER_STORE_LOSS_WINDOW="${DISPENSER_STORE_LOSS_WINDOW:-0}" DISPENSER_NATS_URL="$url" DISPENSER_LOG_LEVEL=info "$dispenser" >"$work/dispenser.log" 2>&1 &
 dispenser_pid=$!
 ready=""
 for _ in $(seq 1 6000); do # at most 60 s

@@ -827,3 +827,8 @@ func (a *Allocator) Stats() []Stats {
 	slices.SortFunc(out, func(x, y Stats) int { return cmp.Compare(x.Name, y.Name) })
 	return out
 }
+
+// SettledAt is when a new allocator may take its first segment (the
+// settle period after NewAllocator): the dispenser joins its queue group
+// only then, so that a first request does not wait out the period.
+func (a *Allocator) SettledAt() time.Time { return time.Unix(0, a.settled.Load()) }

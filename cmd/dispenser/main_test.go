@@ -45,6 +45,11 @@ func command(t *testing.T, args []string, env ...string) *exec.Cmd {
 		}
 	}
 	cmd.Env = append(cmd.Env, "UID_TEST_RUN_DISPENSER=1")
+	// The tests' servers are never power-cut: nothing they acknowledged is
+	// lost, and with the default loss window (2m) every start would wait
+	// that long before serving. A test may set it again (the last value
+	// wins).
+	cmd.Env = append(cmd.Env, "DISPENSER_STORE_LOSS_WINDOW=0")
 	cmd.Env = append(cmd.Env, env...)
 	return cmd
 }

@@ -41,6 +41,11 @@ const (
 	// one this owner had written: the store forgot an acknowledged write.
 	// The owner stops issuing under the worker ID at once.
 	LeaseRegression = "lease.regression"
+	// LeaseAwaitingDurable: a starting instance stays out of the queue
+	// group (and /readyz says not ready) until its first reservation is
+	// durable, a loss window W and a renewal after its claim, and its
+	// sequences have settled; "wait" is how long at most.
+	LeaseAwaitingDurable = "lease.awaiting_durable"
 )
 
 // Lanes: extra worker IDs an instance holds while demand needs them

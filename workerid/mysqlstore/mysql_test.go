@@ -451,7 +451,7 @@ func TestMySQLLeaseRows(t *testing.T) {
 	cfg.DSN = dsn
 	a := newMySQLAssigner(t, cfg)
 	l := claimOK(t, a, uidcore.DefaultLayout()).(*workerid.Lease)
-	reserved, _ := l.Until()
+	reserved := l.Status().Reserved // acknowledged (Until is the durable part)
 	var owner, host string
 	var stored int64
 	var live bool
@@ -525,9 +525,9 @@ func TestMySQLLeastPrivileges(t *testing.T) {
 		claim := claimOK(t, a, uidcore.DefaultLayout())
 		if l, ok := claim.(*workerid.Lease); ok {
 			// A renewal too: reserve well ahead.
-			u, _ := l.Until()
+			u := l.Status().Reserved
 			l.Reserve(u + 1)
-			testenv.WaitFor(t, 5*time.Second, "the lease extends its reservation", func() bool { v, err := l.Until(); return err == nil && v > u })
+			testenv.WaitFor(t, 5*time.Second, "the lease extends its reservation", func() bool { return l.Err() == nil && l.Status().Reserved > u })
 		}
 		release(t, claim)
 	}
