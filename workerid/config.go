@@ -160,7 +160,9 @@ func (c Config) Validate() error {
 		return bad("ReserveChunk", "%s is shorter than 1s", c.ReserveChunk)
 	}
 	if c.Mode == ModeLeased {
-		if err := c.CheckChunk(uidcore.DefaultMaxAhead, "the ahead bound"); err != nil {
+		// The generator's ahead bound is its caller's (the dispenser
+		// checks with it): here only what no bound can do without.
+		if err := c.CheckChunk(0, ""); err != nil {
 			return err
 		}
 	}
@@ -176,7 +178,8 @@ func (c Config) Validate() error {
 // write, which lags the acknowledged one by W and a renewal interval, so
 // a shorter chunk stalls padding at the durable reservation's end
 // (uniqueness holds; IDs stop). maxAheadName names the ahead bound's
-// setting; a negative maxAhead (no bound) counts as 0.
+// setting ("": no bound to name); a negative maxAhead (no bound) counts
+// as 0.
 func (c Config) CheckChunk(maxAhead time.Duration, maxAheadName string) error {
 	c = c.WithDefaults()
 	w := c.LossWindow()
@@ -187,9 +190,13 @@ func (c Config) CheckChunk(maxAhead time.Duration, maxAheadName string) error {
 	if c.ReserveChunk > need {
 		return nil
 	}
+	ahead := ""
+	if maxAheadName != "" {
+		ahead = fmt.Sprintf(" + %s (%s)", maxAheadName, max(maxAhead, 0))
+	}
 	return &setting.Error{Field: "ReserveChunk", Reason: fmt.Sprintf(
-		"%s must exceed %s (%s) + %s/3 (%s) + %s (%s) = %s: with a loss window IDs come only from the reservation of W and a renewal ago, so a shorter chunk stalls them; raise %s (unset: %s), or lower %s (0 only when the store meets every obligation of docs/operations.md, What the guarantees assume)",
-		c.ReserveChunk, c.Name("StoreLossWindow"), w, c.Name("LeaseTTL"), c.LeaseTTL/3, maxAheadName, max(maxAhead, 0), need,
+		"%s must exceed %s (%s) + %s/3 (%s)%s = %s: with a loss window IDs come only from the reservation of W and a renewal ago, so a shorter chunk stalls them; raise %s (unset: %s), or lower %s (0 only when the store meets every obligation of docs/operations.md, What the guarantees assume)",
+		c.ReserveChunk, c.Name("StoreLossWindow"), w, c.Name("LeaseTTL"), c.LeaseTTL/3, ahead, need,
 		c.Name("ReserveChunk"), ReserveChunkFor(w), c.Name("StoreLossWindow"))}
 }
 

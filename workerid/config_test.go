@@ -77,3 +77,32 @@ func TestSettingName(t *testing.T) {
 		t.Errorf("worker ID 7 of 8: %v %v", claim, err)
 	}
 }
+
+// With a loss window the reserve chunk must exceed W + TTL/3 (plus the
+// caller's ahead bound, CheckChunk): a lease issues only the reservation
+// confirmed W and a renewal ago. Unset, it is a minute plus W, and with
+// W = 0 a minute, as before the loss window.
+func TestReserveChunkFollowsTheLossWindow(t *testing.T) {
+	if c := workerid.DefaultConfig(); c.ReserveChunk != time.Minute+c.StoreLossWindow {
+		t.Errorf("default chunk %s, want a minute plus W %s", c.ReserveChunk, c.StoreLossWindow)
+	}
+	if c := (workerid.Config{StoreLossWindow: -1}).WithDefaults(); c.ReserveChunk != time.Minute {
+		t.Errorf("default chunk with W = 0: %s, want 1m", c.ReserveChunk)
+	}
+	short := workerid.Config{ReserveChunk: time.Minute, SettingName: func(f string) string { return "APP_" + f }}
+	err := short.Validate()
+	var se *setting.Error
+	if !errors.As(err, &se) || se.Field != "ReserveChunk" || !strings.Contains(err.Error(), "APP_StoreLossWindow (2m0s) + APP_LeaseTTL/3 (10s) = 2m10s") {
+		t.Errorf("chunk 1m with W 2m: %v", err)
+	}
+	if err := short.CheckChunk(2*time.Second, "APP_MAX_AHEAD"); err == nil || !strings.Contains(err.Error(), "+ APP_MAX_AHEAD (2s) = 2m12s") {
+		t.Errorf("CheckChunk with an ahead bound: %v", err)
+	}
+	ok := workerid.Config{ReserveChunk: 133 * time.Second}
+	if err := ok.CheckChunk(2*time.Second, "APP_MAX_AHEAD"); err != nil {
+		t.Errorf("chunk 2m13s with W 2m, TTL 30s, ahead 2s: %v", err)
+	}
+	if err := (workerid.Config{ReserveChunk: time.Second, StoreLossWindow: -1}).Validate(); err != nil {
+		t.Errorf("chunk 1s with W = 0: %v", err)
+	}
+}

@@ -339,3 +339,92 @@ func testDurableReservation(t *testing.T, st Store) {
 		t.Fatalf("without a loss window: Until %d, %+v: want the acknowledged reservation", u, st)
 	}
 }
+
+// claimRecorder is a store's assigner that keeps the claims it handed
+// out, by worker ID, for the test to look at.
+type claimRecorder struct {
+	uidcore.Assigner
+	mu     sync.Mutex
+	claims map[uint64]uidcore.Claim
+	count  int
+}
+
+func (r *claimRecorder) Claim(ctx context.Context, layout uidcore.Layout) (uidcore.Claim, error) {
+	c, err := r.Assigner.Claim(ctx, layout)
+	if err == nil {
+		r.mu.Lock()
+		r.claims[c.WorkerID()] = c
+		r.count++
+		r.mu.Unlock()
+	}
+	return c, err
+}
+
+// laneWatch records, at each lane padding adopts, whether its lease could
+// issue then (its first reservation durable).
+type laneWatch struct {
+	uidcore.NopObserver
+	rec *claimRecorder
+	mu  sync.Mutex
+	// added: worker IDs adopted; early: those adopted before their
+	// lease was ready.
+	added, early []uint64
+}
+
+func (w *laneWatch) LaneChanged(_ context.Context, e uidcore.LaneEvent) {
+	if !e.Added {
+		return
+	}
+	w.rec.mu.Lock()
+	c := w.rec.claims[e.WorkerID]
+	w.rec.mu.Unlock()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.added = append(w.added, e.WorkerID)
+	select {
+	case <-uidcore.Ready(c):
+	default:
+		w.early = append(w.early, e.WorkerID)
+	}
+}
+
+// testLanesJoinWhenDurable: under a loss window an extra lane (a worker
+// ID claimed under load) joins padding only once its lease's first
+// reservation is durable, the generator claims no other lane while one
+// waits, and the IDs of every lane are unique.
+func testLanesJoinWhenDurable(t *testing.T, st Store) {
+	cfg, layout := lossConfig(), SmallLayout()
+	rec := &claimRecorder{Assigner: st.New(t, cfg, st.Addr), claims: map[uint64]uidcore.Claim{}}
+	first := claim(t, rec, layout)
+	t.Cleanup(func() { release(t, first) }) // the caller's lane, after Close
+	watch := &laneWatch{rec: rec}
+	g, err := uidcore.NewCached(uidcore.CachedOptions{Layout: layout, Claim: first, Lanes: rec, MaxLanes: 3,
+		TakeWait: 2 * time.Second, MaxAhead: uidcore.NoAheadBound, Observer: watch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	var ids []uint64
+	// Demand beyond one lane's 256 IDs a second asks for lanes.
+	testwait.WaitFor(t, 60*time.Second, "the generator to hold three lanes", func() bool {
+		dst := make([]uint64, 512)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		n, _ := g.NextN(ctx, dst)
+		cancel()
+		ids = append(ids, dst[:n]...)
+		return len(g.State().Lanes) == 3
+	})
+	watch.mu.Lock()
+	added, early := watch.added, watch.early
+	watch.mu.Unlock()
+	rec.mu.Lock()
+	claims := rec.count
+	rec.mu.Unlock()
+	if len(early) > 0 {
+		t.Errorf("lanes %v joined before their first reservation was durable", early)
+	}
+	if len(added) != 2 || claims != 3 {
+		t.Errorf("%d lanes added with %d claims (the first included): want 2 and 3, one claim per lane, none while another waited", len(added), claims)
+	}
+	checkUnique(t, map[string][]uint64{"generator": ids})
+}

@@ -80,6 +80,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		"ForgottenClaim":       testForgottenClaim,
 		"RenewalAfterGap":      testRenewalAfterGap,
 		"DurableReservation":   testDurableReservation,
+		"LanesJoinWhenDurable": testLanesJoinWhenDurable,
 	}
 	for name, test := range leased {
 		t.Run("leased/"+name, func(t *testing.T) {
