@@ -22,6 +22,7 @@ import (
 	"github.com/uid-dispenser/uid-dispenser/sequence"
 	"github.com/uid-dispenser/uid-dispenser/telemetry"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
+	"github.com/uid-dispenser/uid-dispenser/workerid"
 	"github.com/uid-dispenser/uid-dispenser/workerid/mysqlstore"
 )
 
@@ -156,6 +157,15 @@ func (c Config) checkLibraries() error {
 		return namedError[natsconn.Config](err)
 	}
 	common := c.workerIDConfig(nil)
+	// With a loss window IDs come from the reservation a renewal confirmed
+	// W ago: the reserve chunk must cover that and the generator's ahead
+	// bound, a rule across two libraries checked before the stores' own
+	// (which knows no ahead bound) so that its message names the bound.
+	named := common
+	named.SettingName = settingVar[workerid.Config]
+	if err := named.CheckChunk(c.MaxAhead, settingVar[uidcore.CachedOptions]("MaxAhead")); err != nil {
+		return namedError[workerid.Config](err)
+	}
 	if err := c.mysqlConfig(common).Validate(); err != nil {
 		return namedError[mysqlstore.Config](err)
 	}

@@ -46,4 +46,19 @@
 // only issue seconds it reserved before it was replaced, and the new owner
 // starts after them. The lease only decides when a worker ID may be
 // recycled.
+//
+// # A store that forgets
+//
+// A store may forget the writes it acknowledged in its last loss window
+// W (Config.StoreLossWindow: a power loss under lazy fsync, a lossy
+// failover), the claim itself included. A lease therefore issues only
+// seconds of its durable reservation ([Lease.Until]): one that a renewal
+// started at least W after its write found, without a regression, still
+// in the record. What the store forgets was never issued from, so a new
+// owner starts right after the reservation it reads, with no margin. A
+// fresh lease issues nothing for W and a renewal ([Lease.Ready]); the
+// reserve chunk must exceed W + TTL/3 + the generator's ahead bound
+// ([Config.CheckChunk]). With W = 0 every acknowledged reservation is
+// durable at once. A renewal that finds the record older than what this
+// owner had acknowledged is a regression: the lease is lost at once.
 package workerid

@@ -747,8 +747,8 @@ func (e *LostError) Detail() string {
 // writes it had acknowledged to this owner), counts and logs it, and
 // gives the worker ID back with its reservation raised to what the store
 // had acknowledged, so that the next owner starts after every second this
-// one may have issued. The dispenser then claims again (Done), under the
-// loss margin.
+// one may have issued. The dispenser then claims again (Done); the new
+// lease issues once its own first reservation is durable.
 func (l *Lease) regressed(err error) {
 	l.mu.Lock()
 	if l.lostErr == nil {
@@ -764,7 +764,7 @@ func (l *Lease) regressed(err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), max(l.ttl/3, time.Second))
 	defer cancel()
 	if rerr := l.store.Release(ctx, l.grant.WorkerID, l.grant.Token, math.MaxInt64, verified); rerr != nil {
-		l.log.Warn("workerid: could not raise the forgotten lease back to its acknowledged reservation (claims keep the loss margin after it)", "error", rerr)
+		l.log.Warn("workerid: could not raise the forgotten lease back to its acknowledged reservation (no ID of it was issued beyond its durable part)", "error", rerr)
 	}
 }
 

@@ -274,6 +274,16 @@ func (r *run) startFleet(ctx context.Context, fleet string) error {
 	if fleet == "my" {
 		count, role = 2, "e"
 	}
+	// W: a fault makes a store forget at most a hold (a power loss puts
+	// back copies a hold old; a MySQL failover loses a hold's
+	// transactions), and nothing on nodes that sync always. A lease
+	// issues only reservations older than W, so the chunk covers W, a
+	// renewal interval and the ahead bound (2 s).
+	lossWindow := cfg.HoldMax + 2*time.Second
+	if cfg.SyncAlways && fleet != "my" {
+		lossWindow = 0
+	}
+	chunk := max(10*time.Second, lossWindow+cfg.LeaseTTL/3+5*time.Second)
 	first := len(r.dispensers)
 	for i := range count {
 		env := []string{
@@ -283,7 +293,8 @@ func (r *run) startFleet(ctx context.Context, fleet string) error {
 			"DISPENSER_WORKER_KV_REPLICAS=3",
 			"DISPENSER_SEQUENCES=orders,invoices",
 			"DISPENSER_SEQUENCE_STEP=100", "DISPENSER_SEQUENCE_MAX_STEP=2000", "DISPENSER_SEQUENCE_TARGET=2s",
-			"DISPENSER_LEASE_TTL=" + cfg.LeaseTTL.String(), "DISPENSER_RESERVE_CHUNK=10s",
+			"DISPENSER_LEASE_TTL=" + cfg.LeaseTTL.String(), "DISPENSER_RESERVE_CHUNK=" + chunk.String(),
+			"DISPENSER_STORE_LOSS_WINDOW=" + lossWindow.String(),
 			"DISPENSER_STORE_STARTUP_DEADLINE=120s", "DISPENSER_NATS_CONNECT_TIMEOUT=60s",
 			"DISPENSER_MAX_LANES=2",
 		}
