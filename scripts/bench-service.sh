@@ -41,7 +41,10 @@ sleep 0.5
 
 # Defaults except the log level: the production bounds on (the 2 s ahead
 # bound, lanes claimed on demand, the worker ID leased in the KV bucket).
-DISPENSER_NATS_URL=$URL DISPENSER_LOG_LEVEL=warn "$DISPENSER_BIN" >"$work/dispenser.log" 2>&1 &
+# DISPENSER_STORE_LOSS_WINDOW=0: the store is temporary and dies with this
+# script (nothing later can repeat IDs against a store that forgot); with
+# the default window each dispenser would wait 2 minutes before serving.
+DISPENSER_STORE_LOSS_WINDOW=${DISPENSER_STORE_LOSS_WINDOW:-0} DISPENSER_NATS_URL=$URL DISPENSER_LOG_LEVEL=warn "$DISPENSER_BIN" >"$work/dispenser.log" 2>&1 &
 pids+=($!)
 dispenser=$!
 "$NATS" -s "$URL" bench service serve bench.echo --no-progress >"$work/echo.log" 2>&1 &

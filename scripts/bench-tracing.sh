@@ -76,7 +76,10 @@ declare -A pid
 start() { # mode, then OTEL_* assignments
 	local mode=$1
 	shift
-	env DISPENSER_NATS_URL="$URL" DISPENSER_LOG_LEVEL=warn DISPENSER_SUBJECT_PREFIX="${prefix[$mode]}" \
+	# DISPENSER_STORE_LOSS_WINDOW=0: the store is temporary and dies with this
+	# script (nothing later can repeat IDs against a store that forgot); with
+	# the default window each dispenser would wait 2 minutes before serving.
+	env DISPENSER_STORE_LOSS_WINDOW="${DISPENSER_STORE_LOSS_WINDOW:-0}" DISPENSER_NATS_URL="$URL" DISPENSER_LOG_LEVEL=warn DISPENSER_SUBJECT_PREFIX="${prefix[$mode]}" \
 		DISPENSER_WORKER_KV_BUCKET="bench_tracing_$mode" "$@" "$DISPENSER_BIN" >"$work/$mode.log" 2>&1 &
 	pid[$mode]=$!
 	pids+=($!)
