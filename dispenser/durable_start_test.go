@@ -20,10 +20,11 @@ import (
 )
 
 // With a loss window a starting instance stays out of its queue group
-// until its lease's first reservation is durable (and its sequences have
-// settled): it says so in the log (event=lease.awaiting_durable), /readyz
-// says not ready, and a request meanwhile finds no responder rather than
-// a 503; once it serves, it issues at once, from a durable reservation.
+// until its lease's first reservation is durable and its sequences have
+// settled (6 s, longer than W here): it says so in the log
+// (event=lease.awaiting_durable), /readyz says not ready, and a request
+// meanwhile finds no responder rather than a 503; once it serves, it
+// issues IDs and numbers at once, from a durable reservation.
 func TestStartJoinsOnlyOnceTheReservationIsDurable(t *testing.T) {
 	telemetrytest.ClearEnv(t)
 	tel, err := telemetry.Setup(context.Background(), telemetry.Config{MetricsAddr: "127.0.0.1:0"})
@@ -37,6 +38,7 @@ func TestStartJoinsOnlyOnceTheReservationIsDurable(t *testing.T) {
 	// tested); the chunk exceeds W + TTL/3 + the ahead bound.
 	cfg.StoreLossWindow = 5 * time.Second
 	cfg.ReserveChunk = 20 * time.Second
+	cfg.Sequences = "orders" // settles 6 s (sequence.SettleFor), longer than W
 	var logs testenv.LogBuffer
 	type started struct {
 		d   *Dispenser
@@ -96,13 +98,20 @@ func TestStartJoinsOnlyOnceTheReservationIsDurable(t *testing.T) {
 	if st.Durable <= st.After {
 		t.Fatalf("serving on a lease whose reservation is not durable: %+v", st)
 	}
+	if settled := s.d.seq.SettledAt(); time.Now().Before(settled) {
+		t.Fatalf("serving before the sequences settled (at %s)", settled.Format(time.RFC3339Nano))
+	}
 	if code, body, err := telemetrytest.HTTPGet("http://" + tel.MetricsAddr() + "/readyz"); err != nil || code != http.StatusOK {
 		t.Errorf("/readyz once serving: %d %q %v, want 200", code, body, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := client(t, url).Next(ctx); err != nil {
+	c := client(t, url)
+	if _, err := c.Next(ctx); err != nil {
 		t.Fatalf("the first request once serving: %v", err)
+	}
+	if _, err := c.SeqNext(ctx, "orders"); err != nil {
+		t.Fatalf("the first sequence request once serving: %v", err)
 	}
 }
 
