@@ -42,7 +42,10 @@ metrics=()
 dispensers=()
 for i in 1 2 3; do
 	addr=127.0.0.1:$((PORT + 10 + i))
-	DISPENSER_NATS_URL=$URL DISPENSER_BLOCKS_ENABLED=true DISPENSER_METRICS_ADDR=$addr DISPENSER_LOG_LEVEL=warn \
+	# DISPENSER_STORE_LOSS_WINDOW=0: the store is temporary and dies with this
+	# script (nothing later can repeat IDs against a store that forgot); with
+	# the default window each dispenser would wait 2 minutes before serving.
+	DISPENSER_STORE_LOSS_WINDOW=${DISPENSER_STORE_LOSS_WINDOW:-0} DISPENSER_NATS_URL=$URL DISPENSER_BLOCKS_ENABLED=true DISPENSER_METRICS_ADDR=$addr DISPENSER_LOG_LEVEL=warn \
 		"$work/dispenser" >"$work/dispenser$i.log" 2>&1 &
 	pids+=($!)
 	dispensers+=($!)
