@@ -276,13 +276,11 @@ func (r *run) startFleet(ctx context.Context, fleet string) error {
 	}
 	// W: a fault makes a store forget at most a hold (a power loss puts
 	// back copies a hold old; a MySQL failover loses a hold's
-	// transactions), and nothing on nodes that sync always. A lease
-	// issues only reservations older than W, so the chunk covers W, a
-	// renewal interval and the ahead bound (2 s).
+	// transactions); on nodes that sync always a kill of every node has
+	// still lost the last acknowledged write (docs/faults.md), so W stays.
+	// A lease issues only reservations older than W, so the chunk covers
+	// W, a renewal interval and the ahead bound (2 s).
 	lossWindow := cfg.HoldMax + 2*time.Second
-	if cfg.SyncAlways && fleet != "my" {
-		lossWindow = 0
-	}
 	chunk := max(10*time.Second, lossWindow+cfg.LeaseTTL/3+5*time.Second)
 	first := len(r.dispensers)
 	for i := range count {
