@@ -47,6 +47,16 @@ func TestBlockPublishWithLostAckNotRepublishedIntoRecreatedStream(t *testing.T) 
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The rounds may have filled the stream (TargetDepth, discard-new)
+	// before they stopped, however many a machine's load let through:
+	// emptied, it has room for the attempt below.
+	stream, err := js.Stream(ctx, p.cfg.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Purge(ctx); err != nil {
+		t.Fatal(err)
+	}
 	ids := make([]uint64, 16)
 	if n, err := inst.gen.NextN(ctx, ids); err != nil || n != len(ids) {
 		t.Fatalf("NextN: %d IDs, %v", n, err)
@@ -55,10 +65,6 @@ func TestBlockPublishWithLostAckNotRepublishedIntoRecreatedStream(t *testing.T) 
 	// The first attempt: stored (its acknowledgement, for the publisher,
 	// is lost), and used by a source meanwhile.
 	if _, err := js.PublishMsg(ctx, msg); err != nil {
-		t.Fatal(err)
-	}
-	stream, err := js.Stream(ctx, p.cfg.Stream)
-	if err != nil {
 		t.Fatal(err)
 	}
 	if info, err := stream.Info(ctx); err != nil || info.State.Msgs == 0 {
