@@ -121,7 +121,7 @@ func (s *BlockSource) matureLoop(ctx context.Context) {
 		if ours {
 			s.blocksUsed.Add(1)
 			s.idsUsed.Add(b.count)
-			s.chain.push(b.runs, uint64(s.cfg.LowWater), nil, false)
+			s.chain.push(b.runs, s.lowWater.Load(), nil, false)
 		}
 		s.mu.Lock()
 		s.maturing = s.maturing[1:]

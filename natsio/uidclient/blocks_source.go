@@ -35,9 +35,10 @@ type BlockSourceConfig struct {
 	FetchWait time.Duration
 	// LowWater: when fewer IDs than this remain at hand (the block in
 	// use and those fetched ahead), the next block is fetched in the
-	// background (default DefaultBlocksLowWater, a whole default block:
-	// the next block is fetched as soon as the current one comes into
-	// use).
+	// background. Default: the largest block received so far, at least
+	// DefaultBlocksLowWater (a whole default block), so the next block
+	// is fetched as soon as the last one at hand comes into use,
+	// whatever size the dispensers publish.
 	LowWater int
 	// LossWindow is W, the longest window of acknowledged writes the
 	// blocks stream's servers may forget (the dispensers'
@@ -122,6 +123,10 @@ type BlockSource struct {
 	claimProblem problemlog.Log
 
 	claims, claimRefused, claimFailed atomic.Uint64
+	// lowWater is the low-water mark in effect: cfg.LowWater, raised to
+	// the largest block received when followBlocks (LowWater left 0).
+	lowWater     atomic.Uint64
+	followBlocks bool
 
 	// beforeAck, when set (tests), runs after a block is fetched and
 	// before it is acknowledged.
@@ -158,7 +163,8 @@ func newBlockSource(nc *nats.Conn, cfg BlockSourceConfig, hooks sourceHooks) (*B
 	if cfg.FetchWait == 0 {
 		cfg.FetchWait = DefaultBlocksFetchWait
 	}
-	if cfg.LowWater == 0 {
+	followBlocks := cfg.LowWater == 0
+	if followBlocks {
 		cfg.LowWater = DefaultBlocksLowWater
 	}
 	if cfg.LossWindow == 0 {
@@ -199,7 +205,10 @@ func newBlockSource(nc *nats.Conn, cfg BlockSourceConfig, hooks sourceHooks) (*B
 		token:        newClaimToken(),
 		matureWake:   make(chan struct{}, 1),
 		waitLoss:     hooks.waitLoss,
+
+		followBlocks: followBlocks,
 	}
+	s.lowWater.Store(uint64(cfg.LowWater))
 	if s.waitLoss == nil {
 		s.waitLoss = retry.Sleep
 	}
@@ -249,7 +258,7 @@ const maxChecking = 2 * pullBatch
 func (s *BlockSource) needsBlock() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	low := uint64(s.cfg.LowWater)
+	low := s.lowWater.Load()
 	if s.lossWindow > 0 {
 		low = s.claimDepth
 	}
@@ -606,13 +615,17 @@ func (s *BlockSource) settle(ctx context.Context, batch []heldBlock, created tim
 	for _, b := range batch {
 		if checkErr == nil && b.created.Equal(created) {
 			lost--
+			n := protocol.CountOf(b.runs)
+			if s.followBlocks && n > s.lowWater.Load() {
+				s.lowWater.Store(n) // the checker alone stores it
+			}
 			if s.lossWindow > 0 {
 				s.claimBlock(ctx, b.runs) // used W later, if still its own
 				continue
 			}
 			good = append(good, b.runs...)
 			s.blocksUsed.Add(1)
-			s.idsUsed.Add(protocol.CountOf(b.runs))
+			s.idsUsed.Add(n)
 		}
 	}
 	if lost > 0 {
@@ -630,7 +643,7 @@ func (s *BlockSource) settle(ctx context.Context, batch []heldBlock, created tim
 	// The IDs go to the takers before the fetcher learns that fewer
 	// blocks are being checked, so it never sees both uncounted.
 	if s.lossWindow == 0 { // else the mature loop alone pushes
-		s.chain.push(good, uint64(s.cfg.LowWater), nil, false)
+		s.chain.push(good, s.lowWater.Load(), nil, false)
 	}
 	s.mu.Lock()
 	s.checking -= len(batch)

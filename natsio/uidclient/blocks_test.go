@@ -691,3 +691,28 @@ func blocksTakeDistinct(t *testing.T, sources []*uidclient.BlockSource, goal int
 	blocksAssertDistinct(t, all.ids)
 	return all
 }
+
+// With LowWater left at its default, a source follows the size of the
+// blocks it gets: with blocks of 200,000 IDs (six default blocks) it
+// fetches the next one as soon as the only one at hand comes into use,
+// not when fewer than a default block's 32,768 IDs remain.
+func TestBlockSourceLowWaterFollowsTheBlockSize(t *testing.T) {
+	srv := blocksTestServer(t)
+	blocksTestPublisher(t, blocksTestConn(t, srv), blocksTestGenerator(t, 4, 0),
+		natsio.BlocksConfig{BlockSize: 200_000, TargetDepth: 4, PollInterval: 10 * time.Millisecond}, nil)
+	src := blocksTestSource(t, blocksTestConn(t, srv), uidclient.BlockSourceConfig{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	first, err := src.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, 30*time.Second, "a second block fetched while the first has 199,999 IDs left", func() bool {
+		return src.Stats().BlocksUsed >= 2
+	})
+	ids := make([]uint64, 300_000) // the rest of the first block, and into the second
+	if _, err := src.NextN(ctx, ids); err != nil {
+		t.Fatal(err)
+	}
+	blocksAssertDistinct(t, append(ids, first))
+}
