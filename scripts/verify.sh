@@ -19,6 +19,7 @@ declare -A MUTANTS=(
 	[blocks]="MUTANT_USE_REDELIVERY MUTANT_NO_CREATED_CHECK MUTANT_PUBLISH_RETRY MUTANT_HOLD_UNKNOWN MUTANT_NO_BLOCK_MEMORY"
 	[fleet]="MUTANT_NO_HORIZON MUTANT_NO_REVOKE MUTANT_NO_SEAL MUTANT_REPLICA_SEAL MUTANT_LANE_NO_CHECK MUTANT_NO_FLOOR"
 	[disposable]="MUTANT_ACCEPT_REUSED MUTANT_NO_DURABLE_ROW"
+	[rangechain]="MUTANT_ADD_NOT_ATOMIC MUTANT_PUBLISH_BEFORE_LINK MUTANT_NO_RECHECK"
 )
 # model: configurations outside the stated assumptions that spin shows
 # to fail (docs/verification.md, "Findings"): run so that a change which
@@ -35,7 +36,7 @@ declare -A VARIANTS=(
 	[blocks]="WITHOUT_LOSS"
 	[fleet]="WITH_LANE"
 )
-MODELS=(lease lanes segments blocks disposable fleet)
+MODELS=(lease lanes segments blocks disposable fleet rangechain)
 # scripts/verify.sh MODEL...: only those models (and their mutations).
 if [ $# -gt 0 ]; then MODELS=("$@"); fi
 
