@@ -33,8 +33,8 @@ type BlockSourceConfig struct {
 	// FetchWait is how long one pull waits for a block before it asks
 	// again (default DefaultBlocksFetchWait).
 	FetchWait time.Duration
-	// LowWater: when fewer IDs than this remain at hand (the block in
-	// use and those fetched ahead), the next block is fetched in the
+	// LowWater: when no block is fetched ahead and fewer IDs than this
+	// remain in the block in use, the next block is fetched in the
 	// background. Default: the largest block received so far, at least
 	// DefaultBlocksLowWater (a whole default block), so the next block
 	// is fetched as soon as the last one at hand comes into use,
@@ -252,17 +252,22 @@ func (s *BlockSource) wakeFetcher() { s.chain.wakeProducer() }
 const maxChecking = 2 * pullBatch
 
 // needsBlock tells whether the fetcher should fetch: room for a pull's
-// blocks among the maxChecking being checked, and fewer IDs at hand than
-// the low-water mark. A source thus holds at most LowWater-1 IDs at hand
-// beside maxChecking blocks being checked.
+// blocks among the maxChecking being checked, and, without claims,
+// nothing fetched ahead and fewer IDs than the low-water mark left in the
+// block in use (a source then holds at most 1+maxChecking blocks); with
+// claims, fewer IDs at hand and waiting out W than the low-water mark.
 func (s *BlockSource) needsBlock() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	low := s.lowWater.Load()
-	if s.lossWindow > 0 {
-		low = s.claimDepth
+	if s.checking+pullBatch > maxChecking {
+		return false
 	}
-	return s.checking+pullBatch <= maxChecking && s.chain.available()+s.maturingIDs < low
+	if s.lossWindow > 0 {
+		// Blocks waiting out W count as at hand: a block becomes usable
+		// only W after its claim (blocks_claims.go).
+		return s.chain.available()+s.maturingIDs < s.claimDepth
+	}
+	return s.chain.pushesAhead() == 0 && s.chain.available() < s.lowWater.Load()
 }
 
 // Stats returns the source's counters.
@@ -610,7 +615,7 @@ func (s *BlockSource) requestCreated(ctx context.Context) (time.Time, error) {
 // settle delivers the blocks of batch acknowledged under the instance
 // created at created (checkErr nil) and gives up the others.
 func (s *BlockSource) settle(ctx context.Context, batch []heldBlock, created time.Time, checkErr error) {
-	var good []Run
+	var good [][]Run
 	lost := len(batch)
 	for _, b := range batch {
 		if checkErr == nil && b.created.Equal(created) {
@@ -623,7 +628,7 @@ func (s *BlockSource) settle(ctx context.Context, batch []heldBlock, created tim
 				s.claimBlock(ctx, b.runs) // used W later, if still its own
 				continue
 			}
-			good = append(good, b.runs...)
+			good = append(good, b.runs)
 			s.blocksUsed.Add(1)
 			s.idsUsed.Add(n)
 		}
@@ -643,7 +648,9 @@ func (s *BlockSource) settle(ctx context.Context, batch []heldBlock, created tim
 	// The IDs go to the takers before the fetcher learns that fewer
 	// blocks are being checked, so it never sees both uncounted.
 	if s.lossWindow == 0 { // else the mature loop alone pushes
-		s.chain.push(good, s.lowWater.Load(), nil, false)
+		for _, runs := range good {
+			s.chain.push(runs, s.lowWater.Load(), nil, false)
+		}
 	}
 	s.mu.Lock()
 	s.checking -= len(batch)

@@ -31,6 +31,7 @@ import (
 type idRange struct {
 	first, count uint64
 	wakeAt       uint64 // the take index that wakes the producer
+	startsPush   bool   // the first run of a push (a refill, a block)
 	taken        atomic.Uint64
 	successor    atomic.Pointer[idRange]
 }
@@ -194,16 +195,30 @@ func (c *rangeChain) available() uint64 {
 	return n
 }
 
+// pushesAhead counts the pushes queued after the run in use (a
+// BlockSource's blocks): an estimate while takers take.
+func (c *rangeChain) pushesAhead() int {
+	n := 0
+	for r := c.cur.Load().successor.Load(); r != nil; r = r.successor.Load() {
+		if r.startsPush {
+			n++
+		}
+	}
+	return n
+}
+
 // push appends runs at the tail (the producer only). Each run wakes the
 // producer when a take leaves fewer than wakeBelow of its IDs. It then
 // publishes the refill's outcome, err nil when runs arrived, waking the
 // waiting takers. It returns false when the chain is closed.
 func (c *rangeChain) push(runs []Run, wakeBelow uint64, err error, fatal bool) bool {
+	first := true
 	for _, run := range runs {
 		if run.Count == 0 {
 			continue
 		}
-		r := &idRange{first: run.First, count: run.Count, wakeAt: run.Count - min(run.Count, wakeBelow)}
+		r := &idRange{first: run.First, count: run.Count, wakeAt: run.Count - min(run.Count, wakeBelow), startsPush: first}
+		first = false
 		c.tail.successor.Store(r)
 		c.tail = r
 	}
