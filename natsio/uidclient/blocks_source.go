@@ -255,7 +255,7 @@ const maxChecking = 2 * pullBatch
 // blocks among the maxChecking being checked, and, without claims,
 // nothing fetched ahead and fewer IDs than the low-water mark left in the
 // block in use (a source then holds at most 1+maxChecking blocks); with
-// claims, fewer IDs at hand and waiting out W than the low-water mark.
+// claims, fewer IDs at hand and waiting out W than the claim depth.
 func (s *BlockSource) needsBlock() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
