@@ -578,10 +578,11 @@ func (r *run) mysqlFailover(ctx context.Context) (Proof, error) {
 		p.Proven = lost > 0 && unacked > 0
 	default:
 		back := r.hold()
-		p.What = fmt.Sprintf("primary %s killed after its replica %s missed %s of it, replica promoted; %s back on its own data, writable, and after %s the address %s moved back to it", old, replica, lag.Round(time.Millisecond), old, back.Round(time.Millisecond), r.mysql.vip)
+		p.What = fmt.Sprintf("primary %s killed after its replica %s missed %s of it, replica promoted; %s back on its own data, writable, and %s after the promotion the address %s moved back to it", old, replica, lag.Round(time.Millisecond), old, back.Round(time.Millisecond), r.mysql.vip)
 		var lacked, lost int64
-		lacked, lost, err = r.mysql.failoverAndBack(ctx, lag, back)
-		p.Proof = fmt.Sprintf("the promoted replica lacked %d of the old primary's transactions (back with it); %d of the promoted one's lost when the address moved back", lacked, lost)
+		var reign time.Duration
+		lacked, lost, reign, err = r.mysql.failoverAndBack(ctx, lag, back)
+		p.Proof = fmt.Sprintf("the promoted replica lacked %d of the old primary's transactions (back with it); %d of the promoted one's, written in the %s it served, lost when the address moved back", lacked, lost, reign.Round(time.Millisecond))
 		p.Proven = lacked > 0 && lost > 0
 	}
 	p.End = time.Now()

@@ -407,38 +407,44 @@ func (p *mysqlPair) semiSyncFailover(ctx context.Context, lag time.Duration) (lo
 // comes back on its own data, writable (fencing failed), and after hold
 // the floating address moves back to it, the promoted one killed. The
 // promoted primary's transactions since its promotion are lost, and the
-// old primary's that it lacked are back. It returns both counts.
-func (p *mysqlPair) failoverAndBack(ctx context.Context, lag, hold time.Duration) (lackedAtPromotion, lostOnReturn int64, err error) {
+// old primary's that it lacked are back. The promoted primary serves for
+// hold from its promotion (longer only when the old primary's restart
+// takes longer), so that the second loss too stays within the dispensers'
+// loss window. It returns both counts and how long the promoted primary
+// served.
+func (p *mysqlPair) failoverAndBack(ctx context.Context, lag, hold time.Duration) (lackedAtPromotion, lostOnReturn int64, reign time.Duration, err error) {
 	if err := p.caughtUp(ctx, 30*time.Second); err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	if err := p.replica.exec(ctx, "STOP SLAVE"); err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	_ = sleep(ctx, lag)
 	promotedAt, err := p.replica.gtidSeq(ctx, "gtid_slave_pos")
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	old, lacked, err := p.promote(ctx)
+	promotion := time.Now()
 	if err != nil {
-		return lacked, 0, err
+		return lacked, 0, 0, err
 	}
 	if err := old.start(ctx); err != nil { // its own data, writable
-		return lacked, 0, err
+		return lacked, 0, time.Since(promotion), err
 	}
-	_ = sleep(ctx, hold)
+	_ = sleep(ctx, hold-time.Since(promotion))
 	wrote, err := p.primary.gtidSeq(ctx, "gtid_binlog_pos")
 	if err != nil {
-		return lacked, 0, err
+		return lacked, 0, time.Since(promotion), err
 	}
 	promoted := p.primary
 	promoted.proc.kill()
+	reign = time.Since(promotion)
 	if err := p.moveAddress(ctx, promoted, old); err != nil {
-		return lacked, wrote - promotedAt, err
+		return lacked, wrote - promotedAt, reign, err
 	}
 	p.primary, p.replica = old, promoted
-	return lacked, wrote - promotedAt, p.rebuild(ctx, promoted)
+	return lacked, wrote - promotedAt, reign, p.rebuild(ctx, promoted)
 }
 
 func (p *mysqlPair) shutdown() {
