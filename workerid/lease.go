@@ -572,7 +572,10 @@ func (l *Lease) renewOnce(ctx context.Context) error {
 // target, acknowledged now, waits its turn. l.mu must be held.
 func (l *Lease) confirm(sent time.Time, target int64) {
 	if l.lossWindow == 0 {
-		l.durable.Store(l.reserved.Load())
+		if r := l.reserved.Load(); r > l.durable.Load() {
+			l.durable.Store(r)
+			l.log.Debug("workerid: lease reservation durable", event.Key, event.LeaseDurable, secondAttr(event.AttrReserved, r))
+		}
 		l.markReady()
 		return
 	}
@@ -589,7 +592,7 @@ func (l *Lease) confirm(sent time.Time, target int64) {
 		l.unconfirmed = append(l.unconfirmed, acknowledged{second: target, at: time.Now()})
 	}
 	if n > 0 {
-		l.log.Debug("workerid: lease reservation durable", secondAttr(event.AttrReserved, l.durable.Load()))
+		l.log.Debug("workerid: lease reservation durable", event.Key, event.LeaseDurable, secondAttr(event.AttrReserved, l.durable.Load()))
 	}
 	if l.durable.Load() > l.after {
 		l.markReady()

@@ -46,6 +46,10 @@ const (
 	// durable, a loss window W and a renewal after its claim, and its
 	// sequences have settled; "wait" is how long at most.
 	LeaseAwaitingDurable = "lease.awaiting_durable"
+	// LeaseDurable: the lease's durable reservation (what it may issue)
+	// moved up to AttrReserved. The fault harness's checker reads a
+	// claim's seconds from it.
+	LeaseDurable = "lease.durable"
 )
 
 // Lanes: extra worker IDs an instance holds while demand needs them

@@ -209,6 +209,33 @@ func TestReclaimBySameProcessNoFalseOverlap(t *testing.T) {
 	}
 }
 
+// A dispenser that logs lease.durable issues only durable seconds (D1'):
+// a claim lost before its first reservation was durable issued nothing,
+// and a reclaim after the same recorded second overlaps nothing; a claim
+// whose durable seconds reach past another's start still overlaps.
+func TestDurableLeasesBoundClaims(t *testing.T) {
+	b, logs := cleanInput(t)
+	logs = append(logs, Log{Process: "e0#1", Fleet: "uidmy", Path: writeLog(t,
+		`{"level":"INFO","msg":"x","event":"lease.acquired","worker_id":2,"owner":"first","after":0,"reserved":876}`,
+		`{"level":"DEBUG","msg":"x","event":"lease.reserved","worker_id":2,"owner":"first","reserved":880}`,
+		`{"level":"ERROR","msg":"x","event":"lease.regression","worker_id":2,"owner":"first","remembered":880}`,
+		`{"level":"DEBUG","msg":"x","event":"lease.durable","worker_id":2,"owner":"again","reserved":0}`,
+		`{"level":"INFO","msg":"x","event":"lease.acquired","worker_id":2,"owner":"again","after":0,"reserved":890}`,
+		`{"level":"DEBUG","msg":"x","event":"lease.durable","worker_id":2,"owner":"again","reserved":890}`,
+	)})
+	if r := check(b, logs); !r.Valid || len(r.LeaseOverlaps) != 0 {
+		t.Fatalf("a claim that never became durable overlapped: %+v", r.LeaseOverlaps)
+	}
+	logs = append(logs, Log{Process: "e1#1", Fleet: "uidmy", Path: writeLog(t,
+		`{"level":"INFO","msg":"x","event":"lease.acquired","worker_id":2,"owner":"third","after":850,"reserved":950}`,
+		`{"level":"DEBUG","msg":"x","event":"lease.durable","worker_id":2,"owner":"third","reserved":950}`,
+	)})
+	r := check(b, logs)
+	if r.Valid || len(r.LeaseOverlaps) != 1 || r.LeaseOverlaps[0].Lo != 850 || r.LeaseOverlaps[0].Hi != 890 {
+		t.Fatalf("durable seconds overlapping not caught: %+v", r.LeaseOverlaps)
+	}
+}
+
 func TestSegmentOverlapCaught(t *testing.T) {
 	b, logs := cleanInput(t)
 	logs = append(logs, Log{Process: "d2#1", Path: writeLog(t,

@@ -30,6 +30,11 @@ type claim struct {
 	worker  int64
 	after   int64
 	high    int64 // the highest second reserved; on release, the last kept
+	// durable is the highest second the lease logged durable
+	// (lease.durable): since D1' a lease issues only those, so a log
+	// that has any lease.durable event bounds its claims by them.
+	durable  int64
+	released bool
 }
 
 func (c claim) String() string {
@@ -113,6 +118,9 @@ func readLog(l Log, facts *logFacts, r *Result) error {
 	}
 	current := map[holder]int{}
 	early := map[holder]int64{}
+	earlyDurable := map[holder]int64{}
+	logsDurable := false
+	first := len(facts.claims)
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
 	for sc.Scan() {
@@ -150,8 +158,26 @@ func readLog(l Log, facts *logFacts, r *Result) error {
 				reserved = max(reserved, e)
 				delete(early, h)
 			}
+			durable := after
+			if e, ok := earlyDurable[h]; ok {
+				durable = max(durable, e)
+				delete(earlyDurable, h)
+			}
 			current[h] = len(facts.claims)
-			facts.claims = append(facts.claims, claim{fleet: l.Fleet, process: l.Process, owner: owner, worker: worker, after: after, high: reserved})
+			facts.claims = append(facts.claims, claim{fleet: l.Fleet, process: l.Process, owner: owner, worker: worker, after: after, high: reserved, durable: durable})
+		case event.LeaseDurable:
+			reserved, okR := ln.num(event.AttrReserved)
+			if !hasWorker || !okR {
+				continue
+			}
+			logsDurable = true
+			h := holder{worker, owner}
+			i, held := current[h]
+			if !held {
+				earlyDurable[h] = max(earlyDurable[h], reserved)
+				continue
+			}
+			facts.claims[i].durable = max(facts.claims[i].durable, reserved)
 		case event.LeaseReserved, event.LeaseRecovered:
 			reserved, okR := ln.num(event.AttrReserved)
 			if !hasWorker || !okR {
@@ -174,6 +200,7 @@ func readLog(l Log, facts *logFacts, r *Result) error {
 			// next owner may start right after it.
 			if kept, ok := ln.num(event.AttrKept); ok {
 				facts.claims[i].high = kept
+				facts.claims[i].released = true
 			} else if reserved, ok := ln.num(event.AttrReserved); ok {
 				facts.claims[i].high = max(facts.claims[i].high, reserved)
 			}
@@ -189,6 +216,15 @@ func readLog(l Log, facts *logFacts, r *Result) error {
 			facts.segments = append(facts.segments, segment{fleet: l.Fleet, process: l.Process, name: seqName, first: first, last: last})
 		case event.SequenceRegression:
 			refuseSegment(facts.segments, l.Process, ln)
+		}
+	}
+	if logsDurable {
+		// This dispenser issues only durable seconds (D1'): a claim lost
+		// before its first reservation was durable issued nothing.
+		for i := first; i < len(facts.claims); i++ {
+			if c := &facts.claims[i]; !c.released {
+				c.high = min(c.high, c.durable)
+			}
 		}
 	}
 	return sc.Err()
