@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -54,6 +55,20 @@ func newClaimToken() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// checkClaimsBucket fails, with a loss window, while the claims bucket
+// does not answer: the source does not pull (a block acknowledged and
+// then not claimable would be given up, its IDs lost) until a publisher
+// has created it.
+func (s *BlockSource) checkClaimsBucket(ctx context.Context) error {
+	if s.lossWindow == 0 {
+		return nil
+	}
+	if _, err := leaderget.Last(ctx, s.nc, "KV_"+s.claimsBucket, "$KV."+s.claimsBucket+".block.0"); err != nil {
+		return fmt.Errorf("uidclient: blocks: the claims bucket %s (created by the publishers: dispensers of this version): %w", s.claimsBucket, err)
+	}
+	return nil
 }
 
 // claimBlock claims the block of runs (step 1) and queues it to wait out

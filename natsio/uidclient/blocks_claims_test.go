@@ -227,3 +227,43 @@ func TestBlockSourceClaimsFurtherAheadWhenTakersWait(t *testing.T) {
 	}
 	t.Logf("claimed ahead: %d IDs", s.Stats().ClaimAhead)
 }
+
+// TestBlockSourceWaitsForTheClaimsBucket: a claiming source on a stream
+// whose claims bucket does not exist yet (its publishers predate the
+// claims) pulls nothing, so no block is acknowledged and then lost; once
+// the bucket exists it uses the block.
+func TestBlockSourceWaitsForTheClaimsBucket(t *testing.T) {
+	srv := blocksTestServer(t)
+	js, err := jetstream.New(blocksTestConn(t, srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	stream, err := js.CreateStream(ctx, natsio.BlocksConfig{}.StreamConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const first, count = 3_000_000, 64
+	claimsTestBlock(t, js, first, count)
+	s := claimsTestSource(t, blocksTestConn(t, srv), nil)
+	// The source keeps trying to bind: each try reads the bucket at the
+	// leader; wait for a few, then check the block is still there.
+	var reads atomic.Int64
+	sub, err := blocksTestConn(t, srv).Subscribe("$JS.API.STREAM.MSG.GET.KV_"+protocol.BlockClaimsBucket(protocol.DefaultBlocksStream), func(*nats.Msg) { reads.Add(1) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	testwait.WaitFor(t, 10*time.Second, "the source's checks of the missing bucket", func() bool { return reads.Load() >= 2 })
+	if info, err := stream.Info(ctx); err != nil || info.State.Msgs != 1 {
+		t.Fatalf("the block was taken from the stream without a claims bucket (%v)", err)
+	}
+	if st := s.Stats(); st.ClaimFailed != 0 || st.BlocksUsed != 0 {
+		t.Fatalf("stats %+v: want nothing pulled", st)
+	}
+	if _, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: protocol.BlockClaimsBucket(protocol.DefaultBlocksStream), TTL: protocol.BlockClaimsTTL}); err != nil {
+		t.Fatal(err)
+	}
+	claimsTestTake(t, s, first, count)
+}

@@ -449,6 +449,9 @@ func (s *BlockSource) bind(ctx context.Context) (jetstream.Consumer, time.Time, 
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("uidclient: blocks: consumer %s on stream %s: %w", s.cfg.Consumer, s.cfg.Stream, err)
 	}
+	if err := s.checkClaimsBucket(bctx); err != nil {
+		return nil, time.Time{}, err
+	}
 	return cons, cons.CachedInfo().Created, nil
 }
 
