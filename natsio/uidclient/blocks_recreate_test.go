@@ -3,6 +3,9 @@ package uidclient_test
 import (
 	"context"
 	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -261,6 +264,7 @@ func TestBlocksRecreatedConsumerAndStreamUnderLoadNoDuplicates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	repairStore := blocksStoreRepair(ctx, t, srv.JetStreamConfig().StoreDir, js)
 
 	// gate holds the stalled blocks until the next fault is over and the
 	// sources have used blocks after it.
@@ -325,7 +329,10 @@ func TestBlocksRecreatedConsumerAndStreamUnderLoadNoDuplicates(t *testing.T) {
 	testenv.WaitFor(t, 30*time.Second, "the sources use blocks before the first fault", func() bool { return used() >= 8 })
 	start := time.Now()
 	for i := range faults {
-		if took := testenv.WaitFor(t, 30*time.Second, "a source holds a block across the fault", func() bool { return held.Load() > int64(i) }); took > time.Second {
+		if took := testenv.WaitFor(t, 30*time.Second, "a source holds a block across the fault", func() bool {
+			repairStore()
+			return held.Load() > int64(i)
+		}); took > time.Second {
 			t.Logf("fault %d: %s until a source held a block", i, took.Round(time.Millisecond))
 		}
 		faultStart := time.Now()
@@ -338,6 +345,7 @@ func TestBlocksRecreatedConsumerAndStreamUnderLoadNoDuplicates(t *testing.T) {
 			// so it is asked again.
 			var err error
 			testenv.WaitFor(t, 30*time.Second, "the stream is purged", func() bool {
+				repairStore()
 				err = stream.Purge(ctx)
 				return err == nil
 			})
@@ -351,6 +359,7 @@ func TestBlocksRecreatedConsumerAndStreamUnderLoadNoDuplicates(t *testing.T) {
 				t.Fatal(err)
 			}
 			testenv.WaitFor(t, 30*time.Second, "the publishers re-created the stream", func() bool {
+				repairStore()
 				stream, err = js.Stream(ctx, protocol.DefaultBlocksStream)
 				return err == nil
 			})
@@ -359,7 +368,10 @@ func TestBlocksRecreatedConsumerAndStreamUnderLoadNoDuplicates(t *testing.T) {
 			t.Logf("fault %d took %s", i, took.Round(time.Millisecond))
 		}
 		before := used()
-		took := testenv.WaitFor(t, 30*time.Second, "the sources use blocks after the fault", func() bool { return used() >= before+6 })
+		took := testenv.WaitFor(t, 30*time.Second, "the sources use blocks after the fault", func() bool {
+			repairStore()
+			return used() >= before+6
+		})
 		if took > time.Second {
 			t.Logf("fault %d: the sources took %s to use blocks again", i, took.Round(time.Millisecond))
 		}
@@ -385,6 +397,41 @@ func TestBlocksRecreatedConsumerAndStreamUnderLoadNoDuplicates(t *testing.T) {
 		t.Error("no source gave up a block as the consumer changed: the faults never caught a held block")
 	}
 	t.Logf("%d IDs over %d faults in %s, %d blocks held across them", len(all.ids), faults, time.Since(start).Round(time.Millisecond), held.Load())
+}
+
+// blocksStoreRepair returns a check that deletes the blocks stream when
+// the embedded nats-server has lost its store, so that the publishers
+// create it again. nats-server 2.15.2's filestore, with the stream purged
+// or deleted and re-created under load, can be left without the stream's
+// msgs directory while the stream lives on: every store then fails
+// ("Error creating msg block file …/msgs/N.blk: no such file or
+// directory", 10051, a purge's error too), publishes get no ack at all,
+// and no source ever gets a block again, until the stream is deleted.
+// That is the server's fault, not the sources' or the publishers' (found
+// by goroutine dumps of hung runs: both publishers awaiting acks, the
+// stream's directory holding only obs/). storeDir is the server's
+// JetStream store directory.
+func blocksStoreRepair(ctx context.Context, t *testing.T, storeDir string, js jetstream.JetStream) func() {
+	t.Helper()
+	msgs := filepath.Join(storeDir, "$G", "streams", protocol.DefaultBlocksStream, "msgs")
+	if _, err := os.Stat(msgs); err != nil {
+		t.Fatalf("the blocks stream's store is not where the repair looks for it: %v", err)
+	}
+	return func() {
+		if _, err := os.Stat(msgs); !errors.Is(err, fs.ErrNotExist) {
+			return
+		}
+		if _, err := js.Stream(ctx, protocol.DefaultBlocksStream); err != nil {
+			return // deleted: the publishers create it again
+		}
+		if _, err := os.Stat(msgs); !errors.Is(err, fs.ErrNotExist) {
+			return // it was being created
+		}
+		t.Logf("the embedded nats-server lost the blocks stream's store (%s is gone): deleting the stream, the publishers create it again", msgs)
+		if err := js.DeleteStream(ctx, protocol.DefaultBlocksStream); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+			t.Logf("deleting the broken stream: %v (tried again)", err)
+		}
+	}
 }
 
 // A consumer deleted while a source holds blocks and has no pull pending
