@@ -64,6 +64,10 @@ const maxPressureBackoff = time.Second
 // instead of racing for it.
 const publishWindow = 8
 
+// publishAckTimeout bounds the wait for a block's ack, stopping or not:
+// past it the publish failed (its outcome unknown, never published again).
+const publishAckTimeout = 5 * time.Second
+
 // minBlocksPoll is the first wait before the depth is checked again after
 // the stream was found short and topped up: at ten million IDs per
 // second, consumers drain 64 default blocks in 26ms.
@@ -162,7 +166,7 @@ func NewBlockPublisher(ctx context.Context, nc *nats.Conn, src BlockIDSource, cf
 	}
 	js, err := jetstream.New(nc,
 		jetstream.WithPublishAsyncMaxPending(2*publishWindow),
-		jetstream.WithPublishAsyncTimeout(5*time.Second))
+		jetstream.WithPublishAsyncTimeout(publishAckTimeout))
 	if err != nil {
 		return nil, fmt.Errorf("natsio: blocks: %w", err)
 	}
@@ -384,7 +388,7 @@ func (p *BlockPublisher) topUp(ctx context.Context) roundResult {
 	stored := 0
 	full, pressed := false, false
 	for _, pb := range pending {
-		switch outcome := p.await(ctx, pb); outcome {
+		switch outcome := p.await(pb); outcome {
 		case blockStored:
 			stored++
 			p.otel.end(pb.span, "stored", nil)
@@ -540,7 +544,7 @@ const (
 // definite answer that the block is not stored: the block is held and
 // published again as it is, same message ID, once there is room, so its
 // IDs are not thrown away (verify/blocks.pml, the publisher's refusal).
-func (p *BlockPublisher) await(ctx context.Context, pb pendingBlock) blockOutcome {
+func (p *BlockPublisher) await(pb pendingBlock) blockOutcome {
 	var err error
 	select {
 	case ack := <-pb.future.Ok():
@@ -554,11 +558,11 @@ func (p *BlockPublisher) await(ctx context.Context, pb pendingBlock) blockOutcom
 		p.stored(pb)
 		return blockStored
 	case err = <-pb.future.Err():
-	case <-ctx.Done():
-		// Stopping: the block may or may not be stored; its IDs are not
-		// used anywhere else either way.
-		p.idsDiscarded.Add(uint64(pb.ids))
-		return blockFailed
+		// Stopping does not cut the wait: the block went out, and its ack
+		// (or the publish ack timeout, publishAckTimeout) tells whether it
+		// is stored, for the sources, or not; counting it discarded
+		// unawaited miscounted blocks stored and in use, and broke
+		// IDsDiscarded's sum of failed and expired blocks.
 	}
 	switch {
 	case isStreamFull(err):

@@ -83,7 +83,7 @@ func TestBlockPublishWithLostAckNotRepublishedIntoRecreatedStream(t *testing.T) 
 	}
 	f := lostAckFuture{msg: msg, err: make(chan error, 1)}
 	f.err <- jetstream.ErrAsyncPublishTimeout
-	if got := p.await(ctx, pendingBlock{future: f, outBlock: &outBlock{msg: msg, ids: len(ids)}}); got == blockStored {
+	if got := p.await(pendingBlock{future: f, outBlock: &outBlock{msg: msg, ids: len(ids)}}); got == blockStored {
 		t.Errorf("await = stored, want the block given up")
 	}
 	info, err := stream.Info(ctx)
@@ -135,7 +135,7 @@ func TestBlockRefusedByFullStreamHeldAndPublishedAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := p.await(ctx, pendingBlock{future: f, outBlock: blk, sent: time.Now()}); got != blockRefused {
+	if got := p.await(pendingBlock{future: f, outBlock: blk, sent: time.Now()}); got != blockRefused {
 		t.Fatalf("await = %d, want refused (the stream holds its one block)", got)
 	}
 	if st := p.Stats(); st.Refused != 1 || st.IDsDiscarded != 0 || len(p.held) != 1 {
