@@ -324,7 +324,16 @@ func (s *Service) Readvertise() error {
 	if err := s.nc.FlushTimeout(5 * time.Second); err != nil {
 		s.log.Warn("readvertise: the new service's subscriptions not confirmed; stopping the old one anyway", "err", err)
 	}
-	return prev.Stop()
+	if err := prev.Stop(); err != nil {
+		return err
+	}
+	// Stop sent the old subscriptions' unsubscribes; once the server has
+	// processed them (the flush's PONG), nothing reaches the old service
+	// (a PING right after Readvertise met it, and its old worker ID).
+	if err := s.nc.FlushTimeout(5 * time.Second); err != nil {
+		s.log.Warn("readvertise: the old service's unsubscribes not confirmed", "err", err)
+	}
+	return nil
 }
 
 // ID is the micro service instance ID (as `nats micro ls` shows it). It
