@@ -3,7 +3,6 @@ package kvstore_test
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -34,19 +33,13 @@ func TestKVFleetCheckReadsAtTheLeader(t *testing.T) {
 	}
 
 	spy := kvConnect(t, addr)
-	var mu sync.Mutex
-	var direct, leader []string
-	record := func(list *[]string) nats.MsgHandler {
-		return func(m *nats.Msg) {
-			mu.Lock()
-			defer mu.Unlock()
-			*list = append(*list, m.Subject+" "+string(m.Data))
-		}
+	directSub, err := spy.SubscribeSync("$JS.API.DIRECT.GET.>")
+	if err != nil {
+		t.Fatal(err)
 	}
-	for subject, list := range map[string]*[]string{"$JS.API.DIRECT.GET.>": &direct, "$JS.API.STREAM.MSG.GET.>": &leader} {
-		if _, err := spy.Subscribe(subject, record(list)); err != nil {
-			t.Fatal(err)
-		}
+	leaderSub, err := spy.SubscribeSync("$JS.API.STREAM.MSG.GET.>")
+	if err != nil {
+		t.Fatal(err)
 	}
 	if err := spy.Flush(); err != nil {
 		t.Fatal(err)
@@ -55,13 +48,29 @@ func TestKVFleetCheckReadsAtTheLeader(t *testing.T) {
 	if err := workerid.CheckGeneration(ctx, a, joined); err != nil {
 		t.Fatalf("CheckGeneration on an unchanged record: %v", err)
 	}
-	// The spy's connection sees every request sent before its own flush
-	// has come back: the server forwards messages in order.
+	// The check's requests were routed to the spy before their replies
+	// came back, so the spy's flush returns after they are queued on its
+	// subscriptions (synchronous ones: an async handler may not have run
+	// yet when the flush returns, and under load it had not).
 	if err := spy.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	queued := func(sub *nats.Subscription) []string {
+		n, _, err := sub.Pending()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for range n {
+			m, err := sub.NextMsg(time.Second) // queued: returns at once
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, m.Subject+" "+string(m.Data))
+		}
+		return got
+	}
+	direct, leader := queued(directSub), queued(leaderSub)
 	if len(direct) > 0 {
 		t.Errorf("the fleet check sent %d direct get(s), which any replica may answer: %q", len(direct), direct)
 	}
