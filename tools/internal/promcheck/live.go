@@ -38,6 +38,10 @@ func Scrape(t testing.TB) Exported {
 		"LEASE_TTL":        "3s",
 		"LOG_LEVEL":        "warn",
 		"SHUTDOWN_TIMEOUT": "5s",
+		// The test's server is temporary and dies with it: no later
+		// instance can repeat IDs against a store that forgot, and the
+		// default window would keep the instance out for 2 minutes.
+		"STORE_LOSS_WINDOW": "0",
 		// A region, so that the series carry uid_region as a fleet's
 		// across regions do (a standalone server ignores the placement);
 		// one region, which homes the sequence.

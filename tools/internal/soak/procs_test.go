@@ -51,6 +51,9 @@ func TestProcReadsARealDispensersLog(t *testing.T) {
 	cfg := dispenser.DefaultConfig()
 	cfg.NATSURL = testenv.NATS(t, nil).ClientURL()
 	cfg.ShutdownTimeout = 5 * time.Second
+	// A temporary server: no loss window (the default keeps the instance
+	// out for 2 minutes before its first reservation is durable).
+	cfg.StoreLossWindow = 0
 	var logs testenv.LogBuffer
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
