@@ -29,8 +29,25 @@
  * expire); a lease of A's expires at any moment and B takes its worker ID
  * over (a takeover); A's lane goroutine renews a lane, raising its
  * reservation, or finds it taken: the lane is lost (dropped at the next
- * second; the first lane lost ends the instance). The store's loss is
- * not in this model (docs/verification.md): a lane's lease is lease.pml's.
+ * second; the first lane lost ends the instance).
+ *
+ * The store's loss, as in lease.pml: the store forgets its last k <= K
+ * acknowledged writes (K = 1 stands for the window W), up to LOSSES
+ * times in the run, and comes back as it was before them. Against it
+ * every lane has lease.pml's D1 and D2:
+ *   D1  a lane issues only seconds of its durable reservation (until[]:
+ *       confirmed present in the record by a renewal K writes later),
+ *       not of the acknowledged one (res[]); a claimed lane warms until
+ *       its first reservation is durable (Lease.Ready) and only then is
+ *       pending (laneSet.awaitReady); lost while warming, it is given
+ *       back having issued nothing;
+ *   D2  a renewal that finds the record below what the lane last wrote
+ *       (a regression) loses the lane.
+ * A claim here is one write that takes the worker ID and reserves some
+ * second of the horizon (lease.pml splits it into Acquire and the first
+ * renewal). B waits for its own reservation to be durable before it
+ * issues (its D1); the store forgets only its last writes, so all
+ * before B's claim is durable then too.
  *
  * Mutations (spin -DMUTANT_...): each must produce a violation.
  *   JOIN_MIDSECOND   a claimed lane joins within a second padding has
@@ -39,16 +56,30 @@
  *                    last one it filled
  *   TAKEOVER_NO_SKIP B takes a worker ID over without skipping the seconds
  *                    A reserved
+ *   LANE_NO_D1       D1 removed on lanes: a lane issues up to its
+ *                    acknowledged reservation and joins at its claim,
+ *                    without waiting to be Ready
  */
 
 #define NW 2            /* worker IDs */
 #define MAXS 2          /* wall-clock seconds 1..MAXS */
-#define MAXSEC 3        /* horizon of reservations */
+#ifndef MAXSEC
+#define MAXSEC 2        /* horizon of reservations */
+#endif
 #ifndef NSEQ
 #define NSEQ 2          /* sequence numbers per second */
 #endif
-#ifndef MAXCLAIMS
-#define MAXCLAIMS 2     /* claims in the whole run (A's first lane aside) */
+#ifndef ACLAIMS
+#define ACLAIMS 1       /* A's claims of an extra lane in the run */
+#endif
+#ifndef BCLAIMS
+#define BCLAIMS 1       /* B's claims in the run */
+#endif
+#ifndef K
+#define K 1             /* the store forgets at most its last K writes */
+#endif
+#ifndef LOSSES
+#define LOSSES 1        /* losses in the whole run */
 #endif
 
 #define max(a, b) ((a) > (b) -> (a) : (b))
@@ -57,8 +88,30 @@
 /* The store: owner (0 none, 1 A, 2 B) and reserved second. */
 byte owner[NW];
 byte reserved[NW];
-byte claims = 0;
+byte aClaims = 0, bClaims = 0;
 bool aAlive = true;
+/* What a loss comes back to: the record as of the last write the store
+ * made durable, and how many acknowledged writes it may still forget. */
+byte sOwner[NW];
+byte sReserved[NW];
+byte unsynced = 0;
+byte losses = 0;
+byte si;
+
+/* The store makes what it holds durable (an fsync, a replica catching
+ * up): a loss comes back to it. */
+inline storeSync() {
+	for (si : 0 .. NW - 1) { sOwner[si] = owner[si]; sReserved[si] = reserved[si] }
+	si = 0; unsynced = 0
+}
+/* Every write: at most K acknowledged writes are ever forgotten. */
+inline written() {
+	if
+	:: unsynced == K -> storeSync()
+	:: else -> skip
+	fi;
+	unsynced++
+}
 
 /* The watched ID and how often it was issued. */
 byte watchW, watchS, watchQ;
@@ -79,7 +132,9 @@ inline issue(w, s, q) {
 bool held[NW];          /* in A's lane list */
 bool drop[NW];          /* marked by dropIdle */
 byte after[NW];
-byte until[NW];
+byte until[NW];         /* D1: the reservation known durable */
+byte res[NW];           /* the reservation acknowledged (lane goroutine's) */
+bool warm[NW];          /* claimed, not yet Ready (laneSet.awaitReady) */
 byte lastUsed[NW];
 byte primary;           /* the caller's lane, never dropped */
 /* Claimed by the lane goroutine, waiting for the next second. */
@@ -123,6 +178,13 @@ inline startSecond(sec) {
 #define nheld (held[0] + held[1])
 #define laneAt(p) ((p) == 0 -> (held[0] -> 0 : 1) : ((p) == 1 && held[0] && held[1] -> 1 : NW))
 
+/* lane.usableFor's bound: Lease.Until, the durable reservation (D1). */
+#ifdef MUTANT_LANE_NO_D1
+#define LIMIT(w) res[w]
+#else
+#define LIMIT(w) until[w]
+#endif
+
 /* CachedGenerator.pad, one ID (or one skipped lane) at a time. */
 proctype PaddingA() {
 	byte i, now, w;
@@ -147,9 +209,9 @@ proctype PaddingA() {
 		:: idx < nheld && drop[w] -> idx++; seq = 0            /* errLaneDropped */
 		:: idx < nheld && !drop[w] && next <= after[w] ->
 			idx++; seq = 0                                    /* errBeforeAfter */
-		:: idx < nheld && !drop[w] && next > after[w] && next > until[w] ->
+		:: idx < nheld && !drop[w] && next > after[w] && next > LIMIT(w) ->
 			skip                        /* ErrNotReserved: the round stops here */
-		:: idx < nheld && !drop[w] && next > after[w] && next <= until[w] ->
+		:: idx < nheld && !drop[w] && next > after[w] && next <= LIMIT(w) ->
 			/* written: strictly above the last ID */
 			assert(!any || next > lastS || (next == lastS && (w > lastW || (w == lastW && seq > lastQ))));
 			issue(w, next, seq);
@@ -173,17 +235,23 @@ proctype LanesA() {
 	do
 	/* claimOne -> Assigner.Claim: a free worker ID, after its reserved
 	 * second, reserving up to some second of the horizon */
-	:: atomic { aAlive && claims < MAXCLAIMS && !anyPending ->
-		claims++;
+	:: atomic { aAlive && aClaims < ACLAIMS && !anyPending && !warm[0] && !warm[1] ->
+		aClaims++;
 		select(i : 0 .. NW - 1);
 		if
-		:: owner[i] == 0 && !held[i] && !releasing[i] ->
+		/* free, or B's lease expired (its Release forgotten) */
+		:: owner[i] != 1 && !held[i] && !releasing[i] && reserved[i] < MAXSEC ->
+			written();
 			owner[i] = 1;
 			after[i] = reserved[i];
-			select(r : after[i] .. MAXSEC);
-			reserved[i] = r; until[i] = r;
+			select(r : after[i] + 1 .. MAXSEC);
+			reserved[i] = r; res[i] = r; until[i] = after[i];
 			lastUsed[i] = 0;
+#ifdef MUTANT_LANE_NO_D1
 			pending[i] = true; anyPending = true
+#else
+			warm[i] = true
+#endif
 		:: true -> skip        /* taken, or the store unreachable */
 		fi;
 		i = 0; r = 0
@@ -192,11 +260,23 @@ proctype LanesA() {
 	 * the horizon (the store's second follows); or ErrLeaseTaken: lost */
 	:: atomic { aAlive -> select(i : 0 .. NW - 1);
 		if
-		:: held[i] && !drop[i] && owner[i] == 1 && until[i] < MAXSEC ->
-			until[i]++; reserved[i] = max(reserved[i], until[i])
-		:: held[i] && !drop[i] && owner[i] != 1 ->
+		:: (held[i] && !drop[i] || warm[i]) && owner[i] == 1 && reserved[i] >= res[i] &&
+		   (res[i] < MAXSEC || until[i] < res[i]) ->
+			/* applied, reply received: the record held res[i] before
+			 * this write, K = 1 write follows it now: durable (D1) */
+			written();
+			until[i] = max(until[i], res[i]);
+			res[i] = min(res[i] + 1, MAXSEC);
+			reserved[i] = max(reserved[i], res[i]);
+			if
+			:: warm[i] && until[i] > after[i] -> warm[i] = false; pending[i] = true; anyPending = true   /* Ready */
+			:: else -> skip
+			fi
+		/* ErrLeaseTaken, or D2: a regression */
+		:: (held[i] && !drop[i] || warm[i]) && (owner[i] != 1 || reserved[i] < res[i]) ->
 			if
 			:: i == primary -> aAlive = false   /* the instance ends */
+			:: warm[i] -> warm[i] = false; releasing[i] = true  /* issued nothing */
 			:: else -> drop[i] = true           /* dropIdle: lost */
 			fi
 		:: else -> skip
@@ -216,7 +296,7 @@ proctype LanesA() {
 		:: else -> r = 255          /* nothing to give back */
 		fi;
 		if
-		:: owner[i] == 1 -> reserved[i] = min(reserved[i], r); owner[i] = 0
+		:: owner[i] == 1 -> written(); reserved[i] = min(reserved[i], r); owner[i] = 0
 		:: true -> skip             /* the store unreachable: it expires */
 			; if :: owner[i] == 1 -> owner[i] = 0 :: else -> skip fi
 		fi;                         /* (after its TTL: free, reservation kept) */
@@ -232,8 +312,8 @@ proctype LanesA() {
 proctype B() {
 	byte w, a, u;
 	do
-	:: atomic { claims < MAXCLAIMS ->
-		claims++;
+	:: atomic { bClaims < BCLAIMS ->
+		bClaims++;
 		select(w : 0 .. NW - 1);
 		if
 		:: owner[w] != 2 ->         /* free, or A's lease expired: a takeover */
@@ -243,14 +323,33 @@ proctype B() {
 			a = 0;
 #endif
 			select(u : a .. MAXSEC);
+			/* D1: B issues once its reservation is durable; the
+			 * store forgets only its last writes: all is durable */
+			reserved[w] = u; storeSync();
 			if
 			:: watchW == w && watchS > a && watchS <= u -> issue(watchW, watchS, watchQ)
 			:: else -> skip
 			fi;
-			reserved[w] = u; owner[w] = 0   /* all used, released */
+			written(); owner[w] = 0         /* all used, released */
 		:: else -> skip
 		fi;
 		w = 0; a = 0; u = 0
+	   }
+	od
+}
+
+/* The store: makes its writes durable, or forgets them. */
+proctype Store() {
+	do
+#if K > 1
+	/* (K = 1: a loss forgets the last write whatever was synced before
+	 * it, and one that forgets nothing is no loss: no step needed) */
+	:: atomic { unsynced > 0 -> storeSync() }
+#endif
+	:: atomic { unsynced > 0 && losses < LOSSES ->
+		losses++;
+		for (si : 0 .. NW - 1) { owner[si] = sOwner[si]; reserved[si] = sReserved[si] }
+		si = 0; unsynced = 0
 	   }
 	od
 }
@@ -264,9 +363,10 @@ init {
 		/* A's first lane: the caller's claim, on a fresh store */
 		select(primary : 0 .. NW - 1);
 		owner[primary] = 1; select(u : 1 .. MAXSEC); until[primary] = u;
-		reserved[primary] = until[primary];
+		reserved[primary] = until[primary]; res[primary] = until[primary];
 		held[primary] = true;
+		storeSync();    /* the dispenser issues once Ready: durable */
 		next = 1;
-		run PaddingA(); run LanesA(); run B()
+		run PaddingA(); run LanesA(); run B(); run Store()
 	}
 }
