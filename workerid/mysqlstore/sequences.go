@@ -5,11 +5,19 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/uid-dispenser/uid-dispenser/sequence"
+	"github.com/uid-dispenser/uid-dispenser/telemetry/event"
 )
 
 const defaultSequenceTable = "UID_SEQUENCE"
+
+// serverIdentity is the SQL expression naming the server that answers: a
+// replica must have a server_id of its own (MySQL's and MariaDB's
+// replication refuse to run otherwise), so a promoted one answers with
+// another.
+const serverIdentity = "@@server_id"
 
 // SequenceStore is sequence.SegmentStore on one table of the assigner's
 // database (schema.sql's UID_SEQUENCE, Leaf's leaf_alloc): a row per
@@ -19,6 +27,14 @@ type SequenceStore struct {
 	table string // quoted
 	name  string // for messages
 	a     *Assigner
+	// identity is serverIdentity (tests replace it: one server cannot
+	// change its server_id under the tests of others).
+	identity string
+
+	mu     sync.Mutex
+	server string // the server that answered last (seen: read at all)
+	seen   bool
+	epoch  uint64
 }
 
 // Sequences implements sequence.Keeper: the sequence store in the table
@@ -27,7 +43,7 @@ type SequenceStore struct {
 // assigner after the allocator on it.
 func (a *Assigner) Sequences(ctx context.Context) (sequence.SegmentStore, error) {
 	table := a.cfg.SequenceTable
-	s := &SequenceStore{db: a.db, table: quoteIdent(table), name: a.storeName + " table " + table, a: a}
+	s := &SequenceStore{db: a.db, table: quoteIdent(table), name: a.storeName + " table " + table, a: a, identity: serverIdentity}
 	if !a.cfg.TablesByHand {
 		create, err := createStatement(defaultSequenceTable, table)
 		if err != nil {
@@ -57,13 +73,17 @@ func (s *SequenceStore) Take(ctx context.Context, name string, step, floor uint6
 	}
 	defer func() { _ = tx.Rollback() }()
 	var maxID int64
-	err = tx.QueryRowContext(ctx, "SELECT MAX_ID FROM "+s.table+" WHERE BIZ_TAG = ? FOR UPDATE", name).Scan(&maxID)
+	var server string
+	err = tx.QueryRowContext(ctx, "SELECT MAX_ID, "+s.identity+" FROM "+s.table+" WHERE BIZ_TAG = ? FOR UPDATE", name).Scan(&maxID, &server)
 	if errors.Is(err, sql.ErrNoRows) {
 		return sequence.Segment{}, &sequence.UnknownError{Name: name}
 	}
 	if err != nil {
 		return sequence.Segment{}, s.a.classify(err, "")
 	}
+	// The server that gave this segment, read on the take's own
+	// connection: another pooled connection may still reach the old one.
+	s.answeredBy(server)
 	if maxID < 0 {
 		return sequence.Segment{}, fmt.Errorf("workerid: %s: %q holds MAX_ID %d, not a sequence's end: restore it (never lower it)", s.name, name, maxID)
 	}
@@ -129,3 +149,47 @@ func (s *SequenceStore) List(ctx context.Context) ([]string, error) {
 	}
 	return names, rows.Err()
 }
+
+// A failover to a replica that missed the primary's last commits (a
+// semi-synchronous replication that fell back to asynchronous) forgets
+// segments it acknowledged, and no request need fail: database/sql
+// retries a statement on a new connection when a pooled one turns out
+// broken before anything was sent (the driver's "closing bad idle
+// connection"), and the floating address now reaches the promoted
+// replica. The fault harness saw an instance take another's forgotten
+// segment that way 0.8 s after the failover, with no error and no
+// settle. The server's identity tells it: a new server_id starts a new
+// epoch (sequence.LossWatcher, D7), read with every take and at every
+// check, so the segment taken across it is not handed out and the
+// instance settles while the survivors' checks raise the counters.
+
+// Epoch implements sequence.LossWatcher: how many times the server
+// answering changed.
+func (s *SequenceStore) Epoch(ctx context.Context) (sequence.Epoch, error) {
+	var server string
+	if err := s.db.QueryRowContext(ctx, "SELECT "+s.identity).Scan(&server); err != nil {
+		return sequence.Epoch{}, fmt.Errorf("workerid: %s: read the server's identity: %w", s.name, s.a.classify(err, ""))
+	}
+	s.answeredBy(server)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return sequence.Epoch{N: s.epoch}, nil
+}
+
+// answeredBy records that server answered; another server than the last
+// one starts a new epoch.
+func (s *SequenceStore) answeredBy(server string) {
+	s.mu.Lock()
+	previous, changed := s.server, s.seen && server != s.server
+	s.server, s.seen = server, true
+	if changed {
+		s.epoch++
+	}
+	s.mu.Unlock()
+	if changed {
+		s.a.log.Warn("workerid: another MySQL server answers the sequences (a failover): it may have forgotten segments it acknowledged; sequences settle",
+			event.Key, event.StoreEpochChanged, "store", s.name, "server_id", server, "previous_server_id", previous)
+	}
+}
+
+var _ sequence.LossWatcher = (*SequenceStore)(nil)
