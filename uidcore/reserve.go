@@ -59,8 +59,10 @@ func (res *reservation) addIDs(ids []uint64) {
 //
 // IDs a caller took from the ring before a reservation are below the
 // reservation's: the ring is emptied into it, and padding writes the
-// ring's next IDs after it. Only the reserve left to small takes while
-// throttled may be taken after a later reservation.
+// ring's next IDs after it. While throttled a reservation leaves the
+// small takes' reserve in the ring and then reserves nothing from the
+// lanes (those IDs would be above the reserve's), so an instance's IDs
+// strictly increase in the order they are issued.
 func (g *CachedGenerator) ReserveRuns(ctx context.Context, dst []Run, n uint64, wait bool) ([]Run, uint64, error) {
 	var got uint64
 	for got < n {
@@ -108,8 +110,9 @@ func (g *CachedGenerator) awaitCapacity(ctx context.Context, wanted int) error {
 }
 
 // answerReservation answers a reservation on the padding goroutine: from the ring
-// first, then from the lanes (a round whose runs go to res, not to
-// slots). It reports the round as padding does, with TriggerReserve.
+// first, then, once the ring is empty, from the lanes (a round whose runs
+// go to res, not to slots). It reports the round as padding does, with
+// TriggerReserve.
 func (g *CachedGenerator) answerReservation(res *reservation) PutRejectReason {
 	defer close(res.done)
 	ctx := g.observer.PaddingStarted(context.Background(), TriggerReserve)
@@ -117,7 +120,15 @@ func (g *CachedGenerator) answerReservation(res *reservation) PutRejectReason {
 	r.report = PaddingReport{Trigger: TriggerReserve, Discarded: g.discardStale()}
 	g.takeFromRing(res)
 	r.tail = g.tail.Load()
-	g.fill(&r)
+	// The lanes' next IDs are above every ID the ring holds: reserving
+	// them while the ring keeps some (the small takes' reserve, left while
+	// throttled) would issue those lower IDs after higher ones, and an
+	// instance's IDs strictly increase. The rest then comes through the
+	// ring, after the reserve: the round requested below writes it, and a
+	// waiting reservation takes it at the round's end.
+	if g.cursor.Load() >= r.tail {
+		g.fill(&r)
+	}
 	g.padding.reserved += res.got
 	_, reason := g.finishRound(ctx, &r)
 	// The ring gave what it held: refill it for the small takes.
