@@ -81,6 +81,10 @@ func (w *streamWatch) acknowledged(rev uint64) {
 
 // Epoch implements sequence.LossWatcher.
 func (w *streamWatch) Epoch(ctx context.Context) (sequence.Epoch, error) {
+	// Only writes acknowledged before the request must be in the reply's
+	// last sequence: one acknowledged while the request is under way may
+	// be above it, and is no loss.
+	acked := w.acked.Load()
 	msg, err := w.nc.RequestWithContext(ctx, w.subject, nil)
 	if err != nil {
 		return sequence.Epoch{}, fmt.Errorf("kvstore: stream info of %s: %w", w.stream, err)
@@ -102,7 +106,7 @@ func (w *streamWatch) Epoch(ctx context.Context) (sequence.Epoch, error) {
 	}
 	reconnects := w.nc.Stats().Reconnects
 	var why []any
-	if acked := w.acked.Load(); info.State.LastSeq < acked {
+	if info.State.LastSeq < acked {
 		// Lower acked to what the stream has, so that this loss counts
 		// once; a write acknowledged meanwhile only raises it again.
 		w.acked.CompareAndSwap(acked, info.State.LastSeq)
