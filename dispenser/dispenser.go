@@ -342,7 +342,11 @@ func (d *Dispenser) openAssigner(ctx context.Context, url string) (func(), error
 }
 
 // openSequences sets up the named sequences on the worker-ID store and
-// declares DISPENSER_SEQUENCES there.
+// declares DISPENSER_SEQUENCES there. Like the worker-ID store's, its
+// calls to the store retry what may pass (JetStream without quorum: 503)
+// up to DISPENSER_STORE_STARTUP_DEADLINE, and fail at once on what
+// cannot (workerid.Permanent: a refusal, a missing table; the names were
+// validated with the configuration).
 func (d *Dispenser) openSequences(ctx context.Context) error {
 	keeper, ok := d.assigner.(sequence.Keeper)
 	if !ok {
@@ -351,16 +355,25 @@ func (d *Dispenser) openSequences(ctx context.Context) error {
 		}
 		return nil
 	}
-	store, err := keeper.Sequences(ctx)
-	if err != nil && d.cfg.Sequences == "" {
+	var store sequence.SegmentStore
+	var err error
+	if d.cfg.Sequences == "" {
 		// An instance that declares none may run where the sequence table
 		// does not exist and may not be created (DISPENSER_CREATE_TABLES=false
-		// on a store set up before sequences): it serves IDs without them.
-		d.log.Warn("named sequences off: their store is not usable", "err", err)
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("dispenser: sequence store: %w", err)
+		// on a store set up before sequences): it serves IDs without them,
+		// at once.
+		if store, err = keeper.Sequences(ctx); err != nil {
+			d.log.Warn("named sequences off: their store is not usable", "err", err)
+			return nil
+		}
+	} else {
+		err = workerid.RetryStore(ctx, d.cfg.StoreStartupDeadline, d.log, "open the sequence store", func(ctx context.Context) (err error) {
+			store, err = keeper.Sequences(ctx)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("dispenser: sequence store: %w", err)
+		}
 	}
 	decls, err := d.cfg.declaredHere()
 	if err != nil {
@@ -370,7 +383,10 @@ func (d *Dispenser) openSequences(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("dispenser: %w", err)
 	}
-	if err := alloc.Declare(ctx, decls); err != nil {
+	err = workerid.RetryStore(ctx, d.cfg.StoreStartupDeadline, d.log, "declare the sequences", func(ctx context.Context) error {
+		return alloc.Declare(ctx, decls)
+	})
+	if err != nil {
 		alloc.Abandon()
 		return fmt.Errorf("dispenser: DISPENSER_SEQUENCES: %w", err)
 	}

@@ -230,8 +230,14 @@ func NewAllocator(store SegmentStore, cfg Config) (*Allocator, error) {
 
 // Declare declares each sequence on the store (an existing one keeps its
 // numbers: first matters only when it is created), then lists in Stats
-// every sequence the store holds, declared here or elsewhere.
+// every sequence the store holds, declared here or elsewhere. It reads
+// the store's epoch first when NewAllocator could not. It may be called
+// again after an error (a store unavailable for now): declaring an
+// existing sequence changes nothing.
 func (a *Allocator) Declare(ctx context.Context, decls []Declaration) error {
+	if err := a.readBaseline(ctx); err != nil {
+		return fmt.Errorf("read the epoch of %s: %w", a.cfg.StoreName, err)
+	}
 	for _, d := range decls {
 		if err := ValidName(d.Name); err != nil {
 			return err

@@ -42,21 +42,46 @@ type baseline struct {
 // startEpoch reads the baseline before the start's settle period begins,
 // and holds the first take for the quarantine when the epoch is younger
 // than it: a loss just before this start, which the survivors may not
-// have repaired yet. An unread baseline makes the first take's epoch
-// check fail, and the allocator settles then.
+// have repaired yet. An unread baseline is read again by Declare (the
+// dispenser's start retries it while the store is unavailable); left
+// unread, it makes the first take's epoch check fail, and the allocator
+// settles then.
 func (a *Allocator) startEpoch() {
 	if a.watcher == nil {
 		return
 	}
-	e, err := a.readEpoch()
-	if err != nil {
-		a.cfg.Logger.Warn("reading the sequence store's epoch failed: the first segment waits the settle period", "store", a.cfg.StoreName, "err", err)
-		return
+	if err := a.readBaseline(a.ctx); err != nil {
+		a.cfg.Logger.Warn("reading the sequence store's epoch failed: read again when the sequences are declared", "store", a.cfg.StoreName, "err", err)
 	}
+}
+
+// readBaseline reads the baseline unless it is read already. One read
+// after NewAllocator starts the settle period over, as if the allocator
+// started then: nothing was handed out from the store before it.
+func (a *Allocator) readBaseline(ctx context.Context) error {
+	if a.watcher == nil {
+		return nil
+	}
+	if a.epochSnapshot().ok {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.FetchTimeout)
+	defer cancel()
+	e, err := a.watcher.Epoch(ctx)
+	if err != nil {
+		return err
+	}
+	a.epochMu.Lock()
+	defer a.epochMu.Unlock()
+	if a.base.ok {
+		return nil // a check settled on one meanwhile
+	}
+	a.hold(max(a.cfg.Settle, 0))
 	a.base = baseline{n: e.N, ok: true}
 	if q := a.quarantine(); e.AgeKnown && e.Age < q {
 		a.hold(q - e.Age)
 	}
+	return nil
 }
 
 func (a *Allocator) readEpoch() (Epoch, error) {

@@ -831,6 +831,8 @@ func RetryStore(ctx context.Context, within time.Duration, log *slog.Logger, wha
 		}
 		if attempt == 1 {
 			log.Warn("workerid: store not reachable; retrying", "op", what, "error", err, "for", left.Round(time.Millisecond))
+		} else {
+			log.Debug("workerid: store still not reachable; retrying", "op", what, "attempt", attempt, "error", err, "for", left.Round(time.Millisecond))
 		}
 		if retry.Sleep(ctx, min(pauses.Next(), left)) != nil {
 			return fmt.Errorf("%w: %s: %w (last error: %w)", ErrStoreUnavailable, what, ctx.Err(), err)

@@ -7,9 +7,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/uid-dispenser/uid-dispenser/sequence"
+	"github.com/uid-dispenser/uid-dispenser/workerid"
 )
 
 // kvSequencePrefix keys the named sequences: seq.<name> holds the end of
@@ -55,7 +57,7 @@ func (s *SequenceStore) read(ctx context.Context, name string) (uint64, uint64, 
 	}
 	v, err := strconv.ParseUint(string(e.Value()), 10, 64)
 	if err != nil || v > sequence.MaxValue {
-		return 0, 0, fmt.Errorf("kvstore: key %s holds %q, not a sequence's end: restore it (never lower it)", e.Key(), kvExcerpt(e.Value()))
+		return 0, 0, workerid.Permanent(fmt.Errorf("kvstore: key %s holds %q, not a sequence's end: restore it (never lower it)", e.Key(), kvExcerpt(e.Value())))
 	}
 	return v, e.Revision(), nil
 }
@@ -114,22 +116,49 @@ func (s *SequenceStore) Declare(ctx context.Context, name string, first uint64) 
 		return true, nil
 	}
 	if !lostRace(err) {
-		return false, err
+		return false, permanentIfRefused(err)
 	}
 	if _, _, err := s.read(ctx, name); err != nil {
 		if errors.Is(err, sequence.ErrUnknownSequence) {
-			return false, fmt.Errorf("kvstore: key %s was deleted: its numbers may have been handed out, so it is not declared again; put back its last value", key)
+			return false, s.deletedOrBehind(ctx, key)
 		}
 		return false, err
 	}
 	return false, nil
 }
 
+// deletedOrBehind tells why key, which a write at revision 0 found in
+// use, reads as missing: deleted (permanent: refused), or read from a
+// replica that has not caught up yet (after a quorum came back; the
+// history is read from the stream's leader), which a retry cures.
+func (s *SequenceStore) deletedOrBehind(ctx context.Context, key string) error {
+	hist, err := s.kv.History(ctx, key)
+	if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return err
+	}
+	if n := len(hist); n > 0 && hist[n-1].Operation() != jetstream.KeyValuePut {
+		return workerid.Permanent(fmt.Errorf("kvstore: key %s was deleted: its numbers may have been handed out, so it is not declared again; put back its last value", key))
+	}
+	return fmt.Errorf("kvstore: key %s is in use but not read yet (a replica behind?)", key)
+}
+
+// permanentIfRefused marks the errors a start-up's retries cannot cure
+// (workerid.RetryStore returns them at once): the account may not use
+// JetStream or the subject. Anything else (a 503 of a cluster without
+// quorum, a timeout) may pass.
+func permanentIfRefused(err error) error {
+	if errors.Is(err, nats.ErrPermissionViolation) || errors.Is(err, nats.ErrAuthorization) ||
+		errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
+		return workerid.Permanent(err)
+	}
+	return err
+}
+
 // List implements sequence.SegmentStore.
 func (s *SequenceStore) List(ctx context.Context) ([]string, error) {
 	w, err := s.kv.Watch(ctx, kvSequencePrefix+"*", jetstream.MetaOnly(), jetstream.IgnoreDeletes())
 	if err != nil {
-		return nil, err
+		return nil, permanentIfRefused(err)
 	}
 	defer func() { _ = w.Stop() }()
 	var names []string
