@@ -112,7 +112,13 @@ func testForgottenSegments(t *testing.T, st Store) {
 			go draw(a, stop, &wg)
 		}
 	}
-	testwait.WaitFor(t, 30*time.Second, "numbers from several segments", func() bool { return count() > 500 })
+	// Each survivor must hold a high-water mark before the loss: one given
+	// nothing yet is not a survivor but a newcomer with no settle period
+	// (cfg.Settle is 0), and under load its first take came after the loss
+	// and got numbers the other survivor had handed out ([1, 471) again).
+	testwait.WaitFor(t, 30*time.Second, "numbers from several segments of every survivor", func() bool {
+		return count() > 500 && issued(survivors[0], name) > 0 && issued(survivors[1], name) > 0
+	})
 	st.SetCounter(t, name, 1) // the store forgot every segment
 	late := cfg
 	late.Settle = 2 * time.Second // 40 check intervals of the survivors
@@ -127,7 +133,7 @@ func testForgottenSegments(t *testing.T, st Store) {
 	}
 	before := count()
 	testwait.WaitFor(t, 60*time.Second, "numbers from the newcomer and the survivors after the loss", func() bool {
-		return count() > before+1000 && newcomer.Stats()[0].Issued > 0
+		return count() > before+1000 && issued(newcomer, name) > 0
 	})
 	close(stop)
 	wg.Wait()
@@ -222,16 +228,8 @@ func testSilentLoss(t *testing.T, st Store) {
 	newcomer := open()
 	start(newcomer)
 	before := count()
-	issued := func(a *sequence.Allocator) uint64 {
-		for _, s := range a.Stats() {
-			if s.Name == name {
-				return s.Issued
-			}
-		}
-		return 0
-	}
 	testwait.WaitFor(t, 60*time.Second, "numbers from every instance after the loss", func() bool {
-		return count() > before+1000 && issued(idle) > 0 && issued(newcomer) > 0
+		return count() > before+1000 && issued(idle, name) > 0 && issued(newcomer, name) > 0
 	})
 	close(stop)
 	wg.Wait()
@@ -248,4 +246,14 @@ func testSilentLoss(t *testing.T, st Store) {
 		t.Fatalf("%d of %d numbers handed out twice", dups, len(seen))
 	}
 	t.Logf("%d numbers, 0 duplicates; epoch changes seen: %d by the idle survivor, %d by the newcomer", len(seen), idle.EpochChanges(), newcomer.EpochChanges())
+}
+
+// issued is how many numbers of name a has handed out.
+func issued(a *sequence.Allocator, name string) uint64 {
+	for _, s := range a.Stats() {
+		if s.Name == name {
+			return s.Issued
+		}
+	}
+	return 0
 }
