@@ -460,9 +460,14 @@ func (p *BlockPublisher) takeBlock(ctx context.Context) (*outBlock, error) {
 		err  error
 	)
 	if rs, ok := src.(RunSource); ok && !p.cfg.BinaryBlocks {
-		// Waits for capacity at most a second, as a take waits for the
-		// ring: a block reserved over a longer wait would start old.
-		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		// Waits for capacity until a second after the wall clock's next
+		// second begins, no longer: a block reserved over a longer wait
+		// would start old. At the ahead bound the lanes allow the next
+		// second's IDs only once it begins, and a wait of one second from
+		// now ended a few milliseconds after that (a take just after a
+		// second's start), before a loaded machine's padding answered: the
+		// take failed where it should have waited for the next second.
+		rctx, cancel := context.WithDeadline(ctx, time.Now().Truncate(time.Second).Add(2*time.Second))
 		var reserved []uidcore.Run
 		reserved, _, err = rs.ReserveRuns(rctx, p.runs[:0], uint64(p.cfg.BlockSize), true)
 		cancel()
