@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/uid-dispenser/uid-dispenser/telemetry/event"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
@@ -188,18 +187,6 @@ func (a *Assigner) awaitDurableRow(ctx context.Context, table string, id int64, 
 			errRowNotDurable, id, w, got.host, got.port, row.host, row.port)
 	}
 	return nil
-}
-
-// sleepCtx waits d, or until ctx is done.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // fleetMaxColumn makes sure the fleet table has MAX_WORKER_ID, the

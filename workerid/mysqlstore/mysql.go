@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/retry"
 	"github.com/uid-dispenser/uid-dispenser/internal/setting"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
@@ -129,7 +130,7 @@ func NewAssigner(ctx context.Context, cfg Config) (*Assigner, error) {
 	}
 	db := sql.OpenDB(connector)
 	db.SetConnMaxLifetime(3 * time.Minute)
-	a := &Assigner{db: db, cfg: cfg, host: host, log: logger, storeName: "MySQL at " + dsn.Addr, waitLoss: sleepCtx}
+	a := &Assigner{db: db, cfg: cfg, host: host, log: logger, storeName: "MySQL at " + dsn.Addr, waitLoss: retry.Sleep}
 	table := cfg.WorkerNodeTable
 	def := defaultNodeTable
 	if cfg.Mode == workerid.ModeLeased {
