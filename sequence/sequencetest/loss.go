@@ -66,39 +66,7 @@ func testForgottenSegments(t *testing.T, st Store) {
 	cfg.CheckInterval = 50 * time.Millisecond
 	const name = "orders"
 	declare(t, st.New(t, st.Addr), name, 1)
-	var (
-		mu   sync.Mutex
-		seen = map[uint64]int{}
-	)
-	draw := func(a *sequence.Allocator, stop <-chan struct{}, wg *sync.WaitGroup) {
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			var batch [3]uint64
-			err := a.Fill(ctx, name, batch[:])
-			cancel()
-			if err != nil {
-				continue
-			}
-			mu.Lock()
-			for _, n := range batch {
-				seen[n]++
-			}
-			mu.Unlock()
-		}
-	}
-	count := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(seen)
-	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
+	d := newDrawers(name)
 	var survivors []*sequence.Allocator
 	for range 2 {
 		a, err := sequence.NewAllocator(st.New(t, st.Addr), cfg)
@@ -107,17 +75,14 @@ func testForgottenSegments(t *testing.T, st Store) {
 		}
 		defer a.Abandon()
 		survivors = append(survivors, a)
-		for range 3 {
-			wg.Add(1)
-			go draw(a, stop, &wg)
-		}
+		d.start(a)
 	}
 	// Each survivor must hold a high-water mark before the loss: one given
 	// nothing yet is not a survivor but a newcomer with no settle period
 	// (cfg.Settle is 0), and under load its first take came after the loss
 	// and got numbers the other survivor had handed out ([1, 471) again).
 	testwait.WaitFor(t, 30*time.Second, "numbers from several segments of every survivor", func() bool {
-		return count() > 500 && issued(survivors[0], name) > 0 && issued(survivors[1], name) > 0
+		return d.count() > 500 && issued(survivors[0], name) > 0 && issued(survivors[1], name) > 0
 	})
 	st.SetCounter(t, name, 1) // the store forgot every segment
 	late := cfg
@@ -127,16 +92,12 @@ func testForgottenSegments(t *testing.T, st Store) {
 		t.Fatal(err)
 	}
 	defer newcomer.Abandon()
-	for range 3 {
-		wg.Add(1)
-		go draw(newcomer, stop, &wg)
-	}
-	before := count()
+	d.start(newcomer)
+	before := d.count()
 	testwait.WaitFor(t, 60*time.Second, "numbers from the newcomer and the survivors after the loss", func() bool {
-		return count() > before+1000 && issued(newcomer, name) > 0
+		return d.count() > before+1000 && issued(newcomer, name) > 0
 	})
-	close(stop)
-	wg.Wait()
+	numbers := d.finish(t)
 	regressions := survivors[0].Regressions() + survivors[1].Regressions()
 	if regressions == 0 {
 		t.Error("no regression counted: the test did not reach the loss")
@@ -144,16 +105,7 @@ func testForgottenSegments(t *testing.T, st Store) {
 	if newcomer.Regressions() != 0 {
 		t.Errorf("the newcomer counted %d regressions: it was given nothing before the loss", newcomer.Regressions())
 	}
-	dups := 0
-	for _, c := range seen {
-		if c > 1 {
-			dups++
-		}
-	}
-	if dups > 0 {
-		t.Fatalf("%d of %d numbers handed out twice", dups, len(seen))
-	}
-	t.Logf("%d numbers, 0 duplicates; %d regressions found by the survivors", len(seen), regressions)
+	t.Logf("%d numbers, 0 duplicates; %d regressions found by the survivors", numbers, regressions)
 }
 
 // testSilentLoss: two instances hand out numbers; a third, running since
@@ -172,37 +124,7 @@ func testSilentLoss(t *testing.T, st Store) {
 	cfg.CheckInterval = 50 * time.Millisecond
 	const name = "orders"
 	declare(t, st.New(t, st.Addr), name, 1)
-	var (
-		mu   sync.Mutex
-		seen = map[uint64]int{}
-	)
-	draw := func(a *sequence.Allocator, stop <-chan struct{}, wg *sync.WaitGroup) {
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			var batch [3]uint64
-			err := a.Fill(ctx, name, batch[:])
-			cancel()
-			if err != nil {
-				continue
-			}
-			mu.Lock()
-			for _, n := range batch {
-				seen[n]++
-			}
-			mu.Unlock()
-		}
-	}
-	count := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(seen)
-	}
+	d := newDrawers(name)
 	open := func() *sequence.Allocator {
 		a, err := sequence.NewAllocator(st.New(t, st.Addr), cfg)
 		if err != nil {
@@ -211,41 +133,94 @@ func testSilentLoss(t *testing.T, st Store) {
 		t.Cleanup(a.Abandon)
 		return a
 	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	start := func(a *sequence.Allocator) {
-		for range 3 {
-			wg.Add(1)
-			go draw(a, stop, &wg)
-		}
-	}
-	start(open())
-	start(open())
+	d.start(open())
+	d.start(open())
 	idle := open()
-	testwait.WaitFor(t, 30*time.Second, "numbers from several segments", func() bool { return count() > 500 })
+	testwait.WaitFor(t, 30*time.Second, "numbers from several segments", func() bool { return d.count() > 500 })
 	st.Forget(t, name, 1)
-	start(idle)
+	d.start(idle)
 	newcomer := open()
-	start(newcomer)
-	before := count()
+	d.start(newcomer)
+	before := d.count()
 	testwait.WaitFor(t, 60*time.Second, "numbers from every instance after the loss", func() bool {
-		return count() > before+1000 && issued(idle, name) > 0 && issued(newcomer, name) > 0
+		return d.count() > before+1000 && issued(idle, name) > 0 && issued(newcomer, name) > 0
 	})
-	close(stop)
-	wg.Wait()
+	numbers := d.finish(t)
 	if idle.EpochChanges() == 0 {
 		t.Error("the instance that took nothing before the loss did not see the epoch change")
 	}
+	t.Logf("%d numbers, 0 duplicates; epoch changes seen: %d by the idle survivor, %d by the newcomer", numbers, idle.EpochChanges(), newcomer.EpochChanges())
+}
+
+// drawers hand out one name's numbers from allocators, three goroutines
+// an allocator, each filling batches of 3 until finish, and count how
+// often each number came.
+type drawers struct {
+	name string
+	stop chan struct{}
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	seen map[uint64]int
+}
+
+func newDrawers(name string) *drawers {
+	return &drawers{name: name, stop: make(chan struct{}), seen: map[uint64]int{}}
+}
+
+// start runs three goroutines drawing from a.
+func (d *drawers) start(a *sequence.Allocator) {
+	for range 3 {
+		d.wg.Add(1)
+		go d.draw(a)
+	}
+}
+
+func (d *drawers) draw(a *sequence.Allocator) {
+	defer d.wg.Done()
+	for {
+		select {
+		case <-d.stop:
+			return
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		var batch [3]uint64
+		err := a.Fill(ctx, d.name, batch[:])
+		cancel()
+		if err != nil {
+			continue
+		}
+		d.mu.Lock()
+		for _, n := range batch {
+			d.seen[n]++
+		}
+		d.mu.Unlock()
+	}
+}
+
+// count is how many distinct numbers came so far.
+func (d *drawers) count() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.seen)
+}
+
+// finish stops every goroutine, fails t if a number came twice, and
+// returns how many numbers came.
+func (d *drawers) finish(t *testing.T) int {
+	t.Helper()
+	close(d.stop)
+	d.wg.Wait()
 	dups := 0
-	for _, c := range seen {
+	for _, c := range d.seen {
 		if c > 1 {
 			dups++
 		}
 	}
 	if dups > 0 {
-		t.Fatalf("%d of %d numbers handed out twice", dups, len(seen))
+		t.Fatalf("%d of %d numbers handed out twice", dups, len(d.seen))
 	}
-	t.Logf("%d numbers, 0 duplicates; epoch changes seen: %d by the idle survivor, %d by the newcomer", len(seen), idle.EpochChanges(), newcomer.EpochChanges())
+	return len(d.seen)
 }
 
 // issued is how many numbers of name a has handed out.
