@@ -16,12 +16,7 @@ import (
 // ends.
 func NATSCluster(t testing.TB, bin, version string, n int, jetstream string) []*ServerProcess {
 	t.Helper()
-	ports := make([]int, n)
-	routes := make([]string, n)
-	for i := range ports {
-		ports[i] = freeLoopbackPort(t)
-		routes[i] = fmt.Sprintf("%q", fmt.Sprintf("nats-route://127.0.0.1:%d", ports[i]))
-	}
+	ports, routes := clusterPorts(t, n)
 	nodes := make([]*ServerProcess, n)
 	for i := range nodes {
 		dir := t.TempDir()
@@ -34,6 +29,27 @@ func NATSCluster(t testing.TB, bin, version string, n int, jetstream string) []*
 		nodes[i] = StartNATSServer(t, bin, version, dir, "-c", path, "-a", "127.0.0.1", "-p", "-1")
 	}
 	return nodes
+}
+
+// clusterPorts picks n distinct cluster ports and the routes to them
+// (quoted for a config). Ports free a moment ago can repeat when the
+// system hands a closed port out again, and nats-server refuses a
+// duplicate route entry.
+func clusterPorts(t testing.TB, n int) ([]int, []string) {
+	t.Helper()
+	ports := make([]int, 0, n)
+	routes := make([]string, 0, n)
+	taken := make(map[int]bool, n)
+	for len(ports) < n {
+		p := freeLoopbackPort(t)
+		if taken[p] {
+			continue
+		}
+		taken[p] = true
+		ports = append(ports, p)
+		routes = append(routes, fmt.Sprintf("%q", fmt.Sprintf("nats-route://127.0.0.1:%d", p)))
+	}
+	return ports, routes
 }
 
 // freeLoopbackPort is a port free a moment ago, for a cluster port that
@@ -73,12 +89,7 @@ func (n *ClusterNode) Restart(t testing.TB) {
 func NATSClusterNodes(t testing.TB, bin, version string, jetstream []string) []*ClusterNode {
 	t.Helper()
 	n := len(jetstream)
-	ports := make([]int, n)
-	routes := make([]string, n)
-	for i := range ports {
-		ports[i] = freeLoopbackPort(t)
-		routes[i] = fmt.Sprintf("%q", fmt.Sprintf("nats-route://127.0.0.1:%d", ports[i]))
-	}
+	ports, routes := clusterPorts(t, n)
 	nodes := make([]*ClusterNode, n)
 	for i := range nodes {
 		node := &ClusterNode{Name: fmt.Sprintf("n%d", i+1), Dir: t.TempDir(), bin: bin, version: version}
