@@ -347,7 +347,9 @@ class CasesIT {
         assertEquals(GaveUpException.Reason.DEADLINE, e.reason());
         UnavailableException u = assertInstanceOf(UnavailableException.class, e.getCause());
         assertTrue(u.retryAfterMs().orElse(0) > 0, "retry after " + u.retryAfterMs());
-        assertTrue(c.stats().unavailable() >= 2, c.stats().toString());
+        // The 503 was retried; how many more attempts fit the deadline is the
+        // machine's affair (under load the retry can time out instead).
+        assertTrue(c.stats().unavailable() >= 1 && c.stats().retries() >= 1, c.stats().toString());
         // And the instance still serves what it sustains.
         assertEquals(1000, c.withTimeout(Duration.ofSeconds(5)).batch(1000).length);
     }
