@@ -220,14 +220,19 @@ func (s *laneSet) dropIdle(now int64, needed int) {
 	}
 }
 
+// lostChan is a claim's Done channel, closed once it is lost for good;
+// nil (never ready) for a claim without one.
+func lostChan(c Claim) <-chan struct{} {
+	if d, ok := c.(interface{ Done() <-chan struct{} }); ok {
+		return d.Done()
+	}
+	return nil
+}
+
 // lostForGood reports whether a claim with a Done channel has closed it.
 func lostForGood(c Claim) bool {
-	d, ok := c.(interface{ Done() <-chan struct{} })
-	if !ok {
-		return false
-	}
 	select {
-	case <-d.Done():
+	case <-lostChan(c):
 		return true
 	default:
 		return false
@@ -281,14 +286,15 @@ func (s *laneSet) claimOne() {
 	}
 	held := s.held.Add(1)
 	s.claimed.Add(1)
+	ln := &lane{claim: c, workerID: c.WorkerID(), after: max(c.After(), s.floor)}
 	if !s.awaitReady(c) {
 		// Lost before it could issue, or the generator is closing: it
 		// issued nothing, so give it back at once.
-		s.giveBack(&lane{claim: c, workerID: c.WorkerID(), after: max(c.After(), s.floor)})
+		s.giveBack(ln)
 		return
 	}
 	s.mu.Lock()
-	s.pending = append(s.pending, &lane{claim: c, workerID: c.WorkerID(), after: max(c.After(), s.floor)})
+	s.pending = append(s.pending, ln)
 	s.npending.Add(1)
 	s.mu.Unlock()
 	s.notify(LaneEvent{WorkerID: c.WorkerID(), Added: true, Held: int(held)})
@@ -306,11 +312,7 @@ func (s *laneSet) claimOne() {
 // back. It returns false when the claim was lost or the generator is
 // closing.
 func (s *laneSet) awaitReady(c Claim) bool {
-	ready := Ready(c)
-	var lost <-chan struct{}
-	if d, ok := c.(interface{ Done() <-chan struct{} }); ok {
-		lost = d.Done()
-	}
+	ready, lost := Ready(c), lostChan(c)
 	for {
 		select {
 		case <-ready:
