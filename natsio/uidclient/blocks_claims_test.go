@@ -136,9 +136,11 @@ func TestBlockClaimForgottenWithinTheWindowIsRefusedAtTheReadBack(t *testing.T) 
 	key := "$KV." + protocol.BlockClaimsBucket(protocol.DefaultBlocksStream) + "." + protocol.BlockClaimKey(first)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	testwait.WaitFor(t, 5*time.Second, "source A's claim", func() bool {
+	// A creates its claim, then starts its wait: the claim in the store
+	// does not mean A is waiting yet.
+	testwait.WaitFor(t, 5*time.Second, "source A's claim and A in its wait", func() bool {
 		_, err := claims.GetLastMsgForSubject(ctx, key)
-		return err == nil
+		return err == nil && waitedFor.Load() != 0
 	})
 	if d := time.Duration(waitedFor.Load()); d <= 0 || d > uidclient.DefaultBlocksLossWindow {
 		t.Errorf("A waits %s before reading its claim back, want up to W = %s", d, uidclient.DefaultBlocksLossWindow)
