@@ -13,10 +13,13 @@ PKGS := ./...
 # -k and unit's own bookkeeping run every suite when one fails: a failure
 # in lint or in the product's packages must not hide the tools', the
 # Helm chart's, the soak's or promtool's; make test fails at the end.
+# Each failed go test suite's digest (scripts/gotest.sh) is printed again
+# last, so that a log cut to its tail still says what failed.
 test:
-	@v=$$(mktemp); (nice -n 10 $(MAKE) --no-print-directory verify >$$v 2>&1; echo "verify exit $$?" >>$$v) & \
-	$(MAKE) --no-print-directory -k lint unit rules; rc=$$?; wait; cat $$v; \
-	tail -1 $$v | grep -qx 'verify exit 0' || rc=1; rm -f $$v; exit $$rc
+	@v=$$(mktemp); d=$$(mktemp); (nice -n 10 $(MAKE) --no-print-directory verify >$$v 2>&1; echo "verify exit $$?" >>$$v) & \
+	UID_FAILURE_DIGEST=$$d $(MAKE) --no-print-directory -k lint unit rules; rc=$$?; wait; cat $$v; \
+	tail -1 $$v | grep -qx 'verify exit 0' || rc=1; \
+	if [ -s $$d ]; then echo "== make test: the failures again"; cat $$d; fi; rm -f $$v $$d; exit $$rc
 
 # tools/ is a module of its own (the soak, the benchmark report, the
 # compose check: tools that may link what the product must not); lint and

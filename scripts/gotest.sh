@@ -10,9 +10,22 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 "$GO" test "$@" 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
-if [ "$rc" -ne 0 ]; then
+digest() {
 	echo "== go test failed (exit $rc): how each failure began"
 	grep -E '^(--- FAIL|FAIL|panic: |fatal error: |runtime: |WARNING: DATA RACE|ThreadSanitizer|SIG[A-Z]+: )' "$log" | head -40
+	# A failed test's last lines: its t.Fatal comes last, after any
+	# t.Log output (the fault harness logs a whole run before its verdict).
+	awk '/^ *--- FAIL: /{ if (n) flush(); name=$0; n=0; next }
+	     /^ +/ && name != "" { last[n % 4] = $0; n++; next }
+	     { if (name != "") flush() }
+	     function flush(  i, k) { print name; k = n < 4 ? n : 4; for (i = n - k; i < n; i++) print substr(last[i % 4], 1, 600); name=""; n=0 }
+	     END { if (name != "") flush() }' "$log" | head -60
 	grep -n -A 12 -E '^(panic: |fatal error: |runtime: |WARNING: DATA RACE|ThreadSanitizer)' "$log" | head -80
+}
+if [ "$rc" -ne 0 ]; then
+	digest
+	# make test prints every suite's digest again at its very end, after
+	# the spin models' output: a CI log cut to its tail keeps them.
+	if [ -n "${UID_FAILURE_DIGEST:-}" ]; then digest >>"$UID_FAILURE_DIGEST"; fi
 fi
 exit "$rc"
