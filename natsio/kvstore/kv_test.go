@@ -83,6 +83,14 @@ func kvStore(addr, bucket string) workeridtest.Store {
 				t.Fatalf("write lease %d back: %v", workerID, err)
 			}
 		},
+		SetLossWait: func(a uidcore.Assigner, wait func(context.Context, time.Duration) error) {
+			kvstore.SetLossWait(a.(*kvstore.Assigner), wait)
+		},
+		Starts: func(t testing.TB) map[uint64]string { return kvNodes(t, addr, bucket) },
+		// The counter's key and the start's node key purged together.
+		ForgetStart: func(t testing.TB, workerID uint64) {
+			kvPurge(t, addr, bucket, "disposable.last", "disposable.node."+strconv.FormatUint(workerID, 10))
+		},
 	}
 }
 

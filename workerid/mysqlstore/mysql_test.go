@@ -88,12 +88,13 @@ func mysqlStore(t *testing.T) workeridtest.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
+	db := openDB(t, dsn)
 	return workeridtest.Store{
 		Addr: c.Addr,
 		New: func(t testing.TB, common workerid.Config, addr string) uidcore.Assigner {
 			cfg := mysqlstore.DefaultConfig()
 			cfg.Config, cfg.DSN = common, withAddr(t, dsn, addr)
-			return newMySQLAssigner(t, cfg)
+			return openMySQLAssigner(t, cfg)
 		},
 		// The row's owner, expiry and reservation: what a failover to a
 		// replica that lacked the last transactions puts back.
@@ -111,7 +112,62 @@ func mysqlStore(t *testing.T) workeridtest.Store {
 				t.Fatalf("write lease %d back: %v", workerID, err)
 			}
 		},
+		SetLossWait: func(a uidcore.Assigner, wait func(context.Context, time.Duration) error) {
+			mysqlstore.SetLossWait(a.(*mysqlstore.Assigner), wait)
+		},
+		Starts: func(t testing.TB) map[uint64]string {
+			rows, err := db.Query("SELECT ID, HOST_NAME FROM WORKER_NODE")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rows.Close()
+			starts := map[uint64]string{}
+			for rows.Next() {
+				var id uint64
+				var host string
+				if err := rows.Scan(&id, &host); err != nil {
+					t.Fatal(err)
+				}
+				starts[id] = host
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+			return starts
+		},
+		// A failover to a replica that lacks the last transactions, as a
+		// restored dump: the row deleted, the auto-increment counter and
+		// the fleet record's maximum put back to the rows left (InnoDB
+		// sets MAX(ID)+1).
+		ForgetStart: func(t testing.TB, workerID uint64) {
+			for _, q := range []struct {
+				sql  string
+				args []any
+			}{
+				{"DELETE FROM WORKER_NODE WHERE ID = ?", []any{workerID}},
+				{"ALTER TABLE WORKER_NODE AUTO_INCREMENT = 1", nil},
+				{"UPDATE UID_FLEET SET MAX_WORKER_ID = (SELECT COALESCE(MAX(ID), 0) FROM WORKER_NODE) WHERE ID = 1", nil},
+			} {
+				if _, err := db.Exec(q.sql, q.args...); err != nil {
+					t.Fatalf("%s: %v", q.sql, err)
+				}
+			}
+		},
+		// UidGenerator sharing the table.
+		OtherWriter: func() (uint64, error) { return insertOtherRow(db, "uidgenerator") },
+		FleetMax:    func(t testing.TB) uint64 { return uint64(fleetMax(t, db)) },
 	}
+}
+
+// insertOtherRow inserts a WORKER_NODE row of host as UidGenerator does
+// and returns its ID: another writer sharing the table.
+func insertOtherRow(db *sql.DB, host string) (uint64, error) {
+	res, err := db.Exec(`INSERT INTO WORKER_NODE (HOST_NAME, PORT, TYPE, LAUNCH_DATE, MODIFIED, CREATED) VALUES (?, 'x', 2, CURDATE(), NOW(), NOW())`, host)
+	if err != nil {
+		return 0, err
+	}
+	id, err := res.LastInsertId()
+	return uint64(id), err
 }
 
 func TestMySQLConformance(t *testing.T) {
@@ -169,46 +225,18 @@ func TestWorkerNodeSharedWithAnotherWriter(t *testing.T) {
 	}
 
 	// The other writer keeps inserting while instances claim.
-	var mu sync.Mutex
-	ids := map[uint64]string{first.WorkerID(): "dispenser"}
-	record := func(id uint64, who string) {
-		mu.Lock()
-		defer mu.Unlock()
-		if prev, dup := ids[id]; dup {
-			t.Errorf("worker ID %d handed to %s and %s", id, prev, who)
-		}
-		ids[id] = who
+	ids := workeridtest.ClaimAtOnce(t, layout, []uidcore.Assigner{a, a, a, a}, 25,
+		func() (uint64, error) { return insertOtherRow(db, "10.0.0.9") }, 100)
+	if who, dup := ids[first.WorkerID()]; dup {
+		t.Errorf("worker ID %d handed to the dispenser and %s", first.WorkerID(), who)
 	}
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for range 100 {
-			res, err := db.Exec(`INSERT INTO WORKER_NODE (HOST_NAME, PORT, TYPE, LAUNCH_DATE, MODIFIED, CREATED) VALUES ('10.0.0.9', 'x', 2, CURDATE(), NOW(), NOW())`)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			id, _ := res.LastInsertId()
-			record(uint64(id), "the other writer")
+	for id, who := range ids {
+		if who != workeridtest.OtherWriterName && id < 1000 {
+			t.Errorf("worker ID %d below the table's auto-increment", id)
 		}
-	})
-	for range 4 {
-		wg.Go(func() {
-			for range 25 {
-				c, err := a.Claim(context.Background(), layout)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if c.WorkerID() < 1000 {
-					t.Errorf("worker ID %d below the table's auto-increment", c.WorkerID())
-				}
-				record(c.WorkerID(), "dispenser")
-			}
-		})
 	}
-	wg.Wait()
-	if len(ids) != 201 {
-		t.Errorf("%d distinct worker IDs, want 201", len(ids))
+	if n := len(ids) + 1; n != 201 { // and the first
+		t.Errorf("%d distinct worker IDs, want 201", n)
 	}
 }
 

@@ -34,6 +34,29 @@ type Store struct {
 	// power loss, a failover) looks like. Nil: the loss tests skip.
 	LeaseRecord    func(t testing.TB, workerID uint64) []byte
 	PutLeaseRecord func(t testing.TB, workerID uint64, record []byte)
+
+	// The disposable starts' tests (runDisposable) skip without the
+	// first three.
+	//
+	// SetLossWait replaces a's wait of W between a disposable start's
+	// record and its read-back: the tests' clock, which lets a test put
+	// a loss inside the wait.
+	SetLossWait func(a uidcore.Assigner, wait func(ctx context.Context, w time.Duration) error)
+	// Starts reads the disposable starts' records the store holds: the
+	// host of each worker ID's.
+	Starts func(t testing.TB) map[uint64]string
+	// ForgetStart makes the store forget the newest start's record,
+	// worker ID workerID's, and the counter's increment that handed it
+	// out, together: what a failover to a replica that lacked the last
+	// writes, or a power loss, looks like.
+	ForgetStart func(t testing.TB, workerID uint64)
+	// OtherWriter, nil where the store is the dispenser's alone, takes a
+	// worker ID as another program sharing the store does (UidGenerator
+	// inserting its own rows). It is called from a goroutine of its own.
+	OtherWriter func() (uint64, error)
+	// FleetMax, nil where the store keeps none, reads the fleet's
+	// recorded highest disposable worker ID.
+	FleetMax func(t testing.TB) uint64
 }
 
 // Config is the configuration the suite starts from: short leases so the
@@ -88,6 +111,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 			test(t, newStore(t))
 		})
 	}
+	runDisposable(t, newStore)
 	runFleet(t, newStore)
 }
 
