@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/natsio/kvstore"
 	"github.com/uid-dispenser/uid-dispenser/sequence"
+	"github.com/uid-dispenser/uid-dispenser/sequence/sequencetest"
 	"github.com/uid-dispenser/uid-dispenser/telemetry/event"
 	"github.com/uid-dispenser/uid-dispenser/workerid"
 )
@@ -105,56 +105,10 @@ func TestKVSilentLossDetected(t *testing.T) {
 	busy := []*instance{first, open()}
 	idle := open()
 
-	var (
-		mu   sync.Mutex
-		seen = map[uint64]int{}
-	)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	draw := func(a *sequence.Allocator, stop <-chan struct{}) {
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-			var batch [3]uint64
-			err := a.Fill(ctx, "orders", batch[:])
-			cancel()
-			if err != nil {
-				continue
-			}
-			mu.Lock()
-			for _, n := range batch {
-				seen[n]++
-			}
-			mu.Unlock()
-		}
-	}
-	count := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(seen)
-	}
-	start := func(a *sequence.Allocator, stop <-chan struct{}) {
-		for range 3 {
-			wg.Add(1)
-			go draw(a, stop)
-		}
-	}
-	defer func() {
-		select {
-		case <-stop:
-		default:
-			close(stop)
-		}
-		wg.Wait()
-	}()
-	busyStop := make(chan struct{})
+	d := sequencetest.NewDrawers(t, "orders")
+	var stopBusy []func()
 	for _, in := range busy {
-		start(in.alloc, busyStop)
+		stopBusy = append(stopBusy, d.Start(in.alloc))
 	}
 	segments := func() uint64 {
 		var n uint64
@@ -165,7 +119,7 @@ func TestKVSilentLossDetected(t *testing.T) {
 		}
 		return n
 	}
-	testenv.WaitFor(t, 60*time.Second, "numbers from several segments", func() bool { return count() > 300 })
+	testenv.WaitFor(t, 60*time.Second, "numbers from several segments", func() bool { return d.Count() > 300 })
 
 	// The power loss: freeze every JetStream node, copy its store, resume,
 	// run on, kill, put the copies back, restart.
@@ -189,11 +143,13 @@ func TestKVSilentLossDetected(t *testing.T) {
 	// apart, repair the counter. The idle instance asks from now on: its
 	// first take is answered as soon as the stream is back, before the
 	// survivors' checks, with numbers they handed out.
-	close(busyStop)
+	for _, stop := range stopBusy {
+		stop()
+	}
 	for _, n := range jsNodes {
 		n.Kill()
 	}
-	start(idle.alloc, stop)
+	d.Start(idle.alloc)
 	for _, n := range jsNodes {
 		if err := os.RemoveAll(n.Store); err != nil {
 			t.Fatal(err)
@@ -211,30 +167,22 @@ func TestKVSilentLossDetected(t *testing.T) {
 		return err == nil && s.CachedInfo().Cluster != nil && s.CachedInfo().Cluster.Leader != ""
 	})
 	newcomer := open()
-	start(newcomer.alloc, stop)
-	before := count()
-	issued := func(a *sequence.Allocator) uint64 {
-		for _, s := range a.Stats() {
-			if s.Name == "orders" {
-				return s.Issued
-			}
-		}
-		return 0
-	}
+	d.Start(newcomer.alloc)
+	before := d.Count()
+	issued := func(a *sequence.Allocator) uint64 { return sequencetest.Issued(a, "orders") }
 	testenv.WaitFor(t, 120*time.Second, "numbers from the idle instance and the newcomer after the loss", func() bool {
-		return count() > before+300 && issued(idle.alloc) > 0 && issued(newcomer.alloc) > 0
+		return d.Count() > before+300 && issued(idle.alloc) > 0 && issued(newcomer.alloc) > 0
 	})
 	// The survivors hand out the rest of what they hold.
 	held := make([]uint64, len(busy))
 	for i, in := range busy {
 		held[i] = issued(in.alloc)
-		start(in.alloc, stop)
+		d.Start(in.alloc)
 	}
 	testenv.WaitFor(t, 60*time.Second, "numbers from the survivors after the loss", func() bool {
 		return issued(busy[0].alloc) > held[0] && issued(busy[1].alloc) > held[1]
 	})
-	close(stop)
-	wg.Wait()
+	d.Stop()
 
 	for i, in := range append(busy, idle) {
 		if r := in.nc.Stats().Reconnects; r != 0 {
@@ -265,17 +213,9 @@ func TestKVSilentLossDetected(t *testing.T) {
 	if events[event.StoreEpochChanged] == 0 || events[event.SequenceRegression] == 0 {
 		t.Errorf("events logged %v: want %s, and %s (the survivors found their takes forgotten)", events, event.StoreEpochChanged, event.SequenceRegression)
 	}
-	dups := 0
-	for _, c := range seen {
-		if c > 1 {
-			dups++
-		}
-	}
-	if dups > 0 {
-		t.Fatalf("%d of %d numbers handed out twice", dups, len(seen))
-	}
+	numbers := d.Finish(t)
 	t.Logf("the store forgot %.0f numbers it had given the survivors; %d numbers, 0 duplicates; stream regressions found %d; epoch changes: idle %d, newcomer %d; events %v",
-		forgotten, len(seen), streamRegressions, idle.alloc.EpochChanges(), newcomer.alloc.EpochChanges(), events)
+		forgotten, numbers, streamRegressions, idle.alloc.EpochChanges(), newcomer.alloc.EpochChanges(), events)
 }
 
 // copyTree copies the directory src to dst (files and directories).

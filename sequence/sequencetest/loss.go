@@ -62,42 +62,27 @@ func testForgottenSegments(t *testing.T, st Store) {
 	if st.SetCounter == nil {
 		t.Skip("the store cannot be put back")
 	}
-	cfg := Config()
-	cfg.CheckInterval = 50 * time.Millisecond
 	const name = "orders"
-	declare(t, st.New(t, st.Addr), name, 1)
-	d := newDrawers(name)
-	var survivors []*sequence.Allocator
-	for range 2 {
-		a, err := sequence.NewAllocator(st.New(t, st.Addr), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer a.Abandon()
-		survivors = append(survivors, a)
-		d.start(a)
+	d, open := lossInstances(t, st, name)
+	survivors := []*sequence.Allocator{open(0), open(0)}
+	for _, a := range survivors {
+		d.Start(a)
 	}
 	// Each survivor must hold a high-water mark before the loss: one given
 	// nothing yet is not a survivor but a newcomer with no settle period
-	// (cfg.Settle is 0), and under load its first take came after the loss
-	// and got numbers the other survivor had handed out ([1, 471) again).
+	// (theirs is 0), and under load its first take came after the loss and
+	// got numbers the other survivor had handed out ([1, 471) again).
 	testwait.WaitFor(t, 30*time.Second, "numbers from several segments of every survivor", func() bool {
-		return d.count() > 500 && issued(survivors[0], name) > 0 && issued(survivors[1], name) > 0
+		return d.Count() > 500 && Issued(survivors[0], name) > 0 && Issued(survivors[1], name) > 0
 	})
-	st.SetCounter(t, name, 1) // the store forgot every segment
-	late := cfg
-	late.Settle = 2 * time.Second // 40 check intervals of the survivors
-	newcomer, err := sequence.NewAllocator(st.New(t, st.Addr), late)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer newcomer.Abandon()
-	d.start(newcomer)
-	before := d.count()
+	st.SetCounter(t, name, 1)         // the store forgot every segment
+	newcomer := open(2 * time.Second) // 40 check intervals of the survivors
+	d.Start(newcomer)
+	before := d.Count()
 	testwait.WaitFor(t, 60*time.Second, "numbers from the newcomer and the survivors after the loss", func() bool {
-		return d.count() > before+1000 && issued(newcomer, name) > 0
+		return d.Count() > before+1000 && Issued(newcomer, name) > 0
 	})
-	numbers := d.finish(t)
+	numbers := d.Finish(t)
 	regressions := survivors[0].Regressions() + survivors[1].Regressions()
 	if regressions == 0 {
 		t.Error("no regression counted: the test did not reach the loss")
@@ -120,12 +105,39 @@ func testSilentLoss(t *testing.T, st Store) {
 	if st.Forget == nil {
 		t.Skip("the store cannot forget silently")
 	}
-	cfg := Config()
-	cfg.CheckInterval = 50 * time.Millisecond
 	const name = "orders"
+	d, open := lossInstances(t, st, name)
+	d.Start(open(0))
+	d.Start(open(0))
+	idle := open(0)
+	testwait.WaitFor(t, 30*time.Second, "numbers from several segments", func() bool { return d.Count() > 500 })
+	st.Forget(t, name, 1)
+	d.Start(idle)
+	newcomer := open(0)
+	d.Start(newcomer)
+	before := d.Count()
+	testwait.WaitFor(t, 60*time.Second, "numbers from every instance after the loss", func() bool {
+		return d.Count() > before+1000 && Issued(idle, name) > 0 && Issued(newcomer, name) > 0
+	})
+	numbers := d.Finish(t)
+	if idle.EpochChanges() == 0 {
+		t.Error("the instance that took nothing before the loss did not see the epoch change")
+	}
+	t.Logf("%d numbers, 0 duplicates; epoch changes seen: %d by the idle survivor, %d by the newcomer", numbers, idle.EpochChanges(), newcomer.EpochChanges())
+}
+
+// lossInstances declares name on st, starting at 1, and gives drawers of
+// it and an opener of allocators on st with the suite's configuration,
+// checks every 50 ms and the settle period given, abandoned when the test
+// ends.
+func lossInstances(t *testing.T, st Store, name string) (*Drawers, func(settle time.Duration) *sequence.Allocator) {
+	t.Helper()
 	declare(t, st.New(t, st.Addr), name, 1)
-	d := newDrawers(name)
-	open := func() *sequence.Allocator {
+	open := func(settle time.Duration) *sequence.Allocator {
+		t.Helper()
+		cfg := Config()
+		cfg.CheckInterval = 50 * time.Millisecond
+		cfg.Settle = settle
 		a, err := sequence.NewAllocator(st.New(t, st.Addr), cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -133,53 +145,50 @@ func testSilentLoss(t *testing.T, st Store) {
 		t.Cleanup(a.Abandon)
 		return a
 	}
-	d.start(open())
-	d.start(open())
-	idle := open()
-	testwait.WaitFor(t, 30*time.Second, "numbers from several segments", func() bool { return d.count() > 500 })
-	st.Forget(t, name, 1)
-	d.start(idle)
-	newcomer := open()
-	d.start(newcomer)
-	before := d.count()
-	testwait.WaitFor(t, 60*time.Second, "numbers from every instance after the loss", func() bool {
-		return d.count() > before+1000 && issued(idle, name) > 0 && issued(newcomer, name) > 0
-	})
-	numbers := d.finish(t)
-	if idle.EpochChanges() == 0 {
-		t.Error("the instance that took nothing before the loss did not see the epoch change")
-	}
-	t.Logf("%d numbers, 0 duplicates; epoch changes seen: %d by the idle survivor, %d by the newcomer", numbers, idle.EpochChanges(), newcomer.EpochChanges())
+	return NewDrawers(t, name), open
 }
 
-// drawers hand out one name's numbers from allocators, three goroutines
-// an allocator, each filling batches of 3 until finish, and count how
-// often each number came.
-type drawers struct {
-	name string
-	stop chan struct{}
-	wg   sync.WaitGroup
-	mu   sync.Mutex
-	seen map[uint64]int
+// Drawers hand out one sequence's numbers from allocators, three
+// goroutines an allocator, each filling batches of 3 until stopped, and
+// count how often each number came: a test of many instances under a
+// fault checks with them that no number came twice.
+type Drawers struct {
+	name    string
+	stop    chan struct{}
+	stopped sync.Once
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	seen    map[uint64]int
 }
 
-func newDrawers(name string) *drawers {
-	return &drawers{name: name, stop: make(chan struct{}), seen: map[uint64]int{}}
+// NewDrawers gives drawers of the sequence name, stopped when the test
+// ends at the latest.
+func NewDrawers(t testing.TB, name string) *Drawers {
+	d := &Drawers{name: name, stop: make(chan struct{}), seen: map[uint64]int{}}
+	t.Cleanup(d.Stop)
+	return d
 }
 
-// start runs three goroutines drawing from a.
-func (d *drawers) start(a *sequence.Allocator) {
+// Start runs three goroutines drawing from a until Stop, or until the
+// function it returns is called: that one stops these three only (a fill
+// under way completes), and returns at once.
+func (d *Drawers) Start(a *sequence.Allocator) (stop func()) {
+	own := make(chan struct{})
 	for range 3 {
 		d.wg.Add(1)
-		go d.draw(a)
+		go d.draw(a, own)
 	}
+	var once sync.Once
+	return func() { once.Do(func() { close(own) }) }
 }
 
-func (d *drawers) draw(a *sequence.Allocator) {
+func (d *Drawers) draw(a *sequence.Allocator, own <-chan struct{}) {
 	defer d.wg.Done()
 	for {
 		select {
 		case <-d.stop:
+			return
+		case <-own:
 			return
 		default:
 		}
@@ -198,19 +207,26 @@ func (d *drawers) draw(a *sequence.Allocator) {
 	}
 }
 
-// count is how many distinct numbers came so far.
-func (d *drawers) count() int {
+// Count is how many distinct numbers came so far.
+func (d *Drawers) Count() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return len(d.seen)
 }
 
-// finish stops every goroutine, fails t if a number came twice, and
-// returns how many numbers came.
-func (d *drawers) finish(t *testing.T) int {
-	t.Helper()
-	close(d.stop)
+// Stop stops every goroutine and waits for them.
+func (d *Drawers) Stop() {
+	d.stopped.Do(func() { close(d.stop) })
 	d.wg.Wait()
+}
+
+// Finish stops every goroutine, fails t if a number came twice, and
+// returns how many numbers came.
+func (d *Drawers) Finish(t testing.TB) int {
+	t.Helper()
+	d.Stop()
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	dups := 0
 	for _, c := range d.seen {
 		if c > 1 {
@@ -223,8 +239,8 @@ func (d *drawers) finish(t *testing.T) int {
 	return len(d.seen)
 }
 
-// issued is how many numbers of name a has handed out.
-func issued(a *sequence.Allocator, name string) uint64 {
+// Issued is how many numbers of name a has handed out.
+func Issued(a *sequence.Allocator, name string) uint64 {
 	for _, s := range a.Stats() {
 		if s.Name == name {
 			return s.Issued
