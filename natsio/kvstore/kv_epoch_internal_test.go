@@ -3,18 +3,13 @@ package kvstore
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
-	"github.com/uid-dispenser/uid-dispenser/workerid"
 )
 
 // TestKVEpochChangeRenewsLeases: a new epoch of the bucket's stream makes
@@ -22,23 +17,9 @@ import (
 // runs now), with a TTL whose own renewal interval is 20 minutes away; a
 // released lease is left alone.
 func TestKVEpochChangeRenewsLeases(t *testing.T) {
-	srv := testenv.NATS(t, nil)
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	wcfg := workerid.DefaultConfig()
-	wcfg.Mode = workerid.ModeLeased
-	wcfg.LeaseTTL = time.Hour
-	wcfg.StoreLossWindow = -1
-	wcfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	a, err := NewAssigner(ctx, nc, Config{Config: wcfg, Bucket: "epoch"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := leasedAssigner(ctx, t, "epoch", time.Hour)
 	live, err := a.Claim(ctx, uidcore.DefaultLayout())
 	if err != nil {
 		t.Fatal(err)
@@ -76,22 +57,9 @@ func TestKVEpochChangeRenewsLeases(t *testing.T) {
 // store regression, an epoch change and 6 s of sequence 503s with no
 // fault at all.
 func TestKVEpochReadsCrossingWritesAreNoLoss(t *testing.T) {
-	srv := testenv.NATS(t, nil)
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	wcfg := workerid.DefaultConfig()
-	wcfg.Mode = workerid.ModeLeased
-	wcfg.StoreLossWindow = -1
-	wcfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	a, err := NewAssigner(ctx, nc, Config{Config: wcfg, Bucket: "crossing"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := leasedAssigner(ctx, t, "crossing", 0)
 	if _, err := a.watch.Epoch(ctx); err != nil {
 		t.Fatal(err)
 	}

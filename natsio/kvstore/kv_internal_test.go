@@ -15,6 +15,39 @@ import (
 	"github.com/uid-dispenser/uid-dispenser/workerid"
 )
 
+// discardLogger logs nowhere.
+func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// embeddedConn connects to an embedded nats-server of the test's own.
+func embeddedConn(t *testing.T) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(testenv.NATS(t, nil).ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// leasedAssigner is a leased assigner on bucket of an embedded
+// nats-server of the test's own, with no loss window and leases of ttl
+// (0: the default), logging nowhere.
+func leasedAssigner(ctx context.Context, t *testing.T, bucket string, ttl time.Duration) *Assigner {
+	t.Helper()
+	cfg := workerid.DefaultConfig()
+	cfg.Mode = workerid.ModeLeased
+	if ttl > 0 {
+		cfg.LeaseTTL = ttl
+	}
+	cfg.StoreLossWindow = -1
+	cfg.Logger = discardLogger()
+	a, err := NewAssigner(ctx, embeddedConn(t), Config{Config: cfg, Bucket: bucket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
 // FuzzKVLeaseDecode: any bytes in a lease key decode to a valid lease or
 // errBadLease, never a panic; a decoded lease survives a round trip.
 func FuzzKVLeaseDecode(f *testing.F) {
@@ -53,12 +86,7 @@ func FuzzKVLeaseDecode(f *testing.F) {
 // stream leader's word makes a lease lost; and a lease really taken
 // over must still be reported lost.
 func TestKVRenewalTrustsOnlyTheLeaderWithALoss(t *testing.T) {
-	srv := testenv.NATS(t, nil)
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	nc := embeddedConn(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	js, err := jetstream.New(nc)
@@ -69,7 +97,7 @@ func TestKVRenewalTrustsOnlyTheLeaderWithALoss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &kvLeaseStore{kv: kv, nc: nc, bucket: "w", log: slog.New(slog.NewTextHandler(io.Discard, nil)), watch: newStreamWatch(nc, "w", slog.New(slog.NewTextHandler(io.Discard, nil)))}
+	s := &kvLeaseStore{kv: kv, nc: nc, bucket: "w", log: discardLogger(), watch: newStreamWatch(nc, "w", discardLogger())}
 	req := workerid.LeaseRequest{Token: "token-a", MaxWorkerID: 7, TTL: 10 * time.Second}
 	g, err := s.Acquire(ctx, req)
 	if err != nil {
