@@ -11,32 +11,18 @@
 # in MySQL. Runs a nats-server v2.15 built from go.mod's module on
 # 127.0.0.1:$BENCH_PORT (default 4556), file storage in a temporary
 # directory.
-# Usage: scripts/bench-blocks-binaries.sh [DURATION]   (default 30s)
+# Usage: scripts/bench-blocks-binaries.sh [DURATION]   (default 30s; DISPENSER_BIN=path runs that binary)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DURATION=${1:-30s}
 PORT=${BENCH_PORT:-4556}
 URL=nats://127.0.0.1:$PORT
-work=$(mktemp -d)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
+. scripts/bench-lib.sh
 
-go build -o "$work/nats-server" github.com/nats-io/nats-server/v2
-go build -o "$work/dispenser" ./cmd/dispenser
+bench_dispenser_bin
 go build -o "$work/client-demo" ./cmd/client-demo
-
-"$work/nats-server" -a 127.0.0.1 -p "$PORT" -js -sd "$work/js" >"$work/server.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 1 50); do
-	(echo >/dev/tcp/127.0.0.1/"$PORT") 2>/dev/null && break
-	sleep 0.1
-done
+bench_nats_server "$PORT"
 
 metrics=()
 dispensers=()
@@ -46,7 +32,7 @@ for i in 1 2 3; do
 	# script (nothing later can repeat IDs against a store that forgot); with
 	# the default window each dispenser would wait 2 minutes before serving.
 	DISPENSER_STORE_LOSS_WINDOW=${DISPENSER_STORE_LOSS_WINDOW:-0} DISPENSER_NATS_URL=$URL DISPENSER_BLOCKS_ENABLED=true DISPENSER_METRICS_ADDR=$addr DISPENSER_LOG_LEVEL=warn \
-		"$work/dispenser" >"$work/dispenser$i.log" 2>&1 &
+		"$DISPENSER_BIN" >"$work/dispenser$i.log" 2>&1 &
 	pids+=($!)
 	dispensers+=($!)
 	metrics+=("http://$addr/metrics")

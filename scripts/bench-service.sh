@@ -19,25 +19,10 @@ URL=nats://127.0.0.1:$PORT
 MSGS1=${BENCH_MSGS1:-50000}
 MSGS8=${BENCH_MSGS8:-100000}
 NATS=${NATS_CLI:-nats}
-work=$(mktemp -d)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
+. scripts/bench-lib.sh
 
-go build -o "$work/nats-server" github.com/nats-io/nats-server/v2
-DISPENSER_BIN=${DISPENSER_BIN:-}
-if [ -z "$DISPENSER_BIN" ]; then
-	go build -o "$work/dispenser" ./cmd/dispenser
-	DISPENSER_BIN=$work/dispenser
-fi
-
-"$work/nats-server" -a 127.0.0.1 -p "$PORT" -js -sd "$work/js" >"$work/server.log" 2>&1 &
-pids+=($!)
-sleep 0.5
+bench_dispenser_bin
+bench_nats_server "$PORT"
 
 # Defaults except the log level: the production bounds on (the 2 s ahead
 # bound, lanes claimed on demand, the worker ID leased in the KV bucket).

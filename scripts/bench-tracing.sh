@@ -43,28 +43,13 @@ PORT=${BENCH_PORT:-4556}
 URL=nats://127.0.0.1:$PORT
 NATS=${NATS_CLI:-nats}
 TICK=$(getconf CLK_TCK)
-work=$(mktemp -d)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
+. scripts/bench-lib.sh
 # Only what this script sets reaches the dispensers.
 for v in $(env | sed -n 's/^\(OTEL_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
 
-go build -o "$work/nats-server" github.com/nats-io/nats-server/v2
 go -C bench build -o "$work/otlpsink" ./otlpsink
-DISPENSER_BIN=${DISPENSER_BIN:-}
-if [ -z "$DISPENSER_BIN" ]; then
-	go build -o "$work/dispenser" ./cmd/dispenser
-	DISPENSER_BIN=$work/dispenser
-fi
-
-"$work/nats-server" -a 127.0.0.1 -p "$PORT" -js -sd "$work/js" >"$work/server.log" 2>&1 &
-pids+=($!)
-server_pid=$!
+bench_dispenser_bin
+bench_nats_server "$PORT"
 "$work/otlpsink" -addr 127.0.0.1:0 -addr-file "$work/sink.addr" >"$work/sink.log" 2>&1 &
 pids+=($!)
 sink_pid=$!
