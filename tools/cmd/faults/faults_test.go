@@ -103,7 +103,7 @@ func TestFaultsCIMinute(t *testing.T) {
 		t.Fatal(err)
 	}
 	var log bytes.Buffer
-	work := t.TempDir()
+	work := workDir(t)
 	// Every kind, power loss included: a kill of every node at once lost
 	// the KV stream's last acknowledged message even with sync_interval:
 	// always (docs/faults.md, findings), without the dispensers' links
@@ -132,8 +132,35 @@ func TestFaultsCIMinute(t *testing.T) {
 	}
 }
 
-// keepWork copies nothing but says where the run's logs were; the test's
-// temporary directory is removed, so they go to the test log instead.
+// workDir is the run's work directory: the test's temporary one, or,
+// with UID_FAULTS_KEEP set to a directory, a new one under it that a
+// failed run leaves in place (every log, history and store) and a passed
+// run removes.
+func workDir(t *testing.T) string {
+	t.Helper()
+	keep := os.Getenv("UID_FAULTS_KEEP")
+	if keep == "" {
+		return t.TempDir()
+	}
+	if err := os.MkdirAll(keep, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	work, err := os.MkdirTemp(keep, "faults-ci-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("work directory kept: %s", work)
+			return
+		}
+		_ = os.RemoveAll(work)
+	})
+	return work
+}
+
+// keepWork prints the tails of the run's logs into the test log: the
+// test's temporary directory is removed (unless UID_FAULTS_KEEP keeps it).
 func keepWork(t *testing.T, work string) {
 	t.Helper()
 	logs, _ := filepath.Glob(filepath.Join(work, "*.log"))
