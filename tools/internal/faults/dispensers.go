@@ -96,6 +96,29 @@ func (d *dispenser) setClock(ctx context.Context, off time.Duration, within time
 	d.mu.Lock()
 	d.clockOff = off
 	d.mu.Unlock()
+	return d.clockSeen(ctx, off, within)
+}
+
+// restartOnClock starts a new process in the place, its clock at the
+// offset in force, and waits (up to within) until the new process shows
+// it read that offset: the proof that it started on the stepped clock.
+// The place's process must be gone.
+func (d *dispenser) restartOnClock(ctx context.Context, within time.Duration) (bool, error) {
+	d.mu.Lock()
+	off := d.clockOff
+	d.mu.Unlock()
+	// The old process's acknowledgement of the same offset proves nothing
+	// of the new one.
+	_ = os.Remove(d.clockFile + ".seen")
+	if err := d.start(); err != nil {
+		return false, err
+	}
+	return d.clockSeen(ctx, off, within)
+}
+
+// clockSeen waits (up to within) until the process writes that it read
+// the offset off.
+func (d *dispenser) clockSeen(ctx context.Context, off time.Duration, within time.Duration) (bool, error) {
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
 		if b, err := os.ReadFile(d.clockFile + ".seen"); err == nil && strings.HasPrefix(string(b), off.String()+" ") {

@@ -477,6 +477,13 @@ func (r *run) nodeTailLoss(ctx context.Context) (Proof, error) {
 	return p, err
 }
 
+// clockAckWithin bounds the wait for a dispenser's acknowledgement of a
+// clock offset: a serving process reads its clock many times a second,
+// but one still starting (restarted by a kill, or after a power loss)
+// reads it first once it has reached the store, tens of seconds later
+// on a loaded machine.
+const clockAckWithin = 90 * time.Second
+
 // clockStep steps one dispenser's clock: back 1–300 s, forward 1–60 s,
 // a strobe flipping back and forth, or back followed at once by a
 // restart. The step is undone after 5–15 s (a step forward of the same
@@ -489,7 +496,7 @@ func (r *run) clockStep(ctx context.Context) (Proof, error) {
 	steps := 0
 	step := func(off time.Duration) error {
 		steps++
-		ok, err := d.setClock(ctx, off, 10*time.Second)
+		ok, err := d.setClock(ctx, off, clockAckWithin)
 		if ok {
 			seen++
 		}
@@ -506,7 +513,16 @@ func (r *run) clockStep(ctx context.Context) (Proof, error) {
 			if cur := d.current(); cur != nil {
 				cur.kill()
 			}
-			err = d.start()
+			// The new process reads its clock first once it has reached
+			// the store (after a power loss, seconds later): the hold
+			// begins when it has read the stepped one, else the step could
+			// be undone before it ever ran on it.
+			steps++
+			var ok bool
+			ok, err = d.restartOnClock(ctx, clockAckWithin)
+			if ok {
+				seen++
+			}
 		}
 	case 1:
 		fwd := r.between(time.Second, 60*time.Second).Round(time.Second)
