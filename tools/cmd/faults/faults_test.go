@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -111,8 +112,16 @@ func TestFaultsCIMinute(t *testing.T) {
 	// dropping (the models' SILENT_LOSS); the sequences see it by the
 	// stream's epoch (D7) and settle.
 	kinds := slices.Clone(faults.AllKinds)
+	// UID_FAULTS_SEED replays a failed run's schedule (its verdict names
+	// the seed); the timing is the machine's.
+	var seed uint64
+	if v := os.Getenv("UID_FAULTS_SEED"); v != "" {
+		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
+			t.Fatalf("UID_FAULTS_SEED: %v", err)
+		}
+	}
 	s, err := faults.Run(context.Background(), faults.Config{
-		Duration: time.Second, HoldMax: 3 * time.Second, LeaseTTL: 2 * time.Second, SyncAlways: true,
+		Seed: seed, Duration: time.Second, HoldMax: 3 * time.Second, LeaseTTL: 2 * time.Second, SyncAlways: true,
 		Kinds: kinds, Dir: work, NATSServer: natsBin, Dispenser: faultclock, Self: self, Log: &log,
 	})
 	t.Logf("faults log:\n%s", log.String())
