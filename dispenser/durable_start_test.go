@@ -81,15 +81,7 @@ func TestStartJoinsOnlyOnceTheReservationIsDurable(t *testing.T) {
 		t.Errorf("a request while waiting: %v, want no responders (not in the queue group yet)", rerr)
 	}
 
-	var s started
-	testwait.WaitFor(t, 60*time.Second, "the start to finish", func() bool {
-		select {
-		case s = <-done:
-			return true
-		default:
-			return false
-		}
-	})
+	s := testwait.Receive(t, 60*time.Second, "the start to finish", done)
 	if s.err != nil {
 		t.Fatal(s.err)
 	}

@@ -95,16 +95,7 @@ func TestSequencesStartWaitsForJetStreamQuorum(t *testing.T) {
 	}
 	jsNodes[1].Restart(t)
 	jsNodes[2].Restart(t)
-	var openErr error
-	testwait.WaitFor(t, 30*time.Second, "the sequences' start once the quorum is back", func() bool {
-		select {
-		case openErr = <-opened:
-			return true
-		default:
-			return false
-		}
-	})
-	if openErr != nil {
+	if openErr := testwait.Receive(t, 30*time.Second, "the sequences' start once the quorum is back", opened); openErr != nil {
 		t.Fatalf("the sequences' start failed, though the quorum came back: %v\n%s", openErr, logs.String())
 	}
 	t.Cleanup(d.seq.Abandon)

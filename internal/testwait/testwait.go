@@ -46,6 +46,22 @@ func WaitFor(t testing.TB, expected time.Duration, what string, cond func() bool
 	return time.Since(start)
 }
 
+// Receive waits for a value from ch as WaitFor waits for a condition
+// (expected is no deadline) and returns it.
+func Receive[T any](t testing.TB, expected time.Duration, what string, ch <-chan T) T {
+	t.Helper()
+	var v T
+	WaitFor(t, expected, what, func() bool {
+		select {
+		case v = <-ch:
+			return true
+		default:
+			return false
+		}
+	})
+	return v
+}
+
 // binaryDeadline is when a wait gives up: deadlineMargin before the test
 // binary's deadline, when it has one and t can tell it.
 func binaryDeadline(t testing.TB) (time.Time, bool) {

@@ -49,3 +49,13 @@ func TestWaitFailsNearTheBinarysDeadline(t *testing.T) {
 		t.Error("the wait returned without failing")
 	}
 }
+
+// Receive returns the value sent on the channel, sent here after the
+// wait began (the sender blocks until the wait takes it).
+func TestReceiveReturnsTheValueSent(t *testing.T) {
+	ch := make(chan int)
+	go func() { ch <- 7 }()
+	if got := Receive(t, time.Second, "the value sent", ch); got != 7 {
+		t.Errorf("Receive = %d, want 7", got)
+	}
+}
