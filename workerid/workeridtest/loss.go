@@ -31,6 +31,18 @@ func lossConfig() workerid.Config {
 	return cfg
 }
 
+// lossStart skips the test when st gives no access to its lease records;
+// else it returns the loss tests' configuration, their layout of two
+// worker IDs, and an assigner of st with that configuration.
+func lossStart(t *testing.T, st Store) (workerid.Config, uidcore.Layout, uidcore.Assigner) {
+	t.Helper()
+	if st.LeaseRecord == nil {
+		t.Skip("the store gives no access to its lease records")
+	}
+	cfg := lossConfig()
+	return cfg, twoWorkers(), st.New(t, cfg, st.Addr)
+}
+
 // idCollector takes IDs from a generator until stopped.
 type idCollector struct {
 	mu   sync.Mutex
@@ -100,11 +112,7 @@ func regressions(t testing.TB, a uidcore.Assigner) uint64 {
 // raised to its acknowledged reservation. A new owner of that worker ID
 // then issues none of the old owner's IDs.
 func testForgottenRenewal(t *testing.T, st Store) {
-	if st.LeaseRecord == nil {
-		t.Skip("the store gives no access to its lease records")
-	}
-	cfg, layout := lossConfig(), twoWorkers()
-	a := st.New(t, cfg, st.Addr)
+	cfg, layout, a := lossStart(t, st)
 	holder := claim(t, a, layout) // the other worker ID, so a new claimer must take this one
 	defer release(t, holder)
 	old := asLease(t, claim(t, a, layout))
@@ -152,11 +160,7 @@ func testForgottenRenewal(t *testing.T, st Store) {
 // issued once. (Under the old takeover margin both owners issued the
 // same seconds: lease.pml -DDESIGN_CLAIM_MARGIN.)
 func testForgottenClaim(t *testing.T, st Store) {
-	if st.LeaseRecord == nil {
-		t.Skip("the store gives no access to its lease records")
-	}
-	cfg, layout := lossConfig(), twoWorkers()
-	a := st.New(t, cfg, st.Addr)
+	cfg, layout, a := lossStart(t, st)
 	previous := claim(t, a, layout)
 	other := claim(t, a, layout) // held throughout: the claims below take previous's worker ID
 	defer release(t, other)
@@ -197,11 +201,7 @@ func testForgottenClaim(t *testing.T, st Store) {
 // owner issues nothing of the forgotten reservation: no renewal W after
 // it confirmed it.
 func testRenewalAfterGap(t *testing.T, st Store) {
-	if st.LeaseRecord == nil {
-		t.Skip("the store gives no access to its lease records")
-	}
-	cfg, layout := lossConfig(), twoWorkers()
-	a := st.New(t, cfg, st.Addr)
+	cfg, layout, a := lossStart(t, st)
 	other := claim(t, a, layout)
 	defer release(t, other)
 	proxy := faultproxy.NewProxy(t, st.Addr)
