@@ -120,6 +120,17 @@ func readLog(l Log, facts *logFacts, r *Result) error {
 	early := map[holder]int64{}
 	earlyDurable := map[holder]int64{}
 	logsDurable := false
+	// raise raises the bound of h's claim that field picks to reserved,
+	// or, before the claim is logged, what pending keeps for it.
+	raise := func(h holder, reserved int64, pending map[holder]int64, field func(*claim) *int64) {
+		i, held := current[h]
+		if !held {
+			pending[h] = max(pending[h], reserved)
+			return
+		}
+		bound := field(&facts.claims[i])
+		*bound = max(*bound, reserved)
+	}
 	first := len(facts.claims)
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
@@ -171,25 +182,13 @@ func readLog(l Log, facts *logFacts, r *Result) error {
 				continue
 			}
 			logsDurable = true
-			h := holder{worker, owner}
-			i, held := current[h]
-			if !held {
-				earlyDurable[h] = max(earlyDurable[h], reserved)
-				continue
-			}
-			facts.claims[i].durable = max(facts.claims[i].durable, reserved)
+			raise(holder{worker, owner}, reserved, earlyDurable, func(c *claim) *int64 { return &c.durable })
 		case event.LeaseReserved, event.LeaseRecovered:
 			reserved, okR := ln.num(event.AttrReserved)
 			if !hasWorker || !okR {
 				continue
 			}
-			h := holder{worker, owner}
-			i, held := current[h]
-			if !held {
-				early[h] = max(early[h], reserved)
-				continue
-			}
-			facts.claims[i].high = max(facts.claims[i].high, reserved)
+			raise(holder{worker, owner}, reserved, early, func(c *claim) *int64 { return &c.high })
 		case event.LeaseReleased:
 			h := holder{worker, owner}
 			i, held := current[h]
