@@ -852,6 +852,22 @@ func (c Config) DisposableClaim(workerID uint64, layout uidcore.Layout, source s
 	return uidcore.StaticClaim{ID: workerID}, nil
 }
 
+// AwaitLossWindow is a disposable start's wait of W (LossWindow) between
+// writing its record (a WORKER_NODE row, a KV node key) and reading it
+// back, by when the store has made the record durable or lost it: it
+// logs why the start is not serving yet, then waits through wait
+// (retry.Sleep, or a test's clock). It returns W; with W = 0 it waits
+// nothing and there is nothing to read back.
+func (c Config) AwaitLossWindow(ctx context.Context, log *slog.Logger, wait func(context.Context, time.Duration) error, workerID uint64, record string) (time.Duration, error) {
+	w := c.LossWindow()
+	if w <= 0 {
+		return 0, nil
+	}
+	log.Info("workerid: disposable worker ID claimed; waiting the store's loss window before issuing, then reading "+record+" back",
+		event.AttrWorker, workerID, "loss_window", w, "setting", c.Name("StoreLossWindow"))
+	return w, wait(ctx, w)
+}
+
 // RangeChecker is implemented by assigners that can tell before claiming
 // (and before the fleet is recorded) that no claim of theirs can fit the
 // layout: the MySQL store in disposable mode, whose WORKER_NODE rows only

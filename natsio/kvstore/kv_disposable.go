@@ -95,17 +95,12 @@ var errNodeNotDurable = errors.New("the store forgot the disposable worker ID it
 // key at the stream leader: errNodeNotDurable unless it holds token.
 // With W = 0 nothing waits and nothing is read.
 func (a *Assigner) awaitDurableNode(ctx context.Context, id uint64, key, token string) error {
-	w := a.cfg.LossWindow()
-	if w <= 0 {
-		return nil
-	}
-	a.log.Info("kvstore: disposable worker ID claimed; waiting the store's loss window before issuing, then reading its key back",
-		event.AttrWorker, id, "loss_window", w, "setting", a.cfg.Name("StoreLossWindow"))
-	if err := a.waitLoss(ctx, w); err != nil {
+	w, err := a.cfg.AwaitLossWindow(ctx, a.log, a.waitLoss, id, "its key "+key)
+	if w == 0 || err != nil {
 		return err
 	}
 	var e leaderEntry
-	err := workerid.RetryStore(ctx, a.cfg.StoreStartupDeadline, a.log, "read back "+key+" of "+a.storeName, func(ctx context.Context) error {
+	err = workerid.RetryStore(ctx, a.cfg.StoreStartupDeadline, a.log, "read back "+key+" of "+a.storeName, func(ctx context.Context) error {
 		var err error
 		e, err = (&kvLeaseStore{nc: a.nc, bucket: a.cfg.KVBucket()}).leaderGet(ctx, key)
 		return err

@@ -161,17 +161,12 @@ func readWorkerRow(ctx context.Context, q interface {
 // or lost it) and reads row id back at the primary: errRowNotDurable
 // unless it is still row. With W = 0 nothing waits and nothing is read.
 func (a *Assigner) awaitDurableRow(ctx context.Context, table string, id int64, row workerRow) error {
-	w := a.cfg.LossWindow()
-	if w <= 0 {
-		return nil
-	}
-	a.log.Info("workerid: disposable worker ID claimed; waiting the store's loss window before issuing, then reading the row back",
-		event.AttrWorker, id, "loss_window", w, "setting", a.cfg.Name("StoreLossWindow"))
-	if err := a.waitLoss(ctx, w); err != nil {
+	w, err := a.cfg.AwaitLossWindow(ctx, a.log, a.waitLoss, uint64(id), "the row")
+	if w == 0 || err != nil {
 		return err
 	}
 	var got workerRow
-	err := workerid.RetryStore(ctx, a.cfg.StoreStartupDeadline, a.log, "read back row "+fmt.Sprint(id)+" of "+a.cfg.WorkerNodeTable+" of "+a.storeName, func(ctx context.Context) error {
+	err = workerid.RetryStore(ctx, a.cfg.StoreStartupDeadline, a.log, "read back row "+fmt.Sprint(id)+" of "+a.cfg.WorkerNodeTable+" of "+a.storeName, func(ctx context.Context) error {
 		var err error
 		got, err = readWorkerRow(ctx, a.db, table, id)
 		if err == nil || errors.Is(err, sql.ErrNoRows) {
