@@ -376,7 +376,13 @@ func (r *run) powerLoss(ctx context.Context) (Proof, error) {
 		p.What = fmt.Sprintf("every node killed at once after %s (sync_interval: always)", delta.Round(time.Millisecond))
 	}
 	_ = sleep(ctx, delta)
-	before := r.cluster.lastSeqs(ctx)
+	// What the nodes hold at the kill; a node's monitoring may not answer
+	// within its 2 s on a loaded machine: ask again until one does.
+	var before map[string]uint64
+	_ = waitFor(ctx, 15*time.Second, func() bool {
+		before = r.cluster.lastSeqs(ctx)
+		return len(before) > 0
+	})
 	for _, n := range nodes {
 		n.current().kill()
 	}
