@@ -21,10 +21,7 @@ import (
 // store would.
 func claimsTestStream(t *testing.T, nc *nats.Conn) (jetstream.JetStream, jetstream.Stream) {
 	t.Helper()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := blocksTestJS(t, nc)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := js.CreateStream(ctx, natsio.BlocksConfig{}.StreamConfig()); err != nil {
@@ -236,10 +233,7 @@ func TestBlockSourceClaimsFurtherAheadWhenTakersWait(t *testing.T) {
 // the bucket exists it uses the block.
 func TestBlockSourceWaitsForTheClaimsBucket(t *testing.T) {
 	srv := blocksTestServer(t)
-	js, err := jetstream.New(blocksTestConn(t, srv))
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := blocksTestJS(t, blocksTestConn(t, srv))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	stream, err := js.CreateStream(ctx, natsio.BlocksConfig{}.StreamConfig())

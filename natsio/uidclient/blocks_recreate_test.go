@@ -42,10 +42,7 @@ import (
 func TestJetStreamAckToRecreatedConsumer(t *testing.T) {
 	srv := blocksTestServer(t)
 	nc := blocksTestConn(t, srv)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := blocksTestJS(t, nc)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	stream, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "PROBE", Subjects: []string{"probe"}, Retention: jetstream.WorkQueuePolicy})
@@ -177,10 +174,7 @@ func TestBlocksRecreatedConsumerHeldBlockUsedOnce(t *testing.T) {
 	srv := blocksTestServer(t)
 	const ackWait = 10 * time.Second // far past the test: no redelivery by time
 	nc := blocksTestConn(t, srv)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := blocksTestJS(t, nc)
 	blocksTestPublisher(t, blocksTestConn(t, srv), blocksTestGenerator(t, 1, 0),
 		natsio.BlocksConfig{BlockSize: 256, TargetDepth: 8, PollInterval: 10 * time.Millisecond}, nil)
 
@@ -248,10 +242,7 @@ func TestBlocksRecreatedConsumerAndStreamUnderLoadNoDuplicates(t *testing.T) {
 	const ackWait = 2 * time.Second
 	const faults = 8
 	nc := blocksTestConn(t, srv)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := blocksTestJS(t, nc)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	stream, err := func() (jetstream.Stream, error) {
@@ -452,10 +443,7 @@ func TestBlockSourceBindsAgainAfterAnIdleDelete(t *testing.T) {
 			return nc
 		}
 		nc := connect()
-		js, err := jetstream.New(nc)
-		if err != nil {
-			t.Fatal(err)
-		}
+		js := blocksTestJS(t, nc)
 		testenv.WaitFor(t, 10*time.Second, "JetStream ready", func() bool {
 			_, err := js.AccountInfo(context.Background())
 			return err == nil

@@ -129,12 +129,19 @@ func blocksTestDepthChecks(t *testing.T, nc *nats.Conn, stream string) func() ma
 	}
 }
 
-func blocksTestDepth(t *testing.T, nc *nats.Conn, stream string) uint64 {
+// blocksTestJS is nc's JetStream API.
+func blocksTestJS(t *testing.T, nc *nats.Conn) jetstream.JetStream {
 	t.Helper()
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return js
+}
+
+func blocksTestDepth(t *testing.T, nc *nats.Conn, stream string) uint64 {
+	t.Helper()
+	js := blocksTestJS(t, nc)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	s, err := js.Stream(ctx, stream)
@@ -515,10 +522,7 @@ func TestBlocksMalformedBlockTerminatedAndReported(t *testing.T) {
 
 	// Put garbage first in line: drain the three blocks with a source,
 	// then publish bad blocks by hand.
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := blocksTestJS(t, nc)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	good := protocol.EncodeBlock(protocol.DefaultBlocksSubject, 3, []uint64{100, 200, 300})
