@@ -12,20 +12,6 @@ import (
 	"github.com/uid-dispenser/uid-dispenser/workerid"
 )
 
-// runDisposable is the part of the suite for disposable starts under a
-// store that forgets (issue 31's D5, verify/disposable.pml).
-func runDisposable(t *testing.T, newStore func(t *testing.T) Store) {
-	for name, test := range map[string]func(*testing.T, Store){
-		"ForgottenStartRefused": testDisposableForgottenStart,
-		"ConcurrentStarts":      testDisposableConcurrentStarts,
-	} {
-		t.Run("disposable/"+name, func(t *testing.T) {
-			t.Parallel()
-			test(t, newStore(t))
-		})
-	}
-}
-
 // disposableStart is a disposable assigner of st whose starts are told
 // apart by host, with the default loss window W (2 minutes) and the fleet
 // recorded as the dispenser records it before claiming. Its wait of W is

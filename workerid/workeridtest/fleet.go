@@ -17,7 +17,7 @@ import (
 // runFleet is the part of the suite for the fleet record
 // (workerid.FleetStore), which every store must implement.
 func runFleet(t *testing.T, newStore func(t *testing.T) Store) {
-	for name, test := range map[string]func(*testing.T, Store){
+	runEach(t, "fleet/", newStore, map[string]func(*testing.T, Store){
 		"FirstRecordWins":        testFirstFleetRecordWins,
 		"ReplaceIsCompareAndSet": testReplaceFleetIsCompareAndSet,
 		"LeaseHorizon":           testLeaseHorizon,
@@ -25,12 +25,7 @@ func runFleet(t *testing.T, newStore func(t *testing.T) Store) {
 		"Regions":                testFleetRegions,
 		"Sealed":                 testFleetSealed,
 		"Reset":                  testResetFleet,
-	} {
-		t.Run("fleet/"+name, func(t *testing.T) {
-			t.Parallel()
-			test(t, newStore(t))
-		})
-	}
+	})
 }
 
 func fleetStore(t testing.TB, s Store, mode workerid.Mode) workerid.FleetStore {

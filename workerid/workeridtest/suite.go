@@ -90,7 +90,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 			testFullRange(t, newStore(t), mode)
 		})
 	}
-	leased := map[string]func(*testing.T, Store){
+	runEach(t, "leased/", newStore, map[string]func(*testing.T, Store){
 		"ReleaseFreesAtOnce":   testReleaseFreesAtOnce,
 		"RetiredGenerator":     testRetiredGenerator,
 		"ExpiredLeaseRecycled": testExpiredLeaseRecycled,
@@ -104,15 +104,25 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		"RenewalAfterGap":      testRenewalAfterGap,
 		"DurableReservation":   testDurableReservation,
 		"LanesJoinWhenDurable": testLanesJoinWhenDurable,
-	}
-	for name, test := range leased {
-		t.Run("leased/"+name, func(t *testing.T) {
+	})
+	// Disposable starts under a store that forgets (issue 31's D5,
+	// verify/disposable.pml).
+	runEach(t, "disposable/", newStore, map[string]func(*testing.T, Store){
+		"ForgottenStartRefused": testDisposableForgottenStart,
+		"ConcurrentStarts":      testDisposableConcurrentStarts,
+	})
+	runFleet(t, newStore)
+}
+
+// runEach runs each test as prefix+name, in parallel, each on a fresh
+// store from newStore.
+func runEach(t *testing.T, prefix string, newStore func(t *testing.T) Store, tests map[string]func(*testing.T, Store)) {
+	for name, test := range tests {
+		t.Run(prefix+name, func(t *testing.T) {
 			t.Parallel()
 			test(t, newStore(t))
 		})
 	}
-	runDisposable(t, newStore)
-	runFleet(t, newStore)
 }
 
 func claim(t testing.TB, a uidcore.Assigner, layout uidcore.Layout) uidcore.Claim {
