@@ -19,6 +19,10 @@ type reservation struct {
 	got  uint64
 	runs []Run
 	done chan struct{}
+	// next is the end of the round after the one that answered: a taker
+	// that waits for more waits for it, so that a round which ends
+	// before the taker looks (its goroutine woke late) still wakes it.
+	next chan struct{}
 }
 
 // add appends a run of n IDs from first, merged with the last run when it
@@ -62,7 +66,8 @@ func (res *reservation) addIDs(ids []uint64) {
 // ring's next IDs after it. While throttled a reservation leaves the
 // small takes' reserve in the ring and then reserves nothing from the
 // lanes (those IDs would be above the reserve's), so an instance's IDs
-// strictly increase in the order they are issued.
+// strictly increase in the order they are issued; when the lanes have
+// room it refills the ring first and takes the rest from there.
 func (g *CachedGenerator) ReserveRuns(ctx context.Context, dst []Run, n uint64, wait bool) ([]Run, uint64, error) {
 	var got uint64
 	for got < n {
@@ -84,7 +89,7 @@ func (g *CachedGenerator) ReserveRuns(ctx context.Context, dst []Run, n uint64, 
 		if got == n || !wait {
 			return dst, got, nil
 		}
-		if err := g.awaitCapacity(ctx, int(n-got)); err != nil {
+		if err := g.awaitCapacity(ctx, int(n-got), res.next); err != nil {
 			return dst, got, err
 		}
 	}
@@ -92,10 +97,13 @@ func (g *CachedGenerator) ReserveRuns(ctx context.Context, dst []Run, n uint64, 
 }
 
 // awaitCapacity waits, after a reservation stopped short, for what may
-// let the next one go further: a padding round (a new lane, a new second
-// of the wall clock, an extended claim) or the wall clock's next second.
-func (g *CachedGenerator) awaitCapacity(ctx context.Context, wanted int) error {
-	round := *g.roundEnd.Load()
+// let the next one go further: the end of round, the padding round after
+// the one that answered (a new lane, a new second of the wall clock, an
+// extended claim), or the wall clock's next second. round is the
+// answer's, not the one current when the taker looks: a refill that ended
+// meanwhile would be missed, and the taker then waited for the next
+// second (a blocks publisher's run take passed its deadline).
+func (g *CachedGenerator) awaitCapacity(ctx context.Context, wanted int, round <-chan struct{}) error {
 	t := time.NewTimer(untilNextSecond(g.clock.Now()) + time.Millisecond)
 	defer t.Stop()
 	select {
@@ -116,7 +124,7 @@ func (g *CachedGenerator) awaitCapacity(ctx context.Context, wanted int) error {
 func (g *CachedGenerator) answerReservation(res *reservation) PutRejectReason {
 	defer close(res.done)
 	ctx := g.observer.PaddingStarted(context.Background(), TriggerReserve)
-	r := round{trigger: TriggerReserve, began: time.Now(), sink: res}
+	r := round{trigger: TriggerReserve, began: time.Now()}
 	r.report = PaddingReport{Trigger: TriggerReserve, Discarded: g.discardStale()}
 	g.takeFromRing(res)
 	r.tail = g.tail.Load()
@@ -124,16 +132,32 @@ func (g *CachedGenerator) answerReservation(res *reservation) PutRejectReason {
 	// them while the ring keeps some (the small takes' reserve, left while
 	// throttled) would issue those lower IDs after higher ones, and an
 	// instance's IDs strictly increase. The rest then comes through the
-	// ring, after the reserve: the round requested below writes it, and a
-	// waiting reservation takes it at the round's end.
+	// ring, after the reserve. When the lanes have room (the wall clock's
+	// second turned since the bound was met, and the generator still
+	// counts as throttled), this round writes it to the ring, as the
+	// padding round after it would, and the reservation takes it now:
+	// waiting for that round cost it up to a second when its taker missed
+	// the round's end.
+	if res.got < res.want && g.cursor.Load() < r.tail && g.belowAheadBound() {
+		g.fill(&r)
+		g.takeFromRing(res)
+	}
 	if g.cursor.Load() >= r.tail {
+		r.sink = res
 		g.fill(&r)
 	}
 	g.padding.reserved += res.got
 	_, reason := g.finishRound(ctx, &r)
+	res.next = *g.roundEnd.Load()
 	// The ring gave what it held: refill it for the small takes.
 	g.requestPadding()
 	return reason
+}
+
+// belowAheadBound tells whether padding may write its logical second now,
+// as far as the ahead bound goes (chooseLane stops a round there).
+func (g *CachedGenerator) belowAheadBound() bool {
+	return g.maxAhead < 0 || g.padding.nextSecond-g.clock.Now().Unix() <= g.maxAhead
 }
 
 // takeFromRing moves the IDs the ring holds, up to what res still

@@ -3,6 +3,7 @@ package uidcore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -222,6 +223,160 @@ func TestReserveRunsWhileThrottledKeepsTheInstancesOrder(t *testing.T) {
 	for i := 1; i < len(taken); i++ {
 		if taken[i] <= taken[i-1] {
 			t.Fatalf("ID %d issued after %d (take %d of %d): an instance's IDs must strictly increase", taken[i], taken[i-1], i, len(taken))
+		}
+	}
+}
+
+// A reservation made once the wall clock's second has turned, while the
+// generator still counts as throttled and the ring holds no more than
+// the small takes' reserve, is served from the new second at once: it
+// refills the ring and takes from it. Before, it got nothing until a
+// padding round refilled the ring and its taker came back, and a taker
+// that missed that round's end waited for the next second (the blocks
+// publisher's run take hit its deadline, CI's
+// TestBlocksPublisherOutrunByConsumers/binary=false).
+func TestReserveRunsAfterTheSecondTurnsIsServedWhileThrottled(t *testing.T) {
+	clock := newFakeClock(t0)
+	g := newTestCached(t, CachedOptions{Layout: smallLayout(), RingSeconds: 1, Clock: clock, MaxAhead: 2 * time.Second})
+	ctx := context.Background()
+	var taken []uint64 // every ID in the order it was issued
+	reserve := func(n uint64) uint64 {
+		t.Helper()
+		runs, got, err := g.ReserveRuns(ctx, nil, n, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		taken = append(taken, expand(t, runs)...)
+		return got
+	}
+	reserve(10_000) // up to the ahead bound: throttled
+	clock.Add(time.Second)
+	if _, err := g.padNow(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Small takes leave less of the ring than any reserve (at least 32).
+	for g.State().Available > 16 {
+		taken = append(taken, mustNext(t, g.Next))
+	}
+	clock.Add(time.Second) // the lanes have a second more
+	if !g.State().Throttled {
+		t.Fatalf("the test wants a throttled generator: %+v", g.State())
+	}
+	const want = 100
+	if got := reserve(want); got != want {
+		t.Fatalf("a reservation after the second turned got %d IDs, want %d: the lanes had a second of IDs (state %+v)", got, want, g.State())
+	}
+	// The small takes' reserve is still there, above the reservation.
+	st := g.State()
+	if st.Available == 0 {
+		t.Fatalf("the reservation took the small takes' reserve: %+v", st)
+	}
+	for range st.Available {
+		taken = append(taken, mustNext(t, g.Next))
+	}
+	for i := 1; i < len(taken); i++ {
+		if taken[i] <= taken[i-1] {
+			t.Fatalf("ID %d issued after %d (take %d of %d): an instance's IDs must strictly increase", taken[i], taken[i-1], i, len(taken))
+		}
+	}
+}
+
+// Reservations and small takes on a generator held at its ahead bound
+// (one lane of 1,024 IDs a second) never share an ID, and each taker's
+// IDs increase. The test clock moves a second on each time the lanes
+// reach the bound, and a reservation follows at once, before padding's
+// round: the reservations go through the ring while throttled, and
+// refill it themselves when the lanes have room.
+func TestReserveRunsWhileThrottledConcurrentWithTakesUnique(t *testing.T) {
+	clock := newFakeClock(t0)
+	g := newTestCached(t, CachedOptions{Layout: Layout{TimeBits: 31, WorkerBits: 22, SeqBits: 10, Epoch: DefaultEpoch},
+		Clock: clock, MaxAhead: time.Second, TakeWait: time.Minute})
+	const reservers, rounds, n, singles = 2, 20, 300, 300
+	var mu sync.Mutex
+	var all []uint64
+	keep := func(ids []uint64) {
+		mu.Lock()
+		all = append(all, ids...)
+		mu.Unlock()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var takers, driver sync.WaitGroup
+	errs := make(chan error, reservers+3)
+	for range reservers {
+		takers.Go(func() {
+			var mine []uint64
+			for range rounds {
+				runs, got, err := g.ReserveRuns(ctx, nil, n, true)
+				if err != nil || got != n {
+					errs <- fmt.Errorf("reserved %d of %d: %w", got, n, err)
+					return
+				}
+				mine = append(mine, expandRuns(runs)...)
+			}
+			if !strictlyIncreasing(mine) {
+				t.Error("one reserver's IDs do not increase")
+			}
+			keep(mine)
+		})
+	}
+	for range 2 {
+		takers.Go(func() {
+			var mine []uint64
+			for range singles {
+				id, err := g.Next(ctx)
+				if err != nil {
+					errs <- err
+					return
+				}
+				mine = append(mine, id)
+			}
+			if !strictlyIncreasing(mine) {
+				t.Error("one taker's IDs do not increase")
+			}
+			keep(mine)
+		})
+	}
+	stop := make(chan struct{})
+	driver.Go(func() {
+		var mine []uint64
+		for {
+			select {
+			case <-stop:
+				if !strictlyIncreasing(mine) {
+					t.Error("the driver's IDs do not increase")
+				}
+				keep(mine)
+				return
+			default:
+			}
+			if g.State().SecondsAhead < 1 {
+				time.Sleep(time.Millisecond) // pacing, not a wait for a result
+				continue
+			}
+			clock.Add(time.Second)
+			runs, _, err := g.ReserveRuns(ctx, nil, 50, false)
+			if err != nil {
+				errs <- err
+				return
+			}
+			mine = append(mine, expandRuns(runs)...)
+		}
+	})
+	takers.Wait()
+	close(stop)
+	driver.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("%v; state %+v", err, g.State())
+	}
+	if len(all) < reservers*rounds*n+2*singles {
+		t.Fatalf("%d IDs, want at least %d", len(all), reservers*rounds*n+2*singles)
+	}
+	slices.Sort(all)
+	for i := 1; i < len(all); i++ {
+		if all[i] == all[i-1] {
+			t.Fatalf("ID %d issued twice", all[i])
 		}
 	}
 }
