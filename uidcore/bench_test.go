@@ -107,6 +107,31 @@ func BenchmarkCachedNextN4096(b *testing.B) {
 	})
 }
 
+// BenchmarkCachedReserveRuns is the bulk take of ranges (uid.batch with
+// Uid-Encoding: ranges, a blocks publisher): one op reserves 1,048,576
+// IDs as runs, without waiting first and then waiting for the rest, as
+// natsio's service does. At bound=default it meets the lanes' capacity
+// and runs throttled: reservations then go through the ring.
+func BenchmarkCachedReserveRuns(b *testing.B) {
+	bounds(b, func(b *testing.B, g *CachedGenerator) int {
+		const n = 1 << 20
+		ctx := context.Background()
+		var runs []Run
+		for b.Loop() {
+			var got uint64
+			var err error
+			runs, got, err = g.ReserveRuns(ctx, runs[:0], n, false)
+			if err == nil && got < n {
+				runs, _, err = g.ReserveRuns(ctx, runs, n-got, true)
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		return n
+	})
+}
+
 // BenchmarkDefaultNext is capped by the layout at 2^SeqBits IDs per second:
 // its ns/op is mostly the wait for the next second.
 func BenchmarkDefaultNext(b *testing.B) {
