@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -106,63 +105,40 @@ func TestReserveRunsWaitEndsAtTheContext(t *testing.T) {
 	}
 }
 
-// Concurrent reservations, bulk takes and single takes never share an
-// ID, on a generator with lanes that come and go with demand.
-func TestReserveRunsConcurrentWithTakesUnique(t *testing.T) {
-	g := newTestCached(t, CachedOptions{Claim: &laneClaim{id: 1, done: make(chan struct{})}, Lanes: &laneStore{}, MaxLanes: 4, TakeWait: time.Second})
-	const reservers, takers, rounds, n = 4, 4, 2, 200_000
+// taker is one goroutine of takeConcurrently: times takes, each
+// returning the IDs it got.
+type taker struct {
+	name  string
+	times int
+	take  func() ([]uint64, error)
+}
+
+// takeConcurrently runs each taker on its own goroutine, checks that each
+// one's IDs strictly increase, and returns every ID taken. A take's error
+// fails the test.
+func takeConcurrently(t *testing.T, g *CachedGenerator, takers []taker) []uint64 {
+	t.Helper()
 	var mu sync.Mutex
 	var all []uint64
-	keep := func(ids []uint64) {
-		mu.Lock()
-		all = append(all, ids...)
-		mu.Unlock()
-	}
 	var wg sync.WaitGroup
-	errs := make(chan error, reservers+takers)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	for range reservers {
-		wg.Go(func() {
-			for range rounds {
-				runs, got, err := g.ReserveRuns(ctx, nil, n, true)
-				if err != nil || got != n {
-					errs <- err
-					return
-				}
-				ids := expandRuns(runs)
-				if len(ids) != n || !strictlyIncreasing(ids) {
-					t.Errorf("%d IDs in runs of %d, increasing %v", len(ids), got, strictlyIncreasing(ids))
-				}
-				keep(ids)
-			}
-		})
-	}
-	for i := range takers {
+	errs := make(chan error, len(takers))
+	for _, tk := range takers {
 		wg.Go(func() {
 			var mine []uint64
-			buf := make([]uint64, 100)
-			for range 5_000 {
-				if i%2 == 0 {
-					id, err := g.Next(ctx)
-					if err != nil {
-						errs <- err
-						return
-					}
-					mine = append(mine, id)
-					continue
-				}
-				k, err := g.NextN(ctx, buf)
+			for range tk.times {
+				ids, err := tk.take()
 				if err != nil {
-					errs <- err
+					errs <- fmt.Errorf("%s: %w", tk.name, err)
 					return
 				}
-				mine = append(mine, buf[:k]...)
+				mine = append(mine, ids...)
 			}
 			if !strictlyIncreasing(mine) {
-				t.Error("one taker's IDs do not increase")
+				t.Errorf("%s: its IDs do not increase", tk.name)
 			}
-			keep(mine)
+			mu.Lock()
+			all = append(all, mine...)
+			mu.Unlock()
 		})
 	}
 	wg.Wait()
@@ -170,13 +146,116 @@ func TestReserveRunsConcurrentWithTakesUnique(t *testing.T) {
 	for err := range errs {
 		t.Fatalf("%v; state %+v", err, g.State())
 	}
-	slices.Sort(all)
-	if len(all) != reservers*rounds*n+takers/2*5_000+takers/2*5_000*100 {
-		t.Fatalf("%d IDs", len(all))
+	return all
+}
+
+// reserver takes n IDs by ReserveRuns, waiting for all of them.
+func reserver(ctx context.Context, g *CachedGenerator, n uint64) func() ([]uint64, error) {
+	return func() ([]uint64, error) {
+		runs, got, err := g.ReserveRuns(ctx, nil, n, true)
+		if err == nil && got != n {
+			err = fmt.Errorf("reserved %d of %d", got, n)
+		}
+		return expandRuns(runs), err
 	}
-	for i := 1; i < len(all); i++ {
-		if all[i] == all[i-1] {
-			t.Fatalf("ID %d issued twice", all[i])
+}
+
+// nexter takes one ID by Next.
+func nexter(ctx context.Context, g *CachedGenerator) func() ([]uint64, error) {
+	return func() ([]uint64, error) {
+		id, err := g.Next(ctx)
+		return []uint64{id}, err
+	}
+}
+
+// Concurrent reservations, bulk takes and single takes never share an
+// ID, on a generator with lanes that come and go with demand.
+func TestReserveRunsConcurrentWithTakesUnique(t *testing.T) {
+	g := newTestCached(t, CachedOptions{Claim: &laneClaim{id: 1, done: make(chan struct{})}, Lanes: &laneStore{}, MaxLanes: 4, TakeWait: time.Second})
+	const reservers, takers, rounds, n = 4, 4, 2, 200_000
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var all []taker
+	for i := range reservers {
+		all = append(all, taker{fmt.Sprintf("reserver %d", i), rounds, reserver(ctx, g, n)})
+	}
+	for i := range takers {
+		if i%2 == 0 {
+			all = append(all, taker{fmt.Sprintf("taker %d", i), 5_000, nexter(ctx, g)})
+			continue
+		}
+		buf := make([]uint64, 100)
+		all = append(all, taker{fmt.Sprintf("taker %d", i), 5_000, func() ([]uint64, error) {
+			k, err := g.NextN(ctx, buf)
+			return buf[:k], err
+		}})
+	}
+	ids := takeConcurrently(t, g, all)
+	assertUnique(t, ids, reservers*rounds*n+takers/2*5_000+takers/2*5_000*100)
+}
+
+// throttledRing is a generator that met its ahead bound, whose ring the
+// small takes then emptied down to less than their reserve, and whose
+// test clock then moved a second on: the lanes have room again, and the
+// generator still counts as throttled until padding runs. taken is every
+// ID it issued, in order.
+type throttledRing struct {
+	g     *CachedGenerator
+	taken []uint64
+}
+
+func newThrottledRing(t *testing.T) *throttledRing {
+	t.Helper()
+	clock := newFakeClock(t0)
+	tr := &throttledRing{g: newTestCached(t, CachedOptions{Layout: smallLayout(), RingSeconds: 1, Clock: clock, MaxAhead: 2 * time.Second})}
+	tr.reserve(t, 10_000) // up to the ahead bound: throttled
+	clock.Add(time.Second)
+	if _, err := tr.g.padNow(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// The ring holds the new second; small takes leave less of it than
+	// any reserve (at least 32 here).
+	for tr.g.State().Available > 16 {
+		tr.next(t)
+	}
+	clock.Add(time.Second)
+	if !tr.g.State().Throttled {
+		t.Fatalf("the test wants a throttled generator: %+v", tr.g.State())
+	}
+	return tr
+}
+
+// reserve reserves up to n IDs without waiting and returns how many.
+func (tr *throttledRing) reserve(t *testing.T, n uint64) uint64 {
+	t.Helper()
+	runs, got, err := tr.g.ReserveRuns(context.Background(), nil, n, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.taken = append(tr.taken, expand(t, runs)...)
+	return got
+}
+
+func (tr *throttledRing) next(t *testing.T) {
+	t.Helper()
+	tr.taken = append(tr.taken, mustNext(t, tr.g.Next))
+}
+
+// takeTheRing takes what the ring holds with small takes.
+func (tr *throttledRing) takeTheRing(t *testing.T) {
+	t.Helper()
+	for tr.g.State().Available > 0 {
+		tr.next(t)
+	}
+}
+
+// assertIncreasing fails the test unless the IDs strictly increase in the
+// order they were issued.
+func (tr *throttledRing) assertIncreasing(t *testing.T) {
+	t.Helper()
+	for i := 1; i < len(tr.taken); i++ {
+		if tr.taken[i] <= tr.taken[i-1] {
+			t.Fatalf("ID %d issued after %d (take %d of %d): an instance's IDs must strictly increase", tr.taken[i], tr.taken[i-1], i, len(tr.taken))
 		}
 	}
 }
@@ -187,44 +266,11 @@ func TestReserveRunsConcurrentWithTakesUnique(t *testing.T) {
 // another from one instance would go down (the soak saw a bulk client's
 // next batch below its previous one).
 func TestReserveRunsWhileThrottledKeepsTheInstancesOrder(t *testing.T) {
-	clock := newFakeClock(t0)
-	g := newTestCached(t, CachedOptions{Layout: smallLayout(), RingSeconds: 1, Clock: clock, MaxAhead: 2 * time.Second})
-	ctx := context.Background()
-	var taken []uint64 // every ID in the order it was issued
-	reserve := func(n uint64) {
-		t.Helper()
-		runs, _, err := g.ReserveRuns(ctx, nil, n, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		taken = append(taken, expand(t, runs)...)
-	}
-	reserve(10_000) // up to the ahead bound: throttled
-	clock.Add(time.Second)
-	if _, err := g.padNow(ctx); err != nil {
-		t.Fatal(err)
-	}
-	// The ring holds the new second; small takes leave less of it than
-	// any reserve (at least 32 here).
-	for g.State().Available > 16 {
-		taken = append(taken, mustNext(t, g.Next))
-	}
-	// The wall clock moves on: the lanes have room again, the generator
-	// still counts as throttled until padding runs.
-	clock.Add(time.Second)
-	if !g.State().Throttled {
-		t.Fatalf("the test wants a throttled generator: %+v", g.State())
-	}
-	reserve(100)
-	for g.State().Available > 0 {
-		taken = append(taken, mustNext(t, g.Next))
-	}
-	reserve(100)
-	for i := 1; i < len(taken); i++ {
-		if taken[i] <= taken[i-1] {
-			t.Fatalf("ID %d issued after %d (take %d of %d): an instance's IDs must strictly increase", taken[i], taken[i-1], i, len(taken))
-		}
-	}
+	tr := newThrottledRing(t)
+	tr.reserve(t, 100)
+	tr.takeTheRing(t)
+	tr.reserve(t, 100)
+	tr.assertIncreasing(t)
 }
 
 // A reservation made once the wall clock's second has turned, while the
@@ -236,49 +282,17 @@ func TestReserveRunsWhileThrottledKeepsTheInstancesOrder(t *testing.T) {
 // publisher's run take hit its deadline, CI's
 // TestBlocksPublisherOutrunByConsumers/binary=false).
 func TestReserveRunsAfterTheSecondTurnsIsServedWhileThrottled(t *testing.T) {
-	clock := newFakeClock(t0)
-	g := newTestCached(t, CachedOptions{Layout: smallLayout(), RingSeconds: 1, Clock: clock, MaxAhead: 2 * time.Second})
-	ctx := context.Background()
-	var taken []uint64 // every ID in the order it was issued
-	reserve := func(n uint64) uint64 {
-		t.Helper()
-		runs, got, err := g.ReserveRuns(ctx, nil, n, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		taken = append(taken, expand(t, runs)...)
-		return got
-	}
-	reserve(10_000) // up to the ahead bound: throttled
-	clock.Add(time.Second)
-	if _, err := g.padNow(ctx); err != nil {
-		t.Fatal(err)
-	}
-	// Small takes leave less of the ring than any reserve (at least 32).
-	for g.State().Available > 16 {
-		taken = append(taken, mustNext(t, g.Next))
-	}
-	clock.Add(time.Second) // the lanes have a second more
-	if !g.State().Throttled {
-		t.Fatalf("the test wants a throttled generator: %+v", g.State())
-	}
+	tr := newThrottledRing(t)
 	const want = 100
-	if got := reserve(want); got != want {
-		t.Fatalf("a reservation after the second turned got %d IDs, want %d: the lanes had a second of IDs (state %+v)", got, want, g.State())
+	if got := tr.reserve(t, want); got != want {
+		t.Fatalf("a reservation after the second turned got %d IDs, want %d: the lanes had a second of IDs (state %+v)", got, want, tr.g.State())
 	}
 	// The small takes' reserve is still there, above the reservation.
-	st := g.State()
-	if st.Available == 0 {
+	if st := tr.g.State(); st.Available == 0 {
 		t.Fatalf("the reservation took the small takes' reserve: %+v", st)
 	}
-	for range st.Available {
-		taken = append(taken, mustNext(t, g.Next))
-	}
-	for i := 1; i < len(taken); i++ {
-		if taken[i] <= taken[i-1] {
-			t.Fatalf("ID %d issued after %d (take %d of %d): an instance's IDs must strictly increase", taken[i], taken[i-1], i, len(taken))
-		}
-	}
+	tr.takeTheRing(t)
+	tr.assertIncreasing(t)
 }
 
 // Reservations and small takes on a generator held at its ahead bound
@@ -291,62 +305,16 @@ func TestReserveRunsWhileThrottledConcurrentWithTakesUnique(t *testing.T) {
 	clock := newFakeClock(t0)
 	g := newTestCached(t, CachedOptions{Layout: Layout{TimeBits: 31, WorkerBits: 22, SeqBits: 10, Epoch: DefaultEpoch},
 		Clock: clock, MaxAhead: time.Second, TakeWait: time.Minute})
-	const reservers, rounds, n, singles = 2, 20, 300, 300
-	var mu sync.Mutex
-	var all []uint64
-	keep := func(ids []uint64) {
-		mu.Lock()
-		all = append(all, ids...)
-		mu.Unlock()
-	}
+	const rounds, n, singles = 20, 300, 300
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	var takers, driver sync.WaitGroup
-	errs := make(chan error, reservers+3)
-	for range reservers {
-		takers.Go(func() {
-			var mine []uint64
-			for range rounds {
-				runs, got, err := g.ReserveRuns(ctx, nil, n, true)
-				if err != nil || got != n {
-					errs <- fmt.Errorf("reserved %d of %d: %w", got, n, err)
-					return
-				}
-				mine = append(mine, expandRuns(runs)...)
-			}
-			if !strictlyIncreasing(mine) {
-				t.Error("one reserver's IDs do not increase")
-			}
-			keep(mine)
-		})
-	}
-	for range 2 {
-		takers.Go(func() {
-			var mine []uint64
-			for range singles {
-				id, err := g.Next(ctx)
-				if err != nil {
-					errs <- err
-					return
-				}
-				mine = append(mine, id)
-			}
-			if !strictlyIncreasing(mine) {
-				t.Error("one taker's IDs do not increase")
-			}
-			keep(mine)
-		})
-	}
 	stop := make(chan struct{})
+	var driven []uint64
+	var driver sync.WaitGroup
 	driver.Go(func() {
-		var mine []uint64
 		for {
 			select {
 			case <-stop:
-				if !strictlyIncreasing(mine) {
-					t.Error("the driver's IDs do not increase")
-				}
-				keep(mine)
 				return
 			default:
 			}
@@ -357,26 +325,25 @@ func TestReserveRunsWhileThrottledConcurrentWithTakesUnique(t *testing.T) {
 			clock.Add(time.Second)
 			runs, _, err := g.ReserveRuns(ctx, nil, 50, false)
 			if err != nil {
-				errs <- err
+				t.Errorf("the driver's reservation: %v", err)
 				return
 			}
-			mine = append(mine, expandRuns(runs)...)
+			driven = append(driven, expandRuns(runs)...)
 		}
 	})
-	takers.Wait()
+	ids := takeConcurrently(t, g, []taker{
+		{"reserver 0", rounds, reserver(ctx, g, n)},
+		{"reserver 1", rounds, reserver(ctx, g, n)},
+		{"taker 0", singles, nexter(ctx, g)},
+		{"taker 1", singles, nexter(ctx, g)},
+	})
 	close(stop)
 	driver.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatalf("%v; state %+v", err, g.State())
+	if !strictlyIncreasing(driven) {
+		t.Error("the driver's IDs do not increase")
 	}
-	if len(all) < reservers*rounds*n+2*singles {
-		t.Fatalf("%d IDs, want at least %d", len(all), reservers*rounds*n+2*singles)
+	if len(ids) != 2*rounds*n+2*singles {
+		t.Fatalf("%d IDs taken, want %d", len(ids), 2*rounds*n+2*singles)
 	}
-	slices.Sort(all)
-	for i := 1; i < len(all); i++ {
-		if all[i] == all[i-1] {
-			t.Fatalf("ID %d issued twice", all[i])
-		}
-	}
+	assertUnique(t, append(ids, driven...), len(ids)+len(driven))
 }
