@@ -94,7 +94,9 @@ func runClient(ctx context.Context, args []string) error {
 	fs.IntVar(&cfg.MaxCount, "max-count", 20, "each call asks for 1..max-count values")
 	fs.DurationVar(&cfg.Pause, "pause", 10*time.Millisecond, "pause between a worker's calls")
 	fs.DurationVar(&cfg.Timeout, "timeout", 2*time.Second, "a call unanswered this long is unknown")
+	retry := fs.Bool("retry", true, "retry no responders and 503s within the timeout")
 	_ = fs.Parse(args)
+	cfg.NoRetry = !*retry
 	if seqs != "" {
 		cfg.Sequences = strings.Split(seqs, ",")
 	}
@@ -120,8 +122,10 @@ func runHarness(ctx context.Context, args []string) error {
 	fs.DurationVar(&cfg.HoldMax, "hold-max", 15*time.Second, "longest a fault is held (from a third of it)")
 	fs.StringVar(&cfg.Dispenser, "dispenser", "", "a dispenser binary built with -tags faultclock (default: built now)")
 	fs.StringVar(&summary, "summary", "", "write the JSON summary to this file")
+	clientRetry := fs.Bool("client-retry", true, "the clients retry no responders and 503s within a call's 2 s timeout, as the product's clients do")
 	fs.StringVar(&natsBin, "nats-server", "", "nats-server binary (default: ~/go/bin/nats-server, else built from go.mod's version)")
 	_ = fs.Parse(args)
+	cfg.NoClientRetry = !*clientRetry
 	if kinds != "" {
 		cfg.Kinds = strings.Split(kinds, ",")
 	}

@@ -46,6 +46,10 @@ type Config struct {
 	// third of it to all of it. A pause lasts the lease TTL and 1–3 s
 	// more whatever it is.
 	HoldMax time.Duration
+	// NoClientRetry makes each client call one request; by default a
+	// call retries no responders and 503s within its timeout, as the
+	// product's clients do (client.Config.NoRetry).
+	NoClientRetry bool
 
 	NATSServer string // nats-server binary
 	Dispenser  string // the dispenser built with the faultclock tag
@@ -53,6 +57,17 @@ type Config struct {
 
 	Log io.Writer // progress
 }
+
+// lossWindow is the dispensers' DISPENSER_STORE_LOSS_WINDOW: a fault
+// makes a store forget at most a hold.
+func (cfg Config) lossWindow() time.Duration { return cfg.HoldMax + 2*time.Second }
+
+// recovery is how long a fault's effects may last after it ends by
+// design: a worker ID reclaimed after a lease regression or takeover
+// issues only once its first reservation is durable, W and a renewal
+// (TTL/3) after the claim (docs/operations.md); a TTL bounds the claim
+// and the renewal together.
+func (cfg Config) recovery() time.Duration { return cfg.lossWindow() + cfg.LeaseTTL }
 
 // Fault kinds, as the summary names them.
 const (
@@ -111,6 +126,20 @@ type Summary struct {
 	Check       *check.Result `json:"check"`
 	Dir         string        `json:"dir"`
 	Load        string        `json:"load"`
+	// Recovery splits the calls outside every window (check's
+	// AfterKind): those within it of a window's end (Config.recovery).
+	Recovery Duration `json:"recovery,omitempty"`
+}
+
+// Duration is a time.Duration written as its text ("23s") in JSON.
+type Duration time.Duration
+
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	*d = Duration(v)
+	return err
 }
 
 // run is a run in progress.
@@ -251,7 +280,8 @@ func (r *run) setUp(ctx context.Context) error {
 		hist := filepath.Join(cfg.Dir, "history-"+name+".jsonl")
 		p, err := startProc(h, name, filepath.Join(cfg.Dir, "client-"+name+".log"), os.Environ(), r.unexpectedExit,
 			cfg.Self, "client", "-name", name, "-nats", c.urls(i%cfg.Nodes), "-history", hist,
-			"-workers", fmt.Sprint(cfg.Workers), "-sequences", "orders,invoices", "-prefixes", prefixes)
+			"-workers", fmt.Sprint(cfg.Workers), "-sequences", "orders,invoices", "-prefixes", prefixes,
+			"-retry="+fmt.Sprint(!cfg.NoClientRetry))
 		if err != nil {
 			return err
 		}
@@ -280,7 +310,7 @@ func (r *run) startFleet(ctx context.Context, fleet string) error {
 	// still lost the last acknowledged write (docs/faults.md), so W stays.
 	// A lease issues only reservations older than W, so the chunk covers
 	// W, a renewal interval and the ahead bound (2 s).
-	lossWindow := cfg.HoldMax + 2*time.Second
+	lossWindow := cfg.lossWindow()
 	chunk := max(10*time.Second, lossWindow+cfg.LeaseTTL/3+5*time.Second)
 	first := len(r.dispensers)
 	for i := range count {
@@ -500,9 +530,10 @@ func (r *run) summarize() (*Summary, error) {
 	for _, p := range proofs {
 		windows = append(windows, check.Window{Kind: p.Kind, What: p.What, Start: p.Start, End: p.End})
 	}
-	res := check.Check(check.Input{Ops: ops, Logs: logs, Windows: windows, Layout: uidcore.DefaultLayout()})
+	recovery := r.cfg.recovery()
+	res := check.Check(check.Input{Ops: ops, Logs: logs, Windows: windows, Layout: uidcore.DefaultLayout(), Recovery: recovery})
 	s := &Summary{Seed: r.cfg.Seed, Duration: r.cfg.Duration.String(), Faults: map[string]int{}, Proofs: proofs,
-		Check: res, Dir: r.cfg.Dir, Exits: exits, Load: loadAverage()}
+		Check: res, Dir: r.cfg.Dir, Exits: exits, Load: loadAverage(), Recovery: Duration(recovery)}
 	s.Sync = "default"
 	if r.cfg.SyncAlways {
 		s.Sync = "always"
@@ -556,7 +587,7 @@ func Recheck(dir string, s *Summary) (*check.Result, error) {
 	for _, p := range s.Proofs {
 		windows = append(windows, check.Window{Kind: p.Kind, What: p.What, Start: p.Start, End: p.End})
 	}
-	return check.Check(check.Input{Ops: ops, Logs: logs, Windows: windows, Layout: uidcore.DefaultLayout()}), nil
+	return check.Check(check.Input{Ops: ops, Logs: logs, Windows: windows, Layout: uidcore.DefaultLayout(), Recovery: time.Duration(s.Recovery)}), nil
 }
 
 // WriteSummary writes the summary as indented JSON.

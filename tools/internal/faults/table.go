@@ -1,10 +1,63 @@
 package faults
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
+
+	"github.com/uid-dispenser/uid-dispenser/tools/internal/faults/check"
 )
+
+// causesTable is the failed and unknown calls of each window by cause,
+// the ok calls the clients retried before they succeeded, and the calls
+// outside every window split by whether a fault had just ended (within
+// the recovery period) or not.
+func (s *Summary) causesTable(p func(string, ...any), kinds []string) {
+	p("| window | calls | failed+unknown | ok after a retry | failed or unknown, by cause |")
+	p("|---|--:|--:|--:|---|")
+	row := func(name string, w *check.WindowStats) {
+		n := w.Calls.OK + w.Calls.Failed + w.Calls.Unknown
+		p("| %s | %d | %.2f %% | %d | %s |", name, n, w.FailedPercent, w.Retried, causesText(w.Causes))
+	}
+	for _, k := range append(kinds, "outside") {
+		row(k, s.Check.ByKind[k])
+	}
+	if s.Check.AfterKind == nil {
+		return
+	}
+	after := make([]string, 0, len(s.Check.AfterKind))
+	for k := range s.Check.AfterKind {
+		if k != "steady" {
+			after = append(after, k)
+		}
+	}
+	slices.Sort(after)
+	for _, k := range after {
+		row(fmt.Sprintf("outside: within %s after %s", time.Duration(s.Recovery), k), s.Check.AfterKind[k])
+	}
+	row("outside: steady", s.Check.AfterKind["steady"])
+}
+
+// causesText is "n cause, ..." from the most frequent.
+func causesText(causes map[string]int64) string {
+	names := make([]string, 0, len(causes))
+	for k := range causes {
+		names = append(names, k)
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		if c := cmp.Compare(causes[b], causes[a]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	parts := make([]string, len(names))
+	for i, k := range names {
+		parts[i] = fmt.Sprintf("%d %s", causes[k], strings.ReplaceAll(k, "|", "/"))
+	}
+	return strings.Join(parts, ", ")
+}
 
 // Markdown is the run's figures as the tables of docs/faults.md: per
 // fault kind (and outside every fault window) the calls, failed and
@@ -29,6 +82,8 @@ func (s *Summary) Markdown() string {
 		p("| %s | %d | %d | %d | %d | %.2f %% | %d | %d | %.2f | %.2f |", k, w.Windows, n, w.Calls.Failed, w.Calls.Unknown,
 			w.FailedPercent, w.IDs, w.Numbers, w.P50ms, w.P99ms)
 	}
+	p("")
+	s.causesTable(p, kinds)
 	p("")
 	p("IDs: %d acknowledged, %d duplicated; numbers: %d acknowledged, %d duplicated; calls: %d ok, %d failed, %d unknown; lease overlaps %d (%d claims read), segment overlaps %d (%d segments read).",
 		s.IDs.Acknowledged, s.IDs.Duplicated, s.Numbers.Acknowledged, s.Numbers.Duplicated,

@@ -86,6 +86,11 @@ type WindowStats struct {
 	P99ms   float64 `json:"p99_ms"`
 	// FailedPercent: failed and unknown calls of all calls, in percent.
 	FailedPercent float64 `json:"failed_percent"`
+	// Causes: the failed and unknown calls by reason (as Result.Errors).
+	Causes map[string]int64 `json:"causes,omitempty"`
+	// Retried: ok calls that the client retried (no responders, a 503)
+	// before one attempt succeeded.
+	Retried int64 `json:"retried,omitempty"`
 }
 
 // Result is the checker's verdict.
@@ -112,8 +117,13 @@ type Result struct {
 	// store of its own, so this says whose store forgot.
 	DuplicatedIn map[string]int64        `json:"duplicated_in,omitempty"`
 	ByKind       map[string]*WindowStats `json:"by_kind"` // per fault kind, and "outside"
-	Problems     []string                `json:"problems,omitempty"`
-	Valid        bool                    `json:"valid"`
+	// AfterKind splits ByKind's "outside" by Input.Recovery: the calls
+	// that began within it of the end of a window, by the kind of the
+	// window that ended last before them, and the rest ("steady"). Nil
+	// without a recovery period.
+	AfterKind map[string]*WindowStats `json:"after_kind,omitempty"`
+	Problems  []string                `json:"problems,omitempty"`
+	Valid     bool                    `json:"valid"`
 }
 
 // maxListed bounds the duplicates and overlaps listed (all are counted).
@@ -125,6 +135,10 @@ type Input struct {
 	Logs    []Log // the dispensers' logs, one per process
 	Windows []Window
 	Layout  uidcore.Layout
+	// Recovery is how long after a fault ends its effects may last by
+	// design (a worker ID reclaimed after a lease regression waits the
+	// loss window and a renewal): see Result.AfterKind. 0: no split.
+	Recovery time.Duration
 }
 
 // Check reads the input and returns the verdict.
@@ -269,14 +283,14 @@ func (r *Result) checkValues(in Input) {
 }
 
 func (r *Result) windowStats(in Input) {
-	type acc struct {
-		stats WindowStats
-		lat   []time.Duration
+	kinds := map[string]*windowAcc{"outside": {}}
+	var after map[string]*windowAcc
+	if in.Recovery > 0 {
+		after = map[string]*windowAcc{"steady": {}}
 	}
-	kinds := map[string]*acc{"outside": {}}
 	for _, w := range in.Windows {
 		if kinds[w.Kind] == nil {
-			kinds[w.Kind] = &acc{}
+			kinds[w.Kind] = &windowAcc{}
 		}
 		kinds[w.Kind].stats.Windows++
 	}
@@ -294,26 +308,61 @@ func (r *Result) windowStats(in Input) {
 		}
 		if len(inKinds) == 0 {
 			inKinds["outside"] = true
-		}
-		for k := range inKinds {
-			a := kinds[k]
-			switch c.done.Type {
-			case history.OK:
-				a.stats.Calls.OK++
-				a.lat = append(a.lat, t1.Sub(t0))
-				if c.invoke.Func == history.FuncSeq {
-					a.stats.Numbers += int64(len(c.done.Values))
-				} else {
-					a.stats.IDs += int64(len(c.done.Values))
+			if after != nil {
+				k := recoveringFrom(in.Windows, t0, in.Recovery)
+				if after[k] == nil {
+					after[k] = &windowAcc{}
 				}
-			case history.Fail:
-				a.stats.Calls.Failed++
-			case history.Unknown:
-				a.stats.Calls.Unknown++
+				after[k].add(c)
 			}
 		}
+		for k := range inKinds {
+			kinds[k].add(c)
+		}
 	}
-	for k, a := range kinds {
+	r.ByKind = finishWindows(kinds)
+	if after != nil {
+		r.AfterKind = finishWindows(after)
+	}
+}
+
+// windowAcc gathers the calls of one row of the per-window figures.
+type windowAcc struct {
+	stats WindowStats
+	lat   []time.Duration
+}
+
+func (a *windowAcc) add(c call) {
+	t0, t1 := time.Unix(0, c.invoke.Time), time.Unix(0, c.done.Time)
+	switch c.done.Type {
+	case history.OK:
+		a.stats.Calls.OK++
+		a.lat = append(a.lat, t1.Sub(t0))
+		if c.invoke.Func == history.FuncSeq {
+			a.stats.Numbers += int64(len(c.done.Values))
+		} else {
+			a.stats.IDs += int64(len(c.done.Values))
+		}
+		if c.done.Attempts > 1 {
+			a.stats.Retried++
+		}
+		return
+	case history.Fail:
+		a.stats.Calls.Failed++
+	case history.Unknown:
+		a.stats.Calls.Unknown++
+	default:
+		return
+	}
+	if a.stats.Causes == nil {
+		a.stats.Causes = map[string]int64{}
+	}
+	a.stats.Causes[reason(c.done.Error)]++
+}
+
+func finishWindows(accs map[string]*windowAcc) map[string]*WindowStats {
+	out := make(map[string]*WindowStats, len(accs))
+	for k, a := range accs {
 		slices.Sort(a.lat)
 		a.stats.P50ms = percentile(a.lat, 0.50)
 		a.stats.P99ms = percentile(a.lat, 0.99)
@@ -321,8 +370,24 @@ func (r *Result) windowStats(in Input) {
 			a.stats.FailedPercent = 100 * float64(a.stats.Calls.Failed+a.stats.Calls.Unknown) / float64(n)
 		}
 		s := a.stats
-		r.ByKind[k] = &s
+		out[k] = &s
 	}
+	return out
+}
+
+// recoveringFrom names the kind of the window that ended last before t,
+// when t is within recovery of its end, else "steady".
+func recoveringFrom(ws []Window, t time.Time, recovery time.Duration) string {
+	best := -1
+	for i, w := range ws {
+		if !w.End.After(t) && t.Sub(w.End) <= recovery && (best < 0 || w.End.After(ws[best].End)) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return "steady"
+	}
+	return ws[best].Kind
 }
 
 // cause names the fault a repeated acknowledgment most likely follows

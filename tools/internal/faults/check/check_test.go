@@ -293,3 +293,43 @@ func TestWindowStats(t *testing.T) {
 		t.Fatalf("repeat put down to %v", r.DuplicatesAfter)
 	}
 }
+
+// The failed and unknown calls are counted by cause per window; the calls
+// outside every window are split by whether they began within the
+// recovery period after a window ended.
+func TestWindowCausesAndRecovery(t *testing.T) {
+	b := &builder{}
+	fail := func(process, why string) {
+		b.add(process, history.FuncIDs, "", 1, history.Fail)
+		b.ops[len(b.ops)-1].Error = why
+	}
+	start := time.Unix(0, b.t+1)
+	fail("c0/0", "no responders")
+	fail("c0/0", "503 worker claim lost: worker ID 3")
+	b.add("c0/0", history.FuncIDs, "", 1, history.OK, 1)
+	b.ops[len(b.ops)-1].Attempts = 3
+	end := time.Unix(0, b.t)
+	fail("c0/0", "503 worker claim lost: worker ID 4") // within the recovery
+	b.t += int64(time.Minute)
+	fail("c0/0", "no responders") // long after: steady
+	b.add("c0/0", history.FuncIDs, "", 1, history.OK, 2)
+	r := Check(Input{Ops: b.ops, Layout: uidcore.DefaultLayout(), Recovery: 10 * time.Second,
+		Windows: []Window{{Kind: "partition", Start: start, End: end}}})
+	p := r.ByKind["partition"]
+	if p.Causes["no responders"] != 1 || p.Causes["503 worker claim lost"] != 1 || len(p.Causes) != 2 || p.Retried != 1 {
+		t.Fatalf("partition window: %+v", p)
+	}
+	if o := r.ByKind["outside"]; o.Calls.Failed != 2 || o.Calls.OK != 1 {
+		t.Fatalf("outside: %+v", o)
+	}
+	after, steady := r.AfterKind["partition"], r.AfterKind["steady"]
+	if after == nil || after.Calls.Failed != 1 || after.Causes["503 worker claim lost"] != 1 {
+		t.Fatalf("after the partition: %+v", after)
+	}
+	if steady == nil || steady.Calls.Failed != 1 || steady.Calls.OK != 1 || steady.Causes["no responders"] != 1 {
+		t.Fatalf("steady: %+v", steady)
+	}
+	if r := Check(Input{Ops: b.ops, Layout: uidcore.DefaultLayout()}); r.AfterKind != nil {
+		t.Fatalf("split without a recovery period: %v", r.AfterKind)
+	}
+}

@@ -31,6 +31,12 @@ type Config struct {
 	MaxCount  int      // each call asks for 1..MaxCount values
 	Pause     time.Duration
 	Timeout   time.Duration // a call not answered within it is unknown
+	// NoRetry makes each call one request. Otherwise a call that meets a
+	// certain failure (no responders, a 503: nothing was handed out) asks
+	// again within its Timeout, as the product's clients do (uidclient:
+	// 2 ms doubling to 250 ms, a reply's Uid-Retry-After-Ms as a floor);
+	// a timeout is never retried (the values may have been handed out).
+	NoRetry bool
 }
 
 // Run calls until ctx is done, then waits for the calls in flight and
@@ -90,7 +96,7 @@ func work(ctx context.Context, nc *nats.Conn, w *history.Writer, cfg Config, ind
 		}
 		op.Type, op.Time = history.Invoke, time.Now().UnixNano()
 		_ = w.Write(op)
-		done := request(nc, subject, op, cfg.Timeout)
+		done := request(nc, subject, op, cfg.Timeout, !cfg.NoRetry)
 		done.Time = time.Now().UnixNano()
 		_ = w.Write(done)
 		if cfg.Pause > 0 {
@@ -104,26 +110,60 @@ func work(ctx context.Context, nc *nats.Conn, w *history.Writer, cfg Config, ind
 	}
 }
 
-// request makes one call and returns its completion.
-func request(nc *nats.Conn, subject string, op history.Op, timeout time.Duration) history.Op {
+// request makes one call and returns its completion: one request, or
+// with retry more until one is answered, fails otherwise than certainly
+// (a timeout), or the timeout leaves no time for another.
+func request(nc *nats.Conn, subject string, op history.Op, timeout time.Duration, retry bool) history.Op {
 	// Not bound to the run's context: a call in flight at the end runs to
 	// its answer or its timeout, so that no invocation stays open.
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	pause := minPause
+	for {
+		op.Attempts++
+		done, again, retryAfter := attempt(ctx, nc, subject, op)
+		if !retry || !again {
+			return done
+		}
+		wait := max(pause, retryAfter)
+		wait += rand.N(wait/2 + 1) // jitter, as the retry policy
+		pause = min(2*pause, maxPause)
+		// Another request only with a quarter of the timeout left for it:
+		// one cut short by the timeout would turn a call that certainly
+		// failed into an unknown one.
+		if deadline, _ := ctx.Deadline(); time.Until(deadline)-wait < timeout/4 {
+			return done
+		}
+		t := time.NewTimer(wait)
+		<-t.C
+	}
+}
+
+// The pauses between a call's requests: uidclient's defaults.
+const (
+	minPause = 2 * time.Millisecond
+	maxPause = 250 * time.Millisecond
+)
+
+// attempt sends one request and returns its completion; for a certain
+// failure that another request may cure (no responders, a 503), again
+// and the reply's retry hint.
+func attempt(ctx context.Context, nc *nats.Conn, subject string, op history.Op) (_ history.Op, again bool, retryAfter time.Duration) {
 	msg, err := nc.RequestWithContext(ctx, subject, []byte(strconv.Itoa(op.Count)))
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
 		op.Type, op.Error = history.Fail, "no responders"
-		return op
+		return op, true, 0
 	case err != nil:
 		// A timeout or a lost connection: the request may have been
 		// served.
 		op.Type, op.Error = history.Unknown, err.Error()
-		return op
+		return op, false, 0
 	}
 	if code := msg.Header.Get("Nats-Service-Error-Code"); code != "" {
 		op.Type, op.Error = history.Fail, code+" "+msg.Header.Get("Nats-Service-Error")
-		return op
+		ms, _ := strconv.Atoi(msg.Header.Get("Uid-Retry-After-Ms"))
+		return op, code == "503", time.Duration(ms) * time.Millisecond
 	}
 	op.Replier = msg.Header.Get("Uid-Instance")
 	values, perr := parse(msg.Data)
@@ -131,10 +171,10 @@ func request(nc *nats.Conn, subject string, op history.Op, timeout time.Duration
 		// A reply that is neither an error nor values: recorded as ok
 		// with none, and the reason; the checker counts its values lost.
 		op.Type, op.Error = history.OK, perr.Error()
-		return op
+		return op, false, 0
 	}
 	op.Type, op.Values = history.OK, values
-	return op
+	return op, false, 0
 }
 
 // parse reads a decimal reply: values separated by newlines.

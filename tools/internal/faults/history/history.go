@@ -48,6 +48,11 @@ type Op struct {
 	Values  []uint64 `json:"values,omitempty"` // ok: what the reply carried
 	Error   string   `json:"error,omitempty"`
 	Replier string   `json:"replier,omitempty"` // the instance that answered (Uid-Instance), when it said
+	// Attempts: requests the call made (a completion's); more than one
+	// when the client retried a certain failure (no responders, a 503)
+	// within the call's timeout, as the product's clients do. 0 in
+	// histories written before it was recorded.
+	Attempts int `json:"attempts,omitempty"`
 }
 
 // Writer appends Ops to a history file; safe for concurrent use.
