@@ -53,6 +53,9 @@ type Dispenser struct {
 	claim  uidcore.Claim
 	joined workerid.Fleet   // the fleet record joinFleet read
 	source *generatorSource // the generator on claim, swapped by reclaim; nil before Start made it
+	// notIssuing: the ID endpoints are out of the queue group until swap
+	// (leaveQueueGroup). Only the claim watcher's goroutine touches it.
+	notIssuing bool
 
 	stopWatch context.CancelFunc
 	watchDone chan struct{}
@@ -437,8 +440,11 @@ func (d *Dispenser) Sequences() *sequence.Allocator { return d.seq }
 // watchClaim replaces a claim that is lost for good (its lease taken over
 // by another instance): it claims a new worker ID, builds a new generator
 // and swaps it into the source the service and the block publisher take
-// from. Meanwhile requests wait for it, up to DISPENSER_TAKE_WAIT, then
-// get 503s.
+// from. Meanwhile the requests already delivered wait for it, up to
+// DISPENSER_TAKE_WAIT, then get 503s; when the new claim cannot issue at
+// once (a loss window W above 0: it waits W and a renewal) or none can
+// be made, the ID endpoints leave the queue group until the swap
+// (leaveQueueGroup), so that new requests go to the other members.
 func (d *Dispenser) watchClaim(ctx context.Context) {
 	defer close(d.watchDone)
 	for {
@@ -462,6 +468,11 @@ func (d *Dispenser) reclaim(ctx context.Context) error {
 	d.mu.Unlock()
 	_, lostErr := oldClaim.Until()
 	d.log.Error("worker claim lost for good; claiming a new worker ID", "worker_id", oldClaim.WorkerID(), "err", lostErr)
+	if d.cfg.StoreLossWindow > 0 {
+		// A new claim issues only once its first reservation is
+		// durable, W and a renewal from now.
+		d.leaveQueueGroup(oldClaim, "a new worker claim issues only once its first reservation is durable")
+	}
 	var pauses retry.Backoff
 	for {
 		claim, err := d.assigner.Claim(ctx, d.cfg.Layout())
@@ -492,12 +503,30 @@ func (d *Dispenser) reclaim(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		d.leaveQueueGroup(oldClaim, "no new worker ID yet")
 		pause := pauses.Next()
 		d.log.Error("claiming a new worker ID failed; retrying", "err", err, "in", pause)
 		if err := retry.Sleep(ctx, pause); err != nil {
 			return err
 		}
 	}
+}
+
+// leaveQueueGroup takes the ID endpoints out of the queue group while
+// the instance cannot issue (lost, its claim; why, for how long), so
+// that the group's other members answer instead of this one's 503s;
+// swap brings them back. Requests already delivered wait for the new
+// generator as before (generatorSource), up to the take wait.
+func (d *Dispenser) leaveQueueGroup(lost uidcore.Claim, why string) {
+	if d.notIssuing {
+		return
+	}
+	d.notIssuing = true
+	if err := d.svc.SetIssuing(false); err != nil {
+		d.log.Warn("leaving the queue group of the ID endpoints was not confirmed", "err", err)
+	}
+	d.log.Warn("not issuing IDs: the ID endpoints left the queue group until a new worker ID can issue",
+		event.Key, event.NotIssuing, event.AttrPrevious, lost.WorkerID(), "why", why, "loss_window", d.cfg.StoreLossWindow)
 }
 
 // swap puts the generator on the new claim in place of the old one's,
@@ -511,8 +540,10 @@ func (d *Dispenser) swap(oldClaim, claim uidcore.Claim, gen *uidcore.CachedGener
 	// closes.
 	old.Close()
 	releaseQuietly(oldClaim, d.log)
-	if err := d.svc.Readvertise(); err != nil {
-		// Requests are served all the same; only the metadata lags.
+	d.notIssuing = false
+	if err := d.svc.SetIssuing(true); err != nil {
+		// Requests are served all the same (the ID endpoints are
+		// subscribed first); only the metadata lags.
 		d.log.Warn("the service's metadata still shows the previous worker ID", "err", err)
 	}
 	d.log.Info("serving under a new worker ID", event.Key, event.WorkerChanged, event.AttrWorker, claim.WorkerID(), event.AttrPrevious, oldClaim.WorkerID(), "service_id", d.svc.ID())

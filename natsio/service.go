@@ -131,21 +131,23 @@ type Service struct {
 
 	mu         sync.Mutex
 	svc        micro.Service
-	advertised advertised // what svc's metadata says
+	advertised advertised // what svc's metadata and endpoints say
 	stopped    bool
+	notIssuing bool // SetIssuing(false): the ID endpoints are out of the queue group
 }
 
 // advertised is what the micro metadata shows of the source and of the
-// sequences.
+// sequences, and whether the ID endpoints are subscribed.
 type advertised struct {
 	workerID  uint64
 	layout    uidcore.Layout
 	sequences string // comma-separated, sorted (Sequences.Stats' order)
+	issuing   bool
 }
 
-// current is what the metadata should show now.
+// current is what the metadata should show now. s.mu must be held.
 func (s *Service) current() advertised {
-	a := advertised{workerID: s.src.WorkerID(), layout: s.src.Layout()}
+	a := advertised{workerID: s.src.WorkerID(), layout: s.src.Layout(), issuing: !s.notIssuing}
 	if s.cfg.Sequences != nil && s.cfg.SequenceHomes != nil {
 		a.sequences = strings.Join(s.homedHere(), ",") // fixed by the configuration
 	} else if s.cfg.Sequences != nil {
@@ -248,6 +250,9 @@ func (s *Service) start() error {
 	if s.cfg.Region != "" {
 		metadata["region"], metadata["regions"] = s.cfg.Region, s.cfg.Regions
 	}
+	if !shown.issuing {
+		metadata["issuing"] = "false" // next and batch are not subscribed: SetIssuing
+	}
 	if s.cfg.Sequences != nil {
 		// The sequences known at start and, readvertised, those served
 		// since (`nats micro info`); in a fleet of regions those homed
@@ -272,11 +277,12 @@ func (s *Service) start() error {
 	}
 	group := svc.AddGroup(s.cfg.SubjectPrefix)
 	limits := micro.WithEndpointPendingLimits(s.cfg.PendingMsgs, s.cfg.PendingBytes)
-	for _, e := range []struct {
+	type endpoint struct {
 		name string
 		fn   handlerFunc
 		meta map[string]string
-	}{
+	}
+	endpoints := []endpoint{
 		{protocol.EndpointNext, s.next, map[string]string{"reply": "one decimal ID"}},
 		{protocol.EndpointBatch, s.batch, map[string]string{
 			"reply":            "newline-separated decimal IDs, or 8-byte big-endian IDs with header " + protocol.EncodingHeader + ": " + protocol.EncodingBinary + ", or runs of consecutive IDs (first, count: 16 bytes) with " + protocol.EncodingRanges,
@@ -285,7 +291,11 @@ func (s *Service) start() error {
 			"max_batch_ranges": strconv.Itoa(s.idBatchLimit(protocol.Ranges)),
 		}},
 		{protocol.EndpointParse, s.parse, map[string]string{"reply": "JSON {UID, timestamp, workerId, sequence}"}},
-	} {
+	}
+	if !shown.issuing {
+		endpoints = endpoints[2:] // parse only: next and batch come first
+	}
+	for _, e := range endpoints {
 		err := group.AddEndpoint(e.name, s.handle(e.name, protocol.Subject(s.cfg.SubjectPrefix, e.name), e.fn, nil), limits, micro.WithEndpointMetadata(e.meta))
 		if err != nil {
 			_ = svc.Stop()
@@ -334,6 +344,22 @@ func (s *Service) Readvertise() error {
 		s.log.Warn("readvertise: the old service's unsubscribes not confirmed", "err", err)
 	}
 	return nil
+}
+
+// SetIssuing puts the ID endpoints (next and batch) in the queue group
+// (true, the default) or takes them out (false); parse and the sequences'
+// endpoints stay. An instance that cannot issue IDs for a while (its
+// worker claim lost, a new one not durable yet) leaves, so that the
+// group's other members get the requests instead of it answering 503s;
+// a lone instance's callers then get no responders, which clients retry.
+// The micro service is added again as by Readvertise (a new service ID,
+// no gap for the endpoints that stay); requests already delivered are
+// still answered.
+func (s *Service) SetIssuing(on bool) error {
+	s.mu.Lock()
+	s.notIssuing = !on
+	s.mu.Unlock()
+	return s.Readvertise()
 }
 
 // ID is the micro service instance ID (as `nats micro ls` shows it). It

@@ -77,8 +77,14 @@ const (
 	// Serving: the instance answers requests under AttrWorker.
 	Serving = "service.serving"
 	// WorkerChanged: the instance serves under a new worker ID
-	// (AttrWorker) after losing AttrPrevious for good.
+	// (AttrWorker) after losing AttrPrevious for good; its ID endpoints
+	// are back in the queue group.
 	WorkerChanged = "service.worker_changed"
+	// NotIssuing: the instance lost worker ID AttrPrevious for good and
+	// cannot issue IDs until a new claim is durable (or one can be made):
+	// its ID endpoints left the queue group, /readyz says not ready,
+	// until WorkerChanged.
+	NotIssuing = "service.not_issuing"
 	// FleetGeneration: the instance refused to go on because the fleet
 	// moved to a newer generation.
 	FleetGeneration = "fleet.generation"
