@@ -3,6 +3,7 @@ package natsio
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -479,4 +480,66 @@ func headerOf(msg *nats.Msg) nats.Header {
 		return nil
 	}
 	return msg.Header
+}
+
+// SetIssuing(false) takes next and batch out of the queue group, parse
+// stays: the group's other member answers every ID request meanwhile, a
+// lone one's callers get no responders; SetIssuing(true) brings them back.
+func TestSetIssuingLeavesAndRejoinsTheQueueGroup(t *testing.T) {
+	url := startNATS(t, nil)
+	a := startInstance(t, url, 1, instanceOpts{})
+	b := startInstance(t, url, 2, instanceOpts{})
+	nc := connect(t, url).Conn
+	if err := a.svc.SetIssuing(false); err != nil {
+		t.Fatal(err)
+	}
+	var ids []uint64
+	for range 200 {
+		msg, err := nc.Request("uid.next", nil, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code := msg.Header.Get(micro.ErrorCodeHeader); code != "" {
+			t.Fatalf("next with a out: %s %s", code, msg.Header.Get(micro.ErrorHeader))
+		}
+		id, err := strconv.ParseUint(string(msg.Data), 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	if shares := workerShares(t, ids); shares[1] != 0 || shares[2] != len(ids) {
+		t.Fatalf("IDs by worker with a out of the group: %v", shares)
+	}
+	if info := microReply[micro.Info](t, nc, "$SRV.INFO.uid-dispenser."+a.svc.ID()); info.Metadata["issuing"] != "false" || len(info.Endpoints) != 1 {
+		t.Fatalf("a's INFO while not issuing: %+v", info)
+	}
+
+	// Both out: no responders for IDs, parse still answered.
+	if err := b.svc.SetIssuing(false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nc.Request("uid.batch", []byte("5"), 5*time.Second); !errors.Is(err, nats.ErrNoResponders) {
+		t.Fatalf("batch with both out: %v, want no responders", err)
+	}
+	msg, err := nc.Request("uid.parse", []byte(strconv.FormatUint(ids[0], 10)), 5*time.Second)
+	if err != nil || msg.Header.Get(micro.ErrorCodeHeader) != "" {
+		t.Fatalf("parse with both out: %v %v", err, headerOf(msg))
+	}
+
+	if err := a.svc.SetIssuing(true); err != nil {
+		t.Fatal(err)
+	}
+	msg, err = nc.Request("uid.batch", []byte("5"), 5*time.Second)
+	if err != nil || msg.Header.Get(micro.ErrorCodeHeader) != "" {
+		t.Fatalf("batch with a back: %v %v", err, headerOf(msg))
+	}
+	more, err := protocol.Decimal.Decode(nil, msg.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if shares := workerShares(t, more); shares[1] != len(more) {
+		t.Fatalf("IDs by worker with only a issuing: %v", shares)
+	}
+	testenv.CheckDistinct(t, append(ids, more...))
 }
