@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
-	"github.com/uid-dispenser/uid-dispenser/natsio/kvstore"
 	"github.com/uid-dispenser/uid-dispenser/telemetry/event"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
@@ -40,19 +39,7 @@ func TestLostClaimLeavesTheQueueGroupUntilItCanIssue(t *testing.T) {
 	b := start(t, cfg)
 
 	// The two other worker IDs, held by a real claimer: a cannot move.
-	other, err := kvstore.NewAssigner(ctx, testConn(t, url).Conn, cfg.kvConfig(cfg.workerIDConfig(testLogger())))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var held []uidcore.Claim
-	for range 2 {
-		c, err := other.Claim(ctx, layout)
-		if err != nil {
-			t.Fatal(err)
-		}
-		held = append(held, c)
-		t.Cleanup(func() { _ = c.Release(context.Background()) })
-	}
+	held := holdWorkerIDs(t, url, cfg, 2)
 
 	// Both serve before the loss. The load stops before it: a request
 	// that NATS gave a before it left waits the take wait for a new

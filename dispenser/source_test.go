@@ -67,6 +67,28 @@ func takeOverLease(t *testing.T, url, bucket string, worker uint64) {
 	})
 }
 
+// holdWorkerIDs claims n worker IDs of cfg's bucket with a real KV
+// claimer, released when the test ends: the instances cannot have them.
+func holdWorkerIDs(t *testing.T, url string, cfg Config, n int) []uidcore.Claim {
+	t.Helper()
+	claimer, err := kvstore.NewAssigner(context.Background(), testConn(t, url).Conn, cfg.kvConfig(cfg.workerIDConfig(testLogger())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var held []uidcore.Claim
+	for range n {
+		c, err := claimer.Claim(ctx, cfg.Layout())
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+		t.Cleanup(func() { _ = c.Release(context.Background()) })
+	}
+	return held
+}
+
 // rawLoad takes IDs with plain NATS requests (next, a small batch and a
 // bulk batch, which waits in the capacity queue), so that every reply is
 // seen: the Go client would retry a 503 and hide it.
@@ -182,21 +204,9 @@ func TestRequestsCaughtByTheSwapGetIDs(t *testing.T) {
 
 	// Lost for good with no worker ID to move to: the other two are
 	// held by a real claimer, the instance's own is taken over.
-	other, err := kvstore.NewAssigner(context.Background(), testConn(t, url).Conn, cfg.kvConfig(cfg.workerIDConfig(testLogger())))
-	if err != nil {
-		t.Fatal(err)
-	}
+	held := holdWorkerIDs(t, url, cfg, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var held []uidcore.Claim
-	for range 2 {
-		c, err := other.Claim(ctx, layout)
-		if err != nil {
-			t.Fatal(err)
-		}
-		held = append(held, c)
-		t.Cleanup(func() { _ = c.Release(context.Background()) })
-	}
 	takeOverLease(t, url, cfg.WorkerKVBucket, second)
 	nc := testConn(t, url).Conn
 	testenv.WaitFor(t, 10*time.Second, "the instance to notice the loss", func() bool { return d.claimStatus() != nil })
