@@ -5,6 +5,7 @@
 package testwait
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -60,6 +61,27 @@ func Receive[T any](t testing.TB, expected time.Duration, what string, ch <-chan
 		}
 	})
 	return v
+}
+
+// Context is a context for a call that waits on state (a claim of a worker
+// ID from a contended store, a fetch that many goroutines queue for): it
+// ends deadlineMargin before the test binary's deadline, as WaitFor gives
+// up, and is cancelled when the test ends. A call that a loaded machine
+// slows many times over still ends by the test's own bound, never by a
+// short wall-clock deadline; the margin leaves the test time to say which
+// call did not return. Without a binary deadline (go test -timeout 0) it
+// ends only with the test.
+func Context(t testing.TB) context.Context {
+	t.Helper()
+	giveUp, bounded := binaryDeadline(t)
+	if !bounded {
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		return ctx
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), giveUp)
+	t.Cleanup(cancel)
+	return ctx
 }
 
 // binaryDeadline is when a wait gives up: deadlineMargin before the test

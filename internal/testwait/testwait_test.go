@@ -59,3 +59,17 @@ func TestReceiveReturnsTheValueSent(t *testing.T) {
 		t.Errorf("Receive = %d, want 7", got)
 	}
 }
+
+// A call's context ends as a wait gives up, deadlineMargin before the
+// binary's deadline, not at a short deadline of its own.
+func TestContextEndsAsAWaitGivesUp(t *testing.T) {
+	binary := time.Now().Add(time.Hour)
+	ctx := Context(&fakeTB{TB: t, deadline: binary})
+	got, ok := ctx.Deadline()
+	if !ok || !got.Equal(binary.Add(-deadlineMargin)) {
+		t.Fatalf("context deadline %v (set %v), want %v", got, ok, binary.Add(-deadlineMargin))
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("context already done: %v", ctx.Err())
+	}
+}
