@@ -19,7 +19,7 @@ func testTakeAboveFloor(t *testing.T, st Store) {
 	}
 	s := st.New(t, st.Addr)
 	declare(t, s, "orders", 1)
-	ctx := ctxFor(t, 20*time.Second)
+	ctx := ctxFor(t)
 	take := func(step, floor uint64) sequence.Segment {
 		t.Helper()
 		seg, err := s.Take(ctx, "orders", step, floor)

@@ -41,11 +41,19 @@ type Store struct {
 }
 
 // Config is the allocator configuration of the suite: small steps, so
-// that a test crosses many segments, doubling on every take.
+// that a test crosses many segments, doubling on every take. A take is
+// not cut short: on a loaded machine one took more than 2 s (make test
+// on CI's two cores, the machine's nats-server shared by every package:
+// ThreeInstances' Fill failed ErrUnavailable on a healthy store). A test
+// that wants a take to fail sets cutFetchTimeout.
 func Config() sequence.Config {
-	return sequence.Config{MinStep: 10, MaxStep: 80, Target: time.Hour, FetchTimeout: 2 * time.Second,
+	return sequence.Config{MinStep: 10, MaxStep: 80, Target: time.Hour, FetchTimeout: time.Minute,
 		RetryPause: 50 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 }
+
+// cutFetchTimeout bounds a take on a store that is cut off (a NATS client
+// buffers its request through the outage): the test expects it to fail.
+const cutFetchTimeout = 2 * time.Second
 
 // Run runs the suite; newStore gives each test a fresh store. The tests
 // run in parallel.
@@ -72,22 +80,21 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 	}
 }
 
-func ctxFor(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
+// ctxFor is the context of a call on the store or an allocator: bounded
+// by the test binary's timeout, not by a deadline of its own that a
+// loaded machine could overrun.
+func ctxFor(t testing.TB) context.Context { return testwait.Context(t) }
 
 func declare(t testing.TB, s sequence.SegmentStore, name string, first uint64) {
 	t.Helper()
-	if _, err := s.Declare(ctxFor(t, 10*time.Second), name, first); err != nil {
+	if _, err := s.Declare(ctxFor(t), name, first); err != nil {
 		t.Fatalf("Declare %s: %v", name, err)
 	}
 }
 
 func take(t testing.TB, s sequence.SegmentStore, name string, step uint64) sequence.Segment {
 	t.Helper()
-	seg, err := s.Take(ctxFor(t, 10*time.Second), name, step, 0)
+	seg, err := s.Take(ctxFor(t), name, step, 0)
 	if err != nil {
 		t.Fatalf("Take %s %d: %v", name, step, err)
 	}
@@ -201,7 +208,7 @@ func testGiveBackRaces(t *testing.T, st Store) {
 	declare(t, s, "invoices", 0)
 	a := take(t, s, "invoices", 10)
 	b := take(t, s, "invoices", 10)
-	ctx := ctxFor(t, 10*time.Second)
+	ctx := ctxFor(t)
 	if ok, err := s.GiveBack(ctx, "invoices", sequence.Segment{From: a.From + 3, To: a.To}); err != nil || ok {
 		t.Fatalf("give back of %s after %s was taken: ok %v, err %v; want refused", a, b, ok, err)
 	}
@@ -268,7 +275,7 @@ func testGiveBackRaces(t *testing.T, st Store) {
 // value is ignored), List names every sequence.
 func testDeclareAndList(t *testing.T, st Store) {
 	s := st.New(t, st.Addr)
-	ctx := ctxFor(t, 10*time.Second)
+	ctx := ctxFor(t)
 	if created, err := s.Declare(ctx, "b-seq", 7); err != nil || !created {
 		t.Fatalf("Declare: created %v, err %v", created, err)
 	}
@@ -307,7 +314,7 @@ func testRestartContinues(t *testing.T, st Store) {
 	s := st.New(t, st.Addr)
 	declare(t, s, "orders", 1)
 	a := NewAllocator(t, s, Config())
-	ctx := ctxFor(t, 20*time.Second)
+	ctx := ctxFor(t)
 	var got []uint64
 	for range 137 {
 		n, err := a.Next(ctx, "orders")
@@ -379,11 +386,11 @@ func testThreeInstances(t *testing.T, st Store) {
 		highest = max(highest, slices.Max(n))
 	}
 	for _, a := range allocs {
-		if err := a.Close(ctxFor(t, 10*time.Second)); err != nil {
+		if err := a.Close(ctxFor(t)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	next, err := NewAllocator(t, st.New(t, st.Addr), Config()).Next(ctxFor(t, 10*time.Second), "orders")
+	next, err := NewAllocator(t, st.New(t, st.Addr), Config()).Next(ctxFor(t), "orders")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,7 +406,7 @@ func testKillLosesAtMostHeld(t *testing.T, st Store) {
 	declare(t, st.New(t, st.Addr), "orders", 1)
 	cfg := Config()
 	a := NewAllocator(t, st.New(t, st.Addr), cfg)
-	ctx := ctxFor(t, 20*time.Second)
+	ctx := ctxFor(t)
 	var last uint64
 	for range 95 {
 		n, err := a.Next(ctx, "orders")
@@ -433,8 +440,9 @@ func testStoreCut(t *testing.T, st Store) {
 	declare(t, st.New(t, st.Addr), "orders", 1)
 	proxy := faultproxy.NewProxy(t, st.Addr)
 	cfg := Config()
+	cfg.FetchTimeout = cutFetchTimeout
 	a := NewAllocator(t, st.New(t, proxy.Addr()), cfg)
-	ctx := ctxFor(t, 60*time.Second)
+	ctx := ctxFor(t)
 	var got []uint64
 	for range 5 {
 		n, err := a.Next(ctx, "orders")
@@ -483,11 +491,11 @@ func testStoreCut(t *testing.T, st Store) {
 // served without a restart.
 func testUnknownSequence(t *testing.T, st Store) {
 	s := st.New(t, st.Addr)
-	if _, err := s.Take(ctxFor(t, 10*time.Second), "nosuch", 10, 0); !errors.Is(err, sequence.ErrUnknownSequence) {
+	if _, err := s.Take(ctxFor(t), "nosuch", 10, 0); !errors.Is(err, sequence.ErrUnknownSequence) {
 		t.Fatalf("Take of an undeclared name: %v", err)
 	}
 	a := NewAllocator(t, s, Config())
-	ctx := ctxFor(t, 20*time.Second)
+	ctx := ctxFor(t)
 	for _, name := range []string{"nosuch", "bad name", "", "x.y"} {
 		_, err := a.Next(ctx, name)
 		var ue *sequence.UnknownError
@@ -513,7 +521,7 @@ func testBatchLargerThanMaxStep(t *testing.T, st Store) {
 	cfg := Config()
 	a := NewAllocator(t, s, cfg)
 	batch := make([]uint64, 3*cfg.MaxStep+5)
-	if err := a.Fill(ctxFor(t, 20*time.Second), "big", batch); err != nil {
+	if err := a.Fill(ctxFor(t), "big", batch); err != nil {
 		t.Fatal(err)
 	}
 	CheckIncreasing(t, "batch", batch)
@@ -529,7 +537,7 @@ func testStepDoubles(t *testing.T, st Store) {
 	declare(t, s, "fast", 0)
 	cfg := Config()
 	a := NewAllocator(t, s, cfg)
-	ctx := ctxFor(t, 20*time.Second)
+	ctx := ctxFor(t)
 	var issued uint64
 	batch := make([]uint64, 5)
 	for {
