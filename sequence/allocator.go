@@ -755,6 +755,8 @@ func (a *Allocator) Close(ctx context.Context) error {
 				break
 			}
 			given += held[i].Len()
+			a.cfg.Logger.Debug("gave a segment's unused rest back", event.Key, event.SequenceGivenBack, event.AttrName, st.name,
+				event.AttrFirst, held[i].From, event.AttrLast, held[i].To-1, "store", a.cfg.StoreName)
 		}
 		if given+lost > 0 {
 			a.cfg.Logger.Info("sequence segments given back", "sequence", st.name, "given_back", given, "lost", lost)

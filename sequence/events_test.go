@@ -63,3 +63,73 @@ func TestSegmentsInTheLog(t *testing.T) {
 		}
 	}
 }
+
+// A closing instance gives the unused rest of its segments back, and the
+// next segment, another instance's, starts where that rest did: the two
+// logged segments overlap. Each rest is logged as a sequence.given_back
+// event with its first and last numbers, so that a reader of the logs
+// (the fault harness's checker) tells numbers given back and taken again
+// from numbers handed out twice: a CI fault run took them for a segment
+// overlap.
+func TestGivenBackInTheLog(t *testing.T) {
+	ctx := context.Background()
+	store := sequencetest.NewMemStore()
+	if _, err := store.Declare(ctx, "orders", 1); err != nil {
+		t.Fatal(err)
+	}
+	var logs testenv.LogBuffer
+	cfg := sequencetest.Config()
+	cfg.Logger = logs.JSONLogger(slog.LevelDebug)
+	a := sequencetest.NewAllocator(t, store, cfg)
+	var handed []uint64
+	for range 3 {
+		n, err := a.Next(ctx, "orders")
+		if err != nil {
+			t.Fatal(err)
+		}
+		handed = append(handed, n)
+	}
+	if err := a.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	type span struct{ first, last uint64 }
+	var segs, back []span
+	for _, rec := range logs.Records(t) {
+		switch rec[event.Key] {
+		case event.SequenceSegment:
+			segs = append(segs, span{uint64(rec[event.AttrFirst].(float64)), uint64(rec[event.AttrLast].(float64))})
+		case event.SequenceGivenBack:
+			if rec[event.AttrName] != "orders" {
+				t.Fatalf("a rest given back logged as %v", rec)
+			}
+			back = append(back, span{uint64(rec[event.AttrFirst].(float64)), uint64(rec[event.AttrLast].(float64))})
+		}
+	}
+	if len(back) == 0 {
+		t.Fatalf("no %s logged (segments %v, handed out %v)", event.SequenceGivenBack, segs, handed)
+	}
+	lowest := back[0].first
+	for _, g := range back {
+		lowest = min(lowest, g.first)
+		tail := false
+		for _, s := range segs {
+			tail = tail || s.last == g.last && s.first <= g.first
+		}
+		if !tail {
+			t.Errorf("given back %v is no logged segment's rest (segments %v)", g, segs)
+		}
+		for _, n := range handed {
+			if g.first <= n && n <= g.last {
+				t.Errorf("number %d was handed out and given back in %v", n, g)
+			}
+		}
+	}
+	b := sequencetest.NewAllocator(t, store, sequencetest.Config())
+	n, err := b.Next(ctx, "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != lowest {
+		t.Errorf("the next instance's first number is %d, not the lowest given back, %d (given back %v)", n, lowest, back)
+	}
+}

@@ -70,6 +70,10 @@ const (
 	SequenceRegression = "sequence.regression"
 	// SequenceRepaired: the store's counter was raised to AttrRemembered.
 	SequenceRepaired = "sequence.repaired"
+	// SequenceGivenBack: on close, the unused rest AttrFirst..AttrLast of
+	// a segment went back to the store: none of it was handed out here,
+	// and the next segment taken, by any instance, starts at AttrFirst.
+	SequenceGivenBack = "sequence.given_back"
 )
 
 // The instance (dispenser).
