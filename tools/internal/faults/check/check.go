@@ -17,7 +17,8 @@
 //     lease.released);
 //   - sequence segments: no two segments of a name overlap (event
 //     sequence.segment), unless the instance refused the segment as a
-//     regression (sequence.regression);
+//     regression (sequence.regression); an unused rest given back
+//     (sequence.given_back) is not the instance's;
 //   - per fault window (kind, start, end): calls, failed, unknown, values,
 //     and latency percentiles inside and outside the windows.
 package check
@@ -490,7 +491,7 @@ func leaseOverlaps(claims []claim) []Overlap {
 func segmentOverlaps(segs []segment) []Overlap {
 	byName := map[string][]segment{} // fleet/name
 	for _, s := range segs {
-		if !s.refused {
+		if !s.refused && s.first <= s.last {
 			byName[s.fleet+"/"+s.name] = append(byName[s.fleet+"/"+s.name], s)
 		}
 	}

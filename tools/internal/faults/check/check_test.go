@@ -264,6 +264,35 @@ func TestRefusedSegmentIsNoOverlap(t *testing.T) {
 	}
 }
 
+// A closing instance gives its segments' unused rests back
+// (sequence.given_back) and the next segment, another instance's,
+// starts at the rest's first number: only the part before the rest was
+// the first instance's (a CI fault run counted the rest as an overlap).
+// An overlap with the part it did keep is still one.
+func TestGivenBackRestIsNoOverlap(t *testing.T) {
+	b, logs := cleanInput(t)
+	logs = append(logs,
+		Log{Process: "d2#1", Path: writeLog(t,
+			`{"level":"DEBUG","msg":"x","event":"sequence.segment","name":"orders","first":201,"last":300}`,
+			`{"level":"DEBUG","msg":"x","event":"sequence.segment","name":"orders","first":301,"last":400}`,
+			`{"level":"DEBUG","msg":"x","event":"sequence.given_back","name":"orders","first":301,"last":400}`,
+			`{"level":"DEBUG","msg":"x","event":"sequence.given_back","name":"orders","first":251,"last":300}`,
+		)},
+		Log{Process: "d3#1", Path: writeLog(t,
+			`{"level":"DEBUG","msg":"x","event":"sequence.segment","name":"orders","first":251,"last":500}`,
+		)})
+	if r := check(b, logs); !r.Valid {
+		t.Fatalf("rests given back and taken again counted: %+v", r.SegmentOverlaps)
+	}
+	logs = append(logs, Log{Process: "d4#1", Path: writeLog(t,
+		`{"level":"DEBUG","msg":"x","event":"sequence.segment","name":"orders","first":241,"last":250}`,
+	)})
+	r := check(b, logs)
+	if r.Valid || len(r.SegmentOverlaps) != 1 || r.SegmentOverlaps[0].Lo != 241 || r.SegmentOverlaps[0].Hi != 250 {
+		t.Fatalf("an overlap with the part kept not caught: %+v", r.SegmentOverlaps)
+	}
+}
+
 func TestWindowStats(t *testing.T) {
 	b, logs := cleanInput(t)
 	start := time.Unix(0, b.t+1)

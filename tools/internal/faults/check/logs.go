@@ -215,6 +215,8 @@ func readLog(l Log, facts *logFacts, r *Result) error {
 			facts.segments = append(facts.segments, segment{fleet: l.Fleet, process: l.Process, name: seqName, first: first, last: last})
 		case event.SequenceRegression:
 			refuseSegment(facts.segments, l.Process, ln)
+		case event.SequenceGivenBack:
+			giveBack(facts.segments, l.Process, ln)
 		}
 	}
 	if logsDurable {
@@ -242,5 +244,25 @@ func refuseSegment(segs []segment, process string, ln line) {
 		}
 		s.refused = true
 		return
+	}
+}
+
+// giveBack cuts the unused rest a sequence.given_back event names off the
+// process's segment it ends: the process handed none of it out, and the
+// next segment taken, another process's too, starts at its first number.
+// A segment given back whole is left empty (last below first).
+func giveBack(segs []segment, process string, ln line) {
+	seqName, _ := ln.str(event.AttrName)
+	first, okF := ln.num(event.AttrFirst)
+	last, okL := ln.num(event.AttrLast)
+	if !okF || !okL {
+		return
+	}
+	for i := len(segs) - 1; i >= 0; i-- {
+		s := &segs[i]
+		if s.process == process && s.name == seqName && s.last == last && s.first <= first {
+			s.last = first - 1
+			return
+		}
 	}
 }
