@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -112,6 +113,24 @@ func (i *instance) stopGracefully(t testing.TB) {
 		t.Error(err)
 	}
 	i.gen.Close()
+}
+
+// requestID asks uid.next for one ID and fails t on an error reply or
+// a reply that is not a decimal ID.
+func requestID(t testing.TB, nc *nats.Conn, timeout time.Duration) uint64 {
+	t.Helper()
+	msg, err := nc.Request("uid.next", nil, timeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := msg.Header.Get(micro.ErrorCodeHeader); code != "" {
+		t.Fatalf("uid.next: error reply %s: %s", code, msg.Header.Get(micro.ErrorHeader))
+	}
+	id, err := strconv.ParseUint(string(msg.Data), 10, 64)
+	if err != nil {
+		t.Fatalf("uid.next: reply %q is not a decimal ID", msg.Data)
+	}
+	return id
 }
 
 func connect(t testing.TB, url string) *natsconn.Conn {

@@ -28,17 +28,7 @@ func TestRawNextWithEmptyBody(t *testing.T) {
 	url := startNATS(t, nil)
 	startInstance(t, url, 7, instanceOpts{})
 	nc := connect(t, url)
-	msg, err := nc.Request("uid.next", nil, 2*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if code := msg.Header.Get(micro.ErrorCodeHeader); code != "" {
-		t.Fatalf("error reply %s: %s", code, msg.Header.Get(micro.ErrorHeader))
-	}
-	id, err := strconv.ParseUint(string(msg.Data), 10, 64)
-	if err != nil {
-		t.Fatalf("reply %q is not a decimal ID", msg.Data)
-	}
+	id := requestID(t, nc.Conn, 2*time.Second)
 	parts := uidcoretest.MustParse(t, uidcore.DefaultLayout().Parse, id)
 	if parts.WorkerID != 7 {
 		t.Fatalf("ID %d has worker %d, want 7", id, parts.WorkerID)
@@ -47,7 +37,7 @@ func TestRawNextWithEmptyBody(t *testing.T) {
 		t.Fatalf("ID time %v is far from now", parts.Time)
 	}
 	// Any body is fine for next.
-	msg, err = nc.Request("uid.next", []byte("whatever\x00"), 2*time.Second)
+	msg, err := nc.Request("uid.next", []byte("whatever\x00"), 2*time.Second)
 	if err != nil || msg.Header.Get(micro.ErrorCodeHeader) != "" {
 		t.Fatalf("next with a body: %v %v", err, headerOf(msg))
 	}
@@ -495,18 +485,7 @@ func TestSetIssuingLeavesAndRejoinsTheQueueGroup(t *testing.T) {
 	}
 	var ids []uint64
 	for range 200 {
-		msg, err := nc.Request("uid.next", nil, 5*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if code := msg.Header.Get(micro.ErrorCodeHeader); code != "" {
-			t.Fatalf("next with a out: %s %s", code, msg.Header.Get(micro.ErrorHeader))
-		}
-		id, err := strconv.ParseUint(string(msg.Data), 10, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, id)
+		ids = append(ids, requestID(t, nc, 5*time.Second))
 	}
 	if shares := workerShares(t, ids); shares[1] != 0 || shares[2] != len(ids) {
 		t.Fatalf("IDs by worker with a out of the group: %v", shares)
