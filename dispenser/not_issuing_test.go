@@ -31,12 +31,25 @@ func TestLostClaimLeavesTheQueueGroupUntilItCanIssue(t *testing.T) {
 	var logA testenv.LogBuffer
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	a, err := Start(ctx, cfg, WithLogger(logA.JSONLogger(slog.LevelDebug)))
-	if err != nil {
-		t.Fatal(err)
+	// Started together: each waits W, a renewal and the sequences'
+	// settle period before it joins.
+	var b *Dispenser
+	bStarted := make(chan error, 1)
+	go func() {
+		var err error
+		b, err = Start(ctx, cfg, WithLogger(testLogger()))
+		bStarted <- err
+	}()
+	a, errA := Start(ctx, cfg, WithLogger(logA.JSONLogger(slog.LevelDebug)))
+	errB := <-bStarted
+	for _, d := range []*Dispenser{a, b} {
+		if d != nil {
+			t.Cleanup(func() { shutdown(t, d) })
+		}
 	}
-	t.Cleanup(func() { shutdown(t, a) })
-	b := start(t, cfg)
+	if errA != nil || errB != nil {
+		t.Fatal(errA, errB)
+	}
 
 	// The two other worker IDs, held by a real claimer: a cannot move.
 	held := holdWorkerIDs(t, url, cfg, 2)
