@@ -6,31 +6,33 @@ import (
 	"testing"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
+	"github.com/uid-dispenser/uid-dispenser/sequence"
 	"github.com/uid-dispenser/uid-dispenser/sequence/sequencetest"
 	"github.com/uid-dispenser/uid-dispenser/telemetry/event"
 )
+
+// debugLogged is a memory store where "orders" is declared and the
+// suite's allocator configuration, logging at debug level into logs.
+func debugLogged(t *testing.T, logs *testenv.LogBuffer) (*sequencetest.MemStore, sequence.Config) {
+	t.Helper()
+	store := sequencetest.NewMemStore()
+	if _, err := store.Declare(context.Background(), "orders", 1); err != nil {
+		t.Fatal(err)
+	}
+	cfg := sequencetest.Config()
+	cfg.Logger = logs.JSONLogger(slog.LevelDebug)
+	return store, cfg
+}
 
 // Each segment the allocator takes is logged at debug level as a
 // sequence.segment event with the name and its first and last numbers,
 // the fault harness's record of who was given which numbers: the
 // segments logged cover every number handed out, without overlap.
 func TestSegmentsInTheLog(t *testing.T) {
-	store := sequencetest.NewMemStore()
-	if _, err := store.Declare(context.Background(), "orders", 1); err != nil {
-		t.Fatal(err)
-	}
 	var logs testenv.LogBuffer
-	cfg := sequencetest.Config()
-	cfg.Logger = logs.JSONLogger(slog.LevelDebug)
+	store, cfg := debugLogged(t, &logs)
 	a := sequencetest.NewAllocator(t, store, cfg)
-	var handed []uint64
-	for range 3 * cfg.MaxStep {
-		n, err := a.Next(context.Background(), "orders")
-		if err != nil {
-			t.Fatal(err)
-		}
-		handed = append(handed, n)
-	}
+	handed := sequencetest.NextN(context.Background(), t, a, "orders", int(3*cfg.MaxStep))
 	a.Abandon() // no fetch still running: the log is complete
 	type span struct{ first, last uint64 }
 	var spans []span
@@ -73,22 +75,10 @@ func TestSegmentsInTheLog(t *testing.T) {
 // overlap.
 func TestGivenBackInTheLog(t *testing.T) {
 	ctx := context.Background()
-	store := sequencetest.NewMemStore()
-	if _, err := store.Declare(ctx, "orders", 1); err != nil {
-		t.Fatal(err)
-	}
 	var logs testenv.LogBuffer
-	cfg := sequencetest.Config()
-	cfg.Logger = logs.JSONLogger(slog.LevelDebug)
+	store, cfg := debugLogged(t, &logs)
 	a := sequencetest.NewAllocator(t, store, cfg)
-	var handed []uint64
-	for range 3 {
-		n, err := a.Next(ctx, "orders")
-		if err != nil {
-			t.Fatal(err)
-		}
-		handed = append(handed, n)
-	}
+	handed := sequencetest.NextN(ctx, t, a, "orders", 3)
 	if err := a.Close(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -116,6 +116,21 @@ func NewAllocator(t testing.TB, s sequence.SegmentStore, cfg sequence.Config) *s
 	return a
 }
 
+// NextN takes count numbers of name from a, one Next at a time, and fails
+// t on an error.
+func NextN(ctx context.Context, t testing.TB, a *sequence.Allocator, name string, count int) []uint64 {
+	t.Helper()
+	nums := make([]uint64, 0, count)
+	for range count {
+		n, err := a.Next(ctx, name)
+		if err != nil {
+			t.Fatalf("Next(%s) after %d numbers: %v", name, len(nums), err)
+		}
+		nums = append(nums, n)
+	}
+	return nums
+}
+
 // CheckDisjoint fails the test when two segments overlap.
 func CheckDisjoint(t testing.TB, segs []sequence.Segment) {
 	t.Helper()
@@ -315,14 +330,7 @@ func testRestartContinues(t *testing.T, st Store) {
 	declare(t, s, "orders", 1)
 	a := NewAllocator(t, s, Config())
 	ctx := ctxFor(t)
-	var got []uint64
-	for range 137 {
-		n, err := a.Next(ctx, "orders")
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, n)
-	}
+	got := NextN(ctx, t, a, "orders", 137)
 	if held := a.Stats()[0].Held; held == 0 {
 		t.Fatal("allocator holds nothing before the restart: the test would check nothing")
 	}
@@ -443,14 +451,7 @@ func testStoreCut(t *testing.T, st Store) {
 	cfg.FetchTimeout = cutFetchTimeout
 	a := NewAllocator(t, st.New(t, proxy.Addr()), cfg)
 	ctx := ctxFor(t)
-	var got []uint64
-	for range 5 {
-		n, err := a.Next(ctx, "orders")
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, n)
-	}
+	got := NextN(ctx, t, a, "orders", 5)
 	testwait.WaitFor(t, 5*time.Second, "the next segment taken", func() bool { return a.Stats()[0].Held > a.Stats()[0].Left })
 	held := a.Stats()[0].Held
 	proxy.Cut()
