@@ -513,9 +513,9 @@ func (d *Dispenser) reclaim(ctx context.Context) error {
 }
 
 // leaveQueueGroup takes the ID endpoints out of the queue group while
-// the instance cannot issue (lost, its claim; why, for how long), so
-// that the group's other members answer instead of this one's 503s;
-// swap brings them back. Requests already delivered wait for the new
+// the instance cannot issue (lost is the claim lost for good, why what
+// it waits for), so that the group's other members answer instead of
+// this one's 503s; swap brings them back. Requests already delivered wait for the new
 // generator as before (generatorSource), up to the take wait.
 func (d *Dispenser) leaveQueueGroup(lost uidcore.Claim, why string) {
 	if d.notIssuing {
