@@ -170,6 +170,11 @@ type CachedGenerator struct {
 	wantPad   atomic.Bool
 	stopErr   atomic.Pointer[error] // why the last padding round stopped short, nil when it filled the ring
 	roundEnd  atomic.Pointer[chan struct{}]
+	// refilled is closed at the end of each round that may give a waiting
+	// reservation more: a padding round, or a reservation's answer that
+	// wrote to the ring. An answer that only took does not close it, so
+	// waiting reservations do not wake each other in turn.
+	refilled atomic.Pointer[chan struct{}]
 	// throttled is set while padding is held at MaxAhead: demand exceeds
 	// what the lanes sustain.
 	throttled atomic.Bool
@@ -270,8 +275,9 @@ func NewCached(opts CachedOptions) (*CachedGenerator, error) {
 	}
 	g.lanes.init(g, opts)
 	g.setTarget(min(size, fillFloor))
-	ch := make(chan struct{})
+	ch, refilled := make(chan struct{}), make(chan struct{})
 	g.roundEnd.Store(&ch)
+	g.refilled.Store(&refilled)
 	// Lanes skip the seconds an earlier holder of their worker ID may have
 	// used (Claim.After); the generator itself starts at the clock.
 	g.padding.nextSecond = g.clock.Now().Unix()

@@ -506,6 +506,10 @@ func (g *CachedGenerator) finishRound(ctx context.Context, r *round) (PaddingRep
 	g.observer.PaddingFinished(ctx, report)
 	next := make(chan struct{})
 	close(*g.roundEnd.Swap(&next))
+	if r.trigger != TriggerReserve || r.report.Added > 0 {
+		fresh := make(chan struct{})
+		close(*g.refilled.Swap(&fresh))
+	}
 	return report, reason
 }
 

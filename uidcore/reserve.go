@@ -19,8 +19,9 @@ type reservation struct {
 	got  uint64
 	runs []Run
 	done chan struct{}
-	// next is the end of the round after the one that answered: a taker
-	// that waits for more waits for it, so that a round which ends
+	// next is closed by the first round after the answer that may give
+	// more (CachedGenerator.refilled, read when the answer ends): a taker
+	// that waits for more waits for it, so that a refill which ends
 	// before the taker looks (its goroutine woke late) still wakes it.
 	next chan struct{}
 }
@@ -97,10 +98,10 @@ func (g *CachedGenerator) ReserveRuns(ctx context.Context, dst []Run, n uint64, 
 }
 
 // awaitCapacity waits, after a reservation stopped short, for what may
-// let the next one go further: the end of round, the padding round after
-// the one that answered (a new lane, a new second of the wall clock, an
-// extended claim), or the wall clock's next second. round is the
-// answer's, not the one current when the taker looks: a refill that ended
+// let the next one go further: round, closed by the first padding round
+// after the answer (a refill, a new lane, a new second of the wall clock,
+// an extended claim), or the wall clock's next second. round is taken
+// when the answer ends, not when the taker looks: a refill that ended
 // meanwhile would be missed, and the taker then waited for the next
 // second (a blocks publisher's run take passed its deadline).
 func (g *CachedGenerator) awaitCapacity(ctx context.Context, wanted int, round <-chan struct{}) error {
@@ -148,7 +149,7 @@ func (g *CachedGenerator) answerReservation(res *reservation) PutRejectReason {
 	}
 	g.padding.reserved += res.got
 	_, reason := g.finishRound(ctx, &r)
-	res.next = *g.roundEnd.Load()
+	res.next = *g.refilled.Load()
 	// The ring gave what it held: refill it for the small takes.
 	g.requestPadding()
 	return reason
