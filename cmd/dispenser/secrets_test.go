@@ -36,7 +36,7 @@ func TestSecretsNeverReachTheOutput(t *testing.T) {
 	hostPort := strings.TrimPrefix(userURL, "nats://")
 	tokenSrv := testenv.NATS(t, &server.Options{Authorization: token})
 	tokenHostPort := strings.TrimPrefix(tokenSrv.ClientURL(), "nats://")
-	closedPort := freePort(t)
+	refused := testenv.RefusedAddr(t) // unreachable: a port nobody can listen on meanwhile
 
 	type run struct {
 		name    string
@@ -59,11 +59,11 @@ func TestSecretsNeverReachTheOutput(t *testing.T) {
 			exit: 1, mention: "disp:xxxxx@"},
 		{name: "wrong token variable", env: []string{"DISPENSER_NATS_URL=nats://" + tokenHostPort, "DISPENSER_NATS_TOKEN=" + token + "-wrong"},
 			exit: 1, mention: "Authorization Violation"},
-		{name: "unreachable NATS with a password", env: []string{"DISPENSER_NATS_URL=nats://disp:" + password + "@127.0.0.1:" + closedPort},
-			exit: 1, mention: "disp:xxxxx@127.0.0.1:" + closedPort},
+		{name: "unreachable NATS with a password", env: []string{"DISPENSER_NATS_URL=nats://disp:" + password + "@" + refused},
+			exit: 1, mention: "disp:xxxxx@" + refused},
 		{name: "unreachable MySQL with a password", env: []string{"DISPENSER_NATS_URL=" + userURL, "DISPENSER_NATS_USER=disp", "DISPENSER_NATS_PASSWORD=" + password,
-			"DISPENSER_MYSQL_DSN=uid:" + password + "@tcp(127.0.0.1:" + closedPort + ")/uids?timeout=500ms", "DISPENSER_STORE_STARTUP_DEADLINE=1s"},
-			exit: 1, mention: "127.0.0.1:" + closedPort},
+			"DISPENSER_MYSQL_DSN=uid:" + password + "@tcp(" + refused + ")/uids?timeout=500ms", "DISPENSER_STORE_STARTUP_DEADLINE=1s"},
+			exit: 1, mention: refused},
 		{name: "unparseable DSN with a password", env: []string{"DISPENSER_MYSQL_DSN=uid:" + password + "@tcp(127.0.0.1:3306"},
 			exit: 2, mention: "DISPENSER_MYSQL_DSN"},
 		{name: "unparseable URL with a password", env: []string{"DISPENSER_NATS_URL=nats://disp:" + password + "@127.0.0.1:port"},

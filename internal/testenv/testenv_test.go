@@ -2,6 +2,9 @@ package testenv
 
 import (
 	"database/sql"
+	"errors"
+	"net"
+	"syscall"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -36,5 +39,21 @@ func TestNATSServesJetStream(t *testing.T) {
 	}
 	if _, err := js.AccountInfo(); err != nil {
 		t.Fatalf("JetStream not enabled: %v", err)
+	}
+}
+
+// A refused address refuses connections, and no listener can take its
+// port while the test holds it.
+func TestRefusedAddrRefusesAndKeepsItsPort(t *testing.T) {
+	addr := RefusedAddr(t)
+	if c, err := net.Dial("tcp", addr); !errors.Is(err, syscall.ECONNREFUSED) {
+		if c != nil {
+			c.Close()
+		}
+		t.Fatalf("dial %s: %v, want connection refused", addr, err)
+	}
+	if ln, err := net.Listen("tcp", addr); err == nil {
+		ln.Close()
+		t.Fatalf("a listener took the refused address %s", addr)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log"
 	"log/slog"
-	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -374,22 +373,11 @@ func TestMySQLMissingTableWithoutCreate(t *testing.T) {
 	}
 }
 
-// closedPort is a loopback port nobody listens on.
-func closedPort(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 // TestMySQLUnreachable: start-up retries up to the deadline, then fails
 // naming the server but never the password.
 func TestMySQLUnreachable(t *testing.T) {
 	const password = "pa55-Secret-xyzzy"
-	addr := closedPort(t)
+	addr := testenv.RefusedAddr(t)
 	cfg := mysqlstore.DefaultConfig()
 	cfg.DSN = "dispenser:" + password + "@tcp(" + addr + ")/uids"
 	cfg.StoreStartupDeadline = time.Second
