@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -16,6 +17,7 @@ import (
 	"github.com/uid-dispenser/uid-dispenser/internal/testwait"
 	"github.com/uid-dispenser/uid-dispenser/sequence"
 	"github.com/uid-dispenser/uid-dispenser/sequence/sequencetest"
+	"github.com/uid-dispenser/uid-dispenser/telemetry/event"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -295,4 +297,113 @@ func checkFails(a *sequence.Allocator) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	return a.Check(ctx) != nil
+}
+
+// checkGatedStore holds an armed check (a take of 0 numbers) that found
+// the counter behind, after the store raised the counter and before the
+// allocator hears of it, until gate is closed; it counts the takes of
+// numbers that reach the store meanwhile.
+type checkGatedStore struct {
+	*sequencetest.MemStore
+	armed, holding atomic.Bool
+	gate           chan struct{}
+	takesBeside    atomic.Int32
+}
+
+func (s *checkGatedStore) Take(ctx context.Context, name string, step, floor uint64) (sequence.Segment, error) {
+	if step > 0 && s.holding.Load() {
+		s.takesBeside.Add(1)
+	}
+	seg, err := s.MemStore.Take(ctx, name, step, floor)
+	if step == 0 && err == nil && seg.Behind > 0 && s.armed.Swap(false) {
+		s.holding.Store(true)
+		<-s.gate
+		s.holding.Store(false)
+	}
+	return seg, err
+}
+
+// TestTakeBesideACheckThatFoundALoss (make test, sequencetest's
+// ForgottenSegments: 80 numbers twice): the store forgot the segments of
+// this instance and of another one above them. A check finds the counter
+// behind and raises it to this instance's high-water mark; a take whose
+// floor is that mark, running beside the check, would then find nothing
+// behind and take the other instance's forgotten numbers before the
+// quarantine the check sets. It must not: the take waits for the check,
+// then for the quarantine (three hours here), and hands out none of them.
+func TestTakeBesideACheckThatFoundALoss(t *testing.T) {
+	store := &checkGatedStore{MemStore: sequencetest.NewMemStore(), gate: make(chan struct{})}
+	if _, err := store.Declare(context.Background(), "orders", 1); err != nil {
+		t.Fatal(err)
+	}
+	var logs testenv.LogBuffer
+	cfg := sequencetest.Config()
+	cfg.CheckInterval = time.Hour // checks only when called here; the quarantine outlasts the test
+	cfg.Logger = logs.JSONLogger(slog.LevelDebug)
+	a := sequencetest.NewAllocator(t, store, cfg)
+	ctx := testwait.Context(t)
+	if _, err := a.Next(ctx, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	testwait.WaitFor(t, time.Second, "the segment prefetched after the first", func() bool { return a.Stats()[0].Segments == 2 })
+	atHand := a.Stats()[0].Held
+	other, err := store.Take(ctx, "orders", 80, 0) // another instance's, above this one's
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.SetCounter("orders", 1) // the store forgets every segment
+	store.armed.Store(true)
+	checked := make(chan error, 1)
+	go func() { checked <- a.Check(ctx) }()
+	testwait.WaitFor(t, time.Second, "the check held once it raised the counter", store.holding.Load)
+	filled := make(chan []uint64, 1)
+	go func() {
+		batch := make([]uint64, atHand+1) // one more than at hand: a take
+		if err := a.Fill(ctx, "orders", batch); err != nil {
+			batch = nil // closed while waiting out the quarantine
+		}
+		filled <- batch
+	}()
+	testwait.WaitFor(t, time.Second, "the take at the store, or waiting for the check", func() bool {
+		return store.takesBeside.Load() > 0 || takeWaitsForTheStore()
+	})
+	close(store.gate)
+	if err := testwait.Receive(t, time.Second, "the check's end", checked); err != nil {
+		t.Fatal(err)
+	}
+	testwait.WaitFor(t, time.Second, "the quarantine after the regression", func() bool {
+		return a.Regressions() > 0 && time.Now().Before(a.SettledAt())
+	})
+	a.Abandon() // ends the take waiting out the quarantine; the log is complete
+	batch := testwait.Receive(t, time.Second, "the request's end", filled)
+	if n := store.takesBeside.Load(); n > 0 {
+		t.Errorf("%d takes reached the store while a check that found the counter behind had not told the allocator", n)
+	}
+	for _, n := range batch {
+		if other.From <= n && n < other.To {
+			t.Fatalf("handed out %d, of the other instance's forgotten segment %s (batch %v)", n, other, batch)
+		}
+	}
+	for _, rec := range logs.Records(t) {
+		if rec[event.Key] != event.SequenceSegment {
+			continue
+		}
+		if first, last := uint64(rec[event.AttrFirst].(float64)), uint64(rec[event.AttrLast].(float64)); first < other.To && other.From <= last {
+			t.Fatalf("took [%d, %d] for handing out, over the other instance's forgotten segment %s", first, last, other)
+		}
+	}
+}
+
+// takeWaitsForTheStore says whether a goroutine of a take waits for the
+// store's lock of its name (behind a check), from the goroutines' stacks:
+// a state no other signal shows.
+func takeWaitsForTheStore() bool {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "[sync.Mutex.Lock") && strings.Contains(g, "sequence.(*Allocator).takeOnce") {
+			return true
+		}
+	}
+	return false
 }
