@@ -64,14 +64,20 @@ func testForgottenSegments(t *testing.T, st Store) {
 	}
 	const name = "orders"
 	d, open := lossInstances(t, st, name)
-	survivors := []*sequence.Allocator{open(0), open(0)}
+	// A survivor that finds the loss holds its takes for its settle
+	// period (without one, three check intervals: 150 ms) while the other
+	// survivor's check raises the counter past its own numbers: on a
+	// loaded machine that check came later than 150 ms, and the first
+	// survivor took the other's forgotten segment (make test: 80 numbers
+	// twice). 2 s, the newcomer's, is 40 check intervals.
+	survivors := []*sequence.Allocator{open(2 * time.Second), open(2 * time.Second)}
 	for _, a := range survivors {
 		d.Start(a)
 	}
 	// Each survivor must hold a high-water mark before the loss: one given
-	// nothing yet is not a survivor but a newcomer with no settle period
-	// (theirs is 0), and under load its first take came after the loss and
-	// got numbers the other survivor had handed out ([1, 471) again).
+	// nothing yet is not a survivor but a newcomer, whose first take came
+	// after the loss and got numbers the other survivor had handed out
+	// ([1, 471) again, when the survivors had no settle period).
 	testwait.WaitFor(t, 30*time.Second, "numbers from several segments of every survivor", func() bool {
 		return d.Count() > 500 && Issued(survivors[0], name) > 0 && Issued(survivors[1], name) > 0
 	})
