@@ -167,43 +167,50 @@ func testForgottenClaim(t *testing.T, st Store) {
 	otherIDs := issue(t, uidcore.CachedOptions{Layout: layout, Claim: other})
 	// The previous owner gives the worker ID back, used up to a past
 	// second: the record the store will come back to.
+	recorded := time.Now().Unix() - 100
 	if r, ok := previous.(uidcore.Retirer); ok {
-		r.Retire(time.Now().Unix() - 100)
+		r.Retire(recorded)
 	}
 	release(t, previous)
 	record := st.LeaseRecord(t, previous.WorkerID())
+	// Each owner below starts after the recorded second. A claim attempt
+	// whose first reservation was not acknowledged within TTL/3 (a loaded
+	// machine, make test on CI's two cores), and whose release did not
+	// get through either, leaves that reservation in the record: the
+	// claim's retry then starts after it (10:30:02, not 10:28:03), which
+	// is safe but not the case under test. Then the record is put back
+	// and the worker ID claimed anew. A start below it fails at once.
+	claimRecorded := func(addr string) *workerid.Lease {
+		t.Helper()
+		var l *workerid.Lease
+		testwait.WaitFor(t, 20*time.Second, "the worker ID claimed after the recorded second", func() bool {
+			st.PutLeaseRecord(t, previous.WorkerID(), record)
+			c := reclaim(t, st.New(t, cfg, addr), layout, previous.WorkerID(), 20*time.Second, "the recorded worker ID claimed")
+			switch {
+			case c.After() < recorded:
+				t.Fatalf("a claim starts after second %d, below the recorded %d", c.After(), recorded)
+			case c.After() > recorded:
+				t.Logf("a claim starts after second %d, not the recorded %d: a failed claim attempt's reservation; putting the record back", c.After(), recorded)
+				release(t, c)
+				return false
+			}
+			l = c
+			return true
+		})
+		return l
+	}
 
 	// The first owner reaches the store through a proxy, cut right after
 	// its claim: nothing it does later reaches the store, as if the loss
 	// below had come before its next renewal.
 	proxy := faultproxy.NewProxy(t, st.Addr)
-	first := claim(t, st.New(t, cfg, proxy.Addr()), layout)
+	first := claimRecorded(proxy.Addr())
 	defer releaseQuietly(first)
 	firstIDs := issue(t, uidcore.CachedOptions{Layout: layout, Claim: first})
 	proxy.Cut()
 
-	// The store forgets the claim: the record is put back. A claim
-	// attempt whose first reservation was not acknowledged within TTL/3
-	// (a loaded machine, make test on CI's two cores), and whose release
-	// did not get through either, leaves that reservation in the record:
-	// the claim's retry then starts after it, which is safe but not the
-	// case under test. Then the record is put back again and the worker
-	// ID claimed anew. A start below the recorded second fails at once.
-	var second *workerid.Lease
-	testwait.WaitFor(t, 20*time.Second, "the forgotten worker ID claimed again after the recorded second", func() bool {
-		st.PutLeaseRecord(t, previous.WorkerID(), record)
-		c := reclaim(t, st.New(t, cfg, st.Addr), layout, first.WorkerID(), 20*time.Second, "the forgotten worker ID claimed again")
-		switch {
-		case c.After() < first.After():
-			t.Fatalf("the second claim starts after second %d, below the first's %d: want the same recorded second", c.After(), first.After())
-		case c.After() > first.After():
-			t.Logf("a claim starts after second %d, not the recorded %d: a failed claim attempt's reservation; putting the record back", c.After(), first.After())
-			release(t, c)
-			return false
-		}
-		second = c
-		return true
-	})
+	// The store forgets the claim: the record is put back.
+	second := claimRecorded(st.Addr)
 	defer release(t, second)
 	secondIDs := issue(t, uidcore.CachedOptions{Layout: layout, Claim: second})
 	testwait.WaitFor(t, 60*time.Second, "IDs from the second owner", func() bool { return secondIDs.count() > 100 && otherIDs.count() > 100 })

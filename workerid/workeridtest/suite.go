@@ -216,8 +216,12 @@ func testConcurrentClaimers(t *testing.T, st Store, mode workerid.Mode, n int) {
 	// n claimers racing on one store retry each other's lost
 	// compare-and-sets (disposable KV: n(n+1)/2 rounds): on a loaded
 	// machine that took longer than the suite's 10 s (make test, CI).
-	// The test binary's timeout bounds it instead.
+	// The test binary's timeout bounds it instead, and no lease expires
+	// meanwhile: with the suite's 2 s TTL one whose renewals a loaded
+	// machine delayed was taken over by a later claimer (the same worker
+	// ID twice in the list, the first owner's lease lost).
 	cfg.StoreStartupDeadline = time.Hour
+	cfg.LeaseTTL = time.Hour
 	ctx := testwait.Context(t)
 	assigners := make([]uidcore.Assigner, n)
 	for i := range assigners {
