@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/uid-dispenser/uid-dispenser/internal/testwait"
 )
 
 // expand is every ID of runs, checking that they strictly increase.
@@ -171,10 +173,12 @@ func nexter(ctx context.Context, g *CachedGenerator) func() ([]uint64, error) {
 // Concurrent reservations, bulk takes and single takes never share an
 // ID, on a generator with lanes that come and go with demand.
 func TestReserveRunsConcurrentWithTakesUnique(t *testing.T) {
-	g := newTestCached(t, CachedOptions{Claim: &laneClaim{id: 1, done: make(chan struct{})}, Lanes: &laneStore{}, MaxLanes: 4, TakeWait: time.Second})
+	// paddingWait, not a second: under make test's load a take met an
+	// empty ring for a second while padding waited for a core ("taker 1:
+	// ring buffer empty").
+	g := newTestCached(t, CachedOptions{Claim: &laneClaim{id: 1, done: make(chan struct{})}, Lanes: &laneStore{}, MaxLanes: 4, TakeWait: paddingWait})
 	const reservers, takers, rounds, n = 4, 4, 2, 200_000
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx := testwait.Context(t)
 	var all []taker
 	for i := range reservers {
 		all = append(all, taker{fmt.Sprintf("reserver %d", i), rounds, reserver(ctx, g, n)})
