@@ -1,7 +1,6 @@
 package workeridtest
 
 import (
-	"context"
 	"errors"
 	"io"
 	"log/slog"
@@ -44,8 +43,7 @@ func testFleet(layout uidcore.Layout, mode workerid.Mode, prefix string) workeri
 // Ten instances with ten different identities record at once: one
 // record wins and every one of them reads that same record, also later.
 func testFirstFleetRecordWins(t *testing.T, s Store) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+	ctx := testwait.Context(t)
 	const n = 10
 	stores := make([]workerid.FleetStore, n)
 	for i := range stores {
@@ -81,8 +79,7 @@ func testFirstFleetRecordWins(t *testing.T, s Store) {
 // succeeds, the other gets ErrFleetChanged, and the store holds the
 // winner's record.
 func testReplaceFleetIsCompareAndSet(t *testing.T, s Store) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+	ctx := testwait.Context(t)
 	a, b := fleetStore(t, s, workerid.ModeLeased), fleetStore(t, s, workerid.ModeLeased)
 	first, err := a.RecordFleet(ctx, testFleet(SmallLayout(), workerid.ModeLeased, "uid"))
 	if err != nil {
@@ -107,8 +104,7 @@ func testReplaceFleetIsCompareAndSet(t *testing.T, s Store) {
 // release leaves the reservation (at most what was used) with no lease
 // live.
 func testLeaseHorizon(t *testing.T, s Store) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+	ctx := testwait.Context(t)
 	fs := fleetStore(t, s, workerid.ModeLeased)
 	if last, live, err := fs.LeaseHorizon(ctx); err != nil || last != 0 || live != 0 {
 		t.Fatalf("empty store: %d, %d, %v", last, live, err)
@@ -140,8 +136,7 @@ func testLeaseHorizon(t *testing.T, s Store) {
 // reservation. This is what a new generation relies on to fence an old
 // instance paused or cut off past its TTL.
 func testRevokeLeases(t *testing.T, s Store) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	ctx := testwait.Context(t)
 	fs := fleetStore(t, s, workerid.ModeLeased)
 	if n, err := fs.RevokeLeases(ctx); err != nil || n != 0 {
 		t.Fatalf("revoke on an empty store: %d, %v", n, err)
@@ -229,8 +224,7 @@ func testRevokeLeases(t *testing.T, s Store) {
 // later instance with another map reads the first one, and a replacement
 // matches the map too (a record with another map is ErrFleetChanged).
 func testFleetRegions(t *testing.T, s Store) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+	ctx := testwait.Context(t)
 	a, b := fleetStore(t, s, workerid.ModeLeased), fleetStore(t, s, workerid.ModeLeased)
 	f := testFleet(SmallLayout(), workerid.ModeLeased, "uid")
 	f.Regions = twoRegions
@@ -259,8 +253,7 @@ func testFleetRegions(t *testing.T, s Store) {
 // A sealed record reads back sealed with its StartsAfter, compares (for
 // ReplaceFleet) only with itself sealed, and unseals.
 func testFleetSealed(t *testing.T, s Store) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+	ctx := testwait.Context(t)
 	fs := fleetStore(t, s, workerid.ModeLeased)
 	first, err := fs.RecordFleet(ctx, testFleet(SmallLayout(), workerid.ModeLeased, "uid"))
 	if err != nil {
@@ -298,8 +291,7 @@ func testFleetSealed(t *testing.T, s Store) {
 // reserved seconds, or a generation recorded by a change, is refused
 // (ErrFleetInUse) and its record stays as it was, unsealed.
 func testResetFleet(t *testing.T, s Store) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+	ctx := testwait.Context(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	fs := fleetStore(t, s, workerid.ModeLeased)
 	if _, found, err := workerid.ResetFleet(ctx, fs, log); err != nil || found {
