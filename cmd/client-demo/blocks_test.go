@@ -38,9 +38,16 @@ func serveBlocks(t *testing.T) string {
 	return url
 }
 
+// blockWait is each request's -timeout in the blocks tests: a take waits
+// for a block as long as a loaded machine needs, bounded by the test
+// binary's timeout, not 5 s (make test at load 19: 10 of 20 takes of
+// 1,000 IDs failed 'context deadline exceeded' while the publisher, its
+// blocks redelivered, fell behind).
+const blockWait = "10m"
+
 func TestBlocksModeTakesDistinctIDs(t *testing.T) {
 	url := serveBlocks(t)
-	code, out, errOut := runWith(t, url, "-blocks", "-loss-window", "50ms", "-c", "3", "-n", "30", "-batch", "1000")
+	code, out, errOut := runWith(t, url, "-blocks", "-timeout", blockWait, "-loss-window", "50ms", "-c", "3", "-n", "30", "-batch", "1000")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -52,12 +59,12 @@ func TestBlocksModeTakesDistinctIDs(t *testing.T) {
 	if !strings.Contains(out, "age         p50 ") {
 		t.Errorf("output lacks the age of the IDs taken:\n%s", out)
 	}
-	code, out, _ = runWith(t, url, "-blocks", "-loss-window", "0", "-c", "2", "-d", "300ms", "-batch", "100")
+	code, out, _ = runWith(t, url, "-blocks", "-timeout", blockWait, "-loss-window", "0", "-c", "2", "-d", "300ms", "-batch", "100")
 	if code != 0 || !strings.Contains(out, "distinct") {
 		t.Fatalf("duration mode: exit %d\n%s", code, out)
 	}
 	// -keep bounds the IDs kept for the check; all are counted.
-	code, out, _ = runWith(t, url, "-blocks", "-loss-window", "0", "-c", "2", "-n", "20", "-batch", "1000", "-keep", "5000")
+	code, out, _ = runWith(t, url, "-blocks", "-timeout", blockWait, "-loss-window", "0", "-c", "2", "-n", "20", "-batch", "1000", "-keep", "5000")
 	for _, want := range []string{"IDs         20,000:", "all 5,000 IDs kept distinct (15,000 more not kept: -keep)"} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("-keep: exit %d, output lacks %q:\n%s", code, want, out)
@@ -65,7 +72,7 @@ func TestBlocksModeTakesDistinctIDs(t *testing.T) {
 	}
 	// -keep 0 counts every ID and keeps none: a run that received IDs
 	// still succeeds.
-	code, out, _ = runWith(t, url, "-blocks", "-loss-window", "0", "-c", "2", "-n", "20", "-batch", "1000", "-keep", "0")
+	code, out, _ = runWith(t, url, "-blocks", "-timeout", blockWait, "-loss-window", "0", "-c", "2", "-n", "20", "-batch", "1000", "-keep", "0")
 	for _, want := range []string{"IDs         20,000:", "not checked: no IDs kept (-keep 0)"} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("-keep 0: exit %d, output lacks %q:\n%s", code, want, out)
