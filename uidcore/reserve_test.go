@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -350,4 +351,55 @@ func TestReserveRunsWhileThrottledConcurrentWithTakesUnique(t *testing.T) {
 		t.Fatalf("%d IDs taken, want %d", len(ids), 2*rounds*n+2*singles)
 	}
 	assertUnique(t, append(ids, driven...), len(ids)+len(driven))
+}
+
+// roundCounter counts padding's rounds: reservations' answers and the
+// others.
+type roundCounter struct {
+	NopObserver
+	answers, others atomic.Int64
+}
+
+func (o *roundCounter) PaddingStarted(ctx context.Context, trigger PaddingTrigger) context.Context {
+	if trigger == TriggerReserve {
+		o.answers.Add(1)
+	} else {
+		o.others.Add(1)
+	}
+	return ctx
+}
+
+// Reservations waiting at the ahead bound retry once a padding round (or
+// the wall clock's next second) may have given more, not whenever
+// another reservation is answered: two waiting reservations that woke
+// each other through their answers kept the padding goroutine answering
+// them (here, in 3 s: 72,378 answers at d7288e5, which waited for any
+// round after the answer; 54 before it, which waited for the round
+// current when the taker looked; 9 now). Counted against padding's
+// other rounds while both wait: each such round, and each waiter's timer
+// at the next second, may bring each waiter back once.
+func TestReserveRunsWaitingAtTheBoundDoNotWakeEachOther(t *testing.T) {
+	obs := &roundCounter{}
+	g := newTestCached(t, CachedOptions{Layout: smallLayout(), RingSeconds: 1, Clock: newFakeClock(t0), MaxAhead: time.Second, Observer: obs})
+	ctx, cancel := context.WithCancel(context.Background())
+	if _, got, err := g.ReserveRuns(ctx, nil, 10_000, false); err != nil || g.State().Available != 0 {
+		t.Fatalf("reserved %d (%v), state %+v: the test wants the lanes at the bound and an empty ring", got, err, g.State())
+	}
+	var waiters sync.WaitGroup
+	for range 2 {
+		waiters.Go(func() {
+			// The clock never moves: they wait until cancelled.
+			if _, _, err := g.ReserveRuns(ctx, nil, 100, true); !errors.Is(err, ErrBufferEmpty) {
+				t.Errorf("a waiting reservation ended with %v, want ErrBufferEmpty", err)
+			}
+		})
+	}
+	start := obs.others.Load()
+	testwait.WaitFor(t, 3*time.Second, "three padding rounds while the reservations wait", func() bool { return obs.others.Load() >= start+3 })
+	answers, others := obs.answers.Load(), obs.others.Load()
+	cancel()
+	waiters.Wait()
+	if answers > 10*others+10 {
+		t.Fatalf("%d answers to two waiting reservations over %d other padding rounds: they woke each other", answers, others)
+	}
 }
