@@ -620,7 +620,12 @@ func (a *Allocator) take(st *seqState, size, floor uint64) (Segment, error) {
 // numbers twice). After such a check the take waits the quarantine it
 // set (settling true: take again from the top). A segment that found the
 // counter behind is reported (regressed) before storeMu is released, so
-// a check after it sees the hold.
+// a check after it sees the hold. And the high-water mark takes in every
+// segment the store gave before storeMu is released, handed out or not:
+// a check between the store's answer and the fetch's record of it (the
+// epoch read in between) raised the counter only to the mark before it,
+// and another instance took that segment's numbers after the store forgot
+// it (make test, sequencetest ForgottenSegments: 80 numbers twice).
 func (a *Allocator) takeOnce(st *seqState, size, floor uint64) (seg Segment, settling bool, err error) {
 	st.storeMu.Lock()
 	defer st.storeMu.Unlock()
@@ -631,10 +636,16 @@ func (a *Allocator) takeOnce(st *seqState, size, floor uint64) (seg Segment, set
 	seg, err = a.store.Take(ctx, st.name, size, floor)
 	cancel()
 	a.noteOutage(err)
-	if err == nil && seg.Behind > 0 {
+	if err != nil {
+		return seg, false, err
+	}
+	st.mu.Lock()
+	st.high = max(st.high, seg.To)
+	st.mu.Unlock()
+	if seg.Behind > 0 {
 		a.regressed(st.name, floor, seg)
 	}
-	return seg, false, err
+	return seg, false, nil
 }
 
 // declared is nil unless the store says name is undeclared (a store

@@ -407,3 +407,71 @@ func takeWaitsForTheStore() bool {
 	}
 	return false
 }
+
+// epochGatedStore holds the first epoch read after it is armed (the read
+// that confirms a take's segment) until gate is closed.
+type epochGatedStore struct {
+	*sequencetest.MemStore
+	armed, holding atomic.Bool
+	gate           chan struct{}
+}
+
+func (s *epochGatedStore) Epoch(ctx context.Context) (sequence.Epoch, error) {
+	e, err := s.MemStore.Epoch(ctx)
+	if s.armed.Swap(false) {
+		s.holding.Store(true)
+		<-s.gate
+	}
+	return e, err
+}
+
+// TestCheckBetweenATakeAndItsRecord (make test, sequencetest's
+// ForgottenSegments: 80 numbers twice): the store gives this instance a
+// segment, then forgets it while the take reads the epoch to confirm it.
+// A check meanwhile must raise the counter past that segment, not only to
+// the high-water mark before it: otherwise another instance takes the
+// segment's numbers, and this one hands them out too.
+func TestCheckBetweenATakeAndItsRecord(t *testing.T) {
+	store := &epochGatedStore{MemStore: sequencetest.NewMemStore(), gate: make(chan struct{})}
+	if _, err := store.Declare(context.Background(), "orders", 1); err != nil {
+		t.Fatal(err)
+	}
+	cfg := sequencetest.Config()
+	cfg.CheckInterval = time.Hour // checks only when called here
+	a := sequencetest.NewAllocator(t, store, cfg)
+	ctx := testwait.Context(t)
+	if _, err := a.Next(ctx, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	testwait.WaitFor(t, time.Second, "the segment prefetched after the first", func() bool { return a.Stats()[0].Segments == 2 })
+	atHand := a.Stats()[0].Held
+	store.armed.Store(true)
+	filled := make(chan []uint64, 1)
+	go func() {
+		batch := make([]uint64, atHand+1) // one more than at hand: a take
+		if err := a.Fill(ctx, "orders", batch); err != nil {
+			t.Error(err)
+			batch = nil
+		}
+		filled <- batch
+	}()
+	testwait.WaitFor(t, time.Second, "the take confirming its segment", store.holding.Load)
+	store.SetCounter("orders", 1) // the store forgets every segment, the one being confirmed too
+	if err := a.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+	other, err := store.Take(ctx, "orders", 80, 0) // another instance's take after the check
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(store.gate)
+	batch := testwait.Receive(t, time.Second, "the request's numbers", filled)
+	if len(batch) == 0 {
+		t.Fatal("the request got no numbers")
+	}
+	for _, n := range batch {
+		if other.From <= n && n < other.To {
+			t.Fatalf("handed out %d, which the other instance took after the check, %s (batch %v)", n, other, batch)
+		}
+	}
+}
