@@ -340,13 +340,8 @@ func TestTakeBesideACheckThatFoundALoss(t *testing.T) {
 	cfg := sequencetest.Config()
 	cfg.CheckInterval = time.Hour // checks only when called here; the quarantine outlasts the test
 	cfg.Logger = logs.JSONLogger(slog.LevelDebug)
-	a := sequencetest.NewAllocator(t, store, cfg)
 	ctx := testwait.Context(t)
-	if _, err := a.Next(ctx, "orders"); err != nil {
-		t.Fatal(err)
-	}
-	testwait.WaitFor(t, time.Second, "the segment prefetched after the first", func() bool { return a.Stats()[0].Segments == 2 })
-	atHand := a.Stats()[0].Held
+	a, atHand := prefetched(ctx, t, store, cfg)
 	other, err := store.Take(ctx, "orders", 80, 0) // another instance's, above this one's
 	if err != nil {
 		t.Fatal(err)
@@ -394,6 +389,19 @@ func TestTakeBesideACheckThatFoundALoss(t *testing.T) {
 	}
 }
 
+// prefetched is an allocator of store with cfg that has handed out the
+// first number of "orders" and prefetched the segment after it, and how
+// many numbers it holds at hand.
+func prefetched(ctx context.Context, t *testing.T, store sequence.SegmentStore, cfg sequence.Config) (*sequence.Allocator, uint64) {
+	t.Helper()
+	a := sequencetest.NewAllocator(t, store, cfg)
+	if _, err := a.Next(ctx, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	testwait.WaitFor(t, time.Second, "the segment prefetched after the first", func() bool { return a.Stats()[0].Segments == 2 })
+	return a, a.Stats()[0].Held
+}
+
 // takeWaitsForTheStore says whether a goroutine of a take waits for the
 // store's lock of its name (behind a check), from the goroutines' stacks:
 // a state no other signal shows.
@@ -438,13 +446,8 @@ func TestCheckBetweenATakeAndItsRecord(t *testing.T) {
 	}
 	cfg := sequencetest.Config()
 	cfg.CheckInterval = time.Hour // checks only when called here
-	a := sequencetest.NewAllocator(t, store, cfg)
 	ctx := testwait.Context(t)
-	if _, err := a.Next(ctx, "orders"); err != nil {
-		t.Fatal(err)
-	}
-	testwait.WaitFor(t, time.Second, "the segment prefetched after the first", func() bool { return a.Stats()[0].Segments == 2 })
-	atHand := a.Stats()[0].Held
+	a, atHand := prefetched(ctx, t, store, cfg)
 	store.armed.Store(true)
 	filled := make(chan []uint64, 1)
 	go func() {
