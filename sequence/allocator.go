@@ -629,7 +629,11 @@ func (a *Allocator) take(st *seqState, size, floor uint64) (Segment, error) {
 func (a *Allocator) takeOnce(st *seqState, size, floor uint64) (seg Segment, settling bool, err error) {
 	st.storeMu.Lock()
 	defer st.storeMu.Unlock()
-	if time.Now().UnixNano() < a.settled.Load() {
+	// A check this take waited for may have met an outage: the settle
+	// period after it holds this take too (take's loop starts it), or the
+	// take would reach a new leader before the other instances' checks
+	// raised what it forgot.
+	if time.Now().UnixNano() < a.settled.Load() || (a.cfg.Settle > 0 && a.outage.Load()) {
 		return Segment{}, true, nil
 	}
 	ctx, cancel := context.WithTimeout(a.ctx, a.cfg.FetchTimeout)

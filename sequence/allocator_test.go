@@ -303,22 +303,38 @@ func checkFails(a *sequence.Allocator) bool {
 // the counter behind, after the store raised the counter and before the
 // allocator hears of it, until gate is closed; it counts the takes of
 // numbers that reach the store meanwhile.
+// checkGatedStore holds the armed check (a read: step 0) at gate when it
+// finds the counter behind, or, with checkFails set, always, and then
+// fails it with checkFails; it counts the takes that reach the store
+// while the check is held, and times the first one after a failed check.
 type checkGatedStore struct {
 	*sequencetest.MemStore
 	armed, holding atomic.Bool
 	gate           chan struct{}
 	takesBeside    atomic.Int32
+	checkFails     error
+	failedAt       atomic.Int64 // unix ns
+	// firstTakeAfterFail is when the first take reached the store after
+	// the failed check (unix ns).
+	firstTakeAfterFail atomic.Int64
 }
 
 func (s *checkGatedStore) Take(ctx context.Context, name string, step, floor uint64) (sequence.Segment, error) {
 	if step > 0 && s.holding.Load() {
 		s.takesBeside.Add(1)
 	}
+	if step > 0 && s.failedAt.Load() != 0 {
+		s.firstTakeAfterFail.CompareAndSwap(0, time.Now().UnixNano())
+	}
 	seg, err := s.MemStore.Take(ctx, name, step, floor)
-	if step == 0 && err == nil && seg.Behind > 0 && s.armed.Swap(false) {
+	if step == 0 && err == nil && (seg.Behind > 0 || s.checkFails != nil) && s.armed.Swap(false) {
 		s.holding.Store(true)
 		<-s.gate
 		s.holding.Store(false)
+		if s.checkFails != nil {
+			s.failedAt.Store(time.Now().UnixNano())
+			return sequence.Segment{}, s.checkFails
+		}
 	}
 	return seg, err
 }
@@ -400,6 +416,47 @@ func prefetched(ctx context.Context, t *testing.T, store sequence.SegmentStore, 
 	}
 	testwait.WaitFor(t, time.Second, "the segment prefetched after the first", func() bool { return a.Stats()[0].Segments == 2 })
 	return a, a.Stats()[0].Held
+}
+
+// TestTakeBesideACheckThatMetAnOutage: a check meets a store outage (a
+// failover, after which the new leader may lack what the old one
+// acknowledged) while a take waits for it (storeMu). The take must wait
+// the settle period, as a take after the outage does, before it reaches
+// the store: the other instances' checks raise in that period what the
+// store forgot above this instance's floor. (A loaded machine only makes
+// the take later: it cannot fail this test.)
+func TestTakeBesideACheckThatMetAnOutage(t *testing.T) {
+	store := &checkGatedStore{MemStore: sequencetest.NewMemStore(), gate: make(chan struct{}),
+		checkFails: errors.New("nats: no responders available for request")}
+	if _, err := store.Declare(context.Background(), "orders", 1); err != nil {
+		t.Fatal(err)
+	}
+	cfg := sequencetest.Config()
+	cfg.CheckInterval = time.Hour // checks only when called here
+	cfg.Settle = 300 * time.Millisecond
+	ctx := testwait.Context(t)
+	a, atHand := prefetched(ctx, t, store, cfg) // after the start's settle period
+	store.armed.Store(true)
+	checked := make(chan error, 1)
+	go func() { checked <- a.Check(ctx) }()
+	testwait.WaitFor(t, time.Second, "the check held at the store", store.holding.Load)
+	filled := make(chan error, 1)
+	go func() { filled <- a.Fill(ctx, "orders", make([]uint64, atHand+1)) }() // one more than at hand: a take
+	testwait.WaitFor(t, time.Second, "the take waiting for the check", takeWaitsForTheStore)
+	close(store.gate)
+	if err := testwait.Receive(t, time.Second, "the check's end", checked); err == nil {
+		t.Fatal("the check met the outage but returned no error")
+	}
+	if err := testwait.Receive(t, time.Second, "the request's end", filled); err != nil {
+		t.Fatal(err)
+	}
+	failedAt, tookAt := store.failedAt.Load(), store.firstTakeAfterFail.Load()
+	if tookAt == 0 {
+		t.Fatal("the request was answered without a take after the failed check: the test proves nothing")
+	}
+	if held := time.Duration(tookAt - failedAt); held < cfg.Settle {
+		t.Errorf("the take reached the store %s after the check met the outage, within the settle period %s", held, cfg.Settle)
+	}
 }
 
 // takeWaitsForTheStore says whether a goroutine of a take waits for the
