@@ -20,6 +20,7 @@ declare -A MUTANTS=(
 	[fleet]="MUTANT_NO_HORIZON MUTANT_NO_REVOKE MUTANT_NO_SEAL MUTANT_REPLICA_SEAL MUTANT_LANE_NO_CHECK MUTANT_NO_FLOOR"
 	[disposable]="MUTANT_ACCEPT_REUSED MUTANT_NO_DURABLE_ROW"
 	[rangechain]="MUTANT_ADD_NOT_ATOMIC MUTANT_PUBLISH_BEFORE_LINK MUTANT_NO_RECHECK"
+	[reserve]="MUTANT_RESERVE_BEFORE_RING_EMPTY MUTANT_NO_ADVANCE MUTANT_TAKE_NOT_CAS MUTANT_NO_LAST_USED"
 )
 # model: configurations outside the stated assumptions that spin shows
 # to fail (docs/verification.md, "Findings"): run so that a change which
@@ -36,7 +37,7 @@ declare -A VARIANTS=(
 	[blocks]="WITHOUT_LOSS"
 	[fleet]="WITH_LANE"
 )
-MODELS=(lease lanes segments blocks disposable fleet rangechain)
+MODELS=(lease lanes segments blocks disposable fleet rangechain reserve)
 # scripts/verify.sh MODEL...: only those models (and their mutations).
 if [ $# -gt 0 ]; then MODELS=("$@"); fi
 
