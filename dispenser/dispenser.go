@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/retry"
@@ -54,8 +55,9 @@ type Dispenser struct {
 	joined workerid.Fleet   // the fleet record joinFleet read
 	source *generatorSource // the generator on claim, swapped by reclaim; nil before Start made it
 	// notIssuing: the ID endpoints are out of the queue group until swap
-	// (leaveQueueGroup). Only the claim watcher's goroutine touches it.
-	notIssuing bool
+	// has them join it again (leaveQueueGroup). The claim watcher's
+	// goroutine sets it; /readyz reads it.
+	notIssuing atomic.Bool
 
 	stopWatch context.CancelFunc
 	watchDone chan struct{}
@@ -494,7 +496,7 @@ func (d *Dispenser) reclaim(ctx context.Context) error {
 			}
 			if err == nil {
 				if gen, err = d.newGenerator(claim); err == nil {
-					d.swap(oldClaim, claim, gen)
+					d.swap(ctx, oldClaim, claim, gen)
 					return nil
 				}
 			}
@@ -518,10 +520,9 @@ func (d *Dispenser) reclaim(ctx context.Context) error {
 // this one's 503s; swap brings them back. Requests already delivered wait for the new
 // generator as before (generatorSource), up to the take wait.
 func (d *Dispenser) leaveQueueGroup(lost uidcore.Claim, why string) {
-	if d.notIssuing {
+	if d.notIssuing.Swap(true) {
 		return
 	}
-	d.notIssuing = true
 	if err := d.svc.SetIssuing(false); err != nil {
 		d.log.Warn("leaving the queue group of the ID endpoints was not confirmed", "err", err)
 	}
@@ -531,7 +532,7 @@ func (d *Dispenser) leaveQueueGroup(lost uidcore.Claim, why string) {
 
 // swap puts the generator on the new claim in place of the old one's,
 // closes the old generator and releases its claim.
-func (d *Dispenser) swap(oldClaim, claim uidcore.Claim, gen *uidcore.CachedGenerator) {
+func (d *Dispenser) swap(ctx context.Context, oldClaim, claim uidcore.Claim, gen *uidcore.CachedGenerator) {
 	d.mu.Lock()
 	d.claim = claim
 	d.mu.Unlock()
@@ -540,13 +541,34 @@ func (d *Dispenser) swap(oldClaim, claim uidcore.Claim, gen *uidcore.CachedGener
 	// closes.
 	old.Close()
 	releaseQuietly(oldClaim, d.log)
-	d.notIssuing = false
-	if err := d.svc.SetIssuing(true); err != nil {
-		// Requests are served all the same (the ID endpoints are
-		// subscribed first); only the metadata lags.
-		d.log.Warn("the service's metadata still shows the previous worker ID", "err", err)
-	}
+	d.joinQueueGroup(ctx)
 	d.log.Info("serving under a new worker ID", event.Key, event.WorkerChanged, event.AttrWorker, claim.WorkerID(), event.AttrPrevious, oldClaim.WorkerID(), "service_id", d.svc.ID())
+}
+
+// joinQueueGroup advertises the service on the new claim and, after
+// leaveQueueGroup, subscribes the ID endpoints to the queue group again.
+// Out of the group, the instance serves no IDs until that succeeds, so a
+// failure (the server refused the subscriptions, say in a reconnect) is
+// retried, with /readyz false meanwhile; in the group all along, a
+// failure only leaves the metadata showing the previous worker ID.
+func (d *Dispenser) joinQueueGroup(ctx context.Context) {
+	var pauses retry.Backoff
+	for {
+		err := d.svc.SetIssuing(true)
+		if err == nil {
+			d.notIssuing.Store(false)
+			return
+		}
+		if !d.notIssuing.Load() {
+			d.log.Warn("the service's metadata still shows the previous worker ID", "err", err)
+			return
+		}
+		pause := pauses.Next()
+		d.log.Warn("joining the queue group of the ID endpoints again failed; retrying", "err", err, "in", pause)
+		if retry.Sleep(ctx, pause) != nil {
+			return
+		}
+	}
 }
 
 // watchConn ends the instance when the service's connection closes for

@@ -24,6 +24,10 @@ func withTelemetry(tel *telemetry.Telemetry) Option {
 // and after the instance stopped serving.
 var errNotServing = errors.New("not serving")
 
+// errOutOfQueueGroup: the ID endpoints have not joined the queue group
+// again since the instance left it (leaveQueueGroup, joinQueueGroup).
+var errOutOfQueueGroup = errors.New("the ID endpoints are out of the queue group")
+
 // instanceTelemetry is the dispenser's part of telemetry.
 type instanceTelemetry struct {
 	tel      *telemetry.Telemetry
@@ -189,6 +193,9 @@ func (d *Dispenser) ready() error {
 	}
 	if err := d.claimStatus(); err != nil {
 		return err
+	}
+	if d.notIssuing.Load() {
+		return errOutOfQueueGroup
 	}
 	return d.canIssue(time.Now())
 }

@@ -292,10 +292,10 @@ func (s *Service) start() error {
 		}},
 		{protocol.EndpointParse, s.parse, map[string]string{"reply": "JSON {UID, timestamp, workerId, sequence}"}},
 	}
-	if !shown.issuing {
-		endpoints = endpoints[2:] // parse only: next and batch come first
-	}
 	for _, e := range endpoints {
+		if !shown.issuing && (e.name == protocol.EndpointNext || e.name == protocol.EndpointBatch) {
+			continue // out of the queue group: the ID endpoints only
+		}
 		err := group.AddEndpoint(e.name, s.handle(e.name, protocol.Subject(s.cfg.SubjectPrefix, e.name), e.fn, nil), limits, micro.WithEndpointMetadata(e.meta))
 		if err != nil {
 			_ = svc.Stop()
