@@ -60,6 +60,19 @@
  *       younger than the settle period (a loss just before its start:
  *       encoded as a survivor's check still pending).
  *
+ * UNTOLD_LOSS (a third run): a loss that neither an outage nor the epoch
+ * tells (sequencetest's ForgottenSegments: the counter put back), of the
+ * latest take of every instance (each remembers more than the store: a
+ * survivor that remembers nothing above the end is SILENT_LOSS's case,
+ * for D7). D3 alone defends it: a take or a check that finds the end
+ * below hw raises it and holds this instance's takes (the quarantine)
+ * until the periodic checks are made; a start settles the same way.
+ *
+ * The periodic check (SILENT_LOSS, UNTOLD_LOSS) is two steps, as in
+ * Allocator.checkOne: the store's raise to hw, then the allocator hears
+ * of it (regressed: the quarantine). A take and a check of one instance
+ * run one at a time (storeMu): checking[me] is that lock.
+ *
  * Obligation (the remainder, docs/verification.md): a loss never forgets
  * a take of an instance that died after it (the store and the only
  * instance that saw the allocation, lost together, cannot be detected):
@@ -80,6 +93,10 @@
  *                    a new epoch but takes again at once
  *   NO_YOUNG_EPOCH_SETTLE (SILENT_LOSS) a starting instance does not
  *                    settle when the epoch is young
+ *   TAKE_BESIDE_CHECK (UNTOLD_LOSS) no storeMu: a take runs between the
+ *                    check's raise to hw and its quarantine, finds
+ *                    nothing behind and takes the numbers above hw that
+ *                    another instance handed out and the store forgot
  *
  * Findings (spin -D..., expected to fail):
  *   DESIGN_SETTLE_AT_START  D4 as first designed: only a starting
@@ -92,6 +109,12 @@
 
 #if defined(MUTANT_NO_LOSS_DETECTION) || defined(MUTANT_DETECT_NO_SETTLE) || defined(MUTANT_NO_YOUNG_EPOCH_SETTLE)
 #define SILENT_LOSS
+#endif
+#if defined(MUTANT_TAKE_BESIDE_CHECK)
+#define UNTOLD_LOSS
+#endif
+#if defined(SILENT_LOSS) || defined(UNTOLD_LOSS)
+#define PERIODIC_CHECK
 #endif
 
 #define NI 2            /* instances */
@@ -113,8 +136,15 @@
 #ifndef MAXTAKES
 #define MAXTAKES MAXTAKES_DEFAULT  /* takes in the whole run */
 #endif
+#ifdef UNTOLD_LOSS
+#undef MAXTAKES_DEFAULT
+#define MAXTAKES_DEFAULT 3      /* one take of each, forgotten, and one more */
+#define K_DEFAULT 2             /* a take of each instance */
+#else
+#define K_DEFAULT 1
+#endif
 #ifndef K
-#define K 1             /* the store forgets at most its last K writes */
+#define K K_DEFAULT     /* the store forgets at most its last K writes */
 #endif
 #ifndef LOSSES
 #define LOSSES LOSSES_DEFAULT
@@ -142,15 +172,16 @@ byte unsyncedTakeBy[NI];
 bool orphan = false;
 bool mustRepair[NI];    /* ghost: it handed out numbers the loss forgot */
 bool fresh[NI];         /* started since the last loss */
-#ifdef SILENT_LOSS
-/* D7: an instance that settles takes nothing until the checks are made */
+#ifdef PERIODIC_CHECK
+/* D7, D3's quarantine: an instance that settles takes nothing until the
+ * checks are made */
 #define SETTLED (!settling || (!pending[0] && !pending[1]))
+bool pending[NI];       /* ghost: a periodic check not made since the loss */
 #else
 #define SETTLED true
 #endif
 #ifdef SILENT_LOSS
 byte epoch = 0;         /* D7: the stream's epoch; every loss changes it */
-bool pending[NI];       /* ghost: a periodic check not made since the loss */
 #endif
 
 /* One write in flight: (new end, revision it expects). */
@@ -205,7 +236,11 @@ active proctype Network() {
 	:: atomic { unsynced > 0 -> sync() }
 	/* The store forgets what it has not made durable; every instance sees
 	 * an outage (unless SILENT_LOSS); a write in flight is lost. */
-	:: atomic { unsynced > 0 && losses < LOSSES && !orphan ->
+	:: atomic { unsynced > 0 && losses < LOSSES && !orphan &&
+#ifdef UNTOLD_LOSS
+		unsyncedTakeBy[0] > 0 && unsyncedTakeBy[1] > 0 &&
+#endif
+		true ->
 		losses++;
 		end = sEnd; rev = sRev; prevRev = 0; prevEnd = 0;
 		unsynced = 0;
@@ -213,10 +248,12 @@ active proctype Network() {
 		fresh[0] = false; fresh[1] = false;
 		mustRepair[0] = unsyncedTakeBy[0] > 0; mustRepair[1] = unsyncedTakeBy[1] > 0;
 		unsyncedTakeBy[0] = 0; unsyncedTakeBy[1] = 0;
-#ifndef SILENT_LOSS
-		outage[0] = true; outage[1] = true
-#else
+#if defined(SILENT_LOSS)
 		epoch++; pending[0] = true; pending[1] = true
+#elif defined(UNTOLD_LOSS)
+		pending[0] = true; pending[1] = true
+#else
+		outage[0] = true; outage[1] = true
 #endif
 	   }
 #endif
@@ -250,7 +287,11 @@ proctype Instance(byte me) {
 	bool any, ok, closing;
 #ifdef SILENT_LOSS
 	byte base;              /* D7: the epoch this instance last settled on */
-	bool settling;          /* D7: no take until the periodic checks are made */
+#endif
+#ifdef PERIODIC_CHECK
+	bool settling;          /* D7, D3: no take until the periodic checks are made */
+	bool checking;          /* storeMu: the check raised the end, not yet heard of */
+	bool found;             /* the check found the end below hw */
 #endif
 
 restart:
@@ -268,10 +309,21 @@ restart:
 	settling = pending[0] || pending[1];
 #endif
 #endif
+#ifdef UNTOLD_LOSS
+	/* the start's settle period */
+	settling = pending[0] || pending[1];
+#endif
+#ifdef PERIODIC_CHECK
+	checking = false; found = false;
+#endif
 	do
 	/* Abandon (killed): what is held is lost. Not while it alone knows
 	 * of numbers the store forgot (the obligation). */
-	:: atomic { !closing && !mustRepair[me] -> die(); goto restart }
+	:: atomic { !closing && !mustRepair[me] &&
+#ifdef PERIODIC_CHECK
+		!checking &&
+#endif
+		true -> die(); goto restart }
 
 	/* D3 after an outage: read the end (at the leader: the check's read),
 	 * raise it to hw by compare-and-set, before any take. */
@@ -291,30 +343,40 @@ restart:
 		ok = false
 	   }
 
-#ifdef SILENT_LOSS
-	/* The periodic check (checkLoop, every CheckInterval): D3's repair,
-	 * and D7's epoch read. */
-	:: atomic { pending[me] ->
-#ifndef MUTANT_NO_HIGH_WATER
-		if
-		:: end < hw -> update(hw, rev, ok)   /* sequence.repaired */
-		:: else -> skip
-		fi;
-#endif
-		pending[me] = false; mustRepair[me] = false;
-#ifndef MUTANT_NO_LOSS_DETECTION
+#ifdef PERIODIC_CHECK
+	/* The periodic check (checkLoop, every CheckInterval): D7's epoch
+	 * read first (checkEpoch), then checkOne under storeMu: D3's raise
+	 * at the store, */
+	:: atomic { pending[me] && !checking ->
+#if defined(SILENT_LOSS) && !defined(MUTANT_NO_LOSS_DETECTION)
 		if
 		:: base != epoch -> base = epoch; settling = true
 		:: else -> skip
 		fi;
 #endif
-		ok = false
+#ifndef MUTANT_NO_HIGH_WATER
+		if
+		:: end < hw -> update(hw, rev, ok); found = true   /* sequence.repaired */
+		:: else -> skip
+		fi;
+#endif
+		checking = true; ok = false
+	   }
+	/* then the allocator hears of it: a regression holds its takes
+	 * (regressed: the quarantine). storeMu is released. */
+	:: atomic { checking ->
+		if :: found -> settling = true :: else -> skip fi;
+		pending[me] = false; mustRepair[me] = false;
+		checking = false; found = false
 	   }
 #endif
 
 	/* startFetch -> SequenceStore.Take: when fewer than two segments
 	 * are held (await on an empty one, maybePrefetch on a used one). */
 	:: atomic { !closing && t1 == f1 && takes < MAXTAKES && !outage[me] &&
+#if defined(PERIODIC_CHECK) && !defined(MUTANT_TAKE_BESIDE_CHECK)
+		!checking &&                        /* storeMu */
+#endif
 #if defined(MUTANT_NO_SETTLE)
 		true ->
 #elif defined(DESIGN_SETTLE_AT_START)
@@ -323,7 +385,7 @@ restart:
 		!outage[0] && !outage[1] && SETTLED ->
 #endif
 		takes++;
-#ifdef SILENT_LOSS
+#ifdef PERIODIC_CHECK
 		settling = false;
 #endif
 		/* adaptStep: double or halve, within [MINSTEP, MAXSTEP] */
@@ -342,6 +404,9 @@ restart:
 				if
 				:: ok && e < hw ->          /* D3: a regression */
 					update(hw, rev, ok);    /* none handed out; raised */
+#ifdef UNTOLD_LOSS
+					settling = true;        /* regressed: the quarantine */
+#endif
 					ok = false
 				:: else -> skip
 				fi;
@@ -365,7 +430,9 @@ restart:
 				:: !ok -> skip              /* lost race: it reads again */
 				fi
 			:: true -> update(e + step, r, ok)   /* applied, reply lost */
+#ifndef UNTOLD_LOSS
 			:: !dOn -> dOn = true; dEnd = e + step; dRev = r  /* delayed */
+#endif
 			:: true -> skip                 /* lost, store unreachable */
 			fi
 		fi;
@@ -388,8 +455,14 @@ restart:
 
 	/* Close (SIGTERM): stop, then give back the rests, newest first;
 	 * the first one not given back ends it (the rest is lost). */
-	:: !closing -> closing = true
-	:: atomic { closing && !mustRepair[me] ->
+#ifndef UNTOLD_LOSS
+	:: !closing -> closing = true           /* (not in UNTOLD_LOSS: its bound) */
+#endif
+	:: atomic { closing && !mustRepair[me] &&
+#ifdef PERIODIC_CHECK
+		!checking &&
+#endif
+		true ->
 		if
 		:: t1 > f1 -> n = 1
 		:: t1 == f1 && t0 > f0 -> n = 0
