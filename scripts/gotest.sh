@@ -13,10 +13,13 @@ rc=${PIPESTATUS[0]}
 digest() {
 	echo "== go test failed (exit $rc): how each failure began"
 	grep -E '^(--- FAIL|FAIL|panic: |fatal error: |runtime: |WARNING: DATA RACE|ThreadSanitizer|SIG[A-Z]+: )' "$log" | head -40
-	# A failed test's last lines: its t.Fatal comes last, after any
-	# t.Log output (the fault harness logs a whole run before its verdict).
+	# A failed test's last messages (file_test.go:line: ...): its t.Fatal comes
+	# last, after any t.Log output (the fault harness logs a whole run
+	# before its verdict); lines a server wrote to the test's log after it
+	# (clean-up) are not messages and are skipped.
 	awk '/^ *--- FAIL: /{ if (n) flush(); name=$0; n=0; next }
-	     /^ +/ && name != "" { last[n % 4] = $0; n++; next }
+	     /^ +[^ ]+_test\.go:[0-9]+: / && name != "" { last[n % 4] = $0; n++; next }
+	     /^ +/ && name != "" { next }
 	     { if (name != "") flush() }
 	     function flush(  i, k) { print name; k = n < 4 ? n : 4; for (i = n - k; i < n; i++) print substr(last[i % 4], 1, 600); name=""; n=0 }
 	     END { if (name != "") flush() }' "$log" | head -60
