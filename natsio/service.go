@@ -294,7 +294,7 @@ func (s *Service) start() error {
 	}
 	for _, e := range endpoints {
 		if !shown.issuing && (e.name == protocol.EndpointNext || e.name == protocol.EndpointBatch) {
-			continue // out of the queue group: the ID endpoints only
+			continue // not subscribed while out of the queue group (SetIssuing(false))
 		}
 		err := group.AddEndpoint(e.name, s.handle(e.name, protocol.Subject(s.cfg.SubjectPrefix, e.name), e.fn, nil), limits, micro.WithEndpointMetadata(e.meta))
 		if err != nil {
