@@ -272,7 +272,7 @@ func (g *CachedGenerator) chooseLane(r *round) *lane {
 		g.pastTheLastLane(r)
 		return nil
 	}
-	if g.maxAhead >= 0 && p.nextSecond-r.now > g.maxAhead {
+	if g.pastAheadBound(r.now) {
 		n := g.lanes.len()
 		r.stop = &PutRejection{Reason: RejectAheadBound, Second: p.nextSecond,
 			Err: fmt.Errorf("demand exceeds the %d IDs/s of %d lane(s): IDs would run %ds ahead of the wall clock, the bound is %ds",

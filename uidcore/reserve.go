@@ -139,7 +139,7 @@ func (g *CachedGenerator) answerReservation(res *reservation) PutRejectReason {
 	// padding round after it would, and the reservation takes it now:
 	// waiting for that round cost it up to a second when its taker missed
 	// the round's end.
-	if res.got < res.want && g.cursor.Load() < r.tail && g.belowAheadBound() {
+	if res.got < res.want && g.cursor.Load() < r.tail && !g.pastAheadBound(g.clock.Now().Unix()) {
 		g.fill(&r)
 		g.takeFromRing(res)
 	}
@@ -155,10 +155,11 @@ func (g *CachedGenerator) answerReservation(res *reservation) PutRejectReason {
 	return reason
 }
 
-// belowAheadBound tells whether padding may write its logical second now,
-// as far as the ahead bound goes (chooseLane stops a round there).
-func (g *CachedGenerator) belowAheadBound() bool {
-	return g.maxAhead < 0 || g.padding.nextSecond-g.clock.Now().Unix() <= g.maxAhead
+// pastAheadBound tells whether padding's logical second runs further
+// ahead of now (Unix seconds) than MaxAhead allows: chooseLane stops a
+// round there, and a reservation's answer does not refill the ring.
+func (g *CachedGenerator) pastAheadBound(now int64) bool {
+	return g.maxAhead >= 0 && g.padding.nextSecond-now > g.maxAhead
 }
 
 // takeFromRing moves the IDs the ring holds, up to what res still
