@@ -44,6 +44,16 @@ import java.util.concurrent.atomic.LongAdder;
  * ({@link UnknownSequenceException}) or 500 ({@link InternalException}) is
  * thrown at once.
  *
+ * <p>A NATS server cut off from its cluster stays connected, and NATS never
+ * moves a connection off it: every request there meets no responders or
+ * times out. After {@link Builder#moveAfter} such attempts in a row (2; any
+ * reply resets the count), when the connection knows another server and the
+ * last move was at least {@link Builder#moveEvery} ago (5 s), the client
+ * forces the connection to reconnect ({@link Connection#forceReconnect()}:
+ * the next server of its pool) and logs it at INFO
+ * ({@code event=client.moved}, the server left without credentials). This
+ * applies to a connection given to the builder as well.
+ *
  * <pre>{@code
  * try (UidClient ids = UidClient.builder().url("nats://127.0.0.1:4222").build()) {
  *     long id = ids.next();
@@ -52,12 +62,18 @@ import java.util.concurrent.atomic.LongAdder;
  * }</pre>
  */
 public final class UidClient implements AutoCloseable {
+    /** How many attempts in a row ending in no responders or a timeout move the connection ({@link Builder#moveAfter}). */
+    public static final int DEFAULT_MOVE_AFTER = 2;
+    /** The least time between two moves of the connection ({@link Builder#moveEvery}). */
+    public static final Duration DEFAULT_MOVE_EVERY = Duration.ofSeconds(5);
+
     private static final DateTimeFormatter TIMESTAMP = DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm:ss", Locale.ROOT);
 
     private final Connection nc;
     private final boolean ownsConnection;
     private final Builder cfg;
     private final Counters stats;
+    private final Mover mover;
     private final Tracing tracing;
     private final String subjNext;
     private final String subjBatch;
@@ -65,11 +81,12 @@ public final class UidClient implements AutoCloseable {
     private final String seqNextTemplate;
     private final String seqBatchTemplate;
 
-    private UidClient(Connection nc, boolean ownsConnection, Builder cfg, Counters stats, Tracing tracing) {
+    private UidClient(Connection nc, boolean ownsConnection, Builder cfg, Counters stats, Mover mover, Tracing tracing) {
         this.nc = nc;
         this.ownsConnection = ownsConnection;
         this.cfg = cfg;
         this.stats = stats;
+        this.mover = mover;
         this.tracing = tracing;
         String p = cfg.subjectPrefix;
         this.subjNext = Protocol.subject(p, "next");
@@ -179,11 +196,12 @@ public final class UidClient implements AutoCloseable {
 
     /**
      * This client with another deadline per call: it shares the connection,
-     * the counters and the settings. Closing it closes nothing.
+     * the counters, the move off a cut-off server and the settings. Closing
+     * it closes nothing.
      */
     public UidClient withTimeout(Duration timeout) {
         Builder b = cfg.copy().timeout(timeout);
-        return new UidClient(nc, false, b, stats, tracing);
+        return new UidClient(nc, false, b, stats, mover, tracing);
     }
 
     /** The deadline of each call. */
@@ -204,7 +222,7 @@ public final class UidClient implements AutoCloseable {
     /** The counters since the client was made (shared with its {@link #withTimeout} copies). */
     public ClientStats stats() {
         return new ClientStats(stats.requests.sum(), stats.retries.sum(), stats.unavailable.sum(),
-                stats.noResponders.sum(), stats.timedOut.sum());
+                stats.noResponders.sum(), stats.timedOut.sum(), mover.moves());
     }
 
     /** Closes the connection if the client made it; one it was given stays open. */
@@ -349,11 +367,13 @@ public final class UidClient implements AutoCloseable {
                 Message reply = once(subject, h, body, Math.min(cfg.attemptTimeout.toNanos(), left));
                 ServiceException se = ServiceException.fromHeaders(subject, header(reply, Protocol.ERROR_CODE_HEADER),
                         header(reply, Protocol.ERROR_HEADER), header(reply, Protocol.RETRY_AFTER_HEADER));
+                mover.replied();
                 if (se == null) {
                     return reply;
                 }
                 err = se;
             } catch (NoRespondersException | AttemptTimeoutException e) {
+                mover.failed();
                 err = e;
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
@@ -546,7 +566,8 @@ public final class UidClient implements AutoCloseable {
     /**
      * The client's settings. Defaults: subject prefix {@code uid}, 5 s per
      * call, 1 s per attempt, back-off doubling from 2 to 250 ms with jitter,
-     * 2 s of home wait, binary batches.
+     * 2 s of home wait, binary batches, a move after 2 attempts without a
+     * reply, at most one every 5 s.
      */
     public static final class Builder {
         private Connection connection;
@@ -559,6 +580,8 @@ public final class UidClient implements AutoCloseable {
         private Duration maxBackoff = Duration.ofMillis(250);
         private Duration homeWait = Duration.ofSeconds(2);
         private Encoding batchEncoding = Encoding.BINARY;
+        private int moveAfter = DEFAULT_MOVE_AFTER;
+        private Duration moveEvery = DEFAULT_MOVE_EVERY;
 
         private Builder() {
         }
@@ -572,6 +595,8 @@ public final class UidClient implements AutoCloseable {
             b.maxBackoff = maxBackoff;
             b.homeWait = homeWait;
             b.batchEncoding = batchEncoding;
+            b.moveAfter = moveAfter;
+            b.moveEvery = moveEvery;
             return b;
         }
 
@@ -624,6 +649,25 @@ public final class UidClient implements AutoCloseable {
             return this;
         }
 
+        /**
+         * How many attempts in a row ending in no responders or a timeout
+         * force the connection onto another server of its pool (2): its
+         * server may be cut off from the cluster. 0 never moves it.
+         */
+        public Builder moveAfter(int attempts) {
+            if (attempts < 0) {
+                throw new IllegalArgumentException("moveAfter must be 0 (never) or more, not " + attempts);
+            }
+            this.moveAfter = attempts;
+            return this;
+        }
+
+        /** The least time between two moves of the connection (5 s): a fleet with no instance at all fails on every server. */
+        public Builder moveEvery(Duration every) {
+            this.moveEvery = positive("moveEvery", every);
+            return this;
+        }
+
         /** The wire encoding of batches and of the prefetcher's refills: BINARY (default) or RANGES. */
         public Builder batchEncoding(Encoding encoding) {
             this.batchEncoding = Objects.requireNonNull(encoding);
@@ -638,7 +682,8 @@ public final class UidClient implements AutoCloseable {
          */
         public UidClient build() {
             if (connection != null) {
-                return new UidClient(connection, false, copy(), new Counters(), Tracing.detect());
+                return new UidClient(connection, false, copy(), new Counters(), new Mover(connection, moveAfter, moveEvery),
+                        Tracing.detect());
             }
             Options o = natsOptions;
             if (o == null) {
@@ -648,7 +693,8 @@ public final class UidClient implements AutoCloseable {
                 o = new Options.Builder().server(url).maxReconnects(-1).build();
             }
             try {
-                return new UidClient(Nats.connect(o), true, copy(), new Counters(), Tracing.detect());
+                Connection nc = Nats.connect(o);
+                return new UidClient(nc, true, copy(), new Counters(), new Mover(nc, moveAfter, moveEvery), Tracing.detect());
             } catch (IOException e) {
                 // The URL may hold credentials: not in the message.
                 throw new UidException("connect to NATS: " + e.getMessage(), e);

@@ -74,15 +74,22 @@ public final class TestEnv {
         private final Process proc;
         private final Path dir;
         private final String url;
+        private final int clusterPort;
 
-        private NatsServer(Process proc, Path dir, String url) {
+        private NatsServer(Process proc, Path dir, String url, int clusterPort) {
             this.proc = proc;
             this.dir = dir;
             this.url = url;
+            this.clusterPort = clusterPort;
         }
 
         public String url() {
             return url;
+        }
+
+        /** The port it listens on for routes; 0 without a cluster. */
+        public int clusterPort() {
+            return clusterPort;
         }
 
         /** A new connection that reconnects for ever; closed by the caller. */
@@ -104,14 +111,21 @@ public final class TestEnv {
      * nats-server on PATH, or ~/go/bin/nats-server, or /usr/sbin/nats-server.
      */
     public static NatsServer startNatsServer() throws IOException {
-        String bin = natsServerBinary();
         Path dir = Files.createTempDirectory("uid-java-nats-");
-        Process proc = new ProcessBuilder(bin, "-js", "-a", "127.0.0.1", "-p", "-1", "-sd", dir.resolve("store").toString(),
-                "--ports_file_dir", dir.toString())
-                .redirectErrorStream(true).redirectOutput(dir.resolve("log").toFile()).start();
+        return startNatsServer(dir, "-js", "-a", "127.0.0.1", "-p", "-1", "-sd", dir.resolve("store").toString());
+    }
+
+    /** nats-server with args, its ports file and log in dir (deleted at close). */
+    private static NatsServer startNatsServer(Path dir, String... args) throws IOException {
+        List<String> cmd = new ArrayList<>(List.of(natsServerBinary()));
+        cmd.addAll(List.of(args));
+        cmd.addAll(List.of("--ports_file_dir", dir.toString()));
+        Process proc = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(dir.resolve("log").toFile()).start();
         RUNNING.add(proc);
         String[] url = new String[1];
+        int[] clusterPort = new int[1];
         Pattern first = Pattern.compile("\"nats\"\\s*:\\s*\\[\\s*\"([^\"]+)\"");
+        Pattern cluster = Pattern.compile("\"cluster\"\\s*:\\s*\\[\\s*\"[^\"]*:(\\d+)\"");
         waitFor("nats-server to write its ports file", Duration.ofSeconds(30), () -> {
             if (!proc.isAlive()) {
                 throw new AssertionError("nats-server exited at start: " + read(dir.resolve("log")));
@@ -121,17 +135,108 @@ public final class TestEnv {
                 if (ports == null) {
                     return false;
                 }
-                Matcher m = first.matcher(read(ports));
+                String text = read(ports);
+                Matcher m = first.matcher(text);
                 if (!m.find()) {
                     return false; // being written
                 }
                 url[0] = m.group(1);
+                Matcher c = cluster.matcher(text);
+                clusterPort[0] = c.find() ? Integer.parseInt(c.group(1)) : 0;
                 return true;
             } catch (IOException e) {
                 return false;
             }
         });
-        return new NatsServer(proc, dir, url[0]);
+        return new NatsServer(proc, dir, url[0], clusterPort[0]);
+    }
+
+    /**
+     * Two nats-server nodes, A and B (server tags {@code a} and {@code b}),
+     * in one cluster with JetStream, whose routes go through a
+     * {@link LinkProxy} each way (each node also advertises its proxy as
+     * its route address, so that no route bypasses them): {@link #cut()}
+     * cuts A and B off from each other while both keep serving their
+     * clients.
+     */
+    public static final class Cluster implements AutoCloseable {
+        private final LinkProxy toA;
+        private final LinkProxy toB;
+        private final NatsServer a;
+        private final NatsServer b;
+
+        private Cluster(LinkProxy toA, LinkProxy toB, NatsServer a, NatsServer b) {
+            this.toA = toA;
+            this.toB = toB;
+            this.a = a;
+            this.b = b;
+        }
+
+        public NatsServer a() {
+            return a;
+        }
+
+        public NatsServer b() {
+            return b;
+        }
+
+        /** Closes every route connection between A and B and refuses new ones until {@link #heal()}. */
+        public void cut() {
+            toA.cut();
+            toB.cut();
+        }
+
+        /** Lets the routes connect again (the servers retry every second or so). */
+        public void heal() {
+            toA.heal();
+            toB.heal();
+        }
+
+        @Override
+        public void close() {
+            a.close();
+            b.close();
+            toA.close();
+            toB.close();
+        }
+    }
+
+    /** Starts a {@link Cluster} of two nodes with JetStream, each on free loopback ports. */
+    public static Cluster startCluster() throws IOException {
+        LinkProxy toA = new LinkProxy();
+        LinkProxy toB = new LinkProxy();
+        NatsServer a = null;
+        try {
+            a = startClusterNode("A", toA, toB);
+            NatsServer b = startClusterNode("B", toB, toA);
+            toA.target(a.clusterPort());
+            toB.target(b.clusterPort());
+            return new Cluster(toA, toB, a, b);
+        } catch (IOException | RuntimeException | Error e) {
+            if (a != null) {
+                a.close();
+            }
+            toA.close();
+            toB.close();
+            throw e;
+        }
+    }
+
+    private static NatsServer startClusterNode(String name, LinkProxy self, LinkProxy peer) throws IOException {
+        Path dir = Files.createTempDirectory("uid-java-nats-" + name + "-");
+        Path conf = dir.resolve("server.conf");
+        Files.writeString(conf, String.join("\n",
+                "server_name: " + name,
+                "server_tags: [\"" + name.toLowerCase(java.util.Locale.ROOT) + "\"]",
+                "listen: \"127.0.0.1:-1\"",
+                "jetstream { store_dir: \"" + dir.resolve("store") + "\" }",
+                "cluster {",
+                "  name: uid-test",
+                "  listen: \"127.0.0.1:-1\"",
+                "  advertise: \"127.0.0.1:" + self.port() + "\"",
+                "  routes: [\"nats-route://127.0.0.1:" + peer.port() + "\"]",
+                "}", ""), StandardCharsets.UTF_8);
+        return startNatsServer(dir, "-c", conf.toString());
     }
 
     private static String natsServerBinary() {

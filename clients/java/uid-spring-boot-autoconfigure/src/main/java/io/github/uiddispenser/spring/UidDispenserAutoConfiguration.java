@@ -40,6 +40,8 @@ public class UidDispenserAutoConfiguration {
                 .timeout(p.getTimeout())
                 .attemptTimeout(p.getAttemptTimeout())
                 .homeWait(p.getHomeWait())
+                .moveAfter(p.getMoveAfter())
+                .moveEvery(p.getMoveEvery())
                 .batchEncoding(p.getBatchEncoding());
         Connection given = connection.getIfUnique();
         return given != null ? b.connection(given).build() : b.natsOptions(natsOptions(p)).build();

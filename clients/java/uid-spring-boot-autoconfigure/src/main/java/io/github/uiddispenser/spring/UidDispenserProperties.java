@@ -1,6 +1,7 @@
 package io.github.uiddispenser.spring;
 
 import io.github.uiddispenser.client.Encoding;
+import io.github.uiddispenser.client.UidClient;
 import java.time.Duration;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 
@@ -33,6 +34,10 @@ public class UidDispenserProperties {
     private Duration attemptTimeout = Duration.ofSeconds(1);
     /** How long a sequence call keeps asking while its home region cannot be reached. */
     private Duration homeWait = Duration.ofSeconds(2);
+    /** Attempts in a row ending in no responders or a timeout that move the connection to another server (its server may be cut off from the cluster); 0: never. */
+    private int moveAfter = UidClient.DEFAULT_MOVE_AFTER;
+    /** The least time between two moves of the connection. */
+    private Duration moveEvery = UidClient.DEFAULT_MOVE_EVERY;
     /** The wire encoding of batches and refills: BINARY, or RANGES with a dispenser that has it. */
     private Encoding batchEncoding = Encoding.BINARY;
     private final Prefetch prefetch = new Prefetch();
@@ -192,6 +197,22 @@ public class UidDispenserProperties {
 
     public void setHomeWait(Duration homeWait) {
         this.homeWait = homeWait;
+    }
+
+    public int getMoveAfter() {
+        return moveAfter;
+    }
+
+    public void setMoveAfter(int moveAfter) {
+        this.moveAfter = moveAfter;
+    }
+
+    public Duration getMoveEvery() {
+        return moveEvery;
+    }
+
+    public void setMoveEvery(Duration moveEvery) {
+        this.moveEvery = moveEvery;
     }
 
     public Encoding getBatchEncoding() {

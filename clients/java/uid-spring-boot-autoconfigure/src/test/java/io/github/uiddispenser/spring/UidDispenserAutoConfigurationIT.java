@@ -72,6 +72,18 @@ class UidDispenserAutoConfigurationIT {
     }
 
     @Test
+    void theMoveSettingsReachTheClient() {
+        // The builder refuses a negative move-after: the context fails only if the property reached it.
+        runner.withPropertyValues("uid-dispenser.url=" + server.url(), "uid-dispenser.move-after=-1").run(ctx ->
+                assertThat(ctx).hasFailed().getFailure().rootCause().hasMessageContaining("moveAfter must be 0 (never) or more"));
+        runner.withPropertyValues("uid-dispenser.url=" + server.url(), "uid-dispenser.move-every=0s").run(ctx ->
+                assertThat(ctx).hasFailed().getFailure().rootCause().hasMessageContaining("moveEvery must be positive"));
+        runner.withPropertyValues("uid-dispenser.url=" + server.url(), "uid-dispenser.subject-prefix=" + PREFIX,
+                "uid-dispenser.move-after=0", "uid-dispenser.move-every=1m").run(ctx ->
+                assertThat(ctx.getBean(UidClient.class).next()).isPositive());
+    }
+
+    @Test
     void theApplicationsConnectionAndUidGeneratorWin() throws Exception {
         try (Connection nc = server.connect()) {
             UidGenerator mine = new UidGenerator() {

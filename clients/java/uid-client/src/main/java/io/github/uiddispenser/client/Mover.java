@@ -1,0 +1,128 @@
+package io.github.uiddispenser.client;
+
+import io.nats.client.Connection;
+import io.nats.client.api.ServerInfo;
+import java.io.IOException;
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.time.Duration;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * Moves a connection off a NATS server cut off from its cluster
+ * (docs/protocol.md, "Moving off a cut-off server"; every client keeps the
+ * same rule).
+ *
+ * <p>NATS never does so on its own: the connection to that server is
+ * healthy, only the server has lost its routes, so every request sent there
+ * gets no responders, or times out, until the cut heals, however many
+ * servers the connection knows. The client reports each attempt here: those
+ * that ended in no responders or a timeout are counted, in a row; any reply,
+ * an error status such as a 503 too, resets the count. When the count
+ * reaches {@code after}, the connection knows more than one server and the
+ * last move was at least {@code every} ago (monotonic clock), the connection
+ * is forced to reconnect ({@link Connection#forceReconnect()}, which takes
+ * the next server of its pool) and the count starts again. The call goes on
+ * retrying within its deadline meanwhile.
+ *
+ * <p>The connection stays its owner's: a mover only ever forces it to
+ * reconnect, never closes it or changes its options. Thread-safe.
+ */
+final class Mover {
+    private static final System.Logger LOG = System.getLogger(UidClient.class.getName());
+
+    private final Connection nc;
+    private final int after; // 0: never
+    private final long everyNanos;
+    private final AtomicInteger failures = new AtomicInteger(); // attempts in a row without a reply
+    private final LongAdder moves = new LongAdder();
+    private final Object lock = new Object(); // serialises the moves
+    private boolean moved; // guarded by lock
+    private long lastMove; // System.nanoTime() of the last move; guarded by lock
+
+    Mover(Connection nc, int after, Duration every) {
+        this.nc = nc;
+        this.after = after;
+        this.everyNanos = every.toNanos();
+    }
+
+    /** An attempt got a reply (an error status is a reply). */
+    void replied() {
+        // A read before the write: the replies of a busy client do not all write the same cache line.
+        if (after != 0 && failures.get() != 0) {
+            failures.set(0);
+        }
+    }
+
+    /** An attempt ended in no responders or a timeout. Tells whether it moved the connection. */
+    boolean failed() {
+        if (after == 0 || failures.incrementAndGet() < after) {
+            return false;
+        }
+        int count;
+        String left;
+        synchronized (lock) {
+            count = failures.get();
+            long now = System.nanoTime();
+            if (count < after // a reply, or another caller's move, came first
+                    || (moved && now - lastMove < everyNanos)
+                    || nc.getStatus() != Connection.Status.CONNECTED // reconnecting already
+                    || nc.getServers().size() < 2) {
+                return false;
+            }
+            left = serverOnly(nc.getConnectedUrl()) + serverName(nc.getServerInfo());
+            moved = true;
+            lastMove = now;
+            failures.set(0);
+        }
+        moves.increment();
+        // jnats's forceReconnect returns once the new connection is up (or
+        // the pool is exhausted): a thread of its own, so that the call goes
+        // on retrying within its deadline.
+        Thread t = new Thread(this::forceReconnect, "uid-dispenser-move");
+        t.setDaemon(true);
+        t.start();
+        // No parameters: the message is not a MessageFormat pattern.
+        LOG.log(System.Logger.Level.INFO, "uid-dispenser client: no dispenser answers through this NATS server;"
+                + " moving to another server of the connection's pool event=client.moved server=" + left
+                + " failed_attempts=" + count);
+        return true;
+    }
+
+    /** How many times the connection was moved. */
+    long moves() {
+        return moves.sum();
+    }
+
+    private void forceReconnect() {
+        try {
+            nc.forceReconnect();
+        } catch (IOException e) {
+            LOG.log(System.Logger.Level.WARNING, "uid-dispenser client: the forced NATS reconnect failed ("
+                    + e.getClass().getName() + ")"); // its message may name the URL, credentials and all
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** A server URL without its user information: a password or a token may sit there. */
+    static String serverOnly(String url) {
+        if (url == null) {
+            return "(no server)";
+        }
+        try {
+            URI u = new URI(url);
+            if (u.getHost() == null) {
+                return "(unparseable URL)";
+            }
+            return (u.getScheme() == null ? "nats" : u.getScheme()) + "://" + u.getHost() + (u.getPort() < 0 ? "" : ":" + u.getPort());
+        } catch (URISyntaxException e) {
+            return "(unparseable URL)";
+        }
+    }
+
+    private static String serverName(ServerInfo info) {
+        return info == null || info.getServerName() == null ? "" : " server_name=" + info.getServerName();
+    }
+}
