@@ -128,30 +128,30 @@ type streamState struct {
 	Replicas []string // the other peers of the stream, as this node knows them
 }
 
-// streams reads the node's view of every stream.
-func (n *node) streams(ctx context.Context) ([]streamState, error) {
-	var jsz struct {
-		AccountDetails []struct {
-			StreamDetail []struct {
-				Name    string `json:"name"`
-				Cluster *struct {
-					Leader   string `json:"leader"`
-					Replicas []struct {
-						Name string `json:"name"`
-					} `json:"replicas"`
-				} `json:"cluster"`
-				State struct {
-					Messages uint64 `json:"messages"`
-					LastSeq  uint64 `json:"last_seq"`
-				} `json:"state"`
-			} `json:"stream_detail"`
-		} `json:"account_details"`
-	}
-	if err := n.get(ctx, "/jsz?accounts=true&streams=true", &jsz); err != nil {
-		return nil, err
-	}
+// jsz is the part of a node's /jsz?accounts=true&streams=true the
+// harness reads: each stream's state in the node's own store, and the
+// stream's cluster as the node knows it.
+type jsz struct {
+	AccountDetails []struct {
+		StreamDetail []struct {
+			Name    string `json:"name"`
+			Cluster *struct {
+				Leader   string `json:"leader"`
+				Replicas []struct {
+					Name string `json:"name"`
+				} `json:"replicas"`
+			} `json:"cluster"`
+			State struct {
+				Messages uint64 `json:"messages"`
+				LastSeq  uint64 `json:"last_seq"`
+			} `json:"state"`
+		} `json:"stream_detail"`
+	} `json:"account_details"`
+}
+
+func (j *jsz) streams() []streamState {
 	var out []streamState
-	for _, a := range jsz.AccountDetails {
+	for _, a := range j.AccountDetails {
 		for _, s := range a.StreamDetail {
 			st := streamState{Name: s.Name, LastSeq: s.State.LastSeq, Messages: s.State.Messages}
 			if s.Cluster != nil {
@@ -163,7 +163,16 @@ func (n *node) streams(ctx context.Context) ([]streamState, error) {
 			out = append(out, st)
 		}
 	}
-	return out, nil
+	return out
+}
+
+// streams reads the node's view of every stream.
+func (n *node) streams(ctx context.Context) ([]streamState, error) {
+	var j jsz
+	if err := n.get(ctx, "/jsz?accounts=true&streams=true", &j); err != nil {
+		return nil, err
+	}
+	return j.streams(), nil
 }
 
 // cluster is the run's NATS nodes.
@@ -275,21 +284,6 @@ func (c *cluster) peers(ctx context.Context, stream string) ([]*node, error) {
 		}
 	}
 	return out, nil
-}
-
-// lastSeqs is the highest last sequence of each stream any node reports.
-func (c *cluster) lastSeqs(ctx context.Context) map[string]uint64 {
-	out := map[string]uint64{}
-	for _, n := range c.nodes {
-		ss, err := n.streams(ctx)
-		if err != nil {
-			continue
-		}
-		for _, s := range ss {
-			out[s.Name] = max(out[s.Name], s.LastSeq)
-		}
-	}
-	return out
 }
 
 func (c *cluster) shutdown() {
