@@ -147,6 +147,9 @@ type Allocator struct {
 	epochChanges atomic.Uint64
 	checkStop    chan struct{} // closed by stop: ends checkLoop
 	checkDone    chan struct{}
+	// unserved holds the last request answered ErrUnavailable for the
+	// store's sake that nobody has received yet (Unserved).
+	unserved chan error
 }
 
 // seqState is one name's segments and counters.
@@ -220,7 +223,7 @@ func NewAllocator(store SegmentStore, cfg Config) (*Allocator, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	a := &Allocator{store: store, cfg: cfg, ctx: ctx, cancel: cancel,
 		seqs: map[string]*seqState{}, unknown: map[string]time.Time{},
-		checkStop: make(chan struct{}), checkDone: make(chan struct{})}
+		checkStop: make(chan struct{}), checkDone: make(chan struct{}), unserved: make(chan error, 1)}
 	a.watcher, _ = store.(LossWatcher)
 	a.startEpoch()
 	a.hold(max(cfg.Settle, 0))
@@ -466,11 +469,87 @@ func (a *Allocator) await(ctx context.Context, st *seqState, short uint64) error
 	}
 }
 
+// unavailable is a request's error when the take it waited for failed
+// (err), reported to Unserved when the store is the cause.
 func (a *Allocator) unavailable(st *seqState, err error) error {
 	if errors.Is(err, ErrUnknownSequence) || errors.Is(err, ErrExhausted) {
 		return err
 	}
-	return &UnavailableError{Name: st.name, Store: a.cfg.StoreName, Err: err}
+	uerr := &UnavailableError{Name: st.name, Store: a.cfg.StoreName, Err: err}
+	if a.storeFailed(err) {
+		select {
+		case a.unserved <- uerr:
+		default: // one unreceived report is enough
+		}
+	}
+	return uerr
+}
+
+// storeFailed says whether a take's error, or a request's wait for one,
+// is the store's: it failed, or did not answer within the request's
+// wait. An answer (an unknown name, an exhausted range) is not, nor the
+// allocator closing or a request given up by its caller.
+func (a *Allocator) storeFailed(err error) bool {
+	return !errors.Is(err, ErrUnknownSequence) && !errors.Is(err, ErrExhausted) && !errors.Is(err, ErrClosed) &&
+		!errors.Is(err, context.Canceled) && a.ctx.Err() == nil
+}
+
+// Unserved reports the requests that Fill answered ErrUnavailable
+// because of the store (a take failed, or did not come within the
+// request's wait), as their *UnavailableError; not a request for an
+// unknown name or an exhausted one. It holds one unreceived report at
+// most: a caller that moves the requests elsewhere (the dispenser's
+// sequence endpoints leave their queue group) receives it, then waits
+// with Probe until a take would succeed. Numbers held bridge an outage
+// and report nothing: only a request the store failed does.
+func (a *Allocator) Unserved() <-chan error { return a.unserved }
+
+// Probe says how long the allocator will not yet answer a take without
+// ErrUnavailable, for a caller that stopped sending it requests after
+// Unserved: it reads the store's epoch and checks every name as Check
+// does (a loss found holds takes for the quarantine), starts the settle
+// period an outage calls for as the next take would (takeOutageSettle),
+// and returns what is left of the hold on takes, or of the RetryPause
+// after a name's failed take. 0 and nil: a take now goes to the store at
+// once. An error: the store does not answer yet (probe again later).
+// Probing bypasses none of the loss defenses: a take waits as before.
+func (a *Allocator) Probe(ctx context.Context) (time.Duration, error) {
+	if a.closed.Load() {
+		return 0, ErrClosed
+	}
+	if a.watcher != nil {
+		// One read first: while the store is out of reach, Check would
+		// wait FetchTimeout on every name.
+		if err := a.checkEpoch(ctx); err != nil {
+			return 0, err
+		}
+	}
+	if err := a.Check(ctx); err != nil {
+		return 0, err
+	}
+	a.takeOutageSettle()
+	until := time.Unix(0, a.settled.Load())
+	a.mu.Lock()
+	seqs := make([]*seqState, 0, len(a.seqs))
+	for _, st := range a.seqs {
+		seqs = append(seqs, st)
+	}
+	a.mu.Unlock()
+	for _, st := range seqs {
+		st.mu.Lock()
+		if st.lastErr != nil && a.storeFailed(st.lastErr) {
+			until = maxTime(until, st.failedAt.Add(a.cfg.RetryPause))
+		}
+		st.mu.Unlock()
+	}
+	return max(time.Until(until), 0), nil
+}
+
+func maxTime(x, y time.Time) time.Time {
+	if x.After(y) {
+		return x
+	}
+	return y
 }
 
 // UnavailableError is ErrUnavailable for one sequence: its store (named
@@ -566,9 +645,7 @@ func (a *Allocator) startFetch(st *seqState, size uint64) *fetch {
 func (a *Allocator) take(st *seqState, size, floor uint64) (Segment, error) {
 	name := st.name
 	for {
-		if a.outage.Swap(false) && a.cfg.Settle > 0 {
-			a.hold(a.cfg.Settle)
-		}
+		a.takeOutageSettle()
 		snap := a.epochSnapshot()
 		if wait := time.Until(time.Unix(0, a.settled.Load())); wait > 0 {
 			// An undeclared name is an answer the settle period cannot
@@ -652,6 +729,21 @@ func (a *Allocator) takeOnce(st *seqState, size, floor uint64) (seg Segment, set
 	return seg, false, nil
 }
 
+// takeOutageSettle starts the settle period after an outage the store
+// had (a take's first step, and Probe's): takes wait it, so that the
+// instances that lived through a loss raise the counters first. The hold
+// comes before the outage is cleared, so that a take checking beside it
+// (takeOnce) sees one or the other.
+func (a *Allocator) takeOutageSettle() {
+	if !a.outage.Load() {
+		return
+	}
+	if a.cfg.Settle > 0 {
+		a.hold(a.cfg.Settle)
+	}
+	a.outage.Store(false)
+}
+
 // declared is nil unless the store says name is undeclared (a store
 // error is left to the take after the wait).
 func (a *Allocator) declared(name string) error {
@@ -722,7 +814,7 @@ func (a *Allocator) Check(ctx context.Context) error {
 	a.mu.Unlock()
 	var errs []error
 	if a.watcher != nil {
-		if err := a.checkEpoch(); err != nil {
+		if err := a.checkEpoch(ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}

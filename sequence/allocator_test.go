@@ -535,3 +535,60 @@ func TestCheckBetweenATakeAndItsRecord(t *testing.T) {
 		}
 	}
 }
+
+// TestProbeKeepsTheSettleAfterAnOutage: a request the store failed is
+// reported (Unserved) and Probe fails while the store is down; once it
+// is back, Probe starts the settle period the outage calls for, as the
+// next take would, and reports it as a hold, so that a caller that
+// waits for Probe's 0 before sending requests again (the dispenser's
+// sequence endpoints rejoining their queue group) brings none in before
+// the settle. A request after Probe's 0 is served.
+func TestProbeKeepsTheSettleAfterAnOutage(t *testing.T) {
+	store := &outageStore{MemStore: sequencetest.NewMemStore()}
+	if _, err := store.Declare(context.Background(), "orders", 1); err != nil {
+		t.Fatal(err)
+	}
+	cfg := sequencetest.Config()
+	cfg.CheckInterval = -1 // only Probe checks
+	cfg.Settle = time.Second
+	a := sequencetest.NewAllocator(t, store, cfg)
+	if err := a.Declare(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx := testwait.Context(t)
+	first, err := a.Next(ctx, "orders") // after the start's settle period
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.down.Store(true)
+	more := make([]uint64, a.Stats()[0].Held+1)
+	if err := a.Fill(ctx, "orders", more); !errors.Is(err, sequence.ErrUnavailable) {
+		t.Fatalf("more than held with the store down: %v, want ErrUnavailable", err)
+	}
+	select {
+	case reported := <-a.Unserved():
+		if !errors.Is(reported, errDown) {
+			t.Fatalf("reported %v, want the store's error", reported)
+		}
+	default:
+		t.Fatal("the request the store failed was not reported")
+	}
+	if _, err := a.Probe(ctx); !errors.Is(err, errDown) {
+		t.Fatalf("Probe with the store down: %v, want its error", err)
+	}
+	store.down.Store(false)
+	back := time.Now()
+	held, err := a.Probe(ctx)
+	if err != nil || held <= 0 || a.SettledAt().Before(back.Add(cfg.Settle)) {
+		t.Fatalf("Probe right after the outage: hold %v, %v, takes held until %s; want them held the settle period (%v) from %s",
+			held, err, a.SettledAt().Format(time.StampMicro), cfg.Settle, back.Format(time.StampMicro))
+	}
+	testwait.WaitFor(t, 2*cfg.Settle, "Probe to say a take succeeds now", func() bool {
+		held, err := a.Probe(ctx)
+		return err == nil && held == 0
+	})
+	n, err := a.Next(ctx, "orders")
+	if err != nil || n <= first {
+		t.Fatalf("after Probe said 0: %d, %v (first %d)", n, err, first)
+	}
+}

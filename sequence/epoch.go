@@ -84,8 +84,8 @@ func (a *Allocator) readBaseline(ctx context.Context) error {
 	return nil
 }
 
-func (a *Allocator) readEpoch() (Epoch, error) {
-	ctx, cancel := context.WithTimeout(a.ctx, a.cfg.FetchTimeout)
+func (a *Allocator) readEpoch(ctx context.Context) (Epoch, error) {
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.FetchTimeout)
 	defer cancel()
 	return a.watcher.Epoch(ctx)
 }
@@ -105,7 +105,7 @@ func (a *Allocator) epochSnapshot() baseline {
 // take or check found a change since. Otherwise the allocator settles and
 // the caller takes again above seg.
 func (a *Allocator) confirmEpoch(name string, snap baseline, seg Segment) (bool, error) {
-	e, err := a.readEpoch()
+	e, err := a.readEpoch(a.ctx)
 	if err != nil {
 		a.noteOutage(err)
 		return false, fmt.Errorf("read the store's epoch after taking %s (none of it is handed out): %w", seg, err)
@@ -121,9 +121,9 @@ func (a *Allocator) confirmEpoch(name string, snap baseline, seg Segment) (bool,
 	return false, nil
 }
 
-// checkEpoch is the check loop's epoch read.
-func (a *Allocator) checkEpoch() error {
-	e, err := a.readEpoch()
+// checkEpoch is the check loop's epoch read (and Probe's).
+func (a *Allocator) checkEpoch(ctx context.Context) error {
+	e, err := a.readEpoch(ctx)
 	if err != nil {
 		a.noteOutage(err)
 		return fmt.Errorf("read the epoch of %s: %w", a.cfg.StoreName, err)

@@ -440,7 +440,9 @@ func testKillLosesAtMostHeld(t *testing.T, st Store) {
 
 // testStoreCut: with the store cut, an instance serves the numbers it
 // holds, then answers ErrUnavailable naming the store (never a made-up
-// number); once the store is back it serves again, uniquely.
+// number) and reports it (Unserved); Probe fails while the cut lasts.
+// Once the store is back Probe says when a take succeeds, and from then
+// on the instance serves again, uniquely.
 func testStoreCut(t *testing.T, st Store) {
 	if st.Addr == "" {
 		t.Skip("no server to cut")
@@ -462,11 +464,27 @@ func testStoreCut(t *testing.T, st Store) {
 		}
 		got = append(got, n)
 	}
+	select {
+	case err := <-a.Unserved():
+		t.Fatalf("reported unserved while it served the numbers it held: %v", err)
+	default:
+	}
 	_, err := a.Next(ctx, "orders")
 	if !errors.Is(err, sequence.ErrUnavailable) {
 		t.Fatalf("with the numbers held used up and the store cut: %v, want ErrUnavailable", err)
 	}
 	t.Logf("served %d held numbers through the cut, then: %v", held, err)
+	select {
+	case reported := <-a.Unserved():
+		if !errors.Is(reported, sequence.ErrUnavailable) {
+			t.Fatalf("reported %v, want ErrUnavailable", reported)
+		}
+	default:
+		t.Fatal("a request answered ErrUnavailable with the store cut was not reported")
+	}
+	if _, err := a.Probe(ctx); err == nil {
+		t.Fatal("Probe succeeded with the store cut")
+	}
 	// A made-up name during the outage is an error too, and leaves no
 	// state behind.
 	if _, err := a.Next(ctx, "madeup"); err == nil {
@@ -476,20 +494,26 @@ func testStoreCut(t *testing.T, st Store) {
 		t.Fatalf("%d sequences in the stats after a made-up name, want 1", n)
 	}
 	proxy.Restore()
-	testwait.WaitFor(t, 30*time.Second, "serving again after the store is back", func() bool {
-		n, err := a.Next(ctx, "orders")
-		if err == nil {
-			got = append(got, n)
-		}
-		return err == nil
+	// Probed, not asked: a request before Probe says 0 could still meet
+	// the cut's error (RetryPause) or a settle period.
+	testwait.WaitFor(t, 30*time.Second, "Probe to say a take succeeds now", func() bool {
+		held, err := a.Probe(ctx)
+		return err == nil && held == 0
 	})
+	for range 3 * cfg.MaxStep { // across segments: takes from the store
+		n, err := a.Next(ctx, "orders")
+		if err != nil {
+			t.Fatalf("after Probe said a take succeeds, %d numbers in: %v", len(got), err)
+		}
+		got = append(got, n)
+	}
 	CheckIncreasing(t, "the instance", got)
 	CheckUnique(t, got)
 }
 
 // testUnknownSequence: an undeclared name is an UnknownError at once,
-// from the store and the allocator; once declared (elsewhere) it is
-// served without a restart.
+// from the store and the allocator, not reported as the store failing
+// (Unserved); once declared (elsewhere) it is served without a restart.
 func testUnknownSequence(t *testing.T, st Store) {
 	s := st.New(t, st.Addr)
 	if _, err := s.Take(ctxFor(t), "nosuch", 10, 0); !errors.Is(err, sequence.ErrUnknownSequence) {
@@ -506,6 +530,11 @@ func testUnknownSequence(t *testing.T, st Store) {
 	}
 	if n := len(a.Stats()); n != 0 {
 		t.Errorf("unknown names left %d states behind", n)
+	}
+	select {
+	case err := <-a.Unserved():
+		t.Errorf("an unknown name was reported as the store failing: %v", err)
+	default:
 	}
 	declare(t, st.New(t, st.Addr), "nosuch", 5)
 	testwait.WaitFor(t, 5*time.Second, "a name declared elsewhere served", func() bool {
