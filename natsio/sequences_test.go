@@ -454,3 +454,81 @@ func TestSequenceHomes(t *testing.T) {
 		}
 	}
 }
+
+// SetSequencesServing(false) takes the sequences' next and batch out of
+// the queue group; the ID endpoints and parse stay. The group's other
+// member answers every sequence request meanwhile, and with both out the
+// callers get no responders; SetSequencesServing(true) brings them back.
+// The numbers of both instances (one store) are distinct throughout.
+func TestSetSequencesServingLeavesAndRejoinsTheQueueGroup(t *testing.T) {
+	url := startNATS(t, nil)
+	store := sequencetest.NewMemStore()
+	instance := func(worker uint64) *instance {
+		alloc := sequencetest.NewAllocator(t, store, sequencetest.Config())
+		if err := alloc.Declare(context.Background(), []sequence.Declaration{{Name: "orders", First: 1}}); err != nil {
+			t.Fatal(err)
+		}
+		return startInstance(t, url, worker, instanceOpts{service: ServiceConfig{Sequences: alloc}})
+	}
+	a, b := instance(1), instance(2)
+	nc := connect(t, url).Conn
+	subject := protocol.SeqSubject("uid", "orders", protocol.EndpointNext)
+	var nums []uint64
+	next := func() (uint64, string) {
+		t.Helper()
+		msg, err := nc.Request(subject, nil, 5*time.Second)
+		if err != nil || msg.Header.Get(micro.ErrorCodeHeader) != "" {
+			t.Fatalf("%s: %v %v", subject, err, headerOf(msg))
+		}
+		n, err := protocol.Decimal.Decode(nil, msg.Data)
+		if err != nil || len(n) != 1 {
+			t.Fatalf("%s replied %q: %v", subject, msg.Data, err)
+		}
+		nums = append(nums, n[0])
+		return n[0], msg.Header.Get(protocol.InstanceHeader)
+	}
+	if err := a.svc.SetSequencesServing(false); err != nil {
+		t.Fatal(err)
+	}
+	for range 100 {
+		if _, from := next(); from != b.svc.ID() {
+			t.Fatalf("a number from %s with a out of the group, want b (%s)", from, b.svc.ID())
+		}
+	}
+	info := microReply[micro.Info](t, nc, "$SRV.INFO.uid-dispenser."+a.svc.ID())
+	var names []string
+	for _, e := range info.Endpoints {
+		names = append(names, e.Name)
+	}
+	slices.Sort(names)
+	if info.Metadata["serving_sequences"] != "false" || !slices.Equal(names, []string{protocol.EndpointBatch, protocol.EndpointNext, protocol.EndpointParse}) {
+		t.Fatalf("a's INFO while not serving sequences: metadata %v, endpoints %v", info.Metadata, names)
+	}
+	if id := requestID(t, nc, 5*time.Second); id == 0 {
+		t.Fatal("no ID while a serves no sequences")
+	}
+
+	// Both out: no responders for sequences, IDs still served.
+	if err := b.svc.SetSequencesServing(false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nc.Request(subject, nil, 5*time.Second); !errors.Is(err, nats.ErrNoResponders) {
+		t.Fatalf("%s with both out: %v, want no responders", subject, err)
+	}
+	if id := requestID(t, nc, 5*time.Second); id == 0 {
+		t.Fatal("no ID while neither serves sequences")
+	}
+
+	if err := a.svc.SetSequencesServing(true); err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		if _, from := next(); from != a.svc.ID() {
+			t.Fatalf("a number from %s with only a serving, want a (%s)", from, a.svc.ID())
+		}
+	}
+	if info := microReply[micro.Info](t, nc, "$SRV.INFO.uid-dispenser."+a.svc.ID()); info.Metadata["serving_sequences"] != "" {
+		t.Fatalf("a's metadata back in the group: %v", info.Metadata)
+	}
+	sequencetest.CheckUnique(t, nums)
+}

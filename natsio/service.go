@@ -134,20 +134,25 @@ type Service struct {
 	advertised advertised // what svc's metadata and endpoints say
 	stopped    bool
 	notIssuing bool // SetIssuing(false): the ID endpoints are out of the queue group
+	// notServingSequences: SetSequencesServing(false), the sequences'
+	// next and batch are out of the queue group.
+	notServingSequences bool
 }
 
 // advertised is what the micro metadata shows of the source and of the
-// sequences, and whether the ID endpoints are subscribed.
+// sequences, and whether the ID endpoints and the sequences' are
+// subscribed.
 type advertised struct {
-	workerID  uint64
-	layout    uidcore.Layout
-	sequences string // comma-separated, sorted (Sequences.Stats' order)
-	issuing   bool
+	workerID         uint64
+	layout           uidcore.Layout
+	sequences        string // comma-separated, sorted (Sequences.Stats' order)
+	issuing          bool
+	servingSequences bool
 }
 
 // current is what the metadata should show now. s.mu must be held.
 func (s *Service) current() advertised {
-	a := advertised{workerID: s.src.WorkerID(), layout: s.src.Layout(), issuing: !s.notIssuing}
+	a := advertised{workerID: s.src.WorkerID(), layout: s.src.Layout(), issuing: !s.notIssuing, servingSequences: !s.notServingSequences}
 	if s.cfg.Sequences != nil && s.cfg.SequenceHomes != nil {
 		a.sequences = strings.Join(s.homedHere(), ",") // fixed by the configuration
 	} else if s.cfg.Sequences != nil {
@@ -261,6 +266,9 @@ func (s *Service) start() error {
 		if s.cfg.SequenceHomes != nil {
 			metadata["sequence_homes"] = s.homesText()
 		}
+		if !shown.servingSequences {
+			metadata["serving_sequences"] = "false" // their next and batch are not subscribed: SetSequencesServing
+		}
 	}
 	svc, err := micro.AddService(s.nc, micro.Config{
 		Name:         protocol.ServiceName,
@@ -302,7 +310,7 @@ func (s *Service) start() error {
 			return fmt.Errorf("natsio: add endpoint %s: %w", protocol.Subject(s.cfg.SubjectPrefix, e.name), err)
 		}
 	}
-	if err := s.addSequenceEndpoints(svc, limits, maxPayload); err != nil {
+	if err := s.addSequenceEndpoints(svc, limits, maxPayload, shown.servingSequences); err != nil {
 		_ = svc.Stop()
 		return err
 	}
@@ -355,9 +363,25 @@ func (s *Service) Readvertise() error {
 // The micro service is added again as by Readvertise (a new service ID,
 // no gap for the endpoints that stay); requests already delivered are
 // still answered.
-func (s *Service) SetIssuing(on bool) error {
+func (s *Service) SetIssuing(on bool) error { return s.setInGroup(&s.notIssuing, on) }
+
+// SetSequencesServing puts the sequences' next and batch endpoints in
+// the queue group (true, the default) or takes them out (false); the ID
+// endpoints, parse and the sequences' home stay. An instance whose
+// sequence store is out of reach leaves, so that the group's other
+// members answer the sequences instead of its 503s; when every member
+// left, callers get no responders, which clients retry. As SetIssuing,
+// it adds the micro service again, and requests already delivered are
+// still answered.
+func (s *Service) SetSequencesServing(on bool) error {
+	return s.setInGroup(&s.notServingSequences, on)
+}
+
+// setInGroup sets out, a flag of endpoints out of the queue group, to
+// !in and has the service follow it.
+func (s *Service) setInGroup(out *bool, in bool) error {
 	s.mu.Lock()
-	s.notIssuing = !on
+	*out = !in
 	s.mu.Unlock()
 	return s.Readvertise()
 }

@@ -76,8 +76,9 @@ func (s *Service) homesText() string {
 }
 
 // addSequenceEndpoints subscribes the sequence endpoints, when
-// configured (sequenceEndpoints).
-func (s *Service) addSequenceEndpoints(svc micro.Service, limits micro.EndpointOpt, maxPayload int64) error {
+// configured (sequenceEndpoints); next and batch only when serving
+// (SetSequencesServing).
+func (s *Service) addSequenceEndpoints(svc micro.Service, limits micro.EndpointOpt, maxPayload int64, serving bool) error {
 	// The numbers of one instance increase (its segments); the header
 	// says which instance answered, so that a client (the soak) can
 	// check that across its calls. The micro instance ID, as `nats micro
@@ -97,6 +98,9 @@ func (s *Service) addSequenceEndpoints(svc micro.Service, limits micro.EndpointO
 		protocol.EndpointSeqHome: {s.seqHome, map[string]string{"reply": "the sequence's home region; 404 for a sequence of no region"}},
 	}
 	for _, e := range s.sequenceEndpoints() {
+		if !serving && e.name != protocol.EndpointSeqHome {
+			continue // out of the queue group: the home is answered from the configuration
+		}
 		h := handlers[e.name]
 		err := svc.AddEndpoint(e.name, s.handle(e.name, e.subject, h.fn, headers), limits, micro.WithEndpointSubject(e.subject), micro.WithEndpointMetadata(h.meta))
 		if err != nil {
