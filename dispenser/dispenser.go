@@ -58,14 +58,18 @@ type Dispenser struct {
 	// has them join it again (leaveQueueGroup). The claim watcher's
 	// goroutine sets it; /readyz reads it.
 	notIssuing atomic.Bool
+	// seqOut: the sequences' next and batch are out of the queue group
+	// while their store is out of reach (watchSequences).
+	seqOut atomic.Bool
 
-	stopWatch context.CancelFunc
-	watchDone chan struct{}
-	done      chan struct{} // closed when the instance can no longer serve, or by Shutdown
-	doneOnce  sync.Once
-	doneErr   error
-	shutdown  sync.Once
-	shutErr   error
+	stopWatch    context.CancelFunc
+	watchDone    chan struct{}
+	seqWatchDone chan struct{} // closed when watchSequences ends (at once without sequences)
+	done         chan struct{} // closed when the instance can no longer serve, or by Shutdown
+	doneOnce     sync.Once
+	doneErr      error
+	shutdown     sync.Once
+	shutErr      error
 }
 
 // Start brings an instance up: NATS (the configured server, or the local
@@ -81,7 +85,7 @@ func Start(ctx context.Context, cfg Config, opts ...Option) (_ *Dispenser, err e
 	for _, opt := range opts {
 		opt(&o)
 	}
-	d := &Dispenser{cfg: cfg, log: o.log, done: make(chan struct{}), watchDone: make(chan struct{})}
+	d := &Dispenser{cfg: cfg, log: o.log, done: make(chan struct{}), watchDone: make(chan struct{}), seqWatchDone: make(chan struct{})}
 	var cleanup []func()
 	defer func() {
 		if err != nil {
@@ -182,6 +186,11 @@ func Start(ctx context.Context, cfg Config, opts ...Option) (_ *Dispenser, err e
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	d.stopWatch = stopWatch
 	go d.watchClaim(watchCtx)
+	if d.seq != nil {
+		go d.watchSequences(watchCtx)
+	} else {
+		close(d.seqWatchDone)
+	}
 	go d.watchConn()
 	d.telemetry.serving.Store(true)
 
@@ -639,6 +648,7 @@ func (d *Dispenser) doShutdown(ctx context.Context) error {
 	d.finish(nil)
 	d.stopWatch()
 	<-d.watchDone
+	<-d.seqWatchDone
 	var errs []error
 	if d.blocks != nil {
 		// Before the connection drains and the generator closes; the

@@ -89,6 +89,15 @@ const (
 	// its ID endpoints left the queue group, /readyz says not ready,
 	// until WorkerChanged.
 	NotIssuing = "service.not_issuing"
+	// SequencesNotServing: a sequence request met the sequence store out
+	// of reach (a 503 "sequence store unavailable"): the sequences' next
+	// and batch left the queue group until SequencesServing; the IDs are
+	// served on (/readyz unchanged).
+	SequencesNotServing = "sequence.not_serving"
+	// SequencesServing: the store answers again and a take would get a
+	// segment at once (after any settle period): the sequences' next and
+	// batch are back in the queue group.
+	SequencesServing = "sequence.serving"
 	// FleetGeneration: the instance refused to go on because the fleet
 	// moved to a newer generation.
 	FleetGeneration = "fleet.generation"
