@@ -61,7 +61,7 @@ func (r *run) allHosts() []*netns.Host {
 func (r *run) healAll(ctx context.Context) (int64, error) {
 	var dropped int64
 	var firstErr error
-	for _, h := range r.allHosts() {
+	for _, h := range append(r.allHosts(), r.mysqlHosts()...) {
 		n, err := h.Dropped(ctx)
 		dropped += n
 		if err == nil {
@@ -77,15 +77,22 @@ func (r *run) healAll(ctx context.Context) (int64, error) {
 	return dropped, firstErr
 }
 
-// partition cuts the hosts along one of the Jepsen shapes, holds the cut
-// 5–15 s and heals it. Proven when the cut rules dropped packets.
+// partition cuts the hosts along one of the Jepsen shapes, or with the
+// MySQL fleet one of its store's (mysqlPartition), holds the cut 5–15 s
+// and heals it. Proven when the cut rules dropped packets.
 func (r *run) partition(ctx context.Context) (Proof, error) {
 	nodes := len(r.cluster.nodes)
 	shapes := []string{"one-node", "majority-minority", "leader-dispenser", "one-way"}
 	if nodes >= 5 {
 		shapes = append(shapes, "majorities-ring")
 	}
+	if r.mysql != nil {
+		shapes = append(shapes, shapeMySQLReplica, shapeMySQLDispenser)
+	}
 	shape := shapes[r.rng.IntN(len(shapes))]
+	if shape == shapeMySQLReplica || shape == shapeMySQLDispenser {
+		return r.mysqlPartition(ctx, shape)
+	}
 	p := Proof{Kind: KindPartition, Start: time.Now()}
 	var err error
 	switch shape {
@@ -189,7 +196,7 @@ func (r *run) holdDropping(ctx context.Context) {
 	_ = sleep(ctx, r.hold())
 	_ = waitFor(ctx, dropWithin, func() bool {
 		var dropped int64
-		for _, h := range r.allHosts() {
+		for _, h := range append(r.allHosts(), r.mysqlHosts()...) {
 			n, err := h.Dropped(ctx)
 			if err != nil {
 				return false
