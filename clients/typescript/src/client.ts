@@ -30,6 +30,7 @@ import {
   seqSubject,
   subject,
 } from "./protocol.js";
+import { DEFAULT_MOVE_AFTER, DEFAULT_MOVE_EVERY_MS, Mover, type MoveLogger } from "./move.js";
 
 /** Options of a UidClient; every one has a default. */
 export interface ClientOptions<K extends IdKind = "string"> {
@@ -59,6 +60,17 @@ export interface ClientOptions<K extends IdKind = "string"> {
    * own (default 5000 ms; Infinity: retry until the signal aborts).
    */
   timeoutMs?: number;
+  /**
+   * How many attempts in a row ending in no responders or a timeout force
+   * the connection onto another server of its pool (default 2): its server
+   * may be cut off from the cluster, which NATS never moves a connection
+   * off. Any reply resets the count. 0: never move.
+   */
+  moveAfter?: number;
+  /** The least time between two moves of the connection (default 5000 ms, monotonic clock). */
+  moveEveryMs?: number;
+  /** Where each move is logged, at info (default console). */
+  logger?: MoveLogger;
 }
 
 /** Bounds of one call, over all its attempts. */
@@ -132,6 +144,7 @@ export interface ClientStats {
   unavailable: number; // 503 replies retried
   noResponders: number; // attempts no dispenser was subscribed for
   timedOut: number; // attempts that timed out
+  moves: number; // times the connection was forced off a server that kept failing (cut off from its cluster)
 }
 
 const seqName = /^[A-Za-z0-9_-]+$/;
@@ -142,7 +155,9 @@ const seqName = /^[A-Za-z0-9_-]+$/;
  * restarting), when one answers 503, and when an attempt times out:
  * retrying an ID request is always safe, an ID in a lost reply is never
  * issued again. 400, 404 and 500 replies are thrown at once as
- * BadRequestError, UnknownSequenceError and InternalError.
+ * BadRequestError, UnknownSequenceError and InternalError. When attempts
+ * keep failing on a server cut off from its cluster, it moves the
+ * connection to another server of its pool (moveAfter, moveEveryMs).
  */
 export class UidClient<K extends IdKind = "string"> {
   readonly #nc: NatsConnection;
@@ -153,7 +168,8 @@ export class UidClient<K extends IdKind = "string"> {
   readonly #maxBackoffMs: number;
   readonly #homeWaitMs: number;
   readonly #timeoutMs: number;
-  readonly #stats: ClientStats = { requests: 0, retries: 0, unavailable: 0, noResponders: 0, timedOut: 0 };
+  readonly #stats: Omit<ClientStats, "moves"> = { requests: 0, retries: 0, unavailable: 0, noResponders: 0, timedOut: 0 };
+  readonly #mover: Mover;
 
   constructor(nc: NatsConnection, opts: ClientOptions<K> = {}) {
     this.#nc = nc;
@@ -167,6 +183,11 @@ export class UidClient<K extends IdKind = "string"> {
     this.#maxBackoffMs = Math.max(positive(opts.maxBackoffMs, 250), this.#minBackoffMs);
     this.#homeWaitMs = positive(opts.homeWaitMs, 2000);
     this.#timeoutMs = positive(opts.timeoutMs, 5000);
+    const moveAfter = opts.moveAfter ?? DEFAULT_MOVE_AFTER;
+    if (!Number.isSafeInteger(moveAfter) || moveAfter < 0) {
+      throw new RangeError(`moveAfter must be 0 (never) or a positive integer, not ${moveAfter}`);
+    }
+    this.#mover = new Mover(nc, moveAfter, positive(opts.moveEveryMs, DEFAULT_MOVE_EVERY_MS), opts.logger ?? console);
   }
 
   /** One new ID (decimal on the wire unless opts.encoding says base32). */
@@ -223,7 +244,7 @@ export class UidClient<K extends IdKind = "string"> {
 
   /** The client's counters since it was made (a copy). */
   stats(): ClientStats {
-    return { ...this.#stats };
+    return { ...this.#stats, moves: this.#mover.moves };
   }
 
   async #batch(s: string, n: number, opts: WireOptions): Promise<FromInstance<IdTypes[K][]>> {
@@ -317,12 +338,18 @@ export class UidClient<K extends IdKind = "string"> {
       let err: unknown;
       try {
         const reply = await abortable(this.#nc.request(s, payload, { timeout, headers: h }), signal);
+        if (reply !== aborted) {
+          this.#mover.replied();
+        }
         err = reply === aborted ? aborted : serviceErrorFromHeaders(s, reply.headers);
         if (err === undefined) {
           return reply as Msg;
         }
       } catch (e) {
         err = e;
+        if (isNoResponders(e) || isTimeout(e)) {
+          this.#mover.failed();
+        }
       }
       if (err === aborted) {
         throw new GaveUpError(s, "aborted", attempt, last ?? signal?.reason);

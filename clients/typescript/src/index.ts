@@ -4,6 +4,8 @@
 
 export { UidClient } from "./client.js";
 export type { CallOptions, ClientOptions, ClientStats, FromInstance, ParsedJSON, ParseOptions, Parts, WireEncoding, WireOptions } from "./client.js";
+export { DEFAULT_MOVE_AFTER, DEFAULT_MOVE_EVERY_MS } from "./move.js";
+export type { MoveLogger } from "./move.js";
 export { Prefetcher } from "./prefetch.js";
 export type { PrefetchOptions } from "./prefetch.js";
 export {

@@ -3,7 +3,8 @@
 // its own on ports it picks itself.
 
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { createConnection, createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -44,6 +45,8 @@ export async function waitFor(what: string, within: number, cond: () => boolean 
 /** A running nats-server. */
 export interface NatsServer {
   url: string;
+  /** The port it listens on for routes; 0 without a cluster. */
+  clusterPort: number;
   stop(): Promise<void>;
 }
 
@@ -54,17 +57,23 @@ export interface NatsServer {
  * nats-server on PATH, or /usr/sbin/nats-server.
  */
 export async function startNatsServer(): Promise<NatsServer> {
+  const dir = mkdtempSync(join(tmpdir(), "uid-ts-nats-"));
+  return startNatsServerIn(dir, ["-js", "-a", "127.0.0.1", "-p", "-1", "-sd", join(dir, "store")]);
+}
+
+/** nats-server with args, its ports file in dir (removed at stop). */
+async function startNatsServerIn(dir: string, args: string[]): Promise<NatsServer> {
   const bin = process.env.UID_TEST_NATS_SERVER || onPath("nats-server") || "/usr/sbin/nats-server";
   if (!existsSync(bin)) {
     throw new Error(`no nats-server binary at ${bin}: install it or set UID_TEST_NATS_SERVER`);
   }
-  const dir = mkdtempSync(join(tmpdir(), "uid-ts-nats-"));
-  const proc = spawn(bin, ["-js", "-a", "127.0.0.1", "-p", "-1", "-sd", join(dir, "store"), "--ports_file_dir", dir], {
+  const proc = spawn(bin, [...args, "--ports_file_dir", dir], {
     stdio: ["ignore", "ignore", "pipe"],
   });
   const log = collect(proc);
   running.add(proc);
   let url = "";
+  let clusterPort = 0;
   await waitFor("nats-server to write its ports file", 10_000, () => {
     if (proc.exitCode !== null) {
       throw new Error(`nats-server exited at start: ${log()}`);
@@ -74,7 +83,9 @@ export async function startNatsServer(): Promise<NatsServer> {
       return false;
     }
     try {
-      url = (JSON.parse(readFileSync(join(dir, file), "utf8")) as { nats: string[] }).nats[0] ?? "";
+      const ports = JSON.parse(readFileSync(join(dir, file), "utf8")) as { nats: string[]; cluster?: string[] };
+      url = ports.nats[0] ?? "";
+      clusterPort = ports.cluster?.[0] !== undefined ? Number(new URL(ports.cluster[0]).port) : 0;
     } catch {
       return false; // being written
     }
@@ -82,11 +93,147 @@ export async function startNatsServer(): Promise<NatsServer> {
   });
   return {
     url,
+    clusterPort,
     async stop() {
       await stop(proc);
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * A TCP link the test can cut: it listens on a free loopback port and
+ * forwards each connection to a target port. cut() closes every
+ * connection through it and refuses new ones until heal(): the peers see
+ * a real loss of the link, as from a dead network.
+ */
+export class LinkProxy {
+  readonly #server: Server;
+  readonly #open = new Set<Socket>();
+  #cut = false;
+  /** Where connections go; 0: not known yet, refuse. */
+  target = 0;
+
+  private constructor(server: Server) {
+    this.#server = server;
+    server.on("connection", (client) => {
+      if (this.#cut || this.target === 0) {
+        client.destroy();
+        return;
+      }
+      const upstream = createConnection({ host: "127.0.0.1", port: this.target });
+      for (const [from, to] of [
+        [client, upstream],
+        [upstream, client],
+      ] as const) {
+        this.#open.add(from);
+        from.pipe(to);
+        from.on("error", () => to.destroy());
+        from.on("close", () => {
+          this.#open.delete(from);
+          to.destroy();
+        });
+      }
+    });
+  }
+
+  /** A proxy listening on a free loopback port. */
+  static async start(): Promise<LinkProxy> {
+    const server = createServer();
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(0, "127.0.0.1", () => resolve());
+    });
+    return new LinkProxy(server);
+  }
+
+  get port(): number {
+    const a = this.#server.address();
+    return typeof a === "object" && a !== null ? a.port : 0;
+  }
+
+  /** Closes every connection through the link, and refuses new ones until healed. */
+  cut(): void {
+    this.#cut = true;
+    for (const s of this.#open) {
+      s.destroy();
+    }
+    this.#open.clear();
+  }
+
+  /** Forwards new connections again. */
+  heal(): void {
+    this.#cut = false;
+  }
+
+  async stop(): Promise<void> {
+    this.cut();
+    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+  }
+}
+
+/**
+ * Two nats-server nodes, a and b (server tags "a" and "b"), in one cluster
+ * with JetStream, whose routes go through a LinkProxy each way (each node
+ * also advertises its proxy as its route address, so that no route
+ * bypasses them): cut() cuts them off from each other while both keep
+ * serving their clients.
+ */
+export interface Cluster {
+  a: NatsServer;
+  b: NatsServer;
+  cut(): void;
+  heal(): void;
+  stop(): Promise<void>;
+}
+
+export async function startCluster(): Promise<Cluster> {
+  const toA = await LinkProxy.start();
+  const toB = await LinkProxy.start();
+  const a = await startClusterNode("A", toA, toB);
+  const b = await startClusterNode("B", toB, toA);
+  toA.target = a.clusterPort;
+  toB.target = b.clusterPort;
+  return {
+    a,
+    b,
+    cut() {
+      toA.cut();
+      toB.cut();
+    },
+    heal() {
+      toA.heal();
+      toB.heal();
+    },
+    async stop() {
+      await a.stop();
+      await b.stop();
+      await toA.stop();
+      await toB.stop();
+    },
+  };
+}
+
+async function startClusterNode(name: string, self: LinkProxy, peer: LinkProxy): Promise<NatsServer> {
+  const dir = mkdtempSync(join(tmpdir(), `uid-ts-nats-${name}-`));
+  const conf = join(dir, "server.conf");
+  writeFileSync(
+    conf,
+    [
+      `server_name: ${name}`,
+      `server_tags: ["${name.toLowerCase()}"]`,
+      `listen: "127.0.0.1:-1"`,
+      `jetstream { store_dir: "${join(dir, "store")}" }`,
+      `cluster {`,
+      `  name: uid-test`,
+      `  listen: "127.0.0.1:-1"`,
+      `  advertise: "127.0.0.1:${self.port}"`,
+      `  routes: ["nats-route://127.0.0.1:${peer.port}"]`,
+      `}`,
+      ``,
+    ].join("\n"),
+  );
+  return startNatsServerIn(dir, ["-c", conf]);
 }
 
 /**

@@ -1,0 +1,118 @@
+// The move off a NATS server cut off from its cluster (docs/protocol.md,
+// "Moving off a cut-off server"; every client keeps the same rule).
+
+import type { NatsConnection } from "@nats-io/nats-core";
+import type { NatsConnectionImpl } from "@nats-io/nats-core/internal";
+
+/**
+ * How many attempts in a row, on one connection, must end in no
+ * responders or a timeout before the client moves to another server: one
+ * such attempt is a fleet restarting as often as a cut server, two in a
+ * row with no reply between them seldom are.
+ */
+export const DEFAULT_MOVE_AFTER = 2;
+
+/**
+ * The least time between two moves (ms): a fleet with no instance at all
+ * gets no responders on every server, and its clients then move at most
+ * this often instead of after every two attempts.
+ */
+export const DEFAULT_MOVE_EVERY_MS = 5000;
+
+/** Where the client logs its moves: console by default, or any logger with info (pino, winston, bunyan...). */
+export interface MoveLogger {
+  info(message: string): void;
+}
+
+/**
+ * Moves a connection off a NATS server cut off from its cluster.
+ *
+ * NATS never does so on its own: the connection to that server is healthy,
+ * only the server has lost its routes, so every request sent there gets no
+ * responders, or times out, until the cut heals. The client reports each
+ * attempt: those that ended in no responders or a timeout are counted, in a
+ * row; any reply, an error status such as a 503 too, resets the count. When
+ * the count reaches after, the connection knows more than one server, and
+ * the last move was at least everyMs ago (monotonic clock), the connection
+ * is forced to reconnect (nats.js's NatsConnection.reconnect(), which takes
+ * the next server of its pool) and the count starts again. The call goes on
+ * retrying within its deadline meanwhile; the requests in flight on the
+ * connection fail as disconnected and are retried.
+ *
+ * The connection stays its owner's: it is only ever forced to reconnect,
+ * never closed.
+ */
+export class Mover {
+  readonly #nc: NatsConnection;
+  readonly #after: number; // 0: never
+  readonly #everyMs: number;
+  readonly #logger: MoveLogger;
+  #failures = 0; // attempts in a row without a reply
+  #lastMove: number | undefined; // performance.now() of the last move
+  #moves = 0;
+
+  constructor(nc: NatsConnection, after: number, everyMs: number, logger: MoveLogger) {
+    this.#nc = nc;
+    this.#after = after;
+    this.#everyMs = everyMs;
+    this.#logger = logger;
+  }
+
+  /** An attempt got a reply (an error status is a reply). */
+  replied(): void {
+    this.#failures = 0;
+  }
+
+  /** An attempt ended in no responders or a timeout. Tells whether it moved the connection. */
+  failed(): boolean {
+    if (this.#after === 0 || ++this.#failures < this.#after) {
+      return false;
+    }
+    const now = performance.now();
+    const pool = poolOf(this.#nc);
+    if ((this.#lastMove !== undefined && now - this.#lastMove < this.#everyMs) || !pool.connected || pool.servers < 2) {
+      return false;
+    }
+    const count = this.#failures;
+    const left = serverOnly(this.#nc.getServer());
+    const name = this.#nc.info?.server_name;
+    this.#lastMove = now;
+    this.#failures = 0;
+    this.#moves++;
+    // The reconnect runs on its own; the promise only rejects when the
+    // connection closed or is draining meanwhile, when there is nothing
+    // to move.
+    this.#nc.reconnect().catch(() => {});
+    this.#logger.info(
+      "uid-dispenser client: no dispenser answers through this NATS server; moving to another server of the connection's pool" +
+        ` event=client.moved server=${left}${name ? ` server_name=${name}` : ""} failed_attempts=${count}`,
+    );
+    return true;
+  }
+
+  /** How many times the connection was moved. */
+  get moves(): number {
+    return this.#moves;
+  }
+}
+
+/**
+ * Whether nc is connected and how many servers its pool holds. nats.js
+ * keeps the pool (the servers given and those the cluster advertises) in
+ * its connection's protocol handler, typed in @nats-io/nats-core/internal
+ * but not on NatsConnection; another implementation of NatsConnection
+ * counts the servers its server advertises.
+ */
+function poolOf(nc: NatsConnection): { connected: boolean; servers: number } {
+  const protocol = (nc as Partial<NatsConnectionImpl>).protocol;
+  if (protocol !== undefined && typeof protocol.servers?.length === "function") {
+    return { connected: protocol.connected, servers: protocol.servers.length() };
+  }
+  return { connected: !nc.isClosed(), servers: nc.info?.connect_urls?.length ?? 1 };
+}
+
+/** A server's address without user information: a password or a token may sit there. */
+export function serverOnly(hostport: string): string {
+  const at = hostport.lastIndexOf("@");
+  return at < 0 ? hostport : hostport.slice(at + 1);
+}
