@@ -10,8 +10,10 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -69,35 +71,32 @@ def nats_server_binary() -> str:
 class NatsServer:
     """nats-server with JetStream on a free loopback port (the server picks
     it and writes it to a ports file, so no other test can take it in
-    between) and a temporary store."""
+    between) and a temporary store; or, given a directory and arguments,
+    nats-server with those, its ports file in the directory."""
 
-    def __init__(self) -> None:
-        self.dir = tempfile.mkdtemp(prefix="uid-py-nats-")
+    def __init__(self, dir: str | None = None, args: list[str] | None = None) -> None:
+        self.dir = dir or tempfile.mkdtemp(prefix="uid-py-nats-")
+        if args is None:
+            args = ["-js", "-a", "127.0.0.1", "-p", "-1", "-sd", str(Path(self.dir) / "store")]
         self._log = open(Path(self.dir) / "log", "wb")
         self.proc = subprocess.Popen(
-            [
-                nats_server_binary(),
-                "-js",
-                "-a",
-                "127.0.0.1",
-                "-p",
-                "-1",
-                "-sd",
-                str(Path(self.dir) / "store"),
-                "--ports_file_dir",
-                self.dir,
-            ],
+            [nats_server_binary(), *args, "--ports_file_dir", self.dir],
             stdout=self._log,
             stderr=subprocess.STDOUT,
         )
         self.url = ""
+        self.cluster_port = 0
+        """The port it listens on for routes; 0 without a cluster."""
 
         def ready() -> bool:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"nats-server exited at start: {self.log()}")
             for f in Path(self.dir).glob("*.ports"):
                 try:
-                    self.url = json.loads(f.read_text())["nats"][0]
+                    ports = json.loads(f.read_text())
+                    self.url = ports["nats"][0]
+                    cluster = ports.get("cluster") or []
+                    self.cluster_port = int(cluster[0].rsplit(":", 1)[1]) if cluster else 0
                 except (ValueError, KeyError, IndexError):
                     return False  # being written
                 return True
@@ -112,6 +111,139 @@ class NatsServer:
         _kill(self.proc, signal.SIGTERM)
         self._log.close()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class LinkProxy:
+    """A TCP link the test can cut: it listens on a free loopback port and
+    forwards each connection to a target port. cut() closes every
+    connection through it and refuses new ones until heal(): the peers see
+    a real loss of the link, as from a dead network. Threads of its own,
+    beside any event loop."""
+
+    def __init__(self) -> None:
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port: int = self._listener.getsockname()[1]
+        self.target = 0
+        """Where connections go; 0: not known yet, refuse."""
+        self._lock = threading.Lock()
+        self._open: set[socket.socket] = set()
+        self._cut = False
+        threading.Thread(target=self._accept_loop, name=f"link-proxy-{self.port}", daemon=True).start()
+
+    def cut(self) -> None:
+        """Closes every connection through the link, and refuses new ones until healed."""
+        with self._lock:
+            self._cut = True
+            for s in self._open:
+                _close(s)
+            self._open.clear()
+
+    def heal(self) -> None:
+        """Forwards new connections again."""
+        with self._lock:
+            self._cut = False
+
+    def stop(self) -> None:
+        self.cut()
+        _close(self._listener)
+
+    def _accept_loop(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return  # stopped
+            try:
+                if self.target == 0:
+                    raise OSError("no target yet")
+                upstream = socket.create_connection(("127.0.0.1", self.target), timeout=5)
+                upstream.settimeout(None)
+            except OSError:
+                _close(client)
+                continue
+            with self._lock:
+                if self._cut:
+                    _close(client)
+                    _close(upstream)
+                    continue
+                self._open.update((client, upstream))
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
+        """Copies src to dst until either ends, then closes both."""
+        try:
+            while data := src.recv(16384):
+                dst.sendall(data)
+        except OSError:
+            pass  # the link was cut, or a peer closed
+        finally:
+            with self._lock:
+                self._open.discard(src)
+                self._open.discard(dst)
+            _close(src)
+            _close(dst)
+
+
+def _close(s: socket.socket) -> None:
+    try:
+        s.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass  # not connected
+    s.close()
+
+
+class Cluster:
+    """Two nats-server nodes, a and b (server tags "a" and "b"), in one
+    cluster with JetStream, whose routes go through a LinkProxy each way
+    (each node also advertises its proxy as its route address, so that no
+    route bypasses them): cut() cuts them off from each other while both
+    keep serving their clients."""
+
+    def __init__(self) -> None:
+        self._to_a = LinkProxy()
+        self._to_b = LinkProxy()
+        self.a = _cluster_node("A", self._to_a, self._to_b)
+        self.b = _cluster_node("B", self._to_b, self._to_a)
+        self._to_a.target = self.a.cluster_port
+        self._to_b.target = self.b.cluster_port
+
+    def cut(self) -> None:
+        self._to_a.cut()
+        self._to_b.cut()
+
+    def heal(self) -> None:
+        self._to_a.heal()
+        self._to_b.heal()
+
+    def stop(self) -> None:
+        self.a.stop()
+        self.b.stop()
+        self._to_a.stop()
+        self._to_b.stop()
+
+
+def _cluster_node(name: str, me: LinkProxy, peer: LinkProxy) -> NatsServer:
+    dir = tempfile.mkdtemp(prefix=f"uid-py-nats-{name}-")
+    conf = Path(dir) / "server.conf"
+    conf.write_text(
+        "\n".join(
+            [
+                f"server_name: {name}",
+                f'server_tags: ["{name.lower()}"]',
+                'listen: "127.0.0.1:-1"',
+                f'jetstream {{ store_dir: "{Path(dir) / "store"}" }}',
+                "cluster {",
+                "  name: uid-test",
+                '  listen: "127.0.0.1:-1"',
+                f'  advertise: "127.0.0.1:{me.port}"',
+                f'  routes: ["nats-route://127.0.0.1:{peer.port}"]',
+                "}",
+                "",
+            ]
+        )
+    )
+    return NatsServer(dir, ["-c", str(conf)])
 
 
 _built: str | None = None

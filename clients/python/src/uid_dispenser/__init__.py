@@ -34,6 +34,7 @@ from ._errors import (
     UnavailableError,
     UnknownSequenceError,
 )
+from ._move import DEFAULT_MOVE_AFTER, DEFAULT_MOVE_EVERY
 from ._prefetch import Prefetcher
 from ._protocol import (
     BASE32_WIDTH,
@@ -50,6 +51,8 @@ __version__ = "1.0.0"
 
 __all__ = [
     "BASE32_WIDTH",
+    "DEFAULT_MOVE_AFTER",
+    "DEFAULT_MOVE_EVERY",
     "DEFAULT_SUBJECT_PREFIX",
     "ENCODINGS",
     "ENCODING_HEADER",

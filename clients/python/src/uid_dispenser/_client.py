@@ -38,6 +38,7 @@ from ._errors import (
     header,
     service_error,
 )
+from ._move import DEFAULT_MOVE_AFTER, DEFAULT_MOVE_EVERY, Mover
 from ._protocol import (
     BINARY_ID_WIDTH,
     CODE_BAD_REQUEST,
@@ -96,6 +97,8 @@ class ClientStats:
     """Attempts no dispenser was subscribed for."""
     timed_out: int = 0
     """Attempts that timed out."""
+    moves: int = 0
+    """Times the connection was forced off a server that kept failing (cut off from its cluster)."""
 
 
 class UidClient:
@@ -110,6 +113,14 @@ class UidClient:
     BadRequestError, UnknownSequenceError and InternalError; a call whose
     timeout passes raises GaveUpError (a TimeoutError) from the last
     failure.
+
+    A NATS server cut off from its cluster keeps its clients connected and
+    NATS never moves them: after move_after attempts in a row ended in no
+    responders or a timeout (any reply resets the count), when the
+    connection knows another server and the last move was at least
+    move_every seconds ago, the client forces the connection onto the next
+    server of its pool (nats-py's force_reconnect) and logs it at INFO on
+    the ``uid_dispenser`` logger.
 
     Use it as ``async with uid_dispenser.connect(url) as client`` (the
     client owns and closes the connection), or ``UidClient(nc)`` on a
@@ -126,6 +137,8 @@ class UidClient:
         min_backoff: float = 0.002,
         max_backoff: float = 0.25,
         home_wait: float = 2.0,
+        move_after: int = DEFAULT_MOVE_AFTER,
+        move_every: float = DEFAULT_MOVE_EVERY,
         owns_connection: bool = False,
     ) -> None:
         """nc: a connected nats-py client. timeout: a call's deadline when it
@@ -134,6 +147,9 @@ class UidClient:
         attempts (doubled each time, jittered over its upper half).
         home_wait: how long a sequence call goes on asking while its home
         region cannot be reached before it raises HomeUnreachableError.
+        move_after: the attempts in a row ending in no responders or a
+        timeout that move the connection to another server (0: never).
+        move_every: the least time between two moves.
         owns_connection: close() closes nc."""
         self._nc = nc
         self._prefix = subject_prefix or DEFAULT_SUBJECT_PREFIX
@@ -142,6 +158,9 @@ class UidClient:
         self._min_backoff = _positive(min_backoff, "min_backoff")
         self._max_backoff = max(_positive(max_backoff, "max_backoff"), self._min_backoff)
         self._home_wait = _positive(home_wait, "home_wait")
+        if isinstance(move_after, bool) or not isinstance(move_after, int) or move_after < 0:
+            raise ValueError(f"move_after must be 0 (never) or a positive int, not {move_after!r}")
+        self._mover = Mover(nc, move_after, _positive(move_every, "move_every"))
         self._owns = owns_connection
         self._stats = ClientStats()
         self._subj_next = subject(self._prefix, "next")
@@ -166,7 +185,7 @@ class UidClient:
 
     def stats(self) -> ClientStats:
         """The client's counters since it was made (a copy)."""
-        return ClientStats(**vars(self._stats))
+        return ClientStats(**{**vars(self._stats), "moves": self._mover.moves})
 
     async def next(self, *, encoding: Encoding = "decimal", timeout: float | None = None) -> int:
         """One new ID. encoding is the wire form (decimal or base32; binary
@@ -257,9 +276,13 @@ class UidClient:
             err: Exception
             try:
                 reply = await self._nc.request(s, payload, timeout=max(0.001, min(self._attempt_timeout, left)), headers=headers)
-            except (NoRespondersError, NATSTimeoutError, ConnectionReconnectingError) as e:
+            except (NoRespondersError, NATSTimeoutError) as e:
+                err = e
+                await self._mover.failed()
+            except ConnectionReconnectingError as e:
                 err = e
             else:
+                self._mover.replied()
                 found = service_error(s, reply.headers)
                 if found is None:
                     return reply
@@ -372,6 +395,8 @@ class ClientOptions(TypedDict, total=False):
     min_backoff: float
     max_backoff: float
     home_wait: float
+    move_after: int
+    move_every: float
 
 
 def connect(

@@ -1,0 +1,92 @@
+"""The move off a NATS server cut off from its cluster (docs/protocol.md,
+"Moving off a cut-off server"; every client keeps the same rule)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from urllib.parse import ParseResult
+
+from nats.aio.client import Client as NATS
+
+DEFAULT_MOVE_AFTER = 2
+"""How many attempts in a row, on one connection, must end in no responders
+or a timeout before the client moves to another server: one such attempt is
+a fleet restarting as often as a cut server, two in a row with no reply
+between them seldom are."""
+
+DEFAULT_MOVE_EVERY = 5.0
+"""The least time between two moves (seconds): a fleet with no instance at
+all gets no responders on every server, and its clients then move at most
+this often instead of after every two attempts."""
+
+log = logging.getLogger("uid_dispenser")
+
+
+class Mover:
+    """Moves a connection off a NATS server cut off from its cluster.
+
+    NATS never does so on its own: the connection to that server is healthy,
+    only the server has lost its routes, so every request sent there gets no
+    responders, or times out, until the cut heals. The client reports each
+    attempt: those that ended in no responders or a timeout are counted, in
+    a row; any reply, an error status such as a 503 too, resets the count.
+    When the count reaches after, the connection knows more than one server
+    and the last move was at least every seconds ago (monotonic clock), the
+    connection is forced to reconnect (nats-py's Client.force_reconnect,
+    which takes the next server of its pool) and the count starts again. The
+    call goes on retrying within its timeout meanwhile.
+
+    The connection stays its owner's: it is only ever forced to reconnect,
+    never closed. For one event loop, as the connection is."""
+
+    def __init__(self, nc: NATS, after: int, every: float) -> None:
+        self._nc = nc
+        self._after = after  # 0: never
+        self._every = every
+        self._failures = 0  # attempts in a row without a reply
+        self._last_move: float | None = None  # time.monotonic() of the last move
+        self.moves = 0
+        """How many times the connection was moved."""
+
+    def replied(self) -> None:
+        """An attempt got a reply (an error status is a reply)."""
+        self._failures = 0
+
+    async def failed(self) -> bool:
+        """An attempt ended in no responders or a timeout. Tells whether it
+        moved the connection."""
+        if self._after == 0:
+            return False
+        self._failures += 1
+        now = time.monotonic()
+        if (
+            self._failures < self._after
+            or (self._last_move is not None and now - self._last_move < self._every)
+            or not self._nc.is_connected  # reconnecting already
+            or len(self._nc.servers) < 2
+        ):
+            return False
+        count = self._failures
+        left = server_only(self._nc.connected_url)
+        self._last_move = now
+        self._failures = 0
+        self.moves += 1
+        # It only starts the reconnect, in a task of nats-py's own.
+        await self._nc.force_reconnect()
+        log.info(
+            "uid-dispenser client: no dispenser answers through this NATS server;"
+            " moving to another server of the connection's pool event=client.moved server=%s failed_attempts=%d",
+            left,
+            count,
+        )
+        return True
+
+
+def server_only(url: ParseResult | None) -> str:
+    """A server URL without its user information: a password or a token
+    may sit there."""
+    if url is None or url.hostname is None:
+        return "(no server)"
+    port = f":{url.port}" if url.port is not None else ""
+    return f"{url.scheme or 'nats'}://{url.hostname}{port}"

@@ -1,0 +1,194 @@
+"""A client whose NATS server is cut off from its cluster: nodes A and B,
+the dispenser on B, the client on A knowing both. Once the route between
+them is cut, A has no responders for uid.next; the client moves itself to
+B and its calls succeed, with no ID twice. With the move off (move_after
+0) its calls keep failing; a connection that knows one server stays."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import AsyncIterator, Iterator
+from urllib.parse import ParseResult, urlparse
+
+import nats
+import pytest
+import pytest_asyncio
+from nats.aio.client import Client as NATS
+from nats.js.api import DiscardPolicy, Placement, StorageType, StreamConfig
+
+from servers import Cluster, Dispenser, NatsServer, connect_to, wait_for
+from uid_dispenser import DEFAULT_MOVE_AFTER, GaveUpError, UidClient
+
+WITHIN = 60.0
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Cluster]:
+    c = Cluster()
+    yield c
+    c.stop()
+
+
+@pytest_asyncio.fixture(scope="module")
+async def dispenser_on_b(cluster: Cluster) -> AsyncIterator[Dispenser]:
+    """The dispenser on B, its worker-ID bucket on B alone (one replica, tag
+    b): it keeps its lease through the cut."""
+    nc = await nats.connect(cluster.b.url)
+    try:
+        js = nc.jetstream()
+        # The KV stream as nats-py creates a bucket, with the placement its
+        # create_key_value (2.16) leaves out.
+        bucket = StreamConfig(
+            name="KV_uid_workers",
+            subjects=["$KV.uid_workers.>"],
+            max_msgs_per_subject=1,
+            discard=DiscardPolicy.NEW,
+            allow_rollup_hdrs=True,
+            deny_delete=True,
+            allow_direct=True,
+            storage=StorageType.FILE,
+            num_replicas=1,
+            duplicate_window=120,
+            placement=Placement(tags=["b"]),
+        )
+
+        async def created() -> bool:
+            try:
+                await js.add_stream(bucket)
+            except (nats.errors.Error, nats.js.errors.Error):
+                return False  # no meta leader yet
+            return True
+
+        await wait_for("JetStream to create the worker-ID bucket on B", WITHIN, created)
+        info = await js.stream_info("KV_uid_workers")
+        assert info.cluster is not None and info.cluster.leader == "B", info.cluster
+    finally:
+        await nc.close()
+    d = await Dispenser.start(cluster.b.url)
+    yield d
+    d.kill(signal.SIGTERM)
+
+
+@pytest_asyncio.fixture
+async def joined(cluster: Cluster, dispenser_on_b: Dispenser) -> Cluster:
+    """The cluster with its route healed: the dispenser answers through A."""
+    cluster.heal()
+    await wait_for("the dispenser on B to answer through A", WITHIN, lambda: answers_through(cluster.a))
+    return cluster
+
+
+async def test_calls_move_off_a_server_cut_off_from_its_cluster(joined: Cluster, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="uid_dispenser")
+    # A password in the URL (the servers ignore it) must not reach the log.
+    a = joined.a.url.replace("nats://", "nats://uidtest:s3cret@")
+    nc = await two_servers(a, joined.b.url)
+    try:
+        client = UidClient(nc, timeout=WITHIN)
+        assert port(nc.connected_url) == port(joined.a.url)
+        await client.next()
+        await cut(joined)
+        got: list[int] = []
+
+        async def caller(batches: bool) -> None:
+            for _ in range(25):
+                if batches:
+                    got.extend(await client.batch(100))
+                else:
+                    got.append(await client.next())
+
+        await asyncio.gather(*(caller(w % 2 == 1) for w in range(4)))
+        assert port(nc.connected_url) == port(joined.b.url), "the connection is on B"
+        stats = client.stats()
+        assert stats.moves >= 1 and stats.no_responders + stats.timed_out >= 2, stats
+        assert len(got) == 2 * 25 + 2 * 25 * 100
+        assert len(set(got)) == len(got), f"{len(got) - len(set(got))} duplicate IDs"
+    finally:
+        await nc.close()
+    logged = [r.getMessage() for r in caplog.records if r.name == "uid_dispenser"]
+    moved = next((m for m in logged if "event=client.moved" in m), "")
+    assert f"server=nats://127.0.0.1:{port(joined.a.url)}" in moved, logged
+    assert not any("s3cret" in m or "uidtest" in m for m in logged), logged
+
+
+async def test_with_the_move_off_calls_keep_failing_through_the_cut_off_server(joined: Cluster) -> None:
+    nc = await two_servers(joined.a.url, joined.b.url)
+    try:
+        await calls_fail_on_a(joined, nc, UidClient(nc, move_after=0, timeout=1.0))
+    finally:
+        await nc.close()
+
+
+async def test_a_connection_that_knows_one_server_stays_on_it(server: NatsServer) -> None:
+    # nats-py always adds the servers a cluster advertises to the pool: a
+    # server of no cluster, with no dispenser, is one that has no responders
+    # and no other server to move to.
+    nc = await connect_to(server.url)
+    try:
+        client = UidClient(nc, timeout=1.0)
+        for _ in range(3):
+            with pytest.raises(GaveUpError):
+                await client.next()
+        assert port(nc.connected_url) == port(server.url) and len(nc.servers) == 1, nc.servers
+        assert nc.stats["reconnects"] == 0
+        stats = client.stats()
+        assert stats.moves == 0 and stats.no_responders >= 3 * DEFAULT_MOVE_AFTER, stats
+    finally:
+        await nc.close()
+
+
+def test_move_after_must_be_0_or_a_positive_int() -> None:
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="move_after"):
+            UidClient(NATS(), move_after=bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="move_every"):
+        UidClient(NATS(), move_every=0)
+
+
+async def calls_fail_on_a(cluster: Cluster, nc: NATS, client: UidClient) -> None:
+    """Cuts A off from B and asserts that three calls of client, on A, fail
+    there, and nothing moved."""
+    await client.next()
+    await cut(cluster)
+    for _ in range(3):
+        with pytest.raises(GaveUpError):
+            await client.next()
+    assert port(nc.connected_url) == port(cluster.a.url)
+    stats = client.stats()
+    assert stats.moves == 0, stats
+    # Far more failed attempts in a row than the default move needs.
+    assert stats.no_responders + stats.timed_out >= 3 * DEFAULT_MOVE_AFTER, stats
+
+
+async def cut(cluster: Cluster) -> None:
+    """Cuts A off from B and waits until A has dropped the dispenser's subscriptions."""
+    cluster.cut()
+
+    async def dropped() -> bool:
+        return not await answers_through(cluster.a)
+
+    await wait_for("A to drop the subscriptions of B", WITHIN, dropped)
+
+
+async def two_servers(a: str, b: str) -> NATS:
+    """A connection to a, then b, in that order, each reconnect quick."""
+    return await nats.connect([a, b], dont_randomize=True, max_reconnect_attempts=-1, reconnect_time_wait=0.05)
+
+
+async def answers_through(server: NatsServer) -> bool:
+    """Whether a dispenser answers uid.next through server."""
+    nc = await nats.connect(server.url)
+    try:
+        await nc.request("uid.next", b"", timeout=0.5)
+        return True
+    except (nats.errors.NoRespondersError, nats.errors.TimeoutError):
+        return False
+    finally:
+        await nc.close()
+
+
+def port(url: ParseResult | str | None) -> int | None:
+    if url is None:
+        return None
+    return (urlparse(url) if isinstance(url, str) else url).port
