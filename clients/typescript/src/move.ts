@@ -111,8 +111,12 @@ function poolOf(nc: NatsConnection): { connected: boolean; servers: number } {
   return { connected: !nc.isClosed(), servers: nc.info?.connect_urls?.length ?? 1 };
 }
 
-/** A server's address without user information: a password or a token may sit there. */
-export function serverOnly(hostport: string): string {
-  const at = hostport.lastIndexOf("@");
-  return at < 0 ? hostport : hostport.slice(at + 1);
+/**
+ * A server's address as a URL without user information (a password or a
+ * token may sit there): nats://host:port, as the other clients log it.
+ */
+export function serverOnly(server: string): string {
+  const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(server)?.[0] ?? "nats://";
+  const rest = server.slice(server.startsWith(scheme) ? scheme.length : 0);
+  return scheme + rest.slice(rest.lastIndexOf("@") + 1);
 }

@@ -91,7 +91,7 @@ test("calls move off a server cut off from its cluster", async () => {
     await nc.close();
   }
   const moved = logged.find((m) => m.includes("event=client.moved")) ?? "";
-  assert.ok(moved.includes(`server=127.0.0.1:${port(cluster.a.url)}`), JSON.stringify(logged));
+  assert.ok(moved.includes(`server=nats://127.0.0.1:${port(cluster.a.url)}`), JSON.stringify(logged));
   assert.ok(!logged.some((m) => m.includes("s3cret") || m.includes("uidtest")), JSON.stringify(logged));
 });
 
