@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -69,6 +70,9 @@ func (r *run) healAll(ctx context.Context) (int64, error) {
 		}
 		if err == nil && r.netem {
 			err = h.ClearNetem(ctx)
+		}
+		if err == nil {
+			_, err = h.Restore(ctx) // a link fault without netem
 		}
 		if err != nil && firstErr == nil {
 			firstErr = err
@@ -184,14 +188,13 @@ func (r *run) partition(ctx context.Context) (Proof, error) {
 	return p, err
 }
 
-// dropWithin bounds how long a cut or a random loss is held past its
-// hold until its rules have dropped a packet.
+// dropWithin bounds how long a cut or a link fault is held past its
+// hold until it has proven itself (its rules dropped a packet, its
+// delayer delayed one, …).
 const dropWithin = 30 * time.Second
 
-// holdDropping holds the cuts or the random loss in force for a hold,
-// and past it until their rules have dropped a packet: the proof that
-// the fault happened. A random loss of 5 % on one node's link held 1 s
-// met a few dozen packets, and none may be drawn.
+// holdDropping holds the cuts in force for a hold, and past it until
+// their rules have dropped a packet: the proof that the fault happened.
 func (r *run) holdDropping(ctx context.Context) {
 	_ = sleep(ctx, r.hold())
 	_ = waitFor(ctx, dropWithin, func() bool {
@@ -217,7 +220,7 @@ func names(hs []*netns.Host) string {
 
 // linkFault degrades one node's link or every node's for 5–15 s: tc
 // netem (delay 50–200 ms, loss 5–20 %, reordering, duplication) where
-// the kernel has it, else random loss of 5–20 % with iptables.
+// the kernel has it, else all of them at once in userspace (linkFallback).
 func (r *run) linkFault(ctx context.Context) (Proof, error) {
 	var hosts []*netns.Host
 	where := "every node"
@@ -229,64 +232,104 @@ func (r *run) linkFault(ctx context.Context) (Proof, error) {
 			hosts = append(hosts, r.cluster.nodes[i].host)
 		}
 	}
+	if !r.netem {
+		return r.linkFallback(ctx, hosts, where)
+	}
 	p := Proof{Kind: KindNetem, Start: time.Now()}
 	var args []string
+	switch r.rng.IntN(4) {
+	case 0:
+		d := 50 + r.rng.IntN(151)
+		args = []string{"delay", fmt.Sprintf("%dms", d), fmt.Sprintf("%dms", d/5)}
+	case 1:
+		args = []string{"loss", fmt.Sprintf("%d%%", 5+r.rng.IntN(16))}
+	case 2:
+		args = []string{"delay", "20ms", "reorder", "25%", "50%"}
+	default:
+		args = []string{"duplicate", fmt.Sprintf("%d%%", 5+r.rng.IntN(16))}
+	}
 	var err error
-	if r.netem {
-		switch r.rng.IntN(4) {
-		case 0:
-			d := 50 + r.rng.IntN(151)
-			args = []string{"delay", fmt.Sprintf("%dms", d), fmt.Sprintf("%dms", d/5)}
-		case 1:
-			args = []string{"loss", fmt.Sprintf("%d%%", 5+r.rng.IntN(16))}
-		case 2:
-			args = []string{"delay", "20ms", "reorder", "25%", "50%"}
-		default:
-			args = []string{"duplicate", fmt.Sprintf("%d%%", 5+r.rng.IntN(16))}
+	for _, h := range hosts {
+		if err = h.Netem(ctx, args...); err != nil {
+			break
 		}
-		for _, h := range hosts {
-			if err = h.Netem(ctx, args...); err != nil {
-				break
+	}
+	p.What = "netem " + strings.Join(args, " ") + " on " + where
+	if err != nil {
+		_, _ = r.healAll(ctx)
+		return p, err
+	}
+	_ = sleep(ctx, r.hold())
+	var proof []string
+	proven := false
+	for _, h := range hosts {
+		st, err := h.NetemStats(ctx)
+		if err == nil {
+			proof = append(proof, fmt.Sprintf("%s: %d packets through netem, %d dropped", h.Name, st.Sent, st.Dropped))
+			proven = proven || st.Sent > 0 && strings.Contains(st.Line, args[0])
+		}
+	}
+	_, err = r.healAll(ctx)
+	p.End = time.Now()
+	p.Proof, p.Proven = strings.Join(proof, "; "), proven
+	return p, err
+}
+
+// linkFallback is the link fault on a kernel without netem
+// (netns.LinkFault): each host's received client and cluster packets
+// held for a delay of d to 1.4 d (d 50–200 ms, so that they reorder),
+// 5–20 % of them dropped, 5–20 % of those it sends duplicated, all at
+// once. Held past the hold until the hosts delayed, reordered, dropped
+// and duplicated packets, each at least one: the proof.
+func (r *run) linkFallback(ctx context.Context, hosts []*netns.Host, where string) (Proof, error) {
+	d := time.Duration(50+r.rng.IntN(151)) * time.Millisecond
+	f := netns.LinkFault{Min: d, Max: d + 2*d/5,
+		Loss: float64(5+r.rng.IntN(16)) / 100, Duplicate: float64(5+r.rng.IntN(16)) / 100,
+		Protocol: "tcp", Ports: []int{clientPort, clusterPort}, Seed: r.rng.Uint64()}
+	p := Proof{Kind: KindNetem, Start: time.Now(),
+		What: fmt.Sprintf("%s on %s (NFQUEUE delayer and TEE: no netem in this kernel)", f, where)}
+	var err error
+	for _, h := range hosts {
+		// Clones go to the packet's destination, one of the run's hosts.
+		var peers []netip.Addr
+		for _, o := range r.network.Hosts() {
+			if o != h {
+				peers = append(peers, o.Addr)
 			}
 		}
-		p.What = "netem " + strings.Join(args, " ") + " on " + where
-	} else {
-		loss := float64(5+r.rng.IntN(16)) / 100
-		for _, h := range hosts {
-			if err = h.LoseRandomly(ctx, loss); err != nil {
-				break
-			}
+		if err = h.Degrade(ctx, f, peers); err != nil {
+			break
 		}
-		p.What = fmt.Sprintf("random loss %.0f%% (iptables statistic; no netem in this kernel) on %s", 100*loss, where)
 	}
 	if err != nil {
 		_, _ = r.healAll(ctx)
 		return p, err
 	}
-	if r.netem {
-		_ = sleep(ctx, r.hold())
-	} else {
-		r.holdDropping(ctx)
-	}
-	var proof []string
-	proven := false
-	if r.netem {
+	_ = sleep(ctx, r.hold())
+	_ = waitFor(ctx, dropWithin, func() bool {
+		var total netns.LinkStats
 		for _, h := range hosts {
-			st, err := h.NetemStats(ctx)
-			if err == nil {
-				proof = append(proof, fmt.Sprintf("%s: %d packets through netem, %d dropped", h.Name, st.Sent, st.Dropped))
-				proven = proven || st.Sent > 0 && strings.Contains(st.Line, args[0])
+			s, err := h.LinkStats(ctx)
+			if err != nil {
+				return false
 			}
+			total = total.Add(s)
 		}
+		return total.Proven()
+	})
+	var proof []string
+	var total netns.LinkStats
+	var errs []error
+	for _, h := range hosts {
+		s, err := h.Restore(ctx)
+		errs = append(errs, err)
+		total = total.Add(s)
+		proof = append(proof, fmt.Sprintf("%s: %s", h.Name, s))
 	}
-	dropped, err := r.healAll(ctx)
+	_, err = r.healAll(ctx)
 	p.End = time.Now()
-	if !r.netem {
-		proof = append(proof, fmt.Sprintf("%d packets dropped", dropped))
-		proven = dropped > 0
-	}
-	p.Proof, p.Proven = strings.Join(proof, "; "), proven
-	return p, err
+	p.Proof, p.Proven = strings.Join(proof, "; "), total.Proven()
+	return p, errors.Join(append(errs, err)...)
 }
 
 // pause stops a dispenser or a node with SIGSTOP for longer than the

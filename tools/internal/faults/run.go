@@ -290,7 +290,7 @@ func (r *run) setUp(ctx context.Context) error {
 	}
 	r.netem = r.cluster.nodes[0].host.NetemAvailable(ctx)
 	if !r.netem {
-		r.logf("no tc netem in this kernel: link faults are random loss with iptables' statistic match")
+		r.logf("no tc netem in this kernel: link faults are NFQUEUE rules and a delayer (delay, reordering, loss) and TEE rules (duplication)")
 	}
 	return nil
 }

@@ -138,19 +138,6 @@ func (h *Host) ClearNetem(ctx context.Context) error {
 	return err
 }
 
-// LoseRandomly drops each packet the host sends or receives with the
-// given probability (iptables' statistic match, in the cut chain: Heal
-// removes it, Dropped counts it). It stands in for netem's loss on a
-// kernel without sch_netem.
-func (h *Host) LoseRandomly(ctx context.Context, probability float64) error {
-	if err := h.ensureChain(ctx); err != nil {
-		return err
-	}
-	_, err := h.Exec(ctx, "iptables", "-w", "-A", chain, "-m", "statistic", "--mode", "random",
-		"--probability", strconv.FormatFloat(probability, 'f', 3, 64), "-j", "DROP")
-	return err
-}
-
 // NetemAvailable tells whether the kernel has tc's netem qdisc (a
 // Firecracker guest kernel, for one, has none).
 func (h *Host) NetemAvailable(ctx context.Context) bool {

@@ -2,9 +2,10 @@
 // network namespace joined to a bridge the run creates by a veth pair,
 // with an address on a private /24 and no route beyond it. Processes run
 // inside a host with `ip netns exec`; partitions are iptables rules and
-// link faults tc netem qdiscs inside the hosts' own namespaces, so the
-// machine's own tables are never touched and deleting a namespace deletes
-// its rules.
+// link faults tc netem qdiscs (or, without netem, iptables NFQUEUE and
+// TEE rules and a delayer: linkfault.go) inside the hosts' own
+// namespaces, so the machine's own tables are never touched and deleting
+// a namespace deletes its rules.
 //
 // Every name the run makes starts with Prefix and the run's process ID
 // (ufh12345n0): a later run sweeps away what an earlier one left behind
@@ -48,6 +49,9 @@ type Host struct {
 	// chained: the host's cut chain exists (links.go). Only the run's
 	// goroutine that injects faults changes it.
 	chained bool
+	// link: the host's link fault's delayer (linkfault.go), nil without
+	// one. Changed by the same goroutine as chained.
+	link *delayer
 }
 
 // Available tells whether this machine lets the run make namespaces: it
@@ -155,6 +159,12 @@ func (h *Host) Exec(ctx context.Context, name string, args ...string) (string, e
 func (n *Network) Close(ctx context.Context) error {
 	var errs []error
 	for _, h := range n.hosts {
+		if h.link != nil {
+			// Its socket would keep the namespace alive, its goroutines
+			// running: no draining, the namespace goes.
+			h.link.stop()
+			h.link = nil
+		}
 		errs = append(errs, removeNamespace(ctx, h.NS))
 		errs = append(errs, removeLink(ctx, h.veth))
 	}
