@@ -277,13 +277,14 @@ func (r *run) linkFault(ctx context.Context) (Proof, error) {
 
 // linkFallback is the link fault on a kernel without netem
 // (netns.LinkFault): each host's received client and cluster packets
-// held for a delay of d to 1.4 d (d 50–200 ms, so that they reorder),
-// 5–20 % of them dropped, 5–20 % of those it sends duplicated, all at
-// once. Held past the hold until the hosts delayed, reordered, dropped
-// and duplicated packets, each at least one: the proof.
+// held for a delay drawn from d to 4d/3 (d 50–150 ms: every delay within
+// 50–200 ms, spread so that packets reorder), 5–20 % of them dropped,
+// 5–20 % of those it sends duplicated, all at once. Held past the hold
+// until the hosts delayed, reordered, dropped and duplicated packets,
+// each at least one: the proof.
 func (r *run) linkFallback(ctx context.Context, hosts []*netns.Host, where string) (Proof, error) {
-	d := time.Duration(50+r.rng.IntN(151)) * time.Millisecond
-	f := netns.LinkFault{Min: d, Max: d + 2*d/5,
+	d := time.Duration(50+r.rng.IntN(101)) * time.Millisecond
+	f := netns.LinkFault{Min: d, Max: d * 4 / 3,
 		Loss: float64(5+r.rng.IntN(16)) / 100, Duplicate: float64(5+r.rng.IntN(16)) / 100,
 		Protocol: "tcp", Ports: []int{clientPort, clusterPort}, Seed: r.rng.Uint64()}
 	p := Proof{Kind: KindNetem, Start: time.Now(),

@@ -49,7 +49,7 @@ const cloneMark = "0x10000/0x10000"
 
 // queueLen bounds the packets the kernel holds for the delayer; past it
 // the queue fails open. A node on a loaded link receives a few thousand
-// packets a second, and the longest delay holds 280 ms of them.
+// packets a second, and the harness's longest delay holds 200 ms of them.
 const queueLen = 16384
 
 // LinkFault is what a host's link does to the packets of one protocol on
