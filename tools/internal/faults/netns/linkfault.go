@@ -212,6 +212,8 @@ func noSuchRule(err error) bool {
 // longest delay and a margin, since no packet is queued any more.
 func (h *Host) drain(ctx context.Context, d *delayer) error {
 	deadline := time.Now().Add(d.fault.Max + 5*time.Second)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
 	for {
 		q, err := h.kernelQueue(ctx)
 		if err == nil {
@@ -223,8 +225,10 @@ func (h *Host) drain(ctx context.Context, d *delayer) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("netns: %s's link queue not drained: %d held by the delayer (%v)", h.Name, d.holding(), err)
 		}
-		if err := sleepCtx(ctx, 20*time.Millisecond); err != nil {
-			return err
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
 		}
 	}
 }
@@ -452,16 +456,5 @@ func (d *delayer) stopped() bool {
 		return true
 	default:
 		return false
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
