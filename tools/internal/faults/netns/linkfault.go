@@ -122,40 +122,43 @@ func (h *Host) Degrade(ctx context.Context, f LinkFault, peers []netip.Addr) err
 		return err
 	}
 	h.link = d
-	// The delayer listens before any packet is queued. The jumps go last,
-	// after a cut's (inserted first): a cut host drops before it delays.
-	match := []string{"-p", f.Protocol, "-m", "multiport", "--ports", f.ports()}
-	rules := [][]string{
-		{"-w", "-N", linkChain},
-		append(append([]string{"-w", "-A", linkChain, "-i", "eth0"}, match...),
-			"-j", "NFQUEUE", "--queue-num", "0", "--queue-bypass"),
-		{"-w", "-A", "INPUT", "-j", linkChain},
-		{"-w", "-t", "mangle", "-N", dupChain},
-		{"-w", "-t", "mangle", "-A", "POSTROUTING", "-j", dupChain},
-	}
+	// The delayer listens before any packet is queued. The rules go in
+	// at once (iptables-restore), the jumps last in their chains: after
+	// a cut's (inserted first), a cut host drops before it delays.
+	match := fmt.Sprintf("-p %s -m multiport --ports %s", f.Protocol, f.ports())
+	var rules strings.Builder
+	fmt.Fprintf(&rules, "*filter\n:%s - [0:0]\n", linkChain)
+	fmt.Fprintf(&rules, "-A %s -i eth0 %s -j NFQUEUE --queue-num 0 --queue-bypass\n", linkChain, match)
+	fmt.Fprintf(&rules, "-A INPUT -j %s\nCOMMIT\n", linkChain)
+	fmt.Fprintf(&rules, "*mangle\n:%s - [0:0]\n-A POSTROUTING -j %s\n", dupChain, dupChain)
 	if f.Duplicate > 0 {
 		// A clone goes out through the same hooks, nested in its
 		// original's TEE: the mark its original got makes it return at
 		// once, so that the TEE rules count clones only (a clone is
 		// never cloned again, but its pass would hit the rules' counters).
-		rules = append(rules,
-			[]string{"-w", "-t", "mangle", "-A", dupChain, "-m", "mark", "--mark", cloneMark, "-j", "RETURN"},
-			[]string{"-w", "-t", "mangle", "-A", dupChain, "-j", "MARK", "--set-xmark", cloneMark})
+		fmt.Fprintf(&rules, "-A %s -m mark --mark %s -j RETURN\n", dupChain, cloneMark)
+		fmt.Fprintf(&rules, "-A %s -j MARK --set-xmark %s\n", dupChain, cloneMark)
 		// TEE's gateway is the next hop of the clone: each peer gets a
 		// rule of its own, so a clone goes to its packet's destination.
 		for _, p := range peers {
-			rules = append(rules, append(append([]string{"-w", "-t", "mangle", "-A", dupChain, "-o", "eth0", "-d", p.String()}, match...),
-				"-m", "statistic", "--mode", "random", "--probability", strconv.FormatFloat(f.Duplicate, 'f', 3, 64),
-				"-j", "TEE", "--gateway", p.String()))
+			fmt.Fprintf(&rules, "-A %s -o eth0 -d %s %s -m statistic --mode random --probability %.3f -j TEE --gateway %s\n",
+				dupChain, p, match, f.Duplicate, p)
 		}
 	}
-	for _, r := range rules {
-		if _, err := h.Exec(ctx, "iptables", r...); err != nil {
-			_, _ = h.Restore(context.WithoutCancel(ctx))
-			return err
-		}
+	rules.WriteString("COMMIT\n")
+	if err := h.restoreRules(ctx, rules.String()); err != nil {
+		d.stop()
+		h.link = nil
+		return err
 	}
 	return nil
+}
+
+// restoreRules applies rules in iptables-restore's format to the host's
+// tables, all or none, leaving its other rules (the cuts) as they are.
+func (h *Host) restoreRules(ctx context.Context, rules string) error {
+	_, err := runInput(ctx, rules, "ip", "netns", "exec", h.NS, "iptables-restore", "-w", "--noflush")
+	return err
 }
 
 // LinkStats reads the host's link fault's counts so far (zero without one).
@@ -182,13 +185,10 @@ func (h *Host) Restore(ctx context.Context) (LinkStats, error) {
 	errs = append(errs, err)
 	// No packet is queued once the jump is gone; the delayer still
 	// releases the ones it holds, each after its own delay.
-	for _, r := range [][]string{
-		{"-D", "INPUT", "-j", linkChain}, {"-F", linkChain}, {"-X", linkChain},
-		{"-t", "mangle", "-D", "POSTROUTING", "-j", dupChain}, {"-t", "mangle", "-F", dupChain}, {"-t", "mangle", "-X", dupChain},
-	} {
-		if _, err := h.Exec(ctx, "iptables", append([]string{"-w"}, r...)...); err != nil && !noSuchRule(err) {
-			errs = append(errs, err)
-		}
+	err = h.restoreRules(ctx, fmt.Sprintf("*filter\n-D INPUT -j %[1]s\n-F %[1]s\n-X %[1]s\nCOMMIT\n"+
+		"*mangle\n-D POSTROUTING -j %[2]s\n-F %[2]s\n-X %[2]s\nCOMMIT\n", linkChain, dupChain))
+	if err != nil && !strings.Contains(err.Error(), "does not exist") {
+		errs = append(errs, err) // else Degrade's rules never went in
 	}
 	errs = append(errs, h.drain(ctx, d))
 	d.stop()
@@ -196,14 +196,6 @@ func (h *Host) Restore(ctx context.Context) (LinkStats, error) {
 	s := d.stats()
 	s.Duplicated = dup
 	return s, errors.Join(errs...)
-}
-
-// noSuchRule tells whether iptables failed because the rule or chain was
-// never made (a Degrade that failed part way).
-func noSuchRule(err error) bool {
-	msg := err.Error()
-	return strings.Contains(msg, "No chain/target/match by that name") || strings.Contains(msg, "does not exist") ||
-		strings.Contains(msg, "Bad rule") || strings.Contains(msg, "No such file")
 }
 
 // drain waits until neither the kernel's queue nor the delayer holds a

@@ -315,8 +315,14 @@ func freeSubnet(ctx context.Context, pid int) (netip.Prefix, error) {
 // run runs a command and returns its standard output; an error carries
 // its standard error.
 func run(ctx context.Context, name string, args ...string) (string, error) {
+	return runInput(ctx, "", name, args...)
+}
+
+// runInput is run with input on the command's standard input.
+func runInput(ctx context.Context, input, name string, args ...string) (string, error) {
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Stdin = strings.NewReader(input)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		return stdout.String(), fmt.Errorf("netns: %s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
