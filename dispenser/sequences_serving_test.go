@@ -68,6 +68,9 @@ func TestSequenceStoreCutLeavesTheQueueGroup(t *testing.T) {
 	if err := a.ready(); err != nil {
 		t.Errorf("/readyz of an instance serving IDs, not sequences: %v", err)
 	}
+	if !a.seqOut.Load() {
+		t.Error("uid_sequences_serving says a serves sequences while it is out of the queue group")
+	}
 	if _, err := client(t, url).Next(ctx); err != nil {
 		t.Errorf("an ID while a serves no sequences: %v", err)
 	}
@@ -85,6 +88,9 @@ func TestSequenceStoreCutLeavesTheQueueGroup(t *testing.T) {
 		return hasEvent(t, &logA, event.SequencesServing) && issued(t, a) >= aAtRestore+200
 	})
 	nums := load.finish()
+	if a.seqOut.Load() {
+		t.Error("uid_sequences_serving says a serves no sequences after it joined again")
+	}
 	if f := load.failedAfter(left); len(f) > 0 {
 		t.Fatalf("%d requests sent after a left the queue group failed (a out, then back), the first: %s", len(f), f[0])
 	}

@@ -128,6 +128,7 @@ func (d *Dispenser) observeComponents() error {
 			}
 			return out
 		}
+		cfg.SequencesServing = func() bool { return !d.seqOut.Load() }
 	}
 	cfg.StoreRegressions = d.storeRegressions
 	if e, ok := d.assigner.(interface{ EpochChanges() uint64 }); ok {

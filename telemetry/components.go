@@ -59,6 +59,10 @@ type SequenceStats struct {
 type ComponentsConfig struct {
 	Blocks    func() BlockStats
 	Sequences func() []SequenceStats
+	// SequencesServing says whether the sequences' next and batch are in
+	// the queue group (false while their store is out of reach):
+	// uid_sequences_serving.
+	SequencesServing func() bool
 	// StoreRegressions counts, by record (RecordLease, RecordSequence),
 	// the times a store was found to have forgotten writes it had
 	// acknowledged: uid_store_regressions_total{record}.
@@ -130,6 +134,17 @@ func ObserveComponents(cfg ComponentsConfig) (metric.Registration, error) {
 				obs.ObserveInt64(waits, int64(s.Waits), attrs)
 				obs.ObserveFloat64(waitTime, s.WaitTime.Seconds(), attrs)
 			}
+		})
+	}
+	if cfg.SequencesServing != nil {
+		serving := gauge("uid.sequences.serving", "{state}", "1 while the instance's sequence endpoints (next, batch) are in the queue group, 0 while they are out because the sequence store is out of reach (event sequence.not_serving); /readyz stays ready, IDs are served.")
+		observables = append(observables, serving)
+		callbacks = append(callbacks, func(obs metric.Observer) {
+			var v int64
+			if cfg.SequencesServing() {
+				v = 1
+			}
+			obs.ObserveInt64(serving, v)
 		})
 	}
 	if cfg.StoreRegressions != nil {

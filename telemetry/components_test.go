@@ -15,6 +15,8 @@ func TestComponentMetrics(t *testing.T) {
 	p := newProviders(t)
 	var depth atomic.Uint64
 	depth.Store(5)
+	var serving atomic.Bool
+	serving.Store(true)
 	reg, err := ObserveComponents(ComponentsConfig{
 		MeterProvider: p.Meter,
 		Blocks: func() BlockStats {
@@ -26,6 +28,7 @@ func TestComponentMetrics(t *testing.T) {
 				{Name: "invoices", Left: 10, Held: 10, Segments: 1, Waits: 4, WaitTime: 150 * time.Millisecond},
 			}
 		},
+		SequencesServing: serving.Load,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -60,6 +63,9 @@ func TestComponentMetrics(t *testing.T) {
 	check("uid.sequence.waits", 4, "invoices")
 	check("uid.sequence.wait.time", 0.15, "invoices")
 	check("uid.sequence.wait.time", 0, "orders")
+	check("uid.sequences.serving", 1)
+	serving.Store(false)
+	check("uid.sequences.serving", 0)
 	if err := reg.Unregister(); err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +81,7 @@ func TestComponentMetrics(t *testing.T) {
 	}
 	defer reg.Unregister()
 	rm := q.Collect(t)
-	for _, name := range []string{"uid.blocks.depth", "uid.sequence.left"} {
+	for _, name := range []string{"uid.blocks.depth", "uid.sequence.left", "uid.sequences.serving"} {
 		if _, found := telemetrytest.MetricSum(rm, name); found {
 			t.Errorf("%s reported without a source", name)
 		}
