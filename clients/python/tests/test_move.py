@@ -2,7 +2,8 @@
 the dispenser on B, the client on A knowing both. Once the route between
 them is cut, A has no responders for uid.next; the client moves itself to
 B and its calls succeed, with no ID twice. With the move off (move_after
-0) its calls keep failing; a connection that knows one server stays."""
+0), or on a connection that does not reconnect, its calls keep failing
+and the connection is left as it is; one that knows one server stays."""
 
 from __future__ import annotations
 
@@ -138,6 +139,14 @@ async def test_a_connection_that_knows_one_server_stays_on_it(server: NatsServer
         await nc.close()
 
 
+async def test_a_connection_that_does_not_reconnect_is_left_alone(joined: Cluster) -> None:
+    nc = await nats.connect([joined.a.url, joined.b.url], dont_randomize=True, allow_reconnect=False)
+    try:
+        await calls_fail_on_a(joined, nc, UidClient(nc, timeout=1.0))
+    finally:
+        await nc.close()
+
+
 def test_move_after_must_be_0_or_a_positive_int() -> None:
     for bad in (-1, 1.5, True):
         with pytest.raises(ValueError, match="move_after"):
@@ -154,7 +163,7 @@ async def calls_fail_on_a(cluster: Cluster, nc: NATS, client: UidClient) -> None
     for _ in range(3):
         with pytest.raises(GaveUpError):
             await client.next()
-    assert port(nc.connected_url) == port(cluster.a.url)
+    assert nc.is_connected and port(nc.connected_url) == port(cluster.a.url)
     stats = client.stats()
     assert stats.moves == 0, stats
     # Far more failed attempts in a row than the default move needs.

@@ -32,10 +32,11 @@ export interface MoveLogger {
  * responders, or times out, until the cut heals. The client reports each
  * attempt: those that ended in no responders or a timeout are counted, in a
  * row; any reply, an error status such as a 503 too, resets the count. When
- * the count reaches after, the connection knows more than one server, and
- * the last move was at least everyMs ago (monotonic clock), the connection
- * is forced to reconnect (nats.js's NatsConnection.reconnect(), which takes
- * the next server of its pool) and the count starts again. The call goes on
+ * the count reaches after, the connection knows more than one server and
+ * reconnects at all (one made with reconnect: false would close instead),
+ * and the last move was at least everyMs ago (monotonic clock), the
+ * connection is forced to reconnect (nats.js's NatsConnection.reconnect(),
+ * which takes the next server of its pool) and the count starts again. The call goes on
  * retrying within its deadline meanwhile; the requests in flight on the
  * connection fail as disconnected and are retried.
  *
@@ -70,7 +71,7 @@ export class Mover {
     }
     const now = performance.now();
     const pool = poolOf(this.#nc);
-    if ((this.#lastMove !== undefined && now - this.#lastMove < this.#everyMs) || !pool.connected || pool.servers < 2) {
+    if ((this.#lastMove !== undefined && now - this.#lastMove < this.#everyMs) || !pool.connected || !pool.reconnects || pool.servers < 2) {
       return false;
     }
     const count = this.#failures;
@@ -97,18 +98,20 @@ export class Mover {
 }
 
 /**
- * Whether nc is connected and how many servers its pool holds. nats.js
- * keeps the pool (the servers given and those the cluster advertises) in
- * its connection's protocol handler, typed in @nats-io/nats-core/internal
- * but not on NatsConnection; another implementation of NatsConnection
- * counts the servers its server advertises.
+ * Whether nc is connected, whether it reconnects (a connection made with
+ * reconnect: false would close instead), and how many servers its pool
+ * holds. nats.js keeps the pool (the servers given and those the cluster
+ * advertises) and its options in its connection's protocol handler, typed
+ * in @nats-io/nats-core/internal but not on NatsConnection; another
+ * implementation of NatsConnection counts the servers its server
+ * advertises.
  */
-function poolOf(nc: NatsConnection): { connected: boolean; servers: number } {
+function poolOf(nc: NatsConnection): { connected: boolean; reconnects: boolean; servers: number } {
   const protocol = (nc as Partial<NatsConnectionImpl>).protocol;
   if (protocol !== undefined && typeof protocol.servers?.length === "function") {
-    return { connected: protocol.connected, servers: protocol.servers.length() };
+    return { connected: protocol.connected, reconnects: protocol.options?.reconnect !== false, servers: protocol.servers.length() };
   }
-  return { connected: !nc.isClosed(), servers: nc.info?.connect_urls?.length ?? 1 };
+  return { connected: !nc.isClosed(), reconnects: true, servers: nc.info?.connect_urls?.length ?? 1 };
 }
 
 /**

@@ -2,7 +2,8 @@
 // the dispenser on B, the client on A knowing both. Once the route between
 // them is cut, A has no responders for uid.next; the client moves itself to
 // B and its calls succeed, with no ID twice. With the move off (moveAfter
-// 0), or a connection that knows A alone, its calls keep failing.
+// 0), a connection that knows A alone or one that does not reconnect, its
+// calls keep failing and the connection is left as it is.
 
 import { after, before, beforeEach, test } from "node:test";
 import assert from "node:assert/strict";
@@ -113,6 +114,16 @@ test("a connection that knows one server stays on it", async () => {
   }
 });
 
+test("a connection that does not reconnect is left alone", async () => {
+  // reconnect() would close a connection made with reconnect: false: the client must not call it.
+  const nc = await connect({ servers: [cluster.a.url, cluster.b.url], noRandomize: true, reconnect: false });
+  try {
+    await callsFailOnA(nc, new UidClient(nc, { timeoutMs: 1000 }));
+  } finally {
+    await nc.close();
+  }
+});
+
 test("moveAfter must be 0 or a positive integer", () => {
   assert.throws(() => new UidClient({} as NatsConnection, { moveAfter: -1 }), RangeError);
   assert.throws(() => new UidClient({} as NatsConnection, { moveAfter: 1.5 }), RangeError);
@@ -125,6 +136,7 @@ async function callsFailOnA(nc: NatsConnection, client: UidClient): Promise<void
   for (let i = 0; i < 3; i++) {
     await assert.rejects(client.next(), (e) => e instanceof GaveUpError && e.reason === "deadline");
   }
+  assert.ok(!nc.isClosed());
   assert.equal(port(nc.getServer()), port(cluster.a.url));
   const stats = client.stats();
   assert.equal(stats.moves, 0, JSON.stringify(stats));

@@ -7,6 +7,7 @@ import logging
 import time
 from urllib.parse import ParseResult
 
+import nats.errors
 from nats.aio.client import Client as NATS
 
 DEFAULT_MOVE_AFTER = 2
@@ -32,8 +33,9 @@ class Mover:
     attempt: those that ended in no responders or a timeout are counted, in
     a row; any reply, an error status such as a 503 too, resets the count.
     When the count reaches after, the connection knows more than one server
-    and the last move was at least every seconds ago (monotonic clock), the
-    connection is forced to reconnect (nats-py's Client.force_reconnect,
+    and reconnects at all (allow_reconnect), and the last move was at least
+    every seconds ago (monotonic clock), the connection is forced to
+    reconnect (nats-py's Client.force_reconnect,
     which takes the next server of its pool) and the count starts again. The
     call goes on retrying within its timeout meanwhile.
 
@@ -64,16 +66,20 @@ class Mover:
             self._failures < self._after
             or (self._last_move is not None and now - self._last_move < self._every)
             or not self._nc.is_connected  # reconnecting already
+            or not self._nc.options.get("allow_reconnect", True)  # nothing to force
             or len(self._nc.servers) < 2
         ):
             return False
         count = self._failures
         left = server_only(self._nc.connected_url)
+        try:
+            # It only starts the reconnect, in a task of nats-py's own.
+            await self._nc.force_reconnect()
+        except nats.errors.Error:
+            return False  # closed meanwhile
         self._last_move = now
         self._failures = 0
         self.moves += 1
-        # It only starts the reconnect, in a task of nats-py's own.
-        await self._nc.force_reconnect()
         log.info(
             "uid-dispenser client: no dispenser answers through this NATS server;"
             " moving to another server of the connection's pool event=client.moved server=%s failed_attempts=%d",

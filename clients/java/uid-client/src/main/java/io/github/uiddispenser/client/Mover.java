@@ -20,9 +20,10 @@ import java.util.concurrent.atomic.LongAdder;
  * servers the connection knows. The client reports each attempt here: those
  * that ended in no responders or a timeout are counted, in a row; any reply,
  * an error status such as a 503 too, resets the count. When the count
- * reaches {@code after}, the connection knows more than one server and the
- * last move was at least {@code every} ago (monotonic clock), the connection
- * is forced to reconnect ({@link Connection#forceReconnect()}, which takes
+ * reaches {@code after}, the connection knows more than one server and
+ * reconnects at all (one with {@code maxReconnects(0)} would be closed
+ * instead) and the last move was at least {@code every} ago (monotonic
+ * clock), the connection is forced to reconnect ({@link Connection#forceReconnect()}, which takes
  * the next server of its pool) and the count starts again. The call goes on
  * retrying within its deadline meanwhile.
  *
@@ -68,6 +69,7 @@ final class Mover {
             if (count < after // a reply, or another caller's move, came first
                     || (moved && now - lastMove < everyNanos)
                     || nc.getStatus() != Connection.Status.CONNECTED // reconnecting already
+                    || nc.getOptions().getMaxReconnect() == 0 // jnats would close it instead
                     || nc.getServers().size() < 2) {
                 return false;
             }

@@ -35,7 +35,8 @@ import org.junit.jupiter.api.Test;
  * the dispenser on B, the client on A knowing both. Once the route between
  * them is cut, A has no responders for {@code uid.next}; the client moves
  * itself to B and its calls succeed, with no ID twice. With the move off
- * (moveAfter 0), or a connection that knows A alone, its calls keep failing.
+ * (moveAfter 0), a connection that knows A alone or one that does not
+ * reconnect, its calls keep failing and the connection is left as it is.
  */
 class MoveIT {
     private static final Duration WITHIN = Duration.ofSeconds(60);
@@ -141,6 +142,16 @@ class MoveIT {
         }
     }
 
+    @Test
+    void aConnectionThatDoesNotReconnectIsLeftAlone() throws Exception {
+        // forceReconnect would close a connection with maxReconnects(0): the client must not call it.
+        Options noReconnect = new Options.Builder().servers(new String[] {cluster.a().url(), cluster.b().url()}).noRandomize()
+                .maxReconnects(0).build();
+        try (UidClient ids = UidClient.builder().natsOptions(noReconnect).timeout(Duration.ofSeconds(1)).build()) {
+            callsFailOnA(ids);
+        }
+    }
+
     /** Cuts A off from B and asserts that three calls of ids, on A, fail there, and nothing moved. */
     private static void callsFailOnA(UidClient ids) {
         ids.next();
@@ -150,6 +161,7 @@ class MoveIT {
             assertTrue(e.getCause() instanceof NoRespondersException || e.getCause() instanceof AttemptTimeoutException,
                     String.valueOf(e.getCause()));
         }
+        assertEquals(Connection.Status.CONNECTED, ids.connection().getStatus());
         assertEquals(port(cluster.a().url()), port(ids.connection().getConnectedUrl()));
         ClientStats stats = ids.stats();
         assertEquals(0, stats.moves(), stats.toString());
