@@ -266,10 +266,8 @@ func (r *run) setUp(ctx context.Context) error {
 		prefixes = "uid,uidmy"
 		fleets = append(fleets, "my")
 	}
-	for _, fleet := range fleets {
-		if err := r.startFleet(ctx, fleet); err != nil {
-			return err
-		}
+	if err := r.startFleets(ctx, fleets); err != nil {
+		return err
 	}
 	for i := range cfg.Clients {
 		h, err := r.network.AddHost(ctx, fmt.Sprintf("c%d", i))
@@ -295,14 +293,54 @@ func (r *run) setUp(ctx context.Context) error {
 	return nil
 }
 
-// startFleet starts a fleet's dispensers: the KV fleet ("": subjects
-// uid.*, cfg.Dispensers of them, d0..) or the MySQL one ("my": uidmy.*,
-// two, e0 and e1).
-func (r *run) startFleet(ctx context.Context, fleet string) error {
-	cfg, c := r.cfg, r.cluster
-	count, role := cfg.Dispensers, "d"
+// startFleets starts the fleets' dispensers: the KV fleet ("": subjects
+// uid.*, cfg.Dispensers of them, d0..) and the MySQL one ("my": uidmy.*,
+// two, e0 and e1). The first of each fleet creates its bucket or tables;
+// once every first one serves, the others start together. The fleets
+// start side by side: most of a start is waiting for a durable claim.
+func (r *run) startFleets(ctx context.Context, fleets []string) error {
+	byFleet := make([][]*dispenser, len(fleets))
+	for _, first := range []bool{true, false} {
+		for k, fleet := range fleets {
+			from, to := 0, 1
+			if !first {
+				from, to = 1, r.fleetSize(fleet)
+			}
+			for i := from; i < to; i++ {
+				d, err := r.addDispenser(ctx, fleet, i)
+				if err != nil {
+					return err
+				}
+				byFleet[k] = append(byFleet[k], d)
+			}
+		}
+		for _, d := range r.dispensers {
+			if err := waitFor(ctx, 90*time.Second, d.serving); err != nil {
+				return fmt.Errorf("faults: dispenser %s not serving: %w (log %s)", d.name, err, d.current().logPath)
+			}
+		}
+	}
+	// In fleet order (d0.., e0..), as the schedule draws them.
+	r.dispensers = slices.Concat(byFleet...)
+	for k, fleet := range fleets {
+		r.logf("%d dispensers of fleet %q serving", len(byFleet[k]), fleet)
+	}
+	return nil
+}
+
+func (r *run) fleetSize(fleet string) int {
 	if fleet == "my" {
-		count, role = 2, "e"
+		return 2
+	}
+	return r.cfg.Dispensers
+}
+
+// addDispenser starts dispenser i of a fleet in a host of its own.
+func (r *run) addDispenser(ctx context.Context, fleet string, i int) (*dispenser, error) {
+	cfg, c := r.cfg, r.cluster
+	role := "d"
+	if fleet == "my" {
+		role = "e"
 	}
 	// W: a fault makes a store forget at most a hold (a power loss puts
 	// back copies a hold old; a MySQL failover loses a hold's
@@ -312,50 +350,32 @@ func (r *run) startFleet(ctx context.Context, fleet string) error {
 	// W, a renewal interval and the ahead bound (2 s).
 	lossWindow := cfg.lossWindow()
 	chunk := max(10*time.Second, lossWindow+cfg.LeaseTTL/3+5*time.Second)
-	first := len(r.dispensers)
-	for i := range count {
-		env := []string{
-			"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
-			"DISPENSER_NATS_URL=" + c.urls(i%cfg.Nodes),
-			"DISPENSER_LOG_FORMAT=json", "DISPENSER_LOG_LEVEL=debug",
-			"DISPENSER_WORKER_KV_REPLICAS=3",
-			"DISPENSER_SEQUENCES=orders,invoices",
-			"DISPENSER_SEQUENCE_STEP=100", "DISPENSER_SEQUENCE_MAX_STEP=2000", "DISPENSER_SEQUENCE_TARGET=2s",
-			"DISPENSER_LEASE_TTL=" + cfg.LeaseTTL.String(), "DISPENSER_RESERVE_CHUNK=" + chunk.String(),
-			"DISPENSER_STORE_LOSS_WINDOW=" + lossWindow.String(),
-			"DISPENSER_STORE_STARTUP_DEADLINE=120s", "DISPENSER_NATS_CONNECT_TIMEOUT=60s",
-			"DISPENSER_MAX_LANES=2",
-		}
-		if fleet == "my" {
-			env = append(env, "DISPENSER_MYSQL_DSN="+r.mysql.dsn(), "DISPENSER_SUBJECT_PREFIX=uidmy", "DISPENSER_QUEUE_GROUP=uidmy")
-		}
-		prefix := "uid"
-		if fleet == "my" {
-			prefix = "uidmy"
-		}
-		d, err := newDispenser(ctx, r.network, fmt.Sprintf("%s%d", role, i), prefix, cfg.Dispenser, cfg.Dir, env, r.unexpectedExit)
-		if err != nil {
-			return err
-		}
-		r.dispensers = append(r.dispensers, d)
-		if fleet == "my" {
-			r.mysql.clients = append(r.mysql.clients, d.host)
-		}
-		if err := d.start(); err != nil {
-			return err
-		}
-		// The first creates the bucket or the tables; the others start
-		// together.
-		if i == 0 || i == count-1 {
-			for _, d := range r.dispensers[first:] {
-				if err := waitFor(ctx, 90*time.Second, d.serving); err != nil {
-					return fmt.Errorf("faults: dispenser %s not serving: %w (log %s)", d.name, err, d.current().logPath)
-				}
-			}
-		}
+	env := []string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
+		"DISPENSER_NATS_URL=" + c.urls(i%cfg.Nodes),
+		"DISPENSER_LOG_FORMAT=json", "DISPENSER_LOG_LEVEL=debug",
+		"DISPENSER_WORKER_KV_REPLICAS=3",
+		"DISPENSER_SEQUENCES=orders,invoices",
+		"DISPENSER_SEQUENCE_STEP=100", "DISPENSER_SEQUENCE_MAX_STEP=2000", "DISPENSER_SEQUENCE_TARGET=2s",
+		"DISPENSER_LEASE_TTL=" + cfg.LeaseTTL.String(), "DISPENSER_RESERVE_CHUNK=" + chunk.String(),
+		"DISPENSER_STORE_LOSS_WINDOW=" + lossWindow.String(),
+		"DISPENSER_STORE_STARTUP_DEADLINE=120s", "DISPENSER_NATS_CONNECT_TIMEOUT=60s",
+		"DISPENSER_MAX_LANES=2",
 	}
-	r.logf("%d dispensers of fleet %q serving", count, fleet)
-	return nil
+	prefix := "uid"
+	if fleet == "my" {
+		env = append(env, "DISPENSER_MYSQL_DSN="+r.mysql.dsn(), "DISPENSER_SUBJECT_PREFIX=uidmy", "DISPENSER_QUEUE_GROUP=uidmy")
+		prefix = "uidmy"
+	}
+	d, err := newDispenser(ctx, r.network, fmt.Sprintf("%s%d", role, i), prefix, cfg.Dispenser, cfg.Dir, env, r.unexpectedExit)
+	if err != nil {
+		return nil, err
+	}
+	r.dispensers = append(r.dispensers, d)
+	if fleet == "my" {
+		r.mysql.clients = append(r.mysql.clients, d.host)
+	}
+	return d, d.start()
 }
 
 func (r *run) unexpectedExit(p *proc, err error) {
