@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -40,6 +41,17 @@ type Config struct {
 	// reconnects (nats-server waits a fixed second before it reconnects
 	// one), short of the call's deadline. Default 2s.
 	HomeWait time.Duration
+	// MoveAfter and MoveEvery move the connection off a NATS server cut
+	// off from its cluster (Mover): after MoveAfter attempts in a row on
+	// it ended in no responders or a timeout (default DefaultMoveAfter,
+	// 2), the client forces nc to reconnect to another server of its
+	// pool, at most once every MoveEvery (default DefaultMoveEvery, 5s).
+	// The connection is the caller's: set MoveAfter negative to keep the
+	// client from ever forcing it to reconnect (0 is the default).
+	MoveAfter int
+	MoveEvery time.Duration
+	// Logger logs the moves (default slog.Default()).
+	Logger *slog.Logger
 	// TracerProvider makes the client spans (and so the trace context
 	// sent along); nil: the global one.
 	TracerProvider trace.TracerProvider
@@ -50,7 +62,11 @@ type Config struct {
 // It retries, until the context is done, when no dispenser is subscribed
 // (all down or restarting), when one answers 503 (no ID right now) and
 // when an attempt times out. Retrying an ID request is always safe: an ID
-// lost in a dropped reply is never issued again. A sequence request with
+// lost in a dropped reply is never issued again. When attempts keep
+// ending in no responders or timeouts, its NATS server may be cut off
+// from the cluster, which NATS does not move a client off: the client
+// then moves the connection to another server of its pool (Mover;
+// Config.MoveAfter). A sequence request with
 // no responders is the exception in a fleet of regions: when the
 // instances reached name the sequence's home region (only its instances
 // serve the sequence), the call fails with a *HomeUnreachableError naming
@@ -64,6 +80,7 @@ type Client struct {
 	seqNext, seqBatch              string // wildcard subjects, for the spans
 	otel                           clientTelemetry
 	stats                          clientCounters
+	mover                          *Mover
 	// rangesRefused: a dispenser did not know the ranges encoding (an
 	// older one, in a rolling upgrade); batches are asked binary since.
 	rangesRefused atomic.Bool
@@ -77,6 +94,7 @@ type ClientStats struct {
 	Unavailable  uint64 // 503 replies retried (at capacity, claim lost, shutting down)
 	NoResponders uint64 // attempts no dispenser was subscribed for
 	TimedOut     uint64 // attempts that timed out
+	Moves        uint64 // connection moved off a server cut off from its cluster (Mover)
 }
 
 type clientCounters struct {
@@ -91,10 +109,13 @@ func (c *Client) Stats() ClientStats {
 		Unavailable:  c.stats.unavailable.Load(),
 		NoResponders: c.stats.noResponders.Load(),
 		TimedOut:     c.stats.timedOut.Load(),
+		Moves:        c.mover.Moves(),
 	}
 }
 
-// New returns a client that sends requests on nc.
+// New returns a client that sends requests on nc. Unless
+// Config.MoveAfter is negative, the client may force nc to reconnect
+// (Mover); it never closes it.
 func New(nc *nats.Conn, cfg Config) *Client {
 	if cfg.SubjectPrefix == "" {
 		cfg.SubjectPrefix = protocol.DefaultSubjectPrefix
@@ -119,6 +140,7 @@ func New(nc *nats.Conn, cfg Config) *Client {
 		subjParse: protocol.Subject(cfg.SubjectPrefix, protocol.EndpointParse),
 		seqNext:   protocol.SeqSubject(cfg.SubjectPrefix, "*", protocol.EndpointNext),
 		seqBatch:  protocol.SeqSubject(cfg.SubjectPrefix, "*", protocol.EndpointBatch),
+		mover:     NewMover(nc, MoveConfig{After: cfg.MoveAfter, Every: cfg.MoveEvery, Logger: cfg.Logger}),
 	}
 	c.otel = newClientTelemetry(cfg.TracerProvider, c.subjNext, c.subjBatch, c.subjParse, c.seqNext, c.seqBatch)
 	return c
@@ -347,6 +369,7 @@ func (c *Client) attempts(ctx context.Context, msg *nats.Msg, template string) (
 			c.stats.retries.Add(1)
 		}
 		reply, err := c.attempt(ctx, msg)
+		c.mover.Observe(err)
 		if err == nil {
 			err = protocol.ErrorFromHeaders(msg.Subject, reply.Header.Get(micro.ErrorCodeHeader), reply.Header.Get(micro.ErrorHeader), reply.Header.Get(protocol.RetryAfterHeader))
 			if err == nil {
@@ -481,15 +504,17 @@ func (s *clientCounters) count(err error) {
 
 // retryable tells the errors another attempt may cure: nobody subscribed
 // (instances restarting), no ID right now (503), an attempt that timed out
-// (the instance died holding the request) and a connection that is
-// reconnecting.
+// (the instance died holding the request), a connection that is
+// reconnecting and one lost with the request in flight (a Mover's move
+// does that too): an ID request is always safe to send again.
 func retryable(err error) bool {
 	switch {
 	case errors.Is(err, nats.ErrNoResponders),
 		errors.Is(err, ErrUnavailable),
 		errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, nats.ErrTimeout),
-		errors.Is(err, nats.ErrConnectionReconnecting):
+		errors.Is(err, nats.ErrConnectionReconnecting),
+		errors.Is(err, nats.ErrDisconnected):
 		return true
 	}
 	return false

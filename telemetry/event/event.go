@@ -111,6 +111,14 @@ const (
 	StoreEpochChanged = "store.epoch_changed"
 )
 
+// The Go client (natsio/uidclient).
+const (
+	// ClientMoved: the client forced its connection off AttrServer (its
+	// URL without user information), where its requests kept ending in no
+	// responders or a timeout: a server cut off from its cluster.
+	ClientMoved = "client.moved"
+)
+
 // Attribute keys.
 const (
 	AttrWorker     = "worker_id"
@@ -124,4 +132,5 @@ const (
 	AttrFirst      = "first"
 	AttrLast       = "last"
 	AttrRemembered = "remembered"
+	AttrServer     = "server"
 )

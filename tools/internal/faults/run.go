@@ -50,12 +50,24 @@ type Config struct {
 	// call retries no responders and 503s within its timeout, as the
 	// product's clients do (client.Config.NoRetry).
 	NoClientRetry bool
+	// NoClientMove keeps each client on its server when that server is
+	// cut off from the cluster; by default a client moves to another
+	// server, as the product's clients do (client.Config.MoveAfter).
+	NoClientMove bool
 
 	NATSServer string // nats-server binary
 	Dispenser  string // the dispenser built with the faultclock tag
 	Self       string // this program (its client subcommand runs the clients)
 
 	Log io.Writer // progress
+}
+
+// clientMoveAfter is the clients' -move-after: their default, or never.
+func (cfg Config) clientMoveAfter() int {
+	if cfg.NoClientMove {
+		return -1
+	}
+	return 0
 }
 
 // lossWindow is the dispensers' DISPENSER_STORE_LOSS_WINDOW: a fault
@@ -279,7 +291,7 @@ func (r *run) setUp(ctx context.Context) error {
 		p, err := startProc(h, name, filepath.Join(cfg.Dir, "client-"+name+".log"), os.Environ(), r.unexpectedExit,
 			cfg.Self, "client", "-name", name, "-nats", c.urls(i%cfg.Nodes), "-history", hist,
 			"-workers", fmt.Sprint(cfg.Workers), "-sequences", "orders,invoices", "-prefixes", prefixes,
-			"-retry="+fmt.Sprint(!cfg.NoClientRetry))
+			"-retry="+fmt.Sprint(!cfg.NoClientRetry), "-move-after="+fmt.Sprint(cfg.clientMoveAfter()))
 		if err != nil {
 			return err
 		}

@@ -2,14 +2,18 @@
 // host of its own, whose workers call uid.batch and
 // uid.seq.<name>.batch over plain nats.go request-reply (the wire
 // protocol, not the product's client library) and record every call in a
-// history.
+// history. Of the product's client it takes the retry rules (below) and
+// the move off a server cut off from its cluster (uidclient.Mover), so
+// that its calls fail where the product's would.
 package client
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +21,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/uid-dispenser/uid-dispenser/natsio/uidclient"
 	"github.com/uid-dispenser/uid-dispenser/tools/internal/faults/history"
 )
 
@@ -37,6 +42,11 @@ type Config struct {
 	// 2 ms doubling to 250 ms, a reply's Uid-Retry-After-Ms as a floor);
 	// a timeout is never retried (the values may have been handed out).
 	NoRetry bool
+	// MoveAfter is the move off a server cut off from its cluster, as
+	// the product's clients make it (uidclient.Mover, docs/protocol.md):
+	// 0 the default (after 2 attempts in a row ended in no responders or
+	// a timeout, at most every 5 s), negative never.
+	MoveAfter int
 }
 
 // Run calls until ctx is done, then waits for the calls in flight and
@@ -54,6 +64,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("client: %w", err)
 	}
 	defer nc.Close()
+	mover := uidclient.NewMover(nc, uidclient.MoveConfig{After: cfg.MoveAfter, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
 	flushDone := make(chan struct{})
 	go func() {
 		defer close(flushDone)
@@ -70,14 +81,14 @@ func Run(ctx context.Context, cfg Config) error {
 	}()
 	var wg sync.WaitGroup
 	for i := range cfg.Workers {
-		wg.Go(func() { work(ctx, nc, w, cfg, i) })
+		wg.Go(func() { work(ctx, nc, mover, w, cfg, i) })
 	}
 	wg.Wait()
 	<-flushDone
 	return w.Close()
 }
 
-func work(ctx context.Context, nc *nats.Conn, w *history.Writer, cfg Config, index int) {
+func work(ctx context.Context, nc *nats.Conn, mover *uidclient.Mover, w *history.Writer, cfg Config, index int) {
 	process := fmt.Sprintf("%s/%d", cfg.Name, index)
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(index)))
 	var call int64
@@ -96,7 +107,7 @@ func work(ctx context.Context, nc *nats.Conn, w *history.Writer, cfg Config, ind
 		}
 		op.Type, op.Time = history.Invoke, time.Now().UnixNano()
 		_ = w.Write(op)
-		done := request(nc, subject, op, cfg.Timeout, !cfg.NoRetry)
+		done := request(nc, mover, subject, op, cfg.Timeout, !cfg.NoRetry)
 		done.Time = time.Now().UnixNano()
 		_ = w.Write(done)
 		if cfg.Pause > 0 {
@@ -113,7 +124,7 @@ func work(ctx context.Context, nc *nats.Conn, w *history.Writer, cfg Config, ind
 // request makes one call and returns its completion: one request, or
 // with retry more until one is answered, fails otherwise than certainly
 // (a timeout), or the timeout leaves no time for another.
-func request(nc *nats.Conn, subject string, op history.Op, timeout time.Duration, retry bool) history.Op {
+func request(nc *nats.Conn, mover *uidclient.Mover, subject string, op history.Op, timeout time.Duration, retry bool) history.Op {
 	// Not bound to the run's context: a call in flight at the end runs to
 	// its answer or its timeout, so that no invocation stays open.
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -121,7 +132,7 @@ func request(nc *nats.Conn, subject string, op history.Op, timeout time.Duration
 	pause := minPause
 	for {
 		op.Attempts++
-		done, again, retryAfter := attempt(ctx, nc, subject, op)
+		done, again, retryAfter := attempt(ctx, nc, mover, subject, op)
 		if !retry || !again {
 			return done
 		}
@@ -147,9 +158,10 @@ const (
 
 // attempt sends one request and returns its completion; for a certain
 // failure that another request may cure (no responders, a 503), again
-// and the reply's retry hint.
-func attempt(ctx context.Context, nc *nats.Conn, subject string, op history.Op) (_ history.Op, again bool, retryAfter time.Duration) {
+// and the reply's retry hint. The mover sees every outcome.
+func attempt(ctx context.Context, nc *nats.Conn, mover *uidclient.Mover, subject string, op history.Op) (_ history.Op, again bool, retryAfter time.Duration) {
 	msg, err := nc.RequestWithContext(ctx, subject, []byte(strconv.Itoa(op.Count)))
+	mover.Observe(err)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
 		op.Type, op.Error = history.Fail, "no responders"

@@ -1,0 +1,153 @@
+package uidclient
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/uid-dispenser/uid-dispenser/telemetry/event"
+)
+
+// The move off a server cut off from its cluster (docs/protocol.md,
+// "Moving off a cut-off server"; every client keeps the same rule).
+const (
+	// DefaultMoveAfter is how many attempts in a row, on one connection,
+	// must end in no responders or a timeout before the client moves to
+	// another server: one such attempt is a fleet restarting as often as
+	// a cut server, two in a row with no reply between them seldom are.
+	DefaultMoveAfter = 2
+	// DefaultMoveEvery is the least time between two moves: a fleet with
+	// no instance at all gets no responders on every server, and its
+	// clients then move at most this often instead of after every two
+	// attempts.
+	DefaultMoveEvery = 5 * time.Second
+)
+
+// MoveConfig configures a Mover. Zero values take defaults.
+type MoveConfig struct {
+	// After: the consecutive attempts ended in no responders or a
+	// timeout that make the connection move (default DefaultMoveAfter).
+	// Negative: never move; the connection is then left alone.
+	After int
+	// Every: the least time between two moves, on the monotonic clock
+	// (default DefaultMoveEvery).
+	Every time.Duration
+	// Logger logs each move (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Mover moves a connection off a NATS server cut off from its cluster.
+//
+// NATS never does so on its own: the connection to that server is
+// healthy, only the server has lost its routes, so every request sent
+// there gets no responders, or times out, until the cut heals, however
+// many servers the connection knows. A Mover watches the outcome of each
+// request on the connection (Observe) and counts the attempts in a row
+// that ended in no responders or a timeout; any reply, an error status
+// such as a 503 too, resets the count. When the count reaches After,
+// the connection's server pool holds more than one server and the last
+// move was at least Every ago, it forces the connection to reconnect
+// (nats.Conn.ForceReconnect), which takes the next server of the pool,
+// and resets the count. Requests in flight on the connection then fail
+// with nats.ErrDisconnected; a request is retried as before.
+//
+// The connection stays its owner's: a Mover only ever forces it to
+// reconnect, never closes it or changes its options. It is safe for
+// concurrent use.
+type Mover struct {
+	nc    *nats.Conn
+	after int64 // 0: never
+	every time.Duration
+	log   *slog.Logger
+
+	failures atomic.Int64 // attempts in a row without a reply
+	moves    atomic.Uint64
+
+	mu       sync.Mutex // serialises the moves
+	lastMove time.Time  // with its monotonic reading
+}
+
+// NewMover returns a Mover for nc.
+func NewMover(nc *nats.Conn, cfg MoveConfig) *Mover {
+	if cfg.After == 0 {
+		cfg.After = DefaultMoveAfter
+	}
+	if cfg.Every <= 0 {
+		cfg.Every = DefaultMoveEvery
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Mover{nc: nc, after: int64(max(cfg.After, 0)), every: cfg.Every, log: cfg.Logger}
+}
+
+// Observe takes the outcome of one request on the connection: err nil
+// for any reply (an error status is a reply), else the request's error.
+// No responders and a timeout (nats.ErrTimeout, or the request's
+// context.DeadlineExceeded) count; other errors (a cancelled request, a
+// connection lost) neither count nor reset. It tells whether it moved the
+// connection.
+func (m *Mover) Observe(err error) bool {
+	switch {
+	case m.after == 0:
+		return false
+	case err == nil:
+		// A read before the write: the replies of a busy connection
+		// do not all write the same cache line.
+		if m.failures.Load() != 0 {
+			m.failures.Store(0)
+		}
+		return false
+	case errors.Is(err, nats.ErrNoResponders), errors.Is(err, nats.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
+		if m.failures.Add(1) < m.after {
+			return false
+		}
+		return m.move()
+	}
+	return false
+}
+
+// Moves is how many times the Mover moved the connection.
+func (m *Mover) Moves() uint64 { return m.moves.Load() }
+
+func (m *Mover) move() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	failures := m.failures.Load()
+	switch {
+	case failures < m.after: // a reply, or another caller's move, came first
+		return false
+	case !m.lastMove.IsZero() && time.Since(m.lastMove) < m.every:
+		return false
+	case m.nc.Status() != nats.CONNECTED: // reconnecting already
+		return false
+	case len(m.nc.Servers()) < 2:
+		return false
+	}
+	left, name := serverOnly(m.nc.ConnectedUrl()), m.nc.ConnectedServerName()
+	if err := m.nc.ForceReconnect(); err != nil {
+		return false // closed meanwhile
+	}
+	m.lastMove = time.Now()
+	m.failures.Store(0)
+	m.moves.Add(1)
+	m.log.Warn("uidclient: no dispenser answers through this NATS server; moving to another server of the connection's pool",
+		event.Key, event.ClientMoved, event.AttrServer, left, "server_name", name, "failed_attempts", failures)
+	return true
+}
+
+// serverOnly is a server URL without its user information: a password
+// or a token may sit there.
+func serverOnly(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "(unparseable URL)"
+	}
+	return u.Scheme + "://" + u.Host
+}
