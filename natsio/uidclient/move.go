@@ -55,7 +55,9 @@ type MoveConfig struct {
 // move was at least Every ago, it forces the connection to reconnect
 // (nats.Conn.ForceReconnect), which takes the next server of the pool,
 // and resets the count. Requests in flight on the connection then fail
-// with nats.ErrDisconnected; a request is retried as before.
+// with nats.ErrDisconnected; a request is retried as before. A connection
+// made not to reconnect (nats.NoReconnect, MaxReconnects(0)) is never
+// moved.
 //
 // The connection stays its owner's: a Mover only ever forces it to
 // reconnect, never closes it or changes its options. It is safe for
@@ -126,6 +128,11 @@ func (m *Mover) move() bool {
 	case !m.lastMove.IsZero() && time.Since(m.lastMove) < m.every:
 		return false
 	case m.nc.Status() != nats.CONNECTED: // reconnecting already
+		return false
+	case !m.nc.Opts.AllowReconnect || m.nc.Opts.MaxReconnect == 0:
+		// ForceReconnect would reconnect it all the same, and a server
+		// it then fails to reach drops out of its pool, or closes it:
+		// its owner chose that it never reconnects.
 		return false
 	case len(m.nc.Servers()) < 2:
 		return false

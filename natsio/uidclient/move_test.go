@@ -68,11 +68,17 @@ func withUser(srv *server.Server) string {
 // as the pool [first, second, ...], and reconnects for ever.
 func moveTestConn(t *testing.T, servers ...*server.Server) *nats.Conn {
 	t.Helper()
+	return moveTestConnWith(t, servers, nats.MaxReconnects(-1))
+}
+
+// moveTestConnWith is moveTestConn with the options opts.
+func moveTestConnWith(t *testing.T, servers []*server.Server, opts ...nats.Option) *nats.Conn {
+	t.Helper()
 	var urls []string
 	for _, s := range servers {
 		urls = append(urls, withUser(s))
 	}
-	nc, err := nats.Connect(strings.Join(urls, ","), nats.DontRandomize(), nats.MaxReconnects(-1))
+	nc, err := nats.Connect(strings.Join(urls, ","), append(opts, nats.DontRandomize())...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,10 +264,11 @@ func checkMoveLogged(t *testing.T, logs *testenv.LogBuffer, left *server.Server)
 	}
 }
 
-// TestMoverKeepsItsLimits holds the rule's two limits on servers no
-// dispenser serves: a pool of one server is never left, and a client
-// moves at most once every MoveEvery (an hour: once; a nanosecond, the
-// mutation: again and again, between two servers of its pool).
+// TestMoverKeepsItsLimits holds the rule's limits on servers no
+// dispenser serves: a pool of one server is never left, nor a connection
+// made not to reconnect, and a client moves at most once every MoveEvery
+// (an hour: once; a nanosecond, the mutation: again and again, between
+// two servers of its pool).
 func TestMoverKeepsItsLimits(t *testing.T) {
 	moveTestLeakCheck(t)
 	s1 := moveTestNode(t, "S1", false)
@@ -271,13 +278,15 @@ func TestMoverKeepsItsLimits(t *testing.T) {
 		servers   []*server.Server
 		every     time.Duration
 		wantMoves uint64 // at least; exactly for no more than one
+		opt       nats.Option
 	}{
-		{"a pool of one", []*server.Server{s1}, time.Nanosecond, 0},
-		{"once an hour", []*server.Server{s1, s2}, time.Hour, 1},
-		{"every nanosecond", []*server.Server{s1, s2}, time.Nanosecond, 3},
+		{"a pool of one", []*server.Server{s1}, time.Nanosecond, 0, nats.MaxReconnects(-1)},
+		{"no reconnects", []*server.Server{s1, s2}, time.Nanosecond, 0, nats.NoReconnect()},
+		{"once an hour", []*server.Server{s1, s2}, time.Hour, 1, nats.MaxReconnects(-1)},
+		{"every nanosecond", []*server.Server{s1, s2}, time.Nanosecond, 3, nats.MaxReconnects(-1)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			nc := moveTestConn(t, tc.servers...)
+			nc := moveTestConnWith(t, tc.servers, tc.opt)
 			client := uidclient.New(nc, uidclient.Config{MoveEvery: tc.every, MaxBackoff: 10 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
