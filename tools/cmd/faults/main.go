@@ -123,7 +123,7 @@ func runHarness(ctx context.Context, args []string) error {
 	fs.DurationVar(&cfg.HoldMax, "hold-max", 15*time.Second, "longest a fault is held (from a third of it)")
 	fs.StringVar(&cfg.Dispenser, "dispenser", "", "a dispenser binary built with -tags faultclock (default: built now)")
 	fs.StringVar(&summary, "summary", "", "write the JSON summary to this file")
-	clientRetry := fs.Bool("client-retry", true, "the clients retry no responders and 503s within a call's 2 s timeout, as the product's clients do")
+	clientRetry := fs.Bool("client-retry", true, "the clients retry no responders, 503s, timed-out requests (1 s each) and requests lost with the connection within a call's 2 s timeout, as the product's clients do")
 	clientMove := fs.Bool("client-move", true, "the clients move off a server cut off from its cluster (2 attempts in a row with no responders or a timeout), as the product's clients do")
 	fs.StringVar(&natsBin, "nats-server", "", "nats-server binary (default: ~/go/bin/nats-server, else built from go.mod's version)")
 	_ = fs.Parse(args)

@@ -36,12 +36,18 @@ type Config struct {
 	MaxCount  int      // each call asks for 1..MaxCount values
 	Pause     time.Duration
 	Timeout   time.Duration // a call not answered within it is unknown
-	// NoRetry makes each call one request. Otherwise a call that meets a
-	// certain failure (no responders, a 503: nothing was handed out) asks
-	// again within its Timeout, as the product's clients do (uidclient:
-	// 2 ms doubling to 250 ms, a reply's Uid-Retry-After-Ms as a floor);
-	// a timeout is never retried (the values may have been handed out).
+	// NoRetry makes each call one request. Otherwise a call asks again
+	// within its Timeout, as the product's clients do (uidclient: 2 ms
+	// doubling to 250 ms, a reply's Uid-Retry-After-Ms as a floor), after
+	// a certain failure (no responders, a 503: nothing was handed out) and
+	// after an uncertain one (an attempt timed out, or the connection was
+	// lost with the request in flight): values handed out to an attempt
+	// whose reply never came are only lost, never repeated, so the
+	// product's clients ask again, and a call whose last attempt was
+	// uncertain stays unknown.
 	NoRetry bool
+	// AttemptTimeout bounds one request (default uidclient's, 1 s).
+	AttemptTimeout time.Duration
 	// MoveAfter is the move off a server cut off from its cluster, as
 	// the product's clients make it (uidclient.Mover, docs/protocol.md):
 	// 0 the default (after 2 attempts in a row ended in no responders or
@@ -107,7 +113,7 @@ func work(ctx context.Context, nc *nats.Conn, mover *uidclient.Mover, w *history
 		}
 		op.Type, op.Time = history.Invoke, time.Now().UnixNano()
 		_ = w.Write(op)
-		done := request(nc, mover, subject, op, cfg.Timeout, !cfg.NoRetry)
+		done := request(nc, mover, subject, op, cfg.Timeout, cfg.attemptTimeout(), !cfg.NoRetry)
 		done.Time = time.Now().UnixNano()
 		_ = w.Write(done)
 		if cfg.Pause > 0 {
@@ -121,18 +127,35 @@ func work(ctx context.Context, nc *nats.Conn, mover *uidclient.Mover, w *history
 	}
 }
 
+// defaultAttemptTimeout is uidclient's default Config.AttemptTimeout.
+const defaultAttemptTimeout = time.Second
+
+func (cfg Config) attemptTimeout() time.Duration {
+	if cfg.AttemptTimeout > 0 {
+		return cfg.AttemptTimeout
+	}
+	return defaultAttemptTimeout
+}
+
 // request makes one call and returns its completion: one request, or
-// with retry more until one is answered, fails otherwise than certainly
-// (a timeout), or the timeout leaves no time for another.
-func request(nc *nats.Conn, mover *uidclient.Mover, subject string, op history.Op, timeout time.Duration, retry bool) history.Op {
+// with retry more until one is answered, fails in a way no request
+// cures, or the timeout leaves no time for another. A call one of whose
+// attempts may have been served and that got no values is unknown.
+func request(nc *nats.Conn, mover *uidclient.Mover, subject string, op history.Op, timeout, attemptTimeout time.Duration, retry bool) history.Op {
 	// Not bound to the run's context: a call in flight at the end runs to
 	// its answer or its timeout, so that no invocation stays open.
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	pause := minPause
+	uncertain := ""
 	for {
 		op.Attempts++
-		done, again, retryAfter := attempt(ctx, nc, mover, subject, op)
+		done, again, retryAfter := attempt(ctx, nc, mover, subject, op, attemptTimeout)
+		if done.Type == history.Unknown {
+			uncertain = done.Error
+		} else if done.Type == history.Fail && uncertain != "" {
+			done.Type, done.Error = history.Unknown, uncertain+" (then "+done.Error+")"
+		}
 		if !retry || !again {
 			return done
 		}
@@ -156,19 +179,25 @@ const (
 	maxPause = 250 * time.Millisecond
 )
 
-// attempt sends one request and returns its completion; for a certain
-// failure that another request may cure (no responders, a 503), again
-// and the reply's retry hint. The mover sees every outcome.
-func attempt(ctx context.Context, nc *nats.Conn, mover *uidclient.Mover, subject string, op history.Op) (_ history.Op, again bool, retryAfter time.Duration) {
-	msg, err := nc.RequestWithContext(ctx, subject, []byte(strconv.Itoa(op.Count)))
+// attempt sends one request, bounded by attemptTimeout within ctx, and
+// returns its completion; for a failure that another request may cure,
+// again and the reply's retry hint. The mover sees every outcome.
+func attempt(ctx context.Context, nc *nats.Conn, mover *uidclient.Mover, subject string, op history.Op, attemptTimeout time.Duration) (_ history.Op, again bool, retryAfter time.Duration) {
+	actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+	defer cancel()
+	msg, err := nc.RequestWithContext(actx, subject, []byte(strconv.Itoa(op.Count)))
 	mover.Observe(err)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
 		op.Type, op.Error = history.Fail, "no responders"
 		return op, true, 0
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout),
+		errors.Is(err, nats.ErrDisconnected), errors.Is(err, nats.ErrConnectionReconnecting):
+		// The request may have been served: unknown, but asked again
+		// as uidclient does (its retryable).
+		op.Type, op.Error = history.Unknown, err.Error()
+		return op, true, 0
 	case err != nil:
-		// A timeout or a lost connection: the request may have been
-		// served.
 		op.Type, op.Error = history.Unknown, err.Error()
 		return op, false, 0
 	}

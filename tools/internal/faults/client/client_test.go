@@ -2,6 +2,7 @@ package client
 
 import (
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -46,13 +47,71 @@ func TestRequestRetries503(t *testing.T) {
 	defer func() { _ = sub.Unsubscribe() }()
 	op := history.Op{Process: "c0/0", Call: 1, Func: history.FuncIDs, Count: 2}
 	mover := uidclient.NewMover(nc, uidclient.MoveConfig{})
-	got := request(nc, mover, "uid.batch", op, time.Minute, true)
+	got := request(nc, mover, "uid.batch", op, time.Minute, time.Second, true)
 	if got.Type != history.OK || len(got.Values) != 2 || got.Attempts != 3 {
 		t.Fatalf("with retry: %+v", got)
 	}
-	got = request(nc, mover, "uid.batch", op, time.Minute, false)
+	got = request(nc, mover, "uid.batch", op, time.Minute, time.Second, false)
 	if got.Type != history.Fail || got.Error != "503 worker claim lost: worker ID 1" || got.Attempts != 1 {
 		t.Fatalf("without retry: %+v", got)
+	}
+}
+
+// An attempt that timed out may have been served, and is asked again
+// as uidclient asks it: the call is ok with the reply that came. A call
+// whose attempts all timed out is unknown, and one whose later attempt
+// failed for certain stays unknown (its first may have been served).
+func TestRequestRetriesAnAttemptThatTimedOut(t *testing.T) {
+	nc := connect(t)
+	var n atomic.Int64
+	sub, err := nc.Subscribe("uid.batch", func(m *nats.Msg) {
+		switch n.Add(1) {
+		case 1: // held: the attempt times out
+		case 2:
+			_ = m.Respond([]byte("7\n8"))
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	op := history.Op{Process: "c0/0", Call: 1, Func: history.FuncIDs, Count: 2}
+	mover := uidclient.NewMover(nc, uidclient.MoveConfig{After: -1})
+	got := request(nc, mover, "uid.batch", op, time.Minute, 100*time.Millisecond, true)
+	if got.Type != history.OK || len(got.Values) != 2 || got.Attempts != 2 {
+		t.Fatalf("a timed-out attempt then a reply: %+v", got)
+	}
+	n.Store(10) // every later request held
+	got = request(nc, mover, "uid.batch", op, time.Second, 100*time.Millisecond, true)
+	if got.Type != history.Unknown || got.Attempts < 2 {
+		t.Fatalf("every attempt timed out: %+v", got)
+	}
+	if err := sub.Unsubscribe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// No responders after no attempt that timed out is a certain failure
+	// (the next test); here the call began with an attempt held by a
+	// responder that then left, so it stays unknown.
+	// The responder takes the first request and leaves without answering.
+	var held *nats.Subscription
+	left := make(chan struct{})
+	held, err = nc.Subscribe("uid.batch", func(*nats.Msg) {
+		_ = held.Unsubscribe()
+		close(left)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	got = request(nc, mover, "uid.batch", op, 5*time.Second, 500*time.Millisecond, true)
+	<-left
+	if got.Type != history.Unknown || !strings.Contains(got.Error, "then no responders") {
+		t.Fatalf("a timed-out attempt then no responders: %+v", got)
 	}
 }
 
@@ -61,7 +120,7 @@ func TestRequestRetries503(t *testing.T) {
 func TestRequestNoRespondersFailsAtItsTimeout(t *testing.T) {
 	nc := connect(t)
 	op := history.Op{Process: "c0/0", Call: 1, Func: history.FuncIDs, Count: 1}
-	got := request(nc, uidclient.NewMover(nc, uidclient.MoveConfig{}), "uid.batch", op, 2*time.Second, true)
+	got := request(nc, uidclient.NewMover(nc, uidclient.MoveConfig{}), "uid.batch", op, 2*time.Second, time.Second, true)
 	if got.Type != history.Fail || got.Error != "no responders" || got.Attempts < 2 {
 		t.Fatalf("%+v", got)
 	}
@@ -80,7 +139,7 @@ func TestRequestMovesOffAServerWithoutResponders(t *testing.T) {
 		}
 		mover := uidclient.NewMover(nc, uidclient.MoveConfig{After: moveAfter, Logger: slog.New(slog.DiscardHandler)})
 		op := history.Op{Process: "c0/0", Call: 1, Func: history.FuncIDs, Count: 1}
-		got := request(nc, mover, "uid.batch", op, 2*time.Second, true)
+		got := request(nc, mover, "uid.batch", op, 2*time.Second, time.Second, true)
 		if got.Type != history.Fail || got.Attempts < 2 {
 			t.Errorf("MoveAfter %d: %+v", moveAfter, got)
 		}
