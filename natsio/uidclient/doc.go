@@ -20,6 +20,11 @@
 // from a JetStream stream. Error replies are [*ServiceError]; errors.Is
 // with [ErrBadRequest], [ErrNotFound] or [ErrUnavailable] tells them apart.
 //
+// The connection stays the caller's, with one exception: a Client moves
+// it off a NATS server cut off from its cluster, where every request
+// gets no responders, by forcing it to reconnect to another server of
+// its pool ([Mover]; Config.MoveAfter negative turns that off).
+//
 // The package links nats.go, the OpenTelemetry API (never the SDK: the
 // program chooses its providers) and uid-dispenser's uidcore, nothing of
 // the server side (package natsio). A test keeps it so.
