@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/micro"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/testenv"
 	"github.com/uid-dispenser/uid-dispenser/internal/testwait"
@@ -157,14 +156,7 @@ func startSeqLoad(t *testing.T, url string, callers int) *seqLoad {
 }
 
 func (l *seqLoad) record(request int64, msg *nats.Msg, err error) {
-	var nums []uint64
-	switch {
-	case err != nil:
-	case msg.Header.Get(micro.ErrorCodeHeader) != "":
-		err = fmt.Errorf("%s %s", msg.Header.Get(micro.ErrorCodeHeader), msg.Header.Get(micro.ErrorHeader))
-	default:
-		nums, err = protocol.Decimal.Decode(nil, msg.Data)
-	}
+	nums, err := decimalReply(msg, err)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err != nil {

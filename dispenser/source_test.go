@@ -124,15 +124,20 @@ func startRawLoad(t *testing.T, url string, layout uidcore.Layout, callers int) 
 	return l
 }
 
-func (l *rawLoad) record(subject string, msg *nats.Msg, err error) {
-	var ids []uint64
+// decimalReply is a raw request's outcome: its error, the service's
+// error status as one, or the reply's decimal values.
+func decimalReply(msg *nats.Msg, err error) ([]uint64, error) {
 	switch {
 	case err != nil:
+		return nil, err
 	case msg.Header.Get(micro.ErrorCodeHeader) != "":
-		err = fmt.Errorf("%s %s", msg.Header.Get(micro.ErrorCodeHeader), msg.Header.Get(micro.ErrorHeader))
-	default:
-		ids, err = protocol.Decimal.Decode(nil, msg.Data)
+		return nil, fmt.Errorf("%s %s", msg.Header.Get(micro.ErrorCodeHeader), msg.Header.Get(micro.ErrorHeader))
 	}
+	return protocol.Decimal.Decode(nil, msg.Data)
+}
+
+func (l *rawLoad) record(subject string, msg *nats.Msg, err error) {
+	ids, err := decimalReply(msg, err)
 	for i := 1; err == nil && i < len(ids); i++ {
 		if ids[i] <= ids[i-1] { // one generator's run per reply
 			err = fmt.Errorf("reply not increasing: %d after %d", ids[i], ids[i-1])
