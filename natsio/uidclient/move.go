@@ -138,14 +138,22 @@ func (m *Mover) move() bool {
 		return false
 	}
 	left, name := serverOnly(m.nc.ConnectedUrl()), m.nc.ConnectedServerName()
-	if err := m.nc.ForceReconnect(); err != nil {
-		return false // closed meanwhile
-	}
 	m.lastMove = time.Now()
 	m.failures.Store(0)
 	m.moves.Add(1)
-	m.log.Warn("uidclient: no dispenser answers through this NATS server; moving to another server of the connection's pool",
-		event.Key, event.ClientMoved, event.AttrServer, left, "server_name", name, "failed_attempts", failures)
+	// Not in the caller's goroutine: ForceReconnect flushes what is
+	// buffered to the server it leaves, and a server that stopped
+	// reading (a paused process: its requests time out) holds that
+	// write, with the connection's lock, for as long as the socket's
+	// buffers stay full. The call that saw the last failure must return
+	// by its deadline (the soak caught one 1 s late).
+	go func() {
+		if err := m.nc.ForceReconnect(); err != nil {
+			return // closed meanwhile
+		}
+		m.log.Warn("uidclient: no dispenser answers through this NATS server; moving to another server of the connection's pool",
+			event.Key, event.ClientMoved, event.AttrServer, left, "server_name", name, "failed_attempts", failures)
+	}()
 	return true
 }
 
