@@ -141,13 +141,22 @@ func (m *Mover) move() bool {
 	m.lastMove = time.Now()
 	m.failures.Store(0)
 	m.moves.Add(1)
-	// Not in the caller's goroutine: ForceReconnect flushes what is
-	// buffered to the server it leaves, and a server that stopped
-	// reading (a paused process: its requests time out) holds that
-	// write, with the connection's lock, for as long as the socket's
-	// buffers stay full. The call that saw the last failure must return
-	// by its deadline (the soak caught one 1 s late).
+	// ForceReconnect flushes what is buffered to the server it leaves,
+	// holding the connection's lock: a server that stopped reading (a
+	// paused process, whose requests time out) holds that write, and
+	// every request on the connection behind it, for as long as the
+	// socket's buffers stay full (the soak caught calls returning 1 s
+	// past their deadline). So the move is made off the caller's
+	// goroutine, and only from a server that still answers a ping: one
+	// that does not is the library's own stale-connection detection's
+	// to leave (PingInterval, MaxPingsOutstanding), which closes the
+	// socket without flushing to it.
 	go func() {
+		if err := m.nc.FlushTimeout(movePing); err != nil {
+			m.log.Debug("uidclient: not moving: the server does not answer a ping; the connection's own ping check will leave it",
+				event.AttrServer, left, "server_name", name, "err", err)
+			return
+		}
 		if err := m.nc.ForceReconnect(); err != nil {
 			return // closed meanwhile
 		}
@@ -156,6 +165,10 @@ func (m *Mover) move() bool {
 	}()
 	return true
 }
+
+// movePing bounds the ping a move makes first: a server cut off from its
+// cluster answers at once, a stopped one never.
+const movePing = 250 * time.Millisecond
 
 // serverOnly is a server URL without its user information: a password
 // or a token may sit there.
