@@ -1,7 +1,6 @@
 package uidclient
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"net/url"
@@ -91,8 +90,7 @@ func NewMover(nc *nats.Conn, cfg MoveConfig) *Mover {
 
 // Observe takes the outcome of one request on the connection: err nil
 // for any reply (an error status is a reply), else the request's error.
-// No responders and a timeout (nats.ErrTimeout, or the request's
-// context.DeadlineExceeded) count; other errors (a cancelled request, a
+// No responders counts; other errors (a timeout, a cancelled request, a
 // connection lost) neither count nor reset. It tells whether it moved the
 // connection.
 func (m *Mover) Observe(err error) bool {
@@ -106,7 +104,15 @@ func (m *Mover) Observe(err error) bool {
 			m.failures.Store(0)
 		}
 		return false
-	case errors.Is(err, nats.ErrNoResponders), errors.Is(err, nats.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, nats.ErrNoResponders):
+		// Timeouts are not counted, though the shared rule counts them
+		// (docs/protocol.md): a server that times out requests may be
+		// stopped, and nats.go holds the connection's lock while it
+		// reconnects (its flush to the server left, the next server's
+		// handshake), so a move off a stopped server held the calls on
+		// the connection past their deadline (the soak's paused node).
+		// A server cut off from its cluster answers no responders once
+		// its routes time out.
 		if m.failures.Add(1) < m.after {
 			return false
 		}
