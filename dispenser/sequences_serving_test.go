@@ -136,21 +136,11 @@ type seqFailure struct {
 func startSeqLoad(t *testing.T, url string, callers int) *seqLoad {
 	l := &seqLoad{stop: make(chan struct{})}
 	subject := protocol.SeqSubject(protocol.DefaultSubjectPrefix, "orders", protocol.EndpointBatch)
-	for i := range callers {
-		nc := testConn(t, url).Conn
-		l.wg.Go(func() {
-			for n := i; ; n++ {
-				select {
-				case <-l.stop:
-					return
-				default:
-				}
-				request := l.started.Add(1)
-				msg, err := nc.Request(subject, []byte(strconv.Itoa(1+n%5)), 10*time.Second)
-				l.record(request, msg, err)
-			}
-		})
-	}
+	runCallers(t, url, callers, l.stop, &l.wg, func(nc *nats.Conn, n int) {
+		request := l.started.Add(1)
+		msg, err := nc.Request(subject, []byte(strconv.Itoa(1+n%5)), 10*time.Second)
+		l.record(request, msg, err)
+	})
 	t.Cleanup(func() { l.finish() })
 	return l
 }

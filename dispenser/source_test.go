@@ -106,22 +106,31 @@ type rawLoad struct {
 func startRawLoad(t *testing.T, url string, layout uidcore.Layout, callers int) *rawLoad {
 	l := &rawLoad{layout: layout, stop: make(chan struct{}), byWorker: map[uint64]int{}}
 	requests := []struct{ subject, body string }{{"uid.next", ""}, {"uid.batch", "50"}, {"uid.batch", "3000"}}
+	runCallers(t, url, callers, l.stop, &l.wg, func(nc *nats.Conn, n int) {
+		r := requests[n%len(requests)]
+		msg, err := nc.Request(r.subject, []byte(r.body), 10*time.Second)
+		l.record(r.subject, msg, err)
+	})
+	return l
+}
+
+// runCallers starts callers goroutines on connections of their own, each
+// calling call with its connection and a count from its index up until
+// stop is closed.
+func runCallers(t *testing.T, url string, callers int, stop <-chan struct{}, wg *sync.WaitGroup, call func(nc *nats.Conn, n int)) {
 	for i := range callers {
 		nc := testConn(t, url).Conn
-		l.wg.Go(func() {
+		wg.Go(func() {
 			for n := i; ; n++ {
 				select {
-				case <-l.stop:
+				case <-stop:
 					return
 				default:
 				}
-				r := requests[n%len(requests)]
-				msg, err := nc.Request(r.subject, []byte(r.body), 10*time.Second)
-				l.record(r.subject, msg, err)
+				call(nc, n)
 			}
 		})
 	}
-	return l
 }
 
 // decimalReply is a raw request's outcome: its error, the service's
