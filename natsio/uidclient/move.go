@@ -121,7 +121,9 @@ func (m *Mover) Observe(err error) bool {
 	return false
 }
 
-// Moves is how many times the Mover moved the connection.
+// Moves is how many times the Mover decided to move the connection: the
+// move itself runs after (see move), and one from a server that then
+// fails its ping is counted though nats.go's ping check makes it.
 func (m *Mover) Moves() uint64 { return m.moves.Load() }
 
 func (m *Mover) move() bool {
