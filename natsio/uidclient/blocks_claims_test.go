@@ -52,18 +52,38 @@ func claimsTestBlock(t *testing.T, js jetstream.JetStream, first, count uint64) 
 }
 
 // claimsTestSource is a source with the default loss window W whose wait
-// of W is wait (nil: none).
-func claimsTestSource(t *testing.T, nc *nats.Conn, wait func(context.Context, time.Duration) error) *uidclient.BlockSource {
+// of W is wait (nil: none), and whose fetcher calls idle (when not nil)
+// each time it waits to be woken.
+func claimsTestSource(t *testing.T, nc *nats.Conn, wait func(context.Context, time.Duration) error, idle func()) *uidclient.BlockSource {
 	t.Helper()
 	if wait == nil {
 		wait = func(context.Context, time.Duration) error { return nil }
 	}
-	s, err := uidclient.NewBlockSourceWithClaimWait(nc, uidclient.BlockSourceConfig{FetchWait: 200 * time.Millisecond, LowWater: 1}, wait)
+	s, err := uidclient.NewBlockSourceWithClaimWait(nc, uidclient.BlockSourceConfig{FetchWait: 200 * time.Millisecond, LowWater: 1}, wait, idle)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
+}
+
+// claimsTestPullsEnded waits until the server holds no pull of the
+// default consumer. A block published while a pull of a source that asks
+// no more (closed, or idle) is pending would go to that pull and, never
+// acknowledged, come back only as a redelivery, which every source
+// refuses.
+func claimsTestPullsEnded(t *testing.T, js jetstream.JetStream) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cons, err := js.Consumer(ctx, protocol.DefaultBlocksStream, uidclient.DefaultBlocksConsumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testwait.WaitFor(t, 5*time.Second, "the pulls pending at the server to end", func() bool {
+		info, err := cons.Info(ctx)
+		return err == nil && info.NumWaiting == 0
+	})
 }
 
 // claimsTestTake takes n IDs from s and checks that they are first..first+n-1.
@@ -94,12 +114,13 @@ func TestBlockWhoseRemovalIsForgottenIsRefusedBySecondSource(t *testing.T) {
 	js, _ := claimsTestStream(t, blocksTestConn(t, srv))
 	const first, count = 1_000_000, 64
 	claimsTestBlock(t, js, first, count)
-	a := claimsTestSource(t, blocksTestConn(t, srv), nil)
+	a := claimsTestSource(t, blocksTestConn(t, srv), nil, nil)
 	claimsTestTake(t, a, first, count)
 	a.Close() // B is refused by the store's claim, not by A's memory
+	claimsTestPullsEnded(t, js)
 
 	claimsTestBlock(t, js, first, count) // the forgotten removal
-	b := claimsTestSource(t, blocksTestConn(t, srv), nil)
+	b := claimsTestSource(t, blocksTestConn(t, srv), nil, nil)
 	testwait.WaitFor(t, 5*time.Second, "source B refuses the block used before", func() bool { return b.Stats().ClaimRefused == 1 })
 	claimsTestBlock(t, js, first+count, count) // a fresh block: B goes on with it
 	claimsTestTake(t, b, first+count, count)
@@ -121,6 +142,7 @@ func TestBlockClaimForgottenWithinTheWindowIsRefusedAtTheReadBack(t *testing.T) 
 	claimsTestBlock(t, js, first, count)
 	release := make(chan struct{})
 	var waitedFor atomic.Int64
+	var idleInWait atomic.Bool // A's fetcher idle since A began its wait
 	a := claimsTestSource(t, blocksTestConn(t, srv), func(ctx context.Context, d time.Duration) error {
 		waitedFor.Store(int64(d))
 		select {
@@ -128,6 +150,10 @@ func TestBlockClaimForgottenWithinTheWindowIsRefusedAtTheReadBack(t *testing.T) 
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
+		}
+	}, func() {
+		if waitedFor.Load() != 0 {
+			idleInWait.Store(true)
 		}
 	})
 	key := "$KV." + protocol.BlockClaimsBucket(protocol.DefaultBlocksStream) + "." + protocol.BlockClaimKey(first)
@@ -144,24 +170,22 @@ func TestBlockClaimForgottenWithinTheWindowIsRefusedAtTheReadBack(t *testing.T) 
 	}
 
 	// A pulls no more (its claimed block counts as at hand, LowWater 1):
-	// once its last pull has ended, the block put back goes to B.
-	cons, err := js.Consumer(ctx, protocol.DefaultBlocksStream, uidclient.DefaultBlocksConsumer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	testwait.WaitFor(t, 5*time.Second, "source A's pulls to end", func() bool {
-		info, err := cons.Info(ctx)
-		return err == nil && info.NumWaiting == 0
-	})
+	// once its fetcher is idle in its wait (a pull it began while the
+	// block was being checked would otherwise still be on its way to the
+	// server) and the server holds none of its pulls, the block put back
+	// goes to B.
+	testwait.WaitFor(t, 5*time.Second, "source A's fetcher idle during its wait", idleInWait.Load)
+	claimsTestPullsEnded(t, js)
 
 	// The loss: A's claim gone, the block back in the stream.
 	if err := claims.Purge(ctx, jetstream.WithPurgeSubject(key)); err != nil {
 		t.Fatal(err)
 	}
 	claimsTestBlock(t, js, first, count)
-	b := claimsTestSource(t, blocksTestConn(t, srv), nil)
+	b := claimsTestSource(t, blocksTestConn(t, srv), nil, nil)
 	claimsTestTake(t, b, first, count)
 	b.Close() // the next block goes to A
+	claimsTestPullsEnded(t, js)
 
 	close(release)
 	testwait.WaitFor(t, 5*time.Second, "source A refuses the block at the read-back", func() bool { return a.Stats().ClaimRefused == 1 })
@@ -242,7 +266,7 @@ func TestBlockSourceWaitsForTheClaimsBucket(t *testing.T) {
 	}
 	const first, count = 3_000_000, 64
 	claimsTestBlock(t, js, first, count)
-	s := claimsTestSource(t, blocksTestConn(t, srv), nil)
+	s := claimsTestSource(t, blocksTestConn(t, srv), nil, nil)
 	// The source keeps trying to bind: each try reads the bucket at the
 	// leader; wait for a few, then check the block is still there.
 	var reads atomic.Int64

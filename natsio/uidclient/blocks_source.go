@@ -131,6 +131,9 @@ type BlockSource struct {
 	// beforeAck, when set (tests), runs after a block is fetched and
 	// before it is acknowledged.
 	beforeAck func(meta *jetstream.MsgMetadata, ids []uint64)
+	// fetcherIdle, when set (tests), runs each time the fetcher, its last
+	// pull ended, waits to be woken: until then it asks for no block.
+	fetcherIdle func()
 }
 
 // NewBlockSource starts a block source on nc. It binds (creating or
@@ -141,12 +144,13 @@ func NewBlockSource(nc *nats.Conn, cfg BlockSourceConfig) (*BlockSource, error) 
 	return newBlockSource(nc, cfg, sourceHooks{})
 }
 
-// sourceHooks are the tests' hooks: beforeAck (see the field), and
-// waitLoss, the wait of the loss window before a claim is read back (a
-// clock; nil: retry.Sleep).
+// sourceHooks are the tests' hooks: beforeAck and fetcherIdle (see the
+// fields), and waitLoss, the wait of the loss window before a claim is
+// read back (a clock; nil: retry.Sleep).
 type sourceHooks struct {
-	beforeAck func(*jetstream.MsgMetadata, []uint64)
-	waitLoss  func(ctx context.Context, d time.Duration) error
+	beforeAck   func(*jetstream.MsgMetadata, []uint64)
+	fetcherIdle func()
+	waitLoss    func(ctx context.Context, d time.Duration) error
 }
 
 // newBlockSource is NewBlockSource with hooks for tests.
@@ -198,6 +202,8 @@ func newBlockSource(nc *nats.Conn, cfg BlockSourceConfig, hooks sourceHooks) (*B
 		cancel:    cancel,
 		done:      make(chan struct{}),
 		beforeAck: hooks.beforeAck,
+
+		fetcherIdle: hooks.fetcherIdle,
 
 		lossWindow:   max(cfg.LossWindow, 0),
 		claimDepth:   uint64(cfg.LowWater),
@@ -322,6 +328,9 @@ func (s *BlockSource) fetchLoop(ctx context.Context) {
 	pause := func() bool { return retry.Sleep(ctx, pauses.Next()) == nil }
 	for {
 		if !s.needsBlock() {
+			if s.fetcherIdle != nil {
+				s.fetcherIdle()
+			}
 			select {
 			case <-s.want:
 				continue

@@ -15,9 +15,11 @@ func NewBlockSourceWithHook(nc *nats.Conn, cfg BlockSourceConfig, beforeAck func
 }
 
 // NewBlockSourceWithClaimWait is newBlockSource whose wait of the loss
-// window before a claim is read back is wait (the tests' clock).
-func NewBlockSourceWithClaimWait(nc *nats.Conn, cfg BlockSourceConfig, wait func(ctx context.Context, d time.Duration) error) (*BlockSource, error) {
-	return newBlockSource(nc, cfg, sourceHooks{waitLoss: wait})
+// window before a claim is read back is wait (the tests' clock), and
+// which calls idle (when not nil) each time its fetcher, no pull under
+// way, waits to be woken.
+func NewBlockSourceWithClaimWait(nc *nats.Conn, cfg BlockSourceConfig, wait func(ctx context.Context, d time.Duration) error, idle func()) (*BlockSource, error) {
+	return newBlockSource(nc, cfg, sourceHooks{waitLoss: wait, fetcherIdle: idle})
 }
 
 // PrefetcherWaits is how many takes of p found the reserve empty and
