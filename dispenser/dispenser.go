@@ -124,20 +124,18 @@ func Start(ctx context.Context, cfg Config, opts ...Option) (_ *Dispenser, err e
 			_ = d.closeSequences(ctx)
 		})
 	}
-	claim, err := d.assigner.Claim(ctx, cfg.Layout())
+	claim, err := d.claimAtStart(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("dispenser: claim a worker ID: %w", err)
-	}
-	cleanup = append(cleanup, func() { releaseQuietly(claim, d.log) })
-	if err := d.checkGeneration(ctx); err != nil {
 		return nil, err
 	}
 	d.claim = claim // before telemetry, whose readiness check and lease gauge read it
+	// The claim awaitIssuing ends on, which may be a new one.
+	cleanup = append(cleanup, func() { releaseQuietly(d.currentClaim(), d.log) })
 	if err := d.startTelemetry(ctx, o.telemetry, claim.WorkerID()); err != nil {
 		return nil, err
 	}
 	cleanup = append(cleanup, func() { _ = d.stopTelemetry(context.Background()) })
-	if err := d.awaitIssuing(ctx, claim); err != nil {
+	if claim, err = d.awaitIssuing(ctx, claim); err != nil {
 		return nil, err
 	}
 	gen, err := d.newGenerator(claim)
@@ -210,13 +208,29 @@ func Start(ctx context.Context, cfg Config, opts ...Option) (_ *Dispenser, err e
 	return d, nil
 }
 
+// claimAtStart claims a worker ID for a starting instance, checked
+// against the generation it joined.
+func (d *Dispenser) claimAtStart(ctx context.Context) (uidcore.Claim, error) {
+	claim, err := d.assigner.Claim(ctx, d.cfg.Layout())
+	if err != nil {
+		return nil, fmt.Errorf("dispenser: claim a worker ID: %w", err)
+	}
+	if err := d.checkGeneration(ctx); err != nil {
+		releaseQuietly(claim, d.log)
+		return nil, err
+	}
+	return claim, nil
+}
+
 // awaitIssuing waits, before the instance joins the queue group, until
 // it can answer at once: its worker claim's first reservation durable
 // (with a loss window W, W and a renewal after the claim: workerid.Lease
 // Until) and its sequences settled (sequence.SettleFor). Until then the
 // queue group's other members serve, and /readyz says not ready; a lone
 // instance's clients get no responders rather than 503s after waiting.
-func (d *Dispenser) awaitIssuing(ctx context.Context, claim uidcore.Claim) error {
+// It returns the claim to serve on: claim, or the one that replaced it
+// (awaitFirstDurable).
+func (d *Dispenser) awaitIssuing(ctx context.Context, claim uidcore.Claim) (uidcore.Claim, error) {
 	wait := time.Duration(0)
 	if l, ok := claim.(interface{ DurableIn() time.Duration }); ok {
 		wait = l.DurableIn()
@@ -225,24 +239,61 @@ func (d *Dispenser) awaitIssuing(ctx context.Context, claim uidcore.Claim) error
 		wait = max(wait, time.Until(d.seq.SettledAt()))
 	}
 	if wait <= 0 {
-		return nil
+		return claim, nil
 	}
 	d.log.Info("not joining the queue group yet: with a loss window, IDs come only from a reservation the store can no longer forget, and sequences settle first",
 		event.Key, event.LeaseAwaitingDurable, event.AttrWorker, claim.WorkerID(), "wait", wait.Round(time.Millisecond), "loss_window", d.cfg.StoreLossWindow,
 		"note", EnvPrefix+"_STORE_LOSS_WINDOW=0 only for stores meeting every obligation of docs/operations.md, What the guarantees assume")
-	if err := awaitReady(ctx, claim); err != nil {
-		return err
+	claim, err := d.awaitFirstDurable(ctx, claim)
+	if err != nil {
+		return nil, err
 	}
 	if d.seq != nil {
 		if err := retry.Sleep(ctx, time.Until(d.seq.SettledAt())); err != nil {
-			return fmt.Errorf("dispenser: waiting for the sequences to settle: %w", err)
+			return nil, fmt.Errorf("dispenser: waiting for the sequences to settle: %w", err)
 		}
 	}
-	return nil
+	return claim, nil
+}
+
+// awaitFirstDurable waits until claim can issue and returns it; when
+// claim is lost for good first, it claims a worker ID afresh and waits
+// for that one, as often as it takes. Safe because nothing was issued
+// under a claim lost before its first reservation was durable: no
+// generator is built on it before then, and its Until stays at After
+// (the previous owner's reservation) until then. Such a loss is a
+// failover that took the claim back (a regression: the lease gave the
+// worker ID back raised to what the store had acknowledged to it) or
+// another owner taking the forgotten worker ID over; the new claim is
+// the one a restart would make (verify/lease.pml: a lost lease's next
+// step is a new Acquire). The pause before it is the retry policy's,
+// jittered: instances that one failover cost their claims do not claim
+// again in lockstep.
+func (d *Dispenser) awaitFirstDurable(ctx context.Context, claim uidcore.Claim) (uidcore.Claim, error) {
+	var pauses retry.Backoff
+	for {
+		err := awaitReady(ctx, claim)
+		if !errors.Is(err, uidcore.ErrClaimLost) {
+			return claim, err
+		}
+		releaseQuietly(claim, d.log) // stops what is left of its lease; writes nothing
+		pause := pauses.Next()
+		d.log.Warn("worker claim lost before its first reservation was durable, so nothing was issued under it; claiming a worker ID afresh",
+			event.Key, event.ClaimLostAtStart, event.AttrPrevious, claim.WorkerID(), "err", err, "in", pause)
+		if err := retry.Sleep(ctx, pause); err != nil {
+			return nil, fmt.Errorf("dispenser: claiming a worker ID again: %w", err)
+		}
+		if claim, err = d.claimAtStart(ctx); err != nil {
+			return nil, err
+		}
+		d.mu.Lock() // /readyz and the lease gauge read it
+		d.claim = claim
+		d.mu.Unlock()
+	}
 }
 
 // awaitReady waits until claim can issue (uidcore.Ready), failing when it
-// is lost meanwhile or ctx ends.
+// is lost meanwhile (an error wrapping uidcore.ErrClaimLost) or ctx ends.
 func awaitReady(ctx context.Context, claim uidcore.Claim) error {
 	select {
 	case <-uidcore.Ready(claim):
@@ -594,6 +645,14 @@ func (d *Dispenser) finish(err error) {
 		d.doneErr = err
 		close(d.done)
 	})
+}
+
+// currentClaim is the claim the instance holds (reclaim and a start's
+// awaitFirstDurable replace it).
+func (d *Dispenser) currentClaim() uidcore.Claim {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.claim
 }
 
 func (d *Dispenser) claimStatus() error {

@@ -2,9 +2,11 @@ package dispenser
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -40,17 +42,7 @@ func TestStartJoinsOnlyOnceTheReservationIsDurable(t *testing.T) {
 	cfg.ReserveChunk = 20 * time.Second
 	cfg.Sequences = "orders" // settles 6 s (sequence.SettleFor), longer than W
 	var logs testenv.LogBuffer
-	type started struct {
-		d   *Dispenser
-		err error
-	}
-	done := make(chan started, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		d, err := Start(ctx, cfg, WithLogger(logs.Logger(slog.LevelInfo)), withTelemetry(tel))
-		done <- started{d, err}
-	}()
+	done := startInBackground(cfg, WithLogger(logs.Logger(slog.LevelInfo)), withTelemetry(tel))
 	testwait.WaitFor(t, 20*time.Second, "the start-up's wait for a durable reservation", func() bool {
 		return strings.Contains(logs.String(), "event="+event.LeaseAwaitingDurable)
 	})
@@ -107,6 +99,25 @@ func TestStartJoinsOnlyOnceTheReservationIsDurable(t *testing.T) {
 	}
 }
 
+// started is what a Start in the background returned.
+type started struct {
+	d   *Dispenser
+	err error
+}
+
+// startInBackground starts an instance of cfg in a goroutine (within a
+// minute, a safety net) and sends what Start returned.
+func startInBackground(cfg Config, opts ...Option) <-chan started {
+	done := make(chan started, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		d, err := Start(ctx, cfg, opts...)
+		done <- started{d, err}
+	}()
+	return done
+}
+
 // With a loss window the reserve chunk must exceed W + TTL/3 + the ahead
 // bound: a shorter one is refused, naming the variables.
 func TestReserveChunkCoversTheLossWindow(t *testing.T) {
@@ -129,4 +140,97 @@ func TestReserveChunkCoversTheLossWindow(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Errorf("chunk 1m with W 0: %v", err)
 	}
+}
+
+// A MySQL failover takes back a starting instance's first lease write
+// (the promoted replica never had the lease row) before that claim's
+// first reservation is durable: the renewal that would have confirmed
+// it finds no row, a regression (the fault harness's 30-minute run: the
+// instance exited 1 and was restarted). Nothing was issued under that
+// claim: the instance was out of its queue group and had built no
+// generator, and the lease's Until stays at After until then. So the
+// instance claims a worker ID afresh and serves under the new claim,
+// rather than failing its start. Every ID taken across the event, from
+// it and from an instance serving throughout, is distinct.
+func TestStartClaimsAgainWhenAFailoverTakesBackTheFirstLease(t *testing.T) {
+	dsn := testenv.MySQL(t)
+	url := testenv.NATS(t, nil).ClientURL()
+	cfg := testConfig(url, dsn)
+	// W = 2 s: the test's failover comes inside it; the chunk exceeds
+	// W + TTL/3 + the ahead bound.
+	cfg.StoreLossWindow = 2 * time.Second
+	cfg.ReserveChunk = 20 * time.Second
+	// The instance serving throughout waits no W: the test's failover
+	// forgets only the other's row.
+	otherCfg := cfg
+	otherCfg.StoreLossWindow = 0
+	other := start(t, otherCfg)
+	load := startRequests(t, url, cfg.Layout(), 2, rawRequest{"uid.next", ""}, rawRequest{"uid.batch", "50"})
+	testwait.WaitFor(t, 20*time.Second, "IDs from the instance serving throughout", func() bool { return load.from(other.WorkerID()) >= 1000 })
+
+	var logs testenv.LogBuffer
+	done := startInBackground(cfg, WithLogger(logs.JSONLogger(slog.LevelDebug)))
+	var firstWorker float64
+	var firstOwner string
+	testwait.WaitFor(t, 20*time.Second, "the start-up's wait for a durable reservation", func() bool {
+		for _, r := range logs.Records(t) {
+			if r[event.Key] == event.LeaseAcquired {
+				firstWorker, _ = r[event.AttrWorker].(float64)
+				firstOwner, _ = r[event.AttrOwner].(string)
+			}
+			if r[event.Key] == event.LeaseAwaitingDurable {
+				return true
+			}
+		}
+		return false
+	})
+	// The failover: the promoted replica lacks the claim's transaction.
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("DELETE FROM WORKER_LEASE WHERE WORKER_ID = ?", int64(firstWorker)); err != nil {
+		t.Fatal(err)
+	}
+
+	s := testwait.Receive(t, 60*time.Second, "the start to finish", done)
+	if s.err != nil {
+		t.Fatalf("the start failed after the failover took back its first lease write: %v", s.err)
+	}
+	d := s.d
+	t.Cleanup(func() { shutdown(t, d) })
+	var order []string
+	var owners []string
+	for _, r := range logs.Records(t) {
+		switch r[event.Key] {
+		case event.LeaseRegression, event.ClaimLostAtStart, event.Serving:
+			order = append(order, r[event.Key].(string))
+		case event.LeaseAcquired:
+			order = append(order, event.LeaseAcquired)
+			owners = append(owners, r[event.AttrOwner].(string))
+		}
+	}
+	want := []string{event.LeaseAcquired, event.LeaseRegression, event.ClaimLostAtStart, event.LeaseAcquired, event.Serving}
+	if slices.Index(order, event.Serving) < slices.Index(order, event.LeaseRegression) {
+		load.finish()
+		t.Skipf("the failover came after the first reservation was durable (a loaded machine): %v", order)
+	}
+	if !slices.Equal(order, want) {
+		t.Fatalf("events %v, want %v", order, want)
+	}
+	if owners[0] != firstOwner || owners[1] == firstOwner {
+		t.Fatalf("owners of the claims %v: want a new claim after %s's", owners, firstOwner)
+	}
+	if n := d.storeRegressions()[telemetry.RecordLease]; n != 1 {
+		t.Errorf("%d lease regressions counted, want 1", n)
+	}
+	st := d.claim.(*workerid.Lease).Status()
+	if st.Err != nil || st.Durable <= st.After {
+		t.Fatalf("serving on a claim that is lost or not durable: %+v", st)
+	}
+	testwait.WaitFor(t, 30*time.Second, "IDs from the instance under its new claim", func() bool { return load.from(d.WorkerID()) >= 1000 })
+	ids, failures := load.finish()
+	t.Logf("%d IDs, %d requests failed", len(ids), len(failures))
+	testenv.CheckDistinct(t, ids)
 }

@@ -104,8 +104,16 @@ type rawLoad struct {
 }
 
 func startRawLoad(t *testing.T, url string, layout uidcore.Layout, callers int) *rawLoad {
+	return startRequests(t, url, layout, callers, rawRequest{"uid.next", ""}, rawRequest{"uid.batch", "50"}, rawRequest{"uid.batch", "3000"})
+}
+
+// rawRequest is a request of a raw load: its subject and body.
+type rawRequest struct{ subject, body string }
+
+// startRequests is a raw load of callers that each send requests in
+// turn (startRawLoad's without the bulk batch: fewer IDs to check).
+func startRequests(t *testing.T, url string, layout uidcore.Layout, callers int, requests ...rawRequest) *rawLoad {
 	l := &rawLoad{layout: layout, stop: make(chan struct{}), byWorker: map[uint64]int{}}
-	requests := []struct{ subject, body string }{{"uid.next", ""}, {"uid.batch", "50"}, {"uid.batch", "3000"}}
 	runCallers(t, url, callers, l.stop, &l.wg, func(nc *nats.Conn, n int) {
 		r := requests[n%len(requests)]
 		msg, err := nc.Request(r.subject, []byte(r.body), 10*time.Second)

@@ -368,7 +368,9 @@ restart:
 	   }
 
 	/* Lost for good: the dispenser claims a new worker ID (Release of a
-	 * lost lease writes nothing). */
+	 * lost lease writes nothing): Dispenser.reclaim, or at start, lost
+	 * before its first durable reservation (vres not past after: nothing
+	 * issued), Dispenser.awaitFirstDurable. */
 	:: atomic { tok != 0 && lost -> tok = 0; gen = false }
 
 	/* A graceful stop (SIGTERM) or a lane given back: Retire at the last

@@ -80,6 +80,12 @@ const (
 const (
 	// Serving: the instance answers requests under AttrWorker.
 	Serving = "service.serving"
+	// ClaimLostAtStart: a starting instance's claim of AttrPrevious was
+	// lost for good (the store forgot it, or another owner took the
+	// worker ID) before its first reservation was durable, so nothing was
+	// issued under it: the instance claims a worker ID afresh and starts
+	// on that claim (Serving).
+	ClaimLostAtStart = "service.claim_lost_at_start"
 	// WorkerChanged: the instance serves under a new worker ID
 	// (AttrWorker) after losing AttrPrevious for good; its ID endpoints
 	// are back in the queue group.
