@@ -16,14 +16,16 @@ import java.util.concurrent.atomic.LongAdder;
  *
  * <p>NATS never does so on its own: the connection to that server is
  * healthy, only the server has lost its routes, so every request sent there
- * gets no responders, or times out, until the cut heals, however many
- * servers the connection knows. The client reports each attempt here: those
- * that ended in no responders or a timeout are counted, in a row; any reply,
- * an error status such as a 503 too, resets the count. When the count
- * reaches {@code after}, the connection knows more than one server and
- * reconnects at all (one with {@code maxReconnects(0)} would be closed
- * instead) and the last move was at least {@code every} ago (monotonic
- * clock), the connection is forced to reconnect ({@link Connection#forceReconnect()}, which takes
+ * gets no responders until the cut heals, however many servers the
+ * connection knows. The client reports each attempt here: those that ended
+ * in no responders are counted, in a row; any reply, an error status such as
+ * a 503 too, resets the count; a timeout neither counts nor resets (it is
+ * ambiguous: a paused or slow server times out requests too, and one cut off
+ * answers no responders once its routes are gone). When the count reaches
+ * {@code after}, the connection knows more than one server and reconnects at
+ * all (one with {@code maxReconnects(0)} would be closed instead) and the
+ * last move was at least {@code every} ago (monotonic clock), the connection
+ * is forced to reconnect ({@link Connection#forceReconnect()}, which takes
  * the next server of its pool) and the count starts again. The call goes on
  * retrying within its deadline meanwhile.
  *
@@ -36,7 +38,7 @@ final class Mover {
     private final Connection nc;
     private final int after; // 0: never
     private final long everyNanos;
-    private final AtomicInteger failures = new AtomicInteger(); // attempts in a row without a reply
+    private final AtomicInteger failures = new AtomicInteger(); // attempts in a row with no responders
     private final LongAdder moves = new LongAdder();
     private final Object lock = new Object(); // serialises the moves
     private boolean moved; // guarded by lock
@@ -56,8 +58,8 @@ final class Mover {
         }
     }
 
-    /** An attempt ended in no responders or a timeout. Tells whether it moved the connection. */
-    boolean failed() {
+    /** An attempt ended in no responders. Tells whether it moved the connection. */
+    boolean noResponders() {
         if (after == 0 || failures.incrementAndGet() < after) {
             return false;
         }

@@ -45,10 +45,11 @@ import java.util.concurrent.atomic.LongAdder;
  * thrown at once.
  *
  * <p>A NATS server cut off from its cluster stays connected, and NATS never
- * moves a connection off it: every request there meets no responders or
- * times out. After {@link Builder#moveAfter} such attempts in a row (2; any
- * reply resets the count), when the connection knows another server and the
- * last move was at least {@link Builder#moveEvery} ago (5 s), the client
+ * moves a connection off it: every request there meets no responders.
+ * After {@link Builder#moveAfter} such attempts in a row (2; any reply
+ * resets the count, a timeout neither counts nor resets it), when the
+ * connection knows another server and the last move was at least
+ * {@link Builder#moveEvery} ago (5 s), the client
  * forces the connection to reconnect ({@link Connection#forceReconnect()}:
  * the next server of its pool) and logs it at INFO
  * ({@code event=client.moved}, the server left without credentials). This
@@ -62,7 +63,7 @@ import java.util.concurrent.atomic.LongAdder;
  * }</pre>
  */
 public final class UidClient implements AutoCloseable {
-    /** How many attempts in a row ending in no responders or a timeout move the connection ({@link Builder#moveAfter}). */
+    /** How many attempts in a row ending in no responders move the connection ({@link Builder#moveAfter}). */
     public static final int DEFAULT_MOVE_AFTER = 2;
     /** The least time between two moves of the connection ({@link Builder#moveEvery}). */
     public static final Duration DEFAULT_MOVE_EVERY = Duration.ofSeconds(5);
@@ -372,9 +373,11 @@ public final class UidClient implements AutoCloseable {
                     return reply;
                 }
                 err = se;
-            } catch (NoRespondersException | AttemptTimeoutException e) {
-                mover.failed();
+            } catch (NoRespondersException e) {
+                mover.noResponders();
                 err = e;
+            } catch (AttemptTimeoutException e) {
+                err = e; // neither counts toward a move nor resets the count (Mover)
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 throw new GaveUpException(subject, GaveUpException.Reason.INTERRUPTED, attempt, last);
@@ -650,9 +653,10 @@ public final class UidClient implements AutoCloseable {
         }
 
         /**
-         * How many attempts in a row ending in no responders or a timeout
-         * force the connection onto another server of its pool (2): its
-         * server may be cut off from the cluster. 0 never moves it.
+         * How many attempts in a row ending in no responders force the
+         * connection onto another server of its pool (2): its server may be
+         * cut off from the cluster. A timeout neither counts nor resets the
+         * count. 0 never moves it.
          */
         public Builder moveAfter(int attempts) {
             if (attempts < 0) {

@@ -152,6 +152,68 @@ class MoveIT {
         }
     }
 
+    /**
+     * A timeout neither counts toward a move nor resets the count (a paused or
+     * slow server times requests out too): a subscriber on A that never
+     * answers times out every attempt of a client on A that knows B, and after
+     * ten times the attempts a move needs the connection has never moved.
+     */
+    @Test
+    void timeoutsDoNotCountTowardAMove() throws Exception {
+        try (Connection silent = cluster.a().connect();
+                UidClient ids = UidClient.builder().natsOptions(twoServers(cluster.a().url())).subjectPrefix("silent")
+                        .timeout(Duration.ofSeconds(1)).attemptTimeout(Duration.ofMillis(20))
+                        .backoff(Duration.ofMillis(1), Duration.ofMillis(10)).build()) {
+            silent.subscribe("silent.next"); // never answered
+            silent.flush(WITHIN);
+            while (ids.stats().timedOut() < 10L * UidClient.DEFAULT_MOVE_AFTER) {
+                GaveUpException e = assertThrows(GaveUpException.class, ids::next);
+                assertTrue(e.getCause() instanceof AttemptTimeoutException, String.valueOf(e.getCause()));
+            }
+            ClientStats stats = ids.stats();
+            assertEquals(0, stats.moves(), stats.toString());
+            assertEquals(0, stats.noResponders(), stats.toString());
+            assertEquals(port(cluster.a().url()), port(ids.connection().getConnectedUrl()));
+            assertEquals(0, ids.connection().getStatistics().getReconnects());
+        }
+    }
+
+    /**
+     * Moves are spaced by moveEvery: with no dispenser on the prefix, A and B
+     * both answer no responders (as if each were cut off in turn), and a
+     * client with a moveEvery of an hour moves once, off A, however many no
+     * responders follow on B.
+     */
+    @Test
+    void twoCutOffsWithinMoveEveryMoveOnce() throws Exception {
+        try (UidClient ids = noDispenserClient(Duration.ofHours(1))) {
+            while (ids.stats().noResponders() < 20L * UidClient.DEFAULT_MOVE_AFTER) {
+                assertThrows(UidException.class, ids::next);
+            }
+            ClientStats stats = ids.stats();
+            assertEquals(1, stats.moves(), stats.toString());
+            TestEnv.waitFor("the move's reconnect", WITHIN, () -> ids.connection().getStatus() == Connection.Status.CONNECTED);
+            assertEquals(port(cluster.b().url()), port(ids.connection().getConnectedUrl()), "the connection is on B");
+        }
+    }
+
+    /** The control of {@link #twoCutOffsWithinMoveEveryMoveOnce}: with a moveEvery of a millisecond, it moves again and again. */
+    @Test
+    void withAShortMoveEveryItMovesAgain() throws Exception {
+        try (UidClient ids = noDispenserClient(Duration.ofMillis(1))) {
+            while (ids.stats().moves() < 3 && ids.stats().noResponders() < 200) {
+                assertThrows(UidException.class, ids::next);
+            }
+            assertTrue(ids.stats().moves() >= 3, ids.stats().toString());
+        }
+    }
+
+    /** A client on A, knowing B, of the subject prefix no dispenser serves. */
+    private static UidClient noDispenserClient(Duration moveEvery) {
+        return UidClient.builder().natsOptions(twoServers(cluster.a().url())).subjectPrefix("nobody").moveEvery(moveEvery)
+                .timeout(Duration.ofMillis(100)).backoff(Duration.ofMillis(1), Duration.ofMillis(10)).build();
+    }
+
     /** Cuts A off from B and asserts that three calls of ids, on A, fail there, and nothing moved. */
     private static void callsFailOnA(UidClient ids) {
         ids.next();

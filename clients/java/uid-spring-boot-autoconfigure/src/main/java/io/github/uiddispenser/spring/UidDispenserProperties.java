@@ -34,7 +34,7 @@ public class UidDispenserProperties {
     private Duration attemptTimeout = Duration.ofSeconds(1);
     /** How long a sequence call keeps asking while its home region cannot be reached. */
     private Duration homeWait = Duration.ofSeconds(2);
-    /** Attempts in a row ending in no responders or a timeout that move the connection to another server (its server may be cut off from the cluster); 0: never. */
+    /** Attempts in a row ending in no responders (a timeout neither counts nor resets) that move the connection to another server (its server may be cut off from the cluster); 0: never. */
     private int moveAfter = UidClient.DEFAULT_MOVE_AFTER;
     /** The least time between two moves of the connection. */
     private Duration moveEvery = UidClient.DEFAULT_MOVE_EVERY;
