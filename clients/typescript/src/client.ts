@@ -61,10 +61,11 @@ export interface ClientOptions<K extends IdKind = "string"> {
    */
   timeoutMs?: number;
   /**
-   * How many attempts in a row ending in no responders or a timeout force
-   * the connection onto another server of its pool (default 2): its server
-   * may be cut off from the cluster, which NATS never moves a connection
-   * off. Any reply resets the count. 0: never move.
+   * How many attempts in a row ending in no responders force the
+   * connection onto another server of its pool (default 2): its server may
+   * be cut off from the cluster, which NATS never moves a connection off.
+   * Any reply resets the count; a timeout neither counts nor resets it.
+   * 0: never move.
    */
   moveAfter?: number;
   /** The least time between two moves of the connection (default 5000 ms, monotonic clock). */
@@ -347,8 +348,9 @@ export class UidClient<K extends IdKind = "string"> {
         }
       } catch (e) {
         err = e;
-        if (isNoResponders(e) || isTimeout(e)) {
-          this.#mover.failed();
+        // A timeout neither counts toward a move nor resets the count (Mover).
+        if (isNoResponders(e)) {
+          this.#mover.noResponders();
         }
       }
       if (err === aborted) {

@@ -6,9 +6,9 @@ import type { NatsConnectionImpl } from "@nats-io/nats-core/internal";
 
 /**
  * How many attempts in a row, on one connection, must end in no
- * responders or a timeout before the client moves to another server: one
- * such attempt is a fleet restarting as often as a cut server, two in a
- * row with no reply between them seldom are.
+ * responders before the client moves to another server: one such attempt
+ * is a fleet restarting as often as a cut server, two in a row with no
+ * reply between them seldom are.
  */
 export const DEFAULT_MOVE_AFTER = 2;
 
@@ -29,9 +29,11 @@ export interface MoveLogger {
  *
  * NATS never does so on its own: the connection to that server is healthy,
  * only the server has lost its routes, so every request sent there gets no
- * responders, or times out, until the cut heals. The client reports each
- * attempt: those that ended in no responders or a timeout are counted, in a
- * row; any reply, an error status such as a 503 too, resets the count. When
+ * responders until the cut heals. The client reports each attempt: those
+ * that ended in no responders are counted, in a row; any reply, an error
+ * status such as a 503 too, resets the count; a timeout neither counts nor
+ * resets (it is ambiguous: a paused or slow server times out requests too,
+ * and one cut off answers no responders once its routes are gone). When
  * the count reaches after, the connection knows more than one server and
  * reconnects at all (one made with reconnect: false would close instead),
  * and the last move was at least everyMs ago (monotonic clock), the
@@ -48,7 +50,7 @@ export class Mover {
   readonly #after: number; // 0: never
   readonly #everyMs: number;
   readonly #logger: MoveLogger;
-  #failures = 0; // attempts in a row without a reply
+  #failures = 0; // attempts in a row with no responders
   #lastMove: number | undefined; // performance.now() of the last move
   #moves = 0;
 
@@ -64,8 +66,8 @@ export class Mover {
     this.#failures = 0;
   }
 
-  /** An attempt ended in no responders or a timeout. Tells whether it moved the connection. */
-  failed(): boolean {
+  /** An attempt ended in no responders. Tells whether it moved the connection. */
+  noResponders(): boolean {
     if (this.#after === 0 || ++this.#failures < this.#after) {
       return false;
     }

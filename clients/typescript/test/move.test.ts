@@ -124,6 +124,60 @@ test("a connection that does not reconnect is left alone", async () => {
   }
 });
 
+test("timeouts do not count toward a move", async () => {
+  // A timeout neither counts toward a move nor resets the count (a paused
+  // or slow server times requests out too): a subscriber on A that never
+  // answers times out every attempt of a client on A that knows B, and
+  // after ten times the attempts a move needs the connection never moved.
+  const silent = await connectTo(cluster.a.url);
+  const nc = await connect(twoServers(cluster.a.url));
+  try {
+    silent.subscribe("silent.next"); // never answered
+    await silent.flush();
+    const client = new UidClient(nc, { subjectPrefix: "silent", timeoutMs: 1000, attemptTimeoutMs: 20, minBackoffMs: 1, maxBackoffMs: 10 });
+    while (client.stats().timedOut < 10 * DEFAULT_MOVE_AFTER) {
+      await assert.rejects(client.next(), (e) => e instanceof GaveUpError && e.reason === "deadline");
+    }
+    const stats = client.stats();
+    assert.equal(stats.moves, 0, JSON.stringify(stats));
+    assert.equal(stats.noResponders, 0, JSON.stringify(stats));
+    assert.equal(port(nc.getServer()), port(cluster.a.url));
+  } finally {
+    await nc.close();
+    await silent.close();
+  }
+});
+
+test("two cut-offs within moveEveryMs move once", async () => {
+  // With no dispenser on the prefix, A and B both answer no responders (as
+  // if each were cut off in turn): a client with a moveEveryMs of an hour
+  // moves once, off A, however many no responders follow on B.
+  const nc = await connect(twoServers(cluster.a.url));
+  try {
+    const client = noDispenserClient(nc, 3_600_000);
+    while (client.stats().noResponders < 20 * DEFAULT_MOVE_AFTER) {
+      await assert.rejects(client.next());
+    }
+    assert.equal(client.stats().moves, 1, JSON.stringify(client.stats()));
+    await waitFor("the move's reconnect to B", WITHIN, () => port(nc.getServer()) === port(cluster.b.url));
+  } finally {
+    await nc.close();
+  }
+});
+
+test("with a short moveEveryMs the client moves again (the control of the test above)", async () => {
+  const nc = await connect(twoServers(cluster.a.url));
+  try {
+    const client = noDispenserClient(nc, 1);
+    while (client.stats().moves < 3 && client.stats().noResponders < 200) {
+      await assert.rejects(client.next());
+    }
+    assert.ok(client.stats().moves >= 3, JSON.stringify(client.stats()));
+  } finally {
+    await nc.close();
+  }
+});
+
 test("moveAfter must be 0 or a positive integer", () => {
   assert.throws(() => new UidClient({} as NatsConnection, { moveAfter: -1 }), RangeError);
   assert.throws(() => new UidClient({} as NatsConnection, { moveAfter: 1.5 }), RangeError);
@@ -142,6 +196,11 @@ async function callsFailOnA(nc: NatsConnection, client: UidClient): Promise<void
   assert.equal(stats.moves, 0, JSON.stringify(stats));
   // Far more failed attempts in a row than the default move needs.
   assert.ok(stats.noResponders + stats.timedOut >= 3 * DEFAULT_MOVE_AFTER, JSON.stringify(stats));
+}
+
+/** A client on nc of a subject prefix no dispenser serves, its moves at least moveEveryMs apart. */
+function noDispenserClient(nc: NatsConnection, moveEveryMs: number): UidClient {
+  return new UidClient(nc, { subjectPrefix: "nobody", moveEveryMs, timeoutMs: 100, minBackoffMs: 1, maxBackoffMs: 10, logger: { info: () => {} } });
 }
 
 /** Cuts A off from B and waits until A has dropped the dispenser's subscriptions. */
