@@ -147,6 +147,63 @@ async def test_a_connection_that_does_not_reconnect_is_left_alone(joined: Cluste
         await nc.close()
 
 
+async def test_timeouts_do_not_count_toward_a_move(cluster: Cluster) -> None:
+    """A timeout neither counts toward a move nor resets the count (a paused
+    or slow server times requests out too): a subscriber on A that never
+    answers times out every attempt of a client on A that knows B, and
+    after ten times the attempts a move needs the connection never moved."""
+    silent = await connect_to(cluster.a.url)
+    nc = await two_servers(cluster.a.url, cluster.b.url)
+    try:
+        await silent.subscribe("silent.next")  # never answered
+        await silent.flush()
+        client = UidClient(nc, subject_prefix="silent", timeout=1.0, attempt_timeout=0.02, min_backoff=0.001, max_backoff=0.01)
+        while client.stats().timed_out < 10 * DEFAULT_MOVE_AFTER:
+            with pytest.raises(GaveUpError) as raised:
+                await client.next()
+            assert isinstance(raised.value.__cause__, nats.errors.TimeoutError), repr(raised.value.__cause__)
+        stats = client.stats()
+        assert stats.moves == 0 and stats.no_responders == 0, stats
+        assert port(nc.connected_url) == port(cluster.a.url) and nc.stats["reconnects"] == 0
+    finally:
+        await nc.close()
+        await silent.close()
+
+
+async def test_two_cut_offs_within_move_every_move_once(cluster: Cluster) -> None:
+    """With no dispenser on the prefix, A and B both answer no responders
+    (as if each were cut off in turn): a client with a move_every of an
+    hour moves once, off A, however many no responders follow on B."""
+    nc = await two_servers(cluster.a.url, cluster.b.url)
+    try:
+        client = no_dispenser_client(nc, 3600.0)
+        while client.stats().no_responders < 20 * DEFAULT_MOVE_AFTER:
+            with pytest.raises(GaveUpError):
+                await client.next()
+        assert client.stats().moves == 1, client.stats()
+        on_b = port(cluster.b.url)
+        await wait_for("the move's reconnect to B", WITHIN, lambda: nc.is_connected and port(nc.connected_url) == on_b)
+        assert nc.stats["reconnects"] == 1
+    finally:
+        await nc.close()
+
+
+async def test_with_a_short_move_every_the_client_moves_again(cluster: Cluster) -> None:
+    """The control of the test above: with a move_every of a millisecond,
+    the client moves again and again."""
+    nc = await two_servers(cluster.a.url, cluster.b.url)
+    try:
+        client = no_dispenser_client(nc, 0.001)
+        while client.stats().moves < 3 and client.stats().no_responders < 200:
+            with pytest.raises(GaveUpError):
+                await client.next()
+        assert client.stats().moves >= 3, client.stats()
+        # nats-py's close fails on a connection still reconnecting.
+        await wait_for("the last move's reconnect", WITHIN, lambda: nc.is_connected)
+    finally:
+        await nc.close()
+
+
 def test_move_after_must_be_0_or_a_positive_int() -> None:
     for bad in (-1, 1.5, True):
         with pytest.raises(ValueError, match="move_after"):
@@ -168,6 +225,12 @@ async def calls_fail_on_a(cluster: Cluster, nc: NATS, client: UidClient) -> None
     assert stats.moves == 0, stats
     # Far more failed attempts in a row than the default move needs.
     assert stats.no_responders + stats.timed_out >= 3 * DEFAULT_MOVE_AFTER, stats
+
+
+def no_dispenser_client(nc: NATS, move_every: float) -> UidClient:
+    """A client on nc of a subject prefix no dispenser serves, its moves at
+    least move_every apart."""
+    return UidClient(nc, subject_prefix="nobody", move_every=move_every, timeout=0.1, min_backoff=0.001, max_backoff=0.01)
 
 
 async def cut(cluster: Cluster) -> None:

@@ -116,8 +116,8 @@ class UidClient:
 
     A NATS server cut off from its cluster keeps its clients connected and
     NATS never moves them: after move_after attempts in a row ended in no
-    responders or a timeout (any reply resets the count), when the
-    connection knows another server and the last move was at least
+    responders (any reply resets the count, a timeout neither counts nor
+    resets it), when the connection knows another server and the last move was at least
     move_every seconds ago, the client forces the connection onto the next
     server of its pool (nats-py's force_reconnect) and logs it at INFO on
     the ``uid_dispenser`` logger.
@@ -147,8 +147,8 @@ class UidClient:
         attempts (doubled each time, jittered over its upper half).
         home_wait: how long a sequence call goes on asking while its home
         region cannot be reached before it raises HomeUnreachableError.
-        move_after: the attempts in a row ending in no responders or a
-        timeout that move the connection to another server (0: never).
+        move_after: the attempts in a row ending in no responders that move
+        the connection to another server (0: never).
         move_every: the least time between two moves.
         owns_connection: close() closes nc."""
         self._nc = nc
@@ -276,9 +276,11 @@ class UidClient:
             err: Exception
             try:
                 reply = await self._nc.request(s, payload, timeout=max(0.001, min(self._attempt_timeout, left)), headers=headers)
-            except (NoRespondersError, NATSTimeoutError) as e:
+            except NoRespondersError as e:
                 err = e
-                await self._mover.failed()
+                await self._mover.no_responders()
+            except NATSTimeoutError as e:
+                err = e  # neither counts toward a move nor resets the count (Mover)
             except ConnectionReconnectingError as e:
                 err = e
             else:

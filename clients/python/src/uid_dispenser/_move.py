@@ -12,9 +12,9 @@ from nats.aio.client import Client as NATS
 
 DEFAULT_MOVE_AFTER = 2
 """How many attempts in a row, on one connection, must end in no responders
-or a timeout before the client moves to another server: one such attempt is
-a fleet restarting as often as a cut server, two in a row with no reply
-between them seldom are."""
+before the client moves to another server: one such attempt is a fleet
+restarting as often as a cut server, two in a row with no reply between
+them seldom are."""
 
 DEFAULT_MOVE_EVERY = 5.0
 """The least time between two moves (seconds): a fleet with no instance at
@@ -29,10 +29,12 @@ class Mover:
 
     NATS never does so on its own: the connection to that server is healthy,
     only the server has lost its routes, so every request sent there gets no
-    responders, or times out, until the cut heals. The client reports each
-    attempt: those that ended in no responders or a timeout are counted, in
-    a row; any reply, an error status such as a 503 too, resets the count.
-    When the count reaches after, the connection knows more than one server
+    responders until the cut heals. The client reports each attempt: those
+    that ended in no responders are counted, in a row; any reply, an error
+    status such as a 503 too, resets the count; a timeout neither counts nor
+    resets (it is ambiguous: a paused or slow server times out requests too,
+    and one cut off answers no responders once its routes are gone). When
+    the count reaches after, the connection knows more than one server
     and reconnects at all (allow_reconnect), and the last move was at least
     every seconds ago (monotonic clock), the connection is forced to
     reconnect (nats-py's Client.force_reconnect,
@@ -46,7 +48,7 @@ class Mover:
         self._nc = nc
         self._after = after  # 0: never
         self._every = every
-        self._failures = 0  # attempts in a row without a reply
+        self._failures = 0  # attempts in a row with no responders
         self._last_move: float | None = None  # time.monotonic() of the last move
         self.moves = 0
         """How many times the connection was moved."""
@@ -55,9 +57,9 @@ class Mover:
         """An attempt got a reply (an error status is a reply)."""
         self._failures = 0
 
-    async def failed(self) -> bool:
-        """An attempt ended in no responders or a timeout. Tells whether it
-        moved the connection."""
+    async def no_responders(self) -> bool:
+        """An attempt ended in no responders. Tells whether it moved the
+        connection."""
         if self._after == 0:
             return False
         self._failures += 1
