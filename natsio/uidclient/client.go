@@ -43,8 +43,8 @@ type Config struct {
 	HomeWait time.Duration
 	// MoveAfter and MoveEvery move the connection off a NATS server cut
 	// off from its cluster (Mover): after MoveAfter attempts in a row on
-	// it ended in no responders or a timeout (default DefaultMoveAfter,
-	// 2), the client forces nc to reconnect to another server of its
+	// it ended in no responders (default DefaultMoveAfter, 2; a timeout
+	// neither counts nor resets), the client forces nc to reconnect to another server of its
 	// pool, at most once every MoveEvery (default DefaultMoveEvery, 5s).
 	// The connection is the caller's: set MoveAfter negative to keep the
 	// client from ever forcing it to reconnect (0 is the default).
@@ -63,7 +63,7 @@ type Config struct {
 // (all down or restarting), when one answers 503 (no ID right now) and
 // when an attempt times out. Retrying an ID request is always safe: an ID
 // lost in a dropped reply is never issued again. When attempts keep
-// ending in no responders or timeouts, its NATS server may be cut off
+// ending in no responders, its NATS server may be cut off
 // from the cluster, which NATS does not move a client off: the client
 // then moves the connection to another server of its pool (Mover;
 // Config.MoveAfter). A sequence request with

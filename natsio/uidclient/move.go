@@ -17,9 +17,9 @@ import (
 // "Moving off a cut-off server"; every client keeps the same rule).
 const (
 	// DefaultMoveAfter is how many attempts in a row, on one connection,
-	// must end in no responders or a timeout before the client moves to
-	// another server: one such attempt is a fleet restarting as often as
-	// a cut server, two in a row with no reply between them seldom are.
+	// must end in no responders before the client moves to another
+	// server: one such attempt is a fleet restarting as often as a cut
+	// server, two in a row with no reply between them seldom are.
 	DefaultMoveAfter = 2
 	// DefaultMoveEvery is the least time between two moves: a fleet with
 	// no instance at all gets no responders on every server, and its
@@ -30,8 +30,8 @@ const (
 
 // MoveConfig configures a Mover. Zero values take defaults.
 type MoveConfig struct {
-	// After: the consecutive attempts ended in no responders or a
-	// timeout that make the connection move (default DefaultMoveAfter).
+	// After: the consecutive attempts ended in no responders that make
+	// the connection move (default DefaultMoveAfter).
 	// Negative: never move; the connection is then left alone.
 	After int
 	// Every: the least time between two moves, on the monotonic clock
@@ -45,15 +45,15 @@ type MoveConfig struct {
 //
 // NATS never does so on its own: the connection to that server is
 // healthy, only the server has lost its routes, so every request sent
-// there gets no responders, or times out, until the cut heals, however
-// many servers the connection knows. A Mover watches the outcome of each
-// request on the connection (Observe) and counts the attempts in a row
-// that ended in no responders or a timeout; any reply, an error status
-// such as a 503 too, resets the count. When the count reaches After,
-// the connection's server pool holds more than one server and the last
-// move was at least Every ago, it forces the connection to reconnect
-// (nats.Conn.ForceReconnect), which takes the next server of the pool,
-// and resets the count. Requests in flight on the connection then fail
+// there gets no responders until the cut heals, however many servers the
+// connection knows. A Mover watches the outcome of each request on the
+// connection (Observe) and counts the attempts in a row that ended in no
+// responders; any reply, an error status such as a 503 too, resets the
+// count, and a timeout neither counts nor resets (Observe). When the
+// count reaches After, the connection's server pool holds more than one
+// server and the last move was at least Every ago, it forces the
+// connection to reconnect (nats.Conn.ForceReconnect), which takes the
+// next server of the pool, and resets the count. Requests in flight on the connection then fail
 // with nats.ErrDisconnected; a request is retried as before. A connection
 // made not to reconnect (nats.NoReconnect, MaxReconnects(0)) is never
 // moved.
@@ -105,8 +105,7 @@ func (m *Mover) Observe(err error) bool {
 		}
 		return false
 	case errors.Is(err, nats.ErrNoResponders):
-		// Timeouts are not counted, though the shared rule counts them
-		// (docs/protocol.md): a server that times out requests may be
+		// Timeouts are not counted (docs/protocol.md): a server that times out requests may be
 		// stopped, and nats.go holds the connection's lock while it
 		// reconnects (its flush to the server left, the next server's
 		// handshake), so a move off a stopped server held the calls on

@@ -121,7 +121,7 @@ const (
 const (
 	// ClientMoved: the client forced its connection off AttrServer (its
 	// URL without user information), where its requests kept ending in no
-	// responders or a timeout: a server cut off from its cluster.
+	// responders: a server cut off from its cluster.
 	ClientMoved = "client.moved"
 )
 

@@ -50,8 +50,8 @@ type Config struct {
 	AttemptTimeout time.Duration
 	// MoveAfter is the move off a server cut off from its cluster, as
 	// the product's clients make it (uidclient.Mover, docs/protocol.md):
-	// 0 the default (after 2 attempts in a row ended in no responders or
-	// a timeout, at most every 5 s), negative never.
+	// 0 the default (after 2 attempts in a row ended in no responders,
+	// at most every 5 s), negative never.
 	MoveAfter int
 }
 
