@@ -322,3 +322,42 @@ func TestMoverKeepsItsLimits(t *testing.T) {
 		})
 	}
 }
+
+// TestTimeoutsDoNotCountTowardAMove: a server whose responder never
+// answers is not a cut-off server (a paused or slow dispenser times out
+// too): however many attempts time out, the client stays on it. The
+// mutation, timeouts counted, moves it at the second.
+func TestTimeoutsDoNotCountTowardAMove(t *testing.T) {
+	moveTestLeakCheck(t)
+	s1 := moveTestNode(t, "S1", false)
+	s2 := moveTestNode(t, "S2", false)
+	silent := moveTestConn(t, s1)
+	if _, err := silent.Subscribe("silent.next", func(*nats.Msg) {}); err != nil {
+		t.Fatal(err)
+	}
+	if err := silent.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	nc := moveTestConn(t, s1, s2)
+	client := uidclient.New(nc, uidclient.Config{SubjectPrefix: "silent", AttemptTimeout: 20 * time.Millisecond,
+		MoveEvery: time.Nanosecond, MaxBackoff: 10 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ended := make(chan error, 1)
+	go func() {
+		_, err := client.Next(ctx)
+		ended <- err
+	}()
+	const timeouts = 10 * uidclient.DefaultMoveAfter
+	testwait.WaitFor(t, 5*time.Second, "attempts timed out", func() bool { return client.Stats().TimedOut >= timeouts })
+	cancel()
+	if err := testwait.Receive(t, 5*time.Second, "the cancelled call's end", ended); err == nil {
+		t.Error("a call no responder answers succeeded")
+	}
+	if st := client.Stats(); st.Moves != 0 || st.NoResponders != 0 {
+		t.Errorf("%d moves, %d no responders after %d timeouts; want none", st.Moves, st.NoResponders, st.TimedOut)
+	}
+	if got := nc.ConnectedServerName(); got != "S1" || nc.Stats().Reconnects != 0 {
+		t.Errorf("on %s after %d reconnects; want S1, never reconnected", got, nc.Stats().Reconnects)
+	}
+}
