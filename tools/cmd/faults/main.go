@@ -95,7 +95,7 @@ func runClient(ctx context.Context, args []string) error {
 	fs.DurationVar(&cfg.Pause, "pause", 10*time.Millisecond, "pause between a worker's calls")
 	fs.DurationVar(&cfg.Timeout, "timeout", 2*time.Second, "a call unanswered this long is unknown")
 	retry := fs.Bool("retry", true, "retry no responders and 503s within the timeout")
-	fs.IntVar(&cfg.MoveAfter, "move-after", 0, "move off a server after this many attempts in a row ended in no responders, as the product's clients do (0: their default, 2; negative: never)")
+	fs.IntVar(&cfg.MoveAfter, "move-after", 0, "move off a server after this many attempts in a row of one fleet ended in no responders, as the product's clients do (0: their default, 2; negative: never)")
 	_ = fs.Parse(args)
 	cfg.NoRetry = !*retry
 	if seqs != "" {
@@ -124,7 +124,7 @@ func runHarness(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.Dispenser, "dispenser", "", "a dispenser binary built with -tags faultclock (default: built now)")
 	fs.StringVar(&summary, "summary", "", "write the JSON summary to this file")
 	clientRetry := fs.Bool("client-retry", true, "the clients retry no responders, 503s, timed-out requests (1 s each) and requests lost with the connection within a call's 2 s timeout, as the product's clients do")
-	clientMove := fs.Bool("client-move", true, "the clients move off a server cut off from its cluster (2 attempts in a row with no responders), as the product's clients do")
+	clientMove := fs.Bool("client-move", true, "the clients move off a server cut off from its cluster (2 attempts of a fleet in a row with no responders), as the product's clients do")
 	fs.StringVar(&natsBin, "nats-server", "", "nats-server binary (default: ~/go/bin/nats-server, else built from go.mod's version)")
 	_ = fs.Parse(args)
 	cfg.NoClientRetry = !*clientRetry

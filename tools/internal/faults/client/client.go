@@ -3,8 +3,9 @@
 // uid.seq.<name>.batch over plain nats.go request-reply (the wire
 // protocol, not the product's client library) and record every call in a
 // history. Of the product's client it takes the retry rules (below) and
-// the move off a server cut off from its cluster (uidclient.Mover), so
-// that its calls fail where the product's would.
+// the move off a server cut off from its cluster (uidclient.Mover, one
+// per fleet as one uidclient.Client per subject prefix has), so that its
+// calls fail where the product's would.
 package client
 
 import (
@@ -70,7 +71,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("client: %w", err)
 	}
 	defer nc.Close()
-	mover := uidclient.NewMover(nc, uidclient.MoveConfig{After: cfg.MoveAfter, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
+	movers := newMovers(nc, cfg.prefixes(), cfg.MoveAfter, slog.New(slog.NewTextHandler(os.Stderr, nil)))
 	flushDone := make(chan struct{})
 	go func() {
 		defer close(flushDone)
@@ -87,24 +88,44 @@ func Run(ctx context.Context, cfg Config) error {
 	}()
 	var wg sync.WaitGroup
 	for i := range cfg.Workers {
-		wg.Go(func() { work(ctx, nc, mover, w, cfg, i) })
+		wg.Go(func() { work(ctx, nc, movers, w, cfg, i) })
 	}
 	wg.Wait()
 	<-flushDone
 	return w.Close()
 }
 
-func work(ctx context.Context, nc *nats.Conn, mover *uidclient.Mover, w *history.Writer, cfg Config, index int) {
+// newMovers returns a Mover per fleet (subject prefix), all on nc: an
+// application of both fleets has a uidclient.Client for each, and each
+// Client its own Mover. One Mover for both would let the replies of a
+// fleet that answers reset the count of one that gets no responders, so
+// that the connection never moved off a server cut off from that fleet's
+// members.
+func newMovers(nc *nats.Conn, prefixes []string, moveAfter int, log *slog.Logger) map[string]*uidclient.Mover {
+	movers := make(map[string]*uidclient.Mover, len(prefixes))
+	for _, p := range prefixes {
+		movers[p] = uidclient.NewMover(nc, uidclient.MoveConfig{After: moveAfter, Logger: log})
+	}
+	return movers
+}
+
+// prefixes are the fleets' subject prefixes the calls pick from.
+func (cfg Config) prefixes() []string {
+	if len(cfg.Prefixes) == 0 {
+		return []string{"uid"}
+	}
+	return cfg.Prefixes
+}
+
+func work(ctx context.Context, nc *nats.Conn, movers map[string]*uidclient.Mover, w *history.Writer, cfg Config, index int) {
 	process := fmt.Sprintf("%s/%d", cfg.Name, index)
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(index)))
+	prefixes := cfg.prefixes()
 	var call int64
 	for ctx.Err() == nil {
 		call++
 		n := 1 + rng.IntN(max(1, cfg.MaxCount))
-		prefix := "uid"
-		if len(cfg.Prefixes) > 0 {
-			prefix = cfg.Prefixes[rng.IntN(len(cfg.Prefixes))]
-		}
+		prefix := prefixes[rng.IntN(len(prefixes))]
 		op := history.Op{Process: process, Call: call, Func: history.FuncIDs, Fleet: prefix, Count: n}
 		subject := prefix + ".batch"
 		if k := rng.IntN(len(cfg.Sequences) + 2); k < len(cfg.Sequences) {
@@ -113,7 +134,7 @@ func work(ctx context.Context, nc *nats.Conn, mover *uidclient.Mover, w *history
 		}
 		op.Type, op.Time = history.Invoke, time.Now().UnixNano()
 		_ = w.Write(op)
-		done := request(nc, mover, subject, op, cfg.Timeout, cfg.attemptTimeout(), !cfg.NoRetry)
+		done := request(nc, movers[prefix], subject, op, cfg.Timeout, cfg.attemptTimeout(), !cfg.NoRetry)
 		done.Time = time.Now().UnixNano()
 		_ = w.Write(done)
 		if cfg.Pause > 0 {

@@ -149,3 +149,39 @@ func TestRequestMovesOffAServerWithoutResponders(t *testing.T) {
 		nc.Close()
 	}
 }
+
+// Each fleet has a Mover of its own, as each uidclient.Client has: calls
+// to a fleet that answers, interleaved with calls to one that gets no
+// responders, still move the connection. With one Mover for both (before
+// newMovers) the answered fleet's replies reset the count after every
+// no responders, and a client on a server cut off from one fleet's
+// members never moved while the other fleet answered there.
+func TestRequestMovesForAFleetWithoutRespondersBesideOneThatAnswers(t *testing.T) {
+	first, second := testenv.NATS(t, nil), testenv.NATS(t, nil)
+	nc, err := nats.Connect(first.ClientURL()+","+second.ClientURL(), nats.DontRandomize())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	sub, err := nc.Subscribe("uid.batch", func(m *nats.Msg) { _ = m.Respond([]byte("7")) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	movers := newMovers(nc, []string{"uid", "uidmy"}, 0, slog.New(slog.DiscardHandler))
+	op := history.Op{Process: "c0/0", Call: 1, Func: history.FuncIDs, Count: 1}
+	for range 2 {
+		if got := request(nc, movers["uid"], "uid.batch", op, time.Minute, time.Second, false); got.Type != history.OK {
+			t.Fatalf("the fleet that answers: %+v", got)
+		}
+		if got := request(nc, movers["uidmy"], "uidmy.batch", op, time.Minute, time.Second, false); got.Error != "no responders" {
+			t.Fatalf("the fleet without responders: %+v", got)
+		}
+	}
+	if movers["uidmy"].Moves() != 1 || movers["uid"].Moves() != 0 {
+		t.Fatalf("moves: uidmy %d, uid %d; want 1 and 0", movers["uidmy"].Moves(), movers["uid"].Moves())
+	}
+}
