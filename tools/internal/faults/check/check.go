@@ -423,7 +423,23 @@ func lastWindowBefore(ws []Window, t time.Time) string {
 
 // reason is an error's text up to its first colon: the kind of failure
 // without the details (worker IDs, seconds) that make every one differ.
+// A nats.go error is kept whole ("nats: server is disconnected": its text
+// after the colon is the kind), and so is the kind of the last failure of
+// an unknown call ("timeout (then 503 not reserved: …)" keeps "(then 503
+// not reserved)").
 func reason(err string) string {
+	first, then, uncertain := strings.Cut(err, " (then ")
+	r := reasonOf(first)
+	if uncertain {
+		r += " (then " + reasonOf(strings.TrimSuffix(then, ")")) + ")"
+	}
+	return r
+}
+
+func reasonOf(err string) string {
+	if strings.HasPrefix(err, "nats: ") {
+		return err
+	}
 	if i := strings.IndexByte(err, ':'); i > 0 {
 		return err[:i]
 	}

@@ -362,3 +362,21 @@ func TestWindowCausesAndRecovery(t *testing.T) {
 		t.Fatalf("split without a recovery period: %v", r.AfterKind)
 	}
 }
+
+// A cause keeps what tells the failures apart: a nats.go error whole,
+// and the last failure of an unknown call inside its parentheses, each
+// without the details after its colon.
+func TestReasonKeepsTheKind(t *testing.T) {
+	for err, want := range map[string]string{
+		"no responders": "no responders",
+		"503 worker claim has not reserved the time yet: worker ID 1, second 9 > 5":                                  "503 worker claim has not reserved the time yet",
+		"nats: server is disconnected":                                                                               "nats: server is disconnected",
+		"context deadline exceeded (then no responders)":                                                             "context deadline exceeded (then no responders)",
+		"context deadline exceeded (then 503 worker claim has not reserved the time yet: worker ID 1, second 9 > 5)": "context deadline exceeded (then 503 worker claim has not reserved the time yet)",
+		"nats: server is disconnected (then no responders)":                                                          "nats: server is disconnected (then no responders)",
+	} {
+		if got := reason(err); got != want {
+			t.Errorf("reason(%q) = %q, want %q", err, got, want)
+		}
+	}
+}
