@@ -51,8 +51,10 @@ type MoveConfig struct {
 // responders; any reply, an error status such as a 503 too, resets the
 // count, and a timeout neither counts nor resets (Observe). When the
 // count reaches After, the connection's server pool holds more than one
-// server and the last move was at least Every ago, it forces the
-// connection to reconnect (nats.Conn.ForceReconnect), which takes the
+// server and the last move was at least Every ago (a reconnect the Mover
+// did not make, such as another Mover's move on the same connection,
+// counts as a move and resets the count), it forces the connection to
+// reconnect (nats.Conn.ForceReconnect), which takes the
 // next server of the pool, and resets the count. Requests in flight on the connection then fail
 // with nats.ErrDisconnected; a request is retried as before. A connection
 // made not to reconnect (nats.NoReconnect, MaxReconnects(0)) is never
@@ -72,6 +74,11 @@ type Mover struct {
 
 	mu       sync.Mutex // serialises the moves
 	lastMove time.Time  // with its monotonic reading
+	// reconnects is the connection's reconnect count the Mover expects:
+	// as it last saw it, plus one for its own move. Another count is a
+	// reconnect it did not make (another Mover's move on the connection,
+	// nats.go's own), see reconnected.
+	reconnects uint64
 }
 
 // NewMover returns a Mover for nc.
@@ -85,7 +92,7 @@ func NewMover(nc *nats.Conn, cfg MoveConfig) *Mover {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Mover{nc: nc, after: int64(max(cfg.After, 0)), every: cfg.Every, log: cfg.Logger}
+	return &Mover{nc: nc, after: int64(max(cfg.After, 0)), every: cfg.Every, log: cfg.Logger, reconnects: nc.Stats().Reconnects}
 }
 
 // Observe takes the outcome of one request on the connection: err nil
@@ -132,6 +139,8 @@ func (m *Mover) move() bool {
 	switch {
 	case failures < m.after: // a reply, or another caller's move, came first
 		return false
+	case m.reconnected():
+		return false
 	case !m.lastMove.IsZero() && time.Since(m.lastMove) < m.every:
 		return false
 	case m.nc.Status() != nats.CONNECTED: // reconnecting already
@@ -148,6 +157,7 @@ func (m *Mover) move() bool {
 	m.lastMove = time.Now()
 	m.failures.Store(0)
 	m.moves.Add(1)
+	m.reconnects++
 	// ForceReconnect flushes what is buffered to the server it leaves,
 	// holding the connection's lock: a server that stopped reading (a
 	// paused process, whose requests time out) holds that write, and
@@ -170,6 +180,25 @@ func (m *Mover) move() bool {
 		m.log.Warn("uidclient: no dispenser answers through this NATS server; moving to another server of the connection's pool",
 			event.Key, event.ClientMoved, event.AttrServer, left, "server_name", name, "failed_attempts", failures)
 	}()
+	return true
+}
+
+// reconnected tells whether the connection reconnected without this
+// Mover's move since it last looked, and if so takes that reconnect for a
+// move: the count so far was of attempts on the server the connection
+// left, and Every runs from now. Two clients of two fleets sharing a
+// connection each have a Mover (the fault harness: one Mover's move,
+// then the other's on the no responders counted before it, moved the
+// connection twice within milliseconds, off the server it had just
+// reached).
+func (m *Mover) reconnected() bool {
+	r := m.nc.Stats().Reconnects
+	if r == m.reconnects {
+		return false
+	}
+	m.reconnects = r
+	m.lastMove = time.Now()
+	m.failures.Store(0)
 	return true
 }
 

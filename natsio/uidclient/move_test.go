@@ -361,3 +361,35 @@ func TestTimeoutsDoNotCountTowardAMove(t *testing.T) {
 		t.Errorf("on %s after %d reconnects; want S1, never reconnected", got, nc.Stats().Reconnects)
 	}
 }
+
+// Two clients of two fleets on one connection have a Mover each. Once
+// one of them moved the connection, the other takes that reconnect for a
+// move of its own: its no responders counted on the server left, and
+// those on the next one within Every, move nothing. Before, the second
+// Mover moved the connection again at once (the fault harness: two moves
+// a few milliseconds apart, the second off the server just reached).
+func TestMoverTakesAnotherMoversMoveForItsOwn(t *testing.T) {
+	moveTestLeakCheck(t)
+	s1 := moveTestNode(t, "S1", false)
+	s2 := moveTestNode(t, "S2", false)
+	nc := moveTestConn(t, s1, s2)
+	log := slog.New(slog.DiscardHandler)
+	first := uidclient.NewMover(nc, uidclient.MoveConfig{Every: time.Hour, Logger: log})
+	second := uidclient.NewMover(nc, uidclient.MoveConfig{Every: time.Hour, Logger: log})
+	second.Observe(nats.ErrNoResponders) // on S1, before the move
+	first.Observe(nats.ErrNoResponders)
+	if !first.Observe(nats.ErrNoResponders) {
+		t.Fatal("the first Mover did not move after 2 no responders")
+	}
+	testwait.WaitFor(t, 5*time.Second, "the move's reconnect to S2", func() bool {
+		return nc.Stats().Reconnects == 1 && nc.IsConnected() && nc.ConnectedServerName() == "S2"
+	})
+	for range 10 {
+		if second.Observe(nats.ErrNoResponders) {
+			t.Fatal("the second Mover moved the connection again, within its Every of an hour after the first's move")
+		}
+	}
+	if got := second.Moves(); got != 0 {
+		t.Fatalf("the second Mover made %d moves, want 0", got)
+	}
+}
