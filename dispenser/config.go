@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/uid-dispenser/uid-dispenser/natsio"
+	"github.com/uid-dispenser/uid-dispenser/natsio/natsconn"
 	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/sequence"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
@@ -39,6 +40,7 @@ type Config struct {
 	NATSTLSCert        string        `envconfig:"DISPENSER_NATS_TLS_CERT" desc:"PEM client certificate (with DISPENSER_NATS_TLS_KEY)"`
 	NATSTLSKey         string        `envconfig:"DISPENSER_NATS_TLS_KEY" desc:"PEM key of the client certificate"`
 	NATSConnectTimeout time.Duration `envconfig:"DISPENSER_NATS_CONNECT_TIMEOUT" desc:"how long start-up waits for a NATS server to listen (retrying with back-off) before it fails"`
+	NATSPingInterval   time.Duration `envconfig:"DISPENSER_NATS_PING_INTERVAL" desc:"how often the instance pings its NATS server: after 2 unanswered pings (2 to 3 intervals) it takes the link for dead and reconnects to another server of DISPENSER_NATS_URL, so an instance on a server cut off from its cluster leaves it within 3 intervals; 2s where a partition's unavailability matters (docs/operations.md)"`
 
 	EmbeddedAddr    string `envconfig:"DISPENSER_EMBEDDED_ADDR" desc:"with no DISPENSER_NATS_URL: where to look for a NATS server, and where to start the embedded one when none listens"`
 	EmbeddedDataDir string `envconfig:"DISPENSER_EMBEDDED_DATA_DIR" desc:"JetStream directory of the embedded server (default: <user cache dir>/uid-dispenser/nats, else ./data/nats)"`
@@ -114,6 +116,7 @@ func DefaultConfig() Config {
 	layout := uidcore.DefaultLayout()
 	return Config{
 		NATSConnectTimeout: 5 * time.Second,
+		NATSPingInterval:   natsconn.DefaultPingInterval,
 		EmbeddedAddr:       natsio.DefaultLocalAddr,
 		TimeBits:           layout.TimeBits,
 		WorkerBits:         layout.WorkerBits,

@@ -250,6 +250,7 @@ var settingVars = map[reflect.Type]map[string]string{
 		"TLSCertFile":    "DISPENSER_NATS_TLS_CERT",
 		"TLSKeyFile":     "DISPENSER_NATS_TLS_KEY",
 		"ConnectTimeout": "DISPENSER_NATS_CONNECT_TIMEOUT",
+		"PingInterval":   "DISPENSER_NATS_PING_INTERVAL",
 		"DrainTimeout":   "DISPENSER_SHUTDOWN_TIMEOUT",
 	},
 }
@@ -369,6 +370,7 @@ func (c Config) connConfig(url, name string, log *slog.Logger) natsconn.Config {
 		TLSCertFile:    c.NATSTLSCert,
 		TLSKeyFile:     c.NATSTLSKey,
 		ConnectTimeout: c.NATSConnectTimeout,
+		PingInterval:   c.NATSPingInterval,
 		DrainTimeout:   c.ShutdownTimeout,
 		Logger:         log,
 		SettingName:    settingVar[natsconn.Config],

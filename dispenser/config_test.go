@@ -67,9 +67,13 @@ func TestLoadConfigReadsVariables(t *testing.T) {
 	t.Setenv("DISPENSER_EPOCH", "2020-06-01T00:00:00+02:00")
 	t.Setenv("DISPENSER_MAX_AHEAD", "-1s")
 	t.Setenv("DISPENSER_WORKER_MODE", "disposable")
+	t.Setenv("DISPENSER_NATS_PING_INTERVAL", "2s")
 	cfg, err := LoadConfig()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got := cfg.connConfig(cfg.NATSURL, "", nil).PingInterval; got != 2*time.Second {
+		t.Fatalf("the connection pings every %v, want DISPENSER_NATS_PING_INTERVAL's 2s", got)
 	}
 	if cfg.NATSURL != "nats://a:4222,nats://b:4222" || cfg.TimeBits != 30 || cfg.WorkerBits != 11 || cfg.MaxAhead != -time.Second || cfg.WorkerMode != workerid.ModeDisposable {
 		t.Fatalf("%+v", cfg)
@@ -122,6 +126,7 @@ func TestInvalidValuesNameTheVariable(t *testing.T) {
 		{"DISPENSER_PADDING_FACTOR", "0", "DISPENSER_PADDING_FACTOR: 0 or empty"},
 		{"DISPENSER_SEQUENCE_STEP", "0", "DISPENSER_SEQUENCE_STEP: 0 or empty"},
 		{"DISPENSER_QUEUE_GROUP", "", "DISPENSER_QUEUE_GROUP: 0 or empty"},
+		{"DISPENSER_NATS_PING_INTERVAL", "0s", "DISPENSER_NATS_PING_INTERVAL: 0 or empty"},
 		// Rules of uidcore, sequence, natsconn and natsio, named by the table.
 		{"DISPENSER_LANE_IDLE", "500ms", "DISPENSER_LANE_IDLE: 500ms: use at least 1s"},
 		{"DISPENSER_MAX_LAG", "10ms", "DISPENSER_MAX_LAG: 10ms: use at least 1s"},
@@ -130,6 +135,7 @@ func TestInvalidValuesNameTheVariable(t *testing.T) {
 		{"DISPENSER_SEQUENCE_TARGET", "10ms", "DISPENSER_SEQUENCE_TARGET"},
 		{"DISPENSER_NATS_PASSWORD", "hunter2", "DISPENSER_NATS_PASSWORD: set without DISPENSER_NATS_USER"},
 		{"DISPENSER_NATS_URL", "http://u:hunter2@a:4222", "DISPENSER_NATS_URL"},
+		{"DISPENSER_NATS_PING_INTERVAL", "-2s", "DISPENSER_NATS_PING_INTERVAL: -2s is negative"},
 		{"DISPENSER_BLOCKS_REPLICAS", "9", "DISPENSER_BLOCKS_REPLICAS"},
 		{"DISPENSER_EMBEDDED_ADDR", "nowhere", "DISPENSER_EMBEDDED_ADDR"},
 	} {

@@ -128,6 +128,7 @@ func (c Config) checkZeros() error {
 		{"SequenceStep", c.SequenceStep == 0},
 		{"SequenceMaxStep", c.SequenceMaxStep == 0},
 		{"SequenceTarget", c.SequenceTarget == 0},
+		{"NATSPingInterval", c.NATSPingInterval == 0},
 	} {
 		if z.zero {
 			return bad(z.field, "0 or empty is not a value here: leave the variable unset for the default")

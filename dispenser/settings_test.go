@@ -28,7 +28,7 @@ var notFromTheEnvironment = map[string][]string{
 	// Settle follows DISPENSER_STORE_LOSS_WINDOW (sequence.SettleFor).
 	"sequence.Config":   {"FetchTimeout", "RetryPause", "CheckInterval", "Settle", "StoreName", "Logger", "SettingName"},
 	"telemetry.Config":  {"ServiceVersion", "InstanceID", "WorkerID", "Ready", "Sampler", "SpanProcessors", "MetricReaders", "Logger", "TracerProvider", "MeterProvider", "Propagator"},
-	"natsconn.Config":   {"Name", "ReconnectWait", "PingInterval", "Logger", "SettingName"},
+	"natsconn.Config":   {"Name", "ReconnectWait", "Logger", "SettingName"},
 	"uidcore.Layout":    {},
 	"mysqlstore.Config": {},
 	"kvstore.Config":    {},

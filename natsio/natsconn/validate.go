@@ -12,7 +12,8 @@ import (
 // Validate reports the first setting Connect could not use, as a
 // *setting.Error naming its field (SettingName names the others a reason
 // mentions): a URL list nats.go cannot read, a password without a user,
-// two authentication methods, a client certificate without its key, and
+// two authentication methods, a client certificate without its key, a
+// negative ping interval, and
 // any file CheckFiles refuses. Its errors never quote a password, token
 // or file content. Connect checks the same but the files, which it reads
 // only as it connects.
@@ -50,6 +51,9 @@ func (cfg Config) checkSettings() error {
 		default:
 			first = m.field
 		}
+	}
+	if cfg.PingInterval < 0 {
+		return &setting.Error{Field: "PingInterval", Reason: fmt.Sprintf("%s is negative (0: the default, %s)", cfg.PingInterval, DefaultPingInterval)}
 	}
 	if (cfg.TLSCertFile == "") != (cfg.TLSKeyFile == "") {
 		return &setting.Error{Field: "TLSCertFile", Reason: fmt.Sprintf("a client certificate needs %s and %s together", cfg.name("TLSCertFile"), cfg.name("TLSKeyFile"))}

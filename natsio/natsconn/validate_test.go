@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/uid-dispenser/uid-dispenser/internal/setting"
 )
@@ -24,6 +25,7 @@ func TestValidateNamesTheField(t *testing.T) {
 		{Config{User: "u", Token: "hunter2"}, "Token", "set together with VAR_User"},
 		{Config{Token: "hunter2", CredsFile: "x.creds"}, "CredsFile", "set together with VAR_Token"},
 		{Config{TLSKeyFile: "k.pem"}, "TLSCertFile", "VAR_TLSCertFile and VAR_TLSKeyFile together"},
+		{Config{PingInterval: -time.Second}, "PingInterval", "-1s is negative"},
 		{Config{NKeySeedFile: t.TempDir()}, "NKeySeedFile", "not a regular file"},
 	} {
 		c.cfg.SettingName = byVar

@@ -42,6 +42,11 @@ type Config struct {
 	// the mysql-failover fault.
 	MySQL    bool
 	LeaseTTL time.Duration
+	// PingInterval is the dispensers' DISPENSER_NATS_PING_INTERVAL
+	// (default 2 s, what docs/operations.md recommends where a
+	// partition's unavailability matters): a dispenser on a server cut
+	// off from its cluster leaves it after 2 to 3 of them.
+	PingInterval time.Duration
 	// HoldMax bounds how long a fault is held (default 15 s): from a
 	// third of it to all of it. A pause lasts the lease TTL and 1–3 s
 	// more whatever it is.
@@ -80,6 +85,10 @@ func (cfg Config) lossWindow() time.Duration { return cfg.HoldMax + 2*time.Secon
 // (TTL/3) after the claim (docs/operations.md); a TTL bounds the claim
 // and the renewal together.
 func (cfg Config) recovery() time.Duration { return cfg.lossWindow() + cfg.LeaseTTL }
+
+// DefaultPingInterval is the dispensers' NATS ping interval in a run
+// (Config.PingInterval).
+const DefaultPingInterval = 2 * time.Second
 
 // Fault kinds, as the summary names them.
 const (
@@ -195,6 +204,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.LeaseTTL <= 0 {
 		cfg.LeaseTTL = 6 * time.Second
+	}
+	if cfg.PingInterval <= 0 {
+		cfg.PingInterval = DefaultPingInterval
 	}
 	if cfg.HoldMax <= 0 {
 		cfg.HoldMax = 15 * time.Second
@@ -373,6 +385,7 @@ func (r *run) addDispenser(ctx context.Context, fleet string, i int) (*dispenser
 		"DISPENSER_STORE_LOSS_WINDOW=" + lossWindow.String(),
 		"DISPENSER_STORE_STARTUP_DEADLINE=120s", "DISPENSER_NATS_CONNECT_TIMEOUT=60s",
 		"DISPENSER_MAX_LANES=2",
+		"DISPENSER_NATS_PING_INTERVAL=" + cfg.PingInterval.String(),
 	}
 	prefix := "uid"
 	if fleet == "my" {
