@@ -120,6 +120,7 @@ func runHarness(ctx context.Context, args []string) error {
 	fs.BoolVar(&cfg.MySQL, "mysql", true, "add a fleet of 2 dispensers on MySQL (a mariadbd primary and an async replica in hosts of their own) and the mysql-failover fault")
 	fs.BoolVar(&cfg.SyncAlways, "sync-always", false, "run the nodes with sync_interval: always")
 	fs.DurationVar(&cfg.LeaseTTL, "lease-ttl", 6*time.Second, "the dispensers' lease TTL (pauses last longer)")
+	fs.Float64Var(&cfg.AloneShare, "alone", 0.5, "the share of faults (0 to 1) after a quiet gap longer than the recovery period, so that the checker measures each kind alone too")
 	fs.DurationVar(&cfg.PingInterval, "dispenser-ping", faults.DefaultPingInterval, "the dispensers' NATS ping interval (DISPENSER_NATS_PING_INTERVAL): one on a server cut off from its cluster leaves it after 2 to 3 of them")
 	fs.DurationVar(&cfg.HoldMax, "hold-max", 15*time.Second, "longest a fault is held (from a third of it)")
 	fs.StringVar(&cfg.Dispenser, "dispenser", "", "a dispenser binary built with -tags faultclock (default: built now)")

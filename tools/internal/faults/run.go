@@ -42,6 +42,13 @@ type Config struct {
 	// the mysql-failover fault.
 	MySQL    bool
 	LeaseTTL time.Duration
+	// AloneShare is the share of faults (0 to 1) that come after a quiet
+	// gap longer than the recovery period instead of a short one
+	// (HoldMax/6 to /3), so that the checker has windows with no other
+	// fault's aftermath in them (check.Result.Alone) to measure each kind
+	// by; the others meet the aftermath of the fault before them. 0 (the
+	// CI-minute run, to stay short): none.
+	AloneShare float64
 	// PingInterval is the dispensers' DISPENSER_NATS_PING_INTERVAL
 	// (default 2 s, what docs/operations.md recommends where a
 	// partition's unavailability matters): a dispenser on a server cut
@@ -230,6 +237,9 @@ func (cfg Config) withDefaults() Config {
 // cancelled ctx.
 func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	cfg = cfg.withDefaults()
+	if cfg.AloneShare < 0 || cfg.AloneShare > 1 {
+		return nil, fmt.Errorf("faults: the share of faults alone is %v, want 0 to 1", cfg.AloneShare)
+	}
 	r := &run{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))}
 	if err := os.MkdirAll(cfg.Dir, 0o750); err != nil {
 		return nil, fmt.Errorf("faults: %w", err)
@@ -467,7 +477,7 @@ func (r *run) schedule(ctx context.Context) {
 		}
 		kind := order[0]
 		order = order[1:]
-		if err := sleep(ctx, r.between(r.cfg.HoldMax/6, r.cfg.HoldMax/3)); err != nil {
+		if err := sleep(ctx, r.gap()); err != nil {
 			return
 		}
 		p, err := r.inject(ctx, kind)
@@ -482,6 +492,16 @@ func (r *run) schedule(ctx context.Context) {
 		r.mu.Unlock()
 		r.logf("%s %s: %s (proven %v)", p.Kind, p.What, p.Proof, p.Proven)
 	}
+}
+
+// gap is the quiet time before the next fault: longer than the recovery
+// period for a share AloneShare of the faults, else HoldMax/6 to /3.
+func (r *run) gap() time.Duration {
+	if r.cfg.AloneShare > 0 && r.rng.Float64() < r.cfg.AloneShare {
+		rec := r.cfg.recovery()
+		return r.between(rec, rec+r.cfg.HoldMax/3)
+	}
+	return r.between(r.cfg.HoldMax/6, r.cfg.HoldMax/3)
 }
 
 // hold is how long a fault is held.

@@ -11,9 +11,10 @@ import (
 )
 
 // causesTable is the failed and unknown calls of each window by cause,
-// the ok calls the clients retried before they succeeded, and the calls
-// outside every window split by whether a fault had just ended (within
-// the recovery period) or not.
+// the ok calls the clients retried before they succeeded, each kind's
+// calls with no other fault's recovery running (check.Result.Alone), and
+// the calls outside every window split by whether a fault had just ended
+// (within the recovery period) or not.
 func (s *Summary) causesTable(p func(string, ...any), kinds []string) {
 	p("| window | calls | failed+unknown | ok after a retry | failed or unknown, by cause |")
 	p("|---|--:|--:|--:|---|")
@@ -26,6 +27,11 @@ func (s *Summary) causesTable(p func(string, ...any), kinds []string) {
 	}
 	if s.Check.AfterKind == nil {
 		return
+	}
+	for _, k := range kinds {
+		if w := s.Check.Alone[k]; w != nil {
+			row(fmt.Sprintf("%s alone: no other fault's %s recovery running", k, time.Duration(s.Recovery)), w)
+		}
 	}
 	after := make([]string, 0, len(s.Check.AfterKind))
 	for k := range s.Check.AfterKind {

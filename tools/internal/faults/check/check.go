@@ -123,8 +123,17 @@ type Result struct {
 	// window that ended last before them, and the rest ("steady"). Nil
 	// without a recovery period.
 	AfterKind map[string]*WindowStats `json:"after_kind,omitempty"`
-	Problems  []string                `json:"problems,omitempty"`
-	Valid     bool                    `json:"valid"`
+	// Alone splits ByKind's fault kinds by Input.Recovery the other way:
+	// the calls that overlapped windows of that kind only and began when
+	// no earlier window had ended within the recovery period, so that no
+	// other fault's documented aftermath (a fleet out of its queue group
+	// for W after a failover took its claims back) is counted against
+	// it. The schedule's quiet gaps are shorter than the recovery period,
+	// so most windows begin within an earlier one's. Nil without a
+	// recovery period.
+	Alone    map[string]*WindowStats `json:"alone,omitempty"`
+	Problems []string                `json:"problems,omitempty"`
+	Valid    bool                    `json:"valid"`
 }
 
 // maxListed bounds the duplicates and overlaps listed (all are counted).
@@ -285,13 +294,17 @@ func (r *Result) checkValues(in Input) {
 
 func (r *Result) windowStats(in Input) {
 	kinds := map[string]*windowAcc{"outside": {}}
-	var after map[string]*windowAcc
+	var after, alone map[string]*windowAcc
 	if in.Recovery > 0 {
 		after = map[string]*windowAcc{"steady": {}}
+		alone = map[string]*windowAcc{}
 	}
 	for _, w := range in.Windows {
 		if kinds[w.Kind] == nil {
 			kinds[w.Kind] = &windowAcc{}
+			if alone != nil {
+				alone[w.Kind] = &windowAcc{}
+			}
 		}
 		kinds[w.Kind].stats.Windows++
 	}
@@ -319,11 +332,15 @@ func (r *Result) windowStats(in Input) {
 		}
 		for k := range inKinds {
 			kinds[k].add(c)
+			if alone != nil && len(inKinds) == 1 && k != "outside" && recoveringFrom(in.Windows, t0, in.Recovery) == "steady" {
+				alone[k].add(c)
+			}
 		}
 	}
 	r.ByKind = finishWindows(kinds)
 	if after != nil {
 		r.AfterKind = finishWindows(after)
+		r.Alone = finishWindows(alone)
 	}
 }
 

@@ -358,8 +358,44 @@ func TestWindowCausesAndRecovery(t *testing.T) {
 	if steady == nil || steady.Calls.Failed != 1 || steady.Calls.OK != 1 || steady.Causes["no responders"] != 1 {
 		t.Fatalf("steady: %+v", steady)
 	}
-	if r := Check(Input{Ops: b.ops, Layout: uidcore.DefaultLayout()}); r.AfterKind != nil {
-		t.Fatalf("split without a recovery period: %v", r.AfterKind)
+	if r := Check(Input{Ops: b.ops, Layout: uidcore.DefaultLayout()}); r.AfterKind != nil || r.Alone != nil {
+		t.Fatalf("split without a recovery period: %v, %v", r.AfterKind, r.Alone)
+	}
+}
+
+// A window's calls count alone only while no earlier window's recovery
+// runs and no window of another kind overlaps them.
+func TestWindowAloneLeavesOutAnotherFaultsRecovery(t *testing.T) {
+	b := &builder{}
+	fail := func(why string) {
+		b.add("c0/0", history.FuncIDs, "", 1, history.Fail)
+		b.ops[len(b.ops)-1].Error = why
+	}
+	failoverStart := time.Unix(0, b.t+1)
+	fail("no responders") // in the failover
+	failoverEnd := time.Unix(0, b.t)
+	b.t += int64(time.Second)
+	partitionStart := time.Unix(0, b.t+1)
+	fail("no responders")                                // in the partition, 1 s after the failover: its recovery
+	b.add("c0/0", history.FuncIDs, "", 1, history.OK, 1) // likewise
+	b.t += int64(time.Minute)
+	fail("context deadline exceeded") // in the partition, its recovery over: alone
+	b.add("c0/0", history.FuncIDs, "", 1, history.OK, 2)
+	b.add("c0/0", history.FuncIDs, "", 1, history.OK, 3)
+	partitionEnd := time.Unix(0, b.t)
+	r := Check(Input{Ops: b.ops, Layout: uidcore.DefaultLayout(), Recovery: 10 * time.Second, Windows: []Window{
+		{Kind: "mysql-failover", Start: failoverStart, End: failoverEnd},
+		{Kind: "partition", Start: partitionStart, End: partitionEnd},
+	}})
+	if p := r.ByKind["partition"]; p.Calls.Failed != 2 || p.Calls.OK != 3 {
+		t.Fatalf("partition, every call: %+v", p.Calls)
+	}
+	p := r.Alone["partition"]
+	if p == nil || p.Calls.Failed != 1 || p.Calls.OK != 2 || p.Causes["context deadline exceeded"] != 1 || len(p.Causes) != 1 {
+		t.Fatalf("partition alone: %+v", p)
+	}
+	if f := r.Alone["mysql-failover"]; f == nil || f.Calls.Failed != 1 {
+		t.Fatalf("the failover alone: %+v", f)
 	}
 }
 
