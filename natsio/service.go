@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/uid-dispenser/uid-dispenser/internal/retry"
 	"github.com/uid-dispenser/uid-dispenser/natsio/protocol"
 	"github.com/uid-dispenser/uid-dispenser/sequence"
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
@@ -226,13 +227,35 @@ func NewService(nc *nats.Conn, src IDSource, cfg ServiceConfig) (*Service, error
 	}
 	// The subscriptions are sent to the server asynchronously; a round
 	// trip makes sure that it routes requests here once NewService returns.
-	if err := nc.FlushTimeout(10 * time.Second); err != nil {
+	if err := flushAcrossReconnects(nc, 10*time.Second); err != nil {
 		_ = s.svc.Stop()
 		s.capacity.stop()
 		s.segments.stop()
 		return nil, fmt.Errorf("natsio: subscribe the service endpoints: %w", err)
 	}
 	return s, nil
+}
+
+// flushAcrossReconnects is a round trip to the server within timeout,
+// asked again when a reconnect ends it: nats.go fails the flushes pending
+// at a disconnect with nats.ErrConnectionClosed though the connection
+// lives on, and it sends the subscriptions again on the reconnect, so a
+// round trip after it confirms them. (A dispenser whose NATS server was
+// paused just as it joined its queue group exited 1 on that error: the
+// fault harness.)
+func flushAcrossReconnects(nc *nats.Conn, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var pauses retry.Backoff
+	for {
+		err := nc.FlushWithContext(ctx)
+		if err == nil || !errors.Is(err, nats.ErrConnectionClosed) || nc.IsClosed() {
+			return err
+		}
+		if werr := retry.Sleep(ctx, pauses.Next()); werr != nil {
+			return fmt.Errorf("%w (reconnecting: %w)", err, werr)
+		}
+	}
 }
 
 // start adds a micro service with the source's metadata and registers
@@ -339,7 +362,7 @@ func (s *Service) Readvertise() error {
 	}
 	// The server must route requests to the new subscriptions before the
 	// old ones go, or a request may meet no responder in between.
-	if err := s.nc.FlushTimeout(5 * time.Second); err != nil {
+	if err := flushAcrossReconnects(s.nc, 5*time.Second); err != nil {
 		s.log.Warn("readvertise: the new service's subscriptions not confirmed; stopping the old one anyway", "err", err)
 	}
 	if err := prev.Stop(); err != nil {
@@ -348,7 +371,7 @@ func (s *Service) Readvertise() error {
 	// Stop sent the old subscriptions' unsubscribes; once the server has
 	// processed them (the flush's PONG), nothing reaches the old service
 	// (a PING right after Readvertise met it, and its old worker ID).
-	if err := s.nc.FlushTimeout(5 * time.Second); err != nil {
+	if err := flushAcrossReconnects(s.nc, 5*time.Second); err != nil {
 		s.log.Warn("readvertise: the old service's unsubscribes not confirmed", "err", err)
 	}
 	return nil
