@@ -217,17 +217,24 @@ func cancelAfterFailures(ctx context.Context, cancel context.CancelFunc, client 
 	}
 }
 
+// nextUntilCancelled asks client for an ID in the background, retrying
+// until cancel; the call's error comes on the channel.
+func nextUntilCancelled(client *uidclient.Client) (context.CancelFunc, <-chan error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ended := make(chan error, 1)
+	go func() {
+		_, err := client.Next(ctx)
+		ended <- err
+	}()
+	return cancel, ended
+}
+
 // stuckOnA checks the mutation: a client that does not move keeps
 // getting no responders from the cut-off server.
 func stuckOnA(t *testing.T, client *uidclient.Client, nc *nats.Conn) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
+	cancel, failed := nextUntilCancelled(client)
 	defer cancel()
-	failed := make(chan error, 1)
-	go func() {
-		_, err := client.Next(ctx)
-		failed <- err
-	}()
 	before := client.Stats().NoResponders
 	testwait.WaitFor(t, 5*time.Second, "20 attempts with no responders", func() bool {
 		return client.Stats().NoResponders >= before+20
@@ -288,13 +295,8 @@ func TestMoverKeepsItsLimits(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			nc := moveTestConnWith(t, tc.servers, tc.opt)
 			client := uidclient.New(nc, uidclient.Config{MoveEvery: tc.every, MaxBackoff: 10 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
-			ctx, cancel := context.WithCancel(context.Background())
+			cancel, ended := nextUntilCancelled(client)
 			defer cancel()
-			ended := make(chan error, 1)
-			go func() {
-				_, err := client.Next(ctx)
-				ended <- err
-			}()
 			// Past the moves wanted, then 20 more attempts that could
 			// move the client again.
 			var from uint64
@@ -341,13 +343,8 @@ func TestTimeoutsDoNotCountTowardAMove(t *testing.T) {
 	nc := moveTestConn(t, s1, s2)
 	client := uidclient.New(nc, uidclient.Config{SubjectPrefix: "silent", AttemptTimeout: 20 * time.Millisecond,
 		MoveEvery: time.Nanosecond, MaxBackoff: 10 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
-	ctx, cancel := context.WithCancel(context.Background())
+	cancel, ended := nextUntilCancelled(client)
 	defer cancel()
-	ended := make(chan error, 1)
-	go func() {
-		_, err := client.Next(ctx)
-		ended <- err
-	}()
 	const timeouts = 10 * uidclient.DefaultMoveAfter
 	testwait.WaitFor(t, 5*time.Second, "attempts timed out", func() bool { return client.Stats().TimedOut >= timeouts })
 	cancel()
