@@ -24,7 +24,9 @@ import java.util.concurrent.atomic.LongAdder;
  * answers no responders once its routes are gone). When the count reaches
  * {@code after}, the connection knows more than one server and reconnects at
  * all (one with {@code maxReconnects(0)} would be closed instead) and the
- * last move was at least {@code every} ago (monotonic clock), the connection
+ * last move was at least {@code every} ago (monotonic clock; a reconnect the
+ * mover did not make, such as another client's move on the same connection
+ * or jnats's own reconnect, counts as a move and resets the count), the connection
  * is forced to reconnect ({@link Connection#forceReconnect()}, which takes
  * the next server of its pool) and the count starts again. The call goes on
  * retrying within its deadline meanwhile.
@@ -43,11 +45,19 @@ final class Mover {
     private final Object lock = new Object(); // serialises the moves
     private boolean moved; // guarded by lock
     private long lastMove; // System.nanoTime() of the last move; guarded by lock
+    /**
+     * The connection's reconnect count the mover expects: as it last saw it,
+     * plus one for each move of its own. Another count is a reconnect it did
+     * not make (another client's move on the connection, jnats's own); see
+     * {@link #reconnected}. Guarded by lock.
+     */
+    private long reconnects;
 
     Mover(Connection nc, int after, Duration every) {
         this.nc = nc;
         this.after = after;
         this.everyNanos = every.toNanos();
+        this.reconnects = nc.getStatistics().getReconnects();
     }
 
     /** An attempt got a reply (an error status is a reply). */
@@ -69,6 +79,7 @@ final class Mover {
             count = failures.get();
             long now = System.nanoTime();
             if (count < after // a reply, or another caller's move, came first
+                    || reconnected(now)
                     || (moved && now - lastMove < everyNanos)
                     || nc.getStatus() != Connection.Status.CONNECTED // reconnecting already
                     || nc.getOptions().getMaxReconnect() == 0 // jnats would close it instead
@@ -79,6 +90,7 @@ final class Mover {
             moved = true;
             lastMove = now;
             failures.set(0);
+            reconnects++;
         }
         moves.increment();
         // jnats's forceReconnect returns once the new connection is up (or
@@ -91,6 +103,28 @@ final class Mover {
         LOG.log(System.Logger.Level.INFO, "uid-dispenser client: no dispenser answers through this NATS server;"
                 + " moving to another server of the connection's pool event=client.moved server=" + left
                 + " failed_attempts=" + count);
+        return true;
+    }
+
+    /**
+     * Whether the connection reconnected without a move of this mover's since
+     * it last looked; if so, that reconnect is taken for a move: the count so
+     * far was of attempts on the server the connection left, and {@code every}
+     * runs from now. Two clients of two fleets sharing a connection each have
+     * a mover: without this, the second moved the connection again a few
+     * milliseconds after the first, off the server just reached, on the no
+     * responders it had counted before the first move (the fault harness, Go).
+     * Called with lock held.
+     */
+    private boolean reconnected(long now) {
+        long seen = nc.getStatistics().getReconnects();
+        if (seen == reconnects) {
+            return false;
+        }
+        reconnects = seen;
+        moved = true;
+        lastMove = now;
+        failures.set(0);
         return true;
     }
 

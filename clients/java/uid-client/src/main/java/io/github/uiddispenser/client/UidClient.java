@@ -49,7 +49,9 @@ import java.util.concurrent.atomic.LongAdder;
  * After {@link Builder#moveAfter} such attempts in a row (2; any reply
  * resets the count, a timeout neither counts nor resets it), when the
  * connection knows another server and the last move was at least
- * {@link Builder#moveEvery} ago (5 s), the client
+ * {@link Builder#moveEvery} ago (5 s; a reconnect the client did not make,
+ * such as another client's move of a shared connection, counts as a move
+ * and resets the count), the client
  * forces the connection to reconnect ({@link Connection#forceReconnect()}:
  * the next server of its pool) and logs it at INFO
  * ({@code event=client.moved}, the server left without credentials). This
@@ -666,7 +668,10 @@ public final class UidClient implements AutoCloseable {
             return this;
         }
 
-        /** The least time between two moves of the connection (5 s): a fleet with no instance at all fails on every server. */
+        /**
+         * The least time between two moves of the connection (5 s): a fleet with no instance at all fails on every server.
+         * A reconnect the client did not make (another client's move of a shared connection) counts as a move.
+         */
         public Builder moveEvery(Duration every) {
             this.moveEvery = positive("moveEvery", every);
             return this;

@@ -9,6 +9,7 @@ import io.github.uiddispenser.testenv.TestEnv;
 import io.nats.client.Connection;
 import io.nats.client.JetStreamApiException;
 import io.nats.client.Message;
+import io.nats.client.Nats;
 import io.nats.client.Options;
 import io.nats.client.api.KeyValueConfiguration;
 import io.nats.client.api.Placement;
@@ -208,10 +209,48 @@ class MoveIT {
         }
     }
 
+    /**
+     * Two clients of two fleets share a connection, each with its own count:
+     * once one of them moved the connection, the other takes that reconnect
+     * for a move of its own, and with a moveEvery of an hour the connection
+     * moves once, off A, however many no responders both clients then get on
+     * B. Without that rule the second client moved it again at once, off the
+     * server just reached (the Go client's fault-harness finding).
+     */
+    @Test
+    void twoClientsSharingAConnectionMoveItOnce() throws Exception {
+        try (Connection nc = Nats.connect(twoServers(cluster.a().url()));
+                UidClient first = noDispenserClient(UidClient.builder().connection(nc), "nobody", Duration.ofHours(1));
+                UidClient second = noDispenserClient(UidClient.builder().connection(nc), "nobody2", Duration.ofHours(1))) {
+            while (first.stats().moves() == 0 && first.stats().noResponders() < 200) {
+                assertThrows(UidException.class, first::next);
+            }
+            assertEquals(1, first.stats().moves(), first.stats().toString());
+            TestEnv.waitFor("the move's reconnect", WITHIN,
+                    () -> nc.getStatistics().getReconnects() == 1 && nc.getStatus() == Connection.Status.CONNECTED);
+            assertEquals(port(cluster.b().url()), port(nc.getConnectedUrl()), "the connection is on B");
+            long firstBefore = first.stats().noResponders();
+            while (second.stats().noResponders() < 20L * UidClient.DEFAULT_MOVE_AFTER
+                    || first.stats().noResponders() < firstBefore + 20L * UidClient.DEFAULT_MOVE_AFTER) {
+                assertThrows(UidException.class, second::next);
+                assertThrows(UidException.class, first::next);
+            }
+            assertEquals(0, second.stats().moves(), second.stats().toString());
+            assertEquals(1, first.stats().moves(), first.stats().toString());
+            assertEquals(1, nc.getStatistics().getReconnects());
+            assertEquals(port(cluster.b().url()), port(nc.getConnectedUrl()), "the connection is on B");
+        }
+    }
+
     /** A client on A, knowing B, of the subject prefix no dispenser serves. */
     private static UidClient noDispenserClient(Duration moveEvery) {
-        return UidClient.builder().natsOptions(twoServers(cluster.a().url())).subjectPrefix("nobody").moveEvery(moveEvery)
-                .timeout(Duration.ofMillis(100)).backoff(Duration.ofMillis(1), Duration.ofMillis(10)).build();
+        return noDispenserClient(UidClient.builder().natsOptions(twoServers(cluster.a().url())), "nobody", moveEvery);
+    }
+
+    /** A client of b, of a subject prefix no dispenser serves, its moves at least moveEvery apart. */
+    private static UidClient noDispenserClient(UidClient.Builder b, String prefix, Duration moveEvery) {
+        return b.subjectPrefix(prefix).moveEvery(moveEvery).timeout(Duration.ofMillis(100))
+                .backoff(Duration.ofMillis(1), Duration.ofMillis(10)).build();
     }
 
     /** Cuts A off from B and asserts that three calls of ids, on A, fail there, and nothing moved. */
