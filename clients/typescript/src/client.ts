@@ -68,7 +68,11 @@ export interface ClientOptions<K extends IdKind = "string"> {
    * 0: never move.
    */
   moveAfter?: number;
-  /** The least time between two moves of the connection (default 5000 ms, monotonic clock). */
+  /**
+   * The least time between two moves of the connection (default 5000 ms,
+   * monotonic clock). A reconnect the client did not make (another
+   * client's move of a shared connection) counts as a move.
+   */
   moveEveryMs?: number;
   /** Where each move is logged, at info (default console). */
   logger?: MoveLogger;

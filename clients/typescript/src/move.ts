@@ -36,8 +36,10 @@ export interface MoveLogger {
  * and one cut off answers no responders once its routes are gone). When
  * the count reaches after, the connection knows more than one server and
  * reconnects at all (one made with reconnect: false would close instead),
- * and the last move was at least everyMs ago (monotonic clock), the
- * connection is forced to reconnect (nats.js's NatsConnection.reconnect(),
+ * and the last move was at least everyMs ago (monotonic clock; a reconnect
+ * the Mover did not make, such as another client's move on the same
+ * connection or nats.js's own reconnect, counts as a move and resets the
+ * count), the connection is forced to reconnect (nats.js's NatsConnection.reconnect(),
  * which takes the next server of its pool) and the count starts again. The call goes on
  * retrying within its deadline meanwhile; the requests in flight on the
  * connection fail as disconnected and are retried.
@@ -53,12 +55,21 @@ export class Mover {
   #failures = 0; // attempts in a row with no responders
   #lastMove: number | undefined; // performance.now() of the last move
   #moves = 0;
+  // The connection's reconnects (none counted for a Mover that never moves).
+  readonly #seen: ReconnectCount;
+  // The count the Mover expects: as it last saw it, plus one for each
+  // move of its own. Another count is a reconnect it did not make
+  // (another client's move on the connection, nats.js's own), see
+  // #reconnected.
+  #reconnects = 0;
 
   constructor(nc: NatsConnection, after: number, everyMs: number, logger: MoveLogger) {
     this.#nc = nc;
     this.#after = after;
     this.#everyMs = everyMs;
     this.#logger = logger;
+    this.#seen = after === 0 ? { n: 0 } : reconnectCount(nc);
+    this.#reconnects = this.#seen.n;
   }
 
   /** An attempt got a reply (an error status is a reply). */
@@ -73,7 +84,13 @@ export class Mover {
     }
     const now = performance.now();
     const pool = poolOf(this.#nc);
-    if ((this.#lastMove !== undefined && now - this.#lastMove < this.#everyMs) || !pool.connected || !pool.reconnects || pool.servers < 2) {
+    if (
+      this.#reconnected(now) ||
+      (this.#lastMove !== undefined && now - this.#lastMove < this.#everyMs) ||
+      !pool.connected ||
+      !pool.reconnects ||
+      pool.servers < 2
+    ) {
       return false;
     }
     const count = this.#failures;
@@ -82,6 +99,7 @@ export class Mover {
     this.#lastMove = now;
     this.#failures = 0;
     this.#moves++;
+    this.#reconnects++;
     // The reconnect runs on its own; the promise only rejects when the
     // connection closed or is draining meanwhile, when there is nothing
     // to move.
@@ -97,6 +115,58 @@ export class Mover {
   get moves(): number {
     return this.#moves;
   }
+
+  /**
+   * Whether the connection reconnected without a move of this Mover's
+   * since it last looked; if so, that reconnect is taken for a move: the
+   * count so far was of attempts on the server the connection left, and
+   * everyMs runs from now. Two clients of two fleets sharing a connection
+   * each have a Mover: without this, the second moved the connection again
+   * a few milliseconds after the first, off the server just reached, on
+   * the no responders it had counted before the first move (the fault
+   * harness, Go).
+   */
+  #reconnected(now: number): boolean {
+    const seen = this.#seen.n;
+    if (seen === this.#reconnects) {
+      return false;
+    }
+    this.#reconnects = seen;
+    this.#lastMove = now;
+    this.#failures = 0;
+    return true;
+  }
+}
+
+/** A connection's reconnects since the first Mover on it was made. */
+interface ReconnectCount {
+  n: number;
+}
+
+const reconnectCounts = new WeakMap<NatsConnection, ReconnectCount>();
+
+/**
+ * The reconnects of nc, counted once per connection for all the Movers on
+ * it: nats.js keeps no such count (its stats are bytes and messages), so
+ * one loop reads the connection's status events, from the first Mover's
+ * making until the connection closes (which ends the iterator).
+ */
+function reconnectCount(nc: NatsConnection): ReconnectCount {
+  let count = reconnectCounts.get(nc);
+  if (count === undefined) {
+    const c: ReconnectCount = { n: 0 };
+    count = c;
+    reconnectCounts.set(nc, c);
+    const statuses = nc.status();
+    (async () => {
+      for await (const s of statuses) {
+        if (s.type === "reconnect") {
+          c.n++;
+        }
+      }
+    })().catch(() => {});
+  }
+  return count;
 }
 
 /**

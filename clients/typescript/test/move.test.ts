@@ -178,6 +178,46 @@ test("with a short moveEveryMs the client moves again (the control of the test a
   }
 });
 
+test("two clients sharing a connection move it once", async () => {
+  // Two clients of two fleets share a connection, each with its own count:
+  // once one of them moved the connection, the other takes that reconnect
+  // for a move of its own, and with a moveEveryMs of an hour the
+  // connection moves once, off A, however many no responders both clients
+  // then get on B. Without that rule the second client moved it again at
+  // once, off the server just reached (the Go client's fault-harness
+  // finding).
+  const nc = await connect(twoServers(cluster.a.url));
+  let reconnects = 0;
+  const counted = (async () => {
+    for await (const s of nc.status()) {
+      if (s.type === "reconnect") {
+        reconnects++;
+      }
+    }
+  })();
+  try {
+    const first = noDispenserClient(nc, 3_600_000);
+    const second = noDispenserClient(nc, 3_600_000, "nobody2");
+    while (first.stats().moves === 0 && first.stats().noResponders < 200) {
+      await assert.rejects(first.next());
+    }
+    assert.equal(first.stats().moves, 1, JSON.stringify(first.stats()));
+    await waitFor("the move's reconnect to B", WITHIN, () => reconnects === 1 && port(nc.getServer()) === port(cluster.b.url));
+    const firstBefore = first.stats().noResponders;
+    while (second.stats().noResponders < 20 * DEFAULT_MOVE_AFTER || first.stats().noResponders < firstBefore + 20 * DEFAULT_MOVE_AFTER) {
+      await assert.rejects(second.next());
+      await assert.rejects(first.next());
+    }
+    assert.equal(second.stats().moves, 0, JSON.stringify(second.stats()));
+    assert.equal(first.stats().moves, 1, JSON.stringify(first.stats()));
+    assert.equal(reconnects, 1);
+    assert.equal(port(nc.getServer()), port(cluster.b.url), "the connection is on B");
+  } finally {
+    await nc.close();
+    await counted;
+  }
+});
+
 test("moveAfter must be 0 or a positive integer", () => {
   assert.throws(() => new UidClient({} as NatsConnection, { moveAfter: -1 }), RangeError);
   assert.throws(() => new UidClient({} as NatsConnection, { moveAfter: 1.5 }), RangeError);
@@ -199,8 +239,8 @@ async function callsFailOnA(nc: NatsConnection, client: UidClient): Promise<void
 }
 
 /** A client on nc of a subject prefix no dispenser serves, its moves at least moveEveryMs apart. */
-function noDispenserClient(nc: NatsConnection, moveEveryMs: number): UidClient {
-  return new UidClient(nc, { subjectPrefix: "nobody", moveEveryMs, timeoutMs: 100, minBackoffMs: 1, maxBackoffMs: 10, logger: { info: () => {} } });
+function noDispenserClient(nc: NatsConnection, moveEveryMs: number, subjectPrefix = "nobody"): UidClient {
+  return new UidClient(nc, { subjectPrefix, moveEveryMs, timeoutMs: 100, minBackoffMs: 1, maxBackoffMs: 10, logger: { info: () => {} } });
 }
 
 /** Cuts A off from B and waits until A has dropped the dispenser's subscriptions. */
