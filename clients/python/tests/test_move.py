@@ -204,6 +204,45 @@ async def test_with_a_short_move_every_the_client_moves_again(cluster: Cluster) 
         await nc.close()
 
 
+async def test_two_clients_sharing_a_connection_move_it_once(cluster: Cluster) -> None:
+    """Two clients of two fleets share a connection, each with its own
+    count: once one of them moved the connection, the other takes that
+    reconnect for a move of its own, and with a move_every of an hour the
+    connection moves once, off A, however many no responders both clients
+    then get on B. Without that rule the second client moved it again at
+    once, off the server just reached (the Go client's fault-harness
+    finding)."""
+    nc = await two_servers(cluster.a.url, cluster.b.url)
+    try:
+        first = no_dispenser_client(nc, 3600.0)
+        second = no_dispenser_client(nc, 3600.0, subject_prefix="nobody2")
+        while first.stats().moves == 0 and first.stats().no_responders < 200:
+            with pytest.raises(GaveUpError):
+                await first.next()
+        assert first.stats().moves == 1, first.stats()
+        on_b = port(cluster.b.url)
+        await wait_for(
+            "the move's reconnect to B",
+            WITHIN,
+            lambda: nc.stats["reconnects"] == 1 and nc.is_connected and port(nc.connected_url) == on_b,
+        )
+        first_before = first.stats().no_responders
+        while (
+            second.stats().no_responders < 20 * DEFAULT_MOVE_AFTER
+            or first.stats().no_responders < first_before + 20 * DEFAULT_MOVE_AFTER
+        ):
+            with pytest.raises(GaveUpError):
+                await second.next()
+            with pytest.raises(GaveUpError):
+                await first.next()
+        assert second.stats().moves == 0, second.stats()
+        assert first.stats().moves == 1, first.stats()
+        assert nc.stats["reconnects"] == 1
+        assert port(nc.connected_url) == on_b, "the connection is on B"
+    finally:
+        await nc.close()
+
+
 def test_move_after_must_be_0_or_a_positive_int() -> None:
     for bad in (-1, 1.5, True):
         with pytest.raises(ValueError, match="move_after"):
@@ -227,10 +266,10 @@ async def calls_fail_on_a(cluster: Cluster, nc: NATS, client: UidClient) -> None
     assert stats.no_responders + stats.timed_out >= 3 * DEFAULT_MOVE_AFTER, stats
 
 
-def no_dispenser_client(nc: NATS, move_every: float) -> UidClient:
+def no_dispenser_client(nc: NATS, move_every: float, subject_prefix: str = "nobody") -> UidClient:
     """A client on nc of a subject prefix no dispenser serves, its moves at
     least move_every apart."""
-    return UidClient(nc, subject_prefix="nobody", move_every=move_every, timeout=0.1, min_backoff=0.001, max_backoff=0.01)
+    return UidClient(nc, subject_prefix=subject_prefix, move_every=move_every, timeout=0.1, min_backoff=0.001, max_backoff=0.01)
 
 
 async def cut(cluster: Cluster) -> None:

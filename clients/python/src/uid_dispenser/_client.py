@@ -120,7 +120,8 @@ class UidClient:
     resets it), when the connection knows another server and the last move was at least
     move_every seconds ago, the client forces the connection onto the next
     server of its pool (nats-py's force_reconnect) and logs it at INFO on
-    the ``uid_dispenser`` logger.
+    the ``uid_dispenser`` logger. A reconnect the client did not make
+    (another client's move of a shared connection) counts as a move.
 
     Use it as ``async with uid_dispenser.connect(url) as client`` (the
     client owns and closes the connection), or ``UidClient(nc)`` on a

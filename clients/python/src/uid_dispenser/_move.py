@@ -36,8 +36,10 @@ class Mover:
     and one cut off answers no responders once its routes are gone). When
     the count reaches after, the connection knows more than one server
     and reconnects at all (allow_reconnect), and the last move was at least
-    every seconds ago (monotonic clock), the connection is forced to
-    reconnect (nats-py's Client.force_reconnect,
+    every seconds ago (monotonic clock; a reconnect the Mover did not make,
+    such as another client's move on the same connection or nats-py's own
+    reconnect, counts as a move and resets the count), the connection is
+    forced to reconnect (nats-py's Client.force_reconnect,
     which takes the next server of its pool) and the count starts again. The
     call goes on retrying within its timeout meanwhile.
 
@@ -52,6 +54,11 @@ class Mover:
         self._last_move: float | None = None  # time.monotonic() of the last move
         self.moves = 0
         """How many times the connection was moved."""
+        # The connection's reconnect count the Mover expects: as it last saw
+        # it, plus one for each move of its own. Another count is a
+        # reconnect it did not make (another client's move on the
+        # connection, nats-py's own), see _reconnected.
+        self._reconnects = nc.stats["reconnects"]
 
     def replied(self) -> None:
         """An attempt got a reply (an error status is a reply)."""
@@ -66,6 +73,7 @@ class Mover:
         now = time.monotonic()
         if (
             self._failures < self._after
+            or self._reconnected(now)
             or (self._last_move is not None and now - self._last_move < self._every)
             or not self._nc.is_connected  # reconnecting already
             or not self._nc.options.get("allow_reconnect", True)  # nothing to force
@@ -82,12 +90,30 @@ class Mover:
         self._last_move = now
         self._failures = 0
         self.moves += 1
+        self._reconnects += 1
         log.info(
             "uid-dispenser client: no dispenser answers through this NATS server;"
             " moving to another server of the connection's pool event=client.moved server=%s failed_attempts=%d",
             left,
             count,
         )
+        return True
+
+    def _reconnected(self, now: float) -> bool:
+        """Whether the connection reconnected without a move of this
+        Mover's since it last looked; if so, that reconnect is taken for a
+        move: the count so far was of attempts on the server the connection
+        left, and every runs from now. Two clients of two fleets sharing a
+        connection each have a Mover: without this, the second moved the
+        connection again a few milliseconds after the first, off the server
+        just reached, on the no responders it had counted before the first
+        move (the fault harness, Go)."""
+        seen = self._nc.stats["reconnects"]
+        if seen == self._reconnects:
+            return False
+        self._reconnects = seen
+        self._last_move = now
+        self._failures = 0
         return True
 
 
