@@ -57,6 +57,7 @@ func TestEveryInvalidSettingStopsStartUpNamingIt(t *testing.T) {
 		"NATS_TLS_CERT":        {{certFile, nil}, {garbage, []string{"DISPENSER_NATS_TLS_KEY=" + garbage}}},
 		"NATS_TLS_KEY":         {{garbage, []string{"DISPENSER_NATS_TLS_CERT=" + certFile}}},
 		"NATS_CONNECT_TIMEOUT": {{"0s", nil}, {"soon", nil}},
+		"NATS_PING_INTERVAL":   {{"0s", nil}, {"-2s", nil}, {"often", nil}},
 		"EMBEDDED_ADDR":        {{"localhost", nil}, {"127.0.0.1:70000", nil}},
 		"EMBEDDED_DATA_DIR":    {{garbage, nil}, {filepath.Join(garbage, "nats"), nil}},
 		"LAYOUT":               {{"snowflake", nil}, {"uidgenerator", nil}, {"31/16/16", []string{"DISPENSER_TIME_BITS=31"}}},
