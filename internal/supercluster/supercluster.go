@@ -84,19 +84,23 @@ func StartWith(t testing.TB, opts Options, names ...string) *Supercluster {
 	t.Helper()
 	bin := binary(t)
 	sc := &Supercluster{Version: testenv.NATSServerVersion(t, bin)}
-	gatewayPorts := map[string]int{}
-	for _, name := range names {
-		gatewayPorts[name] = freePort(t)
+	// Every server's gateway, cluster and client port, distinct (a port
+	// picked, released and picked again for another listener made a
+	// server fail at start: "address already in use").
+	ports := freePorts(t, 3*len(names))
+	gatewayPorts, clusterPorts, clientPorts := map[string]int{}, map[string]int{}, map[string]int{}
+	for i, name := range names {
+		gatewayPorts[name], clusterPorts[name], clientPorts[name] = ports[3*i], ports[3*i+1], ports[3*i+2]
 		proxy := faultproxy.NewProxy(t, "127.0.0.1:"+strconv.Itoa(gatewayPorts[name]))
 		sc.Clusters = append(sc.Clusters, &Cluster{Name: name, proxy: proxy, conns: map[string]*nats.Conn{}})
 	}
 	for _, c := range sc.Clusters {
 		dir := t.TempDir()
 		conf := filepath.Join(dir, "server.conf")
-		if err := os.WriteFile(conf, []byte(sc.config(c, dir, gatewayPorts[c.Name])+opts.Config), 0o600); err != nil {
+		if err := os.WriteFile(conf, []byte(sc.config(c, dir, gatewayPorts[c.Name], clusterPorts[c.Name])+opts.Config), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		c.Server = testenv.StartNATSServer(t, bin, sc.Version, dir, "-c", conf, "-a", "127.0.0.1", "-p", "-1")
+		c.Server = testenv.StartNATSServer(t, bin, sc.Version, dir, "-c", conf, "-a", "127.0.0.1", "-p", strconv.Itoa(clientPorts[c.Name]))
 		c.URL = c.Server.URL
 	}
 	sc.WaitLinked(t, 30*time.Second)
@@ -116,8 +120,7 @@ func StartWith(t testing.TB, opts Options, names ...string) *Supercluster {
 // config is the server configuration of c's one node: clustered
 // JetStream (a route to its own cluster port makes a one-node cluster)
 // and a gateway advertising c's proxy, dialling the others' proxies.
-func (s *Supercluster) config(c *Cluster, dir string, gatewayPort int) string {
-	clusterPort := strconv.Itoa(freePortNoTest())
+func (s *Supercluster) config(c *Cluster, dir string, gatewayPort, clusterPort int) string {
 	var gateways []string
 	for _, o := range s.Clusters {
 		if o != c {
@@ -126,7 +129,7 @@ func (s *Supercluster) config(c *Cluster, dir string, gatewayPort int) string {
 	}
 	return fmt.Sprintf(`server_name: %q
 jetstream { store_dir: %q }
-cluster { name: %q, listen: "127.0.0.1:%s", routes: ["nats-route://127.0.0.1:%s"] }
+cluster { name: %q, listen: "127.0.0.1:%d", routes: ["nats-route://127.0.0.1:%d"] }
 gateway {
   name: %q
   listen: "127.0.0.1:%d"
@@ -255,24 +258,21 @@ func atLeast210(version string) bool {
 	return err1 == nil && err2 == nil && (major > 2 || major == 2 && minor >= 10)
 }
 
-// freePort is a port free a moment ago: the server's cluster and
-// gateway ports must be known before it starts (the proxy targets the
-// gateway's). Another process could take it in between; the start then
+// freePorts is n distinct ports, each free a moment ago: the servers'
+// ports must be known before they start (the proxies target the
+// gateways'). Each is held until all are picked, so none is picked twice;
+// another process could take one before its server starts, which then
 // fails visibly.
-func freePort(t testing.TB) int {
+func freePorts(t testing.TB, n int) []int {
 	t.Helper()
-	p := freePortNoTest()
-	if p == 0 {
-		t.Fatal("supercluster: no free port")
+	var ports []int
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("supercluster: no free port: %v", err)
+		}
+		defer ln.Close()
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
 	}
-	return p
-}
-
-func freePortNoTest() int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return ports
 }
