@@ -21,13 +21,16 @@ import (
 	"github.com/uid-dispenser/uid-dispenser/uidcore"
 )
 
+// DefaultAttemptTimeout is Config.AttemptTimeout's default.
+const DefaultAttemptTimeout = time.Second
+
 // Config configures a Client. Zero values take defaults.
 type Config struct {
 	SubjectPrefix string // default protocol.DefaultSubjectPrefix
 	// AttemptTimeout bounds one request. An instance that dies while it
 	// holds a request never answers it; the client then asks again and
-	// another instance answers. Default 1s. The caller's context bounds
-	// all attempts together.
+	// another instance answers. Default DefaultAttemptTimeout. The
+	// caller's context bounds all attempts together.
 	AttemptTimeout time.Duration
 	// MinBackoff and MaxBackoff bound the pause between attempts after no
 	// responders or a 503 (defaults 2ms and 250ms; doubled each time,
@@ -44,8 +47,9 @@ type Config struct {
 	// MoveAfter and MoveEvery move the connection off a NATS server cut
 	// off from its cluster (Mover): after MoveAfter attempts in a row on
 	// it ended in no responders (default DefaultMoveAfter, 2; a timeout
-	// neither counts nor resets), the client forces nc to reconnect to another server of its
-	// pool, at most once every MoveEvery (default DefaultMoveEvery, 5s).
+	// neither counts nor resets), the client forces nc to reconnect to
+	// another server of its pool, at most once every MoveEvery (default
+	// DefaultMoveEvery, 5s).
 	// The connection is the caller's: set MoveAfter negative to keep the
 	// client from ever forcing it to reconnect (0 is the default).
 	MoveAfter int
@@ -121,7 +125,7 @@ func New(nc *nats.Conn, cfg Config) *Client {
 		cfg.SubjectPrefix = protocol.DefaultSubjectPrefix
 	}
 	if cfg.AttemptTimeout <= 0 {
-		cfg.AttemptTimeout = time.Second
+		cfg.AttemptTimeout = DefaultAttemptTimeout
 	}
 	if cfg.HomeWait <= 0 {
 		cfg.HomeWait = 2 * time.Second

@@ -54,9 +54,9 @@ type MoveConfig struct {
 // server and the last move was at least Every ago (a reconnect the Mover
 // did not make, such as another Mover's move on the same connection,
 // counts as a move and resets the count), it forces the connection to
-// reconnect (nats.Conn.ForceReconnect), which takes the
-// next server of the pool, and resets the count. Requests in flight on the connection then fail
-// with nats.ErrDisconnected; a request is retried as before. A connection
+// reconnect (nats.Conn.ForceReconnect), which takes the next server of
+// the pool, and resets the count. Requests in flight on the connection
+// then fail with nats.ErrDisconnected; a request is retried as before. A connection
 // made not to reconnect (nats.NoReconnect, MaxReconnects(0)) is never
 // moved.
 //
@@ -112,13 +112,13 @@ func (m *Mover) Observe(err error) bool {
 		}
 		return false
 	case errors.Is(err, nats.ErrNoResponders):
-		// Timeouts are not counted (docs/protocol.md): a server that times out requests may be
-		// stopped, and nats.go holds the connection's lock while it
-		// reconnects (its flush to the server left, the next server's
-		// handshake), so a move off a stopped server held the calls on
-		// the connection past their deadline (the soak's paused node).
-		// A server cut off from its cluster answers no responders once
-		// its routes time out.
+		// Timeouts are not counted (docs/protocol.md): a server that
+		// times out requests may be stopped, and nats.go holds the
+		// connection's lock while it reconnects (its flush to the
+		// server left, the next server's handshake), so a move off a
+		// stopped server held the calls on the connection past their
+		// deadline (the soak's paused node). A server cut off from its
+		// cluster answers no responders once its routes time out.
 		if m.failures.Add(1) < m.after {
 			return false
 		}

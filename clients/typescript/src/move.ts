@@ -39,8 +39,9 @@ export interface MoveLogger {
  * and the last move was at least everyMs ago (monotonic clock; a reconnect
  * the Mover did not make, such as another client's move on the same
  * connection or nats.js's own reconnect, counts as a move and resets the
- * count), the connection is forced to reconnect (nats.js's NatsConnection.reconnect(),
- * which takes the next server of its pool) and the count starts again. The call goes on
+ * count), the connection is forced to reconnect (nats.js's
+ * NatsConnection.reconnect(), which takes the next server of its pool) and
+ * the count starts again. The call goes on
  * retrying within its deadline meanwhile; the requests in flight on the
  * connection fail as disconnected and are retried.
  *

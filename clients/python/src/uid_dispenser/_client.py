@@ -117,10 +117,10 @@ class UidClient:
     A NATS server cut off from its cluster keeps its clients connected and
     NATS never moves them: after move_after attempts in a row ended in no
     responders (any reply resets the count, a timeout neither counts nor
-    resets it), when the connection knows another server and the last move was at least
-    move_every seconds ago, the client forces the connection onto the next
-    server of its pool (nats-py's force_reconnect) and logs it at INFO on
-    the ``uid_dispenser`` logger. A reconnect the client did not make
+    resets it), when the connection knows another server and the last move
+    was at least move_every seconds ago, the client forces the connection
+    onto the next server of its pool (nats-py's force_reconnect) and logs
+    it at INFO on the ``uid_dispenser`` logger. A reconnect the client did not make
     (another client's move of a shared connection) counts as a move.
 
     Use it as ``async with uid_dispenser.connect(url) as client`` (the

@@ -47,7 +47,8 @@ type Config struct {
 	// product's clients ask again, and a call whose last attempt was
 	// uncertain stays unknown.
 	NoRetry bool
-	// AttemptTimeout bounds one request (default uidclient's, 1 s).
+	// AttemptTimeout bounds one request (default uidclient's,
+	// uidclient.DefaultAttemptTimeout).
 	AttemptTimeout time.Duration
 	// MoveAfter is the move off a server cut off from its cluster, as
 	// the product's clients make it (uidclient.Mover, docs/protocol.md):
@@ -148,14 +149,11 @@ func work(ctx context.Context, nc *nats.Conn, movers map[string]*uidclient.Mover
 	}
 }
 
-// defaultAttemptTimeout is uidclient's default Config.AttemptTimeout.
-const defaultAttemptTimeout = time.Second
-
 func (cfg Config) attemptTimeout() time.Duration {
 	if cfg.AttemptTimeout > 0 {
 		return cfg.AttemptTimeout
 	}
-	return defaultAttemptTimeout
+	return uidclient.DefaultAttemptTimeout
 }
 
 // request makes one call and returns its completion: one request, or

@@ -26,8 +26,8 @@ import java.util.concurrent.atomic.LongAdder;
  * all (one with {@code maxReconnects(0)} would be closed instead) and the
  * last move was at least {@code every} ago (monotonic clock; a reconnect the
  * mover did not make, such as another client's move on the same connection
- * or jnats's own reconnect, counts as a move and resets the count), the connection
- * is forced to reconnect ({@link Connection#forceReconnect()}, which takes
+ * or jnats's own reconnect, counts as a move and resets the count), the
+ * connection is forced to reconnect ({@link Connection#forceReconnect()}, which takes
  * the next server of its pool) and the count starts again. The call goes on
  * retrying within its deadline meanwhile.
  *
